@@ -1,0 +1,163 @@
+package dev.locker.api;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.Objects;
+
+/**
+ * The name of one lock: a row key and a column, both arbitrary bytes.
+ *
+ * <p>Invariant: immutable (the arrays are copied in and out), and {@link #encoded()} is injective: two key-columns
+ * encode to the same bytes only if both their keys and their columns are equal, so {@code ("a", ":x")} and
+ * {@code ("a:", "x")} are different locks on every backend. The key must not be empty; the column may be.
+ */
+public final class KeyColumn implements Comparable<KeyColumn> {
+
+    private final byte[] key;
+    private final byte[] column;
+    private final int hash;
+
+    private KeyColumn(byte[] key, byte[] column) {
+        this.key = key;
+        this.column = column;
+        this.hash = 31 * Arrays.hashCode(key) + Arrays.hashCode(column);
+    }
+
+    /** A key-column from raw bytes; both are copied. */
+    public static KeyColumn of(byte[] key, byte[] column) {
+        Objects.requireNonNull(key, "key must not be null");
+        Objects.requireNonNull(column, "column must not be null");
+        if (key.length == 0) {
+            throw new IllegalArgumentException("key must not be empty");
+        }
+        return new KeyColumn(key.clone(), column.clone());
+    }
+
+    /**
+     * A key-column from two strings, encoded as UTF-8. A string that is not valid UTF-16 (a lone surrogate) is
+     * refused instead of being silently replaced by {@code ?}, which would make it collide with the literal name.
+     */
+    public static KeyColumn of(String key, String column) {
+        Objects.requireNonNull(key, "key must not be null");
+        Objects.requireNonNull(column, "column must not be null");
+        return of(utf8(key, "key"), utf8(column, "column"));
+    }
+
+    /** A lock on a whole name, for application locks ("run this migration once"): the column is empty. */
+    public static KeyColumn named(String name) {
+        return of(name, "");
+    }
+
+    private static byte[] utf8(String s, String what) {
+        try {
+            ByteBuffer buf = StandardCharsets.UTF_8.newEncoder()
+                    .onMalformedInput(CodingErrorAction.REPORT)
+                    .onUnmappableCharacter(CodingErrorAction.REPORT)
+                    .encode(java.nio.CharBuffer.wrap(s));
+            byte[] out = new byte[buf.remaining()];
+            buf.get(out);
+            return out;
+        } catch (CharacterCodingException e) {
+            throw new IllegalArgumentException(what + " is not valid UTF-16 (lone surrogate?): cannot encode it as UTF-8", e);
+        }
+    }
+
+    public byte[] key() {
+        return key.clone();
+    }
+
+    public byte[] column() {
+        return column.clone();
+    }
+
+    public int keyLength() {
+        return key.length;
+    }
+
+    public int columnLength() {
+        return column.length;
+    }
+
+    /** Key plus column length in bytes: what the key size limit is measured against. */
+    public int size() {
+        return key.length + column.length;
+    }
+
+    /**
+     * The injective binary form every backend uses as its lock name: a 4-byte big-endian key length, the key, then
+     * the column. A backend never splices a lock name into a query, script or field name; it passes these bytes as data.
+     */
+    public byte[] encoded() {
+        byte[] out = new byte[4 + key.length + column.length];
+        ByteBuffer.wrap(out).putInt(key.length).put(key).put(column);
+        return out;
+    }
+
+    /** Inverse of {@link #encoded()}. */
+    public static KeyColumn decode(byte[] encoded) {
+        Objects.requireNonNull(encoded, "encoded must not be null");
+        if (encoded.length < 4) {
+            throw new IllegalArgumentException("encoded key-column too short: " + encoded.length + " bytes");
+        }
+        ByteBuffer buf = ByteBuffer.wrap(encoded);
+        int keyLen = buf.getInt();
+        if (keyLen < 1 || keyLen > encoded.length - 4) {
+            throw new IllegalArgumentException("encoded key-column has a bad key length " + keyLen);
+        }
+        byte[] k = new byte[keyLen];
+        buf.get(k);
+        byte[] c = new byte[buf.remaining()];
+        buf.get(c);
+        return new KeyColumn(k, c);
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        if (this == o) {
+            return true;
+        }
+        if (!(o instanceof KeyColumn)) {
+            return false;
+        }
+        KeyColumn other = (KeyColumn) o;
+        return hash == other.hash && Arrays.equals(key, other.key) && Arrays.equals(column, other.column);
+    }
+
+    @Override
+    public int hashCode() {
+        return hash;
+    }
+
+    @Override
+    public int compareTo(KeyColumn o) {
+        int c = Arrays.compareUnsigned(key, o.key);
+        return c != 0 ? c : Arrays.compareUnsigned(column, o.column);
+    }
+
+    /** Printable ASCII as is, other bytes as {@code \xNN}; long names are shortened so messages stay readable. */
+    @Override
+    public String toString() {
+        return "KeyColumn[" + printable(key) + "/" + printable(column) + "]";
+    }
+
+    static String printable(byte[] bytes) {
+        int limit = 64;
+        StringBuilder sb = new StringBuilder();
+        int n = Math.min(bytes.length, limit);
+        for (int i = 0; i < n; i++) {
+            int b = bytes[i] & 0xff;
+            if (b >= 0x20 && b < 0x7f && b != '\\' && b != '/') {
+                sb.append((char) b);
+            } else {
+                sb.append(String.format("\\x%02x", b));
+            }
+        }
+        if (bytes.length > limit) {
+            sb.append("...(").append(bytes.length).append(" bytes)");
+        }
+        return sb.toString();
+    }
+}

@@ -1,0 +1,43 @@
+package dev.locker.api;
+
+import java.util.List;
+
+/**
+ * The store SPI storage-layer developers already know from JanusGraph: rows of sorted columns. The generic
+ * wait-and-read-back locker and the expected-value-checking wrapper run on any implementation.
+ *
+ * <p>Failures are reported as {@link StoreException}: {@link TemporaryStoreException} when a retry may succeed,
+ * {@link PermanentStoreException} when it will not.
+ */
+public interface KeyColumnValueStore extends AutoCloseable {
+
+    /** The store's name, for messages. */
+    String name();
+
+    /**
+     * The columns of row {@code key} in {@code [start, end)}, sorted by unsigned byte order; an empty {@code end}
+     * means no upper bound.
+     */
+    List<Entry> getSlice(byte[] key, byte[] start, byte[] end, StoreTransaction tx);
+
+    /** Applies deletions, then additions, to row {@code key}, atomically for that row. */
+    void mutate(byte[] key, List<Entry> additions, List<byte[]> deletions, StoreTransaction tx);
+
+    /**
+     * Locks ({@code key}, {@code column}) for {@code tx} and records that the caller expects the cell to hold
+     * {@code expectedValue} (null: expects it absent) when {@code tx} first mutates. Plain stores do not lock; wrap
+     * them in the expected-value-checking store of locker-local, which implements this with a {@link Locker}.
+     *
+     * @throws PermanentLockingException for a store that does not lock
+     */
+    default void acquireLock(byte[] key, byte[] column, byte[] expectedValue, StoreTransaction tx) {
+        throw new PermanentLockingException("store " + name() + " does not lock by itself: wrap it in an "
+                + "expected-value-checking store with a Locker", KeyColumn.of(key, column));
+    }
+
+    /** Starts a transaction; stores without transactions return a handle whose commit and rollback do nothing. */
+    StoreTransaction beginTransaction();
+
+    @Override
+    void close();
+}

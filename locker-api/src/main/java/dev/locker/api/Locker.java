@@ -1,0 +1,140 @@
+package dev.locker.api;
+
+import java.time.Duration;
+import java.util.Optional;
+
+/**
+ * A cross-process lock service with JanusGraph's three-phase contract.
+ *
+ * <ol>
+ *   <li>{@link #writeLock} claims a lock for a transaction: first against other transactions of this JVM, then in
+ *       the backend. It may already fail with {@link TemporaryLockingException} when the lock is visibly taken.</li>
+ *   <li>{@link #checkLocks} confirms that every claim of the transaction is the holder; after it succeeds the
+ *       transaction may mutate what the locks protect, until the claims expire (see {@link #renewLocks}).</li>
+ *   <li>{@link #deleteLocks} releases every lock of the transaction. It never throws for a backend failure: a claim
+ *       it could not delete expires on its own.</li>
+ * </ol>
+ *
+ * <p>A transaction is any object the caller chooses (its own store transaction, or a {@link LockTransaction}); it is
+ * compared by identity. Every lock of a transaction must be released through {@link #deleteLocks}. Application code
+ * that wants one lock at a time uses {@link #acquire} and a try-with-resources {@link Lease} instead.
+ *
+ * <p>All methods are thread-safe; one transaction should be driven by one thread at a time.
+ */
+public interface Locker extends AutoCloseable {
+
+    /**
+     * Claims {@code lock} for {@code tx}. Calling it again for a lock the transaction already claimed does nothing
+     * (and does not extend the claim). Argument errors are thrown as {@link IllegalArgumentException} before any I/O.
+     *
+     * @throws TemporaryLockingException when another transaction (here or elsewhere) holds the lock, or the backend
+     *                                   is unreachable; the message names the holder where known
+     * @throws PermanentLockingException when the backend refuses for good (permissions, missing table...)
+     */
+    void writeLock(KeyColumn lock, Object tx);
+
+    /**
+     * Confirms that {@code tx} holds every lock it claimed. Idempotent: a lock already confirmed costs no I/O again,
+     * but a lock whose claim has expired by the local clock fails with {@link ExpiredLockException}.
+     */
+    void checkLocks(Object tx);
+
+    /**
+     * Extends the expiry of every lock {@code tx} holds, in place: the claims keep their seniority and fencing tokens.
+     *
+     * @throws ExpiredLockException when a claim has expired or was taken away (then the lock may be someone else's)
+     */
+    void renewLocks(Object tx);
+
+    /** Releases every lock {@code tx} claimed. Never throws for a backend failure; a transaction unknown here is a no-op. */
+    void deleteLocks(Object tx);
+
+    /** What this locker knows of {@code lock} for {@code tx}, or empty when {@code tx} has not claimed it. */
+    Optional<LockStatus> status(KeyColumn lock, Object tx);
+
+    /**
+     * The fencing token of a checked lock: strictly greater than every token issued before for this lock. Pass it to
+     * the resource the lock protects so that a paused former holder is refused there.
+     *
+     * @throws IllegalStateException when {@code tx} does not hold {@code lock} (not claimed, or not checked yet)
+     */
+    default long fencingToken(KeyColumn lock, Object tx) {
+        LockStatus s = status(lock, tx).orElseThrow(() -> new IllegalStateException(
+                "transaction " + tx + " has not claimed lock " + lock));
+        if (!s.isHeld()) {
+            throw new IllegalStateException("lock " + lock + " is claimed but not checked yet: call checkLocks first");
+        }
+        return s.fencingToken();
+    }
+
+    /** Who holds {@code lock} now, as the backend sees it (any locker, any process), or empty when it is free. */
+    Optional<LockOwner> holder(KeyColumn lock);
+
+    /**
+     * Operator's tool: removes every claim on {@code lock}, whoever owns it. The former holder learns it at its next
+     * check or renewal ({@link ExpiredLockException}). Use it only for a holder known to be dead.
+     *
+     * @return true if there was any claim to remove
+     */
+    boolean forceRelease(KeyColumn lock);
+
+    /** This locker instance's identity, recorded in every claim it writes. */
+    String rid();
+
+    /** The configuration this locker runs with. */
+    LockerConfig config();
+
+    /**
+     * Takes {@code lock} for a new transaction (writeLock then checkLocks), failing at once if it is taken.
+     *
+     * @param why recorded with the claim, shown to operators and in other processes' exceptions
+     */
+    default Lease acquire(KeyColumn lock, String why) {
+        LockTransaction tx = new LockTransaction(why);
+        try {
+            writeLock(lock, tx);
+            checkLocks(tx);
+        } catch (RuntimeException e) {
+            deleteLocks(tx);
+            throw e;
+        }
+        return new Lease(this, lock, tx);
+    }
+
+    /**
+     * Like {@link #acquire}, but retries while the lock is taken (or the backend temporarily fails), with a growing
+     * pause, for up to {@code maxWait}.
+     *
+     * @return the lease, or empty if the lock could not be taken within {@code maxWait}
+     * @throws PermanentLockingException at once, when the failure is not temporary
+     */
+    default Optional<Lease> tryAcquire(KeyColumn lock, String why, Duration maxWait) {
+        if (maxWait == null || maxWait.isNegative()) {
+            throw new IllegalArgumentException("maxWait must be zero or positive, was " + maxWait);
+        }
+        TimeSource time = config().timeSource();
+        long deadline = time.nanoTime() + maxWait.toNanos();
+        long pauseMillis = 5;
+        while (true) {
+            try {
+                return Optional.of(acquire(lock, why));
+            } catch (TemporaryLockingException e) {
+                long left = deadline - time.nanoTime();
+                if (left <= 0) {
+                    return Optional.empty();
+                }
+                try {
+                    time.sleep(Duration.ofNanos(Math.min(left, Duration.ofMillis(pauseMillis).toNanos())));
+                } catch (InterruptedException ie) {
+                    Thread.currentThread().interrupt();
+                    return Optional.empty();
+                }
+                pauseMillis = Math.min(pauseMillis * 2, 200);
+            }
+        }
+    }
+
+    /** Releases the backend connections and background threads of this locker; held claims expire on their own. */
+    @Override
+    void close();
+}

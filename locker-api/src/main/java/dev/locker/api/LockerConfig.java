@@ -1,0 +1,280 @@
+package dev.locker.api;
+
+import java.lang.management.ManagementFactory;
+import java.net.InetAddress;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.util.HexFormat;
+import java.util.Objects;
+
+/**
+ * Settings shared by every locker. Build with {@link #builder()}; every option has a safe default, documented here
+ * and in the README:
+ *
+ * <table>
+ *   <caption>defaults</caption>
+ *   <tr><td>expiry</td><td>60 s</td><td>how long a claim lives unless renewed</td></tr>
+ *   <tr><td>lockWait</td><td>100 ms</td><td>wait-and-read-back only: the pause between writing a claim and reading
+ *       the row back; must exceed the clock disagreement between clients</td></tr>
+ *   <tr><td>retries</td><td>3</td><td>attempts to write a claim when the store is slow or fails temporarily</td></tr>
+ *   <tr><td>localWait</td><td>0 (fail fast)</td><td>how long writeLock waits for another transaction of this JVM
+ *       that holds the same lock; zero fails at once, like JanusGraph</td></tr>
+ *   <tr><td>scrubExpired</td><td>true</td><td>delete dead claims met on the way</td></tr>
+ *   <tr><td>maxKeyBytes</td><td>4096</td><td>largest key + column, checked before any I/O</td></tr>
+ *   <tr><td>rid</td><td>random</td><td>the locker instance's identity: 16 random bytes in hex</td></tr>
+ *   <tr><td>host, pid</td><td>this host and process</td><td>shown to operators, never used for ownership</td></tr>
+ *   <tr><td>why</td><td>""</td><td>default reason recorded with claims, when the transaction gives none</td></tr>
+ *   <tr><td>timeSource</td><td>system clock</td><td>wall clock, monotonic clock and sleep</td></tr>
+ * </table>
+ */
+public final class LockerConfig {
+
+    private static final SecureRandom RANDOM = new SecureRandom();
+
+    private final Duration expiry;
+    private final Duration lockWait;
+    private final int retries;
+    private final Duration localWait;
+    private final boolean scrubExpired;
+    private final int maxKeyBytes;
+    private final String rid;
+    private final String host;
+    private final long pid;
+    private final String why;
+    private final TimeSource timeSource;
+
+    private LockerConfig(Builder b) {
+        this.expiry = b.expiry;
+        this.lockWait = b.lockWait;
+        this.retries = b.retries;
+        this.localWait = b.localWait;
+        this.scrubExpired = b.scrubExpired;
+        this.maxKeyBytes = b.maxKeyBytes;
+        this.rid = b.rid != null ? b.rid : randomRid();
+        this.host = b.host != null ? b.host : localHost();
+        this.pid = b.pid != null ? b.pid : ProcessHandle.current().pid();
+        this.why = b.why;
+        this.timeSource = b.timeSource;
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** All defaults, with a fresh random rid. */
+    public static LockerConfig defaults() {
+        return builder().build();
+    }
+
+    /** A builder holding this configuration's values, for a variant (a new rid is drawn unless one was set). */
+    public Builder toBuilder() {
+        Builder b = new Builder();
+        b.expiry = expiry;
+        b.lockWait = lockWait;
+        b.retries = retries;
+        b.localWait = localWait;
+        b.scrubExpired = scrubExpired;
+        b.maxKeyBytes = maxKeyBytes;
+        b.rid = rid;
+        b.host = host;
+        b.pid = pid;
+        b.why = why;
+        b.timeSource = timeSource;
+        return b;
+    }
+
+    /** A rid nobody else has: 128 random bits, hex. Host and pid are kept apart, for display only. */
+    public static String randomRid() {
+        byte[] b = new byte[16];
+        RANDOM.nextBytes(b);
+        return HexFormat.of().formatHex(b);
+    }
+
+    private static String localHost() {
+        try {
+            return InetAddress.getLocalHost().getHostName();
+        } catch (Exception e) {
+            String name = ManagementFactory.getRuntimeMXBean().getName();
+            int at = name.indexOf('@');
+            return at >= 0 ? name.substring(at + 1) : "unknown-host";
+        }
+    }
+
+    public Duration expiry() {
+        return expiry;
+    }
+
+    public Duration lockWait() {
+        return lockWait;
+    }
+
+    public int retries() {
+        return retries;
+    }
+
+    public Duration localWait() {
+        return localWait;
+    }
+
+    public boolean scrubExpired() {
+        return scrubExpired;
+    }
+
+    public int maxKeyBytes() {
+        return maxKeyBytes;
+    }
+
+    public String rid() {
+        return rid;
+    }
+
+    public String host() {
+        return host;
+    }
+
+    public long pid() {
+        return pid;
+    }
+
+    public String why() {
+        return why;
+    }
+
+    public TimeSource timeSource() {
+        return timeSource;
+    }
+
+    /** The owner metadata a claim written now, by the current thread, for {@code reason} carries. */
+    public LockOwner owner(String reason) {
+        return new LockOwner(rid, host, pid, Thread.currentThread().getName(),
+                reason == null || reason.isEmpty() ? why : reason, null);
+    }
+
+    /**
+     * Checks a lock name against this configuration before any I/O.
+     *
+     * @throws IllegalArgumentException naming the lock when it is null or larger than {@link #maxKeyBytes()}
+     */
+    public KeyColumn validate(KeyColumn lock) {
+        if (lock == null) {
+            throw new IllegalArgumentException("lock must not be null");
+        }
+        if (lock.size() > maxKeyBytes) {
+            throw new IllegalArgumentException("lock " + lock + " is " + lock.size()
+                    + " bytes (key + column); the limit is maxKeyBytes=" + maxKeyBytes);
+        }
+        return lock;
+    }
+
+    @Override
+    public String toString() {
+        return "LockerConfig{expiry=" + expiry + ", lockWait=" + lockWait + ", retries=" + retries
+                + ", localWait=" + localWait + ", scrubExpired=" + scrubExpired + ", maxKeyBytes=" + maxKeyBytes
+                + ", rid=" + rid + ", host=" + host + ", pid=" + pid + ", why=\"" + why + "\", time=" + timeSource + "}";
+    }
+
+    /** Builder with the documented defaults; every setter validates its argument at once. */
+    public static final class Builder {
+        private Duration expiry = Duration.ofSeconds(60);
+        private Duration lockWait = Duration.ofMillis(100);
+        private int retries = 3;
+        private Duration localWait = Duration.ZERO;
+        private boolean scrubExpired = true;
+        private int maxKeyBytes = 4096;
+        private String rid;
+        private String host;
+        private Long pid;
+        private String why = "";
+        private TimeSource timeSource = TimeSource.system();
+
+        private Builder() {
+        }
+
+        public Builder expiry(Duration d) {
+            this.expiry = positive(d, "expiry");
+            return this;
+        }
+
+        public Builder lockWait(Duration d) {
+            this.lockWait = nonNegative(d, "lockWait");
+            return this;
+        }
+
+        public Builder retries(int n) {
+            if (n < 1) {
+                throw new IllegalArgumentException("retries must be at least 1, was " + n);
+            }
+            this.retries = n;
+            return this;
+        }
+
+        /** Wait up to {@code d} for another transaction of this JVM holding the same lock; zero fails fast. */
+        public Builder localWait(Duration d) {
+            this.localWait = nonNegative(d, "localWait");
+            return this;
+        }
+
+        public Builder scrubExpired(boolean on) {
+            this.scrubExpired = on;
+            return this;
+        }
+
+        public Builder maxKeyBytes(int n) {
+            if (n < 1) {
+                throw new IllegalArgumentException("maxKeyBytes must be positive, was " + n);
+            }
+            this.maxKeyBytes = n;
+            return this;
+        }
+
+        /** Fixes the rid; it must be unique among all lockers that share a backend. */
+        public Builder rid(String r) {
+            Objects.requireNonNull(r, "rid must not be null");
+            if (r.isEmpty() || r.length() > 128) {
+                throw new IllegalArgumentException("rid must be 1..128 characters, was " + r.length());
+            }
+            this.rid = r;
+            return this;
+        }
+
+        public Builder host(String h) {
+            this.host = Objects.requireNonNull(h, "host must not be null");
+            return this;
+        }
+
+        public Builder pid(long p) {
+            this.pid = p;
+            return this;
+        }
+
+        public Builder why(String w) {
+            this.why = Objects.requireNonNull(w, "why must not be null");
+            return this;
+        }
+
+        public Builder timeSource(TimeSource t) {
+            this.timeSource = Objects.requireNonNull(t, "timeSource must not be null");
+            return this;
+        }
+
+        public LockerConfig build() {
+            return new LockerConfig(this);
+        }
+
+        private static Duration positive(Duration d, String name) {
+            Objects.requireNonNull(d, name + " must not be null");
+            if (d.isNegative() || d.isZero()) {
+                throw new IllegalArgumentException(name + " must be positive, was " + d);
+            }
+            return d;
+        }
+
+        private static Duration nonNegative(Duration d, String name) {
+            Objects.requireNonNull(d, name + " must not be null");
+            if (d.isNegative()) {
+                throw new IllegalArgumentException(name + " must not be negative, was " + d);
+            }
+            return d;
+        }
+    }
+}

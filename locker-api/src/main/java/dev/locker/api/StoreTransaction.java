@@ -1,0 +1,12 @@
+package dev.locker.api;
+
+/**
+ * A transaction of a key-column-value store. Stores without transactions apply each mutation at once and treat
+ * commit and rollback as no-ops; lockers never rely on rollback.
+ */
+public interface StoreTransaction {
+
+    void commit();
+
+    void rollback();
+}

@@ -1,0 +1,43 @@
+package dev.locker.testkit;
+
+import dev.locker.api.Locker;
+import dev.locker.api.LockerConfig;
+
+/**
+ * What a backend gives the conformance suite: a shared backend (one server, one store) on which any number of
+ * locker instances — "processes", each with its own rid and its own JVM-local mediator — can be opened.
+ * Created once per test class; tests use fresh lock names, so nothing needs cleaning between them.
+ */
+public interface LockerFixture extends AutoCloseable {
+
+    /**
+     * Opens a new locker instance on the shared backend. The config's rid, expiry, lockWait, retries and time source
+     * must be honoured. The suite closes the lockers it opens.
+     */
+    Locker open(LockerConfig config);
+
+    /**
+     * True when claim expiry is measured on the config's {@link dev.locker.api.TimeSource} (then the suite drives
+     * it with a {@link VirtualClock} and runs in milliseconds). False when the server's clock decides expiry (then
+     * the suite uses the system clock, short expiries and real pauses).
+     */
+    boolean expiryFollowsConfiguredClock();
+
+    /** True when {@link #breakBackend()} / {@link #repairBackend()} are supported. */
+    default boolean canBreakBackend() {
+        return false;
+    }
+
+    /** Makes the backend unreachable or failing for lockers already open (stop the server, close the connection). */
+    default void breakBackend() {
+        throw new IllegalStateException(getClass().getSimpleName() + " cannot break its backend");
+    }
+
+    /** Undoes {@link #breakBackend()}; the backend may have lost its claims. */
+    default void repairBackend() {
+        throw new IllegalStateException(getClass().getSimpleName() + " cannot repair its backend");
+    }
+
+    @Override
+    void close() throws Exception;
+}

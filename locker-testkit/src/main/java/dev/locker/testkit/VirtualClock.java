@@ -1,0 +1,61 @@
+package dev.locker.testkit;
+
+import dev.locker.api.TimeSource;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * A clock for protocol tests: time stands still until a test {@link #advance advances} it or code sleeps, and
+ * sleeping advances it at once instead of waiting. Wall clock and monotonic clock move together. Thread-safe.
+ */
+public final class VirtualClock implements TimeSource {
+
+    private final AtomicLong nanos;
+    private final Instant epoch;
+
+    public VirtualClock(Instant start) {
+        this.epoch = start;
+        this.nanos = new AtomicLong();
+    }
+
+    /** Starts at 2026-01-01T00:00:00Z. */
+    public VirtualClock() {
+        this(Instant.parse("2026-01-01T00:00:00Z"));
+    }
+
+    @Override
+    public Instant now() {
+        return epoch.plusNanos(nanos.get());
+    }
+
+    @Override
+    public long nanoTime() {
+        return nanos.get();
+    }
+
+    /** Advances time by {@code d} without waiting (and yields, so that other threads see progress). */
+    @Override
+    public void sleep(Duration d) throws InterruptedException {
+        if (Thread.interrupted()) {
+            throw new InterruptedException();
+        }
+        if (!d.isNegative() && !d.isZero()) {
+            nanos.addAndGet(d.toNanos());
+        }
+        Thread.yield();
+    }
+
+    public void advance(Duration d) {
+        if (d.isNegative()) {
+            throw new IllegalArgumentException("time only moves forward; was " + d);
+        }
+        nanos.addAndGet(d.toNanos());
+    }
+
+    @Override
+    public String toString() {
+        return "virtual clock at " + now();
+    }
+}
