@@ -1,0 +1,170 @@
+package dev.locker.api;
+
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * The query options of a locker URI ({@code ?expiry=30s&lockWait=50ms}), shared by every provider so that the
+ * common options mean the same on every backend: {@code expiry}, {@code lockWait}, {@code localWait},
+ * {@code retries}, {@code maxKeyBytes}, {@code rid}, {@code why}. Durations are {@code 250ms}, {@code 30s},
+ * {@code 5m}, {@code 1h}, or ISO-8601 ({@code PT30S}). Unknown options are an error, so a typo is not ignored.
+ */
+public final class UriOptions {
+
+    /** The options every backend understands. */
+    public static final Set<String> COMMON = Set.of("expiry", "lockWait", "localWait", "retries", "maxKeyBytes", "rid", "why");
+
+    private final String uri;
+    private final Map<String, String> options;
+
+    private UriOptions(String uri, Map<String, String> options) {
+        this.uri = uri;
+        this.options = options;
+    }
+
+    /** Parses the part after '?' (if any) of {@code uri}. */
+    public static UriOptions parse(String uri) {
+        Map<String, String> out = new LinkedHashMap<>();
+        int q = uri.indexOf('?');
+        if (q >= 0 && q < uri.length() - 1) {
+            for (String pair : uri.substring(q + 1).split("&")) {
+                if (pair.isEmpty()) {
+                    continue;
+                }
+                int eq = pair.indexOf('=');
+                String k = decode(eq < 0 ? pair : pair.substring(0, eq));
+                String v = eq < 0 ? "" : decode(pair.substring(eq + 1));
+                if (out.put(k, v) != null) {
+                    throw new IllegalArgumentException("option '" + k + "' is given twice in locker URI " + redact(uri));
+                }
+            }
+        }
+        return new UriOptions(uri, Collections.unmodifiableMap(out));
+    }
+
+    /** The URI without its query part. */
+    public String base() {
+        int q = uri.indexOf('?');
+        return q < 0 ? uri : uri.substring(0, q);
+    }
+
+    public Map<String, String> asMap() {
+        return options;
+    }
+
+    public String get(String name, String dflt) {
+        return options.getOrDefault(name, dflt);
+    }
+
+    public int getInt(String name, int dflt) {
+        String v = options.get(name);
+        if (v == null) {
+            return dflt;
+        }
+        try {
+            return Integer.parseInt(v.trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("option " + name + "=" + v + " is not a whole number in locker URI " + redact(uri), e);
+        }
+    }
+
+    public boolean getBoolean(String name, boolean dflt) {
+        String v = options.get(name);
+        if (v == null) {
+            return dflt;
+        }
+        switch (v.trim().toLowerCase(Locale.ROOT)) {
+            case "true": case "yes": case "1": case "":
+                return true;
+            case "false": case "no": case "0":
+                return false;
+            default:
+                throw new IllegalArgumentException("option " + name + "=" + v + " is not true/false in locker URI " + redact(uri));
+        }
+    }
+
+    public Duration getDuration(String name, Duration dflt) {
+        String v = options.get(name);
+        return v == null ? dflt : duration(name, v);
+    }
+
+    /** Fails naming every option that is neither common nor in {@code backendOptions}. */
+    public UriOptions requireKnown(Set<String> backendOptions) {
+        for (String k : options.keySet()) {
+            if (!COMMON.contains(k) && !backendOptions.contains(k)) {
+                throw new IllegalArgumentException("unknown option '" + k + "' in locker URI " + redact(uri)
+                        + "; common options: " + new java.util.TreeSet<>(COMMON) + ", backend options: "
+                        + new java.util.TreeSet<>(backendOptions));
+            }
+        }
+        return this;
+    }
+
+    /** {@code config} with the common options of this URI applied on top. */
+    public LockerConfig applyTo(LockerConfig config) {
+        LockerConfig.Builder b = config.toBuilder();
+        if (options.containsKey("expiry")) {
+            b.expiry(getDuration("expiry", null));
+        }
+        if (options.containsKey("lockWait")) {
+            b.lockWait(getDuration("lockWait", null));
+        }
+        if (options.containsKey("localWait")) {
+            b.localWait(getDuration("localWait", null));
+        }
+        if (options.containsKey("retries")) {
+            b.retries(getInt("retries", 0));
+        }
+        if (options.containsKey("maxKeyBytes")) {
+            b.maxKeyBytes(getInt("maxKeyBytes", 0));
+        }
+        if (options.containsKey("rid")) {
+            b.rid(options.get("rid"));
+        }
+        if (options.containsKey("why")) {
+            b.why(options.get("why"));
+        }
+        return b.build();
+    }
+
+    /** Parses {@code 250ms}, {@code 30s}, {@code 5m}, {@code 1h}, {@code 0}, or ISO-8601. */
+    public static Duration duration(String name, String v) {
+        String s = v.trim().toLowerCase(Locale.ROOT);
+        try {
+            if (s.startsWith("p")) {
+                return Duration.parse(s.toUpperCase(Locale.ROOT));
+            }
+            if (s.equals("0")) {
+                return Duration.ZERO;
+            }
+            if (s.endsWith("ms")) {
+                return Duration.ofMillis(Long.parseLong(s.substring(0, s.length() - 2)));
+            }
+            long n = Long.parseLong(s.substring(0, s.length() - 1));
+            switch (s.charAt(s.length() - 1)) {
+                case 's': return Duration.ofSeconds(n);
+                case 'm': return Duration.ofMinutes(n);
+                case 'h': return Duration.ofHours(n);
+                default: break;
+            }
+        } catch (RuntimeException e) {
+            throw new IllegalArgumentException("option " + name + "=" + v + " is not a duration (250ms, 30s, 5m, 1h, PT30S)", e);
+        }
+        throw new IllegalArgumentException("option " + name + "=" + v + " is not a duration (250ms, 30s, 5m, 1h, PT30S)");
+    }
+
+    /** The URI with any password ({@code user:password@}) replaced by {@code ***}, for messages. */
+    public static String redact(String uri) {
+        return uri.replaceAll("(//[^/@:]*:)[^/@]*@", "$1***@");
+    }
+
+    private static String decode(String s) {
+        return URLDecoder.decode(s, StandardCharsets.UTF_8);
+    }
+}
