@@ -118,7 +118,9 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
     @Override
     public void writeLock(KeyColumn lock, Object tx) {
         config.validate(lock);
-        Objects.requireNonNull(tx, "tx must not be null");
+        if (tx == null) {
+            throw new IllegalArgumentException("tx must not be null");
+        }
         ensureOpen();
         TxKey key = new TxKey(tx);
         Map<KeyColumn, S> claims = txs.computeIfAbsent(key, k -> new LinkedHashMap<>());

@@ -1,0 +1,855 @@
+package dev.locker.testkit;
+
+import dev.locker.api.Entry;
+import dev.locker.api.ExpiredLockException;
+import dev.locker.api.KeyColumn;
+import dev.locker.api.KeyColumnValueStore;
+import dev.locker.api.Lease;
+import dev.locker.api.LockOwner;
+import dev.locker.api.LockStatus;
+import dev.locker.api.LockTransaction;
+import dev.locker.api.Locker;
+import dev.locker.api.LockerConfig;
+import dev.locker.api.LockingException;
+import dev.locker.api.PermanentLockingException;
+import dev.locker.api.StoreTransaction;
+import dev.locker.api.TemporaryLockingException;
+import dev.locker.api.TimeSource;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInfo;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.Timeout;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+/**
+ * The behaviour every backend must show, written once. A backend's test class extends this and provides a
+ * {@link LockerFixture}; each "process" in a scenario is a separate locker instance with its own rid and its own
+ * JVM-local mediator, on the one shared backend.
+ *
+ * <p>Backends whose expiry follows the configured clock run on a {@link VirtualClock} (milliseconds per scenario);
+ * the others run on the system clock with a short expiry.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+public abstract class LockerConformanceSuite {
+
+    /** The backend under test; called once per test class. */
+    protected abstract LockerFixture createFixture() throws Exception;
+
+    /**
+     * An expected-value-checking store guarded by {@code locker}, over a data store of the backend's choice that is
+     * the SAME for every call within a test class (two contenders must see one another's data); null (the default)
+     * skips the expected-value scenarios.
+     */
+    protected KeyColumnValueStore expectedValueChecking(Locker locker) {
+        return null;
+    }
+
+    protected LockerFixture fixture;
+    protected TimeSource clock;
+    protected VirtualClock virtualClock;
+    private final List<Locker> opened = new CopyOnWriteArrayList<>();
+    private String prefix;
+
+    @BeforeAll
+    void startBackend() throws Exception {
+        fixture = createFixture();
+    }
+
+    @AfterAll
+    void stopBackend() throws Exception {
+        if (fixture != null) {
+            fixture.close();
+        }
+    }
+
+    @BeforeEach
+    void freshScenario(TestInfo info) {
+        if (fixture.expiryFollowsConfiguredClock()) {
+            virtualClock = new VirtualClock();
+            clock = virtualClock;
+        } else {
+            virtualClock = null;
+            clock = TimeSource.system();
+        }
+        prefix = info.getTestMethod().map(m -> m.getName()).orElse("t") + "-" + LockerConfig.randomRid().substring(0, 8) + "/";
+    }
+
+    @AfterEach
+    void closeLockers() {
+        for (Locker l : opened) {
+            try {
+                l.close();
+            } catch (RuntimeException e) {
+                // a scenario may have broken the backend; closing is best effort
+            }
+        }
+        opened.clear();
+    }
+
+    // ---- scenario vocabulary ------------------------------------------------------------------------------------
+
+    /** Claim lifetime in scenarios: long on a virtual clock, short on a real one. */
+    protected Duration expiry() {
+        return fixture.expiryFollowsConfiguredClock() ? Duration.ofSeconds(30) : Duration.ofMillis(1500);
+    }
+
+    protected LockerConfig.Builder config(String name) {
+        return LockerConfig.builder()
+                .rid(name + "-" + LockerConfig.randomRid().substring(0, 12))
+                .host("host-" + name)
+                .pid(4242)
+                .expiry(expiry())
+                .lockWait(Duration.ofMillis(fixture.expiryFollowsConfiguredClock() ? 100 : 20))
+                .timeSource(clock);
+    }
+
+    /** A new "process" on the shared backend. */
+    protected Locker process(String name) {
+        return open(config(name).build());
+    }
+
+    protected Locker open(LockerConfig config) {
+        Locker l = fixture.open(config);
+        opened.add(l);
+        return l;
+    }
+
+    /** A lock unique to this scenario. */
+    protected KeyColumn lock(String name) {
+        return KeyColumn.of(prefix + name, "c");
+    }
+
+    protected void pass(Duration d) throws InterruptedException {
+        if (virtualClock != null) {
+            virtualClock.advance(d);
+        } else {
+            Thread.sleep(d.toMillis());
+        }
+    }
+
+    /** writeLock then checkLocks; on failure the transaction's locks are released and the failure rethrown. */
+    protected static void take(Locker locker, KeyColumn lock, Object tx) {
+        try {
+            locker.writeLock(lock, tx);
+            locker.checkLocks(tx);
+        } catch (RuntimeException e) {
+            locker.deleteLocks(tx);
+            throw e;
+        }
+    }
+
+    protected static TemporaryLockingException assertContended(Locker locker, KeyColumn lock, Object tx) {
+        return assertThrows(TemporaryLockingException.class, () -> take(locker, lock, tx));
+    }
+
+    // ---- the three phases ---------------------------------------------------------------------------------------
+
+    @Test
+    void writeCheckDeleteHoldsThenFrees() {
+        Locker a = process("a");
+        KeyColumn lock = lock("x");
+        LockTransaction tx = new LockTransaction("single");
+        a.writeLock(lock, tx);
+        a.checkLocks(tx);
+        LockStatus s = a.status(lock, tx).orElseThrow();
+        assertTrue(s.isHeld());
+        assertTrue(s.fencingToken() > 0, "a held lock has a positive fencing token");
+        assertEquals(a.rid(), a.holder(lock).orElseThrow().rid());
+        a.deleteLocks(tx);
+        assertEquals(Optional.empty(), a.holder(lock));
+        assertEquals(Optional.empty(), a.status(lock, tx));
+    }
+
+    @Test
+    void otherProcessIsRefusedWithTheHolderNamed() {
+        Locker a = process("a");
+        Locker b = process("b");
+        KeyColumn lock = lock("x");
+        take(a, lock, new LockTransaction("doing balance round"));
+        TemporaryLockingException e = assertContended(b, lock, new LockTransaction());
+        assertEquals(lock, e.lock());
+        LockOwner holder = e.holder();
+        assertNotNull(holder, "the exception names the holder");
+        assertEquals(a.rid(), holder.rid());
+        assertEquals("host-a", holder.host());
+        assertEquals(4242, holder.pid());
+        assertEquals("doing balance round", holder.why());
+        assertTrue(e.getMessage().contains(a.rid()), e.getMessage());
+        assertTrue(e.getMessage().contains(lock.toString()), e.getMessage());
+    }
+
+    @Test
+    void releasedLockCanBeTakenByAnotherProcess() {
+        Locker a = process("a");
+        Locker b = process("b");
+        KeyColumn lock = lock("x");
+        Object ta = new Object();
+        take(a, lock, ta);
+        a.deleteLocks(ta);
+        Object tb = new Object();
+        take(b, lock, tb);
+        assertEquals(b.rid(), b.holder(lock).orElseThrow().rid());
+    }
+
+    @Test
+    void localContentionFailsFast() {
+        Locker a = process("a");
+        KeyColumn lock = lock("x");
+        take(a, lock, new LockTransaction("first"));
+        TemporaryLockingException e = assertThrows(TemporaryLockingException.class,
+                () -> a.writeLock(lock, new LockTransaction("second")));
+        assertTrue(e.getMessage().contains("this process"), e.getMessage());
+        assertEquals(lock, e.lock());
+    }
+
+    @Test
+    void localWaitTakesTheLockWhenTheOtherTransactionReleases() throws Exception {
+        Locker a = open(config("a").localWait(Duration.ofHours(1)).build());
+        KeyColumn lock = lock("x");
+        Object first = new Object();
+        take(a, lock, first);
+        ExecutorService pool = Executors.newSingleThreadExecutor();
+        try {
+            Object second = new Object();
+            Future<?> waiter = pool.submit(() -> take(a, lock, second));
+            Thread.sleep(20);
+            a.deleteLocks(first);
+            waiter.get(60, TimeUnit.SECONDS);
+            assertTrue(a.status(lock, second).orElseThrow().isHeld());
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    @Test
+    void localWaitIsBounded() {
+        Locker a = open(config("a").localWait(Duration.ofMillis(50)).build());
+        KeyColumn lock = lock("x");
+        take(a, lock, new Object());
+        assertThrows(TemporaryLockingException.class, () -> a.writeLock(lock, new Object()));
+    }
+
+    @Test
+    void repeatedWriteLockIsANoOpAndDoesNotExtend() throws Exception {
+        Locker a = process("a");
+        KeyColumn lock = lock("x");
+        Object tx = new Object();
+        a.writeLock(lock, tx);
+        LockStatus first = a.status(lock, tx).orElseThrow();
+        pass(Duration.ofMillis(200));
+        a.writeLock(lock, tx);
+        assertEquals(first.expiry(), a.status(lock, tx).orElseThrow().expiry());
+        a.checkLocks(tx);
+    }
+
+    @Test
+    void checkLocksIsIdempotent() {
+        Locker a = process("a");
+        KeyColumn lock = lock("x");
+        Object tx = new Object();
+        take(a, lock, tx);
+        long token = a.fencingToken(lock, tx);
+        a.checkLocks(tx);
+        a.checkLocks(tx);
+        assertEquals(token, a.fencingToken(lock, tx));
+    }
+
+    @Test
+    void unknownTransactionsAreNoOps() {
+        Locker a = process("a");
+        assertDoesNotThrow(() -> a.deleteLocks(new Object()));
+        assertDoesNotThrow(() -> a.checkLocks(new Object()));
+        assertDoesNotThrow(() -> a.renewLocks(new Object()));
+        assertEquals(Optional.empty(), a.status(lock("x"), new Object()));
+    }
+
+    @Test
+    void deleteLocksFreesTheLocalMediator() {
+        Locker a = process("a");
+        KeyColumn lock = lock("x");
+        Object t1 = new Object();
+        take(a, lock, t1);
+        a.deleteLocks(t1);
+        Object t2 = new Object();
+        take(a, lock, t2);
+        assertTrue(a.status(lock, t2).orElseThrow().isHeld());
+    }
+
+    @Test
+    void aFailedWriteFreesTheLocalMediator() {
+        Locker a = process("a");
+        Locker b = process("b");
+        KeyColumn lock = lock("x");
+        Object ta = new Object();
+        take(a, lock, ta);
+        assertContended(b, lock, new Object());
+        a.deleteLocks(ta);
+        Object tb = new Object();
+        take(b, lock, tb); // b's mediator was freed by its failed attempt
+        assertTrue(b.status(lock, tb).orElseThrow().isHeld());
+    }
+
+    @Test
+    void fencingTokenBeforeCheckIsRefused() {
+        Locker a = process("a");
+        KeyColumn lock = lock("x");
+        Object tx = new Object();
+        assertThrows(IllegalStateException.class, () -> a.fencingToken(lock, tx));
+    }
+
+    // ---- expiry, renewal, fencing ----------------------------------------------------------------------------
+
+    @Test
+    void ownExpiredClaimFailsTheCheck() throws Exception {
+        Locker a = process("a");
+        KeyColumn lock = lock("x");
+        Object tx = new Object();
+        take(a, lock, tx);
+        pass(expiry().plusMillis(200));
+        assertThrows(ExpiredLockException.class, () -> a.checkLocks(tx));
+        assertThrows(ExpiredLockException.class, () -> a.renewLocks(tx));
+        a.deleteLocks(tx);
+    }
+
+    @Test
+    void anExpiredHolderIsTakenOverWithAGreaterToken() throws Exception {
+        Locker a = process("a");
+        Locker b = process("b");
+        KeyColumn lock = lock("x");
+        Object ta = new Object();
+        take(a, lock, ta);
+        long tokenA = a.fencingToken(lock, ta);
+        pass(expiry().plusMillis(300)); // a "crashed" and never released
+        Object tb = new Object();
+        take(b, lock, tb);
+        assertTrue(b.fencingToken(lock, tb) > tokenA, "the new holder's token is greater");
+        assertEquals(b.rid(), b.holder(lock).orElseThrow().rid());
+    }
+
+    @Test
+    void renewalKeepsSeniorityAndToken() throws Exception {
+        Locker a = process("a");
+        Locker b = process("b");
+        KeyColumn lock = lock("x");
+        Object ta = new Object();
+        take(a, lock, ta);
+        long token = a.fencingToken(lock, ta);
+        Duration step = expiry().multipliedBy(6).dividedBy(10);
+        pass(step);
+        a.renewLocks(ta);
+        pass(step); // past the first expiry, within the renewed one
+        TemporaryLockingException e = assertContended(b, lock, new Object());
+        assertEquals(a.rid(), e.holder().rid());
+        a.checkLocks(ta);
+        assertEquals(token, a.fencingToken(lock, ta), "renewal keeps the token");
+        assertTrue(a.status(lock, ta).orElseThrow().isHeld());
+    }
+
+    @Test
+    void leaseRenewalKeepsTheLock() throws Exception {
+        Locker a = process("a");
+        Locker b = process("b");
+        KeyColumn lock = lock("x");
+        try (Lease lease = a.acquire(lock, "refresh cache")) {
+            long token = lease.fencingToken();
+            for (int i = 0; i < 3; i++) {
+                pass(expiry().dividedBy(2));
+                lease.renew();
+            }
+            assertContended(b, lock, new Object());
+            assertEquals(token, lease.fencingToken());
+        }
+        take(b, lock, new Object());
+    }
+
+    @Test
+    void fencingTokensStrictlyIncreaseAcrossHolders() throws Exception {
+        Locker[] procs = {process("a"), process("b"), process("c")};
+        KeyColumn lock = lock("x");
+        long last = 0;
+        for (int i = 0; i < 9; i++) {
+            Locker p = procs[i % procs.length];
+            Object tx = new Object();
+            take(p, lock, tx);
+            long t = p.fencingToken(lock, tx);
+            assertTrue(t > last, "token " + t + " after " + last);
+            last = t;
+            switch (i % 3) {
+                case 0:
+                    p.deleteLocks(tx);
+                    break;
+                case 1:
+                    procs[(i + 1) % procs.length].forceRelease(lock);
+                    p.deleteLocks(tx);
+                    break;
+                default:
+                    pass(expiry().plusMillis(300)); // expire it
+                    p.deleteLocks(tx);
+                    break;
+            }
+        }
+    }
+
+    @Test
+    void aFormerHolderCannotReleaseOrRenewTheNewHoldersLock() throws Exception {
+        Locker a = process("a");
+        Locker b = process("b");
+        KeyColumn lock = lock("x");
+        Object ta = new Object();
+        take(a, lock, ta);
+        pass(expiry().plusMillis(300)); // a pauses past its expiry
+        Object tb = new Object();
+        take(b, lock, tb);
+        assertThrows(ExpiredLockException.class, () -> a.renewLocks(ta));
+        a.deleteLocks(ta); // must not delete b's claim
+        assertEquals(b.rid(), b.holder(lock).orElseThrow().rid());
+        assertContended(process("c"), lock, new Object());
+        b.checkLocks(tb);
+        b.renewLocks(tb);
+    }
+
+    @Test
+    void aLoserCannotReleaseTheHoldersLock() {
+        Locker a = process("a");
+        Locker b = process("b");
+        KeyColumn lock = lock("x");
+        Object ta = new Object();
+        take(a, lock, ta);
+        Object tb = new Object();
+        assertThrows(TemporaryLockingException.class, () -> {
+            b.writeLock(lock, tb);
+            b.checkLocks(tb);
+        });
+        b.renewLocks(tb);
+        b.deleteLocks(tb);
+        b.deleteLocks(tb);
+        assertEquals(a.rid(), a.holder(lock).orElseThrow().rid());
+        a.checkLocks(ta);
+        a.renewLocks(ta);
+    }
+
+    @Test
+    void forceReleaseFreesTheLockAndTheHolderLearnsAtRenewal() {
+        Locker a = process("a");
+        Locker b = process("b");
+        Locker operator = process("operator");
+        KeyColumn lock = lock("x");
+        Object ta = new Object();
+        take(a, lock, ta);
+        long tokenA = a.fencingToken(lock, ta);
+        assertTrue(operator.forceRelease(lock));
+        assertFalse(operator.forceRelease(lock), "nothing left to release");
+        Object tb = new Object();
+        take(b, lock, tb);
+        assertTrue(b.fencingToken(lock, tb) > tokenA);
+        assertThrows(ExpiredLockException.class, () -> a.renewLocks(ta));
+        a.deleteLocks(ta);
+        assertEquals(b.rid(), operator.holder(lock).orElseThrow().rid());
+    }
+
+    @Test
+    void holderShowsOwnerMetadata() {
+        Locker a = process("a");
+        Locker viewer = process("viewer");
+        KeyColumn lock = lock("x");
+        assertEquals(Optional.empty(), viewer.holder(lock));
+        String thread = Thread.currentThread().getName();
+        take(a, lock, new LockTransaction("migrating schema v42"));
+        LockOwner o = viewer.holder(lock).orElseThrow();
+        assertEquals(a.rid(), o.rid());
+        assertEquals("host-a", o.host());
+        assertEquals(4242, o.pid());
+        assertEquals(thread, o.thread());
+        assertEquals("migrating schema v42", o.why());
+    }
+
+    @Test
+    void closingALockerReleasesItsOpenTransactions() {
+        Locker a = process("a");
+        Locker b = process("b");
+        KeyColumn lock = lock("x");
+        take(a, lock, new Object());
+        a.close();
+        take(b, lock, new Object());
+        assertThrows(IllegalStateException.class, () -> a.writeLock(lock("y"), new Object()));
+    }
+
+    // ---- names ----------------------------------------------------------------------------------------------
+
+    static List<KeyColumn> hostileNames(String prefix) {
+        List<KeyColumn> out = new ArrayList<>();
+        out.add(KeyColumn.of(prefix + "plain", ""));
+        out.add(KeyColumn.of(prefix + "$ne", "c"));
+        out.add(KeyColumn.of(prefix + "a.b", "c"));
+        out.add(KeyColumn.of(prefix + "{tag}", "c"));
+        out.add(KeyColumn.of(prefix + "{\"$gt\": \"\"}", "c"));
+        out.add(KeyColumn.of(prefix + "nul\u0000byte", "c"));
+        out.add(KeyColumn.of(prefix + "nul", "\u0000byte"));
+        out.add(KeyColumn.of(prefix + "quote'\"`;--", "*"));
+        out.add(KeyColumn.of(prefix + "lua]]..redis.call('FLUSHALL')--", "c"));
+        out.add(KeyColumn.of(prefix + "ünïcödé ✓ 𝄞", "c"));
+        byte[] binary = new byte[256];
+        for (int i = 0; i < binary.length; i++) {
+            binary[i] = (byte) i;
+        }
+        out.add(KeyColumn.of((prefix + "bin").getBytes(StandardCharsets.UTF_8), binary));
+        return out;
+    }
+
+    @Test
+    void hostileNamesAreIndependentLocks() {
+        Locker a = process("a");
+        Locker b = process("b");
+        List<KeyColumn> names = hostileNames(prefix);
+        for (KeyColumn held : names) {
+            Object ta = new Object();
+            take(a, held, ta);
+            assertEquals(a.rid(), b.holder(held).orElseThrow().rid(), "holder of " + held);
+            for (KeyColumn other : names) {
+                if (other.equals(held)) {
+                    assertContended(b, other, new Object());
+                } else {
+                    Object tb = new Object();
+                    take(b, other, tb);
+                    b.deleteLocks(tb);
+                }
+            }
+            a.deleteLocks(ta);
+        }
+    }
+
+    @Test
+    void prefixesAndSeparatorsDoNotCollide() {
+        Locker a = process("a");
+        Locker b = process("b");
+        List<KeyColumn> names = List.of(KeyColumn.of(prefix + "a", ""), KeyColumn.of(prefix + "a:x", ""),
+                KeyColumn.of(prefix + "a", ":x"), KeyColumn.of(prefix + "a:", "x"), KeyColumn.of(prefix + "a", "x"),
+                KeyColumn.of(prefix + "ax", ""));
+        Object ta = new Object();
+        take(a, names.get(0), ta);
+        for (KeyColumn other : names.subList(1, names.size())) {
+            take(b, other, new Object());
+        }
+    }
+
+    @Test
+    void differentColumnsOfOneKeyNeverConflict() {
+        Locker a = process("a");
+        Locker b = process("b");
+        take(a, KeyColumn.of(prefix + "row", "c1"), new Object());
+        take(b, KeyColumn.of(prefix + "row", "c2"), new Object());
+        take(a, KeyColumn.of(prefix + "row", "c3"), new Object());
+    }
+
+    @Test
+    void badInputIsRefusedBeforeAnyIo() {
+        Locker a = process("a");
+        assertThrows(IllegalArgumentException.class, () -> a.writeLock(null, new Object()));
+        assertThrows(IllegalArgumentException.class, () -> a.writeLock(lock("x"), null));
+        assertThrows(IllegalArgumentException.class, () -> KeyColumn.of("", "c"));
+        assertThrows(IllegalArgumentException.class, () -> KeyColumn.of("lone\uD800surrogate", "c"));
+        assertThrows(NullPointerException.class, () -> KeyColumn.of((String) null, "c"));
+        KeyColumn huge = KeyColumn.of(new byte[1 << 20], new byte[0]);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> a.writeLock(huge, new Object()));
+        assertTrue(e.getMessage().contains("maxKeyBytes"), e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> a.holder(huge));
+        assertThrows(IllegalArgumentException.class, () -> a.forceRelease(huge));
+        assertThrows(IllegalArgumentException.class, () -> config("x").expiry(Duration.ofSeconds(-1)));
+        assertThrows(IllegalArgumentException.class, () -> config("x").lockWait(Duration.ofSeconds(-1)));
+        assertThrows(IllegalArgumentException.class, () -> a.tryAcquire(lock("x"), "w", Duration.ofSeconds(-1)));
+        // nothing was lost: the locker works after refusing
+        take(a, lock("x"), new Object());
+    }
+
+    @Test
+    void oversizedNamesAreRefusedEvenWhenTheBackendIsDown() {
+        Assumptions.assumeTrue(fixture.canBreakBackend(), "backend cannot be broken");
+        Locker a = process("a");
+        KeyColumn huge = KeyColumn.of(new byte[1 << 20], new byte[0]);
+        fixture.breakBackend();
+        try {
+            assertThrows(IllegalArgumentException.class, () -> a.writeLock(huge, new Object()));
+        } finally {
+            fixture.repairBackend();
+        }
+    }
+
+    // ---- many processes -----------------------------------------------------------------------------------------
+
+    /** N processes x M threads take one lock in turn; the guarded counter never sees two holders. */
+    @Test
+    void mutualExclusionOnOneLock() throws Exception {
+        runContention(1, 3, 3, 12);
+    }
+
+    /** Same, over several locks at once: each lock has its own guard. */
+    @Test
+    void mutualExclusionOnManyLocks() throws Exception {
+        runContention(6, 3, 2, 12);
+    }
+
+    private void runContention(int lockCount, int processes, int threadsPerProcess, int rounds) throws Exception {
+        Duration longExpiry = Duration.ofMinutes(10);
+        List<Locker> lockers = new ArrayList<>();
+        for (int p = 0; p < processes; p++) {
+            lockers.add(open(config("p" + p).expiry(longExpiry).build()));
+        }
+        KeyColumn[] locks = new KeyColumn[lockCount];
+        AtomicInteger[] inside = new AtomicInteger[lockCount];
+        AtomicLong[] lastToken = new AtomicLong[lockCount];
+        for (int i = 0; i < lockCount; i++) {
+            locks[i] = lock("contended-" + i);
+            inside[i] = new AtomicInteger();
+            lastToken[i] = new AtomicLong();
+        }
+        AtomicInteger sections = new AtomicInteger();
+        List<String> violations = new CopyOnWriteArrayList<>();
+        ConcurrentHashMap<String, Integer> winsByProcess = new ConcurrentHashMap<>();
+        ExecutorService pool = Executors.newFixedThreadPool(processes * threadsPerProcess);
+        CountDownLatch start = new CountDownLatch(1);
+        List<Future<?>> futures = new ArrayList<>();
+        for (Locker l : lockers) {
+            for (int t = 0; t < threadsPerProcess; t++) {
+                futures.add(pool.submit(() -> {
+                    start.await();
+                    int done = 0;
+                    int attempts = 0;
+                    while (done < rounds && attempts < rounds * 400) {
+                        attempts++;
+                        int i = ThreadLocalRandom.current().nextInt(lockCount);
+                        Object tx = new Object();
+                        try {
+                            take(l, locks[i], tx);
+                        } catch (TemporaryLockingException contended) {
+                            Thread.sleep(ThreadLocalRandom.current().nextInt(3));
+                            continue;
+                        }
+                        try {
+                            if (inside[i].incrementAndGet() != 1) {
+                                violations.add("two holders of " + locks[i]);
+                            }
+                            long token = l.fencingToken(locks[i], tx);
+                            long prev = lastToken[i].getAndSet(token);
+                            if (token <= prev) {
+                                violations.add("token " + token + " after " + prev + " on " + locks[i]);
+                            }
+                            Thread.sleep(1);
+                            inside[i].decrementAndGet();
+                            sections.incrementAndGet();
+                            winsByProcess.merge(l.rid(), 1, Integer::sum);
+                            done++;
+                        } finally {
+                            l.deleteLocks(tx);
+                        }
+                    }
+                    return null;
+                }));
+            }
+        }
+        start.countDown();
+        for (Future<?> f : futures) {
+            f.get(100, TimeUnit.SECONDS);
+        }
+        pool.shutdownNow();
+        assertEquals(List.of(), violations);
+        assertTrue(sections.get() > 0, "some critical sections ran");
+        assertTrue(winsByProcess.size() > 1, "more than one process won at some point: " + winsByProcess);
+    }
+
+    // ---- backend failures ---------------------------------------------------------------------------------
+
+    @Test
+    void anUnreachableBackendIsATemporaryFailureWithCause() throws Exception {
+        Assumptions.assumeTrue(fixture.canBreakBackend(), "backend cannot be broken");
+        Locker a = process("a");
+        KeyColumn held = lock("held");
+        Object ta = new Object();
+        take(a, held, ta);
+        fixture.breakBackend();
+        try {
+            LockingException e = assertThrows(LockingException.class, () -> take(a, lock("other"), new Object()));
+            assertInstanceOf(TemporaryLockingException.class, e, "an unreachable server is temporary: " + e);
+            assertNotNull(e.getCause(), "the backend failure is kept as the cause");
+            assertEquals(lock("other"), e.lock());
+            assertDoesNotThrow(() -> a.deleteLocks(ta), "deleteLocks never throws for a backend failure");
+        } finally {
+            fixture.repairBackend();
+        }
+        // the backend is back: the lock can be taken again (a restarted server may refuse grants for one expiry)
+        Locker b = process("b");
+        Optional<Lease> lease = b.tryAcquire(held, "after outage", expiry().multipliedBy(4));
+        assertTrue(lease.isPresent(), "lock available again after the backend came back");
+        lease.get().close();
+    }
+
+    // ---- leases ------------------------------------------------------------------------------------------
+
+    @Test
+    void leaseReleasesOnClose() {
+        Locker a = process("a");
+        Locker b = process("b");
+        KeyColumn lock = lock("x");
+        Lease lease;
+        try (Lease l = a.acquire(lock, "run migration 7")) {
+            lease = l;
+            assertTrue(l.fencingToken() > 0);
+            assertEquals("run migration 7", b.holder(lock).orElseThrow().why());
+            assertThrows(TemporaryLockingException.class, () -> b.acquire(lock, "me too"));
+        }
+        assertTrue(lease.isClosed());
+        lease.close(); // twice is harmless
+        try (Lease l = b.acquire(lock, "me now")) {
+            assertEquals(b.rid(), a.holder(lock).orElseThrow().rid());
+        }
+    }
+
+    @Test
+    void tryAcquireWaitsForTheHolderToRelease() throws Exception {
+        Locker a = process("a");
+        Locker b = process("b");
+        KeyColumn lock = lock("x");
+        Lease held = a.acquire(lock, "first");
+        assertEquals(Optional.empty(), b.tryAcquire(lock, "impatient", Duration.ZERO));
+        ExecutorService pool = Executors.newSingleThreadExecutor();
+        try {
+            Future<Optional<Lease>> waiting = pool.submit(() -> b.tryAcquire(lock, "patient", Duration.ofMinutes(30)));
+            Thread.sleep(30);
+            held.close();
+            Optional<Lease> got = waiting.get(60, TimeUnit.SECONDS);
+            assertTrue(got.isPresent());
+            got.get().close();
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    // ---- expected-value checking --------------------------------------------------------------------------
+
+    private KeyColumnValueStore evcStore(Locker locker) {
+        KeyColumnValueStore s = expectedValueChecking(locker);
+        Assumptions.assumeTrue(s != null, "no expected-value-checking store for this backend");
+        return s;
+    }
+
+    private static byte[] b(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+
+    private static byte[] value(KeyColumnValueStore store, byte[] key, byte[] col, StoreTransaction tx) {
+        for (Entry e : store.getSlice(key, col, java.util.Arrays.copyOf(col, col.length + 1), tx)) {
+            return e.value();
+        }
+        return null;
+    }
+
+    @Test
+    void expectedValueCheckingLocksChecksMutatesCommits() {
+        KeyColumnValueStore store = evcStore(process("a"));
+        byte[] key = b(prefix + "vertex-1");
+        byte[] col = b("name");
+        StoreTransaction tx = store.beginTransaction();
+        store.acquireLock(key, col, null, tx); // expects the cell absent
+        store.mutate(key, List.of(new Entry(col, b("alice"))), List.of(), tx);
+        tx.commit();
+        StoreTransaction tx2 = store.beginTransaction();
+        store.acquireLock(key, col, b("alice"), tx2);
+        store.acquireLock(key, col, b("ignored: the first expectation wins"), tx2);
+        store.mutate(key, List.of(new Entry(col, b("bob"))), List.of(), tx2);
+        tx2.commit();
+        StoreTransaction read = store.beginTransaction();
+        assertArrayEquals(b("bob"), value(store, key, col, read));
+    }
+
+    @Test
+    void expectedValueMismatchIsRefusedNamingTheCell() {
+        KeyColumnValueStore store = evcStore(process("a"));
+        byte[] key = b(prefix + "vertex-2");
+        byte[] col = b("age");
+        StoreTransaction tx = store.beginTransaction();
+        store.acquireLock(key, col, null, tx);
+        store.mutate(key, List.of(new Entry(col, b("41"))), List.of(), tx);
+        tx.commit();
+        StoreTransaction stale = store.beginTransaction();
+        store.acquireLock(key, col, b("40"), stale);
+        PermanentLockingException e = assertThrows(PermanentLockingException.class,
+                () -> store.mutate(key, List.of(new Entry(col, b("42"))), List.of(), stale));
+        assertEquals(KeyColumn.of(key, col), e.lock());
+        stale.rollback();
+        assertArrayEquals(b("41"), value(store, key, col, store.beginTransaction()));
+    }
+
+    @Test
+    void expectedValueCheckingRefusesLockingAfterMutation() {
+        KeyColumnValueStore store = evcStore(process("a"));
+        byte[] key = b(prefix + "vertex-3");
+        StoreTransaction tx = store.beginTransaction();
+        store.acquireLock(key, b("a"), null, tx);
+        store.mutate(key, List.of(new Entry(b("a"), b("1"))), List.of(), tx);
+        assertThrows(PermanentLockingException.class, () -> store.acquireLock(key, b("b"), null, tx));
+        tx.rollback();
+    }
+
+    @Test
+    void expectedValueCheckingTwoContendersOneWins() {
+        KeyColumnValueStore s1 = evcStore(process("a"));
+        KeyColumnValueStore s2 = evcStore(process("b"));
+        byte[] key = b(prefix + "vertex-4");
+        byte[] col = b("unique-name");
+        StoreTransaction t1 = s1.beginTransaction();
+        StoreTransaction t2 = s2.beginTransaction();
+        s1.acquireLock(key, col, null, t1);
+        int failures = 0;
+        try {
+            s2.acquireLock(key, col, null, t2);
+            s2.mutate(key, List.of(new Entry(col, b("from-2"))), List.of(), t2);
+            t2.commit();
+        } catch (TemporaryLockingException e) {
+            failures++;
+            t2.rollback();
+        }
+        try {
+            s1.mutate(key, List.of(new Entry(col, b("from-1"))), List.of(), t1);
+            t1.commit();
+        } catch (LockingException e) {
+            failures++;
+            t1.rollback();
+        }
+        assertEquals(1, failures, "exactly one contender wins");
+    }
+
+    /** Fails the scenario with a message; for backends' own tests. */
+    protected static void failWith(String message) {
+        fail(message);
+    }
+}
