@@ -1,0 +1,122 @@
+package dev.locker.mongo;
+
+import com.mongodb.ErrorCategory;
+import com.mongodb.MongoClientException;
+import com.mongodb.MongoException;
+import com.mongodb.MongoExecutionTimeoutException;
+import com.mongodb.MongoInterruptedException;
+import com.mongodb.MongoNodeIsRecoveringException;
+import com.mongodb.MongoNotPrimaryException;
+import com.mongodb.MongoSecurityException;
+import com.mongodb.MongoServerException;
+import com.mongodb.MongoSocketException;
+import com.mongodb.MongoSocketOpenException;
+import com.mongodb.MongoTimeoutException;
+import com.mongodb.MongoWriteConcernException;
+import dev.locker.api.KeyColumn;
+import dev.locker.api.LockingException;
+import dev.locker.api.PermanentLockingException;
+import dev.locker.api.TemporaryLockingException;
+
+import java.util.Set;
+
+/**
+ * Maps the MongoDB driver's failures to the locking exceptions: unreachable, timed out, not primary, shutting down ->
+ * temporary; authentication, authorization, a closed client, anything unknown -> permanent. Every message names the
+ * server and keeps the driver's exception as its cause.
+ */
+final class MongoErrors {
+
+    /** Server error codes a retry (against a new primary, after a restart) can overcome. */
+    private static final Set<Integer> TEMPORARY_CODES = Set.of(
+            6,      // HostUnreachable
+            7,      // HostNotFound
+            50,     // MaxTimeMSExpired
+            89,     // NetworkTimeout
+            91,     // ShutdownInProgress
+            189,    // PrimarySteppedDown
+            262,    // ExceededTimeLimit
+            9001,   // SocketException
+            10107,  // NotWritablePrimary
+            11600,  // InterruptedAtShutdown
+            11602,  // InterruptedDueToReplStateChange
+            13435,  // NotPrimaryNoSecondaryOk
+            13436,  // NotPrimaryOrSecondary
+            64      // WriteConcernFailed (wtimeout)
+    );
+
+    private static final Set<Integer> AUTH_CODES = Set.of(
+            13,     // Unauthorized
+            18      // AuthenticationFailed
+    );
+
+    private MongoErrors() {
+    }
+
+    static boolean isDuplicateKey(RuntimeException e) {
+        return e instanceof MongoServerException
+                && ErrorCategory.fromErrorCode(((MongoServerException) e).getCode()) == ErrorCategory.DUPLICATE_KEY;
+    }
+
+    /** True when the request may have reached the server and been applied although the call failed. */
+    static boolean mayHaveBeenApplied(RuntimeException e) {
+        if (e instanceof MongoTimeoutException || e instanceof MongoSocketOpenException
+                || e instanceof MongoSecurityException) {
+            return false; // no server was selected, or the connection never opened: nothing was sent
+        }
+        return e instanceof MongoSocketException || e instanceof MongoWriteConcernException
+                || e instanceof MongoExecutionTimeoutException || e instanceof MongoInterruptedException;
+    }
+
+    static LockingException translate(RuntimeException e, KeyColumn lock, String action, String server) {
+        if (e instanceof LockingException) {
+            return (LockingException) e;
+        }
+        String what = action + " on MongoDB " + server;
+        if (e instanceof MongoSecurityException) {
+            return new PermanentLockingException(what + " failed: authentication refused (check the user, password "
+                    + "and authSource of the URI): " + e.getMessage(), lock, null, e);
+        }
+        if (e instanceof MongoTimeoutException) {
+            return new TemporaryLockingException(what + " failed: server unreachable (no suitable server within the "
+                    + "server selection timeout): " + e.getMessage(), lock, null, e);
+        }
+        if (e instanceof MongoSocketException) {
+            return new TemporaryLockingException(what + " failed: network error: " + e.getMessage(), lock, null, e);
+        }
+        if (e instanceof MongoInterruptedException) {
+            return new TemporaryLockingException(what + " was interrupted: " + e.getMessage(), lock, null, e);
+        }
+        if (e instanceof MongoNotPrimaryException || e instanceof MongoNodeIsRecoveringException) {
+            return new TemporaryLockingException(what + " failed: the server is not (or no longer) the writable "
+                    + "primary: " + e.getMessage(), lock, null, e);
+        }
+        if (e instanceof MongoWriteConcernException) {
+            return new TemporaryLockingException(what + " failed: write concern not satisfied (the write may "
+                    + "linger until its claim expires): " + e.getMessage(), lock, null, e);
+        }
+        if (e instanceof MongoExecutionTimeoutException) {
+            return new TemporaryLockingException(what + " timed out on the server: " + e.getMessage(), lock, null, e);
+        }
+        if (e instanceof MongoServerException) {
+            int code = ((MongoServerException) e).getCode();
+            if (AUTH_CODES.contains(code)) {
+                return new PermanentLockingException(what + " failed: not authorized (error " + code + "): "
+                        + e.getMessage(), lock, null, e);
+            }
+            if (TEMPORARY_CODES.contains(code)) {
+                return new TemporaryLockingException(what + " failed temporarily (error " + code + "): "
+                        + e.getMessage(), lock, null, e);
+            }
+            return new PermanentLockingException(what + " failed (error " + code + "): " + e.getMessage(), lock,
+                    null, e);
+        }
+        if (e instanceof MongoClientException) {
+            return new PermanentLockingException(what + " failed in the client: " + e.getMessage(), lock, null, e);
+        }
+        if (e instanceof MongoException) {
+            return new PermanentLockingException(what + " failed: " + e, lock, null, e);
+        }
+        return null; // not the driver's: the caller falls back to the generic mapping
+    }
+}

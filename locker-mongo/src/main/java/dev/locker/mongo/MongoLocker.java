@@ -1,0 +1,529 @@
+package dev.locker.mongo;
+
+import com.mongodb.ConnectionString;
+import com.mongodb.MongoClientSettings;
+import com.mongodb.MongoServerException;
+import com.mongodb.ReadConcern;
+import com.mongodb.WriteConcern;
+import com.mongodb.client.MongoClient;
+import com.mongodb.client.MongoClients;
+import com.mongodb.client.MongoCollection;
+import com.mongodb.client.model.Filters;
+import com.mongodb.client.model.FindOneAndUpdateOptions;
+import com.mongodb.client.model.IndexOptions;
+import com.mongodb.client.model.Indexes;
+import com.mongodb.client.model.Projections;
+import com.mongodb.client.model.ReturnDocument;
+import com.mongodb.client.model.Updates;
+import com.mongodb.client.result.UpdateResult;
+import dev.locker.api.ExpiredLockException;
+import dev.locker.api.KeyColumn;
+import dev.locker.api.LockOwner;
+import dev.locker.api.LockerConfig;
+import dev.locker.api.LockingException;
+import dev.locker.api.TemporaryLockingException;
+import dev.locker.local.AbstractLocker;
+import dev.locker.local.ClaimStatus;
+import dev.locker.local.LocalLockMediator;
+import org.bson.BsonBinary;
+import org.bson.Document;
+import org.bson.conversions.Bson;
+import org.bson.types.Binary;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Date;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The atomic lock protocol on MongoDB: one document per lock ({@link LockDocument}), and one single-document
+ * {@code findOneAndUpdate} with upsert that decides, writes and numbers the holder.
+ *
+ * <p>Acquire: filter {@code {_id: lock, $or: [{holder: {$exists: false}}, {"holder.expiresAt": {$lt: now}}]}},
+ * update {@code $set} the holder, {@code $inc seq}, {@code $setOnInsert tokenBase}. The filter matches only when the
+ * lock is free or its holder is dead, and then the update replaces the dead holder (scrubbing it) and hands out the
+ * next fencing token in the same atomic step. When a live holder exists the filter does not match, the upsert tries
+ * to insert a second document with the same {@code _id}, and the server answers duplicate key (11000): that means
+ * "taken", never an error; the holder is then read for the exception (a second round trip only on that path). Two
+ * clients racing to create a new lock's document end the same way: one inserts, the other gets 11000.
+ *
+ * <p>Costs: an uncontended acquire is one round trip and is granted at once (checkLocks does no I/O); release is one
+ * round trip; renewal one; a refused acquire two.
+ *
+ * <p>Time: "now" in every filter is the server's clock as estimated by {@link ServerClock} (the locker's time source
+ * corrected by the offset measured from the server's {@code hello} reply). Claims are ordered by the per-lock
+ * {@code seq} counter, never by a clock. When the measured offset exceeds {@code maxClockSkew} this locker still
+ * takes free locks, renews and releases, but refuses to take over an expired holder: deciding that another process's
+ * claim is dead is the one decision a wrong clock would make unsafe.
+ *
+ * <p>Ownership: renew and release match the claim's random 16-byte id as well as the lock, so a former holder can
+ * neither extend nor delete its successor's claim.
+ */
+public final class MongoLocker extends AbstractLocker<ClaimStatus> {
+
+    private static final Logger log = LoggerFactory.getLogger(MongoLocker.class);
+    private static final SecureRandom RANDOM = new SecureRandom();
+    static final String TTL_INDEX = "locker_expiresAt_ttl";
+
+    private final MongoClient client;
+    private final boolean ownsClient;
+    private final MongoCollection<Document> locks;
+    private final String server;
+    private final ServerClock serverClock;
+    private final Duration ttlGrace;
+    private final ScheduledExecutorService clockChecker;
+
+    private MongoLocker(Builder b, MongoClient client, boolean ownsClient, String server, WriteConcern writeConcern,
+                        ReadConcern readConcern) {
+        super(b.config, b.mediator);
+        this.client = client;
+        this.ownsClient = ownsClient;
+        this.server = server;
+        this.ttlGrace = b.ttlGrace;
+        this.locks = client.getDatabase(b.database).getCollection(b.collection)
+                .withWriteConcern(writeConcern).withReadConcern(readConcern);
+        this.serverClock = new ServerClock(time, client.getDatabase("admin"), b.maxClockSkew);
+        ScheduledExecutorService checker = null;
+        try {
+            ServerClock.Sample s = serverClock.measure();
+            logSkew(s);
+            ensureIndexes();
+            if (!b.clockCheckInterval.isZero()) {
+                checker = Executors.newSingleThreadScheduledExecutor(r -> {
+                    Thread t = new Thread(r, "locker-mongo-clock-" + config.rid());
+                    t.setDaemon(true);
+                    return t;
+                });
+                long every = b.clockCheckInterval.toMillis();
+                checker.scheduleWithFixedDelay(this::remeasure, every, every, TimeUnit.MILLISECONDS);
+            }
+        } catch (RuntimeException e) {
+            if (ownsClient) {
+                client.close();
+            }
+            LockingException t = MongoErrors.translate(e, null, "opening the lock collection " + namespace(), server);
+            throw t != null ? t : e;
+        }
+        this.clockChecker = checker;
+        log.debug("MongoLocker {} on {} ({}), clock offset {}", config.rid(), server, namespace(), serverClock.sample());
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    // ---- the hooks ---------------------------------------------------------------------------------------------
+
+    @Override
+    protected ClaimStatus writeSingleLock(KeyColumn lock, LockOwner owner) {
+        byte[] claim = new byte[16];
+        RANDOM.nextBytes(claim);
+        return acquire(lock, owner, claim, true);
+    }
+
+    private ClaimStatus acquire(KeyColumn lock, LockOwner owner, byte[] claim, boolean mayRetry) {
+        ServerClock.Reading r = serverClock.read();
+        Date now = r.serverDateFloor();
+        Date expiresAt = r.serverDateCeil(config.expiry());
+        BsonBinary id = LockDocument.id(lock);
+        Bson free = Filters.exists(LockDocument.HOLDER, false);
+        Bson filter = r.skewTolerable()
+                ? Filters.and(Filters.eq(LockDocument.ID, id),
+                        Filters.or(free, Filters.lt(LockDocument.HOLDER_EXPIRES_AT, now)))
+                : Filters.and(Filters.eq(LockDocument.ID, id), free);
+        Bson update = Updates.combine(
+                Updates.set(LockDocument.HOLDER, LockDocument.holder(claim, owner, now, expiresAt)),
+                Updates.set(LockDocument.EXPIRES_AT, expiresAt),
+                Updates.inc(LockDocument.SEQ, 1L),
+                Updates.setOnInsert(LockDocument.TOKEN_BASE, r.serverMicros()));
+        FindOneAndUpdateOptions opts = new FindOneAndUpdateOptions().upsert(true)
+                .returnDocument(ReturnDocument.AFTER)
+                .projection(Projections.include(LockDocument.SEQ, LockDocument.TOKEN_BASE));
+        Document after;
+        try {
+            after = locks.findOneAndUpdate(filter, update, opts);
+        } catch (RuntimeException e) {
+            if (MongoErrors.isDuplicateKey(e)) {
+                return contended(lock, owner, claim, mayRetry, r, e);
+            }
+            if (MongoErrors.mayHaveBeenApplied(e)) {
+                releaseQuietly(lock, claim); // the claim may exist although we were not told: take it back
+            }
+            throw e;
+        }
+        if (after == null) { // cannot happen with upsert and returnDocument AFTER; never report a grant we cannot prove
+            throw new TemporaryLockingException("the server returned no document for an upsert on " + namespace()
+                    + " at " + server, lock);
+        }
+        long token = LockDocument.token(after);
+        Instant localExpiry = r.local().plus(config.expiry()).minus(r.uncertainty());
+        return ClaimStatus.granted(claim, r.local(), localExpiry, token);
+    }
+
+    /** The upsert met a live holder (or lost the race to create the document): read who holds it. */
+    private ClaimStatus contended(KeyColumn lock, LockOwner owner, byte[] claim, boolean mayRetry,
+                                  ServerClock.Reading r, RuntimeException duplicateKey) {
+        // local read concern: the winner's write may not be majority-committed yet, and we only want a name
+        Document doc = locks.withReadConcern(ReadConcern.LOCAL).find(Filters.eq(LockDocument.ID, LockDocument.id(lock)))
+                .projection(Projections.include(LockDocument.HOLDER)).first();
+        Document holder = LockDocument.holderOf(doc);
+        ServerClock.Reading now = serverClock.read();
+        if (holder != null && LockDocument.isLive(holder, now.serverDateFloor())) {
+            throw new TemporaryLockingException("lock is held by another process (since "
+                    + LockDocument.owner(holder).since() + ", until " + LockDocument.expiry(holder)
+                    + " on the server's clock)", lock, LockDocument.owner(holder), null);
+        }
+        if (holder != null && !r.skewTolerable()) {
+            throw new TemporaryLockingException("refusing to take over the expired claim of "
+                    + LockDocument.owner(holder) + ": this process's clock is " + r.offset()
+                    + " away from the server " + server + ", more than maxClockSkew=" + serverClock.maxSkew()
+                    + " (fix the clock, or let another process take it over)", lock, LockDocument.owner(holder),
+                    duplicateKey);
+        }
+        if (mayRetry) { // the holder left between our update and our read: try once more
+            return acquire(lock, owner, claim, false);
+        }
+        throw new TemporaryLockingException("lock changed hands while we tried to take it; retry", lock,
+                holder == null ? null : LockDocument.owner(holder), duplicateKey);
+    }
+
+    @Override
+    protected ClaimStatus checkSingleLock(KeyColumn lock, ClaimStatus status) {
+        Document doc = locks.find(Filters.eq(LockDocument.ID, LockDocument.id(lock))).first();
+        Document holder = LockDocument.holderOf(doc);
+        ServerClock.Reading r = serverClock.read();
+        if (holder != null && LockDocument.isClaim(holder, status.claimId())) {
+            if (LockDocument.isLive(holder, r.serverDateFloor())) {
+                return status.held(LockDocument.token(doc));
+            }
+            throw new ExpiredLockException("our claim expired at " + LockDocument.expiry(holder)
+                    + " on the server's clock", lock);
+        }
+        if (holder != null && LockDocument.isLive(holder, r.serverDateFloor())) {
+            throw new ExpiredLockException("our claim is gone; the lock now belongs to another process", lock,
+                    LockDocument.owner(holder), null);
+        }
+        throw new ExpiredLockException("our claim is gone (expired, or force-released)", lock);
+    }
+
+    @Override
+    protected ClaimStatus renewSingleLock(KeyColumn lock, ClaimStatus status) {
+        ServerClock.Reading r = serverClock.read();
+        Date now = r.serverDateFloor();
+        Date expiresAt = r.serverDateCeil(config.expiry());
+        UpdateResult res = locks.updateOne(
+                Filters.and(Filters.eq(LockDocument.ID, LockDocument.id(lock)),
+                        Filters.eq(LockDocument.HOLDER_CLAIM, new Binary(status.claimId())),
+                        Filters.gte(LockDocument.HOLDER_EXPIRES_AT, now)),
+                Updates.combine(
+                        Updates.set(LockDocument.HOLDER_EXPIRES_AT, expiresAt),
+                        Updates.set(LockDocument.HOLDER_RENEWED_AT, now),
+                        Updates.set(LockDocument.EXPIRES_AT, expiresAt)));
+        if (res.getMatchedCount() == 0) {
+            Optional<LockOwner> other = readHolderQuietly(lock);
+            throw new ExpiredLockException("cannot renew: our claim expired or was taken away"
+                    + other.map(o -> "; the lock now belongs to " + o.rid()).orElse(""), lock, other.orElse(null),
+                    null);
+        }
+        return status.withExpiry(r.local().plus(config.expiry()).minus(r.uncertainty()));
+    }
+
+    @Override
+    protected void deleteSingleLock(KeyColumn lock, ClaimStatus status) {
+        release(lock, status.claimId());
+    }
+
+    private boolean release(KeyColumn lock, byte[] claim) {
+        Date now = serverClock.read().serverDateFloor();
+        UpdateResult res = locks.updateOne(
+                Filters.and(Filters.eq(LockDocument.ID, LockDocument.id(lock)),
+                        Filters.eq(LockDocument.HOLDER_CLAIM, new Binary(claim))),
+                Updates.combine(Updates.unset(LockDocument.HOLDER), Updates.set(LockDocument.EXPIRES_AT, now)));
+        return res.getMatchedCount() > 0;
+    }
+
+    private void releaseQuietly(KeyColumn lock, byte[] claim) {
+        try {
+            if (release(lock, claim)) {
+                log.info("Took back claim on {} after an ambiguous failure of its acquire", lock);
+            }
+        } catch (RuntimeException e) {
+            log.debug("Could not take back a possibly written claim on {}; it expires on its own: {}", lock, e.toString());
+        }
+    }
+
+    @Override
+    protected Optional<LockOwner> readHolder(KeyColumn lock) {
+        Document doc = locks.find(Filters.eq(LockDocument.ID, LockDocument.id(lock)))
+                .projection(Projections.include(LockDocument.HOLDER)).first();
+        Document holder = LockDocument.holderOf(doc);
+        if (holder == null) {
+            return Optional.empty();
+        }
+        ServerClock.Reading r = serverClock.read();
+        if (LockDocument.isLive(holder, r.serverDateFloor())) {
+            return Optional.of(LockDocument.owner(holder));
+        }
+        if (config.scrubExpired() && r.skewTolerable()) {
+            scrub(lock, holder, r.serverDateFloor());
+        }
+        return Optional.empty();
+    }
+
+    /** Removes a dead holder we met, only if it is still that dead claim (a new holder is never touched). */
+    private void scrub(KeyColumn lock, Document deadHolder, Date now) {
+        try {
+            locks.updateOne(Filters.and(Filters.eq(LockDocument.ID, LockDocument.id(lock)),
+                            Filters.eq(LockDocument.HOLDER_CLAIM, deadHolder.get(LockDocument.CLAIM)),
+                            Filters.lt(LockDocument.HOLDER_EXPIRES_AT, now)),
+                    Updates.combine(Updates.unset(LockDocument.HOLDER), Updates.set(LockDocument.EXPIRES_AT, now)));
+        } catch (RuntimeException e) {
+            log.debug("Could not scrub the dead claim of {} on {}: {}", LockDocument.owner(deadHolder), lock,
+                    e.toString());
+        }
+    }
+
+    private Optional<LockOwner> readHolderQuietly(KeyColumn lock) {
+        try {
+            return readHolder(lock);
+        } catch (RuntimeException e) {
+            return Optional.empty();
+        }
+    }
+
+    /** Unsets the holder whoever it is; the document (and so the token counter) stays. */
+    @Override
+    protected boolean deleteAllClaims(KeyColumn lock) {
+        Date now = serverClock.read().serverDateFloor();
+        UpdateResult res = locks.updateOne(
+                Filters.and(Filters.eq(LockDocument.ID, LockDocument.id(lock)), Filters.exists(LockDocument.HOLDER)),
+                Updates.combine(Updates.unset(LockDocument.HOLDER), Updates.set(LockDocument.EXPIRES_AT, now)));
+        return res.getMatchedCount() > 0;
+    }
+
+    @Override
+    protected void closeBackend() {
+        if (clockChecker != null) {
+            clockChecker.shutdownNow();
+        }
+        if (ownsClient) {
+            client.close();
+        }
+    }
+
+    @Override
+    protected LockingException translate(RuntimeException e, KeyColumn lock, String action) {
+        LockingException t = MongoErrors.translate(e, lock, action, server);
+        return t != null ? t : super.translate(e, lock, action);
+    }
+
+    // ---- setup and clock -----------------------------------------------------------------------------------------
+
+    /** Creates the TTL safety-net index; idempotent. An existing index with other options is kept (and logged). */
+    private void ensureIndexes() {
+        try {
+            locks.createIndex(Indexes.ascending(LockDocument.EXPIRES_AT),
+                    new IndexOptions().name(TTL_INDEX).expireAfter(ttlGrace.toSeconds(), TimeUnit.SECONDS));
+        } catch (MongoServerException e) {
+            int code = e.getCode();
+            if (code == 85 || code == 86) { // IndexOptionsConflict, IndexKeySpecsConflict: someone chose other options
+                log.warn("Keeping the existing TTL index on {}.{} (its options differ from ttlGrace={}): {}",
+                        namespace(), LockDocument.EXPIRES_AT, ttlGrace, e.getMessage());
+            } else if (code == 13) { // Unauthorized: a least-privilege user; the DBA may have created it
+                log.warn("Not allowed to create the TTL index on {}: dead lock documents will only be removed by "
+                        + "later acquires, not by the TTL safety net: {}", namespace(), e.getMessage());
+            } else {
+                throw e;
+            }
+        }
+    }
+
+    private void remeasure() {
+        try {
+            logSkew(serverClock.measure());
+        } catch (RuntimeException e) {
+            log.debug("Could not re-measure the clock offset to {} (keeping {}): {}", server, serverClock.sample(),
+                    e.toString());
+        }
+    }
+
+    private void logSkew(ServerClock.Sample s) {
+        if (s.offset().abs().compareTo(serverClock.maxSkew()) > 0) {
+            log.warn("Clock of locker {} is {} away from MongoDB {} (more than maxClockSkew={}): it will not take "
+                    + "over expired locks until the clocks agree", config.rid(), s.offset(), server,
+                    serverClock.maxSkew());
+        }
+    }
+
+    /** The estimated offset of the server's clock from this locker's time source (server minus local). */
+    public Duration clockOffset() {
+        return serverClock.sample().offset();
+    }
+
+    /** Database and collection of the lock documents, {@code db.collection}. */
+    public String namespace() {
+        return locks.getNamespace().getFullName();
+    }
+
+    /** The server(s) this locker talks to, as named in its messages. */
+    public String server() {
+        return server;
+    }
+
+    @Override
+    public String toString() {
+        return "MongoLocker[rid=" + config.rid() + ", " + server + "/" + namespace() + "]";
+    }
+
+    /**
+     * Options of a {@link MongoLocker}, with safe defaults: database {@code locker}, collection {@code locks},
+     * write concern and read concern {@code majority} (unless the URI names its own), a server selection and connect
+     * timeout of 3 s and a socket timeout of 10 s (unless the URI names its own), maxClockSkew 10 s,
+     * clockCheckInterval 60 s, ttlGrace 1 h.
+     */
+    public static final class Builder {
+        private String connectionString;
+        private MongoClient client;
+        private String database = "locker";
+        private String collection = "locks";
+        private LockerConfig config = LockerConfig.defaults();
+        private LocalLockMediator mediator;
+        private WriteConcern writeConcern;
+        private ReadConcern readConcern;
+        private Duration maxClockSkew = Duration.ofSeconds(10);
+        private Duration clockCheckInterval = Duration.ofSeconds(60);
+        private Duration ttlGrace = Duration.ofHours(1);
+
+        private Builder() {
+        }
+
+        /** A standard MongoDB connection string ({@code mongodb://} or {@code mongodb+srv://}); the locker owns its client. */
+        public Builder connectionString(String uri) {
+            this.connectionString = Objects.requireNonNull(uri, "connectionString must not be null");
+            this.client = null;
+            return this;
+        }
+
+        /** An existing client, shared with the application; the locker does not close it. */
+        public Builder client(MongoClient c) {
+            this.client = Objects.requireNonNull(c, "client must not be null");
+            this.connectionString = null;
+            return this;
+        }
+
+        public Builder database(String name) {
+            this.database = nonEmpty(name, "database");
+            return this;
+        }
+
+        public Builder collection(String name) {
+            this.collection = nonEmpty(name, "collection");
+            return this;
+        }
+
+        public Builder config(LockerConfig c) {
+            this.config = Objects.requireNonNull(c, "config must not be null");
+            return this;
+        }
+
+        /** The JVM-local mediator to share with other lockers of this process on the same collection. */
+        public Builder mediator(LocalLockMediator m) {
+            this.mediator = m;
+            return this;
+        }
+
+        public Builder writeConcern(WriteConcern wc) {
+            this.writeConcern = Objects.requireNonNull(wc, "writeConcern must not be null");
+            return this;
+        }
+
+        public Builder readConcern(ReadConcern rc) {
+            this.readConcern = Objects.requireNonNull(rc, "readConcern must not be null");
+            return this;
+        }
+
+        /** Above this measured clock offset to the server, expired holders are not taken over. */
+        public Builder maxClockSkew(Duration d) {
+            this.maxClockSkew = nonNegative(d, "maxClockSkew");
+            return this;
+        }
+
+        /** How often the clock offset is measured again in the background; zero measures only at start. */
+        public Builder clockCheckInterval(Duration d) {
+            this.clockCheckInterval = nonNegative(d, "clockCheckInterval");
+            return this;
+        }
+
+        /** How long after its expiry (or release) the TTL index removes a lock document; whole seconds. */
+        public Builder ttlGrace(Duration d) {
+            this.ttlGrace = nonNegative(d, "ttlGrace");
+            return this;
+        }
+
+        /**
+         * Connects, measures the clock offset and creates the TTL index.
+         *
+         * @throws dev.locker.api.TemporaryLockingException when the server is unreachable (naming it)
+         * @throws dev.locker.api.PermanentLockingException when authentication fails or the server refuses
+         */
+        public MongoLocker build() {
+            if (client == null && connectionString == null) {
+                throw new IllegalArgumentException("set connectionString(...) or client(...)");
+            }
+            if (client != null) {
+                WriteConcern wc = writeConcern != null ? writeConcern : WriteConcern.MAJORITY;
+                ReadConcern rc = readConcern != null ? readConcern : ReadConcern.MAJORITY;
+                String hosts = String.join(",", client.getClusterDescription().getClusterSettings().getHosts()
+                        .stream().map(Object::toString).toList());
+                return new MongoLocker(this, client, false, hosts, wc, rc);
+            }
+            ConnectionString cs;
+            try {
+                cs = new ConnectionString(connectionString);
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("bad MongoDB connection string: " + e.getMessage(), e);
+            }
+            WriteConcern wc = writeConcern != null ? writeConcern
+                    : cs.getWriteConcern() != null ? cs.getWriteConcern() : WriteConcern.MAJORITY;
+            ReadConcern rc = readConcern != null ? readConcern
+                    : cs.getReadConcern() != null ? cs.getReadConcern() : ReadConcern.MAJORITY;
+            MongoClientSettings.Builder settings = MongoClientSettings.builder().applyConnectionString(cs)
+                    .applicationName(cs.getApplicationName() != null ? cs.getApplicationName() : "locker-mongo");
+            if (cs.getServerSelectionTimeout() == null) {
+                settings.applyToClusterSettings(c -> c.serverSelectionTimeout(3, TimeUnit.SECONDS));
+            }
+            if (cs.getConnectTimeout() == null) {
+                settings.applyToSocketSettings(s -> s.connectTimeout(3, TimeUnit.SECONDS));
+            }
+            if (cs.getSocketTimeout() == null) {
+                settings.applyToSocketSettings(s -> s.readTimeout(10, TimeUnit.SECONDS));
+            }
+            String server = cs.isSrvProtocol() ? "mongodb+srv://" + cs.getHosts().get(0) : String.join(",", cs.getHosts());
+            MongoClient c = MongoClients.create(settings.build());
+            return new MongoLocker(this, c, true, server, wc, rc);
+        }
+
+        private static String nonEmpty(String s, String what) {
+            Objects.requireNonNull(s, what + " must not be null");
+            if (s.isEmpty()) {
+                throw new IllegalArgumentException(what + " must not be empty");
+            }
+            return s;
+        }
+
+        private static Duration nonNegative(Duration d, String what) {
+            Objects.requireNonNull(d, what + " must not be null");
+            if (d.isNegative()) {
+                throw new IllegalArgumentException(what + " must not be negative, was " + d);
+            }
+            return d;
+        }
+    }
+}

@@ -1,0 +1,151 @@
+package dev.locker.mongo;
+
+import com.mongodb.ConnectionString;
+import dev.locker.api.Locker;
+import dev.locker.api.LockerConfig;
+import dev.locker.api.LockerProvider;
+
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * The {@code mongodb://} and {@code mongodb+srv://} backend. The URI is a standard MongoDB connection string plus
+ * Locker's own options, which are taken out before the rest reaches the driver:
+ *
+ * <table>
+ *   <caption>URI options</caption>
+ *   <tr><td>lockerDatabase</td><td>the URI's database path, else {@code locker}</td></tr>
+ *   <tr><td>lockerCollection</td><td>{@code locks}</td></tr>
+ *   <tr><td>lockerMaxClockSkewMS</td><td>10000: above this measured offset to the server, expired holders are
+ *       not taken over</td></tr>
+ *   <tr><td>lockerClockCheckIntervalMS</td><td>60000: how often the offset is measured again (0: only at start)</td></tr>
+ *   <tr><td>lockerTtlGraceSeconds</td><td>3600: the TTL index removes a lock document this long after its expiry
+ *       or release</td></tr>
+ * </table>
+ *
+ * <p>Driver options keep their meaning; Locker changes only defaults the URI does not set: {@code w=majority},
+ * {@code readConcernLevel=majority}, {@code serverSelectionTimeoutMS=3000}, {@code connectTimeoutMS=3000},
+ * {@code socketTimeoutMS=10000}.
+ */
+public final class MongoLockerProvider implements LockerProvider {
+
+    static final String DATABASE = "lockerdatabase";
+    static final String COLLECTION = "lockercollection";
+    static final String MAX_CLOCK_SKEW = "lockermaxclockskewms";
+    static final String CLOCK_CHECK = "lockerclockcheckintervalms";
+    static final String TTL_GRACE = "lockerttlgraceseconds";
+    private static final Set<String> OPTIONS = Set.of(DATABASE, COLLECTION, MAX_CLOCK_SKEW, CLOCK_CHECK, TTL_GRACE);
+
+    @Override
+    public Set<String> schemes() {
+        return Set.of("mongodb", "mongodb+srv");
+    }
+
+    @Override
+    public Locker open(String uri, LockerConfig config) {
+        return builder(uri).config(config).build();
+    }
+
+    /** A builder set from {@code uri}: for callers that also want to set a mediator or other options in code. */
+    public static MongoLocker.Builder builder(String uri) {
+        Parsed p = parse(uri);
+        MongoLocker.Builder b = MongoLocker.builder().connectionString(p.driverUri);
+        String db = p.options.get(DATABASE);
+        if (db == null) {
+            db = new ConnectionString(p.driverUri).getDatabase();
+        }
+        if (db != null) {
+            b.database(db);
+        }
+        if (p.options.containsKey(COLLECTION)) {
+            b.collection(p.options.get(COLLECTION));
+        }
+        if (p.options.containsKey(MAX_CLOCK_SKEW)) {
+            b.maxClockSkew(Duration.ofMillis(number(p.options, MAX_CLOCK_SKEW, "lockerMaxClockSkewMS")));
+        }
+        if (p.options.containsKey(CLOCK_CHECK)) {
+            b.clockCheckInterval(Duration.ofMillis(number(p.options, CLOCK_CHECK, "lockerClockCheckIntervalMS")));
+        }
+        if (p.options.containsKey(TTL_GRACE)) {
+            b.ttlGrace(Duration.ofSeconds(number(p.options, TTL_GRACE, "lockerTtlGraceSeconds")));
+        }
+        return b;
+    }
+
+    /** The URI split into what the driver gets and Locker's options (keys in lower case). */
+    record Parsed(String driverUri, Map<String, String> options) {
+    }
+
+    static Parsed parse(String uri) {
+        if (uri == null) {
+            throw new IllegalArgumentException("MongoDB URI must not be null");
+        }
+        String lower = uri.toLowerCase(Locale.ROOT);
+        if (!lower.startsWith("mongodb://") && !lower.startsWith("mongodb+srv://")) {
+            throw new IllegalArgumentException("not a MongoDB URI (mongodb:// or mongodb+srv://): '" + redact(uri) + "'");
+        }
+        int q = uri.indexOf('?');
+        if (q < 0) {
+            check(uri);
+            return new Parsed(uri, Map.of());
+        }
+        Map<String, String> ours = new LinkedHashMap<>();
+        List<String> theirs = new ArrayList<>();
+        for (String pair : uri.substring(q + 1).split("[&;]")) {
+            if (pair.isEmpty()) {
+                continue;
+            }
+            int eq = pair.indexOf('=');
+            String key = (eq < 0 ? pair : pair.substring(0, eq)).toLowerCase(Locale.ROOT);
+            if (key.startsWith("locker")) {
+                if (!OPTIONS.contains(key)) {
+                    throw new IllegalArgumentException("unknown Locker option '" + pair.substring(0, Math.max(eq, 0))
+                            + "' in MongoDB URI; known: lockerDatabase, lockerCollection, lockerMaxClockSkewMS, "
+                            + "lockerClockCheckIntervalMS, lockerTtlGraceSeconds");
+                }
+                String value = eq < 0 ? "" : URLDecoder.decode(pair.substring(eq + 1), StandardCharsets.UTF_8);
+                if (value.isEmpty()) {
+                    throw new IllegalArgumentException("Locker option '" + key + "' in MongoDB URI has no value");
+                }
+                ours.put(key, value);
+            } else {
+                theirs.add(pair);
+            }
+        }
+        String driverUri = uri.substring(0, q) + (theirs.isEmpty() ? "" : "?" + String.join("&", theirs));
+        check(driverUri);
+        return new Parsed(driverUri, ours);
+    }
+
+    private static void check(String driverUri) {
+        try {
+            new ConnectionString(driverUri);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("bad MongoDB URI '" + redact(driverUri) + "': " + e.getMessage(), e);
+        }
+    }
+
+    private static long number(Map<String, String> options, String key, String name) {
+        try {
+            long v = Long.parseLong(options.get(key));
+            if (v < 0) {
+                throw new IllegalArgumentException(name + " must not be negative, was " + v);
+            }
+            return v;
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(name + " must be a whole number, was '" + options.get(key) + "'", e);
+        }
+    }
+
+    /** The URI without its password, for messages. */
+    static String redact(String uri) {
+        return uri.replaceAll("(mongodb(?:\\+srv)?://[^:/@]*):[^@/]*@", "$1:***@");
+    }
+}

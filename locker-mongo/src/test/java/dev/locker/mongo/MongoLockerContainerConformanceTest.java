@@ -1,0 +1,23 @@
+package dev.locker.mongo;
+
+import dev.locker.testkit.LockerConformanceSuite;
+import dev.locker.testkit.LockerFixture;
+import org.testcontainers.containers.MongoDBContainer;
+import org.testcontainers.junit.jupiter.Container;
+import org.testcontainers.junit.jupiter.Testcontainers;
+
+/**
+ * The shared conformance suite on a real MongoDB 7 single-node replica set in Docker, for machines that have Docker;
+ * skipped elsewhere.
+ */
+@Testcontainers(disabledWithoutDocker = true)
+class MongoLockerContainerConformanceTest extends LockerConformanceSuite {
+
+    @Container
+    static final MongoDBContainer MONGO = new MongoDBContainer("mongo:7");
+
+    @Override
+    protected LockerFixture createFixture() {
+        return MongoFixture.external(MONGO.getReplicaSetUrl("locker_test"));
+    }
+}
