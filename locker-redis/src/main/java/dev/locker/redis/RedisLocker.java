@@ -1,0 +1,694 @@
+package dev.locker.redis;
+
+import dev.locker.api.ExpiredLockException;
+import dev.locker.api.KeyColumn;
+import dev.locker.api.LockOwner;
+import dev.locker.api.LockerConfig;
+import dev.locker.api.LockingException;
+import dev.locker.api.PermanentLockingException;
+import dev.locker.api.TemporaryLockingException;
+import dev.locker.local.AbstractLocker;
+import dev.locker.local.ClaimStatus;
+import dev.locker.local.LocalLockMediator;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import redis.clients.jedis.AbstractPipeline;
+import redis.clients.jedis.ConnectionPoolConfig;
+import redis.clients.jedis.DefaultJedisClientConfig;
+import redis.clients.jedis.HostAndPort;
+import redis.clients.jedis.RedisClient;
+import redis.clients.jedis.RedisClusterClient;
+import redis.clients.jedis.Response;
+import redis.clients.jedis.UnifiedJedis;
+import redis.clients.jedis.exceptions.JedisAccessControlException;
+import redis.clients.jedis.exceptions.JedisClusterOperationException;
+import redis.clients.jedis.exceptions.JedisConnectionException;
+import redis.clients.jedis.exceptions.JedisDataException;
+import redis.clients.jedis.exceptions.JedisException;
+import redis.clients.jedis.exceptions.JedisNoScriptException;
+
+import javax.net.ssl.SSLParameters;
+import javax.net.ssl.SSLSocketFactory;
+import java.net.SocketTimeoutException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
+import java.util.function.Supplier;
+
+/**
+ * The atomic lock protocol on Redis (standalone or Cluster), on Jedis.
+ *
+ * <p>All claims on one lock live in one hash (see {@link RedisKeys} for its name and {@code common.lua} for its
+ * layout). Each phase is one Lua script that reads the server's clock ({@code TIME}), scrubs dead claims, decides
+ * the senior live claim and writes, atomically; no client clock orders anything. Hence:
+ * <ul>
+ *   <li>acquire ({@code writeLock} + {@code checkLocks}) is one round trip when uncontended: the script grants the
+ *       claim and its fencing token at once, or removes it again and names the holder;</li>
+ *   <li>release is one round trip (compare-and-delete on the claim's nonce), and so are renew, holder and
+ *       forceRelease;</li>
+ *   <li>the fencing token is {@code max(last token + 1, server time in microseconds)}, assigned in the granting
+ *       script: it keeps increasing after releases and forced releases (the last token is kept), and after the
+ *       key's safety-net {@code PEXPIRE} or a server restart removed the data (the server's clock has moved on),
+ *       as long as the server's wall clock does not step back;</li>
+ *   <li>a claim's expiry is server time + {@link LockerConfig#expiry()}; the local {@link ClaimStatus#expiry()} is
+ *       taken from the config's time source before the request is sent, so it never outlives the server's;</li>
+ *   <li>restart guard: when a lock has no data at all and the server has been up for less than
+ *       {@code restartGuard} (default: the expiry), no claim is granted, because a server that restarted without
+ *       its data may have lost a claim that its holder still uses;</li>
+ *   <li>with {@code replicas > 0}, a granted claim counts only once that many replicas acknowledged it
+ *       ({@code WAIT}, pipelined with the script on the same connection); otherwise it is removed again.</li>
+ * </ul>
+ *
+ * <p>Errors: unreachable server and timeouts are {@link TemporaryLockingException}, refused credentials and
+ * permissions {@link PermanentLockingException}; both name the server. A broken connection (e.g. after a server
+ * restart) is retried at most {@link LockerConfig#retries()} times on fresh connections; a timeout is never retried.
+ */
+public final class RedisLocker extends AbstractLocker<ClaimStatus> {
+
+    private static final Logger log = LoggerFactory.getLogger(RedisLocker.class);
+    private static final byte[] ONE = {'1'};
+    private static final byte[] ZERO = {'0'};
+
+    private final UnifiedJedis client;
+    private final boolean ownsClient;
+    private final RedisKeys keys;
+    private final String server;
+    private final int replicas;
+    private final Duration replicaTimeout;
+    private final Duration restartGuard;
+    private final byte[] ownField;
+    private final AtomicLong nonces = new AtomicLong(ThreadLocalRandom.current().nextLong());
+
+    private RedisLocker(Builder b, LockerConfig config, UnifiedJedis client, boolean ownsClient) {
+        super(config, b.mediator);
+        this.client = client;
+        this.ownsClient = ownsClient;
+        this.keys = new RedisKeys(b.keyPrefix);
+        this.server = b.describe();
+        this.replicas = b.replicas;
+        this.replicaTimeout = b.replicaTimeout;
+        this.restartGuard = b.restartGuard != null ? b.restartGuard : config.expiry();
+        this.ownField = ("c" + config.rid()).getBytes(StandardCharsets.UTF_8);
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** A locker for {@code uri} (see {@link Builder#uri}) with {@code config}; the URI's options win. */
+    public static RedisLocker open(String uri, LockerConfig config) {
+        return builder().config(config).uri(uri).build();
+    }
+
+    /** The Redis key that holds every claim on {@code lock}, for operators and tests. */
+    public byte[] redisKey(KeyColumn lock) {
+        config.validate(lock);
+        return keys.lockKey(lock);
+    }
+
+    /** Who this locker talks to, as named in its error messages (never with a password). */
+    public String server() {
+        return server;
+    }
+
+    /** The Jedis client, for tools and tests that need to look at the server; do not close it. */
+    public UnifiedJedis client() {
+        return client;
+    }
+
+    // ---- the hooks --------------------------------------------------------------------------------------------
+
+    @Override
+    protected ClaimStatus writeSingleLock(KeyColumn lock, LockOwner owner) {
+        byte[] key = keys.lockKey(lock);
+        byte[] nonce = nextNonce();
+        List<byte[]> args = List.of(ownField, nonce, millis(config.expiry()), owner.toBytes(), millis(restartGuard),
+                scrub());
+        Instant before = time.now();
+        Object reply;
+        long acks = -1;
+        if (replicas > 0) {
+            Object[] both = withRetries(() -> acquireAndWait(key, args));
+            reply = both[0];
+            acks = (Long) both[1];
+        } else {
+            reply = withRetries(() -> RedisScript.ACQUIRE.run(client, key, args));
+        }
+        List<?> r = (List<?>) reply;
+        long code = (Long) r.get(0);
+        if (code == 1) {
+            long token = (Long) r.get(1);
+            Instant written = micros((Long) r.get(2));
+            ClaimStatus status = ClaimStatus.granted(nonce, written, before.plus(config.expiry()), token);
+            if (replicas > 0 && acks < replicas) {
+                releaseQuietly(lock, key, nonce);
+                throw new TemporaryLockingException("only " + acks + " of " + replicas + " replicas of " + server
+                        + " acknowledged the claim within " + replicaTimeout + "; the claim was withdrawn", lock);
+            }
+            return status;
+        }
+        if (code == 0) {
+            throw new TemporaryLockingException("lock is held on " + server, lock, decodeOwner((byte[]) r.get(1)), null);
+        }
+        if (code == -2) {
+            long leftMs = (Long) r.get(1);
+            log.info("Refusing a grant on {}: {} started less than restartGuard={} ago and the lock has no data "
+                    + "(claims may have been lost); {} ms left", lock, server, restartGuard, leftMs);
+            throw new TemporaryLockingException(server + " started less than restartGuard=" + restartGuard
+                    + " ago and holds no data for this lock: it may have lost claims in a restart, so no claim is "
+                    + "granted for another " + leftMs + " ms (set restartGuard=0 for a server whose data survives "
+                    + "restarts)", lock);
+        }
+        throw new PermanentLockingException("unexpected reply " + code + " from the acquire script on " + server, lock);
+    }
+
+    @Override
+    protected ClaimStatus checkSingleLock(KeyColumn lock, ClaimStatus status) {
+        byte[] key = keys.lockKey(lock);
+        List<byte[]> args = List.of(ownField, status.claimId(), scrub());
+        List<?> r = (List<?>) withRetries(() -> RedisScript.CHECK.run(client, key, args));
+        long code = (Long) r.get(0);
+        if (code == 1) {
+            return status.held((Long) r.get(1));
+        }
+        if (code == 0) {
+            throw new TemporaryLockingException("an older claim holds the lock on " + server, lock,
+                    decodeOwner((byte[]) r.get(1)), null);
+        }
+        throw new ExpiredLockException("our claim is gone from " + server + " (expired or force-released)", lock);
+    }
+
+    @Override
+    protected ClaimStatus renewSingleLock(KeyColumn lock, ClaimStatus status) {
+        byte[] key = keys.lockKey(lock);
+        List<byte[]> args = List.of(ownField, status.claimId(), millis(config.expiry()), scrub());
+        Instant before = time.now();
+        List<?> r = (List<?>) withRetries(() -> RedisScript.RENEW.run(client, key, args));
+        long code = (Long) r.get(0);
+        if (code == 1) {
+            long token = (Long) r.get(1);
+            if (status.isHeld() && token != status.fencingToken()) {
+                throw new ExpiredLockException("our claim on " + server + " carries token " + token + ", not ours ("
+                        + status.fencingToken() + ")", lock);
+            }
+            ClaimStatus renewed = status.withExpiry(before.plus(config.expiry()));
+            return status.isHeld() ? renewed : renewed.held(token);
+        }
+        if (code == 0) {
+            throw new ExpiredLockException("our claim was taken over on " + server, lock,
+                    decodeOwner((byte[]) r.get(1)), null);
+        }
+        throw new ExpiredLockException("our claim is gone from " + server + " (expired or force-released); "
+                + "release the transaction's locks and start again", lock);
+    }
+
+    @Override
+    protected void deleteSingleLock(KeyColumn lock, ClaimStatus status) {
+        byte[] key = keys.lockKey(lock);
+        List<byte[]> args = List.of(ownField, status.claimId());
+        withRetries(() -> RedisScript.RELEASE.run(client, key, args));
+    }
+
+    @Override
+    protected Optional<LockOwner> readHolder(KeyColumn lock) {
+        byte[] key = keys.lockKey(lock);
+        List<?> r = (List<?>) withRetries(() -> RedisScript.HOLDER.run(client, key, List.of(scrub())));
+        if ((Long) r.get(0) == 1) {
+            return Optional.of(decodeOwner((byte[]) r.get(1)));
+        }
+        return Optional.empty();
+    }
+
+    @Override
+    protected boolean deleteAllClaims(KeyColumn lock) {
+        byte[] key = keys.lockKey(lock);
+        long n = (Long) withRetries(() -> RedisScript.FORCE.run(client, key, List.of()));
+        return n > 0;
+    }
+
+    @Override
+    protected void closeBackend() {
+        if (ownsClient) {
+            client.close();
+        }
+    }
+
+    @Override
+    protected LockingException translate(RuntimeException e, KeyColumn lock, String action) {
+        if (e instanceof LockingException || !(e instanceof JedisException)) {
+            return super.translate(e, lock, action);
+        }
+        return classify((JedisException) e, lock, action, server);
+    }
+
+    /** Maps a Jedis failure: unreachable, slow or busy servers are temporary; refusals and surprises permanent. */
+    static LockingException classify(JedisException e, KeyColumn lock, String action, String server) {
+        String msg = String.valueOf(e.getMessage());
+        if (e instanceof JedisAccessControlException || startsWithAny(msg, "NOPERM", "WRONGPASS", "NOAUTH")
+                || causedByAccessControl(e)) {
+            return new PermanentLockingException(action + " was refused by " + server + " (credentials or ACL "
+                    + "permissions): " + msg, lock, null, e);
+        }
+        if (e instanceof JedisConnectionException) {
+            String what = isTimeout(e) ? "timed out" : "could not reach the server";
+            return new TemporaryLockingException(action + " " + what + " (" + server + "): " + msg, lock, null, e);
+        }
+        if (e instanceof JedisClusterOperationException) {
+            return new TemporaryLockingException(action + " failed on " + server + " after the cluster client's "
+                    + "attempts: " + msg, lock, null, e);
+        }
+        if (e instanceof JedisDataException) {
+            if (startsWithAny(msg, "BUSY", "LOADING", "TRYAGAIN", "CLUSTERDOWN", "READONLY", "MASTERDOWN", "OOM",
+                    "NOREPLICAS", "MOVED", "ASK")) {
+                return new TemporaryLockingException(action + " failed temporarily on " + server + ": " + msg,
+                        lock, null, e);
+            }
+            return new PermanentLockingException(action + " failed on " + server + ": " + msg, lock, null, e);
+        }
+        // pool exhausted, interrupted waits and the like
+        return new TemporaryLockingException(action + " failed on " + server + ": " + msg, lock, null, e);
+    }
+
+    // ---- helpers ----------------------------------------------------------------------------------------------
+
+    /** The acquire script and WAIT, pipelined on one connection so that WAIT counts this write's replication. */
+    private Object[] acquireAndWait(byte[] key, List<byte[]> args) {
+        List<byte[]> keyList = List.of(key);
+        for (int attempt = 0; ; attempt++) {
+            Response<Object> script;
+            Response<Long> acks;
+            try (AbstractPipeline p = client.pipelined()) {
+                script = attempt == 0
+                        ? p.evalsha(RedisScript.ACQUIRE.shaBytes(), keyList, args)
+                        : p.eval(RedisScript.ACQUIRE.source(), keyList, args);
+                acks = p.waitReplicas(key, replicas, replicaTimeout.toMillis());
+                p.sync();
+            }
+            try {
+                return new Object[]{script.get(), acks.get()};
+            } catch (JedisNoScriptException e) {
+                if (attempt > 0) {
+                    throw e;
+                }
+            }
+        }
+    }
+
+    private void releaseQuietly(KeyColumn lock, byte[] key, byte[] nonce) {
+        try {
+            withRetries(() -> RedisScript.RELEASE.run(client, key, List.of(ownField, nonce)));
+        } catch (RuntimeException e) {
+            log.warn("Could not withdraw the unacknowledged claim on {} at {}; it expires in {}: {}", lock, server,
+                    config.expiry(), e.toString());
+        }
+    }
+
+    /**
+     * Runs {@code op}, again on a fresh connection when the connection broke (a server restart leaves the pool's
+     * idle connections dead), at most {@link LockerConfig#retries()} times in all. Every script is idempotent for
+     * its caller: a repeated acquire replaces our own claim, a repeated release or renew finds the same state.
+     */
+    private <T> T withRetries(Supplier<T> op) {
+        int attempts = Math.max(1, config.retries());
+        for (int i = 1; ; i++) {
+            try {
+                return op.get();
+            } catch (JedisConnectionException e) {
+                if (i >= attempts || isTimeout(e) || !(client instanceof RedisClient)) {
+                    throw e;
+                }
+                ((RedisClient) client).getPool().clear();
+                log.debug("Connection to {} broke ({}); retrying on a fresh connection", server, e.toString());
+            }
+        }
+    }
+
+    private byte[] nextNonce() {
+        return Long.toHexString(nonces.incrementAndGet()).getBytes(StandardCharsets.US_ASCII);
+    }
+
+    private byte[] scrub() {
+        return config.scrubExpired() ? ONE : ZERO;
+    }
+
+    private static byte[] millis(Duration d) {
+        return Long.toString(Math.max(0, d.toMillis())).getBytes(StandardCharsets.US_ASCII);
+    }
+
+    private static Instant micros(long us) {
+        return Instant.ofEpochSecond(Math.floorDiv(us, 1_000_000L), Math.floorMod(us, 1_000_000L) * 1000L);
+    }
+
+    /** A claim's value is {@code "<written> <expiry> <token> <nonce>\n"} followed by the owner's bytes. */
+    static LockOwner decodeOwner(byte[] value) {
+        int nl = 0;
+        while (nl < value.length && value[nl] != '\n') {
+            nl++;
+        }
+        String[] header = new String(value, 0, nl, StandardCharsets.US_ASCII).split(" ");
+        Instant since = null;
+        try {
+            since = micros(Long.parseLong(header[0]));
+        } catch (RuntimeException ignored) {
+            // not written by us: no time to show
+        }
+        byte[] owner = new byte[Math.max(0, value.length - nl - 1)];
+        System.arraycopy(value, Math.min(value.length, nl + 1), owner, 0, owner.length);
+        try {
+            return LockOwner.fromBytes(owner).withSince(since);
+        } catch (IllegalArgumentException e) {
+            return new LockOwner("(unreadable claim)", "", 0, "", "", since);
+        }
+    }
+
+    private static boolean startsWithAny(String msg, String... prefixes) {
+        for (String p : prefixes) {
+            if (msg.startsWith(p)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static boolean causedByAccessControl(Throwable e) {
+        for (Throwable t = e.getCause(); t != null && t != t.getCause(); t = t.getCause()) {
+            if (t instanceof JedisAccessControlException) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static boolean isTimeout(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+            if (t instanceof SocketTimeoutException) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    @Override
+    public String toString() {
+        return "RedisLocker[rid=" + config.rid() + ", " + server + ", prefix=" + keys.prefix() + "]";
+    }
+
+    // ---- builder ----------------------------------------------------------------------------------------------
+
+    /**
+     * Options of a {@link RedisLocker}, with safe defaults. Every option can also be given in a URI (see
+     * {@link #uri}); setters called after {@code uri(...)} override it.
+     */
+    public static final class Builder {
+        private final List<HostAndPort> nodes = new ArrayList<>();
+        private Boolean cluster;
+        private int database;
+        private String user;
+        private String password;
+        private boolean tls;
+        private boolean verifyHostname = true;
+        private SSLSocketFactory sslSocketFactory;
+        private Duration connectTimeout = Duration.ofSeconds(2);
+        private Duration socketTimeout = Duration.ofSeconds(2);
+        private int poolSize = 8;
+        private String keyPrefix = "locker:";
+        private int replicas;
+        private Duration replicaTimeout = Duration.ofSeconds(1);
+        private Duration restartGuard;
+        private String clientName;
+        private LockerConfig config = LockerConfig.defaults();
+        private final List<Consumer<LockerConfig.Builder>> configOverrides = new ArrayList<>();
+        private LocalLockMediator mediator;
+        private UnifiedJedis client;
+
+        private Builder() {
+        }
+
+        /**
+         * Reads a {@code redis://} or {@code rediss://} URI:
+         * {@code redis[s]://[user[:password]@]host[:port][,host:port...][/database][?option=value&...]}.
+         * See {@link RedisUri} for the options.
+         */
+        public Builder uri(String uri) {
+            RedisUri.apply(uri, this);
+            return this;
+        }
+
+        /** A server (standalone) or a seed node (Cluster); may be called several times. Default localhost:6379. */
+        public Builder node(String host, int port) {
+            Objects.requireNonNull(host, "host must not be null");
+            if (port < 1 || port > 65535) {
+                throw new IllegalArgumentException("port must be 1..65535, was " + port);
+            }
+            nodes.add(new HostAndPort(host, port));
+            return this;
+        }
+
+        /** Forgets the nodes given so far. */
+        public Builder clearNodes() {
+            nodes.clear();
+            return this;
+        }
+
+        /** Redis Cluster mode; default: true when several nodes are given, else false. */
+        public Builder cluster(boolean on) {
+            this.cluster = on;
+            return this;
+        }
+
+        public Builder database(int db) {
+            if (db < 0) {
+                throw new IllegalArgumentException("database must be >= 0, was " + db);
+            }
+            this.database = db;
+            return this;
+        }
+
+        /** ACL user name; null for the default user. */
+        public Builder user(String u) {
+            this.user = u;
+            return this;
+        }
+
+        public Builder password(String p) {
+            this.password = p;
+            return this;
+        }
+
+        /** TLS (the {@code rediss} scheme); the JVM's default trust store unless {@link #sslSocketFactory} is set. */
+        public Builder tls(boolean on) {
+            this.tls = on;
+            return this;
+        }
+
+        /** Whether TLS checks that the server's certificate names the host; default true. */
+        public Builder verifyHostname(boolean on) {
+            this.verifyHostname = on;
+            return this;
+        }
+
+        public Builder sslSocketFactory(SSLSocketFactory f) {
+            this.sslSocketFactory = f;
+            this.tls = true;
+            return this;
+        }
+
+        public Builder connectTimeout(Duration d) {
+            this.connectTimeout = positive(d, "connectTimeout");
+            return this;
+        }
+
+        public Builder socketTimeout(Duration d) {
+            this.socketTimeout = positive(d, "socketTimeout");
+            return this;
+        }
+
+        /** Sets both the connect and the socket timeout. */
+        public Builder timeout(Duration d) {
+            return connectTimeout(d).socketTimeout(d);
+        }
+
+        /** Connections per server; default 8. */
+        public Builder poolSize(int n) {
+            if (n < 1) {
+                throw new IllegalArgumentException("poolSize must be at least 1, was " + n);
+            }
+            this.poolSize = n;
+            return this;
+        }
+
+        /** Prefix of every key; default {@code "locker:"}; must not contain braces. */
+        public Builder keyPrefix(String p) {
+            this.keyPrefix = RedisKeys.validatePrefix(p);
+            return this;
+        }
+
+        /** A claim counts only once this many replicas acknowledged it ({@code WAIT}); default 0 (do not wait). */
+        public Builder replicas(int n) {
+            if (n < 0) {
+                throw new IllegalArgumentException("replicas must be >= 0, was " + n);
+            }
+            this.replicas = n;
+            return this;
+        }
+
+        /** How long to wait for the replicas' acknowledgements; default 1 s. */
+        public Builder replicaTimeout(Duration d) {
+            this.replicaTimeout = positive(d, "replicaTimeout");
+            return this;
+        }
+
+        /**
+         * No claim is granted on a lock without data while the server's uptime is below this (it may have
+         * restarted and lost claims). Default: the config's expiry. Zero turns the guard off (for servers whose
+         * data survives restarts, e.g. AOF with {@code appendfsync always}).
+         */
+        public Builder restartGuard(Duration d) {
+            Objects.requireNonNull(d, "restartGuard must not be null");
+            if (d.isNegative()) {
+                throw new IllegalArgumentException("restartGuard must not be negative, was " + d);
+            }
+            this.restartGuard = d;
+            return this;
+        }
+
+        public Builder clientName(String name) {
+            this.clientName = name;
+            return this;
+        }
+
+        public Builder config(LockerConfig c) {
+            this.config = Objects.requireNonNull(c, "config must not be null");
+            return this;
+        }
+
+        /** A change to the locker config that comes from the URI (expiry, retries...); applied over {@link #config}. */
+        Builder configOverride(Consumer<LockerConfig.Builder> change) {
+            configOverrides.add(change);
+            return this;
+        }
+
+        /** Shares the JVM-local arbitration with other lockers of this process on the same Redis. */
+        public Builder mediator(LocalLockMediator m) {
+            this.mediator = m;
+            return this;
+        }
+
+        /** Uses a client you manage (it is not closed with the locker); connection options are then ignored. */
+        public Builder client(UnifiedJedis c) {
+            this.client = c;
+            return this;
+        }
+
+        public RedisLocker build() {
+            LockerConfig cfg = config;
+            if (!configOverrides.isEmpty()) {
+                LockerConfig.Builder b = config.toBuilder();
+                configOverrides.forEach(change -> change.accept(b));
+                cfg = b.build();
+            }
+            if (client != null) {
+                return new RedisLocker(this, cfg, client, false);
+            }
+            return new RedisLocker(this, cfg, newClient(cfg.retries()), true);
+        }
+
+        /** A Jedis client with these connection options (the locker's own, or a tool's); the caller closes it. */
+        UnifiedJedis newClient(int retries) {
+            List<HostAndPort> targets = nodes.isEmpty() ? List.of(new HostAndPort("localhost", 6379)) : nodes;
+            boolean clusterMode = cluster != null ? cluster : targets.size() > 1;
+            if (!clusterMode && targets.size() > 1) {
+                throw new IllegalArgumentException("several nodes " + targets + " given but cluster mode is off");
+            }
+            if (clusterMode && database != 0) {
+                throw new IllegalArgumentException("Redis Cluster has only database 0, not " + database);
+            }
+            Duration effectiveSocketTimeout = replicas > 0 ? socketTimeout.plus(replicaTimeout) : socketTimeout;
+            DefaultJedisClientConfig.Builder cc = DefaultJedisClientConfig.builder()
+                    .connectionTimeoutMillis(toIntMillis(connectTimeout))
+                    .socketTimeoutMillis(toIntMillis(effectiveSocketTimeout))
+                    .user(user)
+                    .password(password)
+                    .clientName(clientName)
+                    .ssl(tls);
+            if (!clusterMode) {
+                cc.database(database);
+            }
+            if (tls) {
+                if (sslSocketFactory != null) {
+                    cc.sslSocketFactory(sslSocketFactory);
+                }
+                if (verifyHostname) {
+                    SSLParameters params = new SSLParameters();
+                    params.setEndpointIdentificationAlgorithm("HTTPS");
+                    cc.sslParameters(params);
+                }
+            }
+            ConnectionPoolConfig pool = new ConnectionPoolConfig();
+            pool.setMaxTotal(poolSize);
+            pool.setMaxIdle(poolSize);
+            pool.setMinIdle(0);
+            pool.setMaxWait(connectTimeout.plus(effectiveSocketTimeout)); // a full pool fails instead of hanging
+            pool.setTestOnBorrow(false); // one round trip per phase; broken connections are retried instead
+            UnifiedJedis c;
+            try {
+                if (clusterMode) {
+                    c = RedisClusterClient.builder()
+                            .nodes(new LinkedHashSet<>(targets))
+                            .clientConfig(cc.build())
+                            .poolConfig(pool)
+                            .maxAttempts(Math.max(2, retries))
+                            .maxTotalRetriesDuration(effectiveSocketTimeout.multipliedBy(Math.max(2, retries)))
+                            .build();
+                } else {
+                    c = RedisClient.builder()
+                            .hostAndPort(targets.get(0))
+                            .clientConfig(cc.build())
+                            .poolConfig(pool)
+                            .build();
+                }
+            } catch (JedisException e) {
+                throw classify(e, null, "connecting", describe());
+            }
+            return c;
+        }
+
+        String describe() {
+            List<HostAndPort> targets = nodes.isEmpty() ? List.of(new HostAndPort("localhost", 6379)) : nodes;
+            boolean clusterMode = cluster != null ? cluster : targets.size() > 1;
+            StringBuilder sb = new StringBuilder(tls ? "rediss://" : "redis://");
+            if (user != null) {
+                sb.append(user).append('@');
+            }
+            for (int i = 0; i < targets.size(); i++) {
+                sb.append(i == 0 ? "" : ",").append(targets.get(i));
+            }
+            if (clusterMode) {
+                sb.append(" (cluster)");
+            } else if (database != 0) {
+                sb.append('/').append(database);
+            }
+            return "Redis " + sb;
+        }
+
+        private static int toIntMillis(Duration d) {
+            return (int) Math.min(Integer.MAX_VALUE, Math.max(1, d.toMillis()));
+        }
+
+        private static Duration positive(Duration d, String name) {
+            Objects.requireNonNull(d, name + " must not be null");
+            if (d.isNegative() || d.isZero()) {
+                throw new IllegalArgumentException(name + " must be positive, was " + d);
+            }
+            return d;
+        }
+    }
+}

@@ -1,0 +1,21 @@
+package dev.locker.redis;
+
+import dev.locker.api.Locker;
+import dev.locker.api.LockerConfig;
+import dev.locker.api.LockerProvider;
+
+import java.util.Set;
+
+/** The {@code redis://} and {@code rediss://} backends: {@link RedisLocker}, configured by {@link RedisUri}. */
+public final class RedisLockerProvider implements LockerProvider {
+
+    @Override
+    public Set<String> schemes() {
+        return Set.of("redis", "rediss");
+    }
+
+    @Override
+    public Locker open(String uri, LockerConfig config) {
+        return RedisLocker.open(uri, config);
+    }
+}

@@ -1,0 +1,229 @@
+package dev.locker.redis;
+
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.format.DateTimeParseException;
+import java.util.Locale;
+
+/**
+ * Parses {@code redis[s]://[user[:password]@]host[:port][,host[:port]...][/database][?option=value&...]} into a
+ * {@link RedisLocker.Builder}. Several hosts mean Redis Cluster seed nodes. IPv6 hosts go in brackets.
+ *
+ * <p>Options (durations as {@code 250ms}, {@code 2s}, {@code 1m}, ISO-8601 {@code PT2S}, or a bare number of ms):
+ * <table>
+ *   <caption>URI options</caption>
+ *   <tr><td>prefix</td><td>{@code locker:}</td><td>key prefix (no braces)</td></tr>
+ *   <tr><td>cluster</td><td>true with several hosts</td><td>Redis Cluster mode</td></tr>
+ *   <tr><td>database</td><td>0 (or the path)</td><td>database number (standalone only)</td></tr>
+ *   <tr><td>user, password</td><td>none</td><td>ACL credentials (or in the user-info part)</td></tr>
+ *   <tr><td>timeout</td><td>2s</td><td>connect and socket timeout</td></tr>
+ *   <tr><td>connectTimeout, socketTimeout</td><td>2s</td><td>each on its own</td></tr>
+ *   <tr><td>poolSize</td><td>8</td><td>connections per server</td></tr>
+ *   <tr><td>replicas</td><td>0</td><td>replica acknowledgements ({@code WAIT}) a claim needs</td></tr>
+ *   <tr><td>replicaTimeout</td><td>1s</td><td>how long to wait for them</td></tr>
+ *   <tr><td>restartGuard</td><td>the expiry</td><td>refuse grants on data-less locks while uptime is lower</td></tr>
+ *   <tr><td>verifyHostname</td><td>true</td><td>TLS hostname verification</td></tr>
+ *   <tr><td>clientName</td><td>none</td><td>{@code CLIENT SETNAME}</td></tr>
+ *   <tr><td>expiry, localWait, retries, why, rid, maxKeyBytes</td><td>from the LockerConfig</td><td>override it</td></tr>
+ * </table>
+ * An unknown option is an error, so that a misspelt one is not silently ignored.
+ */
+final class RedisUri {
+
+    private RedisUri() {
+    }
+
+    static void apply(String uri, RedisLocker.Builder b) {
+        if (uri == null) {
+            throw new IllegalArgumentException("Redis URI must not be null");
+        }
+        int schemeEnd = uri.indexOf("://");
+        if (schemeEnd < 0) {
+            throw bad(uri, "expected redis://host[:port] or rediss://host[:port]");
+        }
+        String scheme = uri.substring(0, schemeEnd).toLowerCase(Locale.ROOT);
+        if (!scheme.equals("redis") && !scheme.equals("rediss")) {
+            throw bad(uri, "scheme must be redis or rediss, was '" + scheme + "'");
+        }
+        b.tls(scheme.equals("rediss"));
+        String rest = uri.substring(schemeEnd + 3);
+        String query = null;
+        int q = rest.indexOf('?');
+        if (q >= 0) {
+            query = rest.substring(q + 1);
+            rest = rest.substring(0, q);
+        }
+        int slash = rest.indexOf('/');
+        String path = slash >= 0 ? rest.substring(slash + 1) : "";
+        String authority = slash >= 0 ? rest.substring(0, slash) : rest;
+        int at = authority.lastIndexOf('@');
+        if (at >= 0) {
+            String userInfo = authority.substring(0, at);
+            authority = authority.substring(at + 1);
+            int colon = userInfo.indexOf(':');
+            String user = decode(colon >= 0 ? userInfo.substring(0, colon) : userInfo);
+            b.user(user.isEmpty() ? null : user);
+            if (colon >= 0) {
+                b.password(decode(userInfo.substring(colon + 1)));
+            }
+        }
+        if (authority.isEmpty()) {
+            throw bad(uri, "no host");
+        }
+        b.clearNodes();
+        for (String hostPort : authority.split(",")) {
+            addNode(uri, hostPort.trim(), b);
+        }
+        if (!path.isEmpty()) {
+            b.database(parseInt(uri, "database", path));
+        }
+        if (query != null && !query.isEmpty()) {
+            for (String pair : query.split("&")) {
+                if (pair.isEmpty()) {
+                    continue;
+                }
+                int eq = pair.indexOf('=');
+                if (eq <= 0) {
+                    throw bad(uri, "option '" + pair + "' has no value");
+                }
+                option(uri, decode(pair.substring(0, eq)), decode(pair.substring(eq + 1)), b);
+            }
+        }
+    }
+
+    private static void addNode(String uri, String hostPort, RedisLocker.Builder b) {
+        String host;
+        String portText = null;
+        if (hostPort.startsWith("[")) {
+            int close = hostPort.indexOf(']');
+            if (close < 0) {
+                throw bad(uri, "unclosed IPv6 host in '" + hostPort + "'");
+            }
+            host = hostPort.substring(1, close);
+            if (hostPort.length() > close + 1) {
+                if (hostPort.charAt(close + 1) != ':') {
+                    throw bad(uri, "bad host '" + hostPort + "'");
+                }
+                portText = hostPort.substring(close + 2);
+            }
+        } else {
+            int colon = hostPort.lastIndexOf(':');
+            host = colon >= 0 ? hostPort.substring(0, colon) : hostPort;
+            portText = colon >= 0 ? hostPort.substring(colon + 1) : null;
+        }
+        if (host.isEmpty()) {
+            throw bad(uri, "empty host in '" + hostPort + "'");
+        }
+        int port = portText == null || portText.isEmpty() ? 6379 : parseInt(uri, "port", portText);
+        try {
+            b.node(host, port);
+        } catch (IllegalArgumentException e) {
+            throw bad(uri, e.getMessage());
+        }
+    }
+
+    private static void option(String uri, String name, String value, RedisLocker.Builder b) {
+        try {
+            switch (name) {
+                case "prefix", "keyPrefix" -> b.keyPrefix(value);
+                case "cluster" -> b.cluster(parseBoolean(uri, name, value));
+                case "database", "db" -> b.database(parseInt(uri, name, value));
+                case "user" -> b.user(value.isEmpty() ? null : value);
+                case "password" -> b.password(value);
+                case "timeout" -> b.timeout(duration(uri, name, value));
+                case "connectTimeout" -> b.connectTimeout(duration(uri, name, value));
+                case "socketTimeout" -> b.socketTimeout(duration(uri, name, value));
+                case "poolSize" -> b.poolSize(parseInt(uri, name, value));
+                case "replicas" -> b.replicas(parseInt(uri, name, value));
+                case "replicaTimeout" -> b.replicaTimeout(duration(uri, name, value));
+                case "restartGuard" -> b.restartGuard(duration(uri, name, value));
+                case "verifyHostname" -> b.verifyHostname(parseBoolean(uri, name, value));
+                case "clientName" -> b.clientName(value);
+                case "expiry" -> {
+                    Duration d = duration(uri, name, value);
+                    b.configOverride(c -> c.expiry(d));
+                }
+                case "localWait" -> {
+                    Duration d = duration(uri, name, value);
+                    b.configOverride(c -> c.localWait(d));
+                }
+                case "retries" -> {
+                    int n = parseInt(uri, name, value);
+                    b.configOverride(c -> c.retries(n));
+                }
+                case "maxKeyBytes" -> {
+                    int n = parseInt(uri, name, value);
+                    b.configOverride(c -> c.maxKeyBytes(n));
+                }
+                case "why" -> b.configOverride(c -> c.why(value));
+                case "rid" -> b.configOverride(c -> c.rid(value));
+                default -> throw bad(uri, "unknown option '" + name + "'; known: prefix, cluster, database, user, "
+                        + "password, timeout, connectTimeout, socketTimeout, poolSize, replicas, replicaTimeout, "
+                        + "restartGuard, verifyHostname, clientName, expiry, localWait, retries, maxKeyBytes, why, rid");
+            }
+        } catch (IllegalArgumentException e) {
+            if (e.getMessage() != null && e.getMessage().startsWith("bad Redis URI")) {
+                throw e;
+            }
+            throw bad(uri, "option " + name + ": " + e.getMessage());
+        }
+    }
+
+    /** {@code 250ms}, {@code 2s}, {@code 1m}, {@code PT2S}, or a bare number of milliseconds. */
+    static Duration duration(String uri, String name, String value) {
+        String v = value.trim().toLowerCase(Locale.ROOT);
+        try {
+            if (v.startsWith("pt") || v.startsWith("p")) {
+                return Duration.parse(value.trim());
+            }
+            if (v.endsWith("ms")) {
+                return Duration.ofMillis(Long.parseLong(v.substring(0, v.length() - 2)));
+            }
+            if (v.endsWith("s")) {
+                return Duration.ofSeconds(Long.parseLong(v.substring(0, v.length() - 1)));
+            }
+            if (v.endsWith("m")) {
+                return Duration.ofMinutes(Long.parseLong(v.substring(0, v.length() - 1)));
+            }
+            return Duration.ofMillis(Long.parseLong(v));
+        } catch (NumberFormatException | DateTimeParseException e) {
+            throw bad(uri, "option " + name + " is not a duration: '" + value + "' (use 250ms, 2s, 1m or PT2S)");
+        }
+    }
+
+    private static int parseInt(String uri, String name, String value) {
+        try {
+            return Integer.parseInt(value.trim());
+        } catch (NumberFormatException e) {
+            throw bad(uri, name + " is not a number: '" + value + "'");
+        }
+    }
+
+    private static boolean parseBoolean(String uri, String name, String value) {
+        if (value.equalsIgnoreCase("true")) {
+            return true;
+        }
+        if (value.equalsIgnoreCase("false")) {
+            return false;
+        }
+        throw bad(uri, "option " + name + " must be true or false, was '" + value + "'");
+    }
+
+    private static String decode(String s) {
+        return URLDecoder.decode(s.replace("+", "%2B"), StandardCharsets.UTF_8);
+    }
+
+    private static IllegalArgumentException bad(String uri, String why) {
+        return new IllegalArgumentException("bad Redis URI '" + redact(uri) + "': " + why);
+    }
+
+    /** The URI with its password replaced, for messages. */
+    static String redact(String uri) {
+        if (uri == null) {
+            return null;
+        }
+        String out = uri.replaceAll("(://[^:@/]*:)[^@/]*@", "$1***@");
+        return out.replaceAll("([?&]password=)[^&]*", "$1***");
+    }
+}

@@ -1,0 +1,30 @@
+-- writeLock: write our claim and decide the holder in one step.
+-- ARGV: 1 our field ("c" .. rid), 2 nonce, 3 expiry ms, 4 owner bytes, 5 restart guard ms, 6 scrub ("1"/"0")
+-- Reply: {1, token, written}  granted: our claim is the holder
+--        {0, holder value}    another live claim holds the lock; our claim is not kept
+--        {-2, ms left}        the server started less than the restart guard ago and the lock has no data
+local own, expms, guard = ARGV[1], tonumber(ARGV[3]), tonumber(ARGV[5])
+local now = server_now()
+local s = scan(now, ARGV[6] == '1', own)
+if s.senior then
+  -- a claim of ours that survives here is stale (its transaction is gone): never leave a losing claim behind
+  redis.call('HDEL', key, own)
+  return { 0, s.seniorValue }
+end
+if guard > 0 and s.size == 0 then
+  -- no trace of this lock: if the server restarted without its data, a claim granted before may still be in use
+  local info = redis.pcall('INFO', 'server')
+  if type(info) == 'table' then
+    return redis.error_reply('NOPERM the restart guard needs the INFO command (or restartGuard=0): '
+        .. tostring(info.err))
+  end
+  local up = tonumber(string.match(info, 'uptime_in_seconds:(%d+)'))
+  if up and up * 1000 < guard then
+    return { -2, guard - up * 1000 }
+  end
+end
+local tok = math.max(s.last + 1, now)
+local exp = now + expms * 1000
+redis.call('HSET', key, own, claim_value(now, exp, tok, ARGV[2], ARGV[4]), 't', fmt(tok))
+keep_until(math.max(exp, s.maxexp), now, expms)
+return { 1, tok, now }

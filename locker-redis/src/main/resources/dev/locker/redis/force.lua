@@ -1,0 +1,10 @@
+-- forceRelease: removes every claim (live or dead) and keeps the token field, so tokens keep increasing.
+-- Reply: how many claims there were
+local n = 0
+for _, f in ipairs(redis.call('HKEYS', key)) do
+  if string.byte(f, 1) == 99 then -- 'c'
+    redis.call('HDEL', key, f)
+    n = n + 1
+  end
+end
+return n

@@ -1,0 +1,66 @@
+package dev.locker.redis;
+
+import dev.locker.api.Locker;
+import dev.locker.api.LockerConfig;
+import dev.locker.testkit.LockerFixture;
+import redis.clients.jedis.UnifiedJedis;
+
+import java.time.Duration;
+
+/**
+ * The conformance suite's backend: one Redis server (or {@code LOCKER_REDIS_URI}), a key prefix of its own, and
+ * lockers with a restart guard of {@link #RESTART_GUARD} (longer than the suite's 1.5 s expiry, so a restart in
+ * {@link #repairBackend()} is guarded as in production). Breaking the backend is a {@code kill -9} of the server;
+ * repairing it starts it again on the same port, without its data, and waits out the guard.
+ */
+class RedisFixture implements LockerFixture {
+
+    static final Duration RESTART_GUARD = Duration.ofSeconds(2);
+
+    private final RedisTarget target;
+    private final String prefix = "conformance-" + LockerConfig.randomRid().substring(0, 8) + ":";
+
+    RedisFixture() {
+        this.target = RedisTarget.start();
+        try (UnifiedJedis admin = target.admin()) {
+            RedisTarget.awaitUptime(admin, RESTART_GUARD);
+        }
+    }
+
+    @Override
+    public Locker open(LockerConfig config) {
+        return target.locker(prefix).config(config).restartGuard(RESTART_GUARD).timeout(Duration.ofSeconds(2)).build();
+    }
+
+    @Override
+    public boolean expiryFollowsConfiguredClock() {
+        return false; // the server's TIME decides expiry
+    }
+
+    @Override
+    public boolean canBreakBackend() {
+        return target.process() != null;
+    }
+
+    @Override
+    public void breakBackend() {
+        target.process().kill9();
+    }
+
+    /**
+     * Restarts the server without its data and waits out the restart guard, so that the scenarios after this one
+     * are not refused; {@link RedisRestartTest} shows the guard itself.
+     */
+    @Override
+    public void repairBackend() {
+        target.process().startAgain();
+        try (UnifiedJedis admin = target.admin()) {
+            RedisTarget.awaitUptime(admin, RESTART_GUARD);
+        }
+    }
+
+    @Override
+    public void close() {
+        target.close();
+    }
+}
