@@ -47,6 +47,10 @@ public final class ConsistentKeyLocker extends AbstractLocker<ClaimStatus> {
 
     private ConsistentKeyLocker(Builder b) {
         super(b.config, b.mediator);
+        if (b.config.lockWait().isZero()) {
+            throw new IllegalArgumentException("lockWait must be positive for the wait-and-read-back protocol: it bounds "
+                    + "how late a claim may become visible (and the clock disagreement between clients)");
+        }
         this.store = b.store;
         this.ownsStore = b.closeStoreOnClose;
         this.cleaner = b.config.scrubExpired() ? new ExpiredClaimCleaner(store, b.cleanerQueue) : null;
@@ -85,11 +89,13 @@ public final class ConsistentKeyLocker extends AbstractLocker<ClaimStatus> {
                 log.debug("Claim write on {} failed temporarily (attempt {}/{}): {}", lock, attempt, config.retries(), e.toString());
                 continue;
             }
+            // Strictly shorter: then our write completed at a clock reading < ts + lockWait <= any later claimant's
+            // read-back time, so every claimant with a timestamp >= ours sees our claim (equal would not order them).
             Duration took = Duration.between(before, time.now());
-            if (took.compareTo(config.lockWait()) <= 0) {
+            if (took.compareTo(config.lockWait()) < 0) {
                 return ClaimStatus.written(column, before, expiry);
             }
-            log.debug("Claim write on {} took {} > lockWait {} (attempt {}/{}); retrying", lock, took,
+            log.debug("Claim write on {} took {} >= lockWait {} (attempt {}/{}); retrying", lock, took,
                     config.lockWait(), attempt, config.retries());
             previous = column;
             lastFailure = null;

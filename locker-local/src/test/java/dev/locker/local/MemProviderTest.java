@@ -49,5 +49,7 @@ class MemProviderTest {
             assertEquals("fixed", l.rid());
         }
         assertThrows(IllegalArgumentException.class, () -> Lockers.open("mem:x?bogus=1"));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Lockers.open("mem:x?lockWait=0"));
+        assertTrue(e.getMessage().contains("lockWait"), e.getMessage());
     }
 }

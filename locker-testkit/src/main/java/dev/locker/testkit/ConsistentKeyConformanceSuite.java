@@ -140,6 +140,21 @@ public abstract class ConsistentKeyConformanceSuite {
         assertTrue(a.status(lock, tx).orElseThrow().isHeld());
     }
 
+    /**
+     * A write that took exactly lockWait is not trusted: a claimant with the same timestamp could read the row at
+     * the same clock reading as our write completes and miss it (found by the contention scenario: two holders).
+     */
+    @Test
+    void aWriteTakingExactlyTheLockWaitIsRetried() {
+        Locker a = process("a");
+        KeyColumn lock = lock("x");
+        Object tx = new Object();
+        store.slowNextMutations(1, LOCK_WAIT, clock);
+        a.writeLock(lock, tx);
+        assertEquals(2, store.mutations());
+        assertEquals(1, claimColumns(lock).size());
+    }
+
     @Test
     void exhaustedRetriesAreTemporaryWithTheCause() {
         Locker a = process("a");

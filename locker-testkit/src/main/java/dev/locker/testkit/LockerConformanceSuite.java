@@ -628,10 +628,13 @@ public abstract class LockerConformanceSuite {
         KeyColumn[] locks = new KeyColumn[lockCount];
         AtomicInteger[] inside = new AtomicInteger[lockCount];
         AtomicLong[] lastToken = new AtomicLong[lockCount];
+        @SuppressWarnings("unchecked")
+        java.util.concurrent.atomic.AtomicReference<String>[] lastHolder = new java.util.concurrent.atomic.AtomicReference[lockCount];
         for (int i = 0; i < lockCount; i++) {
             locks[i] = lock("contended-" + i);
             inside[i] = new AtomicInteger();
             lastToken[i] = new AtomicLong();
+            lastHolder[i] = new java.util.concurrent.atomic.AtomicReference<>("nobody");
         }
         AtomicInteger sections = new AtomicInteger();
         List<String> violations = new CopyOnWriteArrayList<>();
@@ -656,9 +659,12 @@ public abstract class LockerConformanceSuite {
                             continue;
                         }
                         try {
+                            String me = l.rid() + " " + Thread.currentThread().getName() + " "
+                                    + l.status(locks[i], tx).orElse(null) + " at " + clock.now();
                             if (inside[i].incrementAndGet() != 1) {
-                                violations.add("two holders of " + locks[i]);
+                                violations.add("two holders of " + locks[i] + ": " + me + " while " + lastHolder[i].get());
                             }
+                            lastHolder[i].set(me);
                             long token = l.fencingToken(locks[i], tx);
                             long prev = lastToken[i].getAndSet(token);
                             if (token <= prev) {
