@@ -72,7 +72,9 @@ final class MongoErrors {
         if (e instanceof LockingException) {
             return (LockingException) e;
         }
-        String what = action + " on MongoDB " + server;
+        String member = memberOf(e);
+        String what = action + " on MongoDB " + server
+                + (member != null && !server.contains(member) ? " (member " + member + ")" : "");
         if (e instanceof MongoSecurityException) {
             return new PermanentLockingException(what + " failed: authentication refused (check the user, password "
                     + "and authSource of the URI): " + e.getMessage(), lock, null, e);
@@ -118,5 +120,16 @@ final class MongoErrors {
             return new PermanentLockingException(what + " failed: " + e, lock, null, e);
         }
         return null; // not the driver's: the caller falls back to the generic mapping
+    }
+
+    /** The one server of a replica set that answered (or failed to), when the driver says. */
+    private static String memberOf(RuntimeException e) {
+        if (e instanceof MongoServerException) {
+            return String.valueOf(((MongoServerException) e).getServerAddress());
+        }
+        if (e instanceof MongoSocketException) {
+            return String.valueOf(((MongoSocketException) e).getServerAddress());
+        }
+        return null;
     }
 }

@@ -1,5 +1,9 @@
 package dev.locker.mongo;
 
+import dev.locker.api.KeyColumnValueStore;
+import dev.locker.api.Locker;
+import dev.locker.local.ExpectedValueCheckingStore;
+import dev.locker.local.InMemoryStore;
 import dev.locker.testkit.LockerConformanceSuite;
 import dev.locker.testkit.LockerFixture;
 import org.testcontainers.containers.MongoDBContainer;
@@ -16,8 +20,15 @@ class MongoLockerContainerConformanceTest extends LockerConformanceSuite {
     @Container
     static final MongoDBContainer MONGO = new MongoDBContainer("mongo:7");
 
+    private final InMemoryStore data = new InMemoryStore("evc-data");
+
     @Override
     protected LockerFixture createFixture() {
         return MongoFixture.external(MONGO.getReplicaSetUrl("locker_test"));
+    }
+
+    @Override
+    protected KeyColumnValueStore expectedValueChecking(Locker locker) {
+        return new ExpectedValueCheckingStore(data, locker);
     }
 }

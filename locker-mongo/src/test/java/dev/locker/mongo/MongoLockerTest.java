@@ -1,0 +1,444 @@
+package dev.locker.mongo;
+
+import com.mongodb.ConnectionString;
+import com.mongodb.MongoClientSettings;
+import com.mongodb.MongoTimeoutException;
+import com.mongodb.client.MongoClient;
+import com.mongodb.client.MongoClients;
+import com.mongodb.client.MongoCollection;
+import com.mongodb.client.model.Filters;
+import dev.locker.api.KeyColumn;
+import dev.locker.api.Lease;
+import dev.locker.api.LockTransaction;
+import dev.locker.api.Locker;
+import dev.locker.api.LockerConfig;
+import dev.locker.api.LockingException;
+import dev.locker.api.TemporaryLockingException;
+import org.bson.BsonBinary;
+import org.bson.BsonDocument;
+import org.bson.Document;
+import org.bson.types.Binary;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.Timeout;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.function.UnaryOperator;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * MongoDB-specific scenarios on a real in-process server (mongo-java-server) with the system clock: what the shared
+ * suite cannot see — round trips, the document layout, the duplicate-key race, token monotonicity when the TTL
+ * safety net deletes a document, and ownership under takeover.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class MongoLockerTest {
+
+    private InProcessMongo mongo;
+    private MongoClient admin;
+    private final List<AutoCloseable> toClose = new CopyOnWriteArrayList<>();
+    private final String collection = "locks_" + LockerConfig.randomRid().substring(0, 8);
+
+    @BeforeAll
+    void start() {
+        mongo = InProcessMongo.start();
+        admin = MongoClients.create(mongo.uri());
+    }
+
+    @AfterAll
+    void stop() {
+        admin.close();
+        mongo.close();
+    }
+
+    @AfterEach
+    void closeAll() throws Exception {
+        for (AutoCloseable c : toClose) {
+            try {
+                c.close();
+            } catch (RuntimeException e) {
+                // a scenario may have broken something; closing is best effort
+            }
+        }
+        toClose.clear();
+    }
+
+    private LockerConfig.Builder config(String name) {
+        return LockerConfig.builder().rid(name + "-" + LockerConfig.randomRid().substring(0, 8)).host("host-" + name)
+                .pid(77).expiry(Duration.ofSeconds(60));
+    }
+
+    /** A locker on its own client, whose commands {@code log} records. */
+    private MongoLocker open(LockerConfig config, CommandLog log, UnaryOperator<MongoLocker.Builder> tweak) {
+        MongoClientSettings.Builder settings = MongoClientSettings.builder()
+                .applyConnectionString(new ConnectionString(mongo.uri()));
+        if (log != null) {
+            settings.addCommandListener(log);
+        }
+        MongoClient client = MongoClients.create(settings.build());
+        toClose.add(client);
+        MongoLocker l = tweak.apply(MongoLocker.builder().client(client).database("locker").collection(collection)
+                .config(config)).build();
+        toClose.add(0, l);
+        return l;
+    }
+
+    private MongoLocker open(String name) {
+        return open(config(name).build(), null, b -> b);
+    }
+
+    private MongoCollection<Document> raw() {
+        return admin.getDatabase("locker").getCollection(collection);
+    }
+
+    private Document rawDoc(KeyColumn lock) {
+        return raw().find(Filters.eq("_id", new BsonBinary(lock.encoded()))).first();
+    }
+
+    private static KeyColumn lock(String name) {
+        return KeyColumn.of(name + "-" + LockerConfig.randomRid().substring(0, 8), "c");
+    }
+
+    // ---- round trips and concerns ------------------------------------------------------------------------------
+
+    @Test
+    void uncontendedAcquireIsOneRoundTripReleaseOneRenewalOneRefusalTwo() {
+        CommandLog logA = new CommandLog();
+        CommandLog logB = new CommandLog();
+        MongoLocker a = open(config("a").build(), logA, b -> b);
+        MongoLocker b = open(config("b").build(), logB, x -> x);
+        KeyColumn lock = lock("rt");
+
+        logA.clear();
+        Lease lease = a.acquire(lock, "one round trip");
+        assertEquals(Map.of("findAndModify", 1), logA.counts(), "acquire = writeLock + checkLocks");
+        BsonDocument fam = logA.sent().get(0);
+        assertEquals("majority", fam.getDocument("writeConcern").getString("w").getValue(),
+                "write concern majority by default: " + fam.toJson());
+
+        logA.clear();
+        lease.renew();
+        assertEquals(Map.of("update", 1), logA.counts());
+
+        logB.clear();
+        assertThrows(TemporaryLockingException.class, () -> b.acquire(lock, "refused"));
+        assertEquals(Map.of("find", 1, "findAndModify", 1), logB.counts(), "refusal = the upsert, then reading the holder");
+
+        logB.clear();
+        assertEquals(a.rid(), b.holder(lock).orElseThrow().rid());
+        BsonDocument find = logB.sent().get(0);
+        assertEquals("majority", find.getDocument("readConcern").getString("level").getValue(),
+                "read concern majority by default: " + find.toJson());
+
+        logA.clear();
+        lease.close();
+        assertEquals(Map.of("update", 1), logA.counts());
+    }
+
+    @Test
+    void writeAndReadConcernsAreConfigurable() {
+        CommandLog log = new CommandLog();
+        MongoLocker a = open(config("a").build(), log, b -> b.writeConcern(com.mongodb.WriteConcern.W1)
+                .readConcern(com.mongodb.ReadConcern.LOCAL));
+        KeyColumn lock = lock("wc");
+        log.clear();
+        a.acquire(lock, "w1").close();
+        a.holder(lock);
+        BsonDocument fam = log.sent().get(0);
+        assertEquals(1, fam.getDocument("writeConcern").getInt32("w").getValue(), fam.toJson());
+        BsonDocument find = log.sent().get(log.sent().size() - 1);
+        assertEquals("local", find.getDocument("readConcern").getString("level").getValue(), find.toJson());
+    }
+
+    // ---- the document ----------------------------------------------------------------------------------------
+
+    @Test
+    void oneDocumentPerLockWithBinaryIdAndOwnerMetadata() throws Exception {
+        MongoLocker a = open("a");
+        KeyColumn lock = lock("layout");
+        LockTransaction tx = new LockTransaction("rebuild index");
+        a.writeLock(lock, tx);
+        a.checkLocks(tx);
+        long token = a.fencingToken(lock, tx);
+
+        Document doc = rawDoc(lock);
+        assertNotNull(doc);
+        assertArrayEquals(lock.encoded(), ((Binary) doc.get("_id")).getData(), "the _id is KeyColumn.encoded(), binary");
+        assertEquals(Set.of("_id", "seq", "tokenBase", "expiresAt", "holder"), doc.keySet());
+        assertEquals(1L, doc.getLong("seq"));
+        assertEquals(token, doc.getLong("tokenBase") + doc.getLong("seq"));
+        Document h = doc.get("holder", Document.class);
+        assertEquals(Set.of("claim", "rid", "host", "pid", "thread", "why", "acquiredAt", "renewedAt", "expiresAt"),
+                h.keySet());
+        assertEquals(a.rid(), h.getString("rid"));
+        assertEquals("host-a", h.getString("host"));
+        assertEquals(77L, ((Number) h.get("pid")).longValue());
+        assertEquals(Thread.currentThread().getName(), h.getString("thread"));
+        assertEquals("rebuild index", h.getString("why"));
+        assertEquals(h.getDate("expiresAt"), doc.getDate("expiresAt"), "the TTL field follows the holder's expiry");
+        assertEquals(h.getDate("acquiredAt"), h.getDate("renewedAt"));
+
+        Thread.sleep(5);
+        a.renewLocks(tx);
+        Document renewed = rawDoc(lock).get("holder", Document.class);
+        assertTrue(renewed.getDate("renewedAt").after(renewed.getDate("acquiredAt")), renewed.toJson());
+        assertTrue(renewed.getDate("expiresAt").after(h.getDate("expiresAt")), renewed.toJson());
+        assertEquals(h.get("claim"), renewed.get("claim"), "renewal keeps the claim");
+
+        a.deleteLocks(tx);
+        Document released = rawDoc(lock);
+        assertNull(released.get("holder"), "release unsets the holder");
+        assertEquals(1L, released.getLong("seq"), "and keeps the counter");
+    }
+
+    @Test
+    void hostileNamesAreIndependentLocks() {
+        MongoLocker a = open("a");
+        MongoLocker b = open("b");
+        String p = LockerConfig.randomRid().substring(0, 6);
+        List<KeyColumn> names = List.of(KeyColumn.of(p + "$ne", ""), KeyColumn.of("$ne", p),
+                KeyColumn.of(p + "a.b", "c"), KeyColumn.of(p + "a", "b"), KeyColumn.of(p + "{\"$gt\": \"\"}", ""),
+                KeyColumn.of(p + "{\"$where\": \"sleep(1000)\"}", "$set"), KeyColumn.of(p + "a", ""));
+        List<Lease> leases = new ArrayList<>();
+        for (KeyColumn n : names) {
+            leases.add(a.acquire(n, "hostile"));
+        }
+        for (KeyColumn n : names) {
+            TemporaryLockingException e = assertThrows(TemporaryLockingException.class, () -> b.acquire(n, "too"));
+            assertEquals(a.rid(), e.holder().rid(), "holder of " + n);
+            assertArrayEquals(n.encoded(), ((Binary) rawDoc(n).get("_id")).getData());
+        }
+        leases.get(0).close(); // freeing "$ne" frees nothing else
+        b.acquire(names.get(0), "now mine").close();
+        for (KeyColumn n : names.subList(1, names.size())) {
+            assertEquals(a.rid(), b.holder(n).orElseThrow().rid(), n.toString());
+        }
+        for (Document d : raw().find()) {
+            assertTrue(Set.of("_id", "seq", "tokenBase", "expiresAt", "holder").containsAll(d.keySet()),
+                    "no field is named after a lock: " + d.keySet());
+        }
+    }
+
+    // ---- races ---------------------------------------------------------------------------------------------
+
+    /** 8 processes race to create the same new lock document: one wins, 7 see "taken" (11000 is never an error). */
+    @Test
+    void eightThreadsRaceOnTheUpsert() throws Exception {
+        int n = 8;
+        CommandLog log = new CommandLog();
+        List<MongoLocker> lockers = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            lockers.add(open(config("p" + i).build(), log, b -> b));
+        }
+        ExecutorService pool = Executors.newFixedThreadPool(n);
+        try {
+            for (int round = 0; round < 10; round++) {
+                KeyColumn lock = lock("race-" + round);
+                CyclicBarrier barrier = new CyclicBarrier(n);
+                List<Future<Object>> results = new ArrayList<>();
+                for (MongoLocker l : lockers) {
+                    results.add(pool.submit(() -> {
+                        barrier.await(10, TimeUnit.SECONDS);
+                        try {
+                            return l.acquire(lock, "race");
+                        } catch (LockingException e) {
+                            return e;
+                        }
+                    }));
+                }
+                List<Lease> winners = new ArrayList<>();
+                List<TemporaryLockingException> losers = new ArrayList<>();
+                for (Future<Object> f : results) {
+                    Object r = f.get(30, TimeUnit.SECONDS);
+                    if (r instanceof Lease) {
+                        winners.add((Lease) r);
+                    } else {
+                        losers.add(assertInstanceOf(TemporaryLockingException.class, r, "a loser's failure: " + r));
+                    }
+                }
+                assertEquals(1, winners.size(), "exactly one winner in round " + round);
+                String winner = lockers.get(0).holder(lock).orElseThrow().rid();
+                for (TemporaryLockingException e : losers) {
+                    assertNotNull(e.holder(), e.getMessage());
+                    assertEquals(winner, e.holder().rid(), e.getMessage());
+                }
+                assertEquals(1L, rawDoc(lock).getLong("seq"), "losers do not bump the counter");
+                winners.get(0).close();
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        assertTrue(log.duplicateKeys() >= 7 * 10, "every loser met the duplicate key: " + log.duplicateKeys());
+        assertEquals(Set.of(11000), Set.copyOf(log.errorCodes()), "no other server error: " + log.errorCodes());
+    }
+
+    // ---- tokens ----------------------------------------------------------------------------------------------
+
+    @Test
+    void tokensKeepIncreasingWhenTheTtlSafetyNetDeletesTheDocument() {
+        MongoLocker a = open("a");
+        MongoLocker op = open("operator");
+        KeyColumn lock = lock("ttl");
+        long last = 0;
+        for (int i = 0; i < 5; i++) {
+            try (Lease l = a.acquire(lock, "round " + i)) {
+                assertTrue(l.fencingToken() > last);
+                last = l.fencingToken();
+            }
+        }
+        Lease forced = a.acquire(lock, "force-released");
+        assertTrue(forced.fencingToken() > last);
+        last = forced.fencingToken();
+        assertTrue(op.forceRelease(lock));
+        forced.close();
+        assertEquals(6L, rawDoc(lock).getLong("seq"), "a forced release keeps the document and its counter");
+
+        // what the TTL monitor (or an operator) does to a document past its expiry + grace
+        assertEquals(1, raw().deleteOne(Filters.eq("_id", new BsonBinary(lock.encoded()))).getDeletedCount());
+        try (Lease l = a.acquire(lock, "after deletion")) {
+            assertTrue(l.fencingToken() > last, l.fencingToken() + " after " + last);
+        }
+    }
+
+    @Test
+    void ttlIndexIsCreatedAtStartIdempotently() {
+        open("a");
+        open("b"); // second start: same index, no error
+        Document ttl = null;
+        for (Document ix : raw().listIndexes()) {
+            if (MongoLocker.TTL_INDEX.equals(ix.getString("name"))) {
+                ttl = ix;
+            }
+        }
+        assertNotNull(ttl, "TTL index exists");
+        assertEquals(new Document("expiresAt", 1), ttl.get("key", Document.class));
+        assertEquals(3600L, ((Number) ttl.get("expireAfterSeconds")).longValue());
+        // a locker configured with another grace keeps the existing index and still works
+        MongoLocker c = open(config("c").build(), null, b -> b.ttlGrace(Duration.ofSeconds(60)));
+        c.acquire(lock("after-conflict"), "works").close();
+    }
+
+    // ---- scrubbing and ownership -----------------------------------------------------------------------------
+
+    @Test
+    void aDeadClaimIsScrubbedByWhoeverMeetsIt() throws Exception {
+        MongoLocker a = open(config("a").expiry(Duration.ofMillis(200)).build(), null, b -> b);
+        MongoLocker viewer = open("viewer");
+        KeyColumn lock = lock("scrub");
+        a.writeLock(lock, new Object()); // a "crashes" without releasing
+        Thread.sleep(400);
+        assertTrue(viewer.holder(lock).isEmpty(), "a dead claim holds nothing");
+        Document doc = rawDoc(lock);
+        assertNull(doc.get("holder"), "holder() scrubbed the dead claim: " + doc.toJson());
+        assertEquals(1L, doc.getLong("seq"));
+    }
+
+    @Test
+    void aTakenOverClaimCannotBeRenewedOrReleasedByItsFormerOwner() throws Exception {
+        MongoLocker a = open(config("a").expiry(Duration.ofMillis(200)).build(), null, b -> b);
+        MongoLocker b = open("b");
+        KeyColumn lock = lock("takeover");
+        Object ta = new Object();
+        a.writeLock(lock, ta);
+        Thread.sleep(400);
+        Lease lb = b.acquire(lock, "takeover");
+        assertThrows(dev.locker.api.ExpiredLockException.class, () -> a.renewLocks(ta));
+        a.deleteLocks(ta); // by claim id: never b's claim
+        assertEquals(b.rid(), a.holder(lock).orElseThrow().rid());
+        lb.renew();
+        lb.close();
+    }
+
+    // ---- outages and errors ------------------------------------------------------------------------------------
+
+    @Test
+    void serverStopAndRestart() {
+        InProcessMongo own = InProcessMongo.start();
+        toClose.add(own);
+        MongoLocker a = MongoLockerProvider.builder(own.uri()).config(config("a").build()).build();
+        toClose.add(0, a);
+        KeyColumn held = lock("held");
+        Lease lease = a.acquire(held, "before the outage");
+        long before = lease.fencingToken();
+
+        own.stop();
+        TemporaryLockingException e = assertThrows(TemporaryLockingException.class,
+                () -> a.acquire(lock("other"), "during the outage"));
+        assertTrue(e.getMessage().contains(own.address()), "names the server: " + e.getMessage());
+        // the pooled connection was cut (MongoSocketReadException) or no server could be selected (MongoTimeoutException)
+        assertInstanceOf(com.mongodb.MongoException.class, e.getCause());
+        lease.close(); // logs, never throws
+        assertThrows(TemporaryLockingException.class, () -> a.acquire(lock("third"), "still down"));
+
+        own.restart(); // a fresh in-memory server: the lock documents are gone
+        try (Lease after = a.acquire(held, "after the restart")) {
+            assertTrue(after.fencingToken() > before, "token after data loss " + after.fencingToken() + " > " + before);
+            assertEquals(a.rid(), a.holder(held).orElseThrow().rid());
+        }
+    }
+
+    @Test
+    void anUnreachableServerFailsTheOpenNamingIt() throws Exception {
+        int port;
+        try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            port = s.getLocalPort();
+        }
+        String uri = "mongodb://127.0.0.1:" + port + "/?serverSelectionTimeoutMS=500";
+        TemporaryLockingException e = assertThrows(TemporaryLockingException.class,
+                () -> dev.locker.api.Lockers.open(uri, config("a").build()));
+        assertTrue(e.getMessage().contains("127.0.0.1:" + port), e.getMessage());
+        assertTrue(e.getMessage().contains("unreachable"), e.getMessage());
+        assertInstanceOf(MongoTimeoutException.class, e.getCause());
+    }
+
+    /**
+     * mongo-java-server implements no authentication: it answers the driver's SASL handshake with "no such command",
+     * which the driver reports as an authentication failure (MongoSecurityException), as it does for a wrong password
+     * on a real mongod. What is verified here is that this failure is permanent, clear and names the server.
+     */
+    @Test
+    void anAuthenticationFailureIsPermanentAndNamesTheServer() {
+        String uri = "mongodb://locker:wrong@" + mongo.address() + "/?authSource=admin&serverSelectionTimeoutMS=1000";
+        dev.locker.api.PermanentLockingException e = assertThrows(dev.locker.api.PermanentLockingException.class,
+                () -> dev.locker.api.Lockers.open(uri, config("a").build()));
+        assertTrue(e.getMessage().contains(mongo.address()), e.getMessage());
+        assertTrue(e.getMessage().contains("authentication"), e.getMessage());
+        assertFalse(e.getMessage().contains("wrong"), "no password in the message: " + e.getMessage());
+        assertInstanceOf(com.mongodb.MongoSecurityException.class, e.getCause());
+    }
+
+    @Test
+    void aStaleLockerCannotSeeDeletedDocumentsAsHeld() {
+        MongoLocker a = open("a");
+        KeyColumn lock = lock("gone");
+        Object tx = new Object();
+        a.writeLock(lock, tx);
+        raw().deleteOne(Filters.eq("_id", new BsonBinary(lock.encoded())));
+        assertThrows(dev.locker.api.ExpiredLockException.class, () -> a.renewLocks(tx));
+        a.deleteLocks(tx);
+        assertTrue(a.holder(lock).isEmpty());
+        assertNull(rawDoc(lock), "releasing a vanished claim creates nothing");
+    }
+}
