@@ -4,6 +4,7 @@ import dev.locker.api.KeyColumnValueStore;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.testkit.LockerConformanceSuite;
+import dev.locker.testkit.FaultyStore;
 import dev.locker.testkit.LockerFixture;
 
 /** The whole conformance suite on the in-memory backend: ConsistentKeyLocker over one shared InMemoryStore. */
@@ -13,11 +14,27 @@ class MemLockerConformanceTest extends LockerConformanceSuite {
 
     @Override
     protected LockerFixture createFixture() {
-        InMemoryStore store = new InMemoryStore("conformance");
+        InMemoryStore real = new InMemoryStore("conformance");
+        FaultyStore store = new FaultyStore(real); // only to inject an outage; every operation reaches the real store
         return new LockerFixture() {
             @Override
             public Locker open(LockerConfig config) {
                 return ConsistentKeyLocker.builder(store).config(config).build();
+            }
+
+            @Override
+            public boolean canBreakBackend() {
+                return true;
+            }
+
+            @Override
+            public void breakBackend() {
+                store.unavailable(true);
+            }
+
+            @Override
+            public void repairBackend() {
+                store.unavailable(false);
             }
 
             @Override

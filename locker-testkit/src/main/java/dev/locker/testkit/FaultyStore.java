@@ -4,6 +4,7 @@ import dev.locker.api.Entry;
 import dev.locker.api.KeyColumnValueStore;
 import dev.locker.api.StoreException;
 import dev.locker.api.StoreTransaction;
+import dev.locker.api.TemporaryStoreException;
 
 import java.time.Duration;
 import java.util.List;
@@ -26,6 +27,7 @@ public final class FaultyStore implements KeyColumnValueStore {
     private final AtomicInteger slow = new AtomicInteger();
     private volatile Duration slowBy = Duration.ZERO;
     private volatile VirtualClock clock;
+    private volatile boolean unavailable;
 
     public FaultyStore(KeyColumnValueStore real) {
         this.real = real;
@@ -45,6 +47,18 @@ public final class FaultyStore implements KeyColumnValueStore {
         this.slowBy = by;
         this.slow.set(n);
         return this;
+    }
+
+    /** While set, every operation fails with a {@link TemporaryStoreException} without reaching the store (an outage). */
+    public FaultyStore unavailable(boolean down) {
+        this.unavailable = down;
+        return this;
+    }
+
+    private void ensureAvailable() {
+        if (unavailable) {
+            throw new TemporaryStoreException("store " + real.name() + " is unreachable (injected outage)");
+        }
     }
 
     public int reads() {
@@ -72,12 +86,14 @@ public final class FaultyStore implements KeyColumnValueStore {
     @Override
     public List<Entry> getSlice(byte[] key, byte[] start, byte[] end, StoreTransaction tx) {
         reads.incrementAndGet();
+        ensureAvailable();
         return real.getSlice(key, start, end, tx);
     }
 
     @Override
     public void mutate(byte[] key, List<Entry> additions, List<byte[]> deletions, StoreTransaction tx) {
         mutations.incrementAndGet();
+        ensureAvailable();
         if (slow.getAndUpdate(n -> n > 0 ? n - 1 : 0) > 0) {
             clock.advance(slowBy);
         }
