@@ -1,0 +1,63 @@
+package dev.locker.hbase;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.hbase.HBaseConfiguration;
+import org.apache.hadoop.hbase.HConstants;
+import org.apache.hadoop.hbase.client.Connection;
+import org.apache.hadoop.hbase.client.ConnectionFactory;
+
+import java.io.IOException;
+import java.util.Map;
+
+/**
+ * Builds HBase client configurations and connections that fail fast. HBase's own defaults retry an operation 15
+ * times with back-off and ZooKeeper reads 30 times, so a dead cluster blocks a caller for minutes; a lock must
+ * answer "unavailable" within {@link HBaseOptions#operationTimeout()}.
+ */
+public final class HBaseClients {
+
+    private HBaseClients() {
+    }
+
+    /** A client configuration for {@code options}: quorum, znode parent and bounded retries and timeouts. */
+    public static Configuration configuration(HBaseOptions options) {
+        Configuration conf = HBaseConfiguration.create();
+        conf.set(HConstants.ZOOKEEPER_QUORUM, options.zkQuorum());
+        conf.setInt(HConstants.ZOOKEEPER_CLIENT_PORT, options.zkPort());
+        conf.set(HConstants.ZOOKEEPER_ZNODE_PARENT, options.znodeParent());
+        applyTimeouts(conf, options);
+        for (Map.Entry<String, String> e : options.extraConfiguration().entrySet()) {
+            conf.set(e.getKey(), e.getValue());
+        }
+        return conf;
+    }
+
+    /** Bounded retries and timeouts on an existing configuration (used by tests on the mini cluster's own). */
+    public static Configuration applyTimeouts(Configuration conf, HBaseOptions options) {
+        long rpc = options.rpcTimeout().toMillis();
+        long op = options.operationTimeout().toMillis();
+        conf.setInt(HConstants.HBASE_CLIENT_RETRIES_NUMBER, options.clientRetries());
+        conf.setLong(HConstants.HBASE_CLIENT_PAUSE, options.clientPause().toMillis());
+        conf.setLong(HConstants.HBASE_RPC_TIMEOUT_KEY, rpc);
+        conf.setLong(HConstants.HBASE_RPC_READ_TIMEOUT_KEY, rpc);
+        conf.setLong(HConstants.HBASE_RPC_WRITE_TIMEOUT_KEY, rpc);
+        conf.setLong(HConstants.HBASE_CLIENT_OPERATION_TIMEOUT, op);
+        conf.setLong(HConstants.HBASE_CLIENT_META_OPERATION_TIMEOUT, op);
+        conf.setLong("hbase.client.meta.read.rpc.timeout", rpc);
+        conf.setLong("hbase.client.meta.scanner.timeout.period", op);
+        conf.setLong(HConstants.HBASE_CLIENT_SCANNER_TIMEOUT_PERIOD, op);
+        conf.setLong("hbase.ipc.client.connect.timeout", Math.min(rpc, 3000));
+        // ZooKeeper: the client-side registry reads the master and meta locations from ZooKeeper
+        conf.setInt("zookeeper.recovery.retry", 1);
+        conf.setInt("zookeeper.recovery.retry.intervalmill", 200);
+        conf.setLong("zookeeper.session.timeout", Math.max(op, 4000));
+        // Admin calls (table existence and creation) wait on the master
+        conf.setLong("hbase.client.sync.wait.timeout.msec", Math.max(op, 60_000));
+        return conf;
+    }
+
+    /** Opens a connection; the caller closes it. Connecting is lazy: the cluster is contacted by the first call. */
+    public static Connection connect(HBaseOptions options) throws IOException {
+        return ConnectionFactory.createConnection(configuration(options));
+    }
+}

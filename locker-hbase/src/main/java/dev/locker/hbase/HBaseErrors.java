@@ -1,0 +1,111 @@
+package dev.locker.hbase;
+
+import dev.locker.api.PermanentStoreException;
+import dev.locker.api.StoreException;
+import dev.locker.api.TemporaryStoreException;
+import org.apache.hadoop.hbase.DoNotRetryIOException;
+import org.apache.hadoop.hbase.TableNotEnabledException;
+import org.apache.hadoop.hbase.TableNotFoundException;
+import org.apache.hadoop.hbase.client.RetriesExhaustedWithDetailsException;
+import org.apache.hadoop.hbase.regionserver.NoSuchColumnFamilyException;
+import org.apache.hadoop.hbase.security.AccessDeniedException;
+
+import java.io.IOException;
+import java.io.InterruptedIOException;
+import java.util.IdentityHashMap;
+import java.util.Map;
+
+/**
+ * Maps the HBase client's failures to the store exceptions. Permanent: a missing or disabled table or column family,
+ * a refused permission, and anything HBase itself marks "do not retry". Everything else (timeouts, refused
+ * connections, regions moving or offline, servers starting or stopping) is temporary: a retry may succeed. The message
+ * names the cluster and table; the HBase exception is kept as the cause.
+ */
+final class HBaseErrors {
+
+    private HBaseErrors() {
+    }
+
+    static StoreException translate(IOException e, String action, String where) {
+        if (e instanceof InterruptedIOException && !(e instanceof java.net.SocketTimeoutException)) {
+            Thread.currentThread().interrupt();
+        }
+        Throwable permanent = permanentCause(e);
+        String detail = rootMessage(e);
+        if (permanent != null) {
+            return new PermanentStoreException(action + " on " + where + " failed: " + reason(permanent) + detail, e);
+        }
+        return new TemporaryStoreException(action + " on " + where + " failed temporarily (cluster, region server or "
+                + "region unavailable?)" + detail, e);
+    }
+
+    /** True when {@code e} is (or is caused by) a failure a retry will not fix. */
+    static boolean isPermanent(IOException e) {
+        return permanentCause(e) != null;
+    }
+
+    private static Throwable permanentCause(Throwable e) {
+        Map<Throwable, Boolean> seen = new IdentityHashMap<>();
+        for (Throwable t = e; t != null && seen.put(t, Boolean.TRUE) == null; t = t.getCause()) {
+            if (t instanceof RetriesExhaustedWithDetailsException) {
+                for (Throwable c : ((RetriesExhaustedWithDetailsException) t).getCauses()) {
+                    Throwable p = permanentCause(c);
+                    if (p != null) {
+                        return p;
+                    }
+                }
+            }
+            if (t instanceof TableNotFoundException || t instanceof NoSuchColumnFamilyException
+                    || t instanceof AccessDeniedException || t instanceof TableNotEnabledException) {
+                return t;
+            }
+            if (t instanceof DoNotRetryIOException && !isActuallyTemporary(t)) {
+                return t;
+            }
+        }
+        return null;
+    }
+
+    /** "Do not retry" subclasses that only mean "not right now". */
+    private static boolean isActuallyTemporary(Throwable t) {
+        String name = t.getClass().getSimpleName();
+        return name.equals("CallQueueTooBigException") || name.equals("RegionTooBusyException")
+                || name.equals("ServerTooBusyException");
+    }
+
+    private static String reason(Throwable t) {
+        if (t instanceof TableNotFoundException) {
+            return "the table does not exist";
+        }
+        if (t instanceof NoSuchColumnFamilyException) {
+            return "a column family is missing";
+        }
+        if (t instanceof AccessDeniedException) {
+            return "permission denied";
+        }
+        if (t instanceof TableNotEnabledException) {
+            return "the table is disabled";
+        }
+        return "refused (" + t.getClass().getSimpleName() + ")";
+    }
+
+    private static String rootMessage(Throwable e) {
+        Throwable root = e;
+        Map<Throwable, Boolean> seen = new IdentityHashMap<>();
+        while (root.getCause() != null && seen.put(root, Boolean.TRUE) == null) {
+            root = root.getCause();
+        }
+        String m = root.getMessage();
+        if (m == null) {
+            return ": " + root.getClass().getSimpleName();
+        }
+        int nl = m.indexOf('\n');
+        if (nl > 0) {
+            m = m.substring(0, nl);
+        }
+        if (m.length() > 300) {
+            m = m.substring(0, 300) + "...";
+        }
+        return ": " + root.getClass().getSimpleName() + ": " + m;
+    }
+}

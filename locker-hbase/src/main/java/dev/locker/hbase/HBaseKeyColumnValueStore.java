@@ -1,0 +1,230 @@
+package dev.locker.hbase;
+
+import dev.locker.api.Entry;
+import dev.locker.api.KeyColumnValueStore;
+import dev.locker.api.StoreException;
+import dev.locker.api.StoreTransaction;
+import org.apache.hadoop.hbase.Cell;
+import org.apache.hadoop.hbase.CellUtil;
+import org.apache.hadoop.hbase.TableName;
+import org.apache.hadoop.hbase.client.ColumnFamilyDescriptor;
+import org.apache.hadoop.hbase.client.ColumnFamilyDescriptorBuilder;
+import org.apache.hadoop.hbase.client.Connection;
+import org.apache.hadoop.hbase.client.Delete;
+import org.apache.hadoop.hbase.client.Get;
+import org.apache.hadoop.hbase.client.Put;
+import org.apache.hadoop.hbase.client.Result;
+import org.apache.hadoop.hbase.client.RowMutations;
+import org.apache.hadoop.hbase.client.Table;
+import org.apache.hadoop.hbase.filter.ColumnRangeFilter;
+import org.apache.hadoop.hbase.util.Bytes;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+
+/**
+ * A {@link KeyColumnValueStore} on one column family of an HBase table: row = key, qualifier = column, cell value =
+ * value. Slices are read with a {@code ColumnRangeFilter} (HBase sorts qualifiers by unsigned bytes, as the SPI
+ * wants); a mutation is one {@code RowMutations}, atomic for its row. HBase has no multi-row transactions:
+ * {@link #beginTransaction()} returns a handle whose commit and rollback do nothing, and each mutation applies at once.
+ *
+ * <p>Deleting and adding one column in the same mutation keeps the addition (the deletion is dropped: HBase would
+ * otherwise let the delete marker hide the new cell, both having the same timestamp). Tables created here use
+ * {@code NEW_VERSION_BEHAVIOR}, so a Put that follows a Delete within the same millisecond stays visible.
+ *
+ * <p>Failures are {@link dev.locker.api.TemporaryStoreException} (cluster, server or region unavailable, timeouts)
+ * or {@link dev.locker.api.PermanentStoreException} (missing table or family, permission), with the HBase
+ * exception as the cause. Thread-safe.
+ */
+public final class HBaseKeyColumnValueStore implements KeyColumnValueStore {
+
+    private static final Logger log = LoggerFactory.getLogger(HBaseKeyColumnValueStore.class);
+    private static final StoreTransaction NO_TX = new StoreTransaction() {
+        @Override
+        public void commit() {
+        }
+
+        @Override
+        public void rollback() {
+        }
+
+        @Override
+        public String toString() {
+            return "HBase (no transaction)";
+        }
+    };
+
+    private final Connection connection;
+    private final boolean ownsConnection;
+    private final TableName tableName;
+    private final byte[] family;
+    private final String name;
+
+    private HBaseKeyColumnValueStore(Connection connection, boolean ownsConnection, TableName tableName, byte[] family,
+                                     String name) {
+        this.connection = connection;
+        this.ownsConnection = ownsConnection;
+        this.tableName = tableName;
+        this.family = family;
+        this.name = name;
+    }
+
+    /**
+     * A store on {@code family} of {@code table} (created, with that family, when missing and {@code createTable}).
+     * The caller keeps owning {@code connection}.
+     *
+     * @throws StoreException when the table cannot be found or created
+     */
+    public static HBaseKeyColumnValueStore open(Connection connection, String table, String family, boolean createTable) {
+        return open(connection, false, table, family, createTable, "HBase table " + table);
+    }
+
+    /** A store on the table and family of {@code options}, with a connection of its own (closed by {@link #close()}). */
+    public static HBaseKeyColumnValueStore open(HBaseOptions options) {
+        Connection c;
+        try {
+            c = HBaseClients.connect(options);
+        } catch (IOException e) {
+            throw HBaseErrors.translate(e, "connecting", options.describe());
+        }
+        try {
+            return open(c, true, options.table(), options.family(), options.createTable(), options.describe());
+        } catch (RuntimeException e) {
+            try {
+                c.close();
+            } catch (IOException ignored) {
+                // already failing
+            }
+            throw e;
+        }
+    }
+
+    private static HBaseKeyColumnValueStore open(Connection connection, boolean owns, String table, String family,
+                                                 boolean createTable, String where) {
+        Objects.requireNonNull(connection, "connection must not be null");
+        Objects.requireNonNull(table, "table must not be null");
+        Objects.requireNonNull(family, "family must not be null");
+        TableName tn = TableName.valueOf(table);
+        byte[] fam = Bytes.toBytes(family);
+        HBaseTables.ensure(connection, tn, List.of(dataFamily(fam)), createTable, where);
+        return new HBaseKeyColumnValueStore(connection, owns, tn, fam, "hbase:" + table + "/" + family);
+    }
+
+    /** The column family this store creates: one version, and Puts after same-millisecond Deletes stay visible. */
+    static ColumnFamilyDescriptor dataFamily(byte[] family) {
+        return ColumnFamilyDescriptorBuilder.newBuilder(family).setMaxVersions(1).setNewVersionBehavior(true).build();
+    }
+
+    @Override
+    public String name() {
+        return name;
+    }
+
+    @Override
+    public List<Entry> getSlice(byte[] key, byte[] start, byte[] end, StoreTransaction tx) {
+        checkKey(key);
+        Objects.requireNonNull(start, "start must not be null");
+        Objects.requireNonNull(end, "end must not be null");
+        if (end.length > 0 && Bytes.compareTo(start, end) >= 0) {
+            return List.of();
+        }
+        Get get = new Get(key).addFamily(family); // one version: the latest
+        if (start.length > 0 || end.length > 0) {
+            get.setFilter(new ColumnRangeFilter(start.length == 0 ? null : start, true, end.length == 0 ? null : end, false));
+        }
+        Result r;
+        try (Table t = connection.getTable(tableName)) {
+            r = t.get(get);
+        } catch (IOException e) {
+            throw HBaseErrors.translate(e, "reading row " + Bytes.toStringBinary(key), name);
+        }
+        if (r.isEmpty()) {
+            return List.of();
+        }
+        List<Entry> out = new ArrayList<>(r.size());
+        for (Cell c : r.rawCells()) {
+            out.add(new Entry(CellUtil.cloneQualifier(c), CellUtil.cloneValue(c)));
+        }
+        return out;
+    }
+
+    @Override
+    public void mutate(byte[] key, List<Entry> additions, List<byte[]> deletions, StoreTransaction tx) {
+        checkKey(key);
+        Objects.requireNonNull(additions, "additions must not be null");
+        Objects.requireNonNull(deletions, "deletions must not be null");
+        if (additions.isEmpty() && deletions.isEmpty()) {
+            return;
+        }
+        Set<ByteBuffer> added = new HashSet<>();
+        Put put = null;
+        for (Entry e : additions) {
+            byte[] col = e.column();
+            added.add(ByteBuffer.wrap(col));
+            if (put == null) {
+                put = new Put(key);
+            }
+            put.addColumn(family, col, e.value());
+        }
+        Delete delete = null;
+        for (byte[] col : deletions) {
+            Objects.requireNonNull(col, "a deleted column must not be null");
+            if (added.contains(ByteBuffer.wrap(col))) {
+                continue; // re-added in this mutation: the addition wins
+            }
+            if (delete == null) {
+                delete = new Delete(key);
+            }
+            delete.addColumns(family, col);
+        }
+        try (Table t = connection.getTable(tableName)) {
+            if (delete != null && put != null) {
+                RowMutations rm = new RowMutations(key, 2);
+                rm.add(delete);
+                rm.add(put);
+                t.mutateRow(rm);
+            } else if (put != null) {
+                t.put(put);
+            } else {
+                t.delete(delete);
+            }
+        } catch (IOException e) {
+            throw HBaseErrors.translate(e, "mutating row " + Bytes.toStringBinary(key), name);
+        }
+    }
+
+    @Override
+    public StoreTransaction beginTransaction() {
+        return NO_TX;
+    }
+
+    @Override
+    public void close() {
+        if (ownsConnection) {
+            try {
+                connection.close();
+            } catch (IOException e) {
+                log.debug("Closing the HBase connection of store {} failed: {}", name, e.toString());
+            }
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "HBaseKeyColumnValueStore[" + name + "]";
+    }
+
+    private static void checkKey(byte[] key) {
+        Objects.requireNonNull(key, "key must not be null");
+        if (key.length == 0) {
+            throw new IllegalArgumentException("key must not be empty (HBase has no empty row key)");
+        }
+    }
+}

@@ -1,0 +1,380 @@
+package dev.locker.hbase;
+
+import dev.locker.api.ExpiredLockException;
+import dev.locker.api.KeyColumn;
+import dev.locker.api.LockOwner;
+import dev.locker.api.LockerConfig;
+import dev.locker.api.PermanentLockingException;
+import dev.locker.api.StoreException;
+import dev.locker.api.TemporaryLockingException;
+import dev.locker.api.TemporaryStoreException;
+import dev.locker.local.AbstractLocker;
+import dev.locker.local.ClaimStatus;
+import dev.locker.local.LocalLockMediator;
+import org.apache.hadoop.hbase.HConstants;
+import org.apache.hadoop.hbase.TableName;
+import org.apache.hadoop.hbase.client.CheckAndMutate;
+import org.apache.hadoop.hbase.client.CheckAndMutateResult;
+import org.apache.hadoop.hbase.client.ColumnFamilyDescriptor;
+import org.apache.hadoop.hbase.client.ColumnFamilyDescriptorBuilder;
+import org.apache.hadoop.hbase.client.Connection;
+import org.apache.hadoop.hbase.client.Get;
+import org.apache.hadoop.hbase.client.Increment;
+import org.apache.hadoop.hbase.client.Put;
+import org.apache.hadoop.hbase.client.Result;
+import org.apache.hadoop.hbase.client.RowMutations;
+import org.apache.hadoop.hbase.client.Table;
+import org.apache.hadoop.hbase.client.TableDescriptor;
+import org.apache.hadoop.hbase.util.Bytes;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+
+/**
+ * Locks in an HBase table, decided by the region server in one atomic row operation.
+ *
+ * <p>The lock's row is {@link KeyColumn#encoded()}. Its claims family holds one cell, the holder claim (owner
+ * metadata and a random claim id; empty means free), written with a per-cell TTL of {@code expiry}: the region server
+ * hides it once its own clock passes the cell's timestamp plus that TTL, so a dead claim is absent to every read and
+ * every check, whatever the clients' clocks say. The token family (no TTL) holds the lock's fencing counter.
+ *
+ * <ul>
+ *   <li>writeLock = one {@code checkAndMutate}: if the holder cell is absent, expired or empty, write our claim and
+ *       {@code Increment} the counter, atomically in one row operation; the incremented value is our fencing token.
+ *       The dead claim it replaces is scrubbed by that same write. When the check fails, one {@code get} names the
+ *       holder. Uncontended acquire: 1 round trip; contended: 2.</li>
+ *   <li>renew = {@code checkAndMutate} "holder value is still ours" then rewrite it with a fresh TTL: in place, same
+ *       claim, same token; fails once the server expired it or someone force-released it.</li>
+ *   <li>release = {@code checkAndMutate} "holder value is ours" then write the empty value (1 round trip). A Delete
+ *       is avoided on purpose: HBase's delete markers hide any later Put that lands in the same millisecond, which
+ *       would make the next grant invisible.</li>
+ *   <li>The counter only ever increases: neither release, forced release nor any TTL touches it, so every grant's
+ *       token is greater than all earlier ones.</li>
+ * </ul>
+ *
+ * <p>Contenders never leave a claim behind, so a row holds at most one live claim: the holder. The claims family's
+ * TTL ({@link HBaseOptions#ttl()}) is only a safety net that must exceed every expiry; the builder checks it.
+ */
+public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
+
+    private static final Logger log = LoggerFactory.getLogger(HBaseLocker.class);
+
+    /** The holder cell's qualifier in the claims family. */
+    static final byte[] HOLDER = Bytes.toBytes("h");
+    /** The fencing counter's qualifier in the token family. */
+    static final byte[] COUNTER = Bytes.toBytes("n");
+    private static final byte[] FREE = new byte[0];
+
+    private final Connection connection;
+    private final boolean ownsConnection;
+    private final TableName tableName;
+    private final byte[] family;
+    private final byte[] tokenFamily;
+    private final String where;
+
+    private HBaseLocker(Builder b, TableName tableName, String where) {
+        super(b.config, b.mediator);
+        this.connection = b.connection;
+        this.ownsConnection = b.closeConnectionOnClose;
+        this.tableName = tableName;
+        this.family = b.options.familyBytes();
+        this.tokenFamily = b.options.tokenFamilyBytes();
+        this.where = where;
+    }
+
+    /** A locker on an open connection (the caller keeps owning it unless {@link Builder#closeConnectionOnClose}). */
+    public static Builder builder(Connection connection) {
+        return new Builder(connection);
+    }
+
+    /**
+     * Connects to the cluster of {@code options} and opens a locker that owns the connection (closed with the locker).
+     * Fails within the options' operation timeout when the cluster is unreachable.
+     */
+    public static HBaseLocker open(HBaseOptions options, LockerConfig config) {
+        Connection c;
+        try {
+            c = HBaseClients.connect(options);
+        } catch (IOException e) {
+            StoreException se = HBaseErrors.translate(e, "connecting", options.describe());
+            throw se.isTemporary() ? new TemporaryLockingException(se.getMessage(), null, null, e)
+                    : new PermanentLockingException(se.getMessage(), null, null, e);
+        }
+        try {
+            return builder(c).options(options).config(config).closeConnectionOnClose(true).build();
+        } catch (RuntimeException e) {
+            closeQuietly(c);
+            throw e;
+        }
+    }
+
+    /** The lock table. */
+    public TableName tableName() {
+        return tableName;
+    }
+
+    // ---- hooks --------------------------------------------------------------------------------------------------
+
+    @Override
+    protected ClaimStatus writeSingleLock(KeyColumn lock, LockOwner owner) {
+        byte[] row = lock.encoded();
+        long ttl = ttlMillis();
+        for (int attempt = 1; ; attempt++) {
+            Instant before = time.now();
+            HolderClaim claim = HolderClaim.create(owner, before, config.expiry());
+            Instant expiry = before.plus(config.expiry());
+            CheckAndMutateResult r;
+            try {
+                Put put = new Put(row).addColumn(family, HOLDER, claim.value);
+                put.setTTL(ttl);
+                Increment next = new Increment(row).addColumn(tokenFamily, COUNTER, 1L);
+                r = checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, FREE)
+                        .build(RowMutations.of(List.of(put, next))), "claiming " + lock);
+            } catch (TemporaryStoreException e) {
+                // the server may have applied it before the failure reached us: look once before giving up
+                Optional<ClaimStatus> ours = grantedToUs(lock, row, claim, before, expiry);
+                if (ours.isPresent()) {
+                    return ours.get();
+                }
+                throw e;
+            } catch (IOException e) {
+                throw HBaseErrors.translate(e, "building a claim on " + lock, where);
+            }
+            if (r.isSuccess()) {
+                long token = Bytes.toLong(r.getResult().getValue(tokenFamily, COUNTER));
+                return ClaimStatus.granted(claim.value, before, expiry, token);
+            }
+            RowState state = read(row, "reading the holder of " + lock);
+            if (state.holder != null && Arrays.equals(state.holder.value, claim.value)) {
+                // the client retried our check-and-mutate after the server had applied it: the lock is ours
+                return ClaimStatus.granted(claim.value, before, expiry, state.counter);
+            }
+            if (state.holder != null) {
+                throw new TemporaryLockingException("lock is held by another process on " + where, lock,
+                        state.holder.owner, null);
+            }
+            if (attempt >= config.retries()) {
+                throw new TemporaryLockingException("the lock changed hands " + attempt + " times while we tried to "
+                        + "claim it on " + where, lock, null, null);
+            }
+            log.debug("Holder of {} left between our check and our read; claiming again (attempt {})", lock, attempt + 1);
+        }
+    }
+
+    @Override
+    protected ClaimStatus checkSingleLock(KeyColumn lock, ClaimStatus status) {
+        RowState state = read(lock.encoded(), "checking our claim on " + lock);
+        if (state.holder != null && Arrays.equals(state.holder.value, status.claimId())) {
+            return status.held(state.counter);
+        }
+        if (state.holder != null) {
+            throw new TemporaryLockingException("lock is held by another process on " + where, lock, state.holder.owner, null);
+        }
+        throw new ExpiredLockException("our claim is gone (expired on the region server's clock, or force-released)", lock);
+    }
+
+    @Override
+    protected ClaimStatus renewSingleLock(KeyColumn lock, ClaimStatus status) {
+        byte[] row = lock.encoded();
+        byte[] mine = status.claimId();
+        Instant before = time.now();
+        Put put = new Put(row).addColumn(family, HOLDER, mine);
+        put.setTTL(ttlMillis());
+        CheckAndMutateResult r = checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, mine).build(put),
+                "renewing our claim on " + lock);
+        if (!r.isSuccess()) {
+            RowState state = read(row, "reading the holder of " + lock);
+            throw new ExpiredLockException("our claim is no longer the holder (expired on the region server's clock, or "
+                    + "force-released); release the transaction's locks and start again", lock,
+                    state.holder == null ? null : state.holder.owner, null);
+        }
+        return status.withExpiry(before.plus(config.expiry()));
+    }
+
+    @Override
+    protected void deleteSingleLock(KeyColumn lock, ClaimStatus status) {
+        byte[] row = lock.encoded();
+        byte[] mine = status.claimId();
+        CheckAndMutateResult r = checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, mine)
+                .build(new Put(row).addColumn(family, HOLDER, FREE)), "releasing our claim on " + lock);
+        if (!r.isSuccess()) {
+            log.debug("Release of {} by {}: our claim was already gone (expired or force-released)", lock, config.rid());
+        }
+    }
+
+    @Override
+    protected Optional<LockOwner> readHolder(KeyColumn lock) {
+        RowState state = read(lock.encoded(), "reading the holder of " + lock);
+        return state.holder == null ? Optional.empty() : Optional.of(state.holder.owner);
+    }
+
+    @Override
+    protected boolean deleteAllClaims(KeyColumn lock) {
+        byte[] row = lock.encoded();
+        for (int attempt = 0; attempt < 10; attempt++) {
+            RowState state = read(row, "reading the holder of " + lock);
+            if (state.holder == null) {
+                return false;
+            }
+            CheckAndMutateResult r = checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, state.holder.value)
+                    .build(new Put(row).addColumn(family, HOLDER, FREE)), "force-releasing " + lock);
+            if (r.isSuccess()) {
+                return true;
+            }
+        }
+        throw new TemporaryLockingException("the lock kept changing hands while force-releasing it on " + where, lock);
+    }
+
+    @Override
+    protected void closeBackend() {
+        if (ownsConnection) {
+            closeQuietly(connection);
+        }
+    }
+
+    // ---- HBase access -------------------------------------------------------------------------------------------
+
+    private long ttlMillis() {
+        return Math.max(1L, config.expiry().toMillis());
+    }
+
+    private CheckAndMutateResult checkAndMutate(CheckAndMutate cam, String action) {
+        try (Table t = connection.getTable(tableName)) {
+            return t.checkAndMutate(cam);
+        } catch (IOException e) {
+            throw HBaseErrors.translate(e, action, where);
+        }
+    }
+
+    /** After an ambiguous failure: is the holder the claim we tried to write? Empty when not, or when we cannot tell. */
+    private Optional<ClaimStatus> grantedToUs(KeyColumn lock, byte[] row, HolderClaim claim, Instant before, Instant expiry) {
+        try {
+            RowState state = read(row, "reading the holder of " + lock);
+            if (state.holder != null && Arrays.equals(state.holder.value, claim.value)) {
+                return Optional.of(ClaimStatus.granted(claim.value, before, expiry, state.counter));
+            }
+        } catch (StoreException e) {
+            log.debug("Could not tell whether our claim on {} was written; if it was, it expires at {}: {}", lock, expiry, e.toString());
+        }
+        return Optional.empty();
+    }
+
+    private RowState read(byte[] row, String action) {
+        Get get = new Get(row).addColumn(family, HOLDER).addColumn(tokenFamily, COUNTER);
+        Result r;
+        try (Table t = connection.getTable(tableName)) {
+            r = t.get(get);
+        } catch (IOException e) {
+            throw HBaseErrors.translate(e, action, where);
+        }
+        byte[] counter = r.getValue(tokenFamily, COUNTER);
+        return new RowState(HolderClaim.decode(r.getValue(family, HOLDER)), counter == null ? 0L : Bytes.toLong(counter));
+    }
+
+    private static void closeQuietly(Connection c) {
+        try {
+            c.close();
+        } catch (IOException | RuntimeException e) {
+            log.debug("Closing the HBase connection failed: {}", e.toString());
+        }
+    }
+
+    /** What one read of a lock row saw: the live holder (null when free) and the fencing counter. */
+    private static final class RowState {
+        final HolderClaim holder;
+        final long counter;
+
+        RowState(HolderClaim holder, long counter) {
+            this.holder = holder;
+            this.counter = counter;
+        }
+    }
+
+    /** The column families of a lock table created by this library. */
+    static List<ColumnFamilyDescriptor> families(HBaseOptions options) {
+        return List.of(
+                ColumnFamilyDescriptorBuilder.newBuilder(options.familyBytes())
+                        .setMaxVersions(1)
+                        .setTimeToLive((int) Math.min(Integer.MAX_VALUE - 1L, options.ttl().toSeconds()))
+                        .setInMemory(true)
+                        .build(),
+                ColumnFamilyDescriptorBuilder.newBuilder(options.tokenFamilyBytes())
+                        .setMaxVersions(1)
+                        .setInMemory(true)
+                        .build());
+    }
+
+    /** Options of an {@link HBaseLocker}; the connection is required, the rest has defaults. */
+    public static final class Builder {
+        private final Connection connection;
+        private HBaseOptions options = HBaseOptions.builder().build();
+        private LockerConfig config = LockerConfig.defaults();
+        private LocalLockMediator mediator;
+        private boolean closeConnectionOnClose;
+
+        private Builder(Connection connection) {
+            this.connection = Objects.requireNonNull(connection, "connection must not be null");
+        }
+
+        /** Table, families, TTL and createTable (the quorum and client settings of a given connection are its own). */
+        public Builder options(HBaseOptions o) {
+            this.options = Objects.requireNonNull(o, "options must not be null");
+            return this;
+        }
+
+        public Builder config(LockerConfig c) {
+            this.config = Objects.requireNonNull(c, "config must not be null");
+            return this;
+        }
+
+        /** Share JVM-local arbitration with other lockers of this process on the same table (default: own). */
+        public Builder mediator(LocalLockMediator m) {
+            this.mediator = m;
+            return this;
+        }
+
+        /** Close the connection when the locker closes (default false: the caller owns it). */
+        public Builder closeConnectionOnClose(boolean on) {
+            this.closeConnectionOnClose = on;
+            return this;
+        }
+
+        /**
+         * Finds (or creates) the lock table and checks its families: the claims family's TTL must exceed the expiry,
+         * and the token family must have none.
+         *
+         * @throws PermanentLockingException when the table or a family is missing, or the TTLs are unsafe
+         * @throws TemporaryLockingException when the cluster cannot be reached within the operation timeout
+         */
+        public HBaseLocker build() {
+            TableName name = TableName.valueOf(options.table());
+            String where = options.describe();
+            TableDescriptor d;
+            try {
+                d = HBaseTables.ensure(connection, name, families(options), options.createTable(), where);
+            } catch (StoreException e) {
+                throw e.isTemporary() ? new TemporaryLockingException(e.getMessage(), null, null, e)
+                        : new PermanentLockingException(e.getMessage(), null, null, e);
+            }
+            int claimsTtl = d.getColumnFamily(options.familyBytes()).getTimeToLive();
+            if (claimsTtl != HConstants.FOREVER && Duration.ofSeconds(claimsTtl).compareTo(config.expiry()) <= 0) {
+                throw new PermanentLockingException("the claims family '" + options.family() + "' of " + where + " has a TTL of "
+                        + claimsTtl + " s, not longer than the claim expiry " + config.expiry() + ": claims would vanish "
+                        + "while held; raise the family TTL or shorten the expiry", null);
+            }
+            int tokenTtl = d.getColumnFamily(options.tokenFamilyBytes()).getTimeToLive();
+            if (tokenTtl != HConstants.FOREVER) {
+                throw new PermanentLockingException("the token family '" + options.tokenFamily() + "' of " + where
+                        + " has a TTL (" + tokenTtl + " s): fencing counters would restart; remove its TTL", null);
+            }
+            return new HBaseLocker(this, name, where);
+        }
+    }
+}

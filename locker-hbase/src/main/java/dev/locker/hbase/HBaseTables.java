@@ -1,0 +1,65 @@
+package dev.locker.hbase;
+
+import dev.locker.api.PermanentStoreException;
+import org.apache.hadoop.hbase.TableExistsException;
+import org.apache.hadoop.hbase.TableName;
+import org.apache.hadoop.hbase.client.Admin;
+import org.apache.hadoop.hbase.client.ColumnFamilyDescriptor;
+import org.apache.hadoop.hbase.client.Connection;
+import org.apache.hadoop.hbase.client.TableDescriptor;
+import org.apache.hadoop.hbase.client.TableDescriptorBuilder;
+import org.apache.hadoop.hbase.util.Bytes;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.util.List;
+
+/** Finds a table and checks its column families, creating it when allowed. */
+final class HBaseTables {
+
+    private static final Logger log = LoggerFactory.getLogger(HBaseTables.class);
+
+    private HBaseTables() {
+    }
+
+    /**
+     * Returns the descriptor of {@code name}, created with {@code families} when it is missing and {@code create} is
+     * true. A missing table (with create off) or a missing family is a {@link PermanentStoreException}; an unreachable
+     * cluster a {@link dev.locker.api.TemporaryStoreException}, within the client's operation timeout.
+     */
+    static TableDescriptor ensure(Connection connection, TableName name, List<ColumnFamilyDescriptor> families,
+                                  boolean create, String where) {
+        try (Admin admin = connection.getAdmin()) {
+            if (!admin.tableExists(name)) {
+                if (!create) {
+                    throw new PermanentStoreException("table " + name + " does not exist on " + where
+                            + " and createTable is off: create it (families "
+                            + families.stream().map(ColumnFamilyDescriptor::getNameAsString).toList()
+                            + ") or allow createTable", null);
+                }
+                TableDescriptorBuilder b = TableDescriptorBuilder.newBuilder(name);
+                for (ColumnFamilyDescriptor f : families) {
+                    b.setColumnFamily(f);
+                }
+                try {
+                    admin.createTable(b.build());
+                    log.info("Created table {} with families {} on {}", name, families, where);
+                } catch (TableExistsException raced) {
+                    log.debug("Table {} was created concurrently on {}", name, where);
+                }
+            }
+            TableDescriptor d = admin.getDescriptor(name);
+            for (ColumnFamilyDescriptor f : families) {
+                if (!d.hasColumnFamily(f.getName())) {
+                    throw new PermanentStoreException("table " + name + " on " + where + " has no column family '"
+                            + Bytes.toString(f.getName()) + "' (it has " + d.getColumnFamilyNames().stream()
+                            .map(Bytes::toString).toList() + ")", null);
+                }
+            }
+            return d;
+        } catch (IOException e) {
+            throw HBaseErrors.translate(e, "opening table " + name, where);
+        }
+    }
+}

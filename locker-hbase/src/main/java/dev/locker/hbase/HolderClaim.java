@@ -1,0 +1,59 @@
+package dev.locker.hbase;
+
+import dev.locker.api.LockOwner;
+
+import java.nio.ByteBuffer;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.time.Instant;
+
+/**
+ * The value of a lock row's holder cell: a format byte, a 16-byte random claim id (so that two successive claims of
+ * one locker never compare equal), the claim's lifetime in milliseconds, and the owner metadata. The value never
+ * changes while the claim lives (renewal rewrites the same bytes with a new cell TTL), so compare-and-set on it
+ * identifies the claim. An empty value means "free".
+ */
+final class HolderClaim {
+
+    private static final byte FORMAT = 1;
+    private static final int HEADER = 1 + 16 + 8;
+    private static final SecureRandom RANDOM = new SecureRandom();
+
+    final byte[] value;
+    final LockOwner owner;
+    final Duration lifetime;
+
+    private HolderClaim(byte[] value, LockOwner owner, Duration lifetime) {
+        this.value = value;
+        this.owner = owner;
+        this.lifetime = lifetime;
+    }
+
+    /** A new claim by {@code owner}, first written at {@code since} (the writer's clock; for display only). */
+    static HolderClaim create(LockOwner owner, Instant since, Duration lifetime) {
+        byte[] id = new byte[16];
+        RANDOM.nextBytes(id);
+        LockOwner o = owner.withSince(since);
+        byte[] ob = o.toBytes();
+        ByteBuffer buf = ByteBuffer.allocate(HEADER + ob.length);
+        buf.put(FORMAT).put(id).putLong(lifetime.toMillis()).put(ob);
+        return new HolderClaim(buf.array(), o, lifetime);
+    }
+
+    /** Decodes a holder cell's value; null for the empty "free" value. */
+    static HolderClaim decode(byte[] value) {
+        if (value == null || value.length == 0) {
+            return null;
+        }
+        if (value.length < HEADER || value[0] != FORMAT) {
+            throw new IllegalArgumentException("not a lock holder value (" + value.length + " bytes, format "
+                    + (value.length > 0 ? value[0] : -1) + ")");
+        }
+        ByteBuffer buf = ByteBuffer.wrap(value);
+        buf.position(1 + 16);
+        long millis = buf.getLong();
+        byte[] ob = new byte[buf.remaining()];
+        buf.get(ob);
+        return new HolderClaim(value, LockOwner.fromBytes(ob), Duration.ofMillis(millis));
+    }
+}

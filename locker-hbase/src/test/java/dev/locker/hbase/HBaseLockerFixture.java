@@ -1,0 +1,63 @@
+package dev.locker.hbase;
+
+import dev.locker.api.Locker;
+import dev.locker.api.LockerConfig;
+import dev.locker.testkit.LockerFixture;
+import org.apache.hadoop.hbase.TableName;
+import org.apache.hadoop.hbase.client.Connection;
+
+import java.time.Duration;
+
+/**
+ * HBaseLockers on the shared mini cluster, all on one lock table of this fixture and one connection (as the lockers
+ * of several processes share one cluster). Breaking the backend takes the lock table's regions offline.
+ */
+final class HBaseLockerFixture implements LockerFixture {
+
+    private final HBaseTestCluster cluster = HBaseTestCluster.get();
+    private final Connection connection;
+    private final HBaseOptions options;
+
+    HBaseLockerFixture(String table) {
+        this.connection = cluster.newConnection(Duration.ofSeconds(3));
+        this.options = HBaseOptions.builder().table(table).ttl(Duration.ofHours(1)).build();
+    }
+
+    HBaseOptions options() {
+        return options;
+    }
+
+    Connection connection() {
+        return connection;
+    }
+
+    @Override
+    public Locker open(LockerConfig config) {
+        return HBaseLocker.builder(connection).options(options).config(config).build();
+    }
+
+    @Override
+    public boolean expiryFollowsConfiguredClock() {
+        return false; // the region server's clock expires claims (per-cell TTL)
+    }
+
+    @Override
+    public boolean canBreakBackend() {
+        return true;
+    }
+
+    @Override
+    public void breakBackend() {
+        cluster.setRegionsOnline(TableName.valueOf(options.table()), false);
+    }
+
+    @Override
+    public void repairBackend() {
+        cluster.setRegionsOnline(TableName.valueOf(options.table()), true);
+    }
+
+    @Override
+    public void close() throws Exception {
+        connection.close();
+    }
+}
