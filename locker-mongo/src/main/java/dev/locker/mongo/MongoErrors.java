@@ -45,6 +45,8 @@ final class MongoErrors {
             64      // WriteConcernFailed (wtimeout)
     );
 
+    private static final Set<Integer> NOT_PRIMARY_CODES = Set.of(91, 189, 10107, 11600, 11602, 13435, 13436);
+
     private static final Set<Integer> AUTH_CODES = Set.of(
             13,     // Unauthorized
             18      // AuthenticationFailed
@@ -66,6 +68,23 @@ final class MongoErrors {
         }
         return e instanceof MongoSocketException || e instanceof MongoWriteConcernException
                 || e instanceof MongoExecutionTimeoutException || e instanceof MongoInterruptedException;
+    }
+
+    /**
+     * True for a failure after which an immediate new attempt may succeed: the connection was cut (the pool is then
+     * cleared and the next attempt reconnects or waits for a server), or the primary stepped down. Not a server
+     * selection timeout: that one already waited as long as we are willing to.
+     */
+    static boolean isQuicklyRetryable(RuntimeException e) {
+        if (e instanceof MongoTimeoutException || e instanceof MongoSecurityException) {
+            return false;
+        }
+        if (e instanceof MongoSocketException || e instanceof MongoNotPrimaryException
+                || e instanceof MongoNodeIsRecoveringException) {
+            return true;
+        }
+        return e instanceof MongoServerException && !isDuplicateKey(e)
+                && NOT_PRIMARY_CODES.contains(((MongoServerException) e).getCode());
     }
 
     static LockingException translate(RuntimeException e, KeyColumn lock, String action, String server) {

@@ -75,6 +75,7 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
     private final MongoClient client;
     private final boolean ownsClient;
     private final MongoCollection<Document> locks;
+    private final MongoCollection<Document> locksLocal;
     private final String server;
     private final ServerClock serverClock;
     private final Duration ttlGrace;
@@ -89,6 +90,7 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
         this.ttlGrace = b.ttlGrace;
         this.locks = client.getDatabase(b.database).getCollection(b.collection)
                 .withWriteConcern(writeConcern).withReadConcern(readConcern);
+        this.locksLocal = locks.withReadConcern(ReadConcern.LOCAL);
         this.serverClock = new ServerClock(time, client.getDatabase("admin"), b.maxClockSkew);
         ScheduledExecutorService checker = null;
         try {
@@ -121,14 +123,40 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
 
     // ---- the hooks ---------------------------------------------------------------------------------------------
 
+    /**
+     * Up to {@code config.retries()} attempts, repeated only after a failure that a new attempt can overcome at once
+     * (a cut connection, a stepped-down primary), never after a server selection timeout (the server is gone: fail
+     * fast). Every attempt carries the same claim id, so an attempt whose write was applied although its reply was
+     * lost is recognised by the next one as our own claim instead of as contention.
+     */
     @Override
     protected ClaimStatus writeSingleLock(KeyColumn lock, LockOwner owner) {
         byte[] claim = new byte[16];
         RANDOM.nextBytes(claim);
-        return acquire(lock, owner, claim, true);
+        ServerClock.Reading first = serverClock.read();
+        for (int attempt = 1; ; attempt++) {
+            try {
+                return acquire(lock, owner, claim, true, first);
+            } catch (LockingException e) {
+                throw e;
+            } catch (RuntimeException e) {
+                if (attempt >= config.retries() || !MongoErrors.isQuicklyRetryable(e)) {
+                    if (MongoErrors.mayHaveBeenApplied(e)) {
+                        releaseQuietly(lock, claim); // the claim may exist although we were not told: take it back
+                    }
+                    throw e;
+                }
+                log.debug("Attempt {} to claim {} on {} failed, retrying: {}", attempt, lock, server, e.toString());
+            }
+        }
     }
 
-    private ClaimStatus acquire(KeyColumn lock, LockOwner owner, byte[] claim, boolean mayRetry) {
+    /**
+     * One attempt: the single atomic upsert. {@code first} is the time reading of the first attempt: the local expiry
+     * counts from it, because the claim on the server may have been written by that attempt.
+     */
+    private ClaimStatus acquire(KeyColumn lock, LockOwner owner, byte[] claim, boolean mayRetry,
+                                ServerClock.Reading first) {
         ServerClock.Reading r = serverClock.read();
         Date now = r.serverDateFloor();
         Date expiresAt = r.serverDateCeil(config.expiry());
@@ -151,10 +179,7 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
             after = locks.findOneAndUpdate(filter, update, opts);
         } catch (RuntimeException e) {
             if (MongoErrors.isDuplicateKey(e)) {
-                return contended(lock, owner, claim, mayRetry, r, e);
-            }
-            if (MongoErrors.mayHaveBeenApplied(e)) {
-                releaseQuietly(lock, claim); // the claim may exist although we were not told: take it back
+                return contended(lock, owner, claim, mayRetry, r, first, e);
             }
             throw e;
         }
@@ -162,20 +187,28 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
             throw new TemporaryLockingException("the server returned no document for an upsert on " + namespace()
                     + " at " + server, lock);
         }
-        long token = LockDocument.token(after);
-        Instant localExpiry = r.local().plus(config.expiry()).minus(r.uncertainty());
-        return ClaimStatus.granted(claim, r.local(), localExpiry, token);
+        return granted(claim, first, LockDocument.token(after));
+    }
+
+    private ClaimStatus granted(byte[] claim, ServerClock.Reading first, long token) {
+        Instant localExpiry = first.local().plus(config.expiry()).minus(first.uncertainty());
+        return ClaimStatus.granted(claim, first.local(), localExpiry, token);
     }
 
     /** The upsert met a live holder (or lost the race to create the document): read who holds it. */
     private ClaimStatus contended(KeyColumn lock, LockOwner owner, byte[] claim, boolean mayRetry,
-                                  ServerClock.Reading r, RuntimeException duplicateKey) {
+                                  ServerClock.Reading r, ServerClock.Reading first, RuntimeException duplicateKey) {
         // local read concern: the winner's write may not be majority-committed yet, and we only want a name
-        Document doc = locks.withReadConcern(ReadConcern.LOCAL).find(Filters.eq(LockDocument.ID, LockDocument.id(lock)))
-                .projection(Projections.include(LockDocument.HOLDER)).first();
+        Document doc = locksLocal.find(Filters.eq(LockDocument.ID, LockDocument.id(lock)))
+                .projection(Projections.include(LockDocument.HOLDER, LockDocument.SEQ, LockDocument.TOKEN_BASE))
+                .first();
         Document holder = LockDocument.holderOf(doc);
         ServerClock.Reading now = serverClock.read();
-        if (holder != null && LockDocument.isLive(holder, now.serverDateFloor())) {
+        boolean live = holder != null && LockDocument.isLive(holder, now.serverDateFloor());
+        if (live && LockDocument.isClaim(holder, claim)) { // an earlier attempt of ours was applied, its reply lost
+            return granted(claim, first, LockDocument.token(doc));
+        }
+        if (live) {
             throw new TemporaryLockingException("lock is held by another process (since "
                     + LockDocument.owner(holder).since() + ", until " + LockDocument.expiry(holder)
                     + " on the server's clock)", lock, LockDocument.owner(holder), null);
@@ -188,7 +221,7 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
                     duplicateKey);
         }
         if (mayRetry) { // the holder left between our update and our read: try once more
-            return acquire(lock, owner, claim, false);
+            return acquire(lock, owner, claim, false, first);
         }
         throw new TemporaryLockingException("lock changed hands while we tried to take it; retry", lock,
                 holder == null ? null : LockDocument.owner(holder), duplicateKey);
@@ -372,6 +405,14 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
         return locks.getNamespace().getFullName();
     }
 
+    WriteConcern writeConcern() {
+        return locks.getWriteConcern();
+    }
+
+    ReadConcern readConcern() {
+        return locks.getReadConcern();
+    }
+
     /** The server(s) this locker talks to, as named in its messages. */
     public String server() {
         return server;
@@ -480,8 +521,9 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
             if (client != null) {
                 WriteConcern wc = writeConcern != null ? writeConcern : WriteConcern.MAJORITY;
                 ReadConcern rc = readConcern != null ? readConcern : ReadConcern.MAJORITY;
-                String hosts = String.join(",", client.getClusterDescription().getClusterSettings().getHosts()
-                        .stream().map(Object::toString).toList());
+                var cluster = client.getClusterDescription().getClusterSettings();
+                String hosts = cluster.getSrvHost() != null ? "mongodb+srv://" + cluster.getSrvHost()
+                        : String.join(",", cluster.getHosts().stream().map(Object::toString).toList());
                 return new MongoLocker(this, client, false, hosts, wc, rc);
             }
             ConnectionString cs;

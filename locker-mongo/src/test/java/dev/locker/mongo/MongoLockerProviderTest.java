@@ -3,6 +3,8 @@ package dev.locker.mongo;
 import com.mongodb.MongoCommandException;
 import com.mongodb.MongoNotPrimaryException;
 import com.mongodb.MongoSocketReadTimeoutException;
+import com.mongodb.ReadConcern;
+import com.mongodb.WriteConcern;
 import com.mongodb.ServerAddress;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Locker;
@@ -76,6 +78,12 @@ class MongoLockerProviderTest {
             try (Locker l = Lockers.open("mongodb://" + mongo.address())) {
                 assertEquals("locker.locks", ((MongoLocker) l).namespace());
                 assertTrue(l.toString().contains(mongo.address()), l.toString());
+                assertEquals(WriteConcern.MAJORITY, ((MongoLocker) l).writeConcern(), "majority by default");
+                assertEquals(ReadConcern.MAJORITY, ((MongoLocker) l).readConcern(), "majority by default");
+            }
+            try (Locker l = Lockers.open("mongodb://" + mongo.address() + "/?w=1&readConcernLevel=local")) {
+                assertEquals(WriteConcern.W1, ((MongoLocker) l).writeConcern(), "the URI's own w wins");
+                assertEquals(ReadConcern.LOCAL, ((MongoLocker) l).readConcern(), "the URI's own level wins");
             }
         }
     }

@@ -441,4 +441,46 @@ class MongoLockerTest {
         assertTrue(a.holder(lock).isEmpty());
         assertNull(rawDoc(lock), "releasing a vanished claim creates nothing");
     }
+
+    // ---- lost replies ----------------------------------------------------------------------------------------
+
+    /** The acquire was applied but its reply lost: the retry (same claim id) recognises the claim as ours. */
+    @Test
+    void aLostReplyIsRecognisedOnRetryAsOurOwnClaim() throws Exception {
+        CuttingProxy proxy = new CuttingProxy(new java.net.InetSocketAddress("127.0.0.1", mongo.port()));
+        toClose.add(proxy);
+        MongoLocker a = MongoLockerProvider.builder("mongodb://" + proxy.address() + "/?serverSelectionTimeoutMS=2000")
+                .collection(collection).config(config("a").retries(3).build()).build();
+        toClose.add(0, a);
+        KeyColumn lock = lock("lost-reply");
+        proxy.cutReplyTo("findAndModify", 1);
+        try (Lease lease = a.acquire(lock, "reply lost once")) {
+            assertEquals(1, proxy.cuts(), "the first reply was cut");
+            Document doc = rawDoc(lock);
+            assertEquals(1L, doc.getLong("seq"), "one grant only: the retry did not take the lock a second time");
+            assertEquals(doc.getLong("tokenBase") + 1, lease.fencingToken());
+            assertEquals(a.rid(), a.holder(lock).orElseThrow().rid());
+        }
+        assertTrue(a.holder(lock).isEmpty());
+    }
+
+    /** Out of attempts after an ambiguous failure: the claim that may have been written is taken back. */
+    @Test
+    void aClaimWhoseReplyWasLostIsTakenBackWhenGivingUp() throws Exception {
+        CuttingProxy proxy = new CuttingProxy(new java.net.InetSocketAddress("127.0.0.1", mongo.port()));
+        toClose.add(proxy);
+        MongoLocker a = MongoLockerProvider.builder("mongodb://" + proxy.address() + "/?serverSelectionTimeoutMS=2000")
+                .collection(collection).config(config("a").retries(1).build()).build();
+        toClose.add(0, a);
+        KeyColumn lock = lock("given-up");
+        proxy.cutReplyTo("findAndModify", 1);
+        TemporaryLockingException e = assertThrows(TemporaryLockingException.class, () -> a.acquire(lock, "lost"));
+        assertTrue(e.getMessage().contains(proxy.address()), e.getMessage());
+        assertInstanceOf(com.mongodb.MongoSocketException.class, e.getCause());
+        Document doc = rawDoc(lock);
+        assertNotNull(doc, "the write had been applied");
+        assertNull(doc.get("holder"), "and was taken back: " + doc.toJson());
+        MongoLocker b = open("b");
+        b.acquire(lock, "free at once").close();
+    }
 }
