@@ -103,7 +103,7 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
                     t.setDaemon(true);
                     return t;
                 });
-                long every = b.clockCheckInterval.toMillis();
+                long every = Math.max(1, b.clockCheckInterval.toMillis());
                 checker.scheduleWithFixedDelay(this::remeasure, every, every, TimeUnit.MILLISECONDS);
             }
         } catch (RuntimeException e) {
