@@ -56,6 +56,14 @@ public final class HBaseClients {
         return conf;
     }
 
+    /** The cluster and table a connection reaches, for messages: {@code HBase cluster zk1,zk2:2181/hbase table t}. */
+    public static String describe(Configuration conf, String table) {
+        String quorum = conf.get(HConstants.ZOOKEEPER_QUORUM, "localhost");
+        String port = conf.get(HConstants.ZOOKEEPER_CLIENT_PORT, "2181");
+        String parent = conf.get(HConstants.ZOOKEEPER_ZNODE_PARENT, "/hbase");
+        return "HBase cluster " + quorum + (quorum.contains(":") ? "" : ":" + port) + parent + " table " + table;
+    }
+
     /** Opens a connection; the caller closes it. Connecting is lazy: the cluster is contacted by the first call. */
     public static Connection connect(HBaseOptions options) throws IOException {
         return ConnectionFactory.createConnection(configuration(options));

@@ -33,10 +33,10 @@ final class HBaseErrors {
         Throwable permanent = permanentCause(e);
         String detail = rootMessage(e);
         if (permanent != null) {
-            return new PermanentStoreException(action + " on " + where + " failed: " + reason(permanent) + detail, e);
+            return new PermanentStoreException(action + " on " + where + ": " + reason(permanent) + detail, e);
         }
-        return new TemporaryStoreException(action + " on " + where + " failed temporarily (cluster, region server or "
-                + "region unavailable?)" + detail, e);
+        return new TemporaryStoreException(action + " on " + where + ": unavailable (cluster, region server or region "
+                + "down or moving)" + detail, e);
     }
 
     /** True when {@code e} is (or is caused by) a failure a retry will not fix. */
@@ -89,6 +89,7 @@ final class HBaseErrors {
         return "refused (" + t.getClass().getSimpleName() + ")";
     }
 
+    /** " — Class: message" of the innermost cause, on one line. */
     private static String rootMessage(Throwable e) {
         Throwable root = e;
         Map<Throwable, Boolean> seen = new IdentityHashMap<>();
@@ -97,7 +98,7 @@ final class HBaseErrors {
         }
         String m = root.getMessage();
         if (m == null) {
-            return ": " + root.getClass().getSimpleName();
+            return " — " + root.getClass().getSimpleName();
         }
         int nl = m.indexOf('\n');
         if (nl > 0) {
@@ -106,6 +107,6 @@ final class HBaseErrors {
         if (m.length() > 300) {
             m = m.substring(0, 300) + "...";
         }
-        return ": " + root.getClass().getSimpleName() + ": " + m;
+        return " — " + root.getClass().getSimpleName() + ": " + m;
     }
 }

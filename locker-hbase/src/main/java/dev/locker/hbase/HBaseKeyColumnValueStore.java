@@ -83,7 +83,9 @@ public final class HBaseKeyColumnValueStore implements KeyColumnValueStore {
      * @throws StoreException when the table cannot be found or created
      */
     public static HBaseKeyColumnValueStore open(Connection connection, String table, String family, boolean createTable) {
-        return open(connection, false, table, family, createTable, "HBase table " + table);
+        return open(connection, false, table, family, createTable,
+                HBaseClients.describe(Objects.requireNonNull(connection, "connection must not be null").getConfiguration(),
+                        Objects.requireNonNull(table, "table must not be null")));
     }
 
     /** A store on the table and family of {@code options}, with a connection of its own (closed by {@link #close()}). */
@@ -114,7 +116,8 @@ public final class HBaseKeyColumnValueStore implements KeyColumnValueStore {
         TableName tn = TableName.valueOf(table);
         byte[] fam = Bytes.toBytes(family);
         HBaseTables.ensure(connection, tn, List.of(dataFamily(fam)), createTable, where);
-        return new HBaseKeyColumnValueStore(connection, owns, tn, fam, "hbase:" + table + "/" + family);
+        return new HBaseKeyColumnValueStore(connection, owns, tn, fam,
+                HBaseClients.describe(connection.getConfiguration(), table) + " family " + family);
     }
 
     /** The column family this store creates: one version, and Puts after same-millisecond Deletes stay visible. */
@@ -143,7 +146,7 @@ public final class HBaseKeyColumnValueStore implements KeyColumnValueStore {
         try (Table t = connection.getTable(tableName)) {
             r = t.get(get);
         } catch (IOException e) {
-            throw HBaseErrors.translate(e, "reading row " + Bytes.toStringBinary(key), name);
+            throw HBaseErrors.translate(e, "get of row " + printable(key), name);
         }
         if (r.isEmpty()) {
             return List.of();
@@ -196,7 +199,7 @@ public final class HBaseKeyColumnValueStore implements KeyColumnValueStore {
                 t.delete(delete);
             }
         } catch (IOException e) {
-            throw HBaseErrors.translate(e, "mutating row " + Bytes.toStringBinary(key), name);
+            throw HBaseErrors.translate(e, "mutation of row " + printable(key), name);
         }
     }
 
@@ -219,6 +222,10 @@ public final class HBaseKeyColumnValueStore implements KeyColumnValueStore {
     @Override
     public String toString() {
         return "HBaseKeyColumnValueStore[" + name + "]";
+    }
+
+    private static String printable(byte[] key) {
+        return key.length <= 64 ? Bytes.toStringBinary(key) : Bytes.toStringBinary(key, 0, 64) + "...(" + key.length + " bytes)";
     }
 
     private static void checkKey(byte[] key) {

@@ -136,7 +136,7 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
                 put.setTTL(ttl);
                 Increment next = new Increment(row).addColumn(tokenFamily, COUNTER, 1L);
                 r = checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, FREE)
-                        .build(RowMutations.of(List.of(put, next))), "claiming " + lock);
+                        .build(RowMutations.of(List.of(put, next))), "checkAndMutate");
             } catch (TemporaryStoreException e) {
                 // the server may have applied it before the failure reached us: look once before giving up
                 Optional<ClaimStatus> ours = grantedToUs(lock, row, claim, before, expiry);
@@ -145,13 +145,13 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
                 }
                 throw e;
             } catch (IOException e) {
-                throw HBaseErrors.translate(e, "building a claim on " + lock, where);
+                throw HBaseErrors.translate(e, "checkAndMutate", where);
             }
             if (r.isSuccess()) {
                 long token = Bytes.toLong(r.getResult().getValue(tokenFamily, COUNTER));
                 return ClaimStatus.granted(claim.value, before, expiry, token);
             }
-            RowState state = read(row, "reading the holder of " + lock);
+            RowState state = read(row, "get");
             if (state.holder != null && Arrays.equals(state.holder.value, claim.value)) {
                 // the client retried our check-and-mutate after the server had applied it: the lock is ours
                 return ClaimStatus.granted(claim.value, before, expiry, state.counter);
@@ -170,7 +170,7 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
 
     @Override
     protected ClaimStatus checkSingleLock(KeyColumn lock, ClaimStatus status) {
-        RowState state = read(lock.encoded(), "checking our claim on " + lock);
+        RowState state = read(lock.encoded(), "get");
         if (state.holder != null && Arrays.equals(state.holder.value, status.claimId())) {
             return status.held(state.counter);
         }
@@ -188,9 +188,9 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
         Put put = new Put(row).addColumn(family, HOLDER, mine);
         put.setTTL(ttlMillis());
         CheckAndMutateResult r = checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, mine).build(put),
-                "renewing our claim on " + lock);
+                "checkAndMutate");
         if (!r.isSuccess()) {
-            RowState state = read(row, "reading the holder of " + lock);
+            RowState state = read(row, "get");
             throw new ExpiredLockException("our claim is no longer the holder (expired on the region server's clock, or "
                     + "force-released); release the transaction's locks and start again", lock,
                     state.holder == null ? null : state.holder.owner, null);
@@ -203,7 +203,7 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
         byte[] row = lock.encoded();
         byte[] mine = status.claimId();
         CheckAndMutateResult r = checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, mine)
-                .build(new Put(row).addColumn(family, HOLDER, FREE)), "releasing our claim on " + lock);
+                .build(new Put(row).addColumn(family, HOLDER, FREE)), "checkAndMutate");
         if (!r.isSuccess()) {
             log.debug("Release of {} by {}: our claim was already gone (expired or force-released)", lock, config.rid());
         }
@@ -211,7 +211,7 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
 
     @Override
     protected Optional<LockOwner> readHolder(KeyColumn lock) {
-        RowState state = read(lock.encoded(), "reading the holder of " + lock);
+        RowState state = read(lock.encoded(), "get");
         return state.holder == null ? Optional.empty() : Optional.of(state.holder.owner);
     }
 
@@ -219,12 +219,12 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
     protected boolean deleteAllClaims(KeyColumn lock) {
         byte[] row = lock.encoded();
         for (int attempt = 0; attempt < 10; attempt++) {
-            RowState state = read(row, "reading the holder of " + lock);
+            RowState state = read(row, "get");
             if (state.holder == null) {
                 return false;
             }
             CheckAndMutateResult r = checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, state.holder.value)
-                    .build(new Put(row).addColumn(family, HOLDER, FREE)), "force-releasing " + lock);
+                    .build(new Put(row).addColumn(family, HOLDER, FREE)), "checkAndMutate");
             if (r.isSuccess()) {
                 return true;
             }
@@ -256,7 +256,7 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
     /** After an ambiguous failure: is the holder the claim we tried to write? Empty when not, or when we cannot tell. */
     private Optional<ClaimStatus> grantedToUs(KeyColumn lock, byte[] row, HolderClaim claim, Instant before, Instant expiry) {
         try {
-            RowState state = read(row, "reading the holder of " + lock);
+            RowState state = read(row, "get");
             if (state.holder != null && Arrays.equals(state.holder.value, claim.value)) {
                 return Optional.of(ClaimStatus.granted(claim.value, before, expiry, state.counter));
             }
@@ -355,7 +355,7 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
          */
         public HBaseLocker build() {
             TableName name = TableName.valueOf(options.table());
-            String where = options.describe();
+            String where = HBaseClients.describe(connection.getConfiguration(), options.table());
             TableDescriptor d;
             try {
                 d = HBaseTables.ensure(connection, name, families(options), options.createTable(), where);

@@ -1,0 +1,263 @@
+package dev.locker.hbase;
+
+import dev.locker.api.KeyColumn;
+import dev.locker.api.LockOwner;
+import dev.locker.api.LockTransaction;
+import dev.locker.api.Locker;
+import dev.locker.api.LockerConfig;
+import dev.locker.api.TemporaryLockingException;
+import dev.locker.api.TimeSource;
+import dev.locker.testkit.OffsetClock;
+import org.apache.hadoop.hbase.TableName;
+import org.apache.hadoop.hbase.client.Admin;
+import org.apache.hadoop.hbase.client.ColumnFamilyDescriptor;
+import org.apache.hadoop.hbase.client.Connection;
+import org.apache.hadoop.hbase.client.ConnectionImplementation;
+import org.apache.hadoop.hbase.client.Get;
+import org.apache.hadoop.hbase.client.Result;
+import org.apache.hadoop.hbase.client.Table;
+import org.apache.hadoop.hbase.client.TableDescriptorBuilder;
+import org.apache.hadoop.hbase.util.Bytes;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** HBase-specific behaviour of {@link HBaseLocker}: round trips, row layout, server clock, lost replies, TTLs. */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class HBaseLockerTest {
+
+    private final HBaseTestCluster cluster = HBaseTestCluster.get();
+    private final List<Locker> opened = new ArrayList<>();
+    private Connection connection;
+    private HBaseOptions options;
+    private Table table;
+
+    @BeforeAll
+    void connect() throws Exception {
+        org.apache.hadoop.conf.Configuration conf = new org.apache.hadoop.conf.Configuration(cluster.util().getConfiguration());
+        conf.setBoolean("hbase.client.metrics.enable", true);
+        HBaseClients.applyTimeouts(conf, HBaseOptions.builder().operationTimeout(Duration.ofSeconds(5)).build());
+        connection = org.apache.hadoop.hbase.client.ConnectionFactory.createConnection(conf);
+        options = HBaseOptions.builder().table("locker_test_locks").ttl(Duration.ofHours(1)).build();
+        table = connection.getTable(TableName.valueOf(options.table()));
+    }
+
+    @AfterAll
+    void close() throws Exception {
+        for (Locker l : opened) {
+            l.close();
+        }
+        table.close();
+        connection.close();
+    }
+
+    private Locker locker(String name, Duration expiry, TimeSource clock) {
+        Locker l = HBaseLocker.builder(connection).options(options)
+                .config(LockerConfig.builder().rid(name + "-" + LockerConfig.randomRid().substring(0, 8)).expiry(expiry)
+                        .timeSource(clock).build())
+                .build();
+        opened.add(l);
+        return l;
+    }
+
+    private Locker locker(String name) {
+        return locker(name, Duration.ofSeconds(30), TimeSource.system());
+    }
+
+    private static KeyColumn lock(String name) {
+        return KeyColumn.of("hbase-test/" + name + "-" + LockerConfig.randomRid().substring(0, 8), "c");
+    }
+
+    /** Client RPCs (to region servers) this connection made so far. */
+    private long clientRpcs() {
+        Map<String, com.codahale.metrics.Counter> counters =
+                ((ConnectionImplementation) connection).getConnectionMetrics().getRpcCounters();
+        long n = 0;
+        for (Map.Entry<String, com.codahale.metrics.Counter> e : counters.entrySet()) {
+            if (e.getKey().contains("ClientService")) {
+                n += e.getValue().getCount();
+            }
+        }
+        return n;
+    }
+
+    @Test
+    void uncontendedAcquireIsOneRoundTripReleaseOneRenewalOneRefusalTwo() {
+        Locker a = locker("a");
+        Locker b = locker("b");
+        KeyColumn warm = lock("warm-up");
+        Object w = new Object();
+        a.writeLock(warm, w); // locates the region once: later calls use the cached location
+        a.deleteLocks(w);
+
+        KeyColumn lock = lock("x");
+        Object tx = new Object();
+        long before = clientRpcs();
+        a.writeLock(lock, tx);
+        a.checkLocks(tx);
+        long acquire = clientRpcs() - before;
+
+        before = clientRpcs();
+        a.renewLocks(tx);
+        long renew = clientRpcs() - before;
+
+        before = clientRpcs();
+        assertThrows(TemporaryLockingException.class, () -> b.writeLock(lock, new Object()));
+        long refusal = clientRpcs() - before;
+
+        before = clientRpcs();
+        a.deleteLocks(tx);
+        long release = clientRpcs() - before;
+
+        System.out.printf("[locker-hbase] round trips: acquire+check=%d, renew=%d, refused acquire=%d, release=%d%n",
+                acquire, renew, refusal, release);
+        assertEquals(1, acquire, "writeLock is one checkAndMutate; checkLocks needs no I/O");
+        assertEquals(1, renew);
+        assertEquals(2, refusal, "a refused claim is one checkAndMutate plus one get naming the holder");
+        assertEquals(1, release);
+    }
+
+    @Test
+    void oneRowPerLockWithTheHolderCellAndAFencingCounter() throws Exception {
+        Locker a = locker("a");
+        KeyColumn lock = lock("layout");
+        LockTransaction tx = new LockTransaction("rebuild index 7");
+        a.writeLock(lock, tx);
+        a.checkLocks(tx);
+        long token = a.fencingToken(lock, tx);
+
+        Result row = table.get(new Get(lock.encoded()));
+        assertEquals(2, row.size(), "one holder cell and one counter cell: " + row);
+        HolderClaim claim = HolderClaim.decode(row.getValue(options.familyBytes(), HBaseLocker.HOLDER));
+        assertEquals(a.rid(), claim.owner.rid());
+        assertEquals("rebuild index 7", claim.owner.why());
+        assertEquals(Duration.ofSeconds(30), claim.lifetime);
+        assertEquals(token, Bytes.toLong(row.getValue(options.tokenFamilyBytes(), HBaseLocker.COUNTER)));
+
+        a.deleteLocks(tx);
+        row = table.get(new Get(lock.encoded()));
+        assertArrayEquals(new byte[0], row.getValue(options.familyBytes(), HBaseLocker.HOLDER), "released = empty holder value");
+        assertEquals(token, Bytes.toLong(row.getValue(options.tokenFamilyBytes(), HBaseLocker.COUNTER)), "the counter stays");
+        assertFalse(a.holder(lock).isPresent());
+    }
+
+    @Test
+    void theRegionServersClockDecidesExpiryNotTheClients() throws Exception {
+        // a's clock runs an hour ahead, b's an hour behind; the server's TTL alone decides when a claim is dead
+        Locker ahead = locker("ahead", Duration.ofMillis(1500), new OffsetClock(TimeSource.system(), Duration.ofHours(1)));
+        Locker behind = locker("behind", Duration.ofMillis(1500), new OffsetClock(TimeSource.system(), Duration.ofHours(-1)));
+        KeyColumn lock = lock("skew");
+        Object tb = new Object();
+        behind.writeLock(lock, tb);
+        behind.checkLocks(tb);
+        long first = behind.fencingToken(lock, tb);
+        TemporaryLockingException e = assertThrows(TemporaryLockingException.class, () -> ahead.writeLock(lock, new Object()),
+                "a client whose clock says the claim is long dead is still refused");
+        assertEquals(behind.rid(), e.holder().rid());
+        Thread.sleep(2000); // the claim's TTL passes on the server
+        Object ta = new Object();
+        ahead.writeLock(lock, ta);
+        ahead.checkLocks(ta);
+        assertTrue(ahead.fencingToken(lock, ta) > first);
+        assertThrows(dev.locker.api.ExpiredLockException.class, () -> behind.renewLocks(tb));
+        behind.deleteLocks(tb); // must not free ahead's claim
+        assertEquals(ahead.rid(), behind.holder(lock).orElseThrow().rid());
+    }
+
+    @Test
+    void aDeadHoldersCellIsReplacedByTheNextGrant() throws Exception {
+        Locker a = locker("a", Duration.ofMillis(500), TimeSource.system());
+        Locker b = locker("b");
+        KeyColumn lock = lock("scrub");
+        a.writeLock(lock, new Object()); // a "crashes" holding it
+        Thread.sleep(800);
+        Object tb = new Object();
+        b.writeLock(lock, tb);
+        Result row = table.get(new Get(lock.encoded()));
+        assertEquals(b.rid(), HolderClaim.decode(row.getValue(options.familyBytes(), HBaseLocker.HOLDER)).owner.rid());
+        assertEquals(2, row.size());
+        b.deleteLocks(tb);
+    }
+
+    @Test
+    void tokensKeepIncreasingWhenTheFamilyTtlSafetyNetRemovesClaims() throws Exception {
+        HBaseOptions shortTtl = HBaseOptions.builder().table("locker_test_short_ttl").ttl(Duration.ofSeconds(2)).build();
+        LockerConfig config = LockerConfig.builder().expiry(Duration.ofSeconds(1)).build();
+        try (Locker a = HBaseLocker.builder(connection).options(shortTtl).config(config).build();
+             Table t = connection.getTable(TableName.valueOf(shortTtl.table()))) {
+            KeyColumn lock = lock("ttl");
+            Object t1 = new Object();
+            a.writeLock(lock, t1);
+            long first = a.fencingToken(lock, t1);
+            a.deleteLocks(t1);
+            Thread.sleep(2500); // the family TTL removes the (released, empty) holder cell
+            assertNull(t.get(new Get(lock.encoded())).getValue(shortTtl.familyBytes(), HBaseLocker.HOLDER));
+            Object t2 = new Object();
+            a.writeLock(lock, t2);
+            assertTrue(a.fencingToken(lock, t2) > first, "the counter lives in a family without TTL");
+            a.deleteLocks(t2);
+        }
+    }
+
+    @Test
+    void aLostReplyIsRecognisedAsOurOwnGrant() throws Exception {
+        HBaseOptions lossy = HBaseOptions.builder().table("locker_test_lossy").build();
+        TableName name = TableName.valueOf(lossy.table());
+        try (Admin admin = connection.getAdmin()) {
+            TableDescriptorBuilder d = TableDescriptorBuilder.newBuilder(name).setCoprocessor(LostReplyObserver.class.getName());
+            for (ColumnFamilyDescriptor f : HBaseLocker.families(lossy)) {
+                d.setColumnFamily(f);
+            }
+            admin.createTable(d.build());
+        }
+        try (Locker a = HBaseLocker.builder(connection).options(lossy).config(LockerConfig.defaults()).build();
+             Locker b = HBaseLocker.builder(connection).options(lossy).config(LockerConfig.defaults()).build()) {
+            KeyColumn lock = lock("lost");
+            Object ta = new Object();
+            LostReplyObserver.LOSE_NEXT.set(1);
+            a.writeLock(lock, ta); // applied, reply lost; the client's retry finds the holder is our claim
+            a.checkLocks(ta);
+            assertEquals(0, LostReplyObserver.LOSE_NEXT.get(), "the reply was lost once");
+            assertTrue(a.status(lock, ta).orElseThrow().isHeld());
+            long tokenA = a.fencingToken(lock, ta);
+            assertTrue(tokenA > 0);
+            TemporaryLockingException e = assertThrows(TemporaryLockingException.class, () -> b.writeLock(lock, new Object()));
+            assertEquals(a.rid(), e.holder().rid());
+            a.deleteLocks(ta);
+            Object tb = new Object();
+            b.writeLock(lock, tb);
+            assertTrue(b.fencingToken(lock, tb) > tokenA);
+            b.deleteLocks(tb);
+        } finally {
+            LostReplyObserver.LOSE_NEXT.set(0);
+        }
+    }
+
+    @Test
+    void holderNamesTheOwnerWithMetadata() {
+        Locker a = locker("a");
+        KeyColumn lock = lock("owner");
+        Object tx = new LockTransaction("nightly compaction");
+        a.writeLock(lock, tx);
+        LockOwner o = locker("viewer").holder(lock).orElseThrow();
+        assertEquals(a.rid(), o.rid());
+        assertEquals("nightly compaction", o.why());
+        assertEquals(ProcessHandle.current().pid(), o.pid());
+        assertEquals(Thread.currentThread().getName(), o.thread());
+        assertTrue(o.since() != null);
+        a.deleteLocks(tx);
+    }
+}

@@ -1,0 +1,36 @@
+package dev.locker.hbase;
+
+import org.apache.hadoop.hbase.client.CheckAndMutate;
+import org.apache.hadoop.hbase.client.CheckAndMutateResult;
+import org.apache.hadoop.hbase.coprocessor.ObserverContext;
+import org.apache.hadoop.hbase.coprocessor.RegionCoprocessor;
+import org.apache.hadoop.hbase.coprocessor.RegionCoprocessorEnvironment;
+import org.apache.hadoop.hbase.coprocessor.RegionObserver;
+
+import java.io.IOException;
+import java.util.Optional;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * Loses replies: a region observer that, while armed, fails a check-and-mutate AFTER the region applied it, as a
+ * reply lost on the network would look to the client. Loaded on a test table only.
+ */
+public final class LostReplyObserver implements RegionCoprocessor, RegionObserver {
+
+    /** How many of the next successful check-and-mutates lose their reply. */
+    static final AtomicInteger LOSE_NEXT = new AtomicInteger();
+
+    @Override
+    public Optional<RegionObserver> getRegionObserver() {
+        return Optional.of(this);
+    }
+
+    @Override
+    public CheckAndMutateResult postCheckAndMutate(ObserverContext<RegionCoprocessorEnvironment> c, CheckAndMutate cam,
+                                                   CheckAndMutateResult result) throws IOException {
+        if (result.isSuccess() && LOSE_NEXT.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+            throw new IOException("injected: the reply of an applied check-and-mutate was lost");
+        }
+        return result;
+    }
+}
