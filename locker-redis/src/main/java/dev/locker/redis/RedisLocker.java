@@ -253,7 +253,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     static LockingException classify(JedisException e, KeyColumn lock, String action, String server) {
         String msg = String.valueOf(e.getMessage());
         if (e instanceof JedisAccessControlException || startsWithAny(msg, "NOPERM", "WRONGPASS", "NOAUTH")
-                || causedByAccessControl(e)) {
+                || causedByAccessControl(e) || isScriptAclRefusal(msg)) {
             return new PermanentLockingException(action + " was refused by " + server + " (credentials or ACL "
                     + "permissions): " + msg, lock, null, e);
         }
@@ -376,6 +376,12 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
             }
         }
         return false;
+    }
+
+    /** Inside a script, Redis 7 reports a refused command or key as a plain ERR. */
+    private static boolean isScriptAclRefusal(String msg) {
+        String m = msg.toLowerCase(java.util.Locale.ROOT);
+        return m.contains("can't run this command") || m.contains("no permissions to access");
     }
 
     private static boolean causedByAccessControl(Throwable e) {
@@ -589,16 +595,21 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         }
 
         public RedisLocker build() {
-            LockerConfig cfg = config;
-            if (!configOverrides.isEmpty()) {
-                LockerConfig.Builder b = config.toBuilder();
-                configOverrides.forEach(change -> change.accept(b));
-                cfg = b.build();
-            }
+            LockerConfig cfg = mergedConfig();
             if (client != null) {
                 return new RedisLocker(this, cfg, client, false);
             }
             return new RedisLocker(this, cfg, newClient(cfg.retries()), true);
+        }
+
+        /** The config with the URI's overrides (expiry, retries...) applied. */
+        LockerConfig mergedConfig() {
+            if (configOverrides.isEmpty()) {
+                return config;
+            }
+            LockerConfig.Builder b = config.toBuilder();
+            configOverrides.forEach(change -> change.accept(b));
+            return b.build();
         }
 
         /** A Jedis client with these connection options (the locker's own, or a tool's); the caller closes it. */

@@ -1,13 +1,25 @@
 package dev.locker.redis;
 
+import dev.locker.api.KeyColumnValueStore;
+import dev.locker.api.Locker;
+import dev.locker.local.ExpectedValueCheckingStore;
+import dev.locker.local.InMemoryStore;
 import dev.locker.testkit.LockerConformanceSuite;
 import dev.locker.testkit.LockerFixture;
 
 /** The whole conformance suite on one real redis-server (or the server named by LOCKER_REDIS_URI). */
 class RedisLockerConformanceTest extends LockerConformanceSuite {
 
+    /** The data the expected-value scenarios guard; the locks on it live in Redis. */
+    private final InMemoryStore data = new InMemoryStore("guarded-data");
+
     @Override
     protected LockerFixture createFixture() {
         return new RedisFixture();
+    }
+
+    @Override
+    protected KeyColumnValueStore expectedValueChecking(Locker locker) {
+        return new ExpectedValueCheckingStore(data, locker);
     }
 }

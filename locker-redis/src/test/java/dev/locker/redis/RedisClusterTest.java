@@ -1,0 +1,111 @@
+package dev.locker.redis;
+
+import dev.locker.api.KeyColumn;
+import dev.locker.api.KeyColumnValueStore;
+import dev.locker.api.Lease;
+import dev.locker.api.Locker;
+import dev.locker.api.LockerConfig;
+import dev.locker.api.TemporaryLockingException;
+import dev.locker.local.ExpectedValueCheckingStore;
+import dev.locker.local.InMemoryStore;
+import dev.locker.testkit.LockerConformanceSuite;
+import dev.locker.testkit.LockerFixture;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+import redis.clients.jedis.RedisClusterClient;
+import redis.clients.jedis.util.JedisClusterCRC16;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The whole conformance suite on a local three-master Redis Cluster, plus the cluster-specific facts: each lock's
+ * key hashes by the tag the locker derived (whatever braces the lock name holds), and locks spread over all masters.
+ */
+class RedisClusterTest extends LockerConformanceSuite {
+
+    private RedisClusterProcess cluster;
+    private final InMemoryStore data = new InMemoryStore("guarded-data");
+
+    @Override
+    protected KeyColumnValueStore expectedValueChecking(Locker locker) {
+        return new ExpectedValueCheckingStore(data, locker);
+    }
+
+    @Override
+    protected LockerFixture createFixture() {
+        Assumptions.assumeFalse(RedisTarget.isExternal(), "runs its own cluster");
+        cluster = RedisClusterProcess.start();
+        String prefix = "cluster-" + LockerConfig.randomRid().substring(0, 8) + ":";
+        return new LockerFixture() {
+            @Override
+            public Locker open(LockerConfig config) {
+                return RedisLocker.builder().uri(cluster.uri()).keyPrefix(prefix).config(config)
+                        .restartGuard(Duration.ZERO).build();
+            }
+
+            @Override
+            public boolean expiryFollowsConfiguredClock() {
+                return false;
+            }
+
+            @Override
+            public void close() {
+                cluster.close();
+            }
+        };
+    }
+
+    @Test
+    void eachLockHashesByItsDerivedTagAndLocksSpreadOverAllMasters() {
+        RedisLocker a = (RedisLocker) process("a");
+        RedisLocker b = (RedisLocker) process("b");
+        assertInstanceOf(RedisClusterClient.class, a.client());
+        Set<Integer> slots = new HashSet<>();
+        List<Lease> leases = new ArrayList<>();
+        for (int i = 0; i < 40; i++) {
+            KeyColumn lock = lock("{same}" + i + "}{");
+            byte[] key = a.redisKey(lock);
+            String k = new String(key, StandardCharsets.ISO_8859_1);
+            String tag = k.substring(k.indexOf('{') + 1, k.indexOf('}'));
+            assertEquals(RedisKeys.TAG_HEX_DIGITS, tag.length(), k);
+            int slot = JedisClusterCRC16.getSlot(key);
+            assertEquals(JedisClusterCRC16.getSlot(tag.getBytes(StandardCharsets.US_ASCII)), slot,
+                    "the key's slot is its derived tag's, not the lock name's {same}");
+            slots.add(slot);
+            leases.add(a.acquire(lock, "spread"));
+            TemporaryLockingException e = assertThrows(TemporaryLockingException.class, () -> b.acquire(lock, ""));
+            assertEquals(a.rid(), e.holder().rid());
+        }
+        assertTrue(slots.size() > 30, "names with the same {tag} still spread: " + slots.size() + " slots");
+        for (RedisServerProcess node : cluster.nodes()) {
+            long keys = Long.parseLong(node.cli("DBSIZE").trim());
+            assertTrue(keys > 0, "every master holds some of the locks: " + node);
+        }
+        leases.forEach(Lease::close);
+    }
+
+    @Test
+    void tokensIncreaseOnEveryNode() {
+        Locker a = process("a");
+        for (String name : List.of("x", "y", "z", "w")) {
+            KeyColumn lock = lock(name);
+            long last = 0;
+            for (int i = 0; i < 3; i++) {
+                try (Lease lease = a.acquire(lock, "")) {
+                    assertTrue(lease.fencingToken() > last);
+                    last = lease.fencingToken();
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,233 @@
+package dev.locker.redis;
+
+import dev.locker.api.KeyColumn;
+import dev.locker.api.Lease;
+import dev.locker.api.LockTransaction;
+import dev.locker.api.Locker;
+import dev.locker.api.LockerConfig;
+import dev.locker.api.LockingException;
+import dev.locker.api.PermanentLockingException;
+import dev.locker.api.TemporaryLockingException;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.Timeout;
+import redis.clients.jedis.UnifiedJedis;
+import redis.clients.jedis.exceptions.JedisConnectionException;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Failures an operator meets: refused connections, timeouts, wrong passwords, ACL users, replicas that do not
+ * acknowledge. Each must surface at once as a Temporary or Permanent exception that names the server.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+class RedisFailureTest {
+
+    private static final String PASSWORD = "s3cret-admin";
+    private RedisServerProcess server;
+    private final List<Locker> opened = new ArrayList<>();
+
+    @BeforeAll
+    void start() {
+        Assumptions.assumeFalse(RedisTarget.isExternal(), "needs servers it can configure");
+        server = RedisServerProcess.start("--requirepass", PASSWORD, "--enable-debug-command", "local");
+        server.cli("-a", PASSWORD, "--no-auth-warning", "ACL", "SETUSER", "limited", "on", ">limited-pw", "resetkeys",
+                "~lim:*", "resetchannels", "-@all", "+evalsha", "+eval", "+info", "+time", "+hgetall", "+hget", "+hset", "+hdel", "+hkeys",
+                "+pexpire");
+        server.cli("-a", PASSWORD, "--no-auth-warning", "ACL", "SETUSER", "outsider", "on", ">outsider-pw",
+                "resetkeys", "~other:*", "-@all", "+evalsha", "+eval", "+info", "+time", "+hgetall", "+hget", "+hset", "+hdel", "+hkeys",
+                "+pexpire");
+    }
+
+    @AfterEach
+    void closeLockers() {
+        opened.forEach(Locker::close);
+        opened.clear();
+    }
+
+    @AfterAll
+    void stop() {
+        if (server != null) {
+            server.close();
+        }
+    }
+
+    private RedisLocker open(RedisLocker.Builder b) {
+        RedisLocker l = b.config(LockerConfig.builder().expiry(Duration.ofSeconds(5)).build())
+                .restartGuard(Duration.ZERO).build();
+        opened.add(l);
+        return l;
+    }
+
+    private RedisLocker.Builder on(RedisServerProcess s) {
+        return RedisLocker.builder().node("127.0.0.1", s.port()).keyPrefix("lim:");
+    }
+
+    /** An acquire that must fail; each on a lock of its own (a timed-out acquire may still be granted later). */
+    private static LockingException failure(Locker l) {
+        KeyColumn lock = KeyColumn.named("job-" + LockerConfig.randomRid().substring(0, 8));
+        LockingException e = assertThrows(LockingException.class, () -> l.acquire(lock, "test").close());
+        assertEquals(lock, e.lock());
+        return e;
+    }
+
+    private String where(RedisServerProcess s) {
+        return "127.0.0.1:" + s.port();
+    }
+
+    @Test
+    void aRefusedConnectionIsTemporaryAndNamesTheServer() throws IOException {
+        int port;
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            port = s.getLocalPort();
+        }
+        RedisLocker l = open(RedisLocker.builder().node("127.0.0.1", port));
+        LockingException e = failure(l);
+        assertInstanceOf(TemporaryLockingException.class, e, e.toString());
+        assertTrue(e.getMessage().contains("127.0.0.1:" + port), e.getMessage());
+        assertInstanceOf(JedisConnectionException.class, e.getCause());
+        assertThrows(TemporaryLockingException.class, () -> l.holder(KeyColumn.named("job")));
+    }
+
+    @Test
+    void aWrongPasswordIsPermanentAndNamesTheServer() {
+        LockingException e = failure(open(on(server).password("wrong")));
+        assertInstanceOf(PermanentLockingException.class, e, e.toString());
+        assertTrue(e.getMessage().contains(where(server)), e.getMessage());
+        assertNotNull(e.getCause());
+
+        LockingException noAuth = failure(open(on(server)));
+        assertInstanceOf(PermanentLockingException.class, noAuth, noAuth.toString());
+        assertTrue(noAuth.getMessage().contains(where(server)), noAuth.getMessage());
+    }
+
+    @Test
+    void anAclUserLimitedToTheLockPrefixCanLock() {
+        RedisLocker a = open(on(server).user("limited").password("limited-pw"));
+        RedisLocker b = open(on(server).user("limited").password("limited-pw"));
+        KeyColumn lock = KeyColumn.of("acl", "col");
+        try (Lease lease = a.acquire(lock, "limited user")) {
+            assertTrue(lease.fencingToken() > 0);
+            lease.renew();
+            assertEquals(a.rid(), b.holder(lock).orElseThrow().rid());
+            assertThrows(TemporaryLockingException.class, () -> b.acquire(lock, "me too"));
+        }
+        assertEquals(Optional.empty(), b.holder(lock));
+        a.acquire(lock, "again");
+        assertTrue(b.forceRelease(lock));
+    }
+
+    @Test
+    void anAclUserWithoutRightsOnThePrefixFailsPermanently() {
+        RedisLocker l = open(on(server).user("outsider").password("outsider-pw"));
+        LockingException e = failure(l);
+        assertInstanceOf(PermanentLockingException.class, e, e.toString());
+        assertTrue(e.getMessage().contains(where(server)), e.getMessage());
+        assertTrue(e.getMessage().contains("NOPERM"), e.getMessage());
+        assertThrows(PermanentLockingException.class, () -> l.holder(KeyColumn.named("job")));
+    }
+
+    @Test
+    void theRestartGuardNeedsInfoAndSaysSo() {
+        server.cli("-a", PASSWORD, "--no-auth-warning", "ACL", "SETUSER", "noinfo", "on", ">noinfo-pw", "resetkeys",
+                "~lim:*", "-@all", "+evalsha", "+eval", "+time", "+hgetall", "+hget", "+hset", "+hdel", "+hkeys",
+                "+pexpire");
+        RedisLocker l = RedisLocker.builder().node("127.0.0.1", server.port()).keyPrefix("lim:").user("noinfo")
+                .password("noinfo-pw").config(LockerConfig.builder().expiry(Duration.ofSeconds(5)).build()).build();
+        opened.add(l);
+        LockingException e = failure(l);
+        assertInstanceOf(PermanentLockingException.class, e, e.toString());
+        assertTrue(e.getMessage().contains("restart guard needs the INFO command"), e.getMessage());
+    }
+
+    /**
+     * A stalled server ({@code DEBUG SLEEP}): the call times out, is reported as temporary naming the server, and
+     * is not retried: once the server wakes up it finds exactly one EVALSHA in its input.
+     */
+    @Test
+    void aTimeoutIsTemporaryAndNotRetried() throws Exception {
+        RedisLocker l = open(on(server).password(PASSWORD).socketTimeout(Duration.ofMillis(300)));
+        l.acquire(KeyColumn.named("warm-up"), "load the scripts").close();
+        server.cli("-a", PASSWORD, "--no-auth-warning", "CONFIG", "RESETSTAT");
+        Thread sleeper = new Thread(() -> server.cli("-a", PASSWORD, "--no-auth-warning", "DEBUG", "SLEEP", "3"));
+        sleeper.start();
+        awaitUnresponsive(server);
+        LockingException e = failure(l);
+        assertInstanceOf(TemporaryLockingException.class, e, e.toString());
+        assertTrue(e.getMessage().contains("timed out"), e.getMessage());
+        assertTrue(e.getMessage().contains(where(server)), e.getMessage());
+        sleeper.join();
+        String stats = server.cli("-a", PASSWORD, "--no-auth-warning", "INFO", "commandstats");
+        assertTrue(stats.contains("cmdstat_evalsha:calls=1,"), "exactly one attempt reached the server: " + stats);
+    }
+
+    /** Waits until the server stops answering PING within 100 ms (it is inside DEBUG SLEEP). */
+    private static void awaitUnresponsive(RedisServerProcess s) {
+        while (true) {
+            try (Socket socket = new Socket(InetAddress.getLoopbackAddress(), s.port())) {
+                socket.setSoTimeout(100);
+                socket.getOutputStream().write("PING\r\n".getBytes(StandardCharsets.US_ASCII));
+                socket.getInputStream().read();
+                RedisServerProcess.sleep(10); // it answered (NOAUTH): not asleep yet
+            } catch (SocketTimeoutException asleep) {
+                return;
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+    }
+
+    /** The failover knob: a claim counts only once N replicas acknowledged it. */
+    @Test
+    void aClaimWaitsForReplicaAcknowledgements() {
+        RedisServerProcess master = RedisServerProcess.start();
+        RedisServerProcess replica = RedisServerProcess.start("--replicaof", "127.0.0.1", Integer.toString(master.port()));
+        try {
+            while (!master.cli("INFO", "replication").contains("connected_slaves:1")
+                    || !replica.cli("INFO", "replication").contains("master_link_status:up")) {
+                RedisServerProcess.sleep(50);
+            }
+            RedisLocker one = open(on(master).replicas(1).replicaTimeout(Duration.ofSeconds(2)));
+            KeyColumn lock = KeyColumn.named("replicated");
+            try (Lease lease = one.acquire(lock, "acknowledged by one replica")) {
+                assertTrue(lease.fencingToken() > 0);
+                try (UnifiedJedis onReplica = RedisLocker.builder().node("127.0.0.1", replica.port()).newClient(1)) {
+                    assertEquals(2, onReplica.hlen(one.redisKey(lock)), "the replica has the claim and the token");
+                }
+            }
+            RedisLocker two = open(on(master).replicas(2).replicaTimeout(Duration.ofMillis(200)));
+            LockingException e = assertThrows(TemporaryLockingException.class,
+                    () -> two.acquire(lock, "wants two replicas"));
+            assertTrue(e.getMessage().contains("only 1 of 2 replicas"), e.getMessage());
+            assertEquals(Optional.empty(), one.holder(lock), "the unacknowledged claim was withdrawn");
+            LockTransaction tx = new LockTransaction();
+            assertThrows(TemporaryLockingException.class, () -> two.writeLock(lock, tx));
+            assertEquals(Optional.empty(), two.status(lock, tx));
+        } finally {
+            replica.close();
+            master.close();
+        }
+    }
+}

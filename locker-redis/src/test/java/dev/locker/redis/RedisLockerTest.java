@@ -1,0 +1,314 @@
+package dev.locker.redis;
+
+import dev.locker.api.KeyColumn;
+import dev.locker.api.Lease;
+import dev.locker.api.LockTransaction;
+import dev.locker.api.Locker;
+import dev.locker.api.LockerConfig;
+import dev.locker.api.Lockers;
+import dev.locker.api.TemporaryLockingException;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.Timeout;
+import redis.clients.jedis.Protocol;
+import redis.clients.jedis.UnifiedJedis;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Redis-specific behaviour on one server: key layout, tokens past data loss, the safety net, scrubbing, scripts. */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+class RedisLockerTest {
+
+    private RedisTarget target;
+    private UnifiedJedis admin;
+    private final String prefix = "rlt-" + LockerConfig.randomRid().substring(0, 8) + ":";
+    private final List<Locker> opened = new ArrayList<>();
+
+    @BeforeAll
+    void start() {
+        target = RedisTarget.start();
+        admin = target.admin();
+    }
+
+    @AfterEach
+    void closeLockers() {
+        opened.forEach(Locker::close);
+        opened.clear();
+    }
+
+    @AfterAll
+    void stop() {
+        admin.close();
+        target.close();
+    }
+
+    private RedisLocker locker(String name, Duration expiry) {
+        RedisLocker l = target.locker(prefix)
+                .config(LockerConfig.builder().rid(name + "-" + LockerConfig.randomRid().substring(0, 8))
+                        .expiry(expiry).build())
+                .restartGuard(Duration.ZERO)
+                .build();
+        opened.add(l);
+        return l;
+    }
+
+    private static KeyColumn lock(String name) {
+        return KeyColumn.of(name + "-" + LockerConfig.randomRid().substring(0, 6), "col");
+    }
+
+    private static Object take(Locker l, KeyColumn lock) {
+        LockTransaction tx = new LockTransaction("test");
+        l.writeLock(lock, tx);
+        l.checkLocks(tx);
+        return tx;
+    }
+
+    @Test
+    void theKeyIsPrefixThenDerivedHashTagThenTheEncodedLock() {
+        RedisLocker a = locker("a", Duration.ofSeconds(5));
+        KeyColumn hostile = KeyColumn.of("}{evil}", "{x}");
+        byte[] key = a.redisKey(hostile);
+        byte[] p = prefix.getBytes(StandardCharsets.UTF_8);
+        assertArrayEquals(p, Arrays.copyOf(key, p.length));
+        assertEquals('{', key[p.length]);
+        for (int i = 1; i <= RedisKeys.TAG_HEX_DIGITS; i++) {
+            char c = (char) key[p.length + i];
+            assertTrue(Character.digit(c, 16) >= 0 && Character.isLowerCase(c) || Character.isDigit(c),
+                    "tag is lower-case hex: " + c);
+        }
+        assertEquals('}', key[p.length + RedisKeys.TAG_HEX_DIGITS + 1]);
+        assertArrayEquals(hostile.encoded(), Arrays.copyOfRange(key, p.length + RedisKeys.TAG_HEX_DIGITS + 2,
+                key.length), "the encoded lock follows the tag, byte for byte");
+        assertFalse(Arrays.equals(a.redisKey(KeyColumn.of("a", ":x")), a.redisKey(KeyColumn.of("a:", "x"))));
+
+        take(a, hostile);
+        assertTrue(admin.exists(key), "the claim lives under exactly that key");
+        assertThrows(IllegalArgumentException.class, () -> target.locker("bad{prefix}"));
+    }
+
+    @Test
+    void tokensKeepIncreasingAfterTheSafetyNetRemovedTheKey() {
+        RedisLocker a = locker("a", Duration.ofSeconds(5));
+        KeyColumn lock = lock("vanishing");
+        Object t1 = take(a, lock);
+        long first = a.fencingToken(lock, t1);
+        a.deleteLocks(t1);
+        assertEquals(1, admin.hlen(a.redisKey(lock)), "after release only the last token is left");
+        admin.del(a.redisKey(lock)); // what the safety-net PEXPIRE (or a restart without data) does
+        Object t2 = take(a, lock);
+        long second = a.fencingToken(lock, t2);
+        assertTrue(second > first, second + " > " + first);
+        a.deleteLocks(t2);
+        Object t3 = take(a, lock);
+        assertTrue(a.fencingToken(lock, t3) > second);
+    }
+
+    @Test
+    void theSafetyNetTtlOutlivesTheClaimByOneExpiry() {
+        RedisLocker a = locker("a", Duration.ofSeconds(5));
+        KeyColumn lock = lock("ttl");
+        Object tx = take(a, lock);
+        long pttl = admin.pttl(a.redisKey(lock));
+        assertTrue(pttl > 5_000 && pttl <= 10_001, "PTTL " + pttl);
+        a.renewLocks(tx);
+        assertTrue(admin.pttl(a.redisKey(lock)) > 5_000);
+        a.deleteLocks(tx);
+        assertTrue(admin.pttl(a.redisKey(lock)) > 0, "the token field keeps a TTL: abandoned keys vanish");
+    }
+
+    @Test
+    void deadClaimsAreScrubbedByTheScriptsThatMeetThem() throws Exception {
+        RedisLocker crashed = locker("crashed", Duration.ofMillis(300));
+        RedisLocker b = locker("b", Duration.ofSeconds(5));
+        KeyColumn lock = lock("scrub");
+        take(crashed, lock); // never released
+        byte[] key = crashed.redisKey(lock);
+        assertEquals(2, admin.hlen(key), "token + one claim");
+        Thread.sleep(400);
+        assertEquals(Optional.empty(), b.holder(lock));
+        assertEquals(1, admin.hlen(key), "the holder read removed the dead claim");
+        Object tb = take(b, lock);
+        assertTrue(b.status(lock, tb).orElseThrow().isHeld());
+    }
+
+    @Test
+    void aStaleReleaseDoesNotDeleteTheSameLockersNewerClaim() throws Exception {
+        RedisLocker a = locker("a", Duration.ofMillis(300));
+        RedisLocker b = locker("b", Duration.ofSeconds(5));
+        KeyColumn lock = lock("same-rid");
+        Object old = take(a, lock);
+        Thread.sleep(400); // old transaction stalls past its expiry
+        Object fresh = take(a, lock);
+        a.renewLocks(fresh);
+        a.deleteLocks(old); // compare-and-delete: the nonce differs, nothing happens
+        TemporaryLockingException e = assertThrows(TemporaryLockingException.class, () -> take(b, lock));
+        assertEquals(a.rid(), e.holder().rid());
+        a.checkLocks(fresh);
+    }
+
+    @Test
+    void renewalExtendsTheServerSideExpiryInPlace() throws Exception {
+        RedisLocker a = locker("a", Duration.ofSeconds(2));
+        KeyColumn lock = lock("renew");
+        Object tx = take(a, lock);
+        byte[] field = ("c" + a.rid()).getBytes(StandardCharsets.UTF_8);
+        String[] before = header(admin.hget(a.redisKey(lock), field));
+        Thread.sleep(50);
+        a.renewLocks(tx);
+        String[] after = header(admin.hget(a.redisKey(lock), field));
+        assertEquals(before[0], after[0], "written time (seniority) unchanged");
+        assertTrue(Long.parseLong(after[1]) > Long.parseLong(before[1]), "server-side expiry moved forward");
+        assertEquals(before[2], after[2], "same token");
+        assertEquals(before[3], after[3], "same nonce");
+        assertEquals(Long.parseLong(after[2]), a.fencingToken(lock, tx));
+    }
+
+    private static String[] header(byte[] value) {
+        assertNotNull(value);
+        String s = new String(value, StandardCharsets.ISO_8859_1);
+        return s.substring(0, s.indexOf('\n')).split(" ");
+    }
+
+    @Test
+    void scriptsAreLoadedAgainAfterTheServerForgotThem() {
+        RedisLocker a = locker("a", Duration.ofSeconds(5));
+        take(a, lock("before-flush"));
+        admin.scriptFlush();
+        KeyColumn after = lock("after-flush");
+        Object tx = take(a, after);
+        assertTrue(a.status(after, tx).orElseThrow().isHeld());
+        assertTrue(admin.scriptExists(RedisScript.ACQUIRE.sha(), "any"), "EVAL loaded it again");
+    }
+
+    @Test
+    void theProviderOpensARedisLockerFromAUri() {
+        String uri = target.uri() + (target.uri().contains("?") ? "&" : "?") + "prefix=" + prefix
+                + "&restartGuard=0&expiry=7s&why=from-uri";
+        try (Locker l = Lockers.open(uri, LockerConfig.builder().rid("provider-test").build())) {
+            assertInstanceOf(RedisLocker.class, l);
+            assertEquals(Duration.ofSeconds(7), l.config().expiry());
+            assertEquals("provider-test", l.rid());
+            KeyColumn lock = lock("provider");
+            try (Lease lease = l.acquire(lock, "")) {
+                assertTrue(lease.fencingToken() > 0);
+                assertEquals("from-uri", l.holder(lock).orElseThrow().why());
+            }
+        }
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> Lockers.open("redis://127.0.0.1:1?prefx=oops"));
+        assertTrue(e.getMessage().contains("prefx"), e.getMessage());
+    }
+
+    /**
+     * Counts the commands the server executed ({@code INFO commandstats}) for N uncontended acquires and releases:
+     * each is one EVALSHA, i.e. one round trip; nothing else reaches the server.
+     */
+    @Test
+    void oneRoundTripPerAcquireAndPerRelease() {
+        Assumptions.assumeFalse(RedisTarget.isExternal(), "an external server may have other traffic");
+        RedisLocker a = locker("a", Duration.ofSeconds(30));
+        RedisLocker b = locker("b", Duration.ofSeconds(30));
+        KeyColumn warm = lock("warm");
+        for (int i = 0; i < 5; i++) {
+            Object tx = take(a, warm);
+            b.holder(warm);
+            assertThrows(TemporaryLockingException.class, () -> take(b, warm));
+            a.deleteLocks(tx);
+        }
+        int n = 200;
+        List<KeyColumn> locks = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            locks.add(lock("rt" + i));
+        }
+        resetStats();
+        long t0 = System.nanoTime();
+        List<Object> txs = new ArrayList<>();
+        for (KeyColumn l : locks) {
+            txs.add(take(a, l));
+        }
+        long t1 = System.nanoTime();
+        Map<String, Long> acquire = commandCalls();
+        resetStats();
+        for (Object tx : txs) {
+            a.deleteLocks(tx);
+        }
+        long t2 = System.nanoTime();
+        Map<String, Long> release = commandCalls();
+        Object held = take(a, locks.get(0));
+        resetStats();
+        for (int i = 0; i < n; i++) {
+            assertThrows(TemporaryLockingException.class, () -> take(b, locks.get(0)));
+        }
+        Map<String, Long> contended = commandCalls();
+        a.deleteLocks(held);
+
+        System.out.printf("round trips: %d acquires (writeLock+checkLocks) -> %s; %d releases -> %s; %d contended "
+                        + "acquires -> %s; mean acquire %.0f us, release %.0f us on loopback%n",
+                n, acquire, n, release, n, contended, (t1 - t0) / 1e3 / n, (t2 - t1) / 1e3 / n);
+        assertEquals(Long.valueOf(n), acquire.get("evalsha"), "one EVALSHA per acquire: " + acquire);
+        assertEquals(Long.valueOf(n), release.get("evalsha"), "one EVALSHA per release: " + release);
+        assertEquals(Long.valueOf(n), contended.get("evalsha"), "one EVALSHA per refused acquire: " + contended);
+        for (Map<String, Long> m : List.of(acquire, release, contended)) {
+            for (String top : List.of("eval", "ping", "hello", "auth", "client", "select", "wait", "script", "multi")) {
+                assertFalse(m.containsKey(top), "no " + top + " round trip: " + m);
+            }
+        }
+    }
+
+    private void resetStats() {
+        admin.sendCommand(Protocol.Command.CONFIG, "RESETSTAT");
+    }
+
+    /** Top-level and in-script command calls since the last CONFIG RESETSTAT (the INFO itself excluded). */
+    private Map<String, Long> commandCalls() {
+        Map<String, Long> out = new LinkedHashMap<>();
+        for (String line : admin.info("commandstats").split("\r?\n")) {
+            if (line.startsWith("cmdstat_")) {
+                String name = line.substring(8, line.indexOf(':'));
+                long calls = Long.parseLong(line.replaceAll("^[^:]*:calls=(\\d+),.*", "$1"));
+                if (!name.equals("info") && !name.equals("config|resetstat")) {
+                    out.put(name, calls);
+                }
+            }
+        }
+        return out;
+    }
+
+    @Test
+    void contentionNamesTheHolderAndLeavesNoLosingClaim() {
+        RedisLocker a = locker("a", Duration.ofSeconds(5));
+        RedisLocker b = locker("b", Duration.ofSeconds(5));
+        KeyColumn lock = lock("contended");
+        take(a, lock);
+        TemporaryLockingException e = assertThrows(TemporaryLockingException.class,
+                () -> take(b, lock));
+        assertEquals(a.rid(), e.holder().rid());
+        assertNotNull(e.holder().since(), "since = the claim's server time");
+        assertTrue(e.getMessage().contains(target.process() == null ? "Redis" : ":" + target.process().port()),
+                e.getMessage());
+        assertEquals(2, admin.hlen(a.redisKey(lock)), "only the token and the holder's claim: b left nothing");
+        assertNotEquals(0, admin.pttl(a.redisKey(lock)));
+    }
+}

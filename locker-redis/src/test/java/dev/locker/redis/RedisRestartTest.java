@@ -1,0 +1,128 @@
+package dev.locker.redis;
+
+import dev.locker.api.ExpiredLockException;
+import dev.locker.api.KeyColumn;
+import dev.locker.api.Lease;
+import dev.locker.api.LockTransaction;
+import dev.locker.api.Locker;
+import dev.locker.api.LockerConfig;
+import dev.locker.api.TemporaryLockingException;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import redis.clients.jedis.UnifiedJedis;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * {@code kill -9} of the server while a lock is held, then a restart on the same port.
+ *
+ * <p>Without persistence the restarted server has lost the claim, while its holder may still be working. Detecting
+ * the restart by {@code run_id} would only protect clients that saw the old run; a client that connects for the
+ * first time after the restart cannot tell. So the guard is decided on the server, by uptime: while the server has
+ * been up for less than {@code restartGuard} (default: the expiry), a lock without any data is not granted to anyone.
+ * With AOF ({@code appendfsync always}) the claim survives the restart and the holder keeps its lock.
+ */
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+class RedisRestartTest {
+
+    private static final Duration EXPIRY = Duration.ofSeconds(3);
+    private final List<Locker> opened = new ArrayList<>();
+
+    @BeforeEach
+    void needsOwnServers() {
+        Assumptions.assumeFalse(RedisTarget.isExternal(), "needs servers it can kill");
+    }
+
+    @AfterEach
+    void closeLockers() {
+        opened.forEach(Locker::close);
+        opened.clear();
+    }
+
+    private RedisLocker locker(RedisServerProcess s, String name) {
+        RedisLocker l = RedisLocker.builder().node("127.0.0.1", s.port()).keyPrefix("restart:")
+                .config(LockerConfig.builder().rid(name + "-" + LockerConfig.randomRid().substring(0, 8))
+                        .expiry(EXPIRY).build())
+                .build(); // default restartGuard = expiry
+        opened.add(l);
+        return l;
+    }
+
+    @Test
+    void afterARestartWithoutDataNoClaimIsGrantedForOneExpiry() {
+        try (RedisServerProcess server = RedisServerProcess.start()) {
+            RedisLocker a = locker(server, "a");
+            try (UnifiedJedis admin = RedisLocker.builder().node("127.0.0.1", server.port()).newClient(1)) {
+                TemporaryLockingException early = assertThrows(TemporaryLockingException.class,
+                        () -> a.acquire(KeyColumn.named("fresh-server"), "too early"));
+                assertTrue(early.getMessage().contains("restartGuard"), early.getMessage());
+                RedisTarget.awaitUptime(admin, EXPIRY);
+            }
+            KeyColumn lock = KeyColumn.named("billing-run");
+            LockTransaction ta = new LockTransaction("nightly billing");
+            a.writeLock(lock, ta);
+            a.checkLocks(ta);
+            long tokenA = a.fencingToken(lock, ta);
+
+            server.kill9();
+            server.startAgain(); // same port, no data: a's claim is gone, a does not know yet
+
+            RedisLocker b = locker(server, "b"); // a process that never saw the old server
+            TemporaryLockingException refused = assertThrows(TemporaryLockingException.class,
+                    () -> b.acquire(lock, "takeover"));
+            assertTrue(refused.getMessage().contains("may have lost claims"), refused.getMessage());
+            assertEquals(Optional.empty(), b.holder(lock), "the data is really gone");
+
+            ExpiredLockException expired = assertThrows(ExpiredLockException.class, () -> a.renewLocks(ta));
+            assertTrue(expired.getMessage().contains("gone"), expired.getMessage());
+            a.deleteLocks(ta);
+
+            Optional<Lease> later = b.tryAcquire(lock, "takeover", EXPIRY.multipliedBy(4));
+            assertTrue(later.isPresent(), "granted once the server has been up for one expiry");
+            assertTrue(later.get().fencingToken() > tokenA, "tokens stay monotonic although the data was lost");
+            later.get().close();
+        }
+    }
+
+    @Test
+    void withAofTheHolderKeepsItsLockAcrossARestart() {
+        try (RedisServerProcess server = RedisServerProcess.startPersistent()) {
+            try (UnifiedJedis admin = RedisLocker.builder().node("127.0.0.1", server.port()).newClient(1)) {
+                RedisTarget.awaitUptime(admin, EXPIRY);
+            }
+            RedisLocker a = locker(server, "a");
+            KeyColumn lock = KeyColumn.named("schema-migration");
+            LockTransaction ta = new LockTransaction("migrate v42");
+            a.writeLock(lock, ta);
+            a.checkLocks(ta);
+            long tokenA = a.fencingToken(lock, ta);
+
+            server.kill9();
+            server.startAgain(); // reloads the AOF
+
+            RedisLocker b = locker(server, "b");
+            TemporaryLockingException held = assertThrows(TemporaryLockingException.class,
+                    () -> b.acquire(lock, "takeover"));
+            assertEquals(a.rid(), held.holder().rid(), "the claim survived: " + held.getMessage());
+            assertEquals("migrate v42", held.holder().why());
+
+            a.renewLocks(ta); // a's pooled connection died with the server: retried on a fresh one
+            assertEquals(tokenA, a.fencingToken(lock, ta));
+            a.deleteLocks(ta);
+            try (Lease lease = b.acquire(lock, "next")) {
+                assertTrue(lease.fencingToken() > tokenA);
+            }
+        }
+    }
+}

@@ -1,0 +1,76 @@
+package dev.locker.redis;
+
+import dev.locker.api.LockerConfig;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** URI parsing: no server needed, nothing is connected (the builder is only described, never built). */
+class RedisUriTest {
+
+    private static RedisLocker.Builder parse(String uri) {
+        return RedisLocker.builder().uri(uri);
+    }
+
+    @Test
+    void hostPortDatabaseAndCredentials() {
+        assertEquals("Redis redis://localhost:6379", parse("redis://localhost").describe());
+        assertEquals("Redis redis://cache.example:6380/3", parse("redis://cache.example:6380/3").describe());
+        assertEquals("Redis rediss://app@cache.example:6379", parse("rediss://app:p%40ss@cache.example").describe());
+        String v6 = parse("redis://[::1]:7000").describe();
+        assertTrue(v6.contains("::1") && v6.endsWith(":7000"), v6);
+        assertEquals("Redis redis://h1:7000,h2:7001 (cluster)", parse("redis://h1:7000,h2:7001").describe());
+        assertEquals("Redis redis://h1:7000 (cluster)", parse("redis://h1:7000?cluster=true").describe());
+    }
+
+    @Test
+    void optionsReachTheLockerConfig() {
+        RedisLocker.Builder b = parse("redis://h?expiry=45s&retries=5&localWait=250ms&why=cron&rid=node-1"
+                + "&maxKeyBytes=100");
+        LockerConfig c = LockerConfig.builder().expiry(Duration.ofSeconds(10)).build();
+        b.config(c);
+        // build() would connect lazily only; use the same override path without a client
+        LockerConfig merged = b.mergedConfig();
+        assertEquals(Duration.ofSeconds(45), merged.expiry());
+        assertEquals(5, merged.retries());
+        assertEquals(Duration.ofMillis(250), merged.localWait());
+        assertEquals("cron", merged.why());
+        assertEquals("node-1", merged.rid());
+        assertEquals(100, merged.maxKeyBytes());
+    }
+
+    @Test
+    void durationsInSeveralSpellings() {
+        assertEquals(Duration.ofMillis(250), RedisUri.duration("u", "t", "250ms"));
+        assertEquals(Duration.ofMillis(250), RedisUri.duration("u", "t", "250"));
+        assertEquals(Duration.ofSeconds(2), RedisUri.duration("u", "t", "2s"));
+        assertEquals(Duration.ofMinutes(1), RedisUri.duration("u", "t", "1m"));
+        assertEquals(Duration.ofSeconds(90), RedisUri.duration("u", "t", "PT1M30S"));
+        assertThrows(IllegalArgumentException.class, () -> RedisUri.duration("u", "t", "soon"));
+    }
+
+    @Test
+    void mistakesAreNamedAndPasswordsAreNotShown() {
+        IllegalArgumentException unknown = assertThrows(IllegalArgumentException.class,
+                () -> parse("redis://u:hunter2@h?timeot=1s"));
+        assertTrue(unknown.getMessage().contains("timeot"), unknown.getMessage());
+        assertFalse(unknown.getMessage().contains("hunter2"), unknown.getMessage());
+        IllegalArgumentException pw = assertThrows(IllegalArgumentException.class,
+                () -> parse("redis://h?password=hunter2&poolSize=x"));
+        assertFalse(pw.getMessage().contains("hunter2"), pw.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> parse("http://h"));
+        assertThrows(IllegalArgumentException.class, () -> parse("redis://"));
+        assertThrows(IllegalArgumentException.class, () -> parse("redis://h:notaport"));
+        assertThrows(IllegalArgumentException.class, () -> parse("redis://h:70000"));
+        assertThrows(IllegalArgumentException.class, () -> parse("redis://h/notadb"));
+        assertThrows(IllegalArgumentException.class, () -> parse("redis://h?prefix=a{b}"));
+        assertThrows(IllegalArgumentException.class, () -> parse("redis://h?replicas=-1"));
+        assertThrows(IllegalArgumentException.class, () -> parse("redis://h?cluster=maybe"));
+        assertThrows(IllegalArgumentException.class, () -> parse("redis://h1,h2/2").build());
+    }
+}
