@@ -47,10 +47,11 @@ public final class HBaseClients {
         conf.setLong("hbase.client.meta.scanner.timeout.period", op);
         conf.setLong(HConstants.HBASE_CLIENT_SCANNER_TIMEOUT_PERIOD, op);
         conf.setLong("hbase.ipc.client.connect.timeout", Math.min(rpc, 3000));
-        // ZooKeeper: the client-side registry reads the master and meta locations from ZooKeeper
+        // ZooKeeper: the client reads the master and meta locations there; each of the two attempts may wait for a
+        // session up to the session timeout, so keep that a fraction of the operation timeout
         conf.setInt("zookeeper.recovery.retry", 1);
         conf.setInt("zookeeper.recovery.retry.intervalmill", 200);
-        conf.setLong("zookeeper.session.timeout", Math.max(op, 4000));
+        conf.setLong("zookeeper.session.timeout", Math.max(2000, op / 3));
         // Admin calls (table existence and creation) wait on the master
         conf.setLong("hbase.client.sync.wait.timeout.msec", Math.max(op, 60_000));
         return conf;

@@ -16,6 +16,7 @@ import org.apache.hadoop.hbase.client.Put;
 import org.apache.hadoop.hbase.client.Result;
 import org.apache.hadoop.hbase.client.RowMutations;
 import org.apache.hadoop.hbase.client.Table;
+import org.apache.hadoop.hbase.client.TableDescriptor;
 import org.apache.hadoop.hbase.filter.ColumnRangeFilter;
 import org.apache.hadoop.hbase.util.Bytes;
 import org.slf4j.Logger;
@@ -115,7 +116,11 @@ public final class HBaseKeyColumnValueStore implements KeyColumnValueStore {
         Objects.requireNonNull(family, "family must not be null");
         TableName tn = TableName.valueOf(table);
         byte[] fam = Bytes.toBytes(family);
-        HBaseTables.ensure(connection, tn, List.of(dataFamily(fam)), createTable, where);
+        TableDescriptor d = HBaseTables.ensure(connection, tn, List.of(dataFamily(fam)), createTable, where);
+        if (!d.getColumnFamily(fam).isNewVersionBehavior()) {
+            log.warn("Column family '{}' of {} lacks NEW_VERSION_BEHAVIOR: a Put that follows a Delete of the same cell "
+                    + "within one millisecond stays hidden by the delete marker; alter the family to enable it", family, where);
+        }
         return new HBaseKeyColumnValueStore(connection, owns, tn, fam,
                 HBaseClients.describe(connection.getConfiguration(), table) + " family " + family);
     }

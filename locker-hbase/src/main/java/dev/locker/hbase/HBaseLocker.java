@@ -354,6 +354,10 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
          * @throws TemporaryLockingException when the cluster cannot be reached within the operation timeout
          */
         public HBaseLocker build() {
+            if (config.maxKeyBytes() + 4 > HConstants.MAX_ROW_LENGTH) {
+                throw new IllegalArgumentException("maxKeyBytes " + config.maxKeyBytes() + " is too large for HBase: a lock "
+                        + "row (4 + key + column bytes) must fit in " + HConstants.MAX_ROW_LENGTH + " bytes");
+            }
             TableName name = TableName.valueOf(options.table());
             String where = HBaseClients.describe(connection.getConfiguration(), options.table());
             TableDescriptor d;

@@ -219,9 +219,9 @@ public final class HBaseOptions {
         /** The claims family's TTL when this library creates the table: the safety net, far above any expiry. */
         private Duration ttl = Duration.ofDays(7);
         /** One RPC's timeout. */
-        private Duration rpcTimeout = Duration.ofSeconds(5);
+        private Duration rpcTimeout = Duration.ofSeconds(3);
         /** One operation's timeout, retries included: the longest a call can block on a dead cluster. */
-        private Duration operationTimeout = Duration.ofSeconds(15);
+        private Duration operationTimeout = Duration.ofSeconds(10);
         /** Client-side retries of one operation (HBase's default is 15, with minutes of back-off). */
         private int clientRetries = 3;
         /** Base pause between client retries. */

@@ -93,8 +93,8 @@ class HBaseKeyColumnValueStoreTest {
     @Test
     void aPutRightAfterADeleteOfTheSameColumnStaysVisible() {
         byte[] key = row();
-        for (int i = 0; i < 50; i++) { // many rounds, so some fall into the same millisecond
-            store.mutate(key, List.of(new Entry(b("x"), b("v" + i))), List.of(), tx);
+        store.mutate(key, List.of(new Entry(b("x"), b("v"))), List.of(), tx);
+        for (int i = 0; i < 300; i++) { // many rounds, so that some fall into one millisecond
             store.mutate(key, List.of(), List.of(b("x")), tx);
             store.mutate(key, List.of(new Entry(b("x"), b("w" + i))), List.of(), tx);
             List<Entry> row = store.getSlice(key, new byte[0], new byte[0], tx);

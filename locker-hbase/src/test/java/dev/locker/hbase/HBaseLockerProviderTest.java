@@ -49,7 +49,8 @@ class HBaseLockerProviderTest {
         assertEquals("t", o.tokenFamily());
         assertTrue(o.createTable());
         assertEquals(Duration.ofDays(7), o.ttl());
-        assertEquals(Duration.ofSeconds(15), o.operationTimeout());
+        assertEquals(Duration.ofSeconds(10), o.operationTimeout());
+        assertEquals(Duration.ofSeconds(3), o.rpcTimeout());
         assertEquals(3, o.clientRetries());
     }
 
