@@ -60,9 +60,11 @@ import java.util.function.Supplier;
  *       as long as the server's wall clock does not step back;</li>
  *   <li>a claim's expiry is server time + {@link LockerConfig#expiry()}; the local {@link ClaimStatus#expiry()} is
  *       taken from the config's time source before the request is sent, so it never outlives the server's;</li>
- *   <li>restart guard: when a lock has no data at all and the server has been up for less than
- *       {@code restartGuard} (default: the expiry), no claim is granted, because a server that restarted without
- *       its data may have lost a claim that its holder still uses;</li>
+ *   <li>restart guard: while the server has been up for less than {@code restartGuard} (default: the expiry),
+ *       the acquire script grants nothing, because a server that restarted without all of its data (no persistence,
+ *       an older RDB snapshot, the last second of an AOF) may have lost a claim whose holder still works. It is
+ *       decided by the server's uptime rather than by a client noticing a new {@code run_id}, which a client that
+ *       first connects after the restart could not do;</li>
  *   <li>with {@code replicas > 0}, a granted claim counts only once that many replicas acknowledged it
  *       ({@code WAIT}, pipelined with the script on the same connection); otherwise it is removed again.</li>
  * </ul>
@@ -160,12 +162,11 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         }
         if (code == -2) {
             long leftMs = (Long) r.get(1);
-            log.info("Refusing a grant on {}: {} started less than restartGuard={} ago and the lock has no data "
-                    + "(claims may have been lost); {} ms left", lock, server, restartGuard, leftMs);
+            log.info("Refusing a grant on {}: {} started less than restartGuard={} ago (it may have lost claims); "
+                    + "{} ms left", lock, server, restartGuard, leftMs);
             throw new TemporaryLockingException(server + " started less than restartGuard=" + restartGuard
-                    + " ago and holds no data for this lock: it may have lost claims in a restart, so no claim is "
-                    + "granted for another " + leftMs + " ms (set restartGuard=0 for a server whose data survives "
-                    + "restarts)", lock);
+                    + " ago: it may have lost claims in a restart, so no claim is granted for another " + leftMs
+                    + " ms (set restartGuard=0 for a server whose data survives restarts)", lock);
         }
         throw new PermanentLockingException("unexpected reply " + code + " from the acquire script on " + server, lock);
     }
@@ -256,6 +257,10 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
                 || causedByAccessControl(e) || isScriptAclRefusal(msg)) {
             return new PermanentLockingException(action + " was refused by " + server + " (credentials or ACL "
                     + "permissions): " + msg, lock, null, e);
+        }
+        if (e instanceof JedisConnectionException && isTlsRefusal(e)) {
+            return new PermanentLockingException(action + ": the TLS handshake with " + server + " failed (server "
+                    + "certificate not trusted or not issued for this host): " + msg, lock, null, e);
         }
         if (e instanceof JedisConnectionException) {
             String what = isTimeout(e) ? "timed out" : "could not reach the server";
@@ -382,6 +387,19 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     private static boolean isScriptAclRefusal(String msg) {
         String m = msg.toLowerCase(java.util.Locale.ROOT);
         return m.contains("can't run this command") || m.contains("no permissions to access");
+    }
+
+    /** A certificate the client refuses will be refused again: not worth a retry. */
+    private static boolean isTlsRefusal(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+            if (t instanceof java.security.cert.CertificateException
+                    || t instanceof javax.net.ssl.SSLPeerUnverifiedException
+                    || (t instanceof javax.net.ssl.SSLHandshakeException && String.valueOf(t.getMessage())
+                    .matches("(?is).*(certif|PKIX|subject alternative|hostname).*"))) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private static boolean causedByAccessControl(Throwable e) {
@@ -553,9 +571,11 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         }
 
         /**
-         * No claim is granted on a lock without data while the server's uptime is below this (it may have
-         * restarted and lost claims). Default: the config's expiry. Zero turns the guard off (for servers whose
-         * data survives restarts, e.g. AOF with {@code appendfsync always}).
+         * No claim is granted while the server's uptime is below this (it may have restarted and lost claims);
+         * renewals and releases go on. Default: the config's expiry; use the longest expiry of all lockers sharing
+         * the server. Zero turns the guard off (for servers whose data survives restarts, e.g. AOF with
+         * {@code appendfsync always}). The guard reads {@code INFO server} inside the acquire script, so an ACL
+         * user needs {@code +info}.
          */
         public Builder restartGuard(Duration d) {
             Objects.requireNonNull(d, "restartGuard must not be null");
@@ -637,11 +657,10 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
                 if (sslSocketFactory != null) {
                     cc.sslSocketFactory(sslSocketFactory);
                 }
-                if (verifyHostname) {
-                    SSLParameters params = new SSLParameters();
-                    params.setEndpointIdentificationAlgorithm("HTTPS");
-                    cc.sslParameters(params);
-                }
+                // explicit parameters either way: without any, Jedis turns hostname verification on by itself
+                SSLParameters params = new SSLParameters();
+                params.setEndpointIdentificationAlgorithm(verifyHostname ? "HTTPS" : null);
+                cc.sslParameters(params);
             }
             ConnectionPoolConfig pool = new ConnectionPoolConfig();
             pool.setMaxTotal(poolSize);

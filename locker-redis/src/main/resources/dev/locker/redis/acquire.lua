@@ -2,7 +2,7 @@
 -- ARGV: 1 our field ("c" .. rid), 2 nonce, 3 expiry ms, 4 owner bytes, 5 restart guard ms, 6 scrub ("1"/"0")
 -- Reply: {1, token, written}  granted: our claim is the holder
 --        {0, holder value}    another live claim holds the lock; our claim is not kept
---        {-2, ms left}        the server started less than the restart guard ago and the lock has no data
+--        {-2, ms left}        the server started less than the restart guard ago: nothing is granted yet
 local own, expms, guard = ARGV[1], tonumber(ARGV[3]), tonumber(ARGV[5])
 local now = server_now()
 local s = scan(now, ARGV[6] == '1', own)
@@ -11,8 +11,9 @@ if s.senior then
   redis.call('HDEL', key, own)
   return { 0, s.seniorValue }
 end
-if guard > 0 and s.size == 0 then
-  -- no trace of this lock: if the server restarted without its data, a claim granted before may still be in use
+if guard > 0 then
+  -- a server that restarted may have lost claims (no persistence, an older snapshot, the last second of an AOF)
+  -- whose holders still work: grant nothing new until it has been up for the guard period
   local info = redis.pcall('INFO', 'server')
   if type(info) == 'table' then
     return redis.error_reply('NOPERM the restart guard needs the INFO command (or restartGuard=0): '

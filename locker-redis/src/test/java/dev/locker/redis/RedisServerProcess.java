@@ -270,7 +270,7 @@ final class RedisServerProcess implements AutoCloseable {
         }
     }
 
-    private static int freePort(boolean needsBusPort) {
+    static int freePort(boolean needsBusPort) {
         for (int i = 0; i < 200; i++) {
             int candidate = needsBusPort ? ThreadLocalRandom.current().nextInt(20000, 30000) : 0;
             try (ServerSocket s = new ServerSocket(candidate, 1, InetAddress.getLoopbackAddress())) {
