@@ -49,7 +49,7 @@ public final class HBaseClients {
         conf.setLong("hbase.ipc.client.connect.timeout", Math.min(rpc, 3000));
         // ZooKeeper: the client reads the master and meta locations there; each of the two attempts may wait for a
         // session up to the session timeout, so keep that a fraction of the operation timeout
-        conf.setInt("zookeeper.recovery.retry", 1);
+        conf.setInt("zookeeper.recovery.retry", 0);
         conf.setInt("zookeeper.recovery.retry.intervalmill", 200);
         conf.setLong("zookeeper.session.timeout", Math.max(2000, op / 3));
         // Admin calls (table existence and creation) wait on the master

@@ -1,6 +1,8 @@
 package dev.locker.hbase;
 
 import dev.locker.api.PermanentStoreException;
+import dev.locker.api.TemporaryStoreException;
+import org.apache.hadoop.hbase.HConstants;
 import org.apache.hadoop.hbase.TableExistsException;
 import org.apache.hadoop.hbase.TableName;
 import org.apache.hadoop.hbase.client.Admin;
@@ -14,6 +16,10 @@ import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.util.List;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.FutureTask;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /** Finds a table and checks its column families, creating it when allowed. */
 final class HBaseTables {
@@ -30,6 +36,37 @@ final class HBaseTables {
      */
     static TableDescriptor ensure(Connection connection, TableName name, List<ColumnFamilyDescriptor> families,
                                   boolean create, String where) {
+        // HBase's nested retries (ZooKeeper reads inside meta lookups inside RPC retries) can outlast the operation
+        // timeout several times over when the quorum is down: give the whole check one deadline of its own
+        long deadlineMs = connection.getConfiguration().getLong(HConstants.HBASE_CLIENT_OPERATION_TIMEOUT, 10_000L);
+        FutureTask<TableDescriptor> task = new FutureTask<>(() -> ensureNow(connection, name, families, create, where));
+        Thread t = new Thread(task, "locker-hbase-open-" + name);
+        t.setDaemon(true);
+        t.start();
+        try {
+            return task.get(deadlineMs, TimeUnit.MILLISECONDS);
+        } catch (TimeoutException e) {
+            task.cancel(true);
+            throw new TemporaryStoreException("opening table " + name + " on " + where + ": no answer within the "
+                    + "operation timeout of " + deadlineMs + " ms (cluster or ZooKeeper quorum unreachable?)", e);
+        } catch (InterruptedException e) {
+            task.cancel(true);
+            Thread.currentThread().interrupt();
+            throw new TemporaryStoreException("interrupted while opening table " + name + " on " + where, e);
+        } catch (ExecutionException e) {
+            Throwable c = e.getCause();
+            if (c instanceof RuntimeException) {
+                throw (RuntimeException) c;
+            }
+            if (c instanceof Error) {
+                throw (Error) c;
+            }
+            throw new PermanentStoreException("opening table " + name + " on " + where + " failed: " + c, c);
+        }
+    }
+
+    private static TableDescriptor ensureNow(Connection connection, TableName name, List<ColumnFamilyDescriptor> families,
+                                             boolean create, String where) {
         try (Admin admin = connection.getAdmin()) {
             if (!admin.tableExists(name)) {
                 if (!create) {
