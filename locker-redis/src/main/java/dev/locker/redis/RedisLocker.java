@@ -18,6 +18,8 @@ import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.RedisClient;
 import redis.clients.jedis.RedisClusterClient;
+import redis.clients.jedis.SslOptions;
+import redis.clients.jedis.SslVerifyMode;
 import redis.clients.jedis.Response;
 import redis.clients.jedis.UnifiedJedis;
 import redis.clients.jedis.exceptions.JedisAccessControlException;
@@ -31,6 +33,7 @@ import javax.net.ssl.SSLParameters;
 import javax.net.ssl.SSLSocketFactory;
 import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -440,6 +443,10 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         private boolean tls;
         private boolean verifyHostname = true;
         private SSLSocketFactory sslSocketFactory;
+        private Path truststore;
+        private char[] truststorePassword;
+        private Path keystore;
+        private char[] keystorePassword;
         private Duration connectTimeout = Duration.ofSeconds(2);
         private Duration socketTimeout = Duration.ofSeconds(2);
         private int poolSize = 8;
@@ -507,7 +514,10 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
             return this;
         }
 
-        /** TLS (the {@code rediss} scheme); the JVM's default trust store unless {@link #sslSocketFactory} is set. */
+        /**
+         * TLS (the {@code rediss} scheme). The server's certificate is checked against the JVM's default trust
+         * store, or {@link #truststore}, or whatever {@link #sslSocketFactory} decides.
+         */
         public Builder tls(boolean on) {
             this.tls = on;
             return this;
@@ -519,6 +529,23 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
             return this;
         }
 
+        /** A trust store file (PKCS12 or JKS) holding the CA or certificate of the server; turns TLS on. */
+        public Builder truststore(Path file, String password) {
+            this.truststore = Objects.requireNonNull(file, "truststore must not be null");
+            this.truststorePassword = password == null ? null : password.toCharArray();
+            this.tls = true;
+            return this;
+        }
+
+        /** A key store file with this client's certificate, for servers that require client certificates. */
+        public Builder keystore(Path file, String password) {
+            this.keystore = Objects.requireNonNull(file, "keystore must not be null");
+            this.keystorePassword = password == null ? null : password.toCharArray();
+            this.tls = true;
+            return this;
+        }
+
+        /** Full control of the TLS socket (trust, client certificates); wins over truststore and keystore. */
         public Builder sslSocketFactory(SSLSocketFactory f) {
             this.sslSocketFactory = f;
             this.tls = true;
@@ -648,19 +675,12 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
                     .socketTimeoutMillis(toIntMillis(effectiveSocketTimeout))
                     .user(user)
                     .password(password)
-                    .clientName(clientName)
-                    .ssl(tls);
+                    .clientName(clientName);
             if (!clusterMode) {
                 cc.database(database);
             }
             if (tls) {
-                if (sslSocketFactory != null) {
-                    cc.sslSocketFactory(sslSocketFactory);
-                }
-                // explicit parameters either way: without any, Jedis turns hostname verification on by itself
-                SSLParameters params = new SSLParameters();
-                params.setEndpointIdentificationAlgorithm(verifyHostname ? "HTTPS" : null);
-                cc.sslParameters(params);
+                configureTls(cc);
             }
             ConnectionPoolConfig pool = new ConnectionPoolConfig();
             pool.setMaxTotal(poolSize);
@@ -689,6 +709,32 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
                 throw classify(e, null, "connecting", describe());
             }
             return c;
+        }
+
+        private void configureTls(DefaultJedisClientConfig.Builder cc) {
+            if (sslSocketFactory != null) {
+                legacyTls(cc);
+                return;
+            }
+            SslOptions.Builder ssl = SslOptions.builder()
+                    .sslVerifyMode(verifyHostname ? SslVerifyMode.FULL : SslVerifyMode.CA);
+            if (truststore != null) {
+                ssl.truststore(truststore.toFile(), truststorePassword);
+            }
+            if (keystore != null) {
+                ssl.keystore(keystore.toFile(), keystorePassword);
+            }
+            cc.sslOptions(ssl.build());
+        }
+
+        /** Jedis's older TLS settings: the only way to hand it a ready socket factory. */
+        @SuppressWarnings("deprecation")
+        private void legacyTls(DefaultJedisClientConfig.Builder cc) {
+            cc.ssl(true).sslSocketFactory(sslSocketFactory);
+            // explicit parameters either way: without any, Jedis turns hostname verification on by itself
+            SSLParameters params = new SSLParameters();
+            params.setEndpointIdentificationAlgorithm(verifyHostname ? "HTTPS" : null);
+            cc.sslParameters(params);
         }
 
         String describe() {

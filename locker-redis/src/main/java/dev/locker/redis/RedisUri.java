@@ -2,6 +2,7 @@ package dev.locker.redis;
 
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.time.format.DateTimeParseException;
 import java.util.Locale;
@@ -24,6 +25,8 @@ import java.util.Locale;
  *   <tr><td>replicaTimeout</td><td>1s</td><td>how long to wait for them</td></tr>
  *   <tr><td>restartGuard</td><td>the expiry</td><td>refuse grants on data-less locks while uptime is lower</td></tr>
  *   <tr><td>verifyHostname</td><td>true</td><td>TLS hostname verification</td></tr>
+ *   <tr><td>truststore, truststorePassword</td><td>the JVM's</td><td>trust store file (PKCS12/JKS) for TLS</td></tr>
+ *   <tr><td>keystore, keystorePassword</td><td>none</td><td>client certificate for TLS</td></tr>
  *   <tr><td>clientName</td><td>none</td><td>{@code CLIENT SETNAME}</td></tr>
  *   <tr><td>expiry, localWait, retries, why, rid, maxKeyBytes</td><td>from the LockerConfig</td><td>override it</td></tr>
  * </table>
@@ -139,6 +142,11 @@ final class RedisUri {
                 case "replicaTimeout" -> b.replicaTimeout(duration(uri, name, value));
                 case "restartGuard" -> b.restartGuard(duration(uri, name, value));
                 case "verifyHostname" -> b.verifyHostname(parseBoolean(uri, name, value));
+                case "truststore" -> b.truststore(Path.of(value), option(query(uri), "truststorePassword"));
+                case "keystore" -> b.keystore(Path.of(value), option(query(uri), "keystorePassword"));
+                case "truststorePassword", "keystorePassword" -> {
+                    // read together with truststore / keystore
+                }
                 case "clientName" -> b.clientName(value);
                 case "expiry" -> {
                     Duration d = duration(uri, name, value);
@@ -160,7 +168,8 @@ final class RedisUri {
                 case "rid" -> b.configOverride(c -> c.rid(value));
                 default -> throw bad(uri, "unknown option '" + name + "'; known: prefix, cluster, database, user, "
                         + "password, timeout, connectTimeout, socketTimeout, poolSize, replicas, replicaTimeout, "
-                        + "restartGuard, verifyHostname, clientName, expiry, localWait, retries, maxKeyBytes, why, rid");
+                        + "restartGuard, verifyHostname, truststore, truststorePassword, keystore, keystorePassword, "
+                        + "clientName, expiry, localWait, retries, maxKeyBytes, why, rid");
             }
         } catch (IllegalArgumentException e) {
             if (e.getMessage() != null && e.getMessage().startsWith("bad Redis URI")) {
@@ -168,6 +177,22 @@ final class RedisUri {
             }
             throw bad(uri, "option " + name + ": " + e.getMessage());
         }
+    }
+
+    private static String query(String uri) {
+        int q = uri.indexOf('?');
+        return q < 0 ? "" : uri.substring(q + 1);
+    }
+
+    /** The decoded value of option {@code name} in {@code query}, or null. */
+    private static String option(String query, String name) {
+        for (String pair : query.split("&")) {
+            int eq = pair.indexOf('=');
+            if (eq > 0 && decode(pair.substring(0, eq)).equals(name)) {
+                return decode(pair.substring(eq + 1));
+            }
+        }
+        return null;
     }
 
     /** {@code 250ms}, {@code 2s}, {@code 1m}, {@code PT2S}, or a bare number of milliseconds. */
@@ -218,12 +243,12 @@ final class RedisUri {
         return new IllegalArgumentException("bad Redis URI '" + redact(uri) + "': " + why);
     }
 
-    /** The URI with its password replaced, for messages. */
+    /** The URI with its passwords replaced, for messages. */
     static String redact(String uri) {
         if (uri == null) {
             return null;
         }
         String out = uri.replaceAll("(://[^:@/]*:)[^@/]*@", "$1***@");
-        return out.replaceAll("([?&]password=)[^&]*", "$1***");
+        return out.replaceAll("([?&](password|truststorePassword|keystorePassword)=)[^&]*", "$1***");
     }
 }

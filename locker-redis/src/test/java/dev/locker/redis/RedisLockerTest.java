@@ -281,8 +281,9 @@ class RedisLockerTest {
         }
     }
 
+    @SuppressWarnings("deprecation") // Jedis has no typed CONFIG RESETSTAT on its unified client
     private void resetStats() {
-        admin.sendCommand(Protocol.Command.CONFIG, "RESETSTAT");
+        admin.sendCommand(Protocol.Command.CONFIG, "RESETSTAT".getBytes(StandardCharsets.US_ASCII));
     }
 
     /**

@@ -279,7 +279,7 @@ final class RedisServerProcess implements AutoCloseable {
                     return port;
                 }
                 try (ServerSocket bus = new ServerSocket(port + 10000, 1, InetAddress.getLoopbackAddress())) {
-                    return port;
+                    return bus.getLocalPort() - 10000;
                 }
             } catch (IOException taken) {
                 // try another

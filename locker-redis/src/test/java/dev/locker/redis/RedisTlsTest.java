@@ -47,6 +47,9 @@ class RedisTlsTest {
         Assumptions.assumeTrue(Files.isExecutable(Path.of("/usr/bin/openssl")), "openssl is needed for a certificate");
         certs = Files.createTempDirectory("locker-redis-tls-");
         makeCert("localhost", "DNS:localhost,IP:127.0.0.1");
+        RedisServerProcess.run(List.of("keytool", "-importcert", "-noprompt", "-storetype", "PKCS12",
+                "-alias", "redis", "-file", certs.resolve("localhost.pem").toString(),
+                "-keystore", certs.resolve("trust.p12").toString(), "-storepass", "changeit"));
         tlsPort = RedisServerProcess.freePort(false);
         server = RedisServerProcess.start("--tls-port", Integer.toString(tlsPort),
                 "--tls-cert-file", certs.resolve("localhost.pem").toString(),
@@ -104,6 +107,24 @@ class RedisTlsTest {
             try (Lease lease = l.acquire(KeyColumn.named("over-tls"), "encrypted")) {
                 assertTrue(lease.fencingToken() > 0);
             }
+        }
+    }
+
+    @Test
+    void aTrustStoreFileNamedInTheUri() {
+        String uri = "rediss://localhost:" + tlsPort + "?prefix=tls:&restartGuard=0&truststore="
+                + certs.resolve("trust.p12") + "&truststorePassword=changeit";
+        try (RedisLocker l = RedisLocker.builder().uri(uri).build()) {
+            l.acquire(KeyColumn.named("truststore"), "from the URI").close();
+        }
+        try (RedisLocker l = RedisLocker.builder().uri(uri.replace("localhost", "127.0.0.2")).build()) {
+            LockingException e = assertThrows(LockingException.class,
+                    () -> l.acquire(KeyColumn.named("misnamed"), ""));
+            assertInstanceOf(PermanentLockingException.class, e, e.toString());
+        }
+        try (RedisLocker l = RedisLocker.builder().uri(uri.replace("localhost", "127.0.0.2") + "&verifyHostname=false")
+                .build()) {
+            l.acquire(KeyColumn.named("misnamed-but-allowed"), "").close();
         }
     }
 
