@@ -253,15 +253,27 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
         }
     }
 
-    /** After an ambiguous failure: is the holder the claim we tried to write? Empty when not, or when we cannot tell. */
+    /**
+     * After an ambiguous failure: is the holder the claim we tried to write? Empty when it is not. When we cannot
+     * tell, the claim is given back (compare-and-release, best effort), so that a claim written without our knowing
+     * does not block everyone until it expires.
+     */
     private Optional<ClaimStatus> grantedToUs(KeyColumn lock, byte[] row, HolderClaim claim, Instant before, Instant expiry) {
+        RowState state;
         try {
-            RowState state = read(row, "get");
-            if (state.holder != null && Arrays.equals(state.holder.value, claim.value)) {
-                return Optional.of(ClaimStatus.granted(claim.value, before, expiry, state.counter));
+            state = read(row, "get");
+        } catch (StoreException readFailed) {
+            try {
+                checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, claim.value)
+                        .build(new Put(row).addColumn(family, HOLDER, FREE)), "checkAndMutate");
+            } catch (StoreException releaseFailed) {
+                log.debug("Could not tell whether our claim on {} was written, nor give it back; if it was written it "
+                        + "expires at {}: {}", lock, expiry, releaseFailed.toString());
             }
-        } catch (StoreException e) {
-            log.debug("Could not tell whether our claim on {} was written; if it was, it expires at {}: {}", lock, expiry, e.toString());
+            return Optional.empty();
+        }
+        if (state.holder != null && Arrays.equals(state.holder.value, claim.value)) {
+            return Optional.of(ClaimStatus.granted(claim.value, before, expiry, state.counter));
         }
         return Optional.empty();
     }

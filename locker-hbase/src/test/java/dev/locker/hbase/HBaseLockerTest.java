@@ -214,15 +214,7 @@ class HBaseLockerTest {
 
     @Test
     void aLostReplyIsRecognisedAsOurOwnGrant() throws Exception {
-        HBaseOptions lossy = HBaseOptions.builder().table("locker_test_lossy").build();
-        TableName name = TableName.valueOf(lossy.table());
-        try (Admin admin = connection.getAdmin()) {
-            TableDescriptorBuilder d = TableDescriptorBuilder.newBuilder(name).setCoprocessor(LostReplyObserver.class.getName());
-            for (ColumnFamilyDescriptor f : HBaseLocker.families(lossy)) {
-                d.setColumnFamily(f);
-            }
-            admin.createTable(d.build());
-        }
+        HBaseOptions lossy = lossyTable("locker_test_lossy");
         try (Locker a = HBaseLocker.builder(connection).options(lossy).config(LockerConfig.defaults()).build();
              Locker b = HBaseLocker.builder(connection).options(lossy).config(LockerConfig.defaults()).build()) {
             KeyColumn lock = lock("lost");
@@ -244,6 +236,42 @@ class HBaseLockerTest {
         } finally {
             LostReplyObserver.LOSE_NEXT.set(0);
         }
+    }
+
+    @Test
+    void aClaimWhoseFateIsUnknownIsGivenBack() throws Exception {
+        HBaseOptions lossy = lossyTable("locker_test_lossy2");
+        try (Locker a = HBaseLocker.builder(connection).options(lossy).config(LockerConfig.defaults()).build();
+             Locker b = HBaseLocker.builder(connection).options(lossy).config(LockerConfig.defaults()).build()) {
+            KeyColumn lock = lock("unknown");
+            LostReplyObserver.FAIL_CLAIMS.set(true);
+            LostReplyObserver.FAIL_GETS.set(true);
+            try {
+                TemporaryLockingException e = assertThrows(TemporaryLockingException.class, () -> a.writeLock(lock, new Object()));
+                assertTrue(e.getCause() != null);
+            } finally {
+                LostReplyObserver.FAIL_CLAIMS.set(false);
+                LostReplyObserver.FAIL_GETS.set(false);
+            }
+            // the claim was applied by the region, but a could not tell: it gave it back instead of leaving it to expire
+            Object tb = new Object();
+            b.writeLock(lock, tb);
+            assertEquals(b.rid(), a.holder(lock).orElseThrow().rid());
+            b.deleteLocks(tb);
+        }
+    }
+
+    private HBaseOptions lossyTable(String name) throws Exception {
+        HBaseOptions lossy = HBaseOptions.builder().table(name).build();
+        try (Admin admin = connection.getAdmin()) {
+            TableDescriptorBuilder d = TableDescriptorBuilder.newBuilder(TableName.valueOf(name))
+                    .setCoprocessor(LostReplyObserver.class.getName());
+            for (ColumnFamilyDescriptor f : HBaseLocker.families(lossy)) {
+                d.setColumnFamily(f);
+            }
+            admin.createTable(d.build());
+        }
+        return lossy;
     }
 
     @Test

@@ -1,6 +1,9 @@
 package dev.locker.hbase;
 
+import org.apache.hadoop.hbase.Cell;
 import org.apache.hadoop.hbase.client.CheckAndMutate;
+import org.apache.hadoop.hbase.client.Get;
+import org.apache.hadoop.hbase.client.RowMutations;
 import org.apache.hadoop.hbase.client.CheckAndMutateResult;
 import org.apache.hadoop.hbase.coprocessor.ObserverContext;
 import org.apache.hadoop.hbase.coprocessor.RegionCoprocessor;
@@ -9,6 +12,8 @@ import org.apache.hadoop.hbase.coprocessor.RegionObserver;
 
 import java.io.IOException;
 import java.util.Optional;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -19,6 +24,10 @@ public final class LostReplyObserver implements RegionCoprocessor, RegionObserve
 
     /** How many of the next successful check-and-mutates lose their reply. */
     static final AtomicInteger LOSE_NEXT = new AtomicInteger();
+    /** While set, every claim (a check-and-mutate of a RowMutations) fails after the region applied or refused it. */
+    static final AtomicBoolean FAIL_CLAIMS = new AtomicBoolean();
+    /** While set, every get fails before reading. */
+    static final AtomicBoolean FAIL_GETS = new AtomicBoolean();
 
     @Override
     public Optional<RegionObserver> getRegionObserver() {
@@ -31,6 +40,16 @@ public final class LostReplyObserver implements RegionCoprocessor, RegionObserve
         if (result.isSuccess() && LOSE_NEXT.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
             throw new IOException("injected: the reply of an applied check-and-mutate was lost");
         }
+        if (FAIL_CLAIMS.get() && cam.getAction() instanceof RowMutations) {
+            throw new IOException("injected: the reply of a claim was lost (success=" + result.isSuccess() + ")");
+        }
         return result;
+    }
+
+    @Override
+    public void preGetOp(ObserverContext<RegionCoprocessorEnvironment> c, Get get, List<Cell> result) throws IOException {
+        if (FAIL_GETS.get()) {
+            throw new IOException("injected: gets fail");
+        }
     }
 }
