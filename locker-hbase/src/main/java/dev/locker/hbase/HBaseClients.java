@@ -12,7 +12,8 @@ import java.util.Map;
 /**
  * Builds HBase client configurations and connections that fail fast. HBase's own defaults retry an operation 15
  * times with back-off and ZooKeeper reads 30 times, so a dead cluster blocks a caller for minutes; a lock must
- * answer "unavailable" within {@link HBaseOptions#operationTimeout()}.
+ * answer "unavailable" in seconds. Opening a table additionally has a hard deadline of
+ * {@link HBaseOptions#operationTimeout()} (see {@code HBaseTables}), because HBase nests its retries.
  */
 public final class HBaseClients {
 
@@ -47,13 +48,13 @@ public final class HBaseClients {
         conf.setLong("hbase.client.meta.scanner.timeout.period", op);
         conf.setLong(HConstants.HBASE_CLIENT_SCANNER_TIMEOUT_PERIOD, op);
         conf.setLong("hbase.ipc.client.connect.timeout", Math.min(rpc, 3000));
-        // ZooKeeper: the client reads the master and meta locations there; each of the two attempts may wait for a
-        // session up to the session timeout, so keep that a fraction of the operation timeout
+        // ZooKeeper: the client reads the meta location there, inside its own retries; retrying each read as well
+        // would multiply the wait on a dead quorum, and a session wait is kept to a third of the operation timeout
         conf.setInt("zookeeper.recovery.retry", 0);
         conf.setInt("zookeeper.recovery.retry.intervalmill", 200);
         conf.setLong("zookeeper.session.timeout", Math.max(2000, op / 3));
-        // Admin calls (table existence and creation) wait on the master
-        conf.setLong("hbase.client.sync.wait.timeout.msec", Math.max(op, 60_000));
+        // Admin calls that wait for a procedure (table creation) on the master
+        conf.setLong("hbase.client.sync.wait.timeout.msec", op);
         return conf;
     }
 
