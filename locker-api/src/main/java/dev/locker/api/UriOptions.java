@@ -13,7 +13,7 @@ import java.util.Set;
  * The query options of a locker URI ({@code ?expiry=30s&lockWait=50ms}), shared by every provider so that the
  * common options mean the same on every backend: {@code expiry}, {@code lockWait}, {@code localWait},
  * {@code retries}, {@code maxKeyBytes}, {@code rid}, {@code why}. Durations are {@code 250ms}, {@code 30s},
- * {@code 5m}, {@code 1h}, or ISO-8601 ({@code PT30S}). Unknown options are an error, so a typo is not ignored.
+ * {@code 5m}, {@code 1h}, ISO-8601 ({@code PT30S}) or bare milliseconds. Unknown options are an error, so a typo is not ignored.
  */
 public final class UriOptions {
 
@@ -109,6 +109,12 @@ public final class UriOptions {
     /** {@code config} with the common options of this URI applied on top. */
     public LockerConfig applyTo(LockerConfig config) {
         LockerConfig.Builder b = config.toBuilder();
+        applyTo(b);
+        return b.build();
+    }
+
+    /** Sets the common options of this URI on {@code b}; other options are left to the backend. */
+    public LockerConfig.Builder applyTo(LockerConfig.Builder b) {
         if (options.containsKey("expiry")) {
             b.expiry(getDuration("expiry", null));
         }
@@ -130,18 +136,18 @@ public final class UriOptions {
         if (options.containsKey("why")) {
             b.why(options.get("why"));
         }
-        return b.build();
+        return b;
     }
 
-    /** Parses {@code 250ms}, {@code 30s}, {@code 5m}, {@code 1h}, {@code 0}, or ISO-8601. */
+    /** Parses {@code 250ms}, {@code 30s}, {@code 5m}, {@code 1h}, ISO-8601, or a bare number of milliseconds. */
     public static Duration duration(String name, String v) {
         String s = v.trim().toLowerCase(Locale.ROOT);
         try {
             if (s.startsWith("p")) {
                 return Duration.parse(s.toUpperCase(Locale.ROOT));
             }
-            if (s.equals("0")) {
-                return Duration.ZERO;
+            if (!s.isEmpty() && s.chars().allMatch(Character::isDigit)) {
+                return Duration.ofMillis(Long.parseLong(s));
             }
             if (s.endsWith("ms")) {
                 return Duration.ofMillis(Long.parseLong(s.substring(0, s.length() - 2)));

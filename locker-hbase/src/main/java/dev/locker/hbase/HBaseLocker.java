@@ -10,7 +10,7 @@ import dev.locker.api.TemporaryLockingException;
 import dev.locker.api.TemporaryStoreException;
 import dev.locker.local.AbstractLocker;
 import dev.locker.local.ClaimStatus;
-import dev.locker.local.LocalLockMediator;
+import dev.locker.local.LockerBuilder;
 import org.apache.hadoop.hbase.HConstants;
 import org.apache.hadoop.hbase.TableName;
 import org.apache.hadoop.hbase.client.CheckAndMutate;
@@ -80,7 +80,7 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
     private final String where;
 
     private HBaseLocker(Builder b, TableName tableName, String where) {
-        super(b.config, b.mediator);
+        super(b);
         this.connection = b.connection;
         this.ownsConnection = b.closeConnectionOnClose;
         this.tableName = tableName;
@@ -324,11 +324,9 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
     }
 
     /** Options of an {@link HBaseLocker}; the connection is required, the rest has defaults. */
-    public static final class Builder {
+    public static final class Builder extends LockerBuilder<Builder> {
         private final Connection connection;
         private HBaseOptions options = HBaseOptions.builder().build();
-        private LockerConfig config = LockerConfig.defaults();
-        private LocalLockMediator mediator;
         private boolean closeConnectionOnClose;
 
         private Builder(Connection connection) {
@@ -338,17 +336,6 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
         /** Table, families, TTL and createTable (the quorum and client settings of a given connection are its own). */
         public Builder options(HBaseOptions o) {
             this.options = Objects.requireNonNull(o, "options must not be null");
-            return this;
-        }
-
-        public Builder config(LockerConfig c) {
-            this.config = Objects.requireNonNull(c, "config must not be null");
-            return this;
-        }
-
-        /** Share JVM-local arbitration with other lockers of this process on the same table (default: own). */
-        public Builder mediator(LocalLockMediator m) {
-            this.mediator = m;
             return this;
         }
 

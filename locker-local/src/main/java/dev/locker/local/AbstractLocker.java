@@ -65,6 +65,11 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         this.mediator = mediator != null ? mediator : LocalLockMediator.standalone("locker-" + config.rid(), time);
     }
 
+    /** From a backend's builder: its effective configuration and mediator. */
+    protected AbstractLocker(LockerBuilder<?> builder) {
+        this(builder.effectiveConfig(), builder.mediator);
+    }
+
     // ---- the backend's hooks ---------------------------------------------------------------------------------
 
     /**

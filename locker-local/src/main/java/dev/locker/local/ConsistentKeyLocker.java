@@ -5,7 +5,6 @@ import dev.locker.api.ExpiredLockException;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.KeyColumnValueStore;
 import dev.locker.api.LockOwner;
-import dev.locker.api.LockerConfig;
 import dev.locker.api.PermanentLockingException;
 import dev.locker.api.PermanentStoreException;
 import dev.locker.api.StoreException;
@@ -46,14 +45,14 @@ public final class ConsistentKeyLocker extends AbstractLocker<ClaimStatus> {
     private final boolean ownsStore;
 
     private ConsistentKeyLocker(Builder b) {
-        super(b.config, b.mediator);
-        if (b.config.lockWait().isZero()) {
+        super(b);
+        if (config.lockWait().isZero()) {
             throw new IllegalArgumentException("lockWait must be positive for the wait-and-read-back protocol: it bounds "
                     + "how late a claim may become visible (and the clock disagreement between clients)");
         }
         this.store = b.store;
         this.ownsStore = b.closeStoreOnClose;
-        this.cleaner = b.config.scrubExpired() ? new ExpiredClaimCleaner(store, b.cleanerQueue) : null;
+        this.cleaner = config.scrubExpired() ? new ExpiredClaimCleaner(store, b.cleanerQueue) : null;
     }
 
     public static Builder builder(KeyColumnValueStore store) {
@@ -307,26 +306,13 @@ public final class ConsistentKeyLocker extends AbstractLocker<ClaimStatus> {
     }
 
     /** Options of a {@link ConsistentKeyLocker}; store and config are required. */
-    public static final class Builder {
+    public static final class Builder extends LockerBuilder<Builder> {
         private final KeyColumnValueStore store;
-        private LockerConfig config = LockerConfig.defaults();
-        private LocalLockMediator mediator;
         private boolean closeStoreOnClose;
         private int cleanerQueue = 1024;
 
         private Builder(KeyColumnValueStore store) {
             this.store = Objects.requireNonNull(store, "store must not be null");
-        }
-
-        public Builder config(LockerConfig c) {
-            this.config = Objects.requireNonNull(c, "config must not be null");
-            return this;
-        }
-
-        /** Share JVM-local arbitration with other lockers of this process on the same store (default: own). */
-        public Builder mediator(LocalLockMediator m) {
-            this.mediator = m;
-            return this;
         }
 
         /** Close the store when the locker closes (default false: the caller owns the store). */

@@ -19,12 +19,11 @@ import com.mongodb.client.result.UpdateResult;
 import dev.locker.api.ExpiredLockException;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.LockOwner;
-import dev.locker.api.LockerConfig;
 import dev.locker.api.LockingException;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.local.AbstractLocker;
 import dev.locker.local.ClaimStatus;
-import dev.locker.local.LocalLockMediator;
+import dev.locker.local.LockerBuilder;
 import org.bson.BsonBinary;
 import org.bson.Document;
 import org.bson.conversions.Bson;
@@ -83,7 +82,7 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
 
     private MongoLocker(Builder b, MongoClient client, boolean ownsClient, String server, WriteConcern writeConcern,
                         ReadConcern readConcern) {
-        super(b.config, b.mediator);
+        super(b);
         this.client = client;
         this.ownsClient = ownsClient;
         this.server = server;
@@ -429,13 +428,11 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
      * timeout of 3 s and a socket timeout of 10 s (unless the URI names its own), maxClockSkew 10 s,
      * clockCheckInterval 60 s, ttlGrace 1 h.
      */
-    public static final class Builder {
+    public static final class Builder extends LockerBuilder<Builder> {
         private String connectionString;
         private MongoClient client;
         private String database = "locker";
         private String collection = "locks";
-        private LockerConfig config = LockerConfig.defaults();
-        private LocalLockMediator mediator;
         private WriteConcern writeConcern;
         private ReadConcern readConcern;
         private Duration maxClockSkew = Duration.ofSeconds(10);
@@ -466,17 +463,6 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
 
         public Builder collection(String name) {
             this.collection = nonEmpty(name, "collection");
-            return this;
-        }
-
-        public Builder config(LockerConfig c) {
-            this.config = Objects.requireNonNull(c, "config must not be null");
-            return this;
-        }
-
-        /** The JVM-local mediator to share with other lockers of this process on the same collection. */
-        public Builder mediator(LocalLockMediator m) {
-            this.mediator = m;
             return this;
         }
 

@@ -4,6 +4,7 @@ import com.mongodb.ConnectionString;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.LockerProvider;
+import dev.locker.api.UriOptions;
 
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
@@ -30,6 +31,9 @@ import java.util.Set;
  *       or release</td></tr>
  * </table>
  *
+ * <p>The common options of every backend ({@code expiry}, {@code retries}, {@code why}... see
+ * {@link UriOptions#COMMON}) are taken out too and applied over the given configuration.
+ *
  * <p>Driver options keep their meaning; Locker changes only defaults the URI does not set: {@code w=majority},
  * {@code readConcernLevel=majority}, {@code serverSelectionTimeoutMS=3000}, {@code connectTimeoutMS=3000},
  * {@code socketTimeoutMS=10000}.
@@ -50,7 +54,13 @@ public final class MongoLockerProvider implements LockerProvider {
 
     @Override
     public Locker open(String uri, LockerConfig config) {
-        return builder(uri).config(config).build();
+        return builder(uri).config(withCommonOptions(uri, config)).build();
+    }
+
+    /** {@code config} with the URI's common options (expiry, retries, why...: {@link UriOptions#COMMON}) applied. */
+    static LockerConfig withCommonOptions(String uri, LockerConfig config) {
+        String common = parse(uri).common();
+        return common.isEmpty() ? config : UriOptions.parse("?" + common).applyTo(config);
     }
 
     /** A builder set from {@code uri}: for callers that also want to set a mediator or other options in code. */
@@ -80,7 +90,7 @@ public final class MongoLockerProvider implements LockerProvider {
     }
 
     /** The URI split into what the driver gets and Locker's options (keys in lower case). */
-    record Parsed(String driverUri, Map<String, String> options) {
+    record Parsed(String driverUri, Map<String, String> options, String common) {
     }
 
     static Parsed parse(String uri) {
@@ -94,16 +104,22 @@ public final class MongoLockerProvider implements LockerProvider {
         int q = uri.indexOf('?');
         if (q < 0) {
             check(uri);
-            return new Parsed(uri, Map.of());
+            return new Parsed(uri, Map.of(), "");
         }
         Map<String, String> ours = new LinkedHashMap<>();
         List<String> theirs = new ArrayList<>();
+        List<String> common = new ArrayList<>();
         for (String pair : uri.substring(q + 1).split("[&;]")) {
             if (pair.isEmpty()) {
                 continue;
             }
             int eq = pair.indexOf('=');
-            String key = (eq < 0 ? pair : pair.substring(0, eq)).toLowerCase(Locale.ROOT);
+            String rawKey = eq < 0 ? pair : pair.substring(0, eq);
+            String key = rawKey.toLowerCase(Locale.ROOT);
+            if (UriOptions.COMMON.contains(rawKey)) {
+                common.add(pair); // no driver option has these names
+                continue;
+            }
             if (key.startsWith("locker")) {
                 if (!OPTIONS.contains(key)) {
                     throw new IllegalArgumentException("unknown Locker option '" + pair.substring(0, Math.max(eq, 0))
@@ -121,7 +137,11 @@ public final class MongoLockerProvider implements LockerProvider {
         }
         String driverUri = uri.substring(0, q) + (theirs.isEmpty() ? "" : "?" + String.join("&", theirs));
         check(driverUri);
-        return new Parsed(driverUri, ours);
+        String commonQuery = String.join("&", common);
+        if (!commonQuery.isEmpty()) {
+            UriOptions.parse("?" + commonQuery).applyTo(LockerConfig.builder()); // refuse a bad value now
+        }
+        return new Parsed(driverUri, ours, commonQuery);
     }
 
     private static void check(String driverUri) {

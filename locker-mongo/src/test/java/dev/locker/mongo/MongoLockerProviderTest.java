@@ -19,6 +19,7 @@ import org.bson.BsonInt32;
 import org.bson.BsonString;
 import org.junit.jupiter.api.Test;
 
+import java.time.Duration;
 import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -48,6 +49,18 @@ class MongoLockerProviderTest {
                 "lockerclockcheckintervalms", "0", "lockerttlgraceseconds", "60"), p.options());
         assertEquals("mongodb://h", MongoLockerProvider.parse("mongodb://h").driverUri());
         assertEquals("mongodb://h/", MongoLockerProvider.parse("mongodb://h/?lockerCollection=x").driverUri());
+    }
+
+    @Test
+    void commonOptionsReachTheLockerConfigAndNotTheDriver() {
+        String uri = "mongodb://h1/app?w=1&expiry=45s&retries=5&why=cron&rid=node-1&lockerCollection=x";
+        assertEquals("mongodb://h1/app?w=1", MongoLockerProvider.parse(uri).driverUri());
+        LockerConfig c = MongoLockerProvider.withCommonOptions(uri, LockerConfig.builder().expiry(Duration.ofSeconds(10)).build());
+        assertEquals(Duration.ofSeconds(45), c.expiry());
+        assertEquals(5, c.retries());
+        assertEquals("cron", c.why());
+        assertEquals("node-1", c.rid());
+        assertThrows(IllegalArgumentException.class, () -> MongoLockerProvider.parse("mongodb://h/?expiry=soon"));
     }
 
     @Test

@@ -9,7 +9,7 @@ import dev.locker.api.PermanentLockingException;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.local.AbstractLocker;
 import dev.locker.local.ClaimStatus;
-import dev.locker.local.LocalLockMediator;
+import dev.locker.local.LockerBuilder;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import redis.clients.jedis.AbstractPipeline;
@@ -93,7 +93,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     private final AtomicLong nonces = new AtomicLong(ThreadLocalRandom.current().nextLong());
 
     private RedisLocker(Builder b, LockerConfig config, UnifiedJedis client, boolean ownsClient) {
-        super(config, b.mediator);
+        super(b);
         this.client = client;
         this.ownsClient = ownsClient;
         this.keys = new RedisKeys(b.keyPrefix);
@@ -434,7 +434,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
      * Options of a {@link RedisLocker}, with safe defaults. Every option can also be given in a URI (see
      * {@link #uri}); setters called after {@code uri(...)} override it.
      */
-    public static final class Builder {
+    public static final class Builder extends LockerBuilder<Builder> {
         private final List<HostAndPort> nodes = new ArrayList<>();
         private Boolean cluster;
         private int database;
@@ -455,9 +455,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         private Duration replicaTimeout = Duration.ofSeconds(1);
         private Duration restartGuard;
         private String clientName;
-        private LockerConfig config = LockerConfig.defaults();
         private final List<Consumer<LockerConfig.Builder>> configOverrides = new ArrayList<>();
-        private LocalLockMediator mediator;
         private UnifiedJedis client;
 
         private Builder() {
@@ -618,20 +616,9 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
             return this;
         }
 
-        public Builder config(LockerConfig c) {
-            this.config = Objects.requireNonNull(c, "config must not be null");
-            return this;
-        }
-
         /** A change to the locker config that comes from the URI (expiry, retries...); applied over {@link #config}. */
         Builder configOverride(Consumer<LockerConfig.Builder> change) {
             configOverrides.add(change);
-            return this;
-        }
-
-        /** Shares the JVM-local arbitration with other lockers of this process on the same Redis. */
-        public Builder mediator(LocalLockMediator m) {
-            this.mediator = m;
             return this;
         }
 
@@ -650,6 +637,11 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         }
 
         /** The config with the URI's overrides (expiry, retries...) applied. */
+        @Override
+        protected LockerConfig effectiveConfig() {
+            return mergedConfig();
+        }
+
         LockerConfig mergedConfig() {
             if (configOverrides.isEmpty()) {
                 return config;

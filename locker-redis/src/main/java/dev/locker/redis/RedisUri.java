@@ -1,10 +1,14 @@
 package dev.locker.redis;
 
+import dev.locker.api.LockerConfig;
+import dev.locker.api.UriOptions;
+
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.time.format.DateTimeParseException;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Locale;
 
 /**
@@ -28,7 +32,7 @@ import java.util.Locale;
  *   <tr><td>truststore, truststorePassword</td><td>the JVM's</td><td>trust store file (PKCS12/JKS) for TLS</td></tr>
  *   <tr><td>keystore, keystorePassword</td><td>none</td><td>client certificate for TLS</td></tr>
  *   <tr><td>clientName</td><td>none</td><td>{@code CLIENT SETNAME}</td></tr>
- *   <tr><td>expiry, localWait, retries, why, rid, maxKeyBytes</td><td>from the LockerConfig</td><td>override it</td></tr>
+ *   <tr><td>expiry, lockWait, localWait, retries, why, rid, maxKeyBytes</td><td>from the LockerConfig</td><td>override it ({@link UriOptions#COMMON})</td></tr>
  * </table>
  * An unknown option is an error, so that a misspelt one is not silently ignored.
  */
@@ -82,6 +86,7 @@ final class RedisUri {
             b.database(parseInt(uri, "database", path));
         }
         if (query != null && !query.isEmpty()) {
+            List<String> common = new ArrayList<>();
             for (String pair : query.split("&")) {
                 if (pair.isEmpty()) {
                     continue;
@@ -90,7 +95,21 @@ final class RedisUri {
                 if (eq <= 0) {
                     throw bad(uri, "option '" + pair + "' has no value");
                 }
-                option(uri, decode(pair.substring(0, eq)), decode(pair.substring(eq + 1)), b);
+                String name = decode(pair.substring(0, eq));
+                if (UriOptions.COMMON.contains(name)) {
+                    common.add(pair); // expiry, retries, why...: the same meaning on every backend
+                } else {
+                    option(uri, name, decode(pair.substring(eq + 1)), b);
+                }
+            }
+            if (!common.isEmpty()) {
+                UriOptions options = UriOptions.parse("?" + String.join("&", common));
+                try {
+                    options.applyTo(LockerConfig.builder()); // refuse a bad value now, not at build()
+                } catch (IllegalArgumentException e) {
+                    throw bad(uri, e.getMessage());
+                }
+                b.configOverride(options::applyTo);
             }
         }
     }
@@ -148,28 +167,10 @@ final class RedisUri {
                     // read together with truststore / keystore
                 }
                 case "clientName" -> b.clientName(value);
-                case "expiry" -> {
-                    Duration d = duration(uri, name, value);
-                    b.configOverride(c -> c.expiry(d));
-                }
-                case "localWait" -> {
-                    Duration d = duration(uri, name, value);
-                    b.configOverride(c -> c.localWait(d));
-                }
-                case "retries" -> {
-                    int n = parseInt(uri, name, value);
-                    b.configOverride(c -> c.retries(n));
-                }
-                case "maxKeyBytes" -> {
-                    int n = parseInt(uri, name, value);
-                    b.configOverride(c -> c.maxKeyBytes(n));
-                }
-                case "why" -> b.configOverride(c -> c.why(value));
-                case "rid" -> b.configOverride(c -> c.rid(value));
                 default -> throw bad(uri, "unknown option '" + name + "'; known: prefix, cluster, database, user, "
                         + "password, timeout, connectTimeout, socketTimeout, poolSize, replicas, replicaTimeout, "
                         + "restartGuard, verifyHostname, truststore, truststorePassword, keystore, keystorePassword, "
-                        + "clientName, expiry, localWait, retries, maxKeyBytes, why, rid");
+                        + "clientName, and the common " + new java.util.TreeSet<>(UriOptions.COMMON));
             }
         } catch (IllegalArgumentException e) {
             if (e.getMessage() != null && e.getMessage().startsWith("bad Redis URI")) {
@@ -197,23 +198,10 @@ final class RedisUri {
 
     /** {@code 250ms}, {@code 2s}, {@code 1m}, {@code PT2S}, or a bare number of milliseconds. */
     static Duration duration(String uri, String name, String value) {
-        String v = value.trim().toLowerCase(Locale.ROOT);
         try {
-            if (v.startsWith("pt") || v.startsWith("p")) {
-                return Duration.parse(value.trim());
-            }
-            if (v.endsWith("ms")) {
-                return Duration.ofMillis(Long.parseLong(v.substring(0, v.length() - 2)));
-            }
-            if (v.endsWith("s")) {
-                return Duration.ofSeconds(Long.parseLong(v.substring(0, v.length() - 1)));
-            }
-            if (v.endsWith("m")) {
-                return Duration.ofMinutes(Long.parseLong(v.substring(0, v.length() - 1)));
-            }
-            return Duration.ofMillis(Long.parseLong(v));
-        } catch (NumberFormatException | DateTimeParseException e) {
-            throw bad(uri, "option " + name + " is not a duration: '" + value + "' (use 250ms, 2s, 1m or PT2S)");
+            return UriOptions.duration(name, value);
+        } catch (IllegalArgumentException e) {
+            throw bad(uri, e.getMessage());
         }
     }
 
