@@ -34,6 +34,11 @@ import java.util.Optional;
  * <p>Safety assumption (the same as JanusGraph's): the clocks of all lockers on a store agree to within
  * {@code lockWait}, and the store's reads see completed writes. Where that cannot be promised, use a native backend,
  * which orders claims on the server. The on-store format is described in {@link ClaimCodec}.
+ *
+ * <p>Known limit of a store without conditional writes: a {@link #forceRelease} that lands between a holder's
+ * read-back and its token write (or between a renewal's read and write) is undone by that write, so the operator
+ * must repeat it. Renewal refuses within {@code lockWait} of the expiry so that a scrubber whose clock runs ahead
+ * cannot race it.
  */
 public final class ConsistentKeyLocker extends AbstractLocker<ClaimStatus> {
 

@@ -422,6 +422,25 @@ public abstract class LockerConformanceSuite {
     }
 
     @Test
+    void aPausedFormerHoldersWriteIsRefusedByItsFencingToken() throws Exception {
+        Locker a = process("a");
+        Locker b = process("b");
+        KeyColumn lock = lock("x");
+        FencedResource resource = new FencedResource();
+        Object ta = new Object();
+        take(a, lock, ta);
+        long tokenA = a.fencingToken(lock, ta);
+        assertTrue(resource.write(tokenA, "a-before-pause"));
+        pass(expiry().plusMillis(300)); // a pauses (GC, partition) past its expiry
+        Object tb = new Object();
+        take(b, lock, tb);
+        assertTrue(resource.write(b.fencingToken(lock, tb), "b"));
+        assertFalse(resource.write(tokenA, "a-after-pause"), "the stale holder's token is refused");
+        assertEquals(List.of("a-before-pause", "b"), resource.accepted());
+        assertThrows(ExpiredLockException.class, () -> a.checkLocks(ta), "and a learns it has lost the lock");
+    }
+
+    @Test
     void aFormerHolderCannotReleaseOrRenewTheNewHoldersLock() throws Exception {
         Locker a = process("a");
         Locker b = process("b");
