@@ -143,7 +143,8 @@ public final class KeyColumn implements Comparable<KeyColumn> {
         return "KeyColumn[" + printable(key) + "/" + printable(column) + "]";
     }
 
-    static String printable(byte[] bytes) {
+    /** Bytes in the legible form {@link #toString()} uses: printable ASCII as is, others as {@code \xNN}, shortened. */
+    public static String printable(byte[] bytes) {
         int limit = 64;
         StringBuilder sb = new StringBuilder();
         int n = Math.min(bytes.length, limit);

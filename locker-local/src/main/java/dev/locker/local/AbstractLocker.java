@@ -137,8 +137,9 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         if (!takeLocal(lock, tx)) {
             forgetIfEmpty(key, claims);
             Object other = mediator.holder(lock).orElse("another transaction");
+            LockOwner localHolder = new LockOwner(config.rid(), config.host(), config.pid(), "", whyOf(other), null);
             throw new TemporaryLockingException("lock is held by " + other + " in this process (local contention, "
-                    + "no store I/O done)", lock, config.owner(whyOf(other)), null);
+                    + "no store I/O done)", lock, localHolder, null);
         }
         S status;
         try {

@@ -91,8 +91,7 @@ public final class ExpectedValueCheckingStore implements KeyColumnValueStore {
     }
 
     private static String describe(byte[] v) {
-        return v == null ? "no value" : v.length + " bytes " + KeyColumn.of(new byte[]{'v'}, v).toString()
-                .replace("KeyColumn[v/", "[");
+        return v == null ? "no value" : v.length + " bytes [" + KeyColumn.printable(v) + "]";
     }
 
     private static ExpectedValueCheckingTransaction cast(StoreTransaction tx) {
