@@ -45,7 +45,7 @@ import java.util.concurrent.TimeUnit;
  * The atomic lock protocol on MongoDB: one document per lock ({@link LockDocument}), and one single-document
  * {@code findOneAndUpdate} with upsert that decides, writes and numbers the holder.
  *
- * <p>Acquire: filter {@code {_id: lock, $or: [{holder: {$exists: false}}, {"holder.expiresAt": {$lt: now}}]}},
+ * <p>Acquire: filter {@code {_id: lock, $or: [{holder: {$exists: false}}, {"holder.expiresAt": {$lt: deadBefore}}]}},
  * update {@code $set} the holder, {@code $inc seq}, {@code $setOnInsert tokenBase}. The filter matches only when the
  * lock is free or its holder is dead, and then the update replaces the dead holder (scrubbing it) and hands out the
  * next fencing token in the same atomic step. When a live holder exists the filter does not match, the upsert tries
@@ -56,11 +56,12 @@ import java.util.concurrent.TimeUnit;
  * <p>Costs: an uncontended acquire is one round trip and is granted at once (checkLocks does no I/O); release is one
  * round trip; renewal one; a refused acquire two.
  *
- * <p>Time: "now" in every filter is the server's clock as estimated by {@link ServerClock} (the locker's time source
- * corrected by the offset measured from the server's {@code hello} reply). Claims are ordered by the per-lock
- * {@code seq} counter, never by a clock. When the measured offset exceeds {@code maxClockSkew} this locker still
- * takes free locks, renews and releases, but refuses to take over an expired holder: deciding that another process's
- * claim is dead is the one decision a wrong clock would make unsafe.
+ * <p>Time: "now" in every filter is the server's clock as estimated by {@link ServerClock} (measured from the
+ * server's {@code hello} reply, carried forward on the monotonic clock); a holder counts as dead only when its expiry
+ * is before that estimate minus its uncertainty. Claims are ordered by the per-lock {@code seq} counter, never by a
+ * clock. When the offset of this process's wall clock from that estimate exceeds {@code maxClockSkew}, this locker
+ * still takes free locks, renews and releases, but refuses to take over an expired holder: deciding that another
+ * process's claim is dead is the one decision a wrong clock would make unsafe.
  *
  * <p>Ownership: renew and release match the claim's random 16-byte id as well as the lock, so a former holder can
  * neither extend nor delete its successor's claim.
@@ -163,7 +164,7 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
         Bson free = Filters.exists(LockDocument.HOLDER, false);
         Bson filter = r.skewTolerable()
                 ? Filters.and(Filters.eq(LockDocument.ID, id),
-                        Filters.or(free, Filters.lt(LockDocument.HOLDER_EXPIRES_AT, now)))
+                        Filters.or(free, Filters.lt(LockDocument.HOLDER_EXPIRES_AT, r.deadBefore())))
                 : Filters.and(Filters.eq(LockDocument.ID, id), free);
         Bson update = Updates.combine(
                 Updates.set(LockDocument.HOLDER, LockDocument.holder(claim, owner, now, expiresAt)),
@@ -203,7 +204,7 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
                 .first();
         Document holder = LockDocument.holderOf(doc);
         ServerClock.Reading now = serverClock.read();
-        boolean live = holder != null && LockDocument.isLive(holder, now.serverDateFloor());
+        boolean live = holder != null && LockDocument.isLive(holder, now.deadBefore());
         if (live && LockDocument.isClaim(holder, claim)) { // an earlier attempt of ours was applied, its reply lost
             return granted(claim, first, LockDocument.token(doc));
         }
@@ -238,7 +239,7 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
             throw new ExpiredLockException("our claim expired at " + LockDocument.expiry(holder)
                     + " on the server's clock", lock);
         }
-        if (holder != null && LockDocument.isLive(holder, r.serverDateFloor())) {
+        if (holder != null && LockDocument.isLive(holder, r.deadBefore())) {
             throw new ExpiredLockException("our claim is gone; the lock now belongs to another process", lock,
                     LockDocument.owner(holder), null);
         }
@@ -300,22 +301,23 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
             return Optional.empty();
         }
         ServerClock.Reading r = serverClock.read();
-        if (LockDocument.isLive(holder, r.serverDateFloor())) {
+        if (LockDocument.isLive(holder, r.deadBefore())) {
             return Optional.of(LockDocument.owner(holder));
         }
         if (config.scrubExpired() && r.skewTolerable()) {
-            scrub(lock, holder, r.serverDateFloor());
+            scrub(lock, holder, r);
         }
         return Optional.empty();
     }
 
     /** Removes a dead holder we met, only if it is still that dead claim (a new holder is never touched). */
-    private void scrub(KeyColumn lock, Document deadHolder, Date now) {
+    private void scrub(KeyColumn lock, Document deadHolder, ServerClock.Reading r) {
         try {
             locks.updateOne(Filters.and(Filters.eq(LockDocument.ID, LockDocument.id(lock)),
                             Filters.eq(LockDocument.HOLDER_CLAIM, deadHolder.get(LockDocument.CLAIM)),
-                            Filters.lt(LockDocument.HOLDER_EXPIRES_AT, now)),
-                    Updates.combine(Updates.unset(LockDocument.HOLDER), Updates.set(LockDocument.EXPIRES_AT, now)));
+                            Filters.lt(LockDocument.HOLDER_EXPIRES_AT, r.deadBefore())),
+                    Updates.combine(Updates.unset(LockDocument.HOLDER),
+                            Updates.set(LockDocument.EXPIRES_AT, r.serverDateFloor())));
         } catch (RuntimeException e) {
             log.debug("Could not scrub the dead claim of {} on {}: {}", LockDocument.owner(deadHolder), lock,
                     e.toString());
@@ -394,9 +396,9 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
         }
     }
 
-    /** The estimated offset of the server's clock from this locker's time source (server minus local). */
+    /** The estimated offset of the server's clock from this locker's wall clock now (server minus local). */
     public Duration clockOffset() {
-        return serverClock.sample().offset();
+        return serverClock.read().offset();
     }
 
     /** Database and collection of the lock documents, {@code db.collection}. */

@@ -10,30 +10,47 @@ import java.time.Instant;
 import java.util.Date;
 
 /**
- * This process's estimate of the MongoDB primary's wall clock: the locker's {@link TimeSource} plus an offset measured
- * from the server's own reply, the way MongoDB's legacy distributed lock measured skew. Every claim expiry written to
- * and compared in the lock collection is on this estimated server clock, so the lockers of all processes compare
- * expiries on one clock even when their own clocks disagree.
+ * This process's estimate of the MongoDB primary's wall clock, measured from the server's own reply the way MongoDB's
+ * legacy distributed lock measured skew, and carried forward on the locker's monotonic clock. Every claim expiry
+ * written to and compared in the lock collection is on this estimated server clock, so the lockers of all processes
+ * compare expiries on one clock even when their own clocks disagree.
  *
- * <p>Measurement: {@code t0 = now()}, send {@code hello} (or {@code isMaster} where {@code hello} is unknown, as on
- * MongoDB before 4.4.2 and on mongo-java-server), {@code t1 = now()}; the reply's {@code localTime} was taken somewhere
- * between, so {@code offset = localTime - (t0 + t1) / 2} within {@code ± (rtt / 2 + 1 ms)} (the reply has millisecond
- * resolution). The round trip is measured on the monotonic clock.
+ * <p>Measurement: {@code n0 = nanoTime()}, send {@code hello} (or {@code isMaster} where {@code hello} is unknown, as
+ * on MongoDB before 4.4.2 and on mongo-java-server), {@code n1 = nanoTime()}; the reply's {@code localTime} was taken
+ * somewhere between, so at the midpoint of the round trip the server's clock read {@code localTime} within
+ * {@code ± (rtt / 2 + 1 ms)} (the reply has millisecond resolution). Later estimates add the monotonic time elapsed
+ * since that midpoint: a step of the local wall clock (NTP, an operator, a resumed VM) never moves the estimate; it
+ * only changes the reported offset, which is what {@code maxClockSkew} judges.
+ *
+ * <p>Using the estimate safely: a holder is dead only when its expiry is before {@link Reading#deadBefore()} (the
+ * estimate minus its uncertainty), so that no error of the estimate within the uncertainty lets this process take
+ * over or scrub a claim that its holder, whose own local expiry is shortened by its uncertainty, still believes alive.
  *
  * <p>Invariant: {@link #read()} never blocks on I/O; {@link #measure()} replaces the sample atomically.
  */
 final class ServerClock {
 
-    /** One measurement. */
-    record Sample(Duration offset, Duration uncertainty, String command) {
+    /**
+     * One measurement: the server's clock read {@code serverAt} (within {@code uncertainty}) when the monotonic clock
+     * read {@code nanosAt}; {@code offset} is the server's clock minus the local wall clock at that moment.
+     */
+    record Sample(Instant serverAt, long nanosAt, Duration uncertainty, Duration offset, String command) {
     }
 
     /** What one operation needs to know about time, read once before it sends its request. */
     record Reading(Instant local, Instant server, Duration uncertainty, Duration offset, boolean skewTolerable) {
 
-        /** The server-clock time as a BSON date, rounded down (a dead-claim test never runs ahead of the server). */
+        /** The server-clock time as a BSON date, rounded down. */
         Date serverDateFloor() {
-            return new Date(Math.floorDiv(server.getEpochSecond() * 1_000_000_000L + server.getNano(), 1_000_000L));
+            return floor(server);
+        }
+
+        /**
+         * A claim whose expiry is before this date is dead on the server's clock, whatever the error of the estimate
+         * (the estimate minus its uncertainty, rounded down). Taking over and scrubbing use this, never the estimate.
+         */
+        Date deadBefore() {
+            return floor(server.minus(uncertainty));
         }
 
         /** {@code server + d} as a BSON date, rounded up (a written expiry is never earlier than meant). */
@@ -46,6 +63,10 @@ final class ServerClock {
         /** The server-clock time in microseconds since the epoch. */
         long serverMicros() {
             return Math.addExact(Math.multiplyExact(server.getEpochSecond(), 1_000_000L), server.getNano() / 1_000);
+        }
+
+        private static Date floor(Instant t) {
+            return new Date(Math.floorDiv(t.getEpochSecond() * 1_000_000_000L + t.getNano(), 1_000_000L));
         }
     }
 
@@ -74,10 +95,10 @@ final class ServerClock {
             throw new IllegalStateException("the server's " + (helloUnknown ? "isMaster" : "hello")
                     + " reply has no localTime date: cannot measure the clock offset; reply keys " + reply.keySet());
         }
-        Duration rtt = Duration.ofNanos(Math.max(0, n1 - n0));
-        Instant middle = t0.plus(rtt.dividedBy(2));
-        Duration offset = Duration.between(middle, ((Date) localTime).toInstant());
-        Sample s = new Sample(offset, rtt.dividedBy(2).plus(RESOLUTION), helloUnknown ? "isMaster" : "hello");
+        Duration halfRtt = Duration.ofNanos(Math.max(0, n1 - n0)).dividedBy(2);
+        Instant serverAt = ((Date) localTime).toInstant();
+        Sample s = new Sample(serverAt, n0 + halfRtt.toNanos(), halfRtt.plus(RESOLUTION),
+                Duration.between(t0.plus(halfRtt), serverAt), helloUnknown ? "isMaster" : "hello");
         sample = s;
         return s;
     }
@@ -99,9 +120,11 @@ final class ServerClock {
     /** The current estimate; requires one successful {@link #measure()} before. */
     Reading read() {
         Sample s = sample;
+        long nanos = time.nanoTime();
         Instant local = time.now();
-        boolean tolerable = s.offset().abs().compareTo(maxSkew) <= 0;
-        return new Reading(local, local.plus(s.offset()), s.uncertainty(), s.offset(), tolerable);
+        Instant server = s.serverAt().plusNanos(nanos - s.nanosAt());
+        Duration offset = Duration.between(local, server);
+        return new Reading(local, server, s.uncertainty(), offset, offset.abs().compareTo(maxSkew) <= 0);
     }
 
     Sample sample() {
