@@ -2,6 +2,7 @@ package dev.locker.mongo;
 
 import com.mongodb.ConnectionString;
 import com.mongodb.MongoClientSettings;
+import com.mongodb.MongoNamespace;
 import com.mongodb.MongoServerException;
 import com.mongodb.ReadConcern;
 import com.mongodb.WriteConcern;
@@ -458,8 +459,14 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
             return this;
         }
 
+        /** The database of the lock collection; a name MongoDB refuses is an argument error here, before any I/O. */
         public Builder database(String name) {
-            this.database = nonEmpty(name, "database");
+            try {
+                MongoNamespace.checkDatabaseNameValidity(nonEmpty(name, "database"));
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("bad MongoDB database name '" + name + "': " + e.getMessage(), e);
+            }
+            this.database = name;
             return this;
         }
 

@@ -101,6 +101,23 @@ class MongoLockerProviderTest {
         }
     }
 
+    /** A database name MongoDB refuses is an argument error found before any client exists (none is left behind). */
+    @Test
+    void aBadDatabaseNameIsRefusedBeforeAClientIsCreated() {
+        try (InProcessMongo mongo = InProcessMongo.start()) {
+            String port = String.valueOf(mongo.port());
+            for (String bad : new String[] {"a.b", "my%20locks", "a%2Fb"}) {
+                IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                        () -> Lockers.open(mongo.uri() + "&lockerDatabase=" + bad));
+                assertTrue(e.getMessage().contains("database"), e.getMessage());
+            }
+            java.util.List<String> leaked = Thread.getAllStackTraces().keySet().stream().map(Thread::getName)
+                    .filter(n -> n.contains(":" + port)).toList();
+            assertEquals(java.util.List.of(), leaked, "driver threads of clients nobody will close");
+            assertThrows(IllegalArgumentException.class, () -> MongoLocker.builder().database("x y"));
+        }
+    }
+
     @Test
     void driverFailuresAreClassifiedAndNameTheServer() {
         ServerAddress member = new ServerAddress("db2.example", 27018);
