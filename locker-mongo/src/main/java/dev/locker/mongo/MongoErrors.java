@@ -2,6 +2,7 @@ package dev.locker.mongo;
 
 import com.mongodb.ErrorCategory;
 import com.mongodb.MongoClientException;
+import com.mongodb.MongoConnectionPoolClearedException;
 import com.mongodb.MongoException;
 import com.mongodb.MongoExecutionTimeoutException;
 import com.mongodb.MongoInterruptedException;
@@ -21,9 +22,9 @@ import dev.locker.api.TemporaryLockingException;
 import java.util.Set;
 
 /**
- * Maps the MongoDB driver's failures to the locking exceptions: unreachable, timed out, not primary, shutting down ->
- * temporary; authentication, authorization, a closed client, anything unknown -> permanent. Every message names the
- * server and keeps the driver's exception as its cause.
+ * Maps the MongoDB driver's failures to the locking exceptions: unreachable, timed out, not primary, shutting down,
+ * connection pool cleared -> temporary; authentication, authorization, a closed client, anything unknown -> permanent.
+ * Every message names the server and keeps the driver's exception as its cause.
  */
 final class MongoErrors {
 
@@ -72,7 +73,8 @@ final class MongoErrors {
 
     /**
      * True for a failure after which an immediate new attempt may succeed: the connection was cut (the pool is then
-     * cleared and the next attempt reconnects or waits for a server), or the primary stepped down. Not a server
+     * cleared and the next attempt reconnects or waits for a server), another operation's failure cleared the pool
+     * this one waited on, or the primary stepped down. Not a server
      * selection timeout: that one already waited as long as we are willing to.
      */
     static boolean isQuicklyRetryable(RuntimeException e) {
@@ -80,7 +82,7 @@ final class MongoErrors {
             return false;
         }
         if (e instanceof MongoSocketException || e instanceof MongoNotPrimaryException
-                || e instanceof MongoNodeIsRecoveringException) {
+                || e instanceof MongoNodeIsRecoveringException || e instanceof MongoConnectionPoolClearedException) {
             return true;
         }
         return e instanceof MongoServerException && !isDuplicateKey(e)
@@ -104,6 +106,10 @@ final class MongoErrors {
         }
         if (e instanceof MongoSocketException) {
             return new TemporaryLockingException(what + " failed: network error: " + e.getMessage(), lock, null, e);
+        }
+        if (e instanceof MongoConnectionPoolClearedException) { // a MongoClientException, but nothing is wrong here
+            return new TemporaryLockingException(what + " failed: the connection pool was cleared after another "
+                    + "operation's network error: " + e.getMessage(), lock, null, e);
         }
         if (e instanceof MongoInterruptedException) {
             return new TemporaryLockingException(what + " was interrupted: " + e.getMessage(), lock, null, e);

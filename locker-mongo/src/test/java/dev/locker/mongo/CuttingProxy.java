@@ -9,7 +9,9 @@ import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.Semaphore;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -25,6 +27,8 @@ final class CuttingProxy implements AutoCloseable {
     private final AtomicInteger cutsLeft = new AtomicInteger();
     private volatile byte[] cutAfter = new byte[0];
     private final AtomicInteger cutsDone = new AtomicInteger();
+    private final Semaphore stalled = new Semaphore(0);
+    private volatile CountDownLatch stall;
 
     CuttingProxy(InetSocketAddress target) throws IOException {
         this.target = target;
@@ -42,6 +46,24 @@ final class CuttingProxy implements AutoCloseable {
     void cutReplyTo(String commandName, int times) {
         cutAfter = commandName.getBytes(StandardCharsets.US_ASCII);
         cutsLeft.set(times);
+    }
+
+    /**
+     * Like {@link #cutReplyTo} once, but the reply is held back until {@link #releaseStalled()}, and only then is the
+     * connection cut: a request stays in flight for as long as the test needs.
+     */
+    void stallAndCutReplyTo(String commandName) {
+        stall = new CountDownLatch(1);
+        cutReplyTo(commandName, 1);
+    }
+
+    /** Waits until a reply is being held back by {@link #stallAndCutReplyTo}. */
+    void awaitStalled() throws InterruptedException {
+        stalled.acquire();
+    }
+
+    void releaseStalled() {
+        stall.countDown();
     }
 
     int cuts() {
@@ -76,6 +98,11 @@ final class CuttingProxy implements AutoCloseable {
                         cutNextReply[0] = true;
                     }
                     if (!requests && cutNextReply[0]) {
+                        CountDownLatch hold = stall;
+                        if (hold != null) {
+                            stalled.release();
+                            hold.await();
+                        }
                         cutsDone.incrementAndGet();
                         closeQuietly(from);
                         closeQuietly(to);
@@ -86,6 +113,8 @@ final class CuttingProxy implements AutoCloseable {
                 }
             } catch (IOException e) {
                 // one side closed: close the other
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
             } finally {
                 closeQuietly(from);
                 closeQuietly(to);

@@ -464,6 +464,46 @@ class MongoLockerTest {
         assertTrue(a.holder(lock).isEmpty());
     }
 
+    /**
+     * One connection in the pool: B's acquire waits for it while A's acquire is in flight on it; then A's connection
+     * is cut. The driver clears the pool and fails B's checkout with MongoConnectionPoolClearedException — a
+     * temporary failure that the next attempt overcomes, not a permanent one.
+     */
+    @Test
+    void aClearedConnectionPoolIsRetried() throws Exception {
+        CuttingProxy proxy = new CuttingProxy(new java.net.InetSocketAddress("127.0.0.1", mongo.port()));
+        toClose.add(proxy);
+        MongoLocker l = MongoLockerProvider.builder("mongodb://" + proxy.address()
+                        + "/?serverSelectionTimeoutMS=2000&maxPoolSize=1&waitQueueTimeoutMS=20000")
+                .collection(collection).config(config("l").retries(3).build()).build();
+        toClose.add(0, l);
+        KeyColumn first = lock("in-flight");
+        KeyColumn second = lock("waiting");
+        ExecutorService pool = Executors.newFixedThreadPool(2);
+        try {
+            proxy.stallAndCutReplyTo("findAndModify");
+            Future<Lease> a = pool.submit(() -> l.acquire(first, "in flight when cut"));
+            proxy.awaitStalled();
+            Thread[] waiter = new Thread[1];
+            Future<Lease> b = pool.submit(() -> {
+                waiter[0] = Thread.currentThread();
+                return l.acquire(second, "waits for the connection");
+            });
+            while (waiter[0] == null || (waiter[0].getState() != Thread.State.WAITING
+                    && waiter[0].getState() != Thread.State.TIMED_WAITING)) {
+                Thread.sleep(5); // until B waits for the pooled connection
+            }
+            proxy.releaseStalled();
+            try (Lease la = a.get(30, TimeUnit.SECONDS); Lease lb = b.get(30, TimeUnit.SECONDS)) {
+                assertEquals(1, proxy.cuts());
+                assertEquals(l.rid(), l.holder(first).orElseThrow().rid());
+                assertEquals(l.rid(), l.holder(second).orElseThrow().rid());
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
     /** Out of attempts after an ambiguous failure: the claim that may have been written is taken back. */
     @Test
     void aClaimWhoseReplyWasLostIsTakenBackWhenGivingUp() throws Exception {
