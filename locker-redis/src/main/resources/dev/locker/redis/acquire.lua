@@ -1,14 +1,18 @@
 -- writeLock: write our claim and decide the holder in one step.
 -- ARGV: 1 our field ("c" .. rid), 2 nonce, 3 expiry ms, 4 owner bytes, 5 restart guard ms, 6 scrub ("1"/"0")
+-- A live claim in our field with another nonce is another transaction's and holds the lock like any other; only a
+-- repeat of this request (same nonce, after a lost reply) replaces the claim it wrote.
 -- Reply: {1, token, written}  granted: our claim is the holder
 --        {0, holder value}    another live claim holds the lock; our claim is not kept
 --        {-2, ms left}        the server started less than the restart guard ago: nothing is granted yet
 local own, expms, guard = ARGV[1], tonumber(ARGV[3]), tonumber(ARGV[5])
 local now = server_now()
-local s = scan(now, ARGV[6] == '1', own)
+local s = scan(now, ARGV[6] == '1', own, ARGV[2])
 if s.senior then
-  -- a claim of ours that survives here is stale (its transaction is gone): never leave a losing claim behind
-  redis.call('HDEL', key, own)
+  if s.own then
+    -- this very claim, from an earlier attempt of this request: never leave a losing claim behind
+    redis.call('HDEL', key, own)
+  end
   return { 0, s.seniorValue }
 end
 if guard > 0 then

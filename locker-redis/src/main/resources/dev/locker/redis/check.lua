@@ -3,14 +3,11 @@
 -- Reply: {1, token, written} held; {0, holder value} another claim is senior; {-1} ours is dead or gone
 local own = ARGV[1]
 local now = server_now()
-local s = scan(now, ARGV[3] == '1', own)
+local s = scan(now, ARGV[3] == '1', own, ARGV[2])
 if not s.own then
   return { -1 }
 end
-local ts, exp, tok, nonce = parse(s.own)
-if nonce ~= ARGV[2] then
-  return { -1 }
-end
+local ts, exp, tok = parse(s.own)
 if not is_senior(s, own, ts) then
   return { 0, s.seniorValue }
 end

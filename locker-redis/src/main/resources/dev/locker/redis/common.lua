@@ -38,10 +38,12 @@ end
 -- One pass over the lock's hash: scrubs dead (or unreadable) claims when asked, and returns
 --   last    the last token issued (0 when none)
 --   size    how many fields the hash had (0: the key did not exist)
---   own     our claim's value when it is alive
+--   own     our claim's value when it is alive: the live claim in our field that carries our nonce. A live claim in
+--           our field with another nonce is another transaction's (of this locker, or of a locker opened with the
+--           same rid): it counts as any other claim, never as ours
 --   senior  the senior live claim other than ours (field, written, value), ordered by (written, field)
 --   maxexp  the latest expiry of the live claims other than ours
-local function scan(now, scrub, own)
+local function scan(now, scrub, own, nonce)
   local all = redis.call('HGETALL', key)
   local r = { last = 0, size = #all / 2, maxexp = 0 }
   for i = 1, #all, 2 do
@@ -49,12 +51,12 @@ local function scan(now, scrub, own)
     if f == 't' then
       r.last = tonumber(v) or 0
     elseif string.byte(f, 1) == 99 then -- 'c'
-      local ts, exp = parse(v)
+      local ts, exp, _, n = parse(v)
       if ts == nil or exp <= now then
         if scrub then
           redis.call('HDEL', key, f)
         end
-      elseif f == own then
+      elseif f == own and n == nonce then
         r.own = v
       else
         if r.senior == nil or ts < r.seniorTs or (ts == r.seniorTs and f < r.senior) then

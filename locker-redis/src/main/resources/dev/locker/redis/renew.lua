@@ -3,14 +3,11 @@
 -- Reply: {1, token, written} renewed; {0, holder value} another claim is senior; {-1} ours is dead or gone
 local own, expms = ARGV[1], tonumber(ARGV[3])
 local now = server_now()
-local s = scan(now, ARGV[4] == '1', own)
+local s = scan(now, ARGV[4] == '1', own, ARGV[2])
 if not s.own then
   return { -1 }
 end
 local ts, exp, tok, nonce, owner = parse(s.own)
-if nonce ~= ARGV[2] then
-  return { -1 }
-end
 if not is_senior(s, own, ts) then
   return { 0, s.seniorValue }
 end

@@ -7,6 +7,8 @@ import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.Lockers;
 import dev.locker.api.TemporaryLockingException;
+import dev.locker.api.TimeSource;
+import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
@@ -19,12 +21,16 @@ import redis.clients.jedis.UnifiedJedis;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -183,6 +189,113 @@ class RedisLockerTest {
         assertEquals(before[2], after[2], "same token");
         assertEquals(before[3], after[3], "same nonce");
         assertEquals(Long.parseLong(after[2]), a.fencingToken(lock, tx));
+    }
+
+    /**
+     * Two lockers opened with one {@link LockerConfig} share its rid, hence the claim field {@code "c" + rid}. The
+     * second one's acquire must not take that field over while the first one's claim in it is alive.
+     */
+    @Test
+    void twoLockersOpenedWithOneConfigNeverBothHold() {
+        LockerConfig shared = LockerConfig.builder().expiry(Duration.ofSeconds(5)).build();
+        RedisLocker a = target.locker(prefix).config(shared).restartGuard(Duration.ZERO).build();
+        opened.add(a);
+        RedisLocker b = target.locker(prefix).config(shared).restartGuard(Duration.ZERO).build();
+        opened.add(b);
+        KeyColumn lock = lock("shared-config");
+        Object ta = take(a, lock);
+        TemporaryLockingException e = assertThrows(TemporaryLockingException.class, () -> take(b, lock));
+        assertEquals(a.rid(), e.holder().rid());
+        a.renewLocks(ta); // a's claim is intact: same nonce, same token
+        a.deleteLocks(ta);
+        Object tb = take(b, lock);
+        assertTrue(b.fencingToken(lock, tb) > 0);
+    }
+
+    /**
+     * Given one locker whose first transaction stalled past its local expiry (its mediator record lapsed) while its
+     * claim lives on by the server's clock: a second transaction passes the mediator; before its script runs, the
+     * first one wakes up and renews in time. The second transaction must then be refused, not take the shared field
+     * over, or both would hold the lock.
+     */
+    @Test
+    void aSecondTransactionOfTheSameLockerCannotTakeOverTheFirstOnesLiveClaim() throws Exception {
+        PausingClock clock = new PausingClock();
+        RedisLocker a = target.locker(prefix)
+                .config(LockerConfig.builder().expiry(Duration.ofSeconds(5)).timeSource(clock).build())
+                .restartGuard(Duration.ZERO).build();
+        opened.add(a);
+        KeyColumn lock = lock("same-locker");
+        LockTransaction first = new LockTransaction("first");
+        a.writeLock(lock, first);
+        a.checkLocks(first);
+        clock.advance(Duration.ofSeconds(6)); // a local pause; on the server's clock the claim is still alive
+
+        LockTransaction second = new LockTransaction("second");
+        clock.pauseNextClaimWrite();
+        CompletableFuture<Void> secondTakes = CompletableFuture.runAsync(() -> {
+            a.writeLock(lock, second);
+            a.checkLocks(second);
+        });
+        clock.awaitPaused();
+        a.renewLocks(first); // renewed on the server: the claim is ours and alive
+        clock.resume();
+
+        ExecutionException e = assertThrows(ExecutionException.class, () -> secondTakes.get(30, TimeUnit.SECONDS));
+        assertInstanceOf(TemporaryLockingException.class, e.getCause(), e.getCause().toString());
+        a.checkLocks(first);
+        assertEquals("first", a.holder(lock).orElseThrow().why());
+        a.deleteLocks(first);
+        a.deleteLocks(second);
+    }
+
+    /** A virtual clock that can park the next claim write (after the mediator let it through, before its script). */
+    private static final class PausingClock implements TimeSource {
+        private final VirtualClock clock = new VirtualClock(Instant.now());
+        private final CountDownLatch paused = new CountDownLatch(1);
+        private final CountDownLatch resume = new CountDownLatch(1);
+        private volatile boolean armed;
+
+        void pauseNextClaimWrite() {
+            armed = true;
+        }
+
+        void awaitPaused() throws InterruptedException {
+            assertTrue(paused.await(30, TimeUnit.SECONDS), "the claim write never started");
+        }
+
+        void resume() {
+            resume.countDown();
+        }
+
+        void advance(Duration d) {
+            clock.advance(d);
+        }
+
+        @Override
+        public Instant now() {
+            if (armed && StackWalker.getInstance().walk(frames -> frames.anyMatch(
+                    f -> f.getMethodName().equals("writeSingleLock")))) {
+                armed = false;
+                paused.countDown();
+                try {
+                    resume.await(30, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            return clock.now();
+        }
+
+        @Override
+        public long nanoTime() {
+            return clock.nanoTime();
+        }
+
+        @Override
+        public void sleep(Duration d) throws InterruptedException {
+            clock.sleep(d);
+        }
     }
 
     private static String[] header(byte[] value) {
