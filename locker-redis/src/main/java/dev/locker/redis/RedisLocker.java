@@ -75,6 +75,12 @@ import java.util.function.Supplier;
  * <p>Errors: unreachable server and timeouts are {@link TemporaryLockingException}, refused credentials and
  * permissions {@link PermanentLockingException}; both name the server. A broken connection (e.g. after a server
  * restart) is retried at most {@link LockerConfig#retries()} times on fresh connections; a timeout is never retried.
+ * An acquire whose outcome stays unknown (timed out, or the connection broke after sending) is withdrawn by
+ * compare-and-delete on its nonce, so that a grant the client never heard of does not block others until it expires.
+ *
+ * <p>Claims live in one field per locker ({@code "c" + rid}), told apart by a nonce per claim: a live claim in that
+ * field with another nonce belongs to another transaction (or to a locker opened with the same rid) and is never
+ * overwritten, renewed or deleted by this one.
  */
 public final class RedisLocker extends AbstractLocker<ClaimStatus> {
 
@@ -140,12 +146,19 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         Instant before = time.now();
         Object reply;
         long acks = -1;
-        if (replicas > 0) {
-            Object[] both = withRetries(() -> acquireAndWait(key, args));
-            reply = both[0];
-            acks = (Long) both[1];
-        } else {
-            reply = withRetries(() -> RedisScript.ACQUIRE.run(client, key, args));
+        try {
+            if (replicas > 0) {
+                Object[] both = withRetries(() -> acquireAndWait(key, args));
+                reply = both[0];
+                acks = (Long) both[1];
+            } else {
+                reply = withRetries(() -> RedisScript.ACQUIRE.run(client, key, args));
+            }
+        } catch (JedisConnectionException | JedisClusterOperationException e) {
+            if (mayHaveReachedTheServer(e)) { // the script may have granted a claim we will never hear of
+                releaseQuietly(lock, key, nonce, "the acquire's outcome is unknown (" + e.getMessage() + ")");
+            }
+            throw e;
         }
         List<?> r = (List<?>) reply;
         long code = (Long) r.get(0);
@@ -154,7 +167,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
             Instant written = micros((Long) r.get(2));
             ClaimStatus status = ClaimStatus.granted(nonce, written, before.plus(config.expiry()), token);
             if (replicas > 0 && acks < replicas) {
-                releaseQuietly(lock, key, nonce);
+                releaseQuietly(lock, key, nonce, "only " + acks + " of " + replicas + " replicas acknowledged it");
                 throw new TemporaryLockingException("only " + acks + " of " + replicas + " replicas of " + server
                         + " acknowledged the claim within " + replicaTimeout + "; the claim was withdrawn", lock);
             }
@@ -310,19 +323,33 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         }
     }
 
-    private void releaseQuietly(KeyColumn lock, byte[] key, byte[] nonce) {
+    /** Withdraws a claim this locker will not use (compare-and-delete on its nonce); if that fails, it expires. */
+    private void releaseQuietly(KeyColumn lock, byte[] key, byte[] nonce, String why) {
         try {
-            withRetries(() -> RedisScript.RELEASE.run(client, key, List.of(ownField, nonce)));
+            Object removed = withRetries(() -> RedisScript.RELEASE.run(client, key, List.of(ownField, nonce)));
+            log.debug("Withdrew our claim on {} at {} (found: {}): {}", lock, server, removed, why);
         } catch (RuntimeException e) {
-            log.warn("Could not withdraw the unacknowledged claim on {} at {}; it expires in {}: {}", lock, server,
+            log.warn("Could not withdraw our claim on {} at {} ({}); it expires within {}: {}", lock, server, why,
                     config.expiry(), e.toString());
         }
+    }
+
+    /** False only when the connection failed before a command could be sent (refused, or connect timed out). */
+    private static boolean mayHaveReachedTheServer(JedisException e) {
+        for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+            if (t instanceof java.net.ConnectException || (t instanceof SocketTimeoutException
+                    && String.valueOf(t.getMessage()).toLowerCase(java.util.Locale.ROOT).contains("connect"))) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /**
      * Runs {@code op}, again on a fresh connection when the connection broke (a server restart leaves the pool's
      * idle connections dead), at most {@link LockerConfig#retries()} times in all. Every script is idempotent for
-     * its caller: a repeated acquire replaces our own claim, a repeated release or renew finds the same state.
+     * its caller: a repeated acquire (same nonce) replaces the claim its earlier attempt wrote, a repeated release or
+     * renew finds the same state.
      */
     private <T> T withRetries(Supplier<T> op) {
         int attempts = Math.max(1, config.retries());

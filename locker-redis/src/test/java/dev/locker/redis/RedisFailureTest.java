@@ -183,6 +183,28 @@ class RedisFailureTest {
         assertTrue(stats.contains("cmdstat_evalsha:calls=1,"), "exactly one attempt reached the server: " + stats);
     }
 
+    /**
+     * Given an acquire whose script ran on the server but whose reply came too late (the client timed out), the
+     * claim's fate is unknown to its locker: it must be given back (compare-and-delete on its nonce) rather than
+     * block every other process until it expires.
+     */
+    @Test
+    void aTimedOutAcquireThatTheServerGrantedIsWithdrawn() {
+        try (ReplyStallingProxy proxy = new ReplyStallingProxy(server.port())) {
+            RedisLocker late = open(RedisLocker.builder().node("127.0.0.1", proxy.port()).keyPrefix("lim:")
+                    .password(PASSWORD).socketTimeout(Duration.ofMillis(300)));
+            RedisLocker other = open(on(server).password(PASSWORD));
+            late.acquire(KeyColumn.named("warm-up"), "load the scripts").close();
+            KeyColumn lock = KeyColumn.named("late-reply-" + LockerConfig.randomRid().substring(0, 8));
+            proxy.stallOpenConnections(Duration.ofSeconds(2));
+            LockingException e = assertThrows(LockingException.class, () -> late.acquire(lock, "reply lost"));
+            assertInstanceOf(TemporaryLockingException.class, e, e.toString());
+            assertTrue(e.getMessage().contains("timed out"), e.getMessage());
+            assertEquals(Optional.empty(), other.holder(lock), "no orphan claim is left behind");
+            other.acquire(lock, "next").close();
+        }
+    }
+
     /** Waits until the server stops answering PING within 100 ms (it is inside DEBUG SLEEP). */
     private static void awaitUnresponsive(RedisServerProcess s) {
         while (true) {
