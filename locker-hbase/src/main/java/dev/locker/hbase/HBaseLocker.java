@@ -36,6 +36,8 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.OptionalLong;
+import java.util.concurrent.TimeUnit;
 
 /**
  * Locks in an HBase table, decided by the region server in one atomic row operation.
@@ -49,7 +51,10 @@ import java.util.Optional;
  *   <li>writeLock = one {@code checkAndMutate}: if the holder cell is absent, expired or empty, write our claim and
  *       {@code Increment} the counter, atomically in one row operation; the incremented value is our fencing token.
  *       The dead claim it replaces is scrubbed by that same write. When the check fails, one {@code get} names the
- *       holder. Uncontended acquire: 1 round trip; contended: 2.</li>
+ *       holder. Uncontended acquire: 1 round trip; contended: 2. A grant learnt only after a call that took longer than
+ *       the expiry is given back and claimed afresh: the HBase client retries a call whose reply was lost with the same
+ *       nonce, and if our claim expired in between (and another holder came and went), the retry re-applies the claim
+ *       while the region answers the deduplicated Increment with the first call's, stale, value.</li>
  *   <li>renew = {@code checkAndMutate} "holder value is still ours" then rewrite it with a fresh TTL: in place, same
  *       claim, same token; fails once the server expired it or someone force-released it.</li>
  *   <li>release = {@code checkAndMutate} "holder value is ours" then write the empty value (1 round trip). A Delete
@@ -127,45 +132,67 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
         byte[] row = lock.encoded();
         long ttl = ttlMillis();
         for (int attempt = 1; ; attempt++) {
+            long started = time.nanoTime();
             Instant before = time.now();
             HolderClaim claim = HolderClaim.create(owner, before, config.expiry());
-            Instant expiry = before.plus(config.expiry());
-            CheckAndMutateResult r;
-            try {
-                Put put = new Put(row).addColumn(family, HOLDER, claim.value);
-                put.setTTL(ttl);
-                Increment next = new Increment(row).addColumn(tokenFamily, COUNTER, 1L);
-                r = checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, FREE)
-                        .build(RowMutations.of(List.of(put, next))), "checkAndMutate");
-            } catch (TemporaryStoreException e) {
-                // the server may have applied it before the failure reached us: look once before giving up
-                Optional<ClaimStatus> ours = grantedToUs(lock, row, claim, before, expiry);
-                if (ours.isPresent()) {
-                    return ours.get();
+            OptionalLong token = claim(lock, row, claim, ttl);
+            if (token.isPresent()) {
+                if (time.nanoTime() - started < TimeUnit.MILLISECONDS.toNanos(ttl)) {
+                    return ClaimStatus.granted(claim.value, before, before.plus(config.expiry()), token.getAsLong());
                 }
-                throw e;
-            } catch (IOException e) {
-                throw HBaseErrors.translate(e, "checkAndMutate", where);
-            }
-            if (r.isSuccess()) {
-                long token = Bytes.toLong(r.getResult().getValue(tokenFamily, COUNTER));
-                return ClaimStatus.granted(claim.value, before, expiry, token);
-            }
-            RowState state = read(row, "get");
-            if (state.holder != null && Arrays.equals(state.holder.value, claim.value)) {
-                // the client retried our check-and-mutate after the server had applied it: the lock is ours
-                return ClaimStatus.granted(claim.value, before, expiry, state.counter);
-            }
-            if (state.holder != null) {
-                throw new TemporaryLockingException("lock is held by another process on " + where, lock,
-                        state.holder.owner, null);
+                // Not trusted: our claim may have expired on the server during the call, another holder been granted
+                // and gone, and the client's retry (same nonce) re-applied our claim with the deduplicated, stale
+                // counter value. Give the claim back and claim afresh.
+                giveBack(lock, row, claim);
+                log.debug("Claim on {} took longer than the expiry {}: given back (attempt {})", lock, config.expiry(), attempt);
             }
             if (attempt >= config.retries()) {
-                throw new TemporaryLockingException("the lock changed hands " + attempt + " times while we tried to "
-                        + "claim it on " + where, lock, null, null);
+                throw new TemporaryLockingException((token.isPresent() ? "every claim took longer than the expiry "
+                        + config.expiry() : "the lock changed hands " + attempt + " times while we tried to claim it")
+                        + " on " + where, lock, null, null);
             }
-            log.debug("Holder of {} left between our check and our read; claiming again (attempt {})", lock, attempt + 1);
+            if (token.isEmpty()) {
+                log.debug("Holder of {} left between our check and our read; claiming again (attempt {})", lock, attempt + 1);
+            }
         }
+    }
+
+    /**
+     * One claim attempt: our fencing token when the region made {@code claim} the holder, empty when the lock was free
+     * again by the time we read it after a refused check (it changed hands).
+     *
+     * @throws TemporaryLockingException naming the holder when another claim holds the lock
+     */
+    private OptionalLong claim(KeyColumn lock, byte[] row, HolderClaim claim, long ttl) {
+        CheckAndMutateResult r;
+        try {
+            Put put = new Put(row).addColumn(family, HOLDER, claim.value);
+            put.setTTL(ttl);
+            Increment next = new Increment(row).addColumn(tokenFamily, COUNTER, 1L);
+            r = checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, FREE)
+                    .build(RowMutations.of(List.of(put, next))), "checkAndMutate");
+        } catch (TemporaryStoreException e) {
+            // the server may have applied it before the failure reached us: look once before giving up
+            OptionalLong ours = grantedToUs(lock, row, claim);
+            if (ours.isPresent()) {
+                return ours;
+            }
+            throw e;
+        } catch (IOException e) {
+            throw HBaseErrors.translate(e, "checkAndMutate", where);
+        }
+        if (r.isSuccess()) {
+            return OptionalLong.of(Bytes.toLong(r.getResult().getValue(tokenFamily, COUNTER)));
+        }
+        RowState state = read(row, "get");
+        if (state.isHeldBy(claim)) {
+            // the client retried our check-and-mutate after the server had applied it: the lock is ours
+            return OptionalLong.of(state.counter);
+        }
+        if (state.holder != null) {
+            throw new TemporaryLockingException("lock is held by another process on " + where, lock, state.holder.owner, null);
+        }
+        return OptionalLong.empty();
     }
 
     @Override
@@ -254,28 +281,30 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
     }
 
     /**
-     * After an ambiguous failure: is the holder the claim we tried to write? Empty when it is not. When we cannot
-     * tell, the claim is given back (compare-and-release, best effort), so that a claim written without our knowing
-     * does not block everyone until it expires.
+     * After an ambiguous failure: our token when the holder is the claim we tried to write, empty when it is not.
+     * When we cannot tell, the claim is given back, so that a claim written without our knowing does not block
+     * everyone until it expires.
      */
-    private Optional<ClaimStatus> grantedToUs(KeyColumn lock, byte[] row, HolderClaim claim, Instant before, Instant expiry) {
+    private OptionalLong grantedToUs(KeyColumn lock, byte[] row, HolderClaim claim) {
         RowState state;
         try {
             state = read(row, "get");
         } catch (StoreException readFailed) {
-            try {
-                checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, claim.value)
-                        .build(new Put(row).addColumn(family, HOLDER, FREE)), "checkAndMutate");
-            } catch (StoreException releaseFailed) {
-                log.debug("Could not tell whether our claim on {} was written, nor give it back; if it was written it "
-                        + "expires at {}: {}", lock, expiry, releaseFailed.toString());
-            }
-            return Optional.empty();
+            giveBack(lock, row, claim);
+            return OptionalLong.empty();
         }
-        if (state.holder != null && Arrays.equals(state.holder.value, claim.value)) {
-            return Optional.of(ClaimStatus.granted(claim.value, before, expiry, state.counter));
+        return state.isHeldBy(claim) ? OptionalLong.of(state.counter) : OptionalLong.empty();
+    }
+
+    /** Compare-and-release of a claim we may have written but will not use (best effort: it expires anyway). */
+    private void giveBack(KeyColumn lock, byte[] row, HolderClaim claim) {
+        try {
+            checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, claim.value)
+                    .build(new Put(row).addColumn(family, HOLDER, FREE)), "checkAndMutate");
+        } catch (StoreException releaseFailed) {
+            log.debug("Could not give back an unused claim on {}; if it was written it expires within {}: {}", lock,
+                    config.expiry(), releaseFailed.toString());
         }
-        return Optional.empty();
     }
 
     private RowState read(byte[] row, String action) {
@@ -306,6 +335,10 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
         RowState(HolderClaim holder, long counter) {
             this.holder = holder;
             this.counter = counter;
+        }
+
+        boolean isHeldBy(HolderClaim claim) {
+            return holder != null && Arrays.equals(holder.value, claim.value);
         }
     }
 

@@ -27,6 +27,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -258,6 +260,50 @@ class HBaseLockerTest {
             b.writeLock(lock, tb);
             assertEquals(b.rid(), a.holder(lock).orElseThrow().rid());
             b.deleteLocks(tb);
+        }
+    }
+
+    @Test
+    void aClaimRetriedByTheClientAfterItExpiredNeverReusesALaterHoldersToken() throws Exception {
+        HBaseOptions lossy = lossyTable("locker_test_lossy3");
+        LockerConfig shortLived = LockerConfig.builder().expiry(Duration.ofMillis(300)).build();
+        try (Locker a = HBaseLocker.builder(connection).options(lossy).config(shortLived).build();
+             Locker b = HBaseLocker.builder(connection).options(lossy).config(LockerConfig.defaults()).build()) {
+            KeyColumn lock = lock("retried");
+            LostReplyObserver.Hold hold = new LostReplyObserver.Hold();
+            LostReplyObserver.HOLD.set(hold);
+            LostReplyObserver.LOSE_NEXT.set(1);
+            Object ta = new Object();
+            CompletableFuture<RuntimeException> writer = CompletableFuture.supplyAsync(() -> {
+                try {
+                    a.writeLock(lock, ta);
+                    return null;
+                } catch (RuntimeException e) {
+                    return e;
+                }
+            });
+            assertTrue(hold.applied.await(10, TimeUnit.SECONDS), "the region applied a's claim");
+            // a's claim is in the table but its reply is held back; the claim expires on the region server, then b
+            // is granted the lock and releases it, before a's client learns of the failure and retries
+            Thread.sleep(600);
+            Object tb = new Object();
+            b.writeLock(lock, tb);
+            b.checkLocks(tb);
+            long tokenB = b.fencingToken(lock, tb);
+            b.deleteLocks(tb);
+            hold.resume.countDown();
+            assertNull(writer.get(30, TimeUnit.SECONDS), "a gave the untrusted grant back and claimed the free lock afresh");
+            long tokenA = a.fencingToken(lock, ta);
+            assertTrue(tokenA > tokenB, "a was granted after b with token " + tokenA + ", not above b's " + tokenB);
+            assertEquals(a.rid(), b.holder(lock).orElseThrow().rid());
+            a.deleteLocks(ta);
+            Object tb2 = new Object();
+            b.writeLock(lock, tb2);
+            assertTrue(b.fencingToken(lock, tb2) > tokenB);
+            b.deleteLocks(tb2);
+        } finally {
+            LostReplyObserver.LOSE_NEXT.set(0);
+            LostReplyObserver.HOLD.set(null);
         }
     }
 

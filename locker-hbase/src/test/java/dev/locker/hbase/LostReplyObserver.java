@@ -13,7 +13,10 @@ import org.apache.hadoop.hbase.coprocessor.RegionObserver;
 import java.io.IOException;
 import java.util.Optional;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -26,6 +29,12 @@ public final class LostReplyObserver implements RegionCoprocessor, RegionObserve
     static final AtomicInteger LOSE_NEXT = new AtomicInteger();
     /** While set, every claim (a check-and-mutate of a RowMutations) fails after the region applied or refused it. */
     static final AtomicBoolean FAIL_CLAIMS = new AtomicBoolean();
+    /**
+     * While set, the next lost reply is held back: the observer counts down {@link Hold#applied}, then waits (at most
+     * 10 s) for {@link Hold#resume} before failing the call, so that a test can act between the region applying a
+     * claim and the client learning of the failure (and retrying).
+     */
+    static final AtomicReference<Hold> HOLD = new AtomicReference<>();
     /** While set, every get fails before reading. */
     static final AtomicBoolean FAIL_GETS = new AtomicBoolean();
 
@@ -38,6 +47,15 @@ public final class LostReplyObserver implements RegionCoprocessor, RegionObserve
     public CheckAndMutateResult postCheckAndMutate(ObserverContext<RegionCoprocessorEnvironment> c, CheckAndMutate cam,
                                                    CheckAndMutateResult result) throws IOException {
         if (result.isSuccess() && LOSE_NEXT.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+            Hold hold = HOLD.getAndSet(null);
+            if (hold != null) {
+                hold.applied.countDown();
+                try {
+                    hold.resume.await(10, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
             throw new IOException("injected: the reply of an applied check-and-mutate was lost");
         }
         if (FAIL_CLAIMS.get() && cam.getAction() instanceof RowMutations) {
@@ -51,5 +69,11 @@ public final class LostReplyObserver implements RegionCoprocessor, RegionObserve
         if (FAIL_GETS.get()) {
             throw new IOException("injected: gets fail");
         }
+    }
+
+    /** Two latches: the region applied the claim; the test lets the (lost) reply go. */
+    static final class Hold {
+        final CountDownLatch applied = new CountDownLatch(1);
+        final CountDownLatch resume = new CountDownLatch(1);
     }
 }
