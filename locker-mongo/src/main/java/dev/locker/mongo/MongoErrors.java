@@ -8,6 +8,7 @@ import com.mongodb.MongoExecutionTimeoutException;
 import com.mongodb.MongoInterruptedException;
 import com.mongodb.MongoNodeIsRecoveringException;
 import com.mongodb.MongoNotPrimaryException;
+import com.mongodb.MongoOperationTimeoutException;
 import com.mongodb.MongoSecurityException;
 import com.mongodb.MongoServerException;
 import com.mongodb.MongoSocketException;
@@ -63,6 +64,9 @@ final class MongoErrors {
 
     /** True when the request may have reached the server and been applied although the call failed. */
     static boolean mayHaveBeenApplied(RuntimeException e) {
+        if (e instanceof MongoOperationTimeoutException) {
+            return true; // the operation's timeoutMS may have expired while waiting for the reply to a sent write
+        }
         if (e instanceof MongoTimeoutException || e instanceof MongoSocketOpenException
                 || e instanceof MongoSecurityException) {
             return false; // no server was selected, or the connection never opened: nothing was sent
@@ -99,6 +103,10 @@ final class MongoErrors {
         if (e instanceof MongoSecurityException) {
             return new PermanentLockingException(what + " failed: authentication refused (check the user, password "
                     + "and authSource of the URI): " + e.getMessage(), lock, null, e);
+        }
+        if (e instanceof MongoOperationTimeoutException) { // a MongoTimeoutException, but not about selection
+            return new TemporaryLockingException(what + " timed out (the URI's timeoutMS): " + e.getMessage(), lock,
+                    null, e);
         }
         if (e instanceof MongoTimeoutException) {
             return new TemporaryLockingException(what + " failed: server unreachable (no suitable server within the "

@@ -504,6 +504,33 @@ class MongoLockerTest {
         }
     }
 
+    /**
+     * The driver's operation timeout (timeoutMS) expires while the acquire's reply is held back, after the server
+     * applied it: the failure is temporary, does not claim the server is unreachable, and the claim that was written
+     * is taken back.
+     */
+    @Test
+    void anOperationTimeoutAfterTheWriteTakesTheClaimBack() throws Exception {
+        CuttingProxy proxy = new CuttingProxy(new java.net.InetSocketAddress("127.0.0.1", mongo.port()));
+        toClose.add(proxy);
+        MongoLocker a = MongoLockerProvider.builder("mongodb://" + proxy.address()
+                        + "/?serverSelectionTimeoutMS=2000&timeoutMS=300")
+                .collection(collection).config(config("a").retries(3).build()).build();
+        toClose.add(0, a);
+        KeyColumn lock = lock("timed-out");
+        proxy.stallAndCutReplyTo("findAndModify");
+        try {
+            TemporaryLockingException e = assertThrows(TemporaryLockingException.class, () -> a.acquire(lock, "slow"));
+            assertInstanceOf(com.mongodb.MongoOperationTimeoutException.class, e.getCause(), e.toString());
+            assertFalse(e.getMessage().contains("unreachable"), e.getMessage());
+        } finally {
+            proxy.releaseStalled();
+        }
+        Document doc = rawDoc(lock);
+        assertNotNull(doc, "the write had been applied");
+        assertNull(doc.get("holder"), "and was taken back: " + doc.toJson());
+    }
+
     /** Out of attempts after an ambiguous failure: the claim that may have been written is taken back. */
     @Test
     void aClaimWhoseReplyWasLostIsTakenBackWhenGivingUp() throws Exception {
