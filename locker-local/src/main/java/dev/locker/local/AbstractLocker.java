@@ -52,7 +52,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
     protected final LocalLockMediator mediator;
 
     /** Claims per transaction, keyed by the transaction's identity, in the order they were written. */
-    private final ConcurrentHashMap<TxKey, Map<KeyColumn, S>> txs = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<TxKey, Map<KeyColumn, Tracked<S>>> txs = new ConcurrentHashMap<>();
     private volatile boolean closed;
 
     /**
@@ -128,7 +128,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         }
         ensureOpen();
         TxKey key = new TxKey(tx);
-        Map<KeyColumn, S> claims = txs.computeIfAbsent(key, k -> new LinkedHashMap<>());
+        Map<KeyColumn, Tracked<S>> claims = txs.computeIfAbsent(key, k -> new LinkedHashMap<>());
         synchronized (claims) {
             if (claims.containsKey(lock)) {
                 return; // idempotent: no I/O, no extension
@@ -142,6 +142,8 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
                     + "no store I/O done)", lock, localHolder, null);
         }
         S status;
+        Instant wallBefore = time.now();
+        long nanosBefore = time.nanoTime();
         try {
             status = writeSingleLock(lock, config.owner(whyOf(tx)));
         } catch (RuntimeException e) {
@@ -150,7 +152,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
             throw translate(e, lock, "writing a claim");
         }
         synchronized (claims) {
-            claims.put(lock, status);
+            claims.put(lock, new Tracked<>(status, deadline(status, wallBefore, nanosBefore)));
         }
         if (txs.get(key) != claims) { // deleteLocks ran concurrently and dropped our map: give the claim back
             releaseOne(lock, status, tx);
@@ -159,17 +161,18 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
 
     @Override
     public void checkLocks(Object tx) {
-        Map<KeyColumn, S> claims = claimsOf(tx);
+        Map<KeyColumn, Tracked<S>> claims = claimsOf(tx);
         if (claims == null) {
             return;
         }
-        for (Map.Entry<KeyColumn, S> e : snapshot(claims)) {
+        for (Map.Entry<KeyColumn, Tracked<S>> e : snapshot(claims)) {
             KeyColumn lock = e.getKey();
-            S status = e.getValue();
-            Instant now = time.now();
-            if (now.isAfter(status.expiry())) {
-                throw new ExpiredLockException("our claim expired at " + status.expiry() + " (now " + now
-                        + "); release the transaction's locks and start again", lock, null, null);
+            Tracked<S> tracked = e.getValue();
+            S status = tracked.status;
+            // measured on the monotonic clock: a wall-clock step on this host cannot stretch our belief that we hold it
+            if (time.nanoTime() - tracked.deadlineNanos > 0) {
+                throw new ExpiredLockException("our claim expired (due at " + status.expiry() + " by this locker's "
+                        + "clock); release the transaction's locks and start again", lock, null, null);
             }
             if (status.isHeld()) {
                 continue; // confirmed before: no second I/O
@@ -181,28 +184,30 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
                 throw translate(ex, lock, "checking a claim");
             }
             synchronized (claims) {
-                claims.replace(lock, checked);
+                claims.replace(lock, new Tracked<>(checked, tracked.deadlineNanos));
             }
         }
     }
 
     @Override
     public void renewLocks(Object tx) {
-        Map<KeyColumn, S> claims = claimsOf(tx);
+        Map<KeyColumn, Tracked<S>> claims = claimsOf(tx);
         if (claims == null) {
             return;
         }
-        for (Map.Entry<KeyColumn, S> e : snapshot(claims)) {
+        for (Map.Entry<KeyColumn, Tracked<S>> e : snapshot(claims)) {
             KeyColumn lock = e.getKey();
             S renewed;
+            Instant wallBefore = time.now();
+            long nanosBefore = time.nanoTime();
             try {
-                renewed = renewSingleLock(lock, e.getValue());
+                renewed = renewSingleLock(lock, e.getValue().status);
             } catch (RuntimeException ex) {
                 throw translate(ex, lock, "renewing a claim");
             }
             mediator.lock(lock, tx, renewed.expiry());
             synchronized (claims) {
-                claims.replace(lock, renewed);
+                claims.replace(lock, new Tracked<>(renewed, deadline(renewed, wallBefore, nanosBefore)));
             }
         }
     }
@@ -212,12 +217,12 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         if (tx == null) {
             return;
         }
-        Map<KeyColumn, S> claims = txs.remove(new TxKey(tx));
+        Map<KeyColumn, Tracked<S>> claims = txs.remove(new TxKey(tx));
         if (claims == null) {
             return;
         }
-        for (Map.Entry<KeyColumn, S> e : snapshot(claims)) {
-            releaseOne(e.getKey(), e.getValue(), tx);
+        for (Map.Entry<KeyColumn, Tracked<S>> e : snapshot(claims)) {
+            releaseOne(e.getKey(), e.getValue().status, tx);
         }
     }
 
@@ -234,12 +239,13 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
 
     @Override
     public Optional<LockStatus> status(KeyColumn lock, Object tx) {
-        Map<KeyColumn, S> claims = claimsOf(tx);
+        Map<KeyColumn, Tracked<S>> claims = claimsOf(tx);
         if (claims == null || lock == null) {
             return Optional.empty();
         }
         synchronized (claims) {
-            return Optional.ofNullable(claims.get(lock));
+            Tracked<S> t = claims.get(lock);
+            return Optional.ofNullable(t == null ? null : t.status);
         }
     }
 
@@ -334,11 +340,11 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         }
     }
 
-    private Map<KeyColumn, S> claimsOf(Object tx) {
+    private Map<KeyColumn, Tracked<S>> claimsOf(Object tx) {
         return tx == null ? null : txs.get(new TxKey(tx));
     }
 
-    private void forgetIfEmpty(TxKey key, Map<KeyColumn, S> claims) {
+    private void forgetIfEmpty(TxKey key, Map<KeyColumn, Tracked<S>> claims) {
         synchronized (claims) {
             if (claims.isEmpty()) {
                 txs.remove(key, claims);
@@ -346,13 +352,39 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         }
     }
 
-    private List<Map.Entry<KeyColumn, S>> snapshot(Map<KeyColumn, S> claims) {
+    private List<Map.Entry<KeyColumn, Tracked<S>>> snapshot(Map<KeyColumn, Tracked<S>> claims) {
         synchronized (claims) {
-            List<Map.Entry<KeyColumn, S>> out = new ArrayList<>(claims.size());
-            for (Map.Entry<KeyColumn, S> e : claims.entrySet()) {
+            List<Map.Entry<KeyColumn, Tracked<S>>> out = new ArrayList<>(claims.size());
+            for (Map.Entry<KeyColumn, Tracked<S>> e : claims.entrySet()) {
                 out.add(Map.entry(e.getKey(), e.getValue()));
             }
             return out;
+        }
+    }
+
+    /**
+     * The local deadline of a claim on the monotonic clock: the status's expiry, read against the wall/monotonic pair
+     * taken just before the request that produced it (so it errs early, never late).
+     */
+    private static long deadline(LockStatus status, Instant wallBefore, long nanosBefore) {
+        Duration left = Duration.between(wallBefore, status.expiry());
+        long leftNanos;
+        try {
+            leftNanos = left.toNanos();
+        } catch (ArithmeticException overflow) {
+            leftNanos = left.isNegative() ? Long.MIN_VALUE / 4 : Long.MAX_VALUE / 4;
+        }
+        return nanosBefore + leftNanos;
+    }
+
+    /** A claim's status and its local deadline. */
+    private static final class Tracked<S> {
+        final S status;
+        final long deadlineNanos;
+
+        Tracked(S status, long deadlineNanos) {
+            this.status = status;
+            this.deadlineNanos = deadlineNanos;
         }
     }
 

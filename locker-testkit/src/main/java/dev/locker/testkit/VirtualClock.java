@@ -8,11 +8,13 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * A clock for protocol tests: time stands still until a test {@link #advance advances} it or code sleeps, and
- * sleeping advances it at once instead of waiting. Wall clock and monotonic clock move together. Thread-safe.
+ * sleeping advances it at once instead of waiting. Wall clock and monotonic clock move together, unless a test
+ * {@link #stepWallClock steps} the wall clock alone. Thread-safe.
  */
 public final class VirtualClock implements TimeSource {
 
     private final AtomicLong nanos;
+    private final AtomicLong wallStepNanos = new AtomicLong();
     private final Instant epoch;
 
     public VirtualClock(Instant start) {
@@ -27,7 +29,7 @@ public final class VirtualClock implements TimeSource {
 
     @Override
     public Instant now() {
-        return epoch.plusNanos(nanos.get());
+        return epoch.plusNanos(nanos.get() + wallStepNanos.get());
     }
 
     @Override
@@ -52,6 +54,14 @@ public final class VirtualClock implements TimeSource {
             throw new IllegalArgumentException("time only moves forward; was " + d);
         }
         nanos.addAndGet(d.toNanos());
+    }
+
+    /**
+     * Steps the wall clock only, forwards or backwards (NTP, an operator, a resumed VM); the monotonic clock does not
+     * move. Wall clock and monotonic clock no longer agree afterwards, as on a real host.
+     */
+    public void stepWallClock(Duration step) {
+        wallStepNanos.addAndGet(step.toNanos());
     }
 
     @Override
