@@ -207,7 +207,18 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
         ServerClock.Reading now = serverClock.read();
         boolean live = holder != null && LockDocument.isLive(holder, now.deadBefore());
         if (live && LockDocument.isClaim(holder, claim)) { // an earlier attempt of ours was applied, its reply lost
-            return granted(claim, first, LockDocument.token(doc));
+            // that write may not be majority-committed (a failover could roll it back): confirm it with the
+            // configured read concern before believing we hold the lock; this costs a round trip on this path only
+            Document confirmed = locks.find(Filters.eq(LockDocument.ID, LockDocument.id(lock)))
+                    .projection(Projections.include(LockDocument.HOLDER, LockDocument.SEQ, LockDocument.TOKEN_BASE))
+                    .first();
+            Document mine = LockDocument.holderOf(confirmed);
+            if (mine != null && LockDocument.isClaim(mine, claim) && LockDocument.isLive(mine, now.deadBefore())) {
+                return granted(claim, first, LockDocument.token(confirmed));
+            }
+            releaseQuietly(lock, claim);
+            throw new TemporaryLockingException("an earlier attempt's claim (reply lost) is not confirmed by the "
+                    + "read concern yet; it was taken back, retry", lock, null, duplicateKey);
         }
         if (live) {
             throw new TemporaryLockingException("lock is held by another process (since "
