@@ -6,7 +6,9 @@ import dev.locker.api.TemporaryStoreException;
 import org.apache.hadoop.hbase.DoNotRetryIOException;
 import org.apache.hadoop.hbase.TableNotEnabledException;
 import org.apache.hadoop.hbase.TableNotFoundException;
+import org.apache.hadoop.hbase.client.OperationTimeoutExceededException;
 import org.apache.hadoop.hbase.client.RetriesExhaustedWithDetailsException;
+import org.apache.hadoop.hbase.ipc.ServerTooBusyException;
 import org.apache.hadoop.hbase.regionserver.NoSuchColumnFamilyException;
 import org.apache.hadoop.hbase.security.AccessDeniedException;
 
@@ -17,7 +19,8 @@ import java.util.Map;
 
 /**
  * Maps the HBase client's failures to the store exceptions. Permanent: a missing or disabled table or column family,
- * a refused permission, and anything HBase itself marks "do not retry". Everything else (timeouts, refused
+ * a refused permission, and anything HBase itself marks "do not retry" but an exhausted operation timeout or a busy
+ * server (HBase marks those "do not retry" only for its own retry loop). Everything else (timeouts, refused
  * connections, regions moving or offline, servers starting or stopping) is temporary: a retry may succeed. The message
  * names the cluster and table; the HBase exception is kept as the cause.
  */
@@ -66,11 +69,12 @@ final class HBaseErrors {
         return null;
     }
 
-    /** "Do not retry" subclasses that only mean "not right now". */
+    /**
+     * "Do not retry" subclasses that only mean "not right now": the client ran out of its operation timeout (a slow
+     * or stalled region server, whose call may still be applied later), or the server was too busy to take the call.
+     */
     private static boolean isActuallyTemporary(Throwable t) {
-        String name = t.getClass().getSimpleName();
-        return name.equals("CallQueueTooBigException") || name.equals("RegionTooBusyException")
-                || name.equals("ServerTooBusyException");
+        return t instanceof OperationTimeoutExceededException || t instanceof ServerTooBusyException;
     }
 
     private static String reason(Throwable t) {

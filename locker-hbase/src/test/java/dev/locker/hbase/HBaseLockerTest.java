@@ -28,6 +28,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -304,6 +305,31 @@ class HBaseLockerTest {
         } finally {
             LostReplyObserver.LOSE_NEXT.set(0);
             LostReplyObserver.HOLD.set(null);
+        }
+    }
+
+    @Test
+    void aStalledRegionServerIsATemporaryFailureWithinTheOperationTimeout() throws Exception {
+        HBaseOptions lossy = lossyTable("locker_test_stalled");
+        CountDownLatch stall = new CountDownLatch(1);
+        try (Connection quick = cluster.newConnection(Duration.ofSeconds(2));
+             Locker a = HBaseLocker.builder(quick).options(lossy).config(LockerConfig.defaults()).build()) {
+            KeyColumn lock = lock("stalled");
+            a.holder(lock); // region located and cached
+            LostReplyObserver.STALL_GETS.set(stall);
+            TemporaryLockingException e = assertThrows(TemporaryLockingException.class, () -> a.holder(lock),
+                    "a region server that does not answer within the operation timeout may answer later");
+            assertTrue(e.getCause() != null);
+            LostReplyObserver.STALL_GETS.set(null);
+            LostReplyObserver.STALL_CHECK_AND_MUTATES.set(stall);
+            KeyColumn other = lock("stalled-claim");
+            e = assertThrows(TemporaryLockingException.class, () -> a.writeLock(other, new Object()),
+                    "a region server that does not answer a claim within the operation timeout may answer later");
+            assertTrue(e.getCause() != null);
+        } finally {
+            LostReplyObserver.STALL_GETS.set(null);
+            LostReplyObserver.STALL_CHECK_AND_MUTATES.set(null);
+            stall.countDown();
         }
     }
 

@@ -35,12 +35,33 @@ public final class LostReplyObserver implements RegionCoprocessor, RegionObserve
      * claim and the client learning of the failure (and retrying).
      */
     static final AtomicReference<Hold> HOLD = new AtomicReference<>();
+    /** While set, every get waits (at most 10 s) for this latch before reading: a stalled region server. */
+    static final AtomicReference<CountDownLatch> STALL_GETS = new AtomicReference<>();
+    /** While set, every check-and-mutate waits (at most 10 s) for this latch before checking. */
+    static final AtomicReference<CountDownLatch> STALL_CHECK_AND_MUTATES = new AtomicReference<>();
     /** While set, every get fails before reading. */
     static final AtomicBoolean FAIL_GETS = new AtomicBoolean();
 
     @Override
     public Optional<RegionObserver> getRegionObserver() {
         return Optional.of(this);
+    }
+
+    @Override
+    public CheckAndMutateResult preCheckAndMutate(ObserverContext<RegionCoprocessorEnvironment> c, CheckAndMutate cam,
+                                                  CheckAndMutateResult result) throws IOException {
+        await(STALL_CHECK_AND_MUTATES.get());
+        return result;
+    }
+
+    private static void await(CountDownLatch stall) {
+        if (stall != null) {
+            try {
+                stall.await(10, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
     }
 
     @Override
@@ -66,6 +87,7 @@ public final class LostReplyObserver implements RegionCoprocessor, RegionObserve
 
     @Override
     public void preGetOp(ObserverContext<RegionCoprocessorEnvironment> c, Get get, List<Cell> result) throws IOException {
+        await(STALL_GETS.get());
         if (FAIL_GETS.get()) {
             throw new IOException("injected: gets fail");
         }
