@@ -181,6 +181,23 @@ class HBaseLockerTest {
     }
 
     @Test
+    void renewalRewritesTheHolderCellWithAFreshTtlInPlace() throws Exception {
+        Locker a = locker("a", Duration.ofSeconds(1), TimeSource.system());
+        KeyColumn lock = lock("renewed");
+        Object tx = new Object();
+        a.writeLock(lock, tx);
+        long token = a.fencingToken(lock, tx);
+        Thread.sleep(600);
+        a.renewLocks(tx);
+        Thread.sleep(600); // past the first TTL, within the renewed one
+        assertEquals(a.rid(), a.holder(lock).orElseThrow().rid(), "the renewed claim outlives its first TTL");
+        assertEquals(token, a.fencingToken(lock, tx), "same claim, same token");
+        Thread.sleep(1000); // past the renewed TTL: the server expires the renewed cell too
+        assertFalse(a.holder(lock).isPresent(), "a renewed claim still expires on the server");
+        a.deleteLocks(tx);
+    }
+
+    @Test
     void aDeadHoldersCellIsReplacedByTheNextGrant() throws Exception {
         Locker a = locker("a", Duration.ofMillis(500), TimeSource.system());
         Locker b = locker("b");
