@@ -69,7 +69,8 @@ import java.util.function.Supplier;
  *       decided by the server's uptime rather than by a client noticing a new {@code run_id}, which a client that
  *       first connects after the restart could not do;</li>
  *   <li>with {@code replicas > 0}, a granted claim counts only once that many replicas acknowledged it
- *       ({@code WAIT}, pipelined with the script on the same connection); otherwise it is removed again.</li>
+ *       ({@code WAIT}, pipelined with the script on the same connection); otherwise it is removed again. A renewal
+ *       likewise extends the local expiry only once the replicas acknowledged it.</li>
  * </ul>
  *
  * <p>Errors: unreachable server and timeouts are {@link TemporaryLockingException}, refused credentials and
@@ -148,7 +149,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         long acks = -1;
         try {
             if (replicas > 0) {
-                Object[] both = withRetries(() -> acquireAndWait(key, args));
+                Object[] both = withRetries(() -> runAndWait(RedisScript.ACQUIRE, key, args));
                 reply = both[0];
                 acks = (Long) both[1];
             } else {
@@ -208,13 +209,27 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         byte[] key = keys.lockKey(lock);
         List<byte[]> args = List.of(ownField, status.claimId(), millis(config.expiry()), scrub());
         Instant before = time.now();
-        List<?> r = (List<?>) withRetries(() -> RedisScript.RENEW.run(client, key, args));
+        List<?> r;
+        long acks = -1;
+        if (replicas > 0) {
+            Object[] both = withRetries(() -> runAndWait(RedisScript.RENEW, key, args));
+            r = (List<?>) both[0];
+            acks = (Long) both[1];
+        } else {
+            r = (List<?>) withRetries(() -> RedisScript.RENEW.run(client, key, args));
+        }
         long code = (Long) r.get(0);
         if (code == 1) {
             long token = (Long) r.get(1);
             if (status.isHeld() && token != status.fencingToken()) {
                 throw new ExpiredLockException("our claim on " + server + " carries token " + token + ", not ours ("
                         + status.fencingToken() + ")", lock);
+            }
+            if (replicas > 0 && acks < replicas) {
+                // a failover now would bring back the old expiry: keep it as ours too
+                throw new TemporaryLockingException("only " + acks + " of " + replicas + " replicas of " + server
+                        + " acknowledged the renewal within " + replicaTimeout + "; the claim still expires at "
+                        + status.expiry(), lock);
             }
             ClaimStatus renewed = status.withExpiry(before.plus(config.expiry()));
             return status.isHeld() ? renewed : renewed.held(token);
@@ -300,16 +315,16 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
 
     // ---- helpers ----------------------------------------------------------------------------------------------
 
-    /** The acquire script and WAIT, pipelined on one connection so that WAIT counts this write's replication. */
-    private Object[] acquireAndWait(byte[] key, List<byte[]> args) {
+    /** A script and WAIT, pipelined on one connection so that WAIT counts this write's replication. */
+    private Object[] runAndWait(RedisScript lua, byte[] key, List<byte[]> args) {
         List<byte[]> keyList = List.of(key);
         for (int attempt = 0; ; attempt++) {
             Response<Object> script;
             Response<Long> acks;
             try (AbstractPipeline p = client.pipelined()) {
                 script = attempt == 0
-                        ? p.evalsha(RedisScript.ACQUIRE.shaBytes(), keyList, args)
-                        : p.eval(RedisScript.ACQUIRE.source(), keyList, args);
+                        ? p.evalsha(lua.shaBytes(), keyList, args)
+                        : p.eval(lua.source(), keyList, args);
                 acks = p.waitReplicas(key, replicas, replicaTimeout.toMillis());
                 p.sync();
             }
@@ -607,7 +622,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
             return this;
         }
 
-        /** A claim counts only once this many replicas acknowledged it ({@code WAIT}); default 0 (do not wait). */
+        /** A claim (and each renewal) counts only once this many replicas acknowledged it ({@code WAIT}); default 0. */
         public Builder replicas(int n) {
             if (n < 0) {
                 throw new IllegalArgumentException("replicas must be >= 0, was " + n);

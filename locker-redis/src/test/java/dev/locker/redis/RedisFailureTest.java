@@ -1,5 +1,6 @@
 package dev.locker.redis;
 
+import dev.locker.api.ExpiredLockException;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.LockTransaction;
@@ -218,6 +219,42 @@ class RedisFailureTest {
             } catch (IOException e) {
                 throw new UncheckedIOException(e);
             }
+        }
+    }
+
+    /**
+     * The failover knob covers renewals too: given a holder whose replica was promoted (the old master does not know
+     * yet), a renewal only the old master saw must not extend the holder's expiry, or the holder would go on past the
+     * expiry its claim has on the new master, where another process takes the lock.
+     */
+    @Test
+    void aRenewalCountsOnlyOnceTheReplicasAcknowledgedIt() {
+        RedisServerProcess master = RedisServerProcess.start();
+        RedisServerProcess replica = RedisServerProcess.start("--replicaof", "127.0.0.1", Integer.toString(master.port()));
+        try {
+            while (!master.cli("INFO", "replication").contains("connected_slaves:1")
+                    || !replica.cli("INFO", "replication").contains("master_link_status:up")) {
+                RedisServerProcess.sleep(50);
+            }
+            RedisLocker a = on(master).replicas(1).replicaTimeout(Duration.ofMillis(200))
+                    .config(LockerConfig.builder().expiry(Duration.ofSeconds(2)).build())
+                    .restartGuard(Duration.ZERO).build();
+            opened.add(a);
+            KeyColumn lock = KeyColumn.named("failover-" + LockerConfig.randomRid().substring(0, 8));
+            LockTransaction tx = new LockTransaction("holder");
+            a.writeLock(lock, tx);
+            a.checkLocks(tx);
+            replica.cli("REPLICAOF", "NO", "ONE"); // promoted; on it, the claim expires 2 s after it was granted
+            RedisServerProcess.sleep(1500);
+            assertThrows(TemporaryLockingException.class, () -> a.renewLocks(tx), "no replica saw the renewal");
+            RedisServerProcess.sleep(700); // the claim is dead on the promoted replica
+            RedisLocker b = open(on(replica));
+            try (Lease lease = b.acquire(lock, "on the new master")) {
+                assertThrows(ExpiredLockException.class, () -> a.checkLocks(tx), "the holder knows it lost the lock");
+            }
+        } finally {
+            replica.close();
+            master.close();
         }
     }
 
