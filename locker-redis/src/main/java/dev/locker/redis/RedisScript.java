@@ -26,7 +26,6 @@ final class RedisScript {
     private static final String PRELUDE = resource("common.lua");
 
     static final RedisScript ACQUIRE = new RedisScript("acquire");
-    static final RedisScript CHECK = new RedisScript("check");
     static final RedisScript RENEW = new RedisScript("renew");
     static final RedisScript RELEASE = new RedisScript("release");
     static final RedisScript HOLDER = new RedisScript("holder");

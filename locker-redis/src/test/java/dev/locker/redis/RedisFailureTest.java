@@ -229,25 +229,27 @@ class RedisFailureTest {
      */
     @Test
     void aRenewalCountsOnlyOnceTheReplicasAcknowledgedIt() {
-        RedisServerProcess master = RedisServerProcess.start();
+        RedisServerProcess master = RedisServerProcess.start("--repl-diskless-sync-delay", "0"); // no 5 s wait to sync
         RedisServerProcess replica = RedisServerProcess.start("--replicaof", "127.0.0.1", Integer.toString(master.port()));
         try {
             while (!master.cli("INFO", "replication").contains("connected_slaves:1")
-                    || !replica.cli("INFO", "replication").contains("master_link_status:up")) {
+                    || !replica.cli("INFO", "replication").contains("master_link_status:up")
+                    || !master.cli("WAIT", "1", "100").trim().equals("1")) {
                 RedisServerProcess.sleep(50);
             }
-            RedisLocker a = on(master).replicas(1).replicaTimeout(Duration.ofMillis(200))
-                    .config(LockerConfig.builder().expiry(Duration.ofSeconds(2)).build())
+            RedisLocker a = on(master).replicas(1).replicaTimeout(Duration.ofSeconds(1))
+                    .config(LockerConfig.builder().expiry(Duration.ofSeconds(3)).build())
                     .restartGuard(Duration.ZERO).build();
             opened.add(a);
             KeyColumn lock = KeyColumn.named("failover-" + LockerConfig.randomRid().substring(0, 8));
             LockTransaction tx = new LockTransaction("holder");
             a.writeLock(lock, tx);
             a.checkLocks(tx);
-            replica.cli("REPLICAOF", "NO", "ONE"); // promoted; on it, the claim expires 2 s after it was granted
+            replica.cli("REPLICAOF", "NO", "ONE"); // promoted; on it, the claim expires 3 s after it was granted
             RedisServerProcess.sleep(1500);
+            // unacknowledged, the renewal would have moved the holder's expiry to ~4.5 s
             assertThrows(TemporaryLockingException.class, () -> a.renewLocks(tx), "no replica saw the renewal");
-            RedisServerProcess.sleep(700); // the claim is dead on the promoted replica
+            RedisServerProcess.sleep(2000); // ~3.5 s or later: the claim is dead on the promoted replica
             RedisLocker b = open(on(replica));
             try (Lease lease = b.acquire(lock, "on the new master")) {
                 assertThrows(ExpiredLockException.class, () -> a.checkLocks(tx), "the holder knows it lost the lock");
@@ -261,7 +263,7 @@ class RedisFailureTest {
     /** The failover knob: a claim counts only once N replicas acknowledged it. */
     @Test
     void aClaimWaitsForReplicaAcknowledgements() {
-        RedisServerProcess master = RedisServerProcess.start();
+        RedisServerProcess master = RedisServerProcess.start("--repl-diskless-sync-delay", "0"); // no 5 s wait to sync
         RedisServerProcess replica = RedisServerProcess.start("--replicaof", "127.0.0.1", Integer.toString(master.port()));
         try {
             while (!master.cli("INFO", "replication").contains("connected_slaves:1")
