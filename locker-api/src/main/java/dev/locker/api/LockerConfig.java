@@ -66,7 +66,11 @@ public final class LockerConfig {
         return builder().build();
     }
 
-    /** A builder holding this configuration's values, for a variant (a new rid is drawn unless one was set). */
+    /**
+     * A builder holding this configuration's values, the rid included: use it to adjust the settings of one locker.
+     * For another locker instance set a new {@link Builder#rid} (e.g. {@link #randomRid()}): two lockers sharing a
+     * rid are one owner to the backend and can both believe they hold a lock.
+     */
     public Builder toBuilder() {
         Builder b = new Builder();
         b.expiry = expiry;

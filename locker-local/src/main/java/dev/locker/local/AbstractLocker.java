@@ -151,6 +151,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
             forgetIfEmpty(key, claims);
             throw translate(e, lock, "writing a claim");
         }
+        mediator.lock(lock, tx, recordExpiry(status)); // the record outlives the claim: see recordExpiry
         synchronized (claims) {
             claims.put(lock, new Tracked<>(status, deadline(status, wallBefore, nanosBefore)));
         }
@@ -200,12 +201,19 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
             S renewed;
             Instant wallBefore = time.now();
             long nanosBefore = time.nanoTime();
+            // our JVM-local record lapsed and another transaction of this process took it: that one may be in the
+            // store now, so we must not renew into a second holder
+            if (!mediator.lock(lock, tx, wallBefore.plus(config.expiry().multipliedBy(2)))) {
+                throw new ExpiredLockException("our claim lapsed in this process and another transaction ("
+                        + mediator.holder(lock).orElse("?") + ") has taken the lock locally; release and start again",
+                        lock, null, null);
+            }
             try {
                 renewed = renewSingleLock(lock, e.getValue().status);
             } catch (RuntimeException ex) {
                 throw translate(ex, lock, "renewing a claim");
             }
-            mediator.lock(lock, tx, renewed.expiry());
+            mediator.lock(lock, tx, recordExpiry(renewed));
             synchronized (claims) {
                 claims.replace(lock, new Tracked<>(renewed, deadline(renewed, wallBefore, nanosBefore)));
             }
@@ -317,7 +325,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         long deadline = time.nanoTime() + wait.toNanos();
         long pauseMillis = 1;
         while (true) {
-            if (mediator.lock(lock, tx, time.now().plus(config.expiry()))) {
+            if (mediator.lock(lock, tx, time.now().plus(config.expiry().multipliedBy(2)))) {
                 return true;
             }
             long left = deadline - time.nanoTime();
@@ -375,6 +383,15 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
             leftNanos = left.isNegative() ? Long.MIN_VALUE / 4 : Long.MAX_VALUE / 4;
         }
         return nanosBefore + leftNanos;
+    }
+
+    /**
+     * How long the JVM-local record of a claim lives if its transaction never releases it: one expiry past the claim's
+     * own. A record that lapsed before the claim would let a second transaction of this process reach the store
+     * while the first still believes it holds (same rid: the store could not tell them apart).
+     */
+    private Instant recordExpiry(LockStatus status) {
+        return status.expiry().plus(config.expiry());
     }
 
     /** A claim's status and its local deadline. */

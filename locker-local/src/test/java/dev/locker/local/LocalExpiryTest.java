@@ -29,4 +29,26 @@ class LocalExpiryTest {
             assertThrows(ExpiredLockException.class, () -> a.checkLocks(tx));
         }
     }
+
+    @Test
+    void aLapsedTransactionCannotRenewOnceAnotherTransactionOfThisProcessTookTheLock() {
+        VirtualClock clock = new VirtualClock();
+        InMemoryStore store = new InMemoryStore("local-renew");
+        try (Locker a = ConsistentKeyLocker.builder(store)
+                .config(LockerConfig.builder().rid("a").expiry(Duration.ofSeconds(10)).timeSource(clock).build()).build()) {
+            KeyColumn lock = KeyColumn.of("k", "c");
+            Object stalled = new Object();
+            a.writeLock(lock, stalled);
+            a.checkLocks(stalled);
+            // the JVM-local record outlives the claim by one expiry: no second transaction gets through meanwhile
+            clock.advance(Duration.ofSeconds(15));
+            assertThrows(dev.locker.api.TemporaryLockingException.class, () -> a.writeLock(lock, new Object()));
+            clock.advance(Duration.ofSeconds(10)); // the stalled transaction is abandoned for good
+            Object fresh = new Object();
+            a.writeLock(lock, fresh);
+            a.checkLocks(fresh);
+            assertThrows(ExpiredLockException.class, () -> a.renewLocks(stalled), "the stalled one cannot renew into a second holder");
+            a.checkLocks(fresh);
+        }
+    }
 }

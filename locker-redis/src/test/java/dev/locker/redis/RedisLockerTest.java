@@ -1,5 +1,6 @@
 package dev.locker.redis;
 
+import dev.locker.api.ExpiredLockException;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.LockTransaction;
@@ -165,7 +166,7 @@ class RedisLockerTest {
         RedisLocker b = locker("b", Duration.ofSeconds(5));
         KeyColumn lock = lock("same-rid");
         Object old = take(a, lock);
-        Thread.sleep(400); // old transaction stalls past its expiry
+        Thread.sleep(700); // old transaction stalls past its expiry and past its JVM-local record (one expiry more)
         Object fresh = take(a, lock);
         a.renewLocks(fresh);
         a.deleteLocks(old); // compare-and-delete: the nonce differs, nothing happens
@@ -213,10 +214,11 @@ class RedisLockerTest {
     }
 
     /**
-     * Given one locker whose first transaction stalled past its local expiry (its mediator record lapsed) while its
-     * claim lives on by the server's clock: a second transaction passes the mediator; before its script runs, the
-     * first one wakes up and renews in time. The second transaction must then be refused, not take the shared field
-     * over, or both would hold the lock.
+     * Given one locker whose first transaction stalled past its local expiry and its mediator record (one expiry more)
+     * while its claim lives on by the server's clock: a second transaction passes the mediator; before its script
+     * runs, the first one wakes up and tries to renew. The renewal is refused locally (the record is the second's),
+     * and the second transaction is refused by the server (the first's claim is alive, with another nonce): nobody
+     * holds the lock twice.
      */
     @Test
     void aSecondTransactionOfTheSameLockerCannotTakeOverTheFirstOnesLiveClaim() throws Exception {
@@ -229,7 +231,7 @@ class RedisLockerTest {
         LockTransaction first = new LockTransaction("first");
         a.writeLock(lock, first);
         a.checkLocks(first);
-        clock.advance(Duration.ofSeconds(6)); // a local pause; on the server's clock the claim is still alive
+        clock.advance(Duration.ofSeconds(11)); // a local pause; on the server's clock the claim is still alive
 
         LockTransaction second = new LockTransaction("second");
         clock.pauseNextClaimWrite();
@@ -238,13 +240,13 @@ class RedisLockerTest {
             a.checkLocks(second);
         });
         clock.awaitPaused();
-        a.renewLocks(first); // renewed on the server: the claim is ours and alive
+        assertThrows(ExpiredLockException.class, () -> a.renewLocks(first), "its local record belongs to the second now");
         clock.resume();
 
         ExecutionException e = assertThrows(ExecutionException.class, () -> secondTakes.get(30, TimeUnit.SECONDS));
         assertInstanceOf(TemporaryLockingException.class, e.getCause(), e.getCause().toString());
-        a.checkLocks(first);
-        assertEquals("first", a.holder(lock).orElseThrow().why());
+        assertThrows(ExpiredLockException.class, () -> a.checkLocks(first));
+        assertEquals("first", a.holder(lock).orElseThrow().why(), "the server still has the first claim, untouched");
         a.deleteLocks(first);
         a.deleteLocks(second);
     }
