@@ -75,7 +75,8 @@ import java.util.function.Supplier;
  *
  * <p>Errors: unreachable server and timeouts are {@link TemporaryLockingException}, refused credentials and
  * permissions {@link PermanentLockingException}; both name the server. A broken connection (e.g. after a server
- * restart) is retried at most {@link LockerConfig#retries()} times on fresh connections; a timeout is never retried.
+ * restart) is retried at most {@link LockerConfig#retries()} times on fresh connections; on a single server a timeout
+ * is not retried, while the cluster client retries it up to its attempt limit (safe: a retry carries the same nonce).
  * An acquire whose outcome stays unknown (timed out, or the connection broke after sending) is withdrawn by
  * compare-and-delete on its nonce, so that a grant the client never heard of does not block others until it expires.
  *
