@@ -196,18 +196,6 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
     }
 
     @Override
-    protected ClaimStatus checkSingleLock(KeyColumn lock, ClaimStatus status) {
-        RowState state = read(lock.encoded(), "get");
-        if (state.holder != null && Arrays.equals(state.holder.value, status.claimId())) {
-            return status.held(state.counter);
-        }
-        if (state.holder != null) {
-            throw new TemporaryLockingException("lock is held by another process on " + where, lock, state.holder.owner, null);
-        }
-        throw new ExpiredLockException("our claim is gone (expired on the region server's clock, or force-released)", lock);
-    }
-
-    @Override
     protected ClaimStatus renewSingleLock(KeyColumn lock, ClaimStatus status) {
         byte[] row = lock.encoded();
         byte[] mine = status.claimId();

@@ -82,9 +82,13 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
     /**
      * Confirms that the claim {@code status} is the senior live claim on {@code lock}; returns the held status with
      * its fencing token. Throws {@link TemporaryLockingException} naming the holder when another claim is senior,
-     * and {@link ExpiredLockException} when our own claim is dead or gone.
+     * and {@link ExpiredLockException} when our own claim is dead or gone. Atomic backends, whose
+     * {@link #writeSingleLock} always returns a held status or throws, never reach it and need not override it.
      */
-    protected abstract S checkSingleLock(KeyColumn lock, S status);
+    protected S checkSingleLock(KeyColumn lock, S status) {
+        throw new IllegalStateException(getClass().getSimpleName() + " grants a claim when it writes it, so a claim that "
+                + "is not held cannot be checked: " + status);
+    }
 
     /** Extends the claim's expiry in place (same seniority, same token), only if it is still ours and alive. */
     protected abstract S renewSingleLock(KeyColumn lock, S status);

@@ -240,25 +240,6 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
     }
 
     @Override
-    protected ClaimStatus checkSingleLock(KeyColumn lock, ClaimStatus status) {
-        Document doc = locks.find(Filters.eq(LockDocument.ID, LockDocument.id(lock))).first();
-        Document holder = LockDocument.holderOf(doc);
-        ServerClock.Reading r = serverClock.read();
-        if (holder != null && LockDocument.isClaim(holder, status.claimId())) {
-            if (LockDocument.isLive(holder, r.serverDateFloor())) {
-                return status.held(LockDocument.token(doc));
-            }
-            throw new ExpiredLockException("our claim expired at " + LockDocument.expiry(holder)
-                    + " on the server's clock", lock);
-        }
-        if (holder != null && LockDocument.isLive(holder, r.deadBefore())) {
-            throw new ExpiredLockException("our claim is gone; the lock now belongs to another process", lock,
-                    LockDocument.owner(holder), null);
-        }
-        throw new ExpiredLockException("our claim is gone (expired, or force-released)", lock);
-    }
-
-    @Override
     protected ClaimStatus renewSingleLock(KeyColumn lock, ClaimStatus status) {
         ServerClock.Reading r = serverClock.read();
         Date now = r.serverDateFloor();

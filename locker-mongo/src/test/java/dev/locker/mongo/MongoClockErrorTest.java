@@ -12,6 +12,7 @@ import dev.locker.api.Lease;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.api.TimeSource;
+import dev.locker.testkit.OffsetClock;
 import dev.locker.testkit.VirtualClock;
 import org.bson.BsonBinary;
 import org.junit.jupiter.api.AfterEach;
@@ -43,35 +44,6 @@ class MongoClockErrorTest {
     private final VirtualClock clock = new VirtualClock(Instant.parse("2026-03-01T00:00:00Z"));
     private final List<AutoCloseable> toClose = new CopyOnWriteArrayList<>();
     private InProcessMongo mongo;
-
-    /** A wall clock that can be stepped (as NTP or an operator may do), over a monotonic clock that never is. */
-    static final class SteppingClock implements TimeSource {
-        private final TimeSource base;
-        private volatile Duration step = Duration.ZERO;
-
-        SteppingClock(TimeSource base) {
-            this.base = base;
-        }
-
-        void step(Duration d) {
-            step = step.plus(d);
-        }
-
-        @Override
-        public Instant now() {
-            return base.now().plus(step);
-        }
-
-        @Override
-        public long nanoTime() {
-            return base.nanoTime();
-        }
-
-        @Override
-        public void sleep(Duration d) throws InterruptedException {
-            base.sleep(d);
-        }
-    }
 
     @BeforeEach
     void start() {
@@ -155,7 +127,7 @@ class MongoClockErrorTest {
     @Test
     void aWallClockStepAfterTheMeasurementDoesNotMoveTheServerEstimate() {
         MongoLocker a = open("a", clock, Duration.ofSeconds(30), null);
-        SteppingClock bTime = new SteppingClock(clock);
+        OffsetClock bTime = new OffsetClock(clock, Duration.ZERO);
         MongoLocker b = open("b", bTime, Duration.ofSeconds(30), null);
         bTime.step(Duration.ofMinutes(1));
 

@@ -189,12 +189,6 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         throw new PermanentLockingException("unexpected reply " + code + " from the acquire script on " + server, lock);
     }
 
-    /** Never called: the acquire script grants a claim in the step that writes it, so checkLocks has no I/O. */
-    @Override
-    protected ClaimStatus checkSingleLock(KeyColumn lock, ClaimStatus status) {
-        throw new IllegalStateException("a Redis claim is granted when it is written; " + status + " was not");
-    }
-
     @Override
     protected ClaimStatus renewSingleLock(KeyColumn lock, ClaimStatus status) {
         byte[] key = keys.lockKey(lock);

@@ -5,15 +5,23 @@ import dev.locker.api.TimeSource;
 import java.time.Duration;
 import java.time.Instant;
 
-/** Another process's view of a shared clock: its wall clock is off by a fixed skew (its monotonic clock is not). */
+/**
+ * Another process's view of a shared clock: its wall clock is off by a skew (its monotonic clock is not), which a test
+ * may {@link #step} as NTP or an operator would.
+ */
 public final class OffsetClock implements TimeSource {
 
     private final TimeSource base;
-    private final Duration skew;
+    private volatile Duration skew;
 
     public OffsetClock(TimeSource base, Duration skew) {
         this.base = base;
         this.skew = skew;
+    }
+
+    /** Steps this process's wall clock by {@code d}, forwards or backwards; its monotonic clock does not move. */
+    public void step(Duration d) {
+        skew = skew.plus(d);
     }
 
     @Override
