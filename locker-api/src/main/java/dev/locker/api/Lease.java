@@ -1,5 +1,6 @@
 package dev.locker.api;
 
+import java.time.Duration;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -25,6 +26,9 @@ public final class Lease implements AutoCloseable {
 
     /** The lock's fencing token: pass it to the guarded resource along with every write. */
     public long fencingToken() {
+        if (closed.get()) {
+            throw new IllegalStateException("lease on " + lock + " is closed");
+        }
         return locker.fencingToken(lock, tx);
     }
 
@@ -45,9 +49,43 @@ public final class Lease implements AutoCloseable {
         locker.renewLocks(tx);
     }
 
-    /** Checks with the backend that this lease still holds its lock (by local expiry, then cached confirmation). */
+    /**
+     * Asks the backend (one round trip) whether this lease still holds its lock.
+     *
+     * @throws ExpiredLockException when it expired, was force-released or taken over
+     * @throws IllegalStateException when the lease or its locker is closed
+     */
     public void check() {
+        if (closed.get()) {
+            throw new IllegalStateException("lease on " + lock + " is closed");
+        }
         locker.checkLocks(tx);
+    }
+
+    /**
+     * True while this process may act under the lease: not closed, not known to be lost, and before its deadline on
+     * the monotonic clock. No I/O: a loss the backend has not reported yet is seen by {@link #check()}.
+     */
+    public boolean isValid() {
+        return !remaining().isZero();
+    }
+
+    /** How long this process may still act under the lease (zero when it is closed, lost or past its deadline). */
+    public Duration remaining() {
+        if (closed.get()) {
+            return Duration.ZERO;
+        }
+        LockStatus s;
+        try {
+            s = locker.status(lock, tx).orElse(null);
+        } catch (IllegalStateException closedLocker) {
+            return Duration.ZERO;
+        }
+        if (s == null || !s.isHeld()) {
+            return Duration.ZERO;
+        }
+        long left = s.deadlineNanos() - locker.config().timeSource().nanoTime();
+        return left > 0 ? Duration.ofNanos(left) : Duration.ZERO;
     }
 
     public boolean isClosed() {

@@ -34,8 +34,14 @@ public interface Locker extends AutoCloseable {
     void writeLock(KeyColumn lock, Object tx);
 
     /**
-     * Confirms that {@code tx} holds every lock it claimed. Idempotent: a lock already confirmed costs no I/O again,
-     * but a lock whose claim has expired by the local clock fails with {@link ExpiredLockException}.
+     * Confirms that {@code tx} holds every lock it claimed. A claim not confirmed yet is confirmed (the wait-and-read-
+     * back protocol reads its row; an atomic backend decided it when it was written, so that first check costs no
+     * I/O); a claim confirmed by an earlier call is asked about again, one round trip, so that a holder whose claim was
+     * force-released or taken over learns it here. A claim past its local deadline fails without I/O.
+     *
+     * @throws ExpiredLockException when a claim expired, was taken away or is gone: the lock may be someone else's
+     * @throws TemporaryLockingException when another claim is senior (naming its holder) or the backend is unreachable
+     * @throws IllegalStateException when the locker is closed
      */
     void checkLocks(Object tx);
 
@@ -46,7 +52,10 @@ public interface Locker extends AutoCloseable {
      */
     void renewLocks(Object tx);
 
-    /** Releases every lock {@code tx} claimed. Never throws for a backend failure; a transaction unknown here is a no-op. */
+    /**
+     * Releases every lock {@code tx} claimed. Never throws for a backend failure; a transaction unknown here, or any
+     * transaction once the locker is closed (closing released them), is a no-op.
+     */
     void deleteLocks(Object tx);
 
     /** What this locker knows of {@code lock} for {@code tx}, or empty when {@code tx} has not claimed it. */
@@ -72,7 +81,8 @@ public interface Locker extends AutoCloseable {
 
     /**
      * Operator's tool: removes every claim on {@code lock}, whoever owns it. The former holder learns it at its next
-     * check or renewal ({@link ExpiredLockException}). Use it only for a holder known to be dead.
+     * {@link #checkLocks} or {@link #renewLocks} ({@link ExpiredLockException}); its fencing token is refused by the
+     * resource once the next holder wrote there. Use it only for a holder known to be dead.
      *
      * @return true if there was any claim to remove
      */
@@ -134,7 +144,11 @@ public interface Locker extends AutoCloseable {
         }
     }
 
-    /** Releases the backend connections and background threads of this locker; held claims expire on their own. */
+    /**
+     * Releases the claims of transactions still open (best effort: a claim it cannot delete expires on its own), then
+     * the backend connections and background threads. Idempotent. Afterwards every call fails with
+     * {@link IllegalStateException} (so do the leases of this locker), except {@link #deleteLocks}, which does nothing.
+     */
     @Override
     void close();
 }

@@ -21,10 +21,12 @@ import java.util.Objects;
  *       that holds the same lock; zero fails at once, like JanusGraph</td></tr>
  *   <tr><td>scrubExpired</td><td>true</td><td>delete dead claims met on the way</td></tr>
  *   <tr><td>maxKeyBytes</td><td>4096</td><td>largest key + column, checked before any I/O</td></tr>
- *   <tr><td>rid</td><td>random</td><td>the locker instance's identity: 16 random bytes in hex</td></tr>
+ *   <tr><td>rid</td><td>random</td><td>the locker instance's identity: an optional readable name, then a random
+ *       instance id that every locker draws afresh, so two lockers never share a rid</td></tr>
  *   <tr><td>host, pid</td><td>this host and process</td><td>shown to operators, never used for ownership</td></tr>
  *   <tr><td>why</td><td>""</td><td>default reason recorded with claims, when the transaction gives none</td></tr>
  *   <tr><td>timeSource</td><td>system clock</td><td>wall clock, monotonic clock and sleep</td></tr>
+ *   <tr><td>probe</td><td>none</td><td>observes (and in tests pauses) every backend step</td></tr>
  * </table>
  */
 public final class LockerConfig {
@@ -37,11 +39,13 @@ public final class LockerConfig {
     private final Duration localWait;
     private final boolean scrubExpired;
     private final int maxKeyBytes;
+    private final String ridName;
     private final String rid;
     private final String host;
     private final long pid;
     private final String why;
     private final TimeSource timeSource;
+    private final LockProbe probe;
 
     private LockerConfig(Builder b) {
         this.expiry = b.expiry;
@@ -50,11 +54,13 @@ public final class LockerConfig {
         this.localWait = b.localWait;
         this.scrubExpired = b.scrubExpired;
         this.maxKeyBytes = b.maxKeyBytes;
-        this.rid = b.rid != null ? b.rid : randomRid();
+        this.ridName = b.rid;
+        this.rid = instanceRid(b.rid);
         this.host = b.host != null ? b.host : localHost();
         this.pid = b.pid != null ? b.pid : ProcessHandle.current().pid();
         this.why = b.why;
         this.timeSource = b.timeSource;
+        this.probe = b.probe;
     }
 
     public static Builder builder() {
@@ -67,10 +73,15 @@ public final class LockerConfig {
     }
 
     /**
-     * A builder holding this configuration's values, the rid included: use it to adjust the settings of one locker.
-     * For another locker instance set a new {@link Builder#rid} (e.g. {@link #randomRid()}): two lockers sharing a
-     * rid are one owner to the backend and can both believe they hold a lock.
+     * This configuration for a new locker instance: the same settings and rid name, a fresh instance id. Every locker
+     * calls it when it is built, so one configuration given to two lockers makes two owners (two lockers sharing a
+     * rid would be one owner to the backend and could both believe they hold a lock).
      */
+    public LockerConfig forNewInstance() {
+        return toBuilder().build();
+    }
+
+    /** A builder holding this configuration's values and rid name; what it builds draws a fresh instance id. */
     public Builder toBuilder() {
         Builder b = new Builder();
         b.expiry = expiry;
@@ -79,12 +90,22 @@ public final class LockerConfig {
         b.localWait = localWait;
         b.scrubExpired = scrubExpired;
         b.maxKeyBytes = maxKeyBytes;
-        b.rid = rid;
+        b.rid = ridName;
         b.host = host;
         b.pid = pid;
         b.why = why;
         b.timeSource = timeSource;
+        b.probe = probe;
         return b;
+    }
+
+    private static String instanceRid(String name) {
+        if (name == null) {
+            return randomRid();
+        }
+        byte[] b = new byte[8];
+        RANDOM.nextBytes(b);
+        return name + "-" + HexFormat.of().formatHex(b);
     }
 
     /** A rid nobody else has: 128 random bits, hex. Host and pid are kept apart, for display only. */
@@ -128,6 +149,16 @@ public final class LockerConfig {
         return maxKeyBytes;
     }
 
+    /** The readable name the rid starts with, or null when the rid is only random (see {@link Builder#rid}). */
+    public String ridName() {
+        return ridName;
+    }
+
+    /**
+     * The rid of the locker running with this configuration: the rid name (if any), then an instance id drawn when
+     * the configuration was built. A locker always runs with {@link #forNewInstance()} of the configuration it was
+     * given, so {@code locker.rid()} is unique to it; ownership is decided on it alone.
+     */
     public String rid() {
         return rid;
     }
@@ -146,6 +177,10 @@ public final class LockerConfig {
 
     public TimeSource timeSource() {
         return timeSource;
+    }
+
+    public LockProbe probe() {
+        return probe;
     }
 
     /** The owner metadata a claim written now, by the current thread, for {@code reason} carries. */
@@ -190,6 +225,7 @@ public final class LockerConfig {
         private Long pid;
         private String why = "";
         private TimeSource timeSource = TimeSource.system();
+        private LockProbe probe = LockProbe.NONE;
 
         private Builder() {
         }
@@ -231,13 +267,21 @@ public final class LockerConfig {
             return this;
         }
 
-        /** Fixes the rid; it must be unique among all lockers that share a backend. */
-        public Builder rid(String r) {
-            Objects.requireNonNull(r, "rid must not be null");
-            if (r.isEmpty() || r.length() > 128) {
-                throw new IllegalArgumentException("rid must be 1..128 characters, was " + r.length());
+        /**
+         * A readable name at the start of the rid (e.g. the host or service): operators see it. Each locker appends an
+         * instance id of its own, so the name need not be unique. Default: no name, 128 random bits.
+         */
+        public Builder rid(String name) {
+            Objects.requireNonNull(name, "rid must not be null");
+            if (name.isEmpty() || name.length() > 96) {
+                throw new IllegalArgumentException("rid must be 1..96 characters, was " + name.length());
             }
-            this.rid = r;
+            for (int i = 0; i < name.length(); i++) {
+                if (Character.isISOControl(name.charAt(i))) {
+                    throw new IllegalArgumentException("rid must not contain control characters (at index " + i + ")");
+                }
+            }
+            this.rid = name;
             return this;
         }
 
@@ -258,6 +302,12 @@ public final class LockerConfig {
 
         public Builder timeSource(TimeSource t) {
             this.timeSource = Objects.requireNonNull(t, "timeSource must not be null");
+            return this;
+        }
+
+        /** Observes every backend step (tests pause chosen steps with it); default {@link LockProbe#NONE}. */
+        public Builder probe(LockProbe p) {
+            this.probe = Objects.requireNonNull(p, "probe must not be null");
             return this;
         }
 

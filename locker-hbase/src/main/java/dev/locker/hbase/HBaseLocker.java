@@ -66,6 +66,16 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>Contenders never leave a claim behind, so a row holds at most one live claim: the holder. The claims family's
  * TTL ({@link HBaseOptions#ttl()}) is only a safety net that must exceed every expiry; the builder checks it.
+ *
+ * <p><b>Safety argument.</b> What decides the holder: one {@code checkAndMutate} on the lock row, atomic on its region
+ * server, which writes our claim only where the holder cell is absent, expired or empty, and increments the fencing
+ * counter in the same row operation. What decides expiry: the region server's clock, through the cell's TTL. What a
+ * paused holder can and cannot do: its deadline is one monotonic reading taken before the granting (or renewing) call
+ * plus the expiry, less a drift allowance, compared again after each call; a grant that answered after longer than the
+ * expiry is given back; renewal and release compare the holder cell with our claim's value, so after an expiry or a
+ * takeover a late one changes nothing. Assumptions: the region server's clock does not step while claims live (a
+ * forward step expires them early); writes acknowledged by the region server survive (the WAL, HBase's default
+ * durability); the token family keeps no TTL (checked when the locker opens).
  */
 public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
 
@@ -132,13 +142,13 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
         byte[] row = lock.encoded();
         long ttl = ttlMillis();
         for (int attempt = 1; ; attempt++) {
-            long started = time.nanoTime();
+            long started = time.nanoTime(); // the cell's TTL runs on the region server from after this reading
             Instant before = time.now();
             HolderClaim claim = HolderClaim.create(owner, before, config.expiry());
             OptionalLong token = claim(lock, row, claim, ttl);
             if (token.isPresent()) {
                 if (time.nanoTime() - started < TimeUnit.MILLISECONDS.toNanos(ttl)) {
-                    return ClaimStatus.granted(claim.value, before, before.plus(config.expiry()), token.getAsLong());
+                    return ClaimStatus.granted(claim.value, token.getAsLong(), deadline(started, config.expiry()));
                 }
                 // Not trusted: our claim may have expired on the server during the call, another holder been granted
                 // and gone, and the client's retry (same nonce) re-applied our claim with the deduplicated, stale
@@ -199,7 +209,7 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
     protected ClaimStatus renewSingleLock(KeyColumn lock, ClaimStatus status) {
         byte[] row = lock.encoded();
         byte[] mine = status.claimId();
-        Instant before = time.now();
+        long started = time.nanoTime();
         Put put = new Put(row).addColumn(family, HOLDER, mine);
         put.setTTL(ttlMillis());
         CheckAndMutateResult r = checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, mine).build(put),
@@ -210,7 +220,19 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
                     + "force-released); release the transaction's locks and start again", lock,
                     state.holder == null ? null : state.holder.owner, null);
         }
-        return status.withExpiry(before.plus(config.expiry()));
+        return status.renewed(deadline(started, config.expiry()));
+    }
+
+    /** One get: the holder cell still holds our claim (a TTL-expired or replaced cell does not). */
+    @Override
+    protected ClaimStatus verifySingleLock(KeyColumn lock, ClaimStatus status) {
+        RowState state = read(lock.encoded(), "get");
+        if (state.holder != null && Arrays.equals(state.holder.value, status.claimId())) {
+            return status;
+        }
+        throw new ExpiredLockException("our claim is no longer the holder (expired on the region server's clock, or "
+                + "force-released)" + (state.holder == null ? "" : "; the lock now belongs to " + state.holder.owner.rid()),
+                lock, state.holder == null ? null : state.holder.owner, null);
     }
 
     @Override

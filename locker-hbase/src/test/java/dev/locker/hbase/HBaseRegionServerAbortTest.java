@@ -80,7 +80,7 @@ class HBaseRegionServerAbortTest {
             System.out.println("[locker-hbase] region server abort: lock table unavailable for ~" + outageMs + " ms ("
                     + temporaryFailures + " temporary failures, each bounded by the 3 s operation timeout)");
 
-            assertEquals("holder", contended.holder().rid(), "the claim survived the crash (WAL replay)");
+            assertEquals(a.rid(), contended.holder().rid(), "the claim survived the crash (WAL replay)");
             a.renewLocks(ta); // still ours, in place
             a.checkLocks(ta);
             assertEquals(token, a.fencingToken(lock, ta));

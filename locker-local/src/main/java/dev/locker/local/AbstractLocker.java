@@ -3,6 +3,7 @@ package dev.locker.local;
 import dev.locker.api.ExpiredLockException;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.LockOwner;
+import dev.locker.api.LockProbe;
 import dev.locker.api.LockStatus;
 import dev.locker.api.LockTransaction;
 import dev.locker.api.Locker;
@@ -16,7 +17,6 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -24,17 +24,23 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Supplier;
 
 /**
  * The three-phase template every backend shares. It arbitrates the transactions of this JVM through a
- * {@link LocalLockMediator}, keeps each transaction's claims, and calls the backend only through a few small hooks.
+ * {@link LocalLockMediator}, keeps one {@link Hold} per claimed lock, and calls the backend only through a few hooks.
  *
  * <p>Invariants kept here, for every backend:
  * <ul>
- *   <li>a lock is in the store for a transaction only while that transaction holds the mediator record for it;</li>
+ *   <li>one record per claimed lock: the hold is the mediator's entry and the transaction's bookkeeping at once, and
+ *       its state (the backend's status, the deadline) is the only truth about whether this process holds the lock;</li>
+ *   <li>one clock for validity: a hold's deadline is on the monotonic clock, computed by the backend from one reading
+ *       taken before the request that wrote or renewed the claim ({@link #deadline}); it is compared before a step
+ *       and again after the step's I/O, so a step that outlived the claim never reports it held;</li>
+ *   <li>a hold lost once (taken over locally after its deadline, told by the backend, released, or its locker closed)
+ *       stays lost: a write or renewal that completes after that withdraws its claim and fails;</li>
  *   <li>{@link #writeLock} is idempotent per (transaction, lock): the second call does no I/O and does not extend;</li>
- *   <li>{@link #checkLocks} asks the backend only about claims not yet confirmed, and fails with
- *       {@link ExpiredLockException} for a claim past its local expiry without asking anyone;</li>
  *   <li>{@link #deleteLocks} tries to delete every claim, always frees the mediator, and never throws for a backend
  *       failure (it logs it once; the claim then expires);</li>
  *   <li>every backend failure reaches the caller as a {@link TemporaryLockingException} or
@@ -50,19 +56,22 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
     protected final LockerConfig config;
     protected final TimeSource time;
     protected final LocalLockMediator mediator;
+    private final LockProbe probe;
 
-    /** Claims per transaction, keyed by the transaction's identity, in the order they were written. */
-    private final ConcurrentHashMap<TxKey, Map<KeyColumn, Tracked<S>>> txs = new ConcurrentHashMap<>();
-    private volatile boolean closed;
+    /** The holds of each transaction, keyed by the transaction's identity, in the order they were claimed. */
+    private final ConcurrentHashMap<TxKey, Map<KeyColumn, Hold>> txs = new ConcurrentHashMap<>();
+    private final AtomicBoolean closed = new AtomicBoolean();
 
     /**
+     * @param config   the settings; the locker runs with {@link LockerConfig#forNewInstance()} of it, so its rid is its own
      * @param mediator the JVM-local arbitration to share with other lockers of this process on the same backend, or
      *                 null for a mediator of this locker's own
      */
     protected AbstractLocker(LockerConfig config, LocalLockMediator mediator) {
-        this.config = Objects.requireNonNull(config, "config must not be null");
-        this.time = config.timeSource();
-        this.mediator = mediator != null ? mediator : LocalLockMediator.standalone("locker-" + config.rid(), time);
+        this.config = Objects.requireNonNull(config, "config must not be null").forNewInstance();
+        this.time = this.config.timeSource();
+        this.probe = this.config.probe();
+        this.mediator = mediator != null ? mediator : LocalLockMediator.standalone("locker-" + this.config.rid(), time);
     }
 
     /** From a backend's builder: its effective configuration and mediator. */
@@ -73,24 +82,35 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
     // ---- the backend's hooks ---------------------------------------------------------------------------------
 
     /**
-     * Writes a claim on {@code lock} in the backend. An atomic backend may decide seniority in the same step and
-     * return a held status (then checkLocks costs no I/O); when it sees another live holder it should remove its own
-     * claim and throw {@link TemporaryLockingException} naming that holder.
+     * Writes a claim on {@code lock} in the backend. An atomic backend decides seniority in the same step and returns a
+     * held status (then the first checkLocks costs no I/O); when it sees another live holder it removes its own claim
+     * and throws {@link TemporaryLockingException} naming that holder. The status's deadline comes from
+     * {@link #deadline} with a monotonic reading taken before the request that wrote the claim.
      */
     protected abstract S writeSingleLock(KeyColumn lock, LockOwner owner);
 
     /**
      * Confirms that the claim {@code status} is the senior live claim on {@code lock}; returns the held status with
-     * its fencing token. Throws {@link TemporaryLockingException} naming the holder when another claim is senior,
-     * and {@link ExpiredLockException} when our own claim is dead or gone. Atomic backends, whose
-     * {@link #writeSingleLock} always returns a held status or throws, never reach it and need not override it.
+     * its fencing token (and the same deadline). Throws {@link TemporaryLockingException} naming the holder when
+     * another claim is senior, and {@link ExpiredLockException} when our own claim is dead or gone. Atomic backends,
+     * whose {@link #writeSingleLock} always returns a held status or throws, never reach it and need not override it.
      */
     protected S checkSingleLock(KeyColumn lock, S status) {
         throw new IllegalStateException(getClass().getSimpleName() + " grants a claim when it writes it, so a claim that "
                 + "is not held cannot be checked: " + status);
     }
 
-    /** Extends the claim's expiry in place (same seniority, same token), only if it is still ours and alive. */
+    /**
+     * Asks the backend, in one round trip and without changing anything, whether the held claim {@code status} is
+     * still ours and alive; returns the status (the same deadline) or throws {@link ExpiredLockException} naming the
+     * new holder where known.
+     */
+    protected abstract S verifySingleLock(KeyColumn lock, S status);
+
+    /**
+     * Extends the claim's expiry in place (same seniority, same token), only if it is still ours and alive; the
+     * returned status carries the new deadline from a reading taken before the renewing request.
+     */
     protected abstract S renewSingleLock(KeyColumn lock, S status);
 
     /** Deletes our claim, only if it is still ours (compare-and-delete). */
@@ -122,6 +142,21 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         return new PermanentLockingException(action + " failed unexpectedly: " + e, lock, null, e);
     }
 
+    /**
+     * The deadline of a claim whose lifetime on the deciding clock is {@code validity}, counted from {@code startNanos},
+     * a monotonic reading of this locker's time source taken before the request that wrote or renewed the claim. One
+     * percent of the validity is kept back for the rate at which two hosts' clocks may drift apart meanwhile.
+     */
+    protected final long deadline(long startNanos, Duration validity) {
+        long nanos;
+        try {
+            nanos = validity.toNanos();
+        } catch (ArithmeticException overflow) {
+            nanos = validity.isNegative() ? Long.MIN_VALUE / 4 : Long.MAX_VALUE / 4;
+        }
+        return startNanos + Math.max(0, nanos - nanos / 100);
+    }
+
     // ---- the contract -----------------------------------------------------------------------------------------
 
     @Override
@@ -132,94 +167,93 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         }
         ensureOpen();
         TxKey key = new TxKey(tx);
-        Map<KeyColumn, Tracked<S>> claims = txs.computeIfAbsent(key, k -> new LinkedHashMap<>());
-        synchronized (claims) {
-            if (claims.containsKey(lock)) {
+        Map<KeyColumn, Hold> holds = txs.computeIfAbsent(key, k -> new LinkedHashMap<>());
+        synchronized (holds) {
+            if (holds.containsKey(lock)) {
                 return; // idempotent: no I/O, no extension
             }
         }
-        if (!takeLocal(lock, tx)) {
-            forgetIfEmpty(key, claims);
+        Hold hold = new Hold(lock, tx, time.nanoTime() + config.expiry().toNanos());
+        if (!takeLocal(hold)) {
+            forgetIfEmpty(key, holds);
             Object other = mediator.holder(lock).orElse("another transaction");
             LockOwner localHolder = new LockOwner(config.rid(), config.host(), config.pid(), "", whyOf(other), null);
             throw new TemporaryLockingException("lock is held by " + other + " in this process (local contention, "
                     + "no store I/O done)", lock, localHolder, null);
         }
+        synchronized (holds) {
+            holds.put(lock, hold);
+        }
+        if (txs.get(key) != holds) { // deleteLocks of this transaction ran meanwhile (another thread)
+            hold.release();
+            mediator.release(hold);
+            throw new IllegalStateException("transaction " + tx + " was released while it claimed " + lock);
+        }
+        Hold.State claiming = hold.state();
         S status;
-        Instant wallBefore = time.now();
-        long nanosBefore = time.nanoTime();
         try {
-            status = writeSingleLock(lock, config.owner(whyOf(tx)));
-        } catch (RuntimeException e) {
-            mediator.unlock(lock, tx);
-            forgetIfEmpty(key, claims);
-            throw translate(e, lock, "writing a claim");
+            status = step(LockProbe.Step.WRITE, lock, "writing a claim", () -> writeSingleLock(lock, config.owner(whyOf(tx))));
+        } catch (LockingException e) {
+            drop(key, holds, hold);
+            throw e;
         }
-        mediator.lock(lock, tx, recordExpiry(status)); // the record outlives the claim: see recordExpiry
-        synchronized (claims) {
-            claims.put(lock, new Tracked<>(status, deadline(status, wallBefore, nanosBefore)));
+        String problem = null;
+        if (status.isHeld() && time.nanoTime() - status.deadlineNanos() >= 0) {
+            problem = "our claim's validity ended before the grant reached us (the write took longer than the expiry "
+                    + config.expiry() + ")";
+        } else if (!hold.update(claiming, status, false)) {
+            problem = "while our claim was written, " + hold.state().lostWhy();
         }
-        if (txs.get(key) != claims) { // deleteLocks ran concurrently and dropped our map: give the claim back
-            releaseOne(lock, status, tx);
+        if (problem != null) {
+            hold.lose(problem);
+            withdraw(lock, status, problem);
+            drop(key, holds, hold);
+            throw new ExpiredLockException(problem + "; our claim was withdrawn", lock, null, null);
         }
     }
 
     @Override
     public void checkLocks(Object tx) {
-        Map<KeyColumn, Tracked<S>> claims = claimsOf(tx);
-        if (claims == null) {
-            return;
-        }
-        for (Map.Entry<KeyColumn, Tracked<S>> e : snapshot(claims)) {
-            KeyColumn lock = e.getKey();
-            Tracked<S> tracked = e.getValue();
-            S status = tracked.status;
-            // measured on the monotonic clock: a wall-clock step on this host cannot stretch our belief that we hold it
-            if (time.nanoTime() - tracked.deadlineNanos > 0) {
-                throw new ExpiredLockException("our claim expired (due at " + status.expiry() + " by this locker's "
-                        + "clock); release the transaction's locks and start again", lock, null, null);
+        ensureOpen();
+        for (Hold hold : holdsOf(tx)) {
+            Hold.State s = hold.state();
+            S status = requireLive(hold, s, "checking");
+            if (status.isHeld() && !s.reported()) {
+                if (!hold.update(s, status, true)) { // granted when written: the first check costs no I/O
+                    requireLive(hold, hold.state(), "checking");
+                }
+                continue;
             }
-            if (status.isHeld()) {
-                continue; // confirmed before: no second I/O
+            S checked = status.isHeld()
+                    ? step(LockProbe.Step.VERIFY, hold.lock, "verifying a claim", () -> verifySingleLock(hold.lock, status), hold)
+                    : step(LockProbe.Step.CHECK, hold.lock, "checking a claim", () -> checkSingleLock(hold.lock, status), hold);
+            if (time.nanoTime() - s.deadlineNanos() >= 0) {
+                throw lost(hold, "our claim's validity ended while it was checked");
             }
-            S checked;
-            try {
-                checked = checkSingleLock(lock, status);
-            } catch (RuntimeException ex) {
-                throw translate(ex, lock, "checking a claim");
-            }
-            synchronized (claims) {
-                claims.replace(lock, new Tracked<>(checked, tracked.deadlineNanos));
+            if (!hold.update(s, checked, true)) {
+                requireLive(hold, hold.state(), "checking");
             }
         }
     }
 
     @Override
     public void renewLocks(Object tx) {
-        Map<KeyColumn, Tracked<S>> claims = claimsOf(tx);
-        if (claims == null) {
-            return;
-        }
-        for (Map.Entry<KeyColumn, Tracked<S>> e : snapshot(claims)) {
-            KeyColumn lock = e.getKey();
-            S renewed;
-            Instant wallBefore = time.now();
-            long nanosBefore = time.nanoTime();
-            // our JVM-local record lapsed and another transaction of this process took it: that one may be in the
-            // store now, so we must not renew into a second holder
-            if (!mediator.lock(lock, tx, wallBefore.plus(config.expiry().multipliedBy(2)))) {
-                throw new ExpiredLockException("our claim lapsed in this process and another transaction ("
-                        + mediator.holder(lock).orElse("?") + ") has taken the lock locally; release and start again",
-                        lock, null, null);
+        ensureOpen();
+        for (Hold hold : holdsOf(tx)) {
+            Hold.State s = hold.state();
+            S status = requireLive(hold, s, "renewing");
+            S renewed = step(LockProbe.Step.RENEW, hold.lock, "renewing a claim", () -> renewSingleLock(hold.lock, status), hold);
+            String problem = null;
+            if (time.nanoTime() - renewed.deadlineNanos() >= 0) {
+                problem = "the renewal's validity ended before its answer reached us";
+            } else if (!hold.update(s, renewed, s.reported())) {
+                problem = "while our claim was renewed, " + hold.state().lostWhy();
             }
-            try {
-                renewed = renewSingleLock(lock, e.getValue().status);
-            } catch (RuntimeException ex) {
-                throw translate(ex, lock, "renewing a claim");
-            }
-            mediator.lock(lock, tx, recordExpiry(renewed));
-            synchronized (claims) {
-                claims.replace(lock, new Tracked<>(renewed, deadline(renewed, wallBefore, nanosBefore)));
+            if (problem != null) {
+                hold.lose(problem);
+                withdraw(hold.lock, renewed, problem);
+                throw new ExpiredLockException(problem + "; release the transaction's locks and start again", hold.lock,
+                        null, null);
             }
         }
     }
@@ -229,36 +263,57 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         if (tx == null) {
             return;
         }
-        Map<KeyColumn, Tracked<S>> claims = txs.remove(new TxKey(tx));
-        if (claims == null) {
+        Map<KeyColumn, Hold> holds = txs.remove(new TxKey(tx));
+        if (holds == null) {
             return;
         }
-        for (Map.Entry<KeyColumn, Tracked<S>> e : snapshot(claims)) {
-            releaseOne(e.getKey(), e.getValue().status, tx);
+        for (Hold hold : snapshot(holds)) {
+            releaseHold(hold, hold.release());
         }
     }
 
-    private void releaseOne(KeyColumn lock, S status, Object tx) {
+    /** Deletes the claim a hold had (if any) and frees its mediator entry; logs a backend failure. */
+    @SuppressWarnings("unchecked")
+    private void releaseHold(Hold hold, Hold.State before) {
         try {
-            deleteSingleLock(lock, status);
-        } catch (RuntimeException ex) {
-            log.warn("Could not delete claim {} on {} of locker {}; it will expire at {}: {}",
-                    status, lock, config.rid(), status.expiry(), ex.toString(), ex);
+            if (before.status() != null && before.phase() != Hold.Phase.RELEASED) {
+                S status = (S) before.status();
+                step(LockProbe.Step.RELEASE, hold.lock, "deleting a claim", () -> {
+                    deleteSingleLock(hold.lock, status);
+                    return status;
+                });
+            }
+        } catch (LockingException ex) {
+            log.warn("Could not delete our claim on {} (locker {}); it expires on its own: {}", hold.lock, config.rid(),
+                    ex.getMessage(), ex);
         } finally {
-            mediator.unlock(lock, tx);
+            mediator.release(hold);
         }
     }
 
     @Override
     public Optional<LockStatus> status(KeyColumn lock, Object tx) {
-        Map<KeyColumn, Tracked<S>> claims = claimsOf(tx);
-        if (claims == null || lock == null) {
+        ensureOpen();
+        Hold hold = holdOf(lock, tx);
+        if (hold == null) {
             return Optional.empty();
         }
-        synchronized (claims) {
-            Tracked<S> t = claims.get(lock);
-            return Optional.ofNullable(t == null ? null : t.status);
+        Hold.State s = hold.state();
+        return s.isFinal() ? Optional.empty() : Optional.ofNullable(s.status());
+    }
+
+    @Override
+    public long fencingToken(KeyColumn lock, Object tx) {
+        ensureOpen();
+        Hold hold = holdOf(lock, tx);
+        if (hold == null) {
+            throw new IllegalStateException("transaction " + tx + " has not claimed lock " + lock);
         }
+        S status = requireLive(hold, hold.state(), "reading the fencing token of");
+        if (!status.isHeld()) {
+            throw new IllegalStateException("lock " + lock + " is claimed but not checked yet: call checkLocks first");
+        }
+        return status.fencingToken();
     }
 
     @Override
@@ -295,21 +350,28 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         return config;
     }
 
-    /** Releases the claims of transactions still open (best effort), then the backend. Idempotent. */
+    /**
+     * Marks every open hold lost ("the locker was closed"), deletes their claims (best effort), then closes the
+     * backend. Idempotent.
+     */
     @Override
     public void close() {
-        if (closed) {
+        if (!closed.compareAndSet(false, true)) {
             return;
         }
-        closed = true;
         for (TxKey key : new ArrayList<>(txs.keySet())) {
-            deleteLocks(key.tx);
+            Map<KeyColumn, Hold> holds = txs.remove(key);
+            if (holds != null) {
+                for (Hold hold : snapshot(holds)) {
+                    releaseHold(hold, hold.lose("the locker was closed"));
+                }
+            }
         }
         closeBackend();
     }
 
     protected boolean isClosed() {
-        return closed;
+        return closed.get();
     }
 
     @Override
@@ -324,12 +386,12 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         return tx instanceof LockTransaction ? ((LockTransaction) tx).why() : "";
     }
 
-    private boolean takeLocal(KeyColumn lock, Object tx) {
-        Duration wait = config.localWait();
-        long deadline = time.nanoTime() + wait.toNanos();
+    /** Takes the mediator entry, waiting up to {@code localWait} (on the monotonic clock) for another transaction. */
+    private boolean takeLocal(Hold hold) {
+        long deadline = time.nanoTime() + config.localWait().toNanos();
         long pauseMillis = 1;
         while (true) {
-            if (mediator.lock(lock, tx, time.now().plus(config.expiry().multipliedBy(2)))) {
+            if (mediator.take(hold)) {
                 return true;
             }
             long left = deadline - time.nanoTime();
@@ -346,66 +408,104 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         }
     }
 
+    /** Runs one backend step between the probe's two calls, translating its failure. */
+    private <T> T step(LockProbe.Step step, KeyColumn lock, String action, Supplier<T> op) {
+        probe.before(step, lock, config.rid());
+        try {
+            T result = op.get();
+            probe.after(step, lock, config.rid(), null);
+            return result;
+        } catch (RuntimeException e) {
+            LockingException t = translate(e, lock, action);
+            probe.after(step, lock, config.rid(), t);
+            throw t;
+        }
+    }
+
+    /** Like {@link #step(LockProbe.Step, KeyColumn, String, Supplier)}; an {@link ExpiredLockException} loses the hold. */
+    private <T> T step(LockProbe.Step step, KeyColumn lock, String action, Supplier<T> op, Hold hold) {
+        try {
+            return step(step, lock, action, op);
+        } catch (ExpiredLockException e) {
+            hold.lose(e.getMessage());
+            throw e;
+        }
+    }
+
+    /** The status of a hold that is neither lost nor past its deadline; otherwise marks it lost and throws. */
+    @SuppressWarnings("unchecked")
+    private S requireLive(Hold hold, Hold.State s, String action) {
+        if (s.isFinal()) {
+            throw new ExpiredLockException("lock lost before " + action + " it: " + s.lostWhy()
+                    + "; release the transaction's locks and start again", hold.lock, null, null);
+        }
+        if (s.status() == null) {
+            throw new IllegalStateException("the claim on " + hold.lock + " is still being written by another thread");
+        }
+        if (time.nanoTime() - s.deadlineNanos() >= 0) {
+            throw lost(hold, "our claim's validity ended (by this process's monotonic clock)");
+        }
+        return (S) s.status();
+    }
+
+    private ExpiredLockException lost(Hold hold, String why) {
+        hold.lose(why);
+        return new ExpiredLockException(why + "; release the transaction's locks and start again", hold.lock, null, null);
+    }
+
+    /** Deletes a claim this process will not use (compare-and-delete); if that fails, it expires. */
+    private void withdraw(KeyColumn lock, S status, String why) {
+        try {
+            step(LockProbe.Step.RELEASE, lock, "withdrawing a claim", () -> {
+                deleteSingleLock(lock, status);
+                return status;
+            });
+        } catch (LockingException e) {
+            log.warn("Could not withdraw our claim on {} ({}); it expires on its own: {}", lock, why, e.getMessage());
+        }
+    }
+
+    private void drop(TxKey key, Map<KeyColumn, Hold> holds, Hold hold) {
+        hold.release();
+        mediator.release(hold);
+        synchronized (holds) {
+            holds.remove(hold.lock, hold);
+        }
+        forgetIfEmpty(key, holds);
+    }
+
     private void ensureOpen() {
-        if (closed) {
+        if (closed.get()) {
             throw new IllegalStateException(this + " is closed");
         }
     }
 
-    private Map<KeyColumn, Tracked<S>> claimsOf(Object tx) {
-        return tx == null ? null : txs.get(new TxKey(tx));
+    private List<Hold> holdsOf(Object tx) {
+        Map<KeyColumn, Hold> holds = tx == null ? null : txs.get(new TxKey(tx));
+        return holds == null ? List.of() : snapshot(holds);
     }
 
-    private void forgetIfEmpty(TxKey key, Map<KeyColumn, Tracked<S>> claims) {
-        synchronized (claims) {
-            if (claims.isEmpty()) {
-                txs.remove(key, claims);
+    private Hold holdOf(KeyColumn lock, Object tx) {
+        Map<KeyColumn, Hold> holds = tx == null || lock == null ? null : txs.get(new TxKey(tx));
+        if (holds == null) {
+            return null;
+        }
+        synchronized (holds) {
+            return holds.get(lock);
+        }
+    }
+
+    private void forgetIfEmpty(TxKey key, Map<KeyColumn, Hold> holds) {
+        synchronized (holds) {
+            if (holds.isEmpty()) {
+                txs.remove(key, holds);
             }
         }
     }
 
-    private List<Map.Entry<KeyColumn, Tracked<S>>> snapshot(Map<KeyColumn, Tracked<S>> claims) {
-        synchronized (claims) {
-            List<Map.Entry<KeyColumn, Tracked<S>>> out = new ArrayList<>(claims.size());
-            for (Map.Entry<KeyColumn, Tracked<S>> e : claims.entrySet()) {
-                out.add(Map.entry(e.getKey(), e.getValue()));
-            }
-            return out;
-        }
-    }
-
-    /**
-     * The local deadline of a claim on the monotonic clock: the status's expiry, read against the wall/monotonic pair
-     * taken just before the request that produced it (so it errs early, never late).
-     */
-    private static long deadline(LockStatus status, Instant wallBefore, long nanosBefore) {
-        Duration left = Duration.between(wallBefore, status.expiry());
-        long leftNanos;
-        try {
-            leftNanos = left.toNanos();
-        } catch (ArithmeticException overflow) {
-            leftNanos = left.isNegative() ? Long.MIN_VALUE / 4 : Long.MAX_VALUE / 4;
-        }
-        return nanosBefore + leftNanos;
-    }
-
-    /**
-     * How long the JVM-local record of a claim lives if its transaction never releases it: one expiry past the claim's
-     * own. A record that lapsed before the claim would let a second transaction of this process reach the store
-     * while the first still believes it holds (same rid: the store could not tell them apart).
-     */
-    private Instant recordExpiry(LockStatus status) {
-        return status.expiry().plus(config.expiry());
-    }
-
-    /** A claim's status and its local deadline. */
-    private static final class Tracked<S> {
-        final S status;
-        final long deadlineNanos;
-
-        Tracked(S status, long deadlineNanos) {
-            this.status = status;
-            this.deadlineNanos = deadlineNanos;
+    private static List<Hold> snapshot(Map<KeyColumn, Hold> holds) {
+        synchronized (holds) {
+            return new ArrayList<>(holds.values());
         }
     }
 

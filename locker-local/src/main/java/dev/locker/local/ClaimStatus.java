@@ -2,66 +2,48 @@ package dev.locker.local;
 
 import dev.locker.api.LockStatus;
 
-import java.time.Instant;
 import java.util.HexFormat;
 import java.util.Objects;
 
 /**
- * The status of one claim a transaction wrote: an opaque claim id the backend uses to find its claim again (a column,
- * a sequence number...), the local expiry, and — once the backend confirmed it — the holder's fencing token.
- * Immutable; each phase returns a new one.
+ * A claim an atomic backend granted: the bytes that identify our claim in the backend (a nonce in Redis, the claim
+ * field in MongoDB, the holder cell's value in HBase), the fencing token it got, and the deadline on the monotonic
+ * clock until which this process may believe it. Immutable; renewal returns a new one.
  */
 public final class ClaimStatus implements LockStatus {
 
     private final byte[] claimId;
-    private final Instant writtenAt;
-    private final Instant expiry;
-    private final boolean held;
     private final long fencingToken;
+    private final long deadlineNanos;
 
-    private ClaimStatus(byte[] claimId, Instant writtenAt, Instant expiry, boolean held, long fencingToken) {
+    private ClaimStatus(byte[] claimId, long fencingToken, long deadlineNanos) {
         this.claimId = claimId;
-        this.writtenAt = writtenAt;
-        this.expiry = expiry;
-        this.held = held;
         this.fencingToken = fencingToken;
+        this.deadlineNanos = deadlineNanos;
     }
 
-    /** A claim written but not yet confirmed as the holder. */
-    public static ClaimStatus written(byte[] claimId, Instant writtenAt, Instant expiry) {
-        return new ClaimStatus(Objects.requireNonNull(claimId, "claimId").clone(), writtenAt, expiry, false, 0L);
+    /**
+     * A claim the backend made the holder in the step that wrote it.
+     *
+     * @param deadlineNanos from {@link AbstractLocker#deadline}: one monotonic reading taken before the request
+     */
+    public static ClaimStatus granted(byte[] claimId, long fencingToken, long deadlineNanos) {
+        return new ClaimStatus(Objects.requireNonNull(claimId, "claimId").clone(), fencingToken, deadlineNanos);
     }
 
-    /** A claim the backend made the holder in the same step that wrote it (atomic backends). */
-    public static ClaimStatus granted(byte[] claimId, Instant writtenAt, Instant expiry, long fencingToken) {
-        return new ClaimStatus(Objects.requireNonNull(claimId, "claimId").clone(), writtenAt, expiry, true, fencingToken);
+    /** The same claim with the deadline of a renewal (same token, same seniority). */
+    public ClaimStatus renewed(long newDeadlineNanos) {
+        return new ClaimStatus(claimId, fencingToken, newDeadlineNanos);
     }
 
-    public ClaimStatus held(long token) {
-        return new ClaimStatus(claimId, writtenAt, expiry, true, token);
-    }
-
-    public ClaimStatus withExpiry(Instant newExpiry) {
-        return new ClaimStatus(claimId, writtenAt, newExpiry, held, fencingToken);
-    }
-
+    /** The bytes that identify our claim in the backend. */
     public byte[] claimId() {
         return claimId.clone();
     }
 
-    /** When the claim was written, by the clock that ordered it. */
-    public Instant writtenAt() {
-        return writtenAt;
-    }
-
-    @Override
-    public Instant expiry() {
-        return expiry;
-    }
-
     @Override
     public boolean isHeld() {
-        return held;
+        return true;
     }
 
     @Override
@@ -70,8 +52,12 @@ public final class ClaimStatus implements LockStatus {
     }
 
     @Override
+    public long deadlineNanos() {
+        return deadlineNanos;
+    }
+
+    @Override
     public String toString() {
-        return "ClaimStatus[claim=" + HexFormat.of().formatHex(claimId) + ", written=" + writtenAt + ", expiry=" + expiry
-                + (held ? ", held, token=" + fencingToken : ", not checked") + "]";
+        return "ClaimStatus[claim=" + HexFormat.of().formatHex(claimId) + ", token=" + fencingToken + "]";
     }
 }

@@ -14,6 +14,7 @@ import dev.locker.api.TemporaryStoreException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -21,26 +22,42 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * JanusGraph's wait-and-read-back protocol over any {@link KeyColumnValueStore}, with fencing, renewal and scrubbing.
+ * JanusGraph's wait-and-read-back protocol over any {@link KeyColumnValueStore}, with fencing, renewal and scrubbing,
+ * made safe against paused and late operations by a write-then-confirm step.
  *
- * <p>writeLock writes a claim column (client timestamp + rid) into the lock's row; a write that takes longer than
- * {@code lockWait} is not trusted and is retried with a fresh timestamp, deleting the previous attempt's column.
- * checkLocks waits until {@code lockWait} has passed since the claim's timestamp, reads the row back, and holds the
- * lock only if its claim is the earliest live one (stale claims of our own rid are skipped). The holder then records
- * its fencing token — one more than the row's high-water mark — and scrubs dead claims in the same mutation.
+ * <p><b>writeLock</b> writes a claim column (client timestamp, rid, nonce: see {@link ClaimCodec}) into the lock's
+ * row; a write that takes {@code lockWait} or longer on the monotonic clock is not trusted and is retried with a fresh
+ * timestamp, and every attempt deletes all earlier attempts of the same claim. <b>checkLocks</b> waits until
+ * {@code lockWait} has passed since the write began (monotonic clock), reads the row back, and goes on only if its claim
+ * is the senior live one (earlier attempts of this same claim aside; every other claim counts, whatever its rid). It
+ * then writes its fencing token, one above the greatest token the row records, into its claim and into a token column
+ * of its own, and reads the row once more to <em>confirm</em>: it holds the lock only if its claim is still there with
+ * that token, no other live claim carries a token, and no other holder's token column is as high as its own.
+ * Otherwise it withdraws its claim.
  *
- * <p>Safety assumption (the same as JanusGraph's): the clocks of all lockers on a store agree to within
- * {@code lockWait}, and the store's reads see completed writes. Where that cannot be promised, use a native backend,
- * which orders claims on the server. The on-store format is described in {@link ClaimCodec}.
+ * <p><b>Safety argument.</b> What decides the holder: the senior live claim by client timestamp, then the confirm step.
+ * Two claimants that both wrote a token each read the row after their own write, so at least one of them reads after
+ * the other's write and backs off: never two holders, even if one of them paused for any time between its read-back
+ * and its write. A later holder's confirm sees every earlier holder's token column (they are never overwritten), so
+ * tokens strictly increase, whatever late writes land. What decides expiry: the claim's expiry timestamp, on the
+ * clocks of the other lockers. What a paused holder can do: nothing that counts. Its deadline on its own monotonic clock
+ * is the claim's lifetime counted from before its write, less {@code lockWait} (a peer's clock may run ahead by that
+ * much) and a drift allowance; every step compares it again after its I/O, so a step that outlived the claim fails;
+ * a renewal rewrites the claim and then confirms like a check, so it cannot resurrect a claim another holder replaced.
+ * Assumptions: the clocks of all lockers on a store agree to within {@code lockWait}; the store's reads see completed
+ * writes of the same row (per-row linearizability); a write that returned is durable. Where that cannot be promised,
+ * use a native backend, which orders claims on the server.
  *
  * <p>Known limit of a store without conditional writes: a {@link #forceRelease} that lands between a holder's
  * read-back and its token write (or between a renewal's read and write) is undone by that write, so the operator
- * must repeat it. Renewal refuses within {@code lockWait} of the expiry so that a scrubber whose clock runs ahead
- * cannot race it.
+ * must repeat it; there are never two holders meanwhile.
  */
-public final class ConsistentKeyLocker extends AbstractLocker<ClaimStatus> {
+public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim> {
 
     private static final Logger log = LoggerFactory.getLogger(ConsistentKeyLocker.class);
     private static final byte[] EMPTY = new byte[0];
@@ -48,12 +65,19 @@ public final class ConsistentKeyLocker extends AbstractLocker<ClaimStatus> {
     private final KeyColumnValueStore store;
     private final ExpiredClaimCleaner cleaner;
     private final boolean ownsStore;
+    private final AtomicLong nonces = new AtomicLong(System.nanoTime());
+    /** Claims of ours that were released but whose deletion failed: never the holder, deleted again when met. */
+    private final ConcurrentHashMap<KeyColumn, Set<ByteBuffer>> undeleted = new ConcurrentHashMap<>();
 
     private ConsistentKeyLocker(Builder b) {
         super(b);
         if (config.lockWait().isZero()) {
             throw new IllegalArgumentException("lockWait must be positive for the wait-and-read-back protocol: it bounds "
                     + "how late a claim may become visible (and the clock disagreement between clients)");
+        }
+        if (config.lockWait().compareTo(config.expiry()) >= 0) {
+            throw new IllegalArgumentException("lockWait " + config.lockWait() + " must be shorter than the expiry "
+                    + config.expiry() + " for the wait-and-read-back protocol");
         }
         this.store = b.store;
         this.ownsStore = b.closeStoreOnClose;
@@ -71,114 +95,158 @@ public final class ConsistentKeyLocker extends AbstractLocker<ClaimStatus> {
     // ---- hooks --------------------------------------------------------------------------------------------------
 
     @Override
-    protected ClaimStatus writeSingleLock(KeyColumn lock, LockOwner owner) {
+    protected ConsistentKeyClaim writeSingleLock(KeyColumn lock, LockOwner owner) {
         byte[] row = lock.encoded();
-        byte[] previous = null;
+        List<byte[]> attempts = new ArrayList<>();
         StoreException lastFailure = null;
         for (int attempt = 1; attempt <= config.retries(); attempt++) {
-            Instant before = time.now();
-            byte[] column = ClaimCodec.column(before, config.rid());
-            Instant expiry = before.plus(config.expiry());
-            byte[] value = ClaimCodec.value(expiry, 0L, owner.withSince(before));
-            List<byte[]> deletions = previous == null ? List.of() : List.of(previous);
+            long started = time.nanoTime();
+            Instant ts = time.now();
+            byte[] column = ClaimCodec.column(ts, config.rid(), nonces.incrementAndGet());
+            byte[] value = ClaimCodec.value(ts.plus(config.expiry()), 0L, owner.withSince(ts));
             try {
-                mutate(row, List.of(new Entry(column, value)), deletions);
+                // every earlier attempt may have reached the store: each write deletes all of them, not just the last
+                mutate(row, List.of(new Entry(column, value)), withUndeleted(lock, attempts));
             } catch (PermanentStoreException e) {
-                deleteQuietly(row, column, previous);
+                attempts.add(column);
+                deleteQuietly(lock, attempts);
                 throw new PermanentLockingException("writing a claim failed permanently on store " + store.name(),
                         lock, null, e);
             } catch (TemporaryStoreException e) {
                 lastFailure = e;
-                previous = column; // it may have been written: the next attempt deletes it
+                attempts.add(column); // it may have been written
                 log.debug("Claim write on {} failed temporarily (attempt {}/{}): {}", lock, attempt, config.retries(), e.toString());
                 continue;
             }
-            // Strictly shorter: then our write completed at a clock reading < ts + lockWait <= any later claimant's
-            // read-back time, so every claimant with a timestamp >= ours sees our claim (equal would not order them).
-            Duration took = Duration.between(before, time.now());
-            if (took.compareTo(config.lockWait()) < 0) {
-                return ClaimStatus.written(column, before, expiry);
+            forgetUndeleted(lock, attempts);
+            // Strictly shorter: then our write completed before ts + lockWait on every clock that agrees with ours, so
+            // every claimant with a timestamp >= ours sees our claim when it reads back (equal would not order them).
+            long took = time.nanoTime() - started;
+            if (took < config.lockWait().toNanos()) {
+                return new ConsistentKeyClaim(column, List.of(), ts, started, validity(started), false, 0L);
             }
-            log.debug("Claim write on {} took {} >= lockWait {} (attempt {}/{}); retrying", lock, took,
+            log.debug("Claim write on {} took {} >= lockWait {} (attempt {}/{}); retrying", lock, Duration.ofNanos(took),
                     config.lockWait(), attempt, config.retries());
-            previous = column;
+            attempts.clear(); // the write above deleted them
+            attempts.add(column);
             lastFailure = null;
         }
-        deleteQuietly(row, previous, null);
+        deleteQuietly(lock, attempts);
         throw new TemporaryLockingException("could not write a claim in " + config.retries() + " attempts on store "
                 + store.name() + (lastFailure == null ? " (every write took longer than lockWait " + config.lockWait() + ")" : ""),
                 lock, null, lastFailure);
     }
 
     @Override
-    protected ClaimStatus checkSingleLock(KeyColumn lock, ClaimStatus status) {
+    protected ConsistentKeyClaim checkSingleLock(KeyColumn lock, ConsistentKeyClaim claim) {
         byte[] row = lock.encoded();
-        Instant readableAt = status.writtenAt().plus(config.lockWait());
+        long waitNanos = claim.writtenAtNanos + config.lockWait().toNanos() - time.nanoTime();
         try {
-            time.sleep(Duration.between(time.now(), readableAt));
+            time.sleep(Duration.ofNanos(Math.max(0, waitNanos))); // on the monotonic clock: a wall-clock step cannot stretch it
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new TemporaryLockingException("interrupted while waiting lockWait before reading the lock row", lock, null, e);
         }
         Row r = readRow(row);
         Instant now = time.now();
-        byte[] mine = status.claimId();
-        ClaimCodec.Claim own = r.find(mine);
+        ClaimCodec.Claim own = r.find(claim.column);
         if (own == null) {
             throw new ExpiredLockException("our claim is gone from the store (expired and scrubbed, or force-released)", lock);
         }
         if (!own.isLiveAt(now)) {
             throw new ExpiredLockException("our claim expired at " + own.expiry + " before it was checked", lock, own.owner, null);
         }
-        ClaimCodec.Claim senior = r.seniorLive(now, config.rid(), mine);
+        ClaimCodec.Claim senior = r.seniorLive(now, ignored(lock, claim));
         List<byte[]> dead = r.deadColumns(now);
         if (senior != own) {
             scrubLater(row, dead);
             throw new TemporaryLockingException("lock is held by a senior claim written at " + senior.writtenAt, lock,
                     senior.owner, null);
         }
+        ClaimCodec.Claim holder = r.otherTokenHolder(now, claim.column, ignored(lock, claim));
+        if (holder != null) {
+            throw new TemporaryLockingException("lock is held by a claim confirmed with token " + holder.token, lock,
+                    holder.owner, null);
+        }
         long token = r.maxToken() + 1;
-        List<Entry> additions = List.of(
-                new Entry(mine, ClaimCodec.value(own.expiry, token, own.owner)),
-                new Entry(ClaimCodec.TOKEN_COLUMN, ClaimCodec.tokenValue(token)));
-        mutate(row, additions, config.scrubExpired() ? dead : List.of());
-        return status.held(token);
+        List<byte[]> deletions = new ArrayList<>(r.tokenColumnsBelow(r.maxTokenColumnToken()));
+        deletions.addAll(claim.earlierAttempts);
+        deletions.addAll(undeletedOf(lock));
+        if (config.scrubExpired()) {
+            deletions.addAll(dead);
+        }
+        mutate(row, List.of(new Entry(claim.column, ClaimCodec.value(own.expiry, token, own.owner)),
+                new Entry(ClaimCodec.tokenColumn(token, claim.column), EMPTY)), deletions);
+        ConsistentKeyClaim held = claim.held(token);
+        String conflict = confirm(readRow(row), lock, held);
+        if (conflict != null) {
+            deleteQuietly(lock, held.allColumns());
+            if (conflict.startsWith("gone")) {
+                throw new ExpiredLockException("our claim is " + conflict, lock);
+            }
+            throw new TemporaryLockingException("another claim was confirmed at the same time (" + conflict
+                    + "); ours was withdrawn", lock);
+        }
+        return held;
     }
 
     @Override
-    protected ClaimStatus renewSingleLock(KeyColumn lock, ClaimStatus status) {
-        byte[] row = lock.encoded();
-        Instant now = time.now();
-        // margin of lockWait: a peer whose clock is ahead by up to lockWait may already treat us as dead
-        if (!now.plus(config.lockWait()).isBefore(status.expiry())) {
-            throw new ExpiredLockException("our claim expires at " + status.expiry() + " (now " + now
-                    + ", margin lockWait " + config.lockWait() + "): too late to renew", lock);
+    protected ConsistentKeyClaim verifySingleLock(KeyColumn lock, ConsistentKeyClaim claim) {
+        String conflict = confirm(readRow(lock.encoded()), lock, claim);
+        if (conflict != null) {
+            throw new ExpiredLockException("our claim is no longer the holder: " + conflict, lock);
         }
-        byte[] mine = status.claimId();
-        ClaimCodec.Claim own = null;
-        for (Entry e : store.getSlice(row, mine, successor(mine), tx())) {
-            if (Arrays.equals(e.column(), mine)) {
-                own = ClaimCodec.decode(mine, e.value());
+        return claim;
+    }
+
+    @Override
+    protected ConsistentKeyClaim renewSingleLock(KeyColumn lock, ConsistentKeyClaim claim) {
+        byte[] row = lock.encoded();
+        long started = time.nanoTime();
+        Instant now = time.now();
+        Row before = readRow(row);
+        String conflict = confirm(before, lock, claim);
+        if (conflict != null) {
+            throw new ExpiredLockException("cannot renew: our claim is " + conflict, lock);
+        }
+        ClaimCodec.Claim own = before.find(claim.column);
+        mutate(row, List.of(new Entry(claim.column, ClaimCodec.value(now.plus(config.expiry()), own.token, own.owner))),
+                List.of());
+        // the rewrite may have landed after our claim died and another holder came: confirm like a check does
+        conflict = confirm(readRow(row), lock, claim);
+        if (conflict != null) {
+            deleteQuietly(lock, claim.allColumns());
+            throw new ExpiredLockException("our renewal came too late: " + conflict + "; the rewritten claim was withdrawn",
+                    lock);
+        }
+        return claim.renewed(validity(started));
+    }
+
+    @Override
+    protected void deleteSingleLock(KeyColumn lock, ConsistentKeyClaim claim) {
+        // the columns (timestamp, rid, nonce) are this claim's alone: deleting them cannot remove anybody else's claim
+        List<byte[]> columns = claim.allColumns();
+        StoreException last = null;
+        for (int attempt = 1; attempt <= config.retries(); attempt++) {
+            try {
+                mutate(lock.encoded(), List.of(), withUndeleted(lock, columns));
+                forgetUndeleted(lock, columns);
+                return;
+            } catch (TemporaryStoreException e) {
+                last = e;
             }
         }
-        if (own == null) {
-            throw new ExpiredLockException("our claim is gone from the store (force-released or scrubbed)", lock);
-        }
-        Instant newExpiry = now.plus(config.expiry());
-        mutate(row, List.of(new Entry(mine, ClaimCodec.value(newExpiry, own.token, own.owner))), List.of());
-        return status.withExpiry(newExpiry);
-    }
-
-    @Override
-    protected void deleteSingleLock(KeyColumn lock, ClaimStatus status) {
-        // the column (timestamp + our rid) is ours alone: deleting it cannot remove anybody else's claim
-        mutate(lock.encoded(), List.of(), List.of(status.claimId()));
+        rememberUndeleted(lock, columns);
+        throw last;
     }
 
     @Override
     protected Optional<LockOwner> readHolder(KeyColumn lock) {
-        ClaimCodec.Claim senior = readRow(lock.encoded()).seniorLive(time.now(), null, null);
-        return senior == null ? Optional.empty() : Optional.of(senior.owner);
+        Row r = readRow(lock.encoded());
+        Instant now = time.now();
+        ClaimCodec.Claim confirmed = r.otherTokenHolder(now, EMPTY, List.of());
+        ClaimCodec.Claim holder = confirmed != null ? confirmed : r.seniorLive(now, List.of());
+        return holder == null ? Optional.empty() : Optional.of(holder.owner);
     }
 
     @Override
@@ -204,6 +272,84 @@ public final class ConsistentKeyLocker extends AbstractLocker<ClaimStatus> {
         }
     }
 
+    // ---- protocol helpers ---------------------------------------------------------------------------------------
+
+    /** A claim's deadline: its lifetime less lockWait (a peer's clock may be that far ahead), from {@code started}. */
+    private long validity(long started) {
+        return deadline(started, config.expiry().minus(config.lockWait()));
+    }
+
+    /**
+     * Whether the held claim {@code claim} is still the holder in {@code r}: null if it is, else what is wrong (a text
+     * starting with "gone" when our claim is missing).
+     */
+    private String confirm(Row r, KeyColumn lock, ConsistentKeyClaim claim) {
+        Instant now = time.now();
+        ClaimCodec.Claim own = r.find(claim.column);
+        if (own == null) {
+            return "gone from the store (force-released, or scrubbed as dead by another process)";
+        }
+        if (!claim.isHeld()) {
+            return null; // renewing an unconfirmed claim: it only needs to be there
+        }
+        if (own.token != claim.fencingToken()) {
+            return "rewritten with token " + own.token + ", not ours (" + claim.fencingToken() + ")";
+        }
+        ClaimCodec.Claim other = r.otherTokenHolder(now, claim.column, ignored(lock, claim));
+        if (other != null) {
+            return "another live claim holds token " + other.token + " (" + other.owner + ")";
+        }
+        long higher = r.maxTokenColumnTokenOfOthers(claim.column);
+        if (higher >= claim.fencingToken()) {
+            return "token " + higher + " was issued to another holder after ours (" + claim.fencingToken() + ")";
+        }
+        return null;
+    }
+
+    /** Columns that are ours and never the holder: earlier attempts of this claim, and released claims not yet deleted. */
+    private List<byte[]> ignored(KeyColumn lock, ConsistentKeyClaim claim) {
+        List<byte[]> out = new ArrayList<>(claim.earlierAttempts);
+        out.addAll(undeletedOf(lock));
+        return out;
+    }
+
+    private List<byte[]> undeletedOf(KeyColumn lock) {
+        Set<ByteBuffer> s = undeleted.get(lock);
+        if (s == null) {
+            return List.of();
+        }
+        List<byte[]> out = new ArrayList<>();
+        for (ByteBuffer b : s) {
+            out.add(b.array());
+        }
+        return out;
+    }
+
+    private List<byte[]> withUndeleted(KeyColumn lock, List<byte[]> columns) {
+        List<byte[]> u = undeletedOf(lock);
+        if (u.isEmpty()) {
+            return columns;
+        }
+        List<byte[]> out = new ArrayList<>(columns);
+        out.addAll(u);
+        return out;
+    }
+
+    private void rememberUndeleted(KeyColumn lock, List<byte[]> columns) {
+        Set<ByteBuffer> s = undeleted.computeIfAbsent(lock, k -> ConcurrentHashMap.newKeySet());
+        for (byte[] c : columns) {
+            s.add(ByteBuffer.wrap(c));
+        }
+    }
+
+    private void forgetUndeleted(KeyColumn lock, List<byte[]> columns) {
+        Set<ByteBuffer> s = undeleted.get(lock);
+        if (s != null) {
+            s.clear(); // the mutation that just succeeded deleted them all
+            undeleted.remove(lock, s);
+        }
+    }
+
     // ---- store access -------------------------------------------------------------------------------------------
 
     private StoreTransaction tx() {
@@ -216,21 +362,16 @@ public final class ConsistentKeyLocker extends AbstractLocker<ClaimStatus> {
         tx.commit();
     }
 
-    private void deleteQuietly(byte[] row, byte[] column, byte[] other) {
-        List<byte[]> cols = new ArrayList<>(2);
-        if (column != null) {
-            cols.add(column);
-        }
-        if (other != null) {
-            cols.add(other);
-        }
-        if (cols.isEmpty()) {
+    private void deleteQuietly(KeyColumn lock, List<byte[]> columns) {
+        if (columns.isEmpty()) {
             return;
         }
         try {
-            mutate(row, List.of(), cols);
+            mutate(lock.encoded(), List.of(), columns);
         } catch (StoreException e) {
-            log.warn("Could not delete a failed claim attempt on row {}; it will expire: {}", KeyColumn.decode(row), e.toString());
+            rememberUndeleted(lock, columns);
+            log.warn("Could not delete a claim of ours on {}; it will expire (or be deleted when met again): {}", lock,
+                    e.toString());
         }
     }
 
@@ -248,16 +389,19 @@ public final class ConsistentKeyLocker extends AbstractLocker<ClaimStatus> {
         return Arrays.copyOf(column, column.length + 1);
     }
 
-    /** A lock row as read: its claims in (timestamp, rid) order and the token high-water mark. */
+    /** A lock row as read: its claims in (timestamp, rid, nonce) order and its token columns. */
     private static final class Row {
         final List<ClaimCodec.Claim> claims = new ArrayList<>();
-        long highWater;
+        final List<byte[]> tokenColumns = new ArrayList<>();
+        long legacyHighWater;
 
         Row(List<Entry> entries) {
             for (Entry e : entries) {
                 byte[] col = e.column();
-                if (Arrays.equals(col, ClaimCodec.TOKEN_COLUMN)) {
-                    highWater = ClaimCodec.tokenOf(e.value());
+                if (Arrays.equals(col, ClaimCodec.LEGACY_TOKEN_COLUMN)) {
+                    legacyHighWater = ClaimCodec.legacyTokenOf(e.value());
+                } else if (ClaimCodec.isTokenColumn(col)) {
+                    tokenColumns.add(col);
                 } else if (ClaimCodec.isClaimColumn(col)) {
                     try {
                         claims.add(ClaimCodec.decode(col, e.value()));
@@ -277,16 +421,22 @@ public final class ConsistentKeyLocker extends AbstractLocker<ClaimStatus> {
             return null;
         }
 
-        /** The earliest live claim, skipping other (stale) claims of {@code ownRid} than {@code ownColumn}. */
-        ClaimCodec.Claim seniorLive(Instant now, String ownRid, byte[] ownColumn) {
+        /** The earliest live claim, skipping the {@code ignored} columns (ours, never the holder). */
+        ClaimCodec.Claim seniorLive(Instant now, List<byte[]> ignored) {
             for (ClaimCodec.Claim c : claims) {
-                if (!c.isLiveAt(now)) {
-                    continue;
+                if (c.isLiveAt(now) && !contains(ignored, c.column)) {
+                    return c;
                 }
-                if (ownRid != null && ownRid.equals(c.rid) && !Arrays.equals(c.column, ownColumn)) {
-                    continue;
+            }
+            return null;
+        }
+
+        /** A live claim other than {@code own} (and the ignored ones) that carries a token: a confirmed holder. */
+        ClaimCodec.Claim otherTokenHolder(Instant now, byte[] own, List<byte[]> ignored) {
+            for (ClaimCodec.Claim c : claims) {
+                if (c.token != 0 && c.isLiveAt(now) && !Arrays.equals(c.column, own) && !contains(ignored, c.column)) {
+                    return c;
                 }
-                return c;
             }
             return null;
         }
@@ -301,12 +451,50 @@ public final class ConsistentKeyLocker extends AbstractLocker<ClaimStatus> {
             return out;
         }
 
+        long maxTokenColumnToken() {
+            long max = 0;
+            for (byte[] t : tokenColumns) {
+                max = Math.max(max, ClaimCodec.tokenOfColumn(t));
+            }
+            return max;
+        }
+
+        long maxTokenColumnTokenOfOthers(byte[] holder) {
+            long max = 0;
+            for (byte[] t : tokenColumns) {
+                if (!Arrays.equals(ClaimCodec.holderOfTokenColumn(t), holder)) {
+                    max = Math.max(max, ClaimCodec.tokenOfColumn(t));
+                }
+            }
+            return max;
+        }
+
+        List<byte[]> tokenColumnsBelow(long token) {
+            List<byte[]> out = new ArrayList<>();
+            for (byte[] t : tokenColumns) {
+                if (ClaimCodec.tokenOfColumn(t) < token) {
+                    out.add(t);
+                }
+            }
+            return out;
+        }
+
+        /** The greatest token this row records anywhere: token columns, claims, and the legacy column. */
         long maxToken() {
-            long max = highWater;
+            long max = Math.max(legacyHighWater, maxTokenColumnToken());
             for (ClaimCodec.Claim c : claims) {
                 max = Math.max(max, c.token);
             }
             return max;
+        }
+
+        private static boolean contains(List<byte[]> list, byte[] column) {
+            for (byte[] b : list) {
+                if (Arrays.equals(b, column)) {
+                    return true;
+                }
+            }
+            return false;
         }
     }
 

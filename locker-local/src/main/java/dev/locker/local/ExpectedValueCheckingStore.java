@@ -18,7 +18,8 @@ import java.util.Objects;
  *
  * <p>Invariants: the first expected value given for a cell wins; locking after the transaction started mutating is
  * refused; a mismatch fails with {@link PermanentLockingException} naming the cell; commit and rollback release the
- * transaction's locks. Transactions must come from {@link #beginTransaction()}.
+ * transaction's locks. Transactions must come from this store's {@link #beginTransaction()}; another store's are
+ * refused before any I/O.
  */
 public final class ExpectedValueCheckingStore implements KeyColumnValueStore {
 
@@ -37,7 +38,7 @@ public final class ExpectedValueCheckingStore implements KeyColumnValueStore {
 
     @Override
     public ExpectedValueCheckingTransaction beginTransaction() {
-        return new ExpectedValueCheckingTransaction(data.beginTransaction(), locker);
+        return new ExpectedValueCheckingTransaction(this, data.beginTransaction(), locker);
     }
 
     @Override
@@ -94,9 +95,11 @@ public final class ExpectedValueCheckingStore implements KeyColumnValueStore {
         return v == null ? "no value" : v.length + " bytes [" + KeyColumn.printable(v) + "]";
     }
 
-    private static ExpectedValueCheckingTransaction cast(StoreTransaction tx) {
-        if (!(tx instanceof ExpectedValueCheckingTransaction)) {
-            throw new IllegalArgumentException("transaction " + tx + " was not begun by this ExpectedValueCheckingStore");
+    /** The transaction, if this very store began it: another store's would check expectations against the wrong data. */
+    private ExpectedValueCheckingTransaction cast(StoreTransaction tx) {
+        if (!(tx instanceof ExpectedValueCheckingTransaction) || ((ExpectedValueCheckingTransaction) tx).store() != this) {
+            throw new IllegalArgumentException("transaction " + tx + " was not begun by this ExpectedValueCheckingStore ("
+                    + name() + ")");
         }
         return (ExpectedValueCheckingTransaction) tx;
     }

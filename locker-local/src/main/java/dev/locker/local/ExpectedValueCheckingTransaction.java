@@ -15,14 +15,20 @@ import java.util.Optional;
  */
 public final class ExpectedValueCheckingTransaction implements StoreTransaction {
 
+    private final ExpectedValueCheckingStore store;
     private final StoreTransaction inner;
     private final Locker locker;
     private final Map<KeyColumn, Optional<byte[]>> expected = new LinkedHashMap<>();
     private boolean mutationStarted;
 
-    ExpectedValueCheckingTransaction(StoreTransaction inner, Locker locker) {
+    ExpectedValueCheckingTransaction(ExpectedValueCheckingStore store, StoreTransaction inner, Locker locker) {
+        this.store = store;
         this.inner = inner;
         this.locker = locker;
+    }
+
+    ExpectedValueCheckingStore store() {
+        return store;
     }
 
     StoreTransaction inner() {

@@ -3,24 +3,25 @@ package dev.locker.local;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.TimeSource;
 
-import java.time.Instant;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * Arbitrates the transactions of one JVM before any of them goes to the backend, so that two threads of one process
- * never race each other in the store.
+ * do not race each other in the store.
  *
- * <p>Invariant: at any instant at most one transaction holds a live record for a lock. Records are taken with
- * {@link ConcurrentHashMap#putIfAbsent}; an expired record may be replaced (compare-and-set on the exact record), and
- * only its holder can remove it. Transactions are compared by identity.
+ * <p>Invariant: at any instant at most one live {@link Hold} is the entry for a lock. Entries are taken with
+ * {@link ConcurrentHashMap#putIfAbsent}. An entry that is past its deadline on the monotonic clock (its transaction
+ * stalled or leaked) may be taken over: it is first marked lost, so its transaction learns it at its next call and
+ * cannot bring it back; only its own hold removes an entry. Mutual exclusion never rests on this class alone: every
+ * backend tells claims apart per claim, so a stalled transaction that was taken over here cannot hold in the store too.
  */
 public final class LocalLockMediator {
 
     private final String namespace;
     private final TimeSource time;
-    private final ConcurrentHashMap<KeyColumn, Record> locks = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<KeyColumn, Hold> holds = new ConcurrentHashMap<>();
 
     LocalLockMediator(String namespace, TimeSource time) {
         this.namespace = namespace;
@@ -36,69 +37,45 @@ public final class LocalLockMediator {
         return namespace;
     }
 
-    /**
-     * Takes {@code lock} for {@code tx} until {@code expiry}. Succeeds when the lock is free, held by an expired
-     * record, or already held by {@code tx} (then the expiry is updated).
-     *
-     * @return true if {@code tx} now holds the lock
-     */
-    public boolean lock(KeyColumn lock, Object tx, Instant expiry) {
-        Objects.requireNonNull(lock, "lock");
-        Objects.requireNonNull(tx, "tx");
-        Objects.requireNonNull(expiry, "expiry");
-        Record mine = new Record(tx, expiry);
+    /** Makes {@code hold} the entry for its lock if the lock is free or its entry is past its deadline. */
+    boolean take(Hold hold) {
+        Objects.requireNonNull(hold, "hold");
         while (true) {
-            Record current = locks.putIfAbsent(lock, mine);
-            if (current == null) {
+            Hold current = holds.putIfAbsent(hold.lock, hold);
+            if (current == null || current == hold) {
                 return true;
             }
-            if (current.tx == tx || current.expiry.isBefore(time.now())) {
-                if (locks.replace(lock, current, mine)) {
-                    return true;
-                }
-                continue; // someone else changed it between our read and replace: look again
+            if (!current.loseIfPast(time.nanoTime(), "its deadline passed and another transaction of this process ("
+                    + hold.tx + ") took the lock")) {
+                return false;
             }
-            return false;
+            if (holds.replace(hold.lock, current, hold)) {
+                return true;
+            }
         }
     }
 
-    /**
-     * Releases {@code lock} if {@code tx} holds it.
-     *
-     * @return true if a record of {@code tx} was removed
-     */
-    public boolean unlock(KeyColumn lock, Object tx) {
-        Record current = locks.get(lock);
-        return current != null && current.tx == tx && locks.remove(lock, current);
+    /** Removes {@code hold} if it is still the entry for its lock. */
+    void release(Hold hold) {
+        holds.remove(hold.lock, hold);
     }
 
-    /** The transaction holding a live record for {@code lock}, if any. */
+    /** The transaction whose live entry holds {@code lock}, if any. */
     public Optional<Object> holder(KeyColumn lock) {
-        Record current = locks.get(lock);
-        if (current == null || current.expiry.isBefore(time.now())) {
+        Hold current = holds.get(lock);
+        if (current == null || !current.isLiveAt(time.nanoTime())) {
             return Optional.empty();
         }
         return Optional.of(current.tx);
     }
 
-    /** Number of records, live or expired (for tests and metrics). */
+    /** Number of entries, live or not yet removed (for tests and metrics). */
     public int size() {
-        return locks.size();
+        return holds.size();
     }
 
     @Override
     public String toString() {
-        return "LocalLockMediator[" + namespace + ", " + locks.size() + " records]";
-    }
-
-    /** Identity matters: two records are the same only if they are the same object (no equals override). */
-    private static final class Record {
-        final Object tx;
-        final Instant expiry;
-
-        Record(Object tx, Instant expiry) {
-            this.tx = tx;
-            this.expiry = expiry;
-        }
+        return "LocalLockMediator[" + namespace + ", " + holds.size() + " entries]";
     }
 }

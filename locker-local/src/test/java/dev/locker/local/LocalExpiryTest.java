@@ -31,23 +31,24 @@ class LocalExpiryTest {
     }
 
     @Test
-    void aLapsedTransactionCannotRenewOnceAnotherTransactionOfThisProcessTookTheLock() {
+    void aLeakedTransactionBlocksItsLockInThisProcessOnlyUntilItsDeadline() {
         VirtualClock clock = new VirtualClock();
         InMemoryStore store = new InMemoryStore("local-renew");
         try (Locker a = ConsistentKeyLocker.builder(store)
                 .config(LockerConfig.builder().rid("a").expiry(Duration.ofSeconds(10)).timeSource(clock).build()).build()) {
             KeyColumn lock = KeyColumn.of("k", "c");
-            Object stalled = new Object();
-            a.writeLock(lock, stalled);
-            a.checkLocks(stalled);
-            // the JVM-local record outlives the claim by one expiry: no second transaction gets through meanwhile
-            clock.advance(Duration.ofSeconds(15));
+            Object leaked = new Object();
+            a.writeLock(lock, leaked);
+            a.checkLocks(leaked);
+            clock.advance(Duration.ofSeconds(5));
             assertThrows(dev.locker.api.TemporaryLockingException.class, () -> a.writeLock(lock, new Object()));
-            clock.advance(Duration.ofSeconds(10)); // the stalled transaction is abandoned for good
+            clock.advance(Duration.ofSeconds(6)); // the leaked transaction's claim is dead: one expiry, not two
             Object fresh = new Object();
             a.writeLock(lock, fresh);
             a.checkLocks(fresh);
-            assertThrows(ExpiredLockException.class, () -> a.renewLocks(stalled), "the stalled one cannot renew into a second holder");
+            assertThrows(ExpiredLockException.class, () -> a.renewLocks(leaked), "the leaked one cannot renew into a second holder");
+            assertThrows(ExpiredLockException.class, () -> a.checkLocks(leaked));
+            a.deleteLocks(leaked); // and releasing it does not touch the new holder
             a.checkLocks(fresh);
         }
     }

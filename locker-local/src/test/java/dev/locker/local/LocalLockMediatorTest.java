@@ -22,51 +22,55 @@ class LocalLockMediatorTest {
     private final LocalLockMediator m = LocalLockMediator.standalone("test", clock);
     private final KeyColumn lock = KeyColumn.of("k", "c");
 
+    private Hold hold(Object tx) {
+        return new Hold(lock, tx, clock.nanoTime() + Duration.ofSeconds(10).toNanos());
+    }
+
     @Test
-    void onlyOneTransactionHoldsALiveRecord() {
+    void onlyOneTransactionHoldsALiveEntry() {
         Object t1 = new Object();
-        Object t2 = new Object();
-        assertTrue(m.lock(lock, t1, clock.now().plusSeconds(10)));
-        assertFalse(m.lock(lock, t2, clock.now().plusSeconds(10)));
+        assertTrue(m.take(hold(t1)));
+        assertFalse(m.take(hold(new Object())));
         assertSame(t1, m.holder(lock).orElseThrow());
     }
 
     @Test
-    void anExpiredRecordIsTakenOver() {
-        Object t1 = new Object();
-        Object t2 = new Object();
-        m.lock(lock, t1, clock.now().plusSeconds(10));
+    void anEntryPastItsDeadlineIsTakenOverAndItsHoldLearnsIt() {
+        Hold first = hold(new Object());
+        m.take(first);
         clock.advance(Duration.ofSeconds(11));
-        assertTrue(m.lock(lock, t2, clock.now().plusSeconds(10)));
-        assertFalse(m.unlock(lock, t1), "the former holder cannot unlock the new holder's record");
-        assertSame(t2, m.holder(lock).orElseThrow());
+        Object t2 = new Object();
+        assertTrue(m.take(hold(t2)));
+        assertEquals(Hold.Phase.LOST, first.state().phase(), "the stalled hold is lost for good");
+        m.release(first);
+        assertSame(t2, m.holder(lock).orElseThrow(), "the former holder cannot remove the new entry");
     }
 
     @Test
-    void onlyTheHolderUnlocks() {
-        Object t1 = new Object();
-        m.lock(lock, t1, clock.now().plusSeconds(10));
-        assertFalse(m.unlock(lock, new Object()));
-        assertTrue(m.unlock(lock, t1));
-        assertFalse(m.unlock(lock, t1));
+    void aLostHoldCannotComeBack() {
+        Hold first = hold(new Object());
+        m.take(first);
+        Hold.State claiming = first.state();
+        clock.advance(Duration.ofSeconds(11));
+        m.take(hold(new Object()));
+        ClaimStatus late = ClaimStatus.granted(new byte[]{1}, 1, clock.nanoTime() + 1_000_000_000L);
+        assertFalse(first.update(claiming, late, false), "a write that answers after the takeover does not count");
+    }
+
+    @Test
+    void onlyTheHoldRemovesItsEntry() {
+        Hold h = hold(new Object());
+        m.take(h);
+        m.release(hold(new Object()));
+        assertEquals(1, m.size());
+        m.release(h);
         assertEquals(0, m.size());
     }
 
     @Test
-    void relockByTheHolderUpdatesTheExpiry() {
-        Object t1 = new Object();
-        m.lock(lock, t1, clock.now().plusSeconds(10));
-        assertTrue(m.lock(lock, t1, clock.now().plusSeconds(100)));
-        clock.advance(Duration.ofSeconds(50));
-        assertFalse(m.lock(lock, new Object(), clock.now().plusSeconds(10)), "the extended record is still live");
-    }
-
-    @Test
     void transactionsAreComparedByIdentity() {
-        Object t1 = "tx";
-        Object t2 = new String("tx");
-        m.lock(lock, t1, clock.now().plusSeconds(10));
-        assertFalse(m.lock(lock, t2, clock.now().plusSeconds(10)), "equal but not the same transaction");
+        m.take(hold("tx"));
+        assertFalse(m.take(hold(new String("tx"))), "equal but not the same transaction");
     }
 
     @Test
@@ -75,7 +79,7 @@ class LocalLockMediatorTest {
         AtomicInteger winners = new AtomicInteger();
         for (int i = 0; i < 8; i++) {
             pool.submit(() -> {
-                if (m.lock(lock, new Object(), clock.now().plusSeconds(10))) {
+                if (m.take(hold(new Object()))) {
                     winners.incrementAndGet();
                 }
             });

@@ -66,6 +66,19 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>Ownership: renew and release match the claim's random 16-byte id as well as the lock, so a former holder can
  * neither extend nor delete its successor's claim.
+ *
+ * <p><b>Safety argument.</b> What decides the holder: the one atomic update above on the lock's document; its filter
+ * admits a free lock or a holder whose expiry is before the server-clock estimate minus its uncertainty, and the same
+ * update {@code $inc}s {@code seq}, so the token {@code tokenBase + seq} rises with every grant. What decides expiry: the
+ * primary's wall clock, as each client estimates it. What a paused holder can and cannot do: its deadline is one
+ * monotonic reading taken before the granting (or renewing) request plus the expiry, less the estimate's uncertainty
+ * and a drift allowance, and every step compares it again after its I/O; a late renewal or release filters on the claim
+ * id, so once another process was granted the lock it matches nothing (a late renewal with nobody else granted in
+ * between only extends a claim that is still the holder's). Assumptions: writes and reads with majority concerns (the
+ * defaults; with {@code w=1} a failover can roll back a grant and admit a second holder); the primary's clock does not
+ * step while claims live (a forward step expires them early); {@code tokenBase} outgrows earlier tokens after the TTL
+ * safety net deleted a document only while the primary's clock does not step back and fewer than one grant per
+ * microsecond happened on that document.
  */
 public final class MongoLocker extends AbstractLocker<ClaimStatus> {
 
@@ -191,9 +204,9 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
         return granted(claim, first, LockDocument.token(after));
     }
 
+    /** The holder's deadline counts from the first attempt's reading, less the uncertainty of the server-clock estimate. */
     private ClaimStatus granted(byte[] claim, ServerClock.Reading first, long token) {
-        Instant localExpiry = first.local().plus(config.expiry()).minus(first.uncertainty());
-        return ClaimStatus.granted(claim, first.local(), localExpiry, token);
+        return ClaimStatus.granted(claim, token, deadline(first.nanos(), config.expiry().minus(first.uncertainty())));
     }
 
     /** The upsert met a live holder (or lost the race to create the document): read who holds it. */
@@ -258,7 +271,24 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
                     + other.map(o -> "; the lock now belongs to " + o.rid()).orElse(""), lock, other.orElse(null),
                     null);
         }
-        return status.withExpiry(r.local().plus(config.expiry()).minus(r.uncertainty()));
+        return status.renewed(deadline(r.nanos(), config.expiry().minus(r.uncertainty())));
+    }
+
+    /** One read: our claim is still the document's holder, with the grant count (hence the token) it got. */
+    @Override
+    protected ClaimStatus verifySingleLock(KeyColumn lock, ClaimStatus status) {
+        Document doc = locks.find(Filters.eq(LockDocument.ID, LockDocument.id(lock)))
+                .projection(Projections.include(LockDocument.HOLDER, LockDocument.SEQ, LockDocument.TOKEN_BASE))
+                .first();
+        Document holder = LockDocument.holderOf(doc);
+        if (holder != null && LockDocument.isClaim(holder, status.claimId())
+                && LockDocument.token(doc) == status.fencingToken()) {
+            return status;
+        }
+        LockOwner other = holder == null || LockDocument.isClaim(holder, status.claimId()) ? null : LockDocument.owner(holder);
+        throw new ExpiredLockException("our claim is no longer the holder on " + server
+                + (other == null ? " (expired and scrubbed, or force-released)" : "; the lock now belongs to " + other.rid()),
+                lock, other, null);
     }
 
     @Override

@@ -37,8 +37,12 @@ final class ServerClock {
     record Sample(Instant serverAt, long nanosAt, Duration uncertainty, Duration offset, String command) {
     }
 
-    /** What one operation needs to know about time, read once before it sends its request. */
-    record Reading(Instant local, Instant server, Duration uncertainty, Duration offset, boolean skewTolerable) {
+    /**
+     * What one operation needs to know about time, read once before it sends its request: {@code nanos} is the
+     * monotonic reading the holder's deadline counts from; the rest derives from it and the last sample.
+     */
+    record Reading(long nanos, Instant local, Instant server, Duration uncertainty, Duration offset,
+                   boolean skewTolerable) {
 
         /** The server-clock time as a BSON date, rounded down. */
         Date serverDateFloor() {
@@ -124,7 +128,7 @@ final class ServerClock {
         Instant local = time.now();
         Instant server = s.serverAt().plusNanos(nanos - s.nanosAt());
         Duration offset = Duration.between(local, server);
-        return new Reading(local, server, s.uncertainty(), offset, offset.abs().compareTo(maxSkew) <= 0);
+        return new Reading(nanos, local, server, s.uncertainty(), offset, offset.abs().compareTo(maxSkew) <= 0);
     }
 
     Sample sample() {

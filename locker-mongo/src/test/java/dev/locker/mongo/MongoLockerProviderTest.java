@@ -59,7 +59,7 @@ class MongoLockerProviderTest {
         assertEquals(Duration.ofSeconds(45), c.expiry());
         assertEquals(5, c.retries());
         assertEquals("cron", c.why());
-        assertEquals("node-1", c.rid());
+        assertEquals("node-1", c.ridName());
         assertThrows(IllegalArgumentException.class, () -> MongoLockerProvider.parse("mongodb://h/?expiry=soon"));
     }
 

@@ -109,7 +109,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         this.replicas = b.replicas;
         this.replicaTimeout = b.replicaTimeout;
         this.restartGuard = b.restartGuard != null ? b.restartGuard : config.expiry();
-        this.ownField = ("c" + config.rid()).getBytes(StandardCharsets.UTF_8);
+        this.ownField = ("c" + this.config.rid()).getBytes(StandardCharsets.UTF_8); // this instance's rid
     }
 
     public static Builder builder() {
@@ -145,7 +145,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         byte[] nonce = nextNonce();
         List<byte[]> args = List.of(ownField, nonce, millis(config.expiry()), owner.toBytes(), millis(restartGuard),
                 scrub());
-        Instant before = time.now();
+        long started = time.nanoTime(); // the claim lives from the script's TIME, which comes after this reading
         Object reply;
         long acks = -1;
         try {
@@ -166,8 +166,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         long code = (Long) r.get(0);
         if (code == 1) {
             long token = (Long) r.get(1);
-            Instant written = micros((Long) r.get(2));
-            ClaimStatus status = ClaimStatus.granted(nonce, written, before.plus(config.expiry()), token);
+            ClaimStatus status = ClaimStatus.granted(nonce, token, deadline(started, config.expiry()));
             if (replicas > 0 && acks < replicas) {
                 releaseQuietly(lock, key, nonce, "only " + acks + " of " + replicas + " replicas acknowledged it");
                 throw new TemporaryLockingException("only " + acks + " of " + replicas + " replicas of " + server
@@ -193,7 +192,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     protected ClaimStatus renewSingleLock(KeyColumn lock, ClaimStatus status) {
         byte[] key = keys.lockKey(lock);
         List<byte[]> args = List.of(ownField, status.claimId(), millis(config.expiry()), scrub());
-        Instant before = time.now();
+        long started = time.nanoTime();
         List<?> r;
         long acks = -1;
         if (replicas > 0) {
@@ -206,18 +205,35 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         long code = (Long) r.get(0);
         if (code == 1) {
             long token = (Long) r.get(1);
-            if (status.isHeld() && token != status.fencingToken()) {
+            if (token != status.fencingToken()) {
                 throw new ExpiredLockException("our claim on " + server + " carries token " + token + ", not ours ("
                         + status.fencingToken() + ")", lock);
             }
             if (replicas > 0 && acks < replicas) {
                 // a failover now would bring back the old expiry: keep it as ours too
                 throw new TemporaryLockingException("only " + acks + " of " + replicas + " replicas of " + server
-                        + " acknowledged the renewal within " + replicaTimeout + "; the claim still expires at "
-                        + status.expiry(), lock);
+                        + " acknowledged the renewal within " + replicaTimeout + "; the claim keeps its former deadline",
+                        lock);
             }
-            ClaimStatus renewed = status.withExpiry(before.plus(config.expiry()));
-            return status.isHeld() ? renewed : renewed.held(token);
+            return status.renewed(deadline(started, config.expiry()));
+        }
+        if (code == 0) {
+            throw new ExpiredLockException("our claim was taken over on " + server, lock,
+                    decodeOwner((byte[]) r.get(1)), null);
+        }
+        throw new ExpiredLockException("our claim is gone from " + server + " (expired or force-released); "
+                + "release the transaction's locks and start again", lock);
+    }
+
+    @Override
+    protected ClaimStatus verifySingleLock(KeyColumn lock, ClaimStatus status) {
+        byte[] key = keys.lockKey(lock);
+        List<byte[]> args = List.of(ownField, status.claimId(),
+                Long.toString(status.fencingToken()).getBytes(StandardCharsets.US_ASCII));
+        List<?> r = (List<?>) withRetries(() -> RedisScript.VERIFY.run(client, key, args));
+        long code = (Long) r.get(0);
+        if (code == 1) {
+            return status;
         }
         if (code == 0) {
             throw new ExpiredLockException("our claim was taken over on " + server, lock,

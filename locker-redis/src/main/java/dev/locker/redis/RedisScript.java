@@ -30,6 +30,7 @@ final class RedisScript {
     static final RedisScript RELEASE = new RedisScript("release");
     static final RedisScript HOLDER = new RedisScript("holder");
     static final RedisScript FORCE = new RedisScript("force");
+    static final RedisScript VERIFY = new RedisScript("verify");
 
     private final String name;
     private final byte[] source;

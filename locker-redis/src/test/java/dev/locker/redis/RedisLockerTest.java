@@ -3,12 +3,15 @@ package dev.locker.redis;
 import dev.locker.api.ExpiredLockException;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
+import dev.locker.api.LockProbe;
 import dev.locker.api.LockTransaction;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.Lockers;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.api.TimeSource;
+import dev.locker.testkit.Pause;
+import dev.locker.testkit.StepPauses;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
@@ -30,7 +33,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
@@ -214,17 +216,18 @@ class RedisLockerTest {
     }
 
     /**
-     * Given one locker whose first transaction stalled past its local expiry and its mediator record (one expiry more)
-     * while its claim lives on by the server's clock: a second transaction passes the mediator; before its script
-     * runs, the first one wakes up and tries to renew. The renewal is refused locally (the record is the second's),
-     * and the second transaction is refused by the server (the first's claim is alive, with another nonce): nobody
-     * holds the lock twice.
+     * Given one locker whose first transaction stalled past its local deadline while its claim lives on by the
+     * server's clock: a second transaction takes the mediator entry (the first one's hold is lost for good); before its
+     * script runs, the first one wakes up and tries to renew. The renewal is refused locally, and the second
+     * transaction is refused by the server (the first's claim is alive, with another nonce): nobody holds the lock
+     * twice.
      */
     @Test
     void aSecondTransactionOfTheSameLockerCannotTakeOverTheFirstOnesLiveClaim() throws Exception {
-        PausingClock clock = new PausingClock();
+        VirtualClock clock = new VirtualClock(Instant.now());
+        StepPauses pauses = new StepPauses();
         RedisLocker a = target.locker(prefix)
-                .config(LockerConfig.builder().expiry(Duration.ofSeconds(5)).timeSource(clock).build())
+                .config(LockerConfig.builder().expiry(Duration.ofSeconds(5)).timeSource(clock).probe(pauses).build())
                 .restartGuard(Duration.ZERO).build();
         opened.add(a);
         KeyColumn lock = lock("same-locker");
@@ -234,14 +237,14 @@ class RedisLockerTest {
         clock.advance(Duration.ofSeconds(11)); // a local pause; on the server's clock the claim is still alive
 
         LockTransaction second = new LockTransaction("second");
-        clock.pauseNextClaimWrite();
+        Pause beforeWrite = pauses.before(LockProbe.Step.WRITE);
         CompletableFuture<Void> secondTakes = CompletableFuture.runAsync(() -> {
             a.writeLock(lock, second);
             a.checkLocks(second);
         });
-        clock.awaitPaused();
-        assertThrows(ExpiredLockException.class, () -> a.renewLocks(first), "its local record belongs to the second now");
-        clock.resume();
+        beforeWrite.awaitArrival();
+        assertThrows(ExpiredLockException.class, () -> a.renewLocks(first), "its local entry belongs to the second now");
+        beforeWrite.resume();
 
         ExecutionException e = assertThrows(ExecutionException.class, () -> secondTakes.get(30, TimeUnit.SECONDS));
         assertInstanceOf(TemporaryLockingException.class, e.getCause(), e.getCause().toString());
@@ -249,55 +252,6 @@ class RedisLockerTest {
         assertEquals("first", a.holder(lock).orElseThrow().why(), "the server still has the first claim, untouched");
         a.deleteLocks(first);
         a.deleteLocks(second);
-    }
-
-    /** A virtual clock that can park the next claim write (after the mediator let it through, before its script). */
-    private static final class PausingClock implements TimeSource {
-        private final VirtualClock clock = new VirtualClock(Instant.now());
-        private final CountDownLatch paused = new CountDownLatch(1);
-        private final CountDownLatch resume = new CountDownLatch(1);
-        private volatile boolean armed;
-
-        void pauseNextClaimWrite() {
-            armed = true;
-        }
-
-        void awaitPaused() throws InterruptedException {
-            assertTrue(paused.await(30, TimeUnit.SECONDS), "the claim write never started");
-        }
-
-        void resume() {
-            resume.countDown();
-        }
-
-        void advance(Duration d) {
-            clock.advance(d);
-        }
-
-        @Override
-        public Instant now() {
-            if (armed && StackWalker.getInstance().walk(frames -> frames.anyMatch(
-                    f -> f.getMethodName().equals("writeSingleLock")))) {
-                armed = false;
-                paused.countDown();
-                try {
-                    resume.await(30, TimeUnit.SECONDS);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            }
-            return clock.now();
-        }
-
-        @Override
-        public long nanoTime() {
-            return clock.nanoTime();
-        }
-
-        @Override
-        public void sleep(Duration d) throws InterruptedException {
-            clock.sleep(d);
-        }
     }
 
     private static String[] header(byte[] value) {
@@ -324,7 +278,7 @@ class RedisLockerTest {
         try (Locker l = Lockers.open(uri, LockerConfig.builder().rid("provider-test").build())) {
             assertInstanceOf(RedisLocker.class, l);
             assertEquals(Duration.ofSeconds(7), l.config().expiry());
-            assertEquals("provider-test", l.rid());
+            assertTrue(l.rid().startsWith("provider-test-"), l.rid());
             KeyColumn lock = lock("provider");
             try (Lease lease = l.acquire(lock, "")) {
                 assertTrue(lease.fencingToken() > 0);

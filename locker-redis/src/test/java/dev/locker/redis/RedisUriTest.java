@@ -40,7 +40,7 @@ class RedisUriTest {
         assertEquals(5, merged.retries());
         assertEquals(Duration.ofMillis(250), merged.localWait());
         assertEquals("cron", merged.why());
-        assertEquals("node-1", merged.rid());
+        assertEquals("node-1", merged.ridName());
         assertEquals(100, merged.maxKeyBytes());
     }
 

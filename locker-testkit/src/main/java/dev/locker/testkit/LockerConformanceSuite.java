@@ -6,6 +6,7 @@ import dev.locker.api.KeyColumn;
 import dev.locker.api.KeyColumnValueStore;
 import dev.locker.api.Lease;
 import dev.locker.api.LockOwner;
+import dev.locker.api.LockProbe;
 import dev.locker.api.LockStatus;
 import dev.locker.api.LockTransaction;
 import dev.locker.api.Locker;
@@ -235,7 +236,9 @@ public abstract class LockerConformanceSuite {
 
     @Test
     void localWaitTakesTheLockWhenTheOtherTransactionReleases() throws Exception {
-        Locker a = open(config("a").localWait(Duration.ofHours(1)).build());
+        // the waiter's back-off sleeps advance a virtual clock at once: a long expiry keeps the race away from it
+        Duration longExpiry = virtualClock != null ? Duration.ofDays(1) : expiry();
+        Locker a = open(config("a").localWait(Duration.ofDays(1)).expiry(longExpiry).build());
         KeyColumn lock = lock("x");
         Object first = new Object();
         take(a, lock, first);
@@ -269,7 +272,7 @@ public abstract class LockerConformanceSuite {
         LockStatus first = a.status(lock, tx).orElseThrow();
         pass(Duration.ofMillis(200));
         a.writeLock(lock, tx);
-        assertEquals(first.expiry(), a.status(lock, tx).orElseThrow().expiry());
+        assertEquals(first.deadlineNanos(), a.status(lock, tx).orElseThrow().deadlineNanos());
         a.checkLocks(tx);
     }
 
@@ -430,12 +433,13 @@ public abstract class LockerConformanceSuite {
         Object ta = new Object();
         take(a, lock, ta);
         long tokenA = a.fencingToken(lock, ta);
-        assertTrue(resource.write(tokenA, "a-before-pause"));
+        assertTrue(resource.write("a", tokenA, "a-before-pause"));
         pass(expiry().plusMillis(300)); // a pauses (GC, partition) past its expiry
         Object tb = new Object();
         take(b, lock, tb);
-        assertTrue(resource.write(b.fencingToken(lock, tb), "b"));
-        assertFalse(resource.write(tokenA, "a-after-pause"), "the stale holder's token is refused");
+        assertTrue(resource.write("b", b.fencingToken(lock, tb), "b"));
+        assertFalse(resource.write("a", tokenA, "a-after-pause"), "the stale holder's token is refused");
+        assertEquals(List.of(), resource.violations());
         assertEquals(List.of("a-before-pause", "b"), resource.accepted());
         assertThrows(ExpiredLockException.class, () -> a.checkLocks(ta), "and a learns it has lost the lock");
     }
@@ -495,6 +499,254 @@ public abstract class LockerConformanceSuite {
         assertThrows(ExpiredLockException.class, () -> a.renewLocks(ta));
         a.deleteLocks(ta);
         assertEquals(b.rid(), operator.holder(lock).orElseThrow().rid());
+    }
+
+    // ---- interleavings: a process paused at a chosen step while others act (issue 8) ------------------------------
+
+    private final ExecutorService stepPool = Executors.newCachedThreadPool(r -> {
+        Thread t = new Thread(r, "paused-process");
+        t.setDaemon(true);
+        return t;
+    });
+
+    /** A process whose backend steps the test can pause. */
+    protected Locker pausable(String name, StepPauses pauses) {
+        return open(config(name).probe(pauses).build());
+    }
+
+    private static Throwable failureOf(Future<?> f) throws Exception {
+        try {
+            Object v = f.get(2, TimeUnit.MINUTES);
+            throw new AssertionError("expected a failure, got " + v);
+        } catch (java.util.concurrent.ExecutionException e) {
+            return e.getCause();
+        }
+    }
+
+    /** Takes {@code lock} for a new transaction, writes once to the resource with its token, and releases it. */
+    private long takeWriteRelease(Locker l, KeyColumn lock, FencedResource resource) {
+        Object tx = new Object();
+        take(l, lock, tx);
+        try {
+            long token = l.fencingToken(lock, tx);
+            assertTrue(resource.write(l.rid(), token, l.rid()), "a fresh holder's write is accepted");
+            return token;
+        } finally {
+            l.deleteLocks(tx);
+        }
+    }
+
+    /**
+     * A holder paused right after its claim write answered (atomic backends: after the grant) until the claim expired,
+     * while another process took the lock: it does not hold when it resumes, and no token is issued twice.
+     */
+    @Test
+    void aProcessPausedAfterItsClaimWriteDoesNotHoldOnceItExpired() throws Exception {
+        StepPauses pauses = new StepPauses();
+        Locker a = pausable("a", pauses);
+        Locker b = process("b");
+        KeyColumn lock = lock("x");
+        FencedResource resource = new FencedResource();
+        Pause afterWrite = pauses.after(LockProbe.Step.WRITE);
+        Object ta = new Object();
+        Future<Long> paused = stepPool.submit(() -> {
+            take(a, lock, ta);
+            return a.fencingToken(lock, ta);
+        });
+        afterWrite.awaitArrival();
+        pass(expiry().plusMillis(300));
+        takeWriteRelease(b, lock, resource);
+        Object tb = new Object();
+        take(b, lock, tb);
+        afterWrite.resume();
+        assertInstanceOf(TemporaryLockingException.class, failureOf(paused), "the paused process does not hold");
+        assertTrue(resource.write(b.rid(), b.fencingToken(lock, tb), "b again"));
+        assertEquals(List.of(), resource.violations());
+        assertEquals(b.rid(), b.holder(lock).orElseThrow().rid());
+        b.checkLocks(tb);
+    }
+
+    /**
+     * A claimant paused after its read-back (wait-and-read-back backends; atomic ones decide in the write and skip
+     * this case) until its claim expired: it does not hold, and its late token write neither repeats nor lowers tokens.
+     */
+    @Test
+    void aProcessPausedAfterItsReadBackDoesNotHoldOnceItExpired() throws Exception {
+        StepPauses pauses = new StepPauses();
+        Locker a = pausable("a", pauses);
+        Locker b = process("b");
+        Locker c = process("c");
+        KeyColumn lock = lock("x");
+        FencedResource resource = new FencedResource();
+        Pause afterCheck = pauses.after(LockProbe.Step.CHECK);
+        Object ta = new Object();
+        Future<Long> paused = stepPool.submit(() -> {
+            take(a, lock, ta);
+            return a.fencingToken(lock, ta);
+        });
+        long waitUntil = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (!afterCheck.hasArrived() && !paused.isDone() && System.nanoTime() < waitUntil) {
+            Thread.sleep(1);
+        }
+        if (!afterCheck.hasArrived()) {
+            afterCheck.resume();
+            paused.get(1, TimeUnit.MINUTES);
+            a.deleteLocks(ta);
+            Assumptions.abort("this backend decides the holder in its claim write: there is no read-back to pause after");
+        }
+        pass(expiry().plusMillis(300));
+        long tb = takeWriteRelease(b, lock, resource);
+        afterCheck.resume();
+        assertInstanceOf(TemporaryLockingException.class, failureOf(paused), "the paused process does not hold");
+        long tc = takeWriteRelease(c, lock, resource);
+        assertTrue(tc > tb, "tokens keep rising: " + tb + " then " + tc);
+        assertEquals(List.of(), resource.violations());
+    }
+
+    /** A holder paused before its renewal reached the backend, until its claim expired and another took over. */
+    @Test
+    void aRenewalPausedBeforeTheBackendCannotRevive() throws Exception {
+        StepPauses pauses = new StepPauses();
+        Locker a = pausable("a", pauses);
+        Locker b = process("b");
+        KeyColumn lock = lock("x");
+        Object ta = new Object();
+        take(a, lock, ta);
+        Pause beforeRenew = pauses.before(LockProbe.Step.RENEW);
+        Future<Object> renewal = stepPool.submit(() -> {
+            a.renewLocks(ta);
+            return "renewed";
+        });
+        beforeRenew.awaitArrival();
+        pass(expiry().plusMillis(300));
+        Object tb = new Object();
+        take(b, lock, tb);
+        beforeRenew.resume();
+        assertInstanceOf(ExpiredLockException.class, failureOf(renewal), "the late renewal is refused");
+        assertThrows(ExpiredLockException.class, () -> a.checkLocks(ta));
+        assertEquals(b.rid(), b.holder(lock).orElseThrow().rid());
+        b.checkLocks(tb);
+        b.renewLocks(tb);
+    }
+
+    /** A holder whose renewal answered and who then paused past the renewed expiry: the renewal does not count. */
+    @Test
+    void aRenewalPausedAfterItsAnswerPastTheExpiryDoesNotCount() throws Exception {
+        StepPauses pauses = new StepPauses();
+        Locker a = pausable("a", pauses);
+        Locker b = process("b");
+        KeyColumn lock = lock("x");
+        Object ta = new Object();
+        take(a, lock, ta);
+        Pause afterRenew = pauses.after(LockProbe.Step.RENEW);
+        Future<Object> renewal = stepPool.submit(() -> {
+            a.renewLocks(ta);
+            return "renewed";
+        });
+        afterRenew.awaitArrival();
+        pass(expiry().plusMillis(300));
+        Object tb = new Object();
+        take(b, lock, tb);
+        afterRenew.resume();
+        assertInstanceOf(ExpiredLockException.class, failureOf(renewal), "a renewal that outlived itself does not count");
+        assertThrows(ExpiredLockException.class, () -> a.checkLocks(ta));
+        a.deleteLocks(ta);
+        assertEquals(b.rid(), b.holder(lock).orElseThrow().rid(), "and its withdrawal left b's claim alone");
+        b.checkLocks(tb);
+    }
+
+    /** A release paused before it reached the backend, past the expiry, while another took over: it removes nothing of theirs. */
+    @Test
+    void aReleasePausedPastTheExpiryLeavesTheNewHolderAlone() throws Exception {
+        StepPauses pauses = new StepPauses();
+        Locker a = pausable("a", pauses);
+        Locker b = process("b");
+        KeyColumn lock = lock("x");
+        Object ta = new Object();
+        take(a, lock, ta);
+        Pause beforeRelease = pauses.before(LockProbe.Step.RELEASE);
+        Future<Object> release = stepPool.submit(() -> {
+            a.deleteLocks(ta);
+            return "released";
+        });
+        beforeRelease.awaitArrival();
+        pass(expiry().plusMillis(300));
+        Object tb = new Object();
+        take(b, lock, tb);
+        beforeRelease.resume();
+        assertEquals("released", release.get(1, TimeUnit.MINUTES));
+        assertEquals(b.rid(), b.holder(lock).orElseThrow().rid());
+        assertContended(process("c"), lock, new Object());
+        b.checkLocks(tb);
+        b.renewLocks(tb);
+    }
+
+    /** A claim write paused before it reached the backend while another process took and holds the lock. */
+    @Test
+    void aClaimWritePausedWhileAnotherTakesTheLockIsRefused() throws Exception {
+        StepPauses pauses = new StepPauses();
+        Locker a = pausable("a", pauses);
+        Locker b = process("b");
+        KeyColumn lock = lock("x");
+        Pause beforeWrite = pauses.before(LockProbe.Step.WRITE);
+        Object ta = new Object();
+        Future<Object> paused = stepPool.submit(() -> {
+            take(a, lock, ta);
+            return "held";
+        });
+        beforeWrite.awaitArrival();
+        Object tb = new Object();
+        take(b, lock, tb);
+        beforeWrite.resume();
+        assertInstanceOf(TemporaryLockingException.class, failureOf(paused));
+        assertEquals(b.rid(), b.holder(lock).orElseThrow().rid());
+        b.checkLocks(tb);
+    }
+
+    /** Finding 4 of issue 8: a force-released holder learns it at its next check, through the locker and its lease. */
+    @Test
+    void aForceReleasedHolderFailsItsNextCheck() {
+        Locker a = process("a");
+        Locker operator = process("operator");
+        KeyColumn lock = lock("x");
+        KeyColumn other = lock("y");
+        Object ta = new Object();
+        take(a, lock, ta);
+        a.checkLocks(ta);
+        Lease lease = a.acquire(other, "lease");
+        lease.check();
+        assertTrue(operator.forceRelease(lock));
+        assertTrue(operator.forceRelease(other));
+        assertThrows(ExpiredLockException.class, () -> a.checkLocks(ta));
+        assertThrows(ExpiredLockException.class, lease::check);
+        assertThrows(ExpiredLockException.class, lease::renew);
+        Locker b = process("b");
+        take(b, lock, new Object());
+        assertThrows(ExpiredLockException.class, () -> a.checkLocks(ta), "and keeps failing");
+        a.deleteLocks(ta); // must not release b's claim
+        lease.close();
+        assertEquals(b.rid(), operator.holder(lock).orElseThrow().rid());
+    }
+
+    /** Finding 5 of issue 8: every call on a closed locker, or on a lease whose locker closed, fails clearly. */
+    @Test
+    void aClosedLockerAndItsLeasesFailClearly() {
+        Locker a = process("a");
+        KeyColumn lock = lock("x");
+        Object tx = new Object();
+        take(a, lock, tx);
+        Lease lease = a.acquire(lock("y"), "closing under it");
+        a.close();
+        assertThrows(IllegalStateException.class, () -> a.checkLocks(tx));
+        assertThrows(IllegalStateException.class, () -> a.renewLocks(tx));
+        assertThrows(IllegalStateException.class, () -> a.fencingToken(lock, tx));
+        assertThrows(IllegalStateException.class, () -> a.holder(lock));
+        assertThrows(IllegalStateException.class, () -> a.forceRelease(lock));
+        assertThrows(IllegalStateException.class, lease::check);
+        assertThrows(IllegalStateException.class, lease::renew);
+        assertThrows(IllegalStateException.class, lease::fencingToken);
+        assertDoesNotThrow(() -> a.deleteLocks(tx), "releasing after close is a no-op");
+        assertDoesNotThrow(lease::close);
     }
 
     @Test

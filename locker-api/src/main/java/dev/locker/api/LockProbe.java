@@ -1,0 +1,35 @@
+package dev.locker.api;
+
+/**
+ * Observes every backend step of a locker, on the calling thread, just before and just after it: for tests that pause
+ * a chosen step (a GC pause or a stalled call at exactly that point, replayed), for tracing and for metrics. A probe
+ * must not throw; it runs on the lock path, so it should cost nothing when it has nothing to do.
+ */
+public interface LockProbe {
+
+    /** The backend steps of the three-phase protocol. */
+    enum Step {
+        /** writeLock's claim write (atomic backends decide the holder here). */
+        WRITE,
+        /** checkLocks confirming a claim not confirmed before (wait-and-read-back: the read-back). */
+        CHECK,
+        /** checkLocks asking again about a claim confirmed by an earlier check (one round trip). */
+        VERIFY,
+        /** renewLocks extending a claim in place. */
+        RENEW,
+        /** deleteLocks (or close) removing a claim. */
+        RELEASE
+    }
+
+    /** No observation. */
+    LockProbe NONE = new LockProbe() {
+    };
+
+    /** Called before the backend is asked; {@code rid} is the locker's. */
+    default void before(Step step, KeyColumn lock, String rid) {
+    }
+
+    /** Called after the backend answered (or failed with {@code failure}, else null). */
+    default void after(Step step, KeyColumn lock, String rid, RuntimeException failure) {
+    }
+}
