@@ -59,7 +59,7 @@ public final class Lease implements AutoCloseable {
         if (closed.get()) {
             throw new IllegalStateException("lease on " + lock + " is closed");
         }
-        locker.checkLocks(tx);
+        locker.verifyLocks(tx);
     }
 
     /**

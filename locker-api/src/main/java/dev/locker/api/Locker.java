@@ -34,16 +34,32 @@ public interface Locker extends AutoCloseable {
     void writeLock(KeyColumn lock, Object tx);
 
     /**
-     * Confirms that {@code tx} holds every lock it claimed. A claim not confirmed yet is confirmed (the wait-and-read-
-     * back protocol reads its row; an atomic backend decided it when it was written, so that first check costs no
-     * I/O); a claim confirmed by an earlier call is asked about again, one round trip, so that a holder whose claim was
-     * force-released or taken over learns it here. A claim past its local deadline fails without I/O.
+     * Confirms that {@code tx} holds every lock it claimed, with JanusGraph's economy: a claim not confirmed yet is
+     * confirmed (the wait-and-read-back protocol waits lockWait and reads its row; an atomic backend decided it when it
+     * was written, so that costs no I/O), and a claim confirmed before costs no I/O again.
+     *
+     * <p>What it detects: a senior claim of another transaction, a claim that expired or was found gone while being
+     * confirmed, a claim past its deadline on this process's monotonic clock, and a claim already known lost (by an
+     * earlier {@link #verifyLocks}, {@link #renewLocks}, a takeover inside this process, or {@link #close}). What it does
+     * not detect, because it does not ask the backend again: a confirmed claim that was force-released, taken over
+     * after a server lost it, or lost in a failover since. Call {@link #verifyLocks} (one round trip per lock) for that.
      *
      * @throws ExpiredLockException when a claim expired, was taken away or is gone: the lock may be someone else's
      * @throws TemporaryLockingException when another claim is senior (naming its holder) or the backend is unreachable
      * @throws IllegalStateException when the locker is closed
      */
     void checkLocks(Object tx);
+
+    /**
+     * Asks the backend, one round trip per lock, whether every claim of {@code tx} is still ours and alive (claims not
+     * confirmed yet are confirmed as {@link #checkLocks} does). Detects a force release, a takeover, and a server that
+     * lost the claim (a restart without persistence, a failover). A claim found lost stays lost.
+     *
+     * @throws ExpiredLockException when a claim is no longer ours, naming the new holder where known
+     * @throws TemporaryLockingException when the backend cannot be asked now (the claim may still be ours)
+     * @throws IllegalStateException when the locker is closed
+     */
+    void verifyLocks(Object tx);
 
     /**
      * Extends the expiry of every lock {@code tx} holds, in place: the claims keep their seniority and fencing tokens.

@@ -101,8 +101,8 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
     }
 
     /**
-     * Asks the backend, in one round trip and without changing anything, whether the held claim {@code status} is
-     * still ours and alive; returns the status (the same deadline) or throws {@link ExpiredLockException} naming the
+     * For {@link #verifyLocks}: asks the backend, in one round trip and without changing anything, whether the held
+     * claim {@code status} is still ours and alive; returns the status (the same deadline) or throws {@link ExpiredLockException} naming the
      * new holder where known.
      */
     protected abstract S verifySingleLock(KeyColumn lock, S status);
@@ -214,15 +214,25 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
 
     @Override
     public void checkLocks(Object tx) {
+        confirm(tx, false);
+    }
+
+    @Override
+    public void verifyLocks(Object tx) {
+        confirm(tx, true);
+    }
+
+    /** checkLocks (confirmed claims cost no I/O) or verifyLocks (they are asked about again). */
+    private void confirm(Object tx, boolean askAgain) {
         ensureOpen();
         for (Hold hold : holdsOf(tx)) {
             Hold.State s = hold.state();
             S status = requireLive(hold, s, "checking");
-            if (status.isHeld() && !s.reported()) {
-                if (!hold.update(s, status, true)) { // granted when written: the first check costs no I/O
+            if (status.isHeld() && !askAgain) {
+                if (!s.reported() && !hold.update(s, status, true)) {
                     requireLive(hold, hold.state(), "checking");
                 }
-                continue;
+                continue; // confirmed (or granted when written): no I/O
             }
             S checked = status.isHeld()
                     ? step(LockProbe.Step.VERIFY, hold.lock, "verifying a claim", () -> verifySingleLock(hold.lock, status), hold)

@@ -266,7 +266,7 @@ class WaitAndReadBackSafetyTest {
         assertThrows(TemporaryLockingException.class, () -> take(b, new Object()));
     }
 
-    /** The README's promise for forced release, on the wait-and-read-back protocol: the holder learns at its next check. */
+    /** Finding 4, on the wait-and-read-back protocol: a force-released holder learns it at its next verification. */
     @Test
     void aForceReleasedHolderLearnsItAtItsNextCheck() {
         Locker a = locker("a");
@@ -274,7 +274,8 @@ class WaitAndReadBackSafetyTest {
         Object ta = new Object();
         take(a, ta);
         assertTrue(operator.forceRelease(lock));
-        assertThrows(LockingException.class, () -> a.checkLocks(ta));
+        assertThrows(ExpiredLockException.class, () -> a.verifyLocks(ta));
+        assertThrows(ExpiredLockException.class, () -> a.checkLocks(ta));
     }
 
     /** A clock whose wall reading steps once, right after its Nth reading (an NTP step landing mid-operation). */

@@ -202,7 +202,19 @@ public abstract class ConsistentKeyConformanceSuite {
     }
 
     @Test
-    void aRepeatedCheckOnlyReads() {
+    void checkLocksTwiceReadsOnce() {
+        Locker a = process("a");
+        KeyColumn lock = lock("x");
+        Object tx = new Object();
+        a.writeLock(lock, tx);
+        a.checkLocks(tx);
+        int ops = store.operations();
+        a.checkLocks(tx);
+        assertEquals(ops, store.operations(), "a confirmed lock costs no second I/O");
+    }
+
+    @Test
+    void verifyLocksOnlyReads() {
         Locker a = process("a");
         KeyColumn lock = lock("x");
         Object tx = new Object();
@@ -210,7 +222,7 @@ public abstract class ConsistentKeyConformanceSuite {
         a.checkLocks(tx);
         int reads = store.reads();
         int mutations = store.mutations();
-        a.checkLocks(tx);
+        a.verifyLocks(tx);
         assertEquals(reads + 1, store.reads(), "a confirmed lock is verified with one read");
         assertEquals(mutations, store.mutations(), "and nothing is written");
     }

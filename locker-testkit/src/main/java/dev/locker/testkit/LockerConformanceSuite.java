@@ -703,26 +703,83 @@ public abstract class LockerConformanceSuite {
         b.checkLocks(tb);
     }
 
-    /** Finding 4 of issue 8: a force-released holder learns it at its next check, through the locker and its lease. */
+    /** Finding 12 of issue 8: one configuration given to two lockers makes two owners, never one owner twice. */
     @Test
-    void aForceReleasedHolderFailsItsNextCheck() {
+    void oneConfigurationForTwoLockersMakesTwoOwners() {
+        LockerConfig shared = config("shared").build();
+        Locker a = open(shared);
+        Locker b = open(shared);
+        assertFalse(a.rid().equals(b.rid()), "a rid is unique per locker instance: " + a.rid());
+        KeyColumn lock = lock("x");
+        Object ta = new Object();
+        take(a, lock, ta);
+        TemporaryLockingException e = assertContended(b, lock, new Object());
+        assertEquals(a.rid(), e.holder().rid());
+        b.deleteLocks(new Object());
+        a.checkLocks(ta);
+    }
+
+    /**
+     * Finding 9 of issue 8: a wall-clock step that lands while a claim is being written (NTP, a resumed VM) does not
+     * stretch the holder's belief: once the claim's lifetime has passed on the monotonic clock, the holder knows.
+     */
+    @Test
+    void aWallClockStepDuringTheClaimWriteDoesNotStretchTheHoldersBelief() throws Exception {
+        Assumptions.assumeTrue(virtualClock != null, "needs a virtual clock to step");
+        for (Duration step : List.of(Duration.ofHours(1), Duration.ofHours(-1))) {
+            VirtualClock vc = virtualClock;
+            LockProbe stepper = new LockProbe() {
+                @Override
+                public void before(Step s, KeyColumn lock, String rid) {
+                    if (s == Step.WRITE) {
+                        vc.stepWallClock(step);
+                    }
+                }
+            };
+            Locker a = open(config("a").probe(stepper).build());
+            KeyColumn lock = lock("x" + step.isNegative());
+            Object ta = new Object();
+            try {
+                take(a, lock, ta);
+            } catch (ExpiredLockException refused) {
+                continue; // the step made our own claim look dead: refused, which is safe
+            }
+            pass(expiry().plusMillis(300));
+            assertThrows(ExpiredLockException.class, () -> a.checkLocks(ta), "after a step of " + step);
+            a.deleteLocks(ta);
+        }
+    }
+
+    /**
+     * Finding 4 of issue 8: a force-released holder learns it at its next verification (one round trip), through the
+     * locker and its lease, and at its next renewal; after that, checkLocks fails too (a lost hold stays lost).
+     */
+    @Test
+    void aForceReleasedHolderFailsItsNextVerification() {
         Locker a = process("a");
         Locker operator = process("operator");
         KeyColumn lock = lock("x");
         KeyColumn other = lock("y");
+        KeyColumn third = lock("z");
         Object ta = new Object();
         take(a, lock, ta);
-        a.checkLocks(ta);
+        a.verifyLocks(ta);
         Lease lease = a.acquire(other, "lease");
         lease.check();
+        Object tc = new Object();
+        take(a, third, tc);
         assertTrue(operator.forceRelease(lock));
         assertTrue(operator.forceRelease(other));
-        assertThrows(ExpiredLockException.class, () -> a.checkLocks(ta));
+        assertTrue(operator.forceRelease(third));
+        assertThrows(ExpiredLockException.class, () -> a.verifyLocks(ta));
+        assertThrows(ExpiredLockException.class, () -> a.checkLocks(ta), "a lost hold stays lost");
+        assertThrows(ExpiredLockException.class, () -> a.renewLocks(tc), "renewal learns it too");
+        assertThrows(ExpiredLockException.class, () -> a.fencingToken(third, tc));
         assertThrows(ExpiredLockException.class, lease::check);
         assertThrows(ExpiredLockException.class, lease::renew);
         Locker b = process("b");
         take(b, lock, new Object());
-        assertThrows(ExpiredLockException.class, () -> a.checkLocks(ta), "and keeps failing");
+        assertThrows(ExpiredLockException.class, () -> a.verifyLocks(ta), "and keeps failing");
         a.deleteLocks(ta); // must not release b's claim
         lease.close();
         assertEquals(b.rid(), operator.holder(lock).orElseThrow().rid());
@@ -738,6 +795,7 @@ public abstract class LockerConformanceSuite {
         Lease lease = a.acquire(lock("y"), "closing under it");
         a.close();
         assertThrows(IllegalStateException.class, () -> a.checkLocks(tx));
+        assertThrows(IllegalStateException.class, () -> a.verifyLocks(tx));
         assertThrows(IllegalStateException.class, () -> a.renewLocks(tx));
         assertThrows(IllegalStateException.class, () -> a.fencingToken(lock, tx));
         assertThrows(IllegalStateException.class, () -> a.holder(lock));
