@@ -5,7 +5,11 @@ import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * One held lock, released by {@link #close()}: {@code try (Lease lease = locker.acquire(lock, "why")) { ... }}.
- * Closing twice is harmless. Not for sharing between threads that may close it concurrently with a renewal.
+ * Closing twice is harmless; closing stops the keep-alive at once. Any thread may use it.
+ *
+ * <p>While it is valid ({@link #isValid()}: not closed, not known lost, before its deadline on this process's
+ * monotonic clock) the holder may act, passing {@link #fencingToken()} to what it writes. When it is lost, the
+ * listeners given to {@link #onLost} are told once, with the reason.
  */
 public final class Lease implements AutoCloseable {
 
@@ -35,6 +39,29 @@ public final class Lease implements AutoCloseable {
     /** The current status (expiry moves with each renewal). */
     public LockStatus status() {
         return locker.status(lock, tx).orElseThrow(() -> new IllegalStateException("lease on " + lock + " is closed"));
+    }
+
+    /**
+     * Calls {@code listener} once when this lease is lost (taken over, gone, expired without a successful renewal, or
+     * its locker closed), before its validity ends where that can be foreseen; at once if it already is.
+     *
+     * @throws IllegalStateException when the lease is closed
+     */
+    public Lease onLost(java.util.function.Consumer<LockLost> listener) {
+        if (closed.get()) {
+            throw new IllegalStateException("lease on " + lock + " is closed");
+        }
+        locker.whenLost(lock, tx, listener);
+        return this;
+    }
+
+    /** Turns background renewal on or off (on by default for leases from {@link Locker#acquire}). */
+    public Lease keepAlive(boolean on) {
+        if (closed.get()) {
+            throw new IllegalStateException("lease on " + lock + " is closed");
+        }
+        locker.keepAlive(tx, on);
+        return this;
     }
 
     /**

@@ -92,6 +92,25 @@ public interface Locker extends AutoCloseable {
         return s.fencingToken();
     }
 
+    /**
+     * Calls {@code listener} once when {@code tx}'s claim on {@code lock} is lost (taken over, gone, expired without a
+     * successful renewal, or the locker closed), on the locker's notifier thread; at once if it already is. A release
+     * is no loss. A watched claim that nears its deadline without a successful renewal is declared lost before the
+     * deadline (a tenth of the expiry before, at most 5 s), so the holder can stop in time.
+     *
+     * @throws IllegalStateException when {@code tx} has not claimed {@code lock}, or the locker is closed
+     */
+    void whenLost(KeyColumn lock, Object tx, java.util.function.Consumer<LockLost> listener);
+
+    /**
+     * Renews every claim of {@code tx} in the background (a third of the expiry apart, in place: same claim, same
+     * token) until {@code tx} is released or a claim is lost, from a thread this locker owns and stops on close;
+     * {@code on=false} stops it.
+     *
+     * @throws IllegalStateException when {@code tx} holds no lock, or the locker is closed
+     */
+    void keepAlive(Object tx, boolean on);
+
     /** Who holds {@code lock} now, as the backend sees it (any locker, any process), or empty when it is free. */
     Optional<LockOwner> holder(KeyColumn lock);
 
@@ -111,7 +130,10 @@ public interface Locker extends AutoCloseable {
     LockerConfig config();
 
     /**
-     * Takes {@code lock} for a new transaction (writeLock then checkLocks), failing at once if it is taken.
+     * Takes {@code lock} for a new transaction (writeLock then checkLocks), failing at once if it is taken. The lease
+     * is kept alive in the background until it is closed ({@link Lease#keepAlive(boolean)} turns that off): a job
+     * runs as long as it needs, and if renewals fail the lease says so ({@link Lease#onLost}, {@link Lease#isValid})
+     * before its validity ends.
      *
      * @param why recorded with the claim, shown to operators and in other processes' exceptions
      */
@@ -120,6 +142,7 @@ public interface Locker extends AutoCloseable {
         try {
             writeLock(lock, tx);
             checkLocks(tx);
+            keepAlive(tx, true);
         } catch (RuntimeException e) {
             deleteLocks(tx);
             throw e;

@@ -2,6 +2,7 @@ package dev.locker.local;
 
 import dev.locker.api.ExpiredLockException;
 import dev.locker.api.KeyColumn;
+import dev.locker.api.LockLost;
 import dev.locker.api.LockOwner;
 import dev.locker.api.LockProbe;
 import dev.locker.api.LockStatus;
@@ -13,6 +14,7 @@ import dev.locker.api.PermanentLockingException;
 import dev.locker.api.StoreException;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.api.TimeSource;
+import dev.locker.api.LossReason;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -173,7 +175,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
                 return; // idempotent: no I/O, no extension
             }
         }
-        Hold hold = new Hold(lock, tx, time.nanoTime() + config.expiry().toNanos());
+        Hold hold = new Hold(lock, tx, time.nanoTime() + config.expiry().toNanos(), this::lost);
         if (!takeLocal(hold)) {
             forgetIfEmpty(key, holds);
             Object other = mediator.holder(lock).orElse("another transaction");
@@ -184,10 +186,11 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         synchronized (holds) {
             holds.put(lock, hold);
         }
-        if (txs.get(key) != holds) { // deleteLocks of this transaction ran meanwhile (another thread)
+        if (txs.get(key) != holds || closed.get()) { // deleteLocks of this transaction, or close, ran meanwhile
             hold.release();
             mediator.release(hold);
-            throw new IllegalStateException("transaction " + tx + " was released while it claimed " + lock);
+            throw new IllegalStateException(closed.get() ? this + " was closed while " + tx + " claimed " + lock
+                    : "transaction " + tx + " was released while it claimed " + lock);
         }
         Hold.State claiming = hold.state();
         S status;
@@ -205,7 +208,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
             problem = "while our claim was written, " + hold.state().lostWhy();
         }
         if (problem != null) {
-            hold.lose(problem);
+            hold.lose(LossReason.EXPIRED, problem);
             withdraw(lock, status, problem);
             drop(key, holds, hold);
             throw new ExpiredLockException(problem + "; our claim was withdrawn", lock, null, null);
@@ -226,23 +229,40 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
     private void confirm(Object tx, boolean askAgain) {
         ensureOpen();
         for (Hold hold : holdsOf(tx)) {
-            Hold.State s = hold.state();
-            S status = requireLive(hold, s, "checking");
-            if (status.isHeld() && !askAgain) {
-                if (!s.reported() && !hold.update(s, status, true)) {
-                    requireLive(hold, hold.state(), "checking");
-                }
-                continue; // confirmed (or granted when written): no I/O
+            hold.steps.lock();
+            try {
+                confirm(hold, askAgain);
+            } finally {
+                hold.steps.unlock();
             }
-            S checked = status.isHeld()
-                    ? step(LockProbe.Step.VERIFY, hold.lock, "verifying a claim", () -> verifySingleLock(hold.lock, status), hold)
-                    : step(LockProbe.Step.CHECK, hold.lock, "checking a claim", () -> checkSingleLock(hold.lock, status), hold);
-            if (time.nanoTime() - s.deadlineNanos() >= 0) {
-                throw lost(hold, "our claim's validity ended while it was checked");
-            }
-            if (!hold.update(s, checked, true)) {
+        }
+    }
+
+    private void confirm(Hold hold, boolean askAgain) {
+        Hold.State s = hold.state();
+        S status = requireLive(hold, s, "checking");
+        if (status.isHeld() && !askAgain) {
+            if (!s.reported() && !hold.update(s, status, true)) {
                 requireLive(hold, hold.state(), "checking");
             }
+            return; // confirmed (or granted when written): no I/O
+        }
+        S checked = status.isHeld()
+                ? step(LockProbe.Step.VERIFY, hold.lock, "verifying a claim", () -> verifySingleLock(hold.lock, status), hold)
+                : step(LockProbe.Step.CHECK, hold.lock, "checking a claim", () -> checkSingleLock(hold.lock, status), hold);
+        String problem = null;
+        if (time.nanoTime() - s.deadlineNanos() >= 0) {
+            problem = "our claim's validity ended while it was checked";
+        } else if (!hold.update(s, checked, true)) { // only a final state gets in between (steps are serialised)
+            problem = "while our claim was checked, " + hold.state().lostWhy();
+        }
+        if (problem != null) {
+            hold.lose(LossReason.EXPIRED, problem);
+            if (!status.isHeld()) {
+                withdraw(hold.lock, checked, problem); // the check may have (re)written our claim with a token
+            }
+            throw new ExpiredLockException(problem + "; release the transaction's locks and start again", hold.lock,
+                    null, null, hold.state().reason());
         }
     }
 
@@ -250,21 +270,44 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
     public void renewLocks(Object tx) {
         ensureOpen();
         for (Hold hold : holdsOf(tx)) {
-            Hold.State s = hold.state();
-            S status = requireLive(hold, s, "renewing");
-            S renewed = step(LockProbe.Step.RENEW, hold.lock, "renewing a claim", () -> renewSingleLock(hold.lock, status), hold);
-            String problem = null;
-            if (time.nanoTime() - renewed.deadlineNanos() >= 0) {
-                problem = "the renewal's validity ended before its answer reached us";
-            } else if (!hold.update(s, renewed, s.reported())) {
-                problem = "while our claim was renewed, " + hold.state().lostWhy();
-            }
-            if (problem != null) {
-                hold.lose(problem);
-                withdraw(hold.lock, renewed, problem);
-                throw new ExpiredLockException(problem + "; release the transaction's locks and start again", hold.lock,
-                        null, null);
-            }
+            renew(hold);
+        }
+    }
+
+    private void renew(Hold hold) {
+        hold.steps.lock();
+        try {
+            renewLocked(hold);
+        } finally {
+            hold.steps.unlock();
+        }
+    }
+
+    private void renewLocked(Hold hold) {
+        Hold.State s = hold.state();
+        S status = requireLive(hold, s, "renewing");
+        S renewed = step(LockProbe.Step.RENEW, hold.lock, "renewing a claim", () -> renewSingleLock(hold.lock, status), hold);
+        String problem = null;
+        long now = time.nanoTime();
+        if (now - s.deadlineNanos() >= 0) {
+            // Answered after our former deadline: the claim may have been judged dead meanwhile (and a claimant may be
+            // about to scrub it), so the renewal cannot count, even if the backend accepted it. A renewal that answers
+            // before it landed while the claim was alive on every clock that agrees with ours.
+            problem = "the renewal answered after our former deadline";
+        } else if (now - renewed.deadlineNanos() >= 0) {
+            problem = "the renewal's validity ended before its answer reached us";
+        } else if (!hold.update(s, renewed, s.reported())) { // only a final state gets in between (steps are serialised)
+            problem = "while our claim was renewed, " + hold.state().lostWhy();
+        }
+        if (problem != null) {
+            hold.lose(LossReason.EXPIRED, problem);
+            withdraw(hold.lock, renewed, problem);
+            throw new ExpiredLockException(problem + "; release the transaction's locks and start again", hold.lock,
+                    null, null, LossReason.EXPIRED);
+        }
+        KeepAlive k = background;
+        if (k != null) {
+            k.watch(hold);
         }
     }
 
@@ -276,6 +319,10 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         Map<KeyColumn, Hold> holds = txs.remove(new TxKey(tx));
         if (holds == null) {
             return;
+        }
+        KeepAlive keepAlive = this.background;
+        if (keepAlive != null) {
+            keepAlive.stop(tx);
         }
         for (Hold hold : snapshot(holds)) {
             releaseHold(hold, hold.release());
@@ -373,8 +420,13 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
             Map<KeyColumn, Hold> holds = txs.remove(key);
             if (holds != null) {
                 for (Hold hold : snapshot(holds)) {
-                    releaseHold(hold, hold.lose("the locker was closed"));
+                    releaseHold(hold, hold.lose(LossReason.LOCKER_CLOSED, "the locker was closed"));
                 }
+            }
+        }
+        synchronized (this) {
+            if (background != null) {
+                background.close(); // after the losses above were handed to it: their listeners are told, then it stops
             }
         }
         closeBackend();
@@ -437,7 +489,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         try {
             return step(step, lock, action, op);
         } catch (ExpiredLockException e) {
-            hold.lose(e.getMessage());
+            hold.lose(e.reason(), e.getMessage(), e.holder());
             throw e;
         }
     }
@@ -459,8 +511,82 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
     }
 
     private ExpiredLockException lost(Hold hold, String why) {
-        hold.lose(why);
-        return new ExpiredLockException(why + "; release the transaction's locks and start again", hold.lock, null, null);
+        hold.lose(LossReason.EXPIRED, why);
+        return new ExpiredLockException(why + "; release the transaction's locks and start again", hold.lock, null, null,
+                LossReason.EXPIRED);
+    }
+
+    // ---- keep-alive and the lost signal ---------------------------------------------------------------------------
+
+    private volatile KeepAlive background;
+
+    private KeepAlive background() {
+        KeepAlive k = background;
+        if (k == null) {
+            synchronized (this) {
+                if (background == null) {
+                    background = new KeepAlive(this, config, time);
+                }
+                k = background;
+            }
+        }
+        return k;
+    }
+
+    /** Called once by a hold when it is lost: its listeners are told (on the locker's notifier thread). */
+    private void lost(Hold hold) {
+        Hold.State s = hold.state();
+        LockLost loss = new LockLost(hold.lock, s.reason() == null ? LossReason.GONE : s.reason(), s.lostWhy(), s.newHolder());
+        List<java.util.function.Consumer<LockLost>> listeners = hold.takeListeners(loss);
+        if (!listeners.isEmpty()) {
+            log.info("Lost lock {} (locker {}): {}", hold.lock, config.rid(), loss);
+            background().tell(listeners, loss);
+        }
+    }
+
+    @Override
+    public void whenLost(KeyColumn lock, Object tx, java.util.function.Consumer<LockLost> listener) {
+        Objects.requireNonNull(listener, "listener must not be null");
+        ensureOpen();
+        Hold hold = holdOf(lock, tx);
+        if (hold == null) {
+            throw new IllegalStateException("transaction " + tx + " has not claimed lock " + lock);
+        }
+        LockLost already = hold.addListener(listener);
+        if (already != null) {
+            background().tell(List.of(listener), already);
+        } else {
+            background().watch(hold);
+        }
+    }
+
+    @Override
+    public void keepAlive(Object tx, boolean on) {
+        ensureOpen();
+        if (!on) {
+            KeepAlive k = background;
+            if (k != null) {
+                k.stop(tx);
+            }
+            return;
+        }
+        List<Hold> holds = holdsOf(tx);
+        if (holds.isEmpty()) {
+            throw new IllegalStateException("transaction " + tx + " holds no lock to keep alive");
+        }
+        KeepAlive k = background();
+        k.start(tx, () -> holdsOf(tx));
+        holds.forEach(k::watch);
+    }
+
+    /** For the keep-alive: renews one hold; false when it is lost (the hold then told its listeners). */
+    boolean renewQuietly(Hold hold) {
+        try {
+            renew(hold);
+            return true;
+        } catch (ExpiredLockException e) {
+            return false;
+        }
     }
 
     /** Deletes a claim this process will not use (compare-and-delete); if that fails, it expires. */

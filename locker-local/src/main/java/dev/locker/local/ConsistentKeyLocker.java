@@ -5,6 +5,7 @@ import dev.locker.api.ExpiredLockException;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.KeyColumnValueStore;
 import dev.locker.api.LockOwner;
+import dev.locker.api.LossReason;
 import dev.locker.api.PermanentLockingException;
 import dev.locker.api.PermanentStoreException;
 import dev.locker.api.StoreException;
@@ -49,8 +50,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * is the claim's lifetime counted from before its write, less {@code lockWait} (a peer's clock may run ahead by that
  * much) and a drift allowance; every step compares it again after its I/O, so a step that outlived the claim fails;
  * a renewal rewrites the claim and then confirms like a check, so it cannot resurrect a claim another holder replaced.
- * Assumptions: the clocks of all lockers on a store agree to within {@code lockWait}; the store's reads see completed
- * writes of the same row (per-row linearizability); a write that returned is durable. Where that cannot be promised,
+ * Assumptions: the clocks of all lockers on a store agree to within {@code lockWait}, and do not step while claims
+ * live (a forward step seen by every locker, say of a shared VM host, makes live claims look dead to all of them at
+ * once: the holder's monotonic deadline does not move, so a second process could take over); the store's reads see
+ * completed writes of the same row (per-row linearizability); a write that returned is durable. Where that cannot be promised,
  * use a native backend, which orders claims on the server.
  *
  * <p>Known limit of a store without conditional writes: a {@link #forceRelease} that lands between a holder's
@@ -66,6 +69,7 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
     private final ExpiredClaimCleaner cleaner;
     private final boolean ownsStore;
     private final AtomicLong nonces = new AtomicLong(System.nanoTime());
+    private final StepGuard stepGuard = new StepGuard();
     /** Claims of ours that were released but whose deletion failed: never the holder, deleted again when met. */
     private final ConcurrentHashMap<KeyColumn, Set<ByteBuffer>> undeleted = new ConcurrentHashMap<>();
 
@@ -75,9 +79,10 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
             throw new IllegalArgumentException("lockWait must be positive for the wait-and-read-back protocol: it bounds "
                     + "how late a claim may become visible (and the clock disagreement between clients)");
         }
-        if (config.lockWait().compareTo(config.expiry()) >= 0) {
-            throw new IllegalArgumentException("lockWait " + config.lockWait() + " must be shorter than the expiry "
-                    + config.expiry() + " for the wait-and-read-back protocol");
+        if (validity(0) <= config.lockWait().toNanos()) {
+            throw new IllegalArgumentException("expiry " + config.expiry() + " is too short for lockWait "
+                    + config.lockWait() + ": a claim's validity (expiry - lockWait, less 1%) must outlast the lockWait "
+                    + "before its read-back, or no claim could ever be held; use an expiry above about 2 x lockWait");
         }
         this.store = b.store;
         this.ownsStore = b.closeStoreOnClose;
@@ -104,9 +109,10 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
             Instant ts = time.now();
             byte[] column = ClaimCodec.column(ts, config.rid(), nonces.incrementAndGet());
             byte[] value = ClaimCodec.value(ts.plus(config.expiry()), 0L, owner.withSince(ts));
+            List<byte[]> deletions = withUndeleted(lock, attempts);
             try {
                 // every earlier attempt may have reached the store: each write deletes all of them, not just the last
-                mutate(row, List.of(new Entry(column, value)), withUndeleted(lock, attempts));
+                mutate(row, List.of(new Entry(column, value)), deletions);
             } catch (PermanentStoreException e) {
                 attempts.add(column);
                 deleteQuietly(lock, attempts);
@@ -118,16 +124,16 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
                 log.debug("Claim write on {} failed temporarily (attempt {}/{}): {}", lock, attempt, config.retries(), e.toString());
                 continue;
             }
-            forgetUndeleted(lock, attempts);
+            forgetUndeleted(lock, deletions);
             // Strictly shorter: then our write completed before ts + lockWait on every clock that agrees with ours, so
             // every claimant with a timestamp >= ours sees our claim when it reads back (equal would not order them).
             long took = time.nanoTime() - started;
             if (took < config.lockWait().toNanos()) {
-                return new ConsistentKeyClaim(column, List.of(), ts, started, validity(started), false, 0L);
+                // an earlier attempt may still land after this write deleted it: it stays ours to ignore and delete
+                return new ConsistentKeyClaim(column, attempts, ts, started, validity(started), false, 0L);
             }
             log.debug("Claim write on {} took {} >= lockWait {} (attempt {}/{}); retrying", lock, Duration.ofNanos(took),
                     config.lockWait(), attempt, config.retries());
-            attempts.clear(); // the write above deleted them
             attempts.add(column);
             lastFailure = null;
         }
@@ -148,13 +154,15 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
             throw new TemporaryLockingException("interrupted while waiting lockWait before reading the lock row", lock, null, e);
         }
         Row r = readRow(row);
-        Instant now = time.now();
+        Instant wall = time.now();
+        Instant now = stepGuard.judgingTime(wall, time.nanoTime()); // others' claims are judged on this
         ClaimCodec.Claim own = r.find(claim.column);
         if (own == null) {
             throw new ExpiredLockException("our claim is gone from the store (expired and scrubbed, or force-released)", lock);
         }
-        if (!own.isLiveAt(now)) {
-            throw new ExpiredLockException("our claim expired at " + own.expiry + " before it was checked", lock, own.owner, null);
+        if (!own.isLiveAt(wall)) {
+            throw new ExpiredLockException("our claim expired at " + own.expiry + " before it was checked", lock, null, null,
+                    LossReason.EXPIRED);
         }
         ClaimCodec.Claim senior = r.seniorLive(now, ignored(lock, claim));
         List<byte[]> dead = r.deadColumns(now);
@@ -194,7 +202,7 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
     protected ConsistentKeyClaim verifySingleLock(KeyColumn lock, ConsistentKeyClaim claim) {
         String conflict = confirm(readRow(lock.encoded()), lock, claim);
         if (conflict != null) {
-            throw new ExpiredLockException("our claim is no longer the holder: " + conflict, lock);
+            throw new ExpiredLockException("our claim is no longer the holder: " + conflict, lock, null, null, reasonOf(conflict));
         }
         return claim;
     }
@@ -207,7 +215,7 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
         Row before = readRow(row);
         String conflict = confirm(before, lock, claim);
         if (conflict != null) {
-            throw new ExpiredLockException("cannot renew: our claim is " + conflict, lock);
+            throw new ExpiredLockException("cannot renew: our claim is " + conflict, lock, null, null, reasonOf(conflict));
         }
         ClaimCodec.Claim own = before.find(claim.column);
         mutate(row, List.of(new Entry(claim.column, ClaimCodec.value(now.plus(config.expiry()), own.token, own.owner))),
@@ -217,7 +225,7 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
         if (conflict != null) {
             deleteQuietly(lock, claim.allColumns());
             throw new ExpiredLockException("our renewal came too late: " + conflict + "; the rewritten claim was withdrawn",
-                    lock);
+                    lock, null, null, reasonOf(conflict));
         }
         return claim.renewed(validity(started));
     }
@@ -228,9 +236,10 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
         List<byte[]> columns = claim.allColumns();
         StoreException last = null;
         for (int attempt = 1; attempt <= config.retries(); attempt++) {
+            List<byte[]> deletions = withUndeleted(lock, columns);
             try {
-                mutate(lock.encoded(), List.of(), withUndeleted(lock, columns));
-                forgetUndeleted(lock, columns);
+                mutate(lock.encoded(), List.of(), deletions);
+                forgetUndeleted(lock, deletions);
                 return;
             } catch (TemporaryStoreException e) {
                 last = e;
@@ -243,7 +252,7 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
     @Override
     protected Optional<LockOwner> readHolder(KeyColumn lock) {
         Row r = readRow(lock.encoded());
-        Instant now = time.now();
+        Instant now = stepGuard.judgingTime(time.now(), time.nanoTime());
         ClaimCodec.Claim confirmed = r.otherTokenHolder(now, EMPTY, List.of());
         ClaimCodec.Claim holder = confirmed != null ? confirmed : r.seniorLive(now, List.of());
         return holder == null ? Optional.empty() : Optional.of(holder.owner);
@@ -284,7 +293,7 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
      * starting with "gone" when our claim is missing).
      */
     private String confirm(Row r, KeyColumn lock, ConsistentKeyClaim claim) {
-        Instant now = time.now();
+        Instant now = stepGuard.judgingTime(time.now(), time.nanoTime());
         ClaimCodec.Claim own = r.find(claim.column);
         if (own == null) {
             return "gone from the store (force-released, or scrubbed as dead by another process)";
@@ -304,6 +313,10 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
             return "token " + higher + " was issued to another holder after ours (" + claim.fencingToken() + ")";
         }
         return null;
+    }
+
+    private static LossReason reasonOf(String conflict) {
+        return conflict.startsWith("gone") ? LossReason.GONE : LossReason.TAKEN_OVER;
     }
 
     /** Columns that are ours and never the holder: earlier attempts of this claim, and released claims not yet deleted. */
@@ -342,11 +355,16 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
         }
     }
 
-    private void forgetUndeleted(KeyColumn lock, List<byte[]> columns) {
+    /** Forgets exactly the columns a successful mutation deleted (others may have been added meanwhile). */
+    private void forgetUndeleted(KeyColumn lock, List<byte[]> deleted) {
         Set<ByteBuffer> s = undeleted.get(lock);
         if (s != null) {
-            s.clear(); // the mutation that just succeeded deleted them all
-            undeleted.remove(lock, s);
+            for (byte[] c : deleted) {
+                s.remove(ByteBuffer.wrap(c));
+            }
+            if (s.isEmpty()) {
+                undeleted.remove(lock, s);
+            }
         }
     }
 
@@ -495,6 +513,42 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
                 }
             }
             return false;
+        }
+    }
+
+    /**
+     * Notices forward steps of this host's wall clock, measured against its monotonic clock between two readings of
+     * this locker, and for one expiry after a step judges other claims' liveness by the wall clock less the step. A
+     * step that every locker of the host sees (NTP, a resumed VM) would otherwise make every live claim look dead at
+     * once while its holder's monotonic deadline has not moved. It cannot see a step that happened before this
+     * locker was built; backward steps need no guard (they only make claims look alive longer, and the confirm
+     * step refuses a claimant that a backward step made look senior).
+     */
+    private final class StepGuard {
+        private long lastWallMicros = ClaimCodec.micros(time.now()); // a baseline from the locker's start
+        private long lastNanos = time.nanoTime();
+        private long stepMicros;
+        private long stepSeenAtNanos;
+
+        synchronized Instant judgingTime(Instant wall, long nanos) {
+            long wallMicros = ClaimCodec.micros(wall);
+            long elapsedMicros = (nanos - lastNanos) / 1_000;
+            long jump = (wallMicros - lastWallMicros) - elapsedMicros;
+            // half a lockWait, plus 1000 ppm of the time since the last reading for ordinary slewing (NTP slews at most 500)
+            if (jump > config.lockWait().toNanos() / 2_000 + elapsedMicros / 1_000) {
+                stepMicros = (nanos - stepSeenAtNanos < config.expiry().toNanos() ? stepMicros : 0) + jump;
+                stepSeenAtNanos = nanos;
+                log.warn("The wall clock of locker {} stepped forward by {}: other claims' expiry is judged {} "
+                        + "earlier for one expiry", config.rid(), Duration.ofNanos(jump * 1_000),
+                        Duration.ofNanos(stepMicros * 1_000));
+            }
+            lastWallMicros = wallMicros;
+            lastNanos = nanos;
+            if (stepMicros != 0 && nanos - stepSeenAtNanos < config.expiry().toNanos()) {
+                return wall.minusNanos(stepMicros * 1_000);
+            }
+            stepMicros = 0;
+            return wall;
         }
     }
 

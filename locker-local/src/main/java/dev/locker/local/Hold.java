@@ -1,9 +1,16 @@
 package dev.locker.local;
 
 import dev.locker.api.KeyColumn;
+import dev.locker.api.LockLost;
+import dev.locker.api.LockOwner;
 import dev.locker.api.LockStatus;
+import dev.locker.api.LossReason;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
 
 /**
  * The one record of a lock a transaction of this process claimed: it is the mediator's entry for the lock, the
@@ -14,6 +21,7 @@ import java.util.concurrent.atomic.AtomicReference;
  * <p>Invariants: the state only moves forward (CLAIMING, then CLAIMED with new statuses, then LOST or RELEASED, which
  * are final); every change is a compare-and-set on the whole state, so an operation that ran while the hold was lost
  * (taken over locally after its deadline, released by another thread, or the locker closed) cannot bring it back.
+ * The move to LOST happens once and is reported once to the sink given at construction, which tells the listeners.
  */
 final class Hold {
 
@@ -23,7 +31,8 @@ final class Hold {
      * An immutable snapshot. {@code status} is null while CLAIMING and may be null after that if the claim was never
      * written; {@code reported} is true once a checkLocks call told the caller the claim is held.
      */
-    record State(Phase phase, LockStatus status, long deadlineNanos, boolean reported, String lostWhy) {
+    record State(Phase phase, LockStatus status, long deadlineNanos, boolean reported, LossReason reason,
+                 String lostWhy, LockOwner newHolder) {
 
         boolean isFinal() {
             return phase == Phase.LOST || phase == Phase.RELEASED;
@@ -32,13 +41,26 @@ final class Hold {
 
     final KeyColumn lock;
     final Object tx;
+    /**
+     * Serialises the backend steps of this hold (check, verify, renew: e.g. the keep-alive thread and the holder's own
+     * check), so that a failed compare-and-set on the state always means the hold became final (lost or released),
+     * never that another step of the same holder got there first. Release and loss do not take it.
+     */
+    final ReentrantLock steps = new ReentrantLock();
     private final AtomicReference<State> state;
+    private final Consumer<Hold> lostSink;
+    private final List<Consumer<LockLost>> listeners = new ArrayList<>(1);
+    private LockLost lost;
 
-    /** A hold whose claim is being written; it cannot outlive {@code deadlineNanos} before the write answers. */
-    Hold(KeyColumn lock, Object tx, long deadlineNanos) {
+    /**
+     * A hold whose claim is being written; it cannot outlive {@code deadlineNanos} before the write answers.
+     * {@code lostSink} is told once when the hold is lost.
+     */
+    Hold(KeyColumn lock, Object tx, long deadlineNanos, Consumer<Hold> lostSink) {
         this.lock = lock;
         this.tx = tx;
-        this.state = new AtomicReference<>(new State(Phase.CLAIMING, null, deadlineNanos, false, null));
+        this.lostSink = lostSink;
+        this.state = new AtomicReference<>(new State(Phase.CLAIMING, null, deadlineNanos, false, null, null, null));
     }
 
     State state() {
@@ -50,17 +72,23 @@ final class Hold {
         if (expected.isFinal()) {
             return false;
         }
-        return state.compareAndSet(expected, new State(Phase.CLAIMED, status, status.deadlineNanos(), reported, null));
+        return state.compareAndSet(expected, new State(Phase.CLAIMED, status, status.deadlineNanos(), reported, null, null, null));
     }
 
     /** Marks the hold lost (unless it is already final); returns the state before. */
-    State lose(String why) {
+    State lose(LossReason reason, String why) {
+        return lose(reason, why, null);
+    }
+
+    /** Marks the hold lost, naming the new holder where known (unless it is already final); returns the state before. */
+    State lose(LossReason reason, String why, LockOwner newHolder) {
         while (true) {
             State s = state.get();
             if (s.isFinal()) {
                 return s;
             }
-            if (state.compareAndSet(s, new State(Phase.LOST, s.status, s.deadlineNanos, s.reported, why))) {
+            if (state.compareAndSet(s, new State(Phase.LOST, s.status, s.deadlineNanos, s.reported, reason, why, newHolder))) {
+                lostSink.accept(this);
                 return s;
             }
         }
@@ -83,7 +111,8 @@ final class Hold {
             if (nowNanos - s.deadlineNanos < 0) {
                 return false;
             }
-            if (state.compareAndSet(s, new State(Phase.LOST, s.status, s.deadlineNanos, s.reported, why))) {
+            if (state.compareAndSet(s, new State(Phase.LOST, s.status, s.deadlineNanos, s.reported, LossReason.EXPIRED, why, null))) {
+                lostSink.accept(this);
                 return true;
             }
         }
@@ -96,8 +125,8 @@ final class Hold {
             if (s.phase == Phase.RELEASED) {
                 return s;
             }
-            State released = new State(Phase.RELEASED, s.status, s.deadlineNanos, s.reported,
-                    s.lostWhy != null ? s.lostWhy : "released");
+            State released = new State(Phase.RELEASED, s.status, s.deadlineNanos, s.reported, s.reason,
+                    s.lostWhy != null ? s.lostWhy : "released", s.newHolder);
             if (state.compareAndSet(s, released)) {
                 return s;
             }
@@ -107,6 +136,27 @@ final class Hold {
     boolean isLiveAt(long nowNanos) {
         State s = state.get();
         return !s.isFinal() && nowNanos - s.deadlineNanos < 0;
+    }
+
+    /** Adds a listener; returns the loss to tell it at once if the hold was already lost, else null. */
+    synchronized LockLost addListener(Consumer<LockLost> listener) {
+        if (lost != null) {
+            return lost;
+        }
+        listeners.add(listener);
+        return null;
+    }
+
+    synchronized boolean hasListeners() {
+        return !listeners.isEmpty();
+    }
+
+    /** Records the loss and hands out the listeners to tell (each once). */
+    synchronized List<Consumer<LockLost>> takeListeners(LockLost loss) {
+        lost = loss;
+        List<Consumer<LockLost>> out = new ArrayList<>(listeners);
+        listeners.clear();
+        return out;
     }
 
     @Override

@@ -23,7 +23,7 @@ class LocalLockMediatorTest {
     private final KeyColumn lock = KeyColumn.of("k", "c");
 
     private Hold hold(Object tx) {
-        return new Hold(lock, tx, clock.nanoTime() + Duration.ofSeconds(10).toNanos());
+        return new Hold(lock, tx, clock.nanoTime() + Duration.ofSeconds(10).toNanos(), h -> { });
     }
 
     @Test

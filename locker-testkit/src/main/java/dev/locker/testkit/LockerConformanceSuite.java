@@ -703,6 +703,129 @@ public abstract class LockerConformanceSuite {
         b.checkLocks(tb);
     }
 
+    // ---- leases for applications: keep-alive and the lost signal (issue 9) ----------------------------------------
+    // Keep-alive runs on real background time, so these cases use the system clock and a short expiry everywhere.
+
+    private static final Duration LEASE_EXPIRY = Duration.ofMillis(900);
+
+    protected Locker realTimeProcess(String name) {
+        return open(config(name).timeSource(TimeSource.system()).expiry(LEASE_EXPIRY).build());
+    }
+
+    @Test
+    void aKeptAliveLeaseOutlivesManyExpiriesWithItsToken() throws Exception {
+        Locker a = realTimeProcess("a");
+        Locker b = realTimeProcess("b");
+        KeyColumn lock = lock("x");
+        try (Lease lease = a.acquire(lock, "long job")) {
+            long token = lease.fencingToken();
+            for (int i = 0; i < 4; i++) {
+                Thread.sleep(LEASE_EXPIRY.toMillis());
+                assertTrue(lease.isValid(), "still valid after " + (i + 1) + " expiries");
+                assertContended(b, lock, new Object());
+            }
+            lease.check();
+            assertEquals(token, lease.fencingToken(), "renewed in place: same token");
+        }
+        take(b, lock, new Object()); // closing stopped the keep-alive and released at once
+    }
+
+    @Test
+    void aLeaseWithoutKeepAliveExpiresAndSaysSo() throws Exception {
+        Locker a = realTimeProcess("a");
+        KeyColumn lock = lock("x");
+        Lease lease = a.acquire(lock, "short job").keepAlive(false);
+        assertTrue(lease.isValid());
+        assertTrue(lease.remaining().compareTo(LEASE_EXPIRY) <= 0);
+        Thread.sleep(LEASE_EXPIRY.toMillis() + 100);
+        assertFalse(lease.isValid());
+        assertEquals(Duration.ZERO, lease.remaining());
+        assertThrows(ExpiredLockException.class, lease::fencingToken);
+        lease.close();
+    }
+
+    /** The lost signal after a force release: told once, with the reason; afterwards the lease is invalid everywhere. */
+    @Test
+    void aForceReleasedLeaseTellsItsListenerOnce() throws Exception {
+        Locker a = realTimeProcess("a");
+        Locker operator = realTimeProcess("operator");
+        KeyColumn lock = lock("x");
+        List<dev.locker.api.LockLost> told = new CopyOnWriteArrayList<>();
+        CountDownLatch lost = new CountDownLatch(1);
+        Lease lease = a.acquire(lock, "job").onLost(l -> {
+            told.add(l);
+            lost.countDown();
+        });
+        long released = System.nanoTime();
+        assertTrue(operator.forceRelease(lock));
+        assertTrue(lost.await(LEASE_EXPIRY.toMillis() * 3, TimeUnit.MILLISECONDS), "the listener was told");
+        long latency = System.nanoTime() - released;
+        System.out.printf("[conformance] %s: lost signal %d ms after a force release (expiry %d ms, %.2f expiries)%n",
+                getClass().getSimpleName(), latency / 1_000_000, LEASE_EXPIRY.toMillis(),
+                latency / (double) LEASE_EXPIRY.toNanos());
+        Thread.sleep(LEASE_EXPIRY.toMillis());
+        assertEquals(1, told.size(), "exactly once: " + told);
+        assertEquals(lock, told.get(0).lock());
+        assertTrue(told.get(0).reason() == dev.locker.api.LossReason.GONE
+                || told.get(0).reason() == dev.locker.api.LossReason.TAKEN_OVER, told.get(0).toString());
+        assertFalse(lease.isValid());
+        assertThrows(ExpiredLockException.class, lease::check);
+        assertThrows(ExpiredLockException.class, lease::fencingToken);
+        List<dev.locker.api.LockLost> late = new CopyOnWriteArrayList<>();
+        lease.onLost(late::add); // a listener added after the loss is told at once
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (late.isEmpty() && System.nanoTime() < until) {
+            Thread.sleep(5);
+        }
+        assertEquals(1, late.size());
+        lease.close();
+    }
+
+    /** Renewals that keep failing (backend unreachable): the lease is declared lost before its validity ends. */
+    @Test
+    void aLeaseWhoseRenewalsFailIsDeclaredLostBeforeItsValidityEnds() throws Exception {
+        Assumptions.assumeTrue(fixture.canBreakBackend(), "backend cannot be broken");
+        Locker a = realTimeProcess("a");
+        KeyColumn lock = lock("x");
+        java.util.concurrent.atomic.AtomicLong toldAt = new java.util.concurrent.atomic.AtomicLong();
+        List<dev.locker.api.LockLost> told = new CopyOnWriteArrayList<>();
+        CountDownLatch lost = new CountDownLatch(1);
+        Lease lease = a.acquire(lock, "job").onLost(l -> {
+            toldAt.set(System.nanoTime());
+            told.add(l);
+            lost.countDown();
+        });
+        fixture.breakBackend();
+        long validUntil;
+        try {
+            validUntil = System.nanoTime() + lease.remaining().toNanos();
+            assertTrue(lost.await(LEASE_EXPIRY.toMillis() * 4, TimeUnit.MILLISECONDS), "the listener was told");
+        } finally {
+            fixture.repairBackend();
+        }
+        assertEquals(dev.locker.api.LossReason.EXPIRED, told.get(0).reason(), told.get(0).toString());
+        assertTrue(toldAt.get() - validUntil < 0, "told " + (toldAt.get() - validUntil) / 1_000_000
+                + " ms after the validity ended; it must be before");
+        assertFalse(lease.isValid());
+        lease.close();
+    }
+
+    @Test
+    void closingTheLockerTellsTheLeasesListeners() throws Exception {
+        Locker a = realTimeProcess("a");
+        CountDownLatch lost = new CountDownLatch(1);
+        List<dev.locker.api.LockLost> told = new CopyOnWriteArrayList<>();
+        Lease lease = a.acquire(lock("x"), "job").onLost(l -> {
+            told.add(l);
+            lost.countDown();
+        });
+        a.close();
+        assertTrue(lost.await(10, TimeUnit.SECONDS));
+        assertEquals(dev.locker.api.LossReason.LOCKER_CLOSED, told.get(0).reason());
+        assertFalse(lease.isValid());
+        take(realTimeProcess("b"), lock("x"), new Object()); // close released the claim
+    }
+
     /** Finding 12 of issue 8: one configuration given to two lockers makes two owners, never one owner twice. */
     @Test
     void oneConfigurationForTwoLockersMakesTwoOwners() {
