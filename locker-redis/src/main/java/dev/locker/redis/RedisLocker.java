@@ -67,7 +67,10 @@ import java.util.function.Supplier;
  *       the acquire script grants nothing, because a server that restarted without all of its data (no persistence,
  *       an older RDB snapshot, the last second of an AOF) may have lost a claim whose holder still works. It is
  *       decided by the server's uptime rather than by a client noticing a new {@code run_id}, which a client that
- *       first connects after the restart could not do;</li>
+ *       first connects after the restart could not do. INFO reports uptime in whole seconds, truncated from both
+ *       ends, which overstates the real uptime by up to a second; the script counts only the uptime it can prove
+ *       ({@code uptime_in_seconds - 1} plus the fraction of the current second), so the guard may hold up to a
+ *       second longer than asked, never shorter;</li>
  *   <li>with {@code replicas > 0}, a granted claim counts only once that many replicas acknowledged it
  *       ({@code WAIT}, pipelined with the script on the same connection); otherwise it is removed again. A renewal
  *       likewise extends the local expiry only once the replicas acknowledged it.</li>

@@ -4,7 +4,7 @@
 -- repeat of this request (same nonce, after a lost reply) replaces the claim it wrote.
 -- Reply: {1, token, written}  granted: our claim is the holder
 --        {0, holder value}    another live claim holds the lock; our claim is not kept
---        {-2, ms left}        the server started less than the restart guard ago: nothing is granted yet
+--        {-2, ms left}        the server may have started less than the restart guard ago: nothing is granted yet
 local own, expms, guard = ARGV[1], tonumber(ARGV[3]), tonumber(ARGV[5])
 local now = server_now()
 local s = scan(now, ARGV[6] == '1', own, ARGV[2])
@@ -23,9 +23,14 @@ if guard > 0 then
     return redis.error_reply('NOPERM the restart guard needs the INFO command (or restartGuard=0): '
         .. tostring(info.err))
   end
-  local up = tonumber(string.match(info, 'uptime_in_seconds:(%d+)'))
-  if up and up * 1000 < guard then
-    return { -2, guard - up * 1000 }
+  -- uptime_in_seconds is a difference of whole seconds (the start time is truncated), so it overstates the real
+  -- uptime by up to 1 s. The real uptime is at least (uptime - 1) s plus the fraction of the current second, read
+  -- after INFO so that INFO's second is not later than ours. A missing field counts as no uptime (fail closed).
+  local up = tonumber(string.match(info, 'uptime_in_seconds:(%d+)')) or 0
+  local t = server_now()
+  local least = (up - 1) * 1000000 + t % 1000000
+  if least < guard * 1000 then
+    return { -2, math.min(guard, math.ceil((guard * 1000 - least) / 1000)) }
   end
 end
 local tok = math.max(s.last + 1, now)
