@@ -22,10 +22,8 @@ import redis.clients.jedis.SslOptions;
 import redis.clients.jedis.SslVerifyMode;
 import redis.clients.jedis.Response;
 import redis.clients.jedis.UnifiedJedis;
-import redis.clients.jedis.exceptions.JedisAccessControlException;
 import redis.clients.jedis.exceptions.JedisClusterOperationException;
 import redis.clients.jedis.exceptions.JedisConnectionException;
-import redis.clients.jedis.exceptions.JedisDataException;
 import redis.clients.jedis.exceptions.JedisException;
 import redis.clients.jedis.exceptions.JedisNoScriptException;
 
@@ -76,8 +74,10 @@ import java.util.function.Supplier;
  *       likewise extends the local expiry only once the replicas acknowledged it.</li>
  * </ul>
  *
- * <p>Errors: unreachable server and timeouts are {@link TemporaryLockingException}, refused credentials and
- * permissions {@link PermanentLockingException}; both name the server. A broken connection (e.g. after a server
+ * <p>Errors are classified by what they mean ({@link RedisFailures}): refused credentials, permissions or
+ * certificates and requests the server cannot run are {@link PermanentLockingException}; unreachable or slow servers,
+ * server-side limits and passing states (max clients, OOM, LOADING, BUSY, READONLY after a failover...) and any
+ * server error this library does not know are {@link TemporaryLockingException}; both name the server. A broken connection (e.g. after a server
  * restart) is retried at most {@link LockerConfig#retries()} times on fresh connections; on a single server a timeout
  * is not retried, while the cluster client retries it up to its attempt limit (safe: a retry carries the same nonce).
  * An acquire whose outcome stays unknown (timed out, or the connection broke after sending) is withdrawn by
@@ -269,36 +269,9 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         return classify((JedisException) e, lock, action, server);
     }
 
-    /** Maps a Jedis failure: unreachable, slow or busy servers are temporary; refusals and surprises permanent. */
+    /** Maps a Jedis failure by what it means (see {@link RedisFailures}); the message names the server. */
     static LockingException classify(JedisException e, KeyColumn lock, String action, String server) {
-        String msg = String.valueOf(e.getMessage());
-        if (e instanceof JedisAccessControlException || startsWithAny(msg, "NOPERM", "WRONGPASS", "NOAUTH")
-                || causedByAccessControl(e) || isScriptAclRefusal(msg)) {
-            return new PermanentLockingException(action + " was refused by " + server + " (credentials or ACL "
-                    + "permissions): " + msg, lock, null, e);
-        }
-        if (e instanceof JedisConnectionException && isTlsRefusal(e)) {
-            return new PermanentLockingException(action + ": the TLS handshake with " + server + " failed (server "
-                    + "certificate not trusted or not issued for this host): " + msg, lock, null, e);
-        }
-        if (e instanceof JedisConnectionException) {
-            String what = isTimeout(e) ? "timed out" : "could not reach the server";
-            return new TemporaryLockingException(action + " " + what + " (" + server + "): " + msg, lock, null, e);
-        }
-        if (e instanceof JedisClusterOperationException) {
-            return new TemporaryLockingException(action + " failed on " + server + " after the cluster client's "
-                    + "attempts: " + msg, lock, null, e);
-        }
-        if (e instanceof JedisDataException) {
-            if (startsWithAny(msg, "BUSY", "LOADING", "TRYAGAIN", "CLUSTERDOWN", "READONLY", "MASTERDOWN", "OOM",
-                    "NOREPLICAS", "MOVED", "ASK")) {
-                return new TemporaryLockingException(action + " failed temporarily on " + server + ": " + msg,
-                        lock, null, e);
-            }
-            return new PermanentLockingException(action + " failed on " + server + ": " + msg, lock, null, e);
-        }
-        // pool exhausted, interrupted waits and the like
-        return new TemporaryLockingException(action + " failed on " + server + ": " + msg, lock, null, e);
+        return RedisFailures.classify(e, lock, action, server);
     }
 
     // ---- helpers ----------------------------------------------------------------------------------------------
@@ -360,7 +333,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
             try {
                 return op.get();
             } catch (JedisConnectionException e) {
-                if (i >= attempts || isTimeout(e) || !(client instanceof RedisClient)) {
+                if (i >= attempts || RedisFailures.isTimeout(e) || !(client instanceof RedisClient)) {
                     throw e;
                 }
                 ((RedisClient) client).getPool().clear();
@@ -405,52 +378,6 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         } catch (IllegalArgumentException e) {
             return new LockOwner("(unreadable claim)", "", 0, "", "", since);
         }
-    }
-
-    private static boolean startsWithAny(String msg, String... prefixes) {
-        for (String p : prefixes) {
-            if (msg.startsWith(p)) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    /** Inside a script, Redis 7 reports a refused command or key as a plain ERR. */
-    private static boolean isScriptAclRefusal(String msg) {
-        String m = msg.toLowerCase(java.util.Locale.ROOT);
-        return m.contains("can't run this command") || m.contains("no permissions to access");
-    }
-
-    /** A certificate the client refuses will be refused again: not worth a retry. */
-    private static boolean isTlsRefusal(Throwable e) {
-        for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
-            if (t instanceof java.security.cert.CertificateException
-                    || t instanceof javax.net.ssl.SSLPeerUnverifiedException
-                    || (t instanceof javax.net.ssl.SSLHandshakeException && String.valueOf(t.getMessage())
-                    .matches("(?is).*(certif|PKIX|subject alternative|hostname).*"))) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    private static boolean causedByAccessControl(Throwable e) {
-        for (Throwable t = e.getCause(); t != null && t != t.getCause(); t = t.getCause()) {
-            if (t instanceof JedisAccessControlException) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    private static boolean isTimeout(Throwable e) {
-        for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
-            if (t instanceof SocketTimeoutException) {
-                return true;
-            }
-        }
-        return false;
     }
 
     @Override

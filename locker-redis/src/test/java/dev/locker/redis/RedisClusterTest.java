@@ -5,6 +5,7 @@ import dev.locker.api.KeyColumnValueStore;
 import dev.locker.api.Lease;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
+import dev.locker.api.PermanentLockingException;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.local.ExpectedValueCheckingStore;
 import dev.locker.local.InMemoryStore;
@@ -24,6 +25,7 @@ import java.util.Set;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -92,6 +94,29 @@ class RedisClusterTest extends LockerConformanceSuite {
             assertTrue(keys > 0, "every master holds some of the locks: " + node);
         }
         leases.forEach(Lease::close);
+    }
+
+    /**
+     * A single-server client pointed at one Cluster node: for the keys of other nodes' slots the node answers MOVED,
+     * now and forever, so that is permanent and says to use cluster mode.
+     */
+    @Test
+    void aClusterNodeSpokenToAsASingleServerIsPermanent() {
+        RedisServerProcess node = cluster.nodes().get(0);
+        try (RedisLocker single = RedisLocker.builder().node("127.0.0.1", node.port()).cluster(false)
+                .keyPrefix("single:").restartGuard(Duration.ZERO).build()) {
+            PermanentLockingException moved = null;
+            for (int i = 0; moved == null && i < 100; i++) {
+                try {
+                    single.acquire(lock("moved-" + i), "").close();
+                } catch (PermanentLockingException e) {
+                    moved = e;
+                }
+            }
+            assertNotNull(moved, "two thirds of the slots live on other nodes");
+            assertTrue(moved.getMessage().contains("MOVED") && moved.getMessage().contains("cluster mode"),
+                    moved.getMessage());
+        }
     }
 
     @Test
