@@ -34,12 +34,13 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
+import java.security.SecureRandom;
 import java.util.ArrayList;
+import java.util.HexFormat;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
@@ -80,18 +81,22 @@ import java.util.function.Supplier;
  * server error this library does not know are {@link TemporaryLockingException}; both name the server. A broken connection (e.g. after a server
  * restart) is retried at most {@link LockerConfig#retries()} times on fresh connections; on a single server a timeout
  * is not retried, while the cluster client retries it up to its attempt limit (safe: a retry carries the same nonce).
- * An acquire whose outcome stays unknown (timed out, or the connection broke after sending) is withdrawn by
- * compare-and-delete on its nonce, so that a grant the client never heard of does not block others until it expires.
+ * An acquire whose outcome stays unknown (timed out, or the connection broke after sending) is withdrawn: its claim
+ * is removed by compare-and-delete on its nonce, and a tombstone for the locker instance, covering its acquires up to
+ * this one, stays in the lock's hash for {@code tombstoneTtl}, so that neither a grant the client never heard of nor
+ * a request that reaches the server only after the withdrawal blocks anyone until it expires.
  *
- * <p>Claims live in one field per locker ({@code "c" + rid}), told apart by a nonce per claim: a live claim in that
- * field with another nonce belongs to another transaction (or to a locker opened with the same rid) and is never
- * overwritten, renewed or deleted by this one.
+ * <p>Claims live in one field per locker ({@code "c" + rid}), told apart by a nonce per claim: the locker instance
+ * (random, so lockers sharing a rid differ) and a counter of its acquires. A live claim in that field with another
+ * nonce belongs to another transaction (or to a locker opened with the same rid) and is never overwritten, renewed or
+ * deleted by this one.
  */
 public final class RedisLocker extends AbstractLocker<ClaimStatus> {
 
     private static final Logger log = LoggerFactory.getLogger(RedisLocker.class);
     private static final byte[] ONE = {'1'};
     private static final byte[] ZERO = {'0'};
+    private static final Duration DEFAULT_TOMBSTONE_TTL = Duration.ofMinutes(20);
 
     private final UnifiedJedis client;
     private final boolean ownsClient;
@@ -100,8 +105,12 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     private final int replicas;
     private final Duration replicaTimeout;
     private final Duration restartGuard;
+    private final Duration tombstoneTtl;
     private final byte[] ownField;
-    private final AtomicLong nonces = new AtomicLong(ThreadLocalRandom.current().nextLong());
+    /** The first half of every nonce: this instance, even among lockers sharing a rid. */
+    private final String instance = HexFormat.of().toHexDigits(new SecureRandom().nextLong());
+    /** The second half: counts this instance's acquires, so that a tombstone can cover all those up to one. */
+    private final AtomicLong acquires = new AtomicLong();
 
     private RedisLocker(Builder b, LockerConfig config, UnifiedJedis client, boolean ownsClient) {
         super(b);
@@ -112,6 +121,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         this.replicas = b.replicas;
         this.replicaTimeout = b.replicaTimeout;
         this.restartGuard = b.restartGuard != null ? b.restartGuard : config.expiry();
+        this.tombstoneTtl = b.tombstoneTtl;
         this.ownField = ("c" + config.rid()).getBytes(StandardCharsets.UTF_8);
     }
 
@@ -160,8 +170,8 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
                 reply = withRetries(() -> RedisScript.ACQUIRE.run(client, key, args));
             }
         } catch (JedisConnectionException | JedisClusterOperationException e) {
-            if (mayHaveReachedTheServer(e)) { // the script may have granted a claim we will never hear of
-                releaseQuietly(lock, key, nonce, "the acquire's outcome is unknown (" + e.getMessage() + ")");
+            if (mayHaveReachedTheServer(e)) { // the script may have run, or may still run: withdraw it
+                withdraw(lock, key, nonce, "the acquire's outcome is unknown (" + e.getMessage() + ")");
             }
             throw e;
         }
@@ -172,7 +182,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
             Instant written = micros((Long) r.get(2));
             ClaimStatus status = ClaimStatus.granted(nonce, written, before.plus(config.expiry()), token);
             if (replicas > 0 && acks < replicas) {
-                releaseQuietly(lock, key, nonce, "only " + acks + " of " + replicas + " replicas acknowledged it");
+                withdraw(lock, key, nonce, "only " + acks + " of " + replicas + " replicas acknowledged it");
                 throw new TemporaryLockingException("only " + acks + " of " + replicas + " replicas of " + server
                         + " acknowledged the claim within " + replicaTimeout + "; the claim was withdrawn", lock);
             }
@@ -188,6 +198,10 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
             throw new TemporaryLockingException(server + " started less than restartGuard=" + restartGuard
                     + " ago: it may have lost claims in a restart, so no claim is granted for another " + leftMs
                     + " ms (set restartGuard=0 for a server whose data survives restarts)", lock);
+        }
+        if (code == -3) { // only a late request meets its tombstone, and nobody waits for its reply
+            throw new TemporaryLockingException("this acquire had been withdrawn on " + server + " before it arrived; "
+                    + "nothing was granted", lock);
         }
         throw new PermanentLockingException("unexpected reply " + code + " from the acquire script on " + server, lock);
     }
@@ -299,14 +313,21 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         }
     }
 
-    /** Withdraws a claim this locker will not use (compare-and-delete on its nonce); if that fails, it expires. */
-    private void releaseQuietly(KeyColumn lock, byte[] key, byte[] nonce, String why) {
+    /**
+     * Withdraws an acquire this locker gave up on: removes the claim it may have written (compare-and-delete on its
+     * nonce) and leaves a tombstone for {@code tombstoneTtl}, so that the request grants nothing should it reach the
+     * server only later (a request held up in the network or a proxy after the client timed out). If the withdrawal
+     * fails too, a claim the request granted or grants expires on its own.
+     */
+    private void withdraw(KeyColumn lock, byte[] key, byte[] nonce, String why) {
+        List<byte[]> args = List.of(ownField, nonce, millis(tombstoneTtl), millis(config.expiry()), scrub());
         try {
-            Object removed = withRetries(() -> RedisScript.RELEASE.run(client, key, List.of(ownField, nonce)));
-            log.debug("Withdrew our claim on {} at {} (found: {}): {}", lock, server, removed, why);
+            Object removed = withRetries(() -> RedisScript.WITHDRAW.run(client, key, args));
+            log.debug("Withdrew our acquire on {} at {} (a claim was found: {}): {}", lock, server, removed, why);
         } catch (RuntimeException e) {
-            log.warn("Could not withdraw our claim on {} at {} ({}); it expires within {}: {}", lock, server, why,
-                    config.expiry(), e.toString());
+            log.warn("Could not withdraw our acquire on {} at {} ({}); a claim it granted, or grants should the "
+                    + "request arrive late, blocks the lock for up to {}: {}", lock, server, why, config.expiry(),
+                    e.toString());
         }
     }
 
@@ -342,8 +363,9 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         }
     }
 
+    /** {@code <instance><counter>}, 16 + 16 hex digits: fixed width, so the script compares counters as strings. */
     private byte[] nextNonce() {
-        return Long.toHexString(nonces.incrementAndGet()).getBytes(StandardCharsets.US_ASCII);
+        return (instance + HexFormat.of().toHexDigits(acquires.incrementAndGet())).getBytes(StandardCharsets.US_ASCII);
     }
 
     private byte[] scrub() {
@@ -411,6 +433,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         private int replicas;
         private Duration replicaTimeout = Duration.ofSeconds(1);
         private Duration restartGuard;
+        private Duration tombstoneTtl = DEFAULT_TOMBSTONE_TTL;
         private String clientName;
         private final List<Consumer<LockerConfig.Builder>> configOverrides = new ArrayList<>();
         private UnifiedJedis client;
@@ -565,6 +588,21 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
                 throw new IllegalArgumentException("restartGuard must not be negative, was " + d);
             }
             this.restartGuard = d;
+            return this;
+        }
+
+        /**
+         * How long a withdrawn acquire's tombstone stays in the lock's hash; default 20 minutes. An acquire whose
+         * outcome the client does not know (it timed out, or the connection broke after sending) is withdrawn; if
+         * its request reaches the server only later (held up in the network or a proxy), the tombstone makes it
+         * grant nothing. A request later still would grant a claim nobody waits for, which blocks the lock until it
+         * expires (no second holder, no lower token: a liveness loss, not a safety one). The default outlasts the
+         * ~15.5 minutes Linux keeps retransmitting unacknowledged data ({@code tcp_retries2=15}); raise it behind a
+         * proxy that may hold requests longer. It costs one small hash field per locker instance and lock, and keeps
+         * that lock's key alive as long.
+         */
+        public Builder tombstoneTtl(Duration d) {
+            this.tombstoneTtl = positive(d, "tombstoneTtl");
             return this;
         }
 

@@ -5,9 +5,15 @@
 -- Reply: {1, token, written}  granted: our claim is the holder
 --        {0, holder value}    another live claim holds the lock; our claim is not kept
 --        {-2, ms left}        the server may have started less than the restart guard ago: nothing is granted yet
+--        {-3}                 its client already gave up on this request and withdrew it: nothing is granted
 local own, expms, guard = ARGV[1], tonumber(ARGV[3]), tonumber(ARGV[5])
 local now = server_now()
 local s = scan(now, ARGV[6] == '1', own, ARGV[2])
+local _, counter = split_nonce(ARGV[2])
+if s.withdrawn and counter and counter <= s.withdrawn then
+  -- a late request (fixed-width hex counters compare as strings): its client no longer waits for the answer
+  return { -3 }
+end
 if s.senior then
   if s.own then
     -- this very claim, from an earlier attempt of this request: never leave a losing claim behind
@@ -36,5 +42,5 @@ end
 local tok = math.max(s.last + 1, now)
 local exp = now + expms * 1000
 redis.call('HSET', key, own, claim_value(now, exp, tok, ARGV[2], ARGV[4]), 't', fmt(tok))
-keep_until(math.max(exp, s.maxexp), now, expms)
+keep_until(math.max(exp, s.maxexp, s.keep), now, expms)
 return { 1, tok, now }

@@ -71,6 +71,8 @@ class RedisUriTest {
         assertThrows(IllegalArgumentException.class, () -> parse("redis://h?prefix=a{b}"));
         assertThrows(IllegalArgumentException.class, () -> parse("redis://h?replicas=-1"));
         assertThrows(IllegalArgumentException.class, () -> parse("redis://h?cluster=maybe"));
+        assertThrows(IllegalArgumentException.class, () -> parse("redis://h?tombstoneTtl=0"));
+        parse("redis://h?tombstoneTtl=1h");
         assertThrows(IllegalArgumentException.class, () -> parse("redis://h1,h2/2").build());
     }
 }
