@@ -41,6 +41,8 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
@@ -106,6 +108,8 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     private final Duration replicaTimeout;
     private final Duration restartGuard;
     private final Duration tombstoneTtl;
+    private final EvictionCheck evictionCheck;
+    private final Set<String> evictionWarnings = ConcurrentHashMap.newKeySet();
     private final byte[] ownField;
     /** The first half of every nonce: this instance, even among lockers sharing a rid. */
     private final String instance = HexFormat.of().toHexDigits(new SecureRandom().nextLong());
@@ -122,6 +126,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         this.replicaTimeout = b.replicaTimeout;
         this.restartGuard = b.restartGuard != null ? b.restartGuard : config.expiry();
         this.tombstoneTtl = b.tombstoneTtl;
+        this.evictionCheck = b.evictionCheck;
         this.ownField = ("c" + config.rid()).getBytes(StandardCharsets.UTF_8);
     }
 
@@ -157,7 +162,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         byte[] key = keys.lockKey(lock);
         byte[] nonce = nextNonce();
         List<byte[]> args = List.of(ownField, nonce, millis(config.expiry()), owner.toBytes(), millis(restartGuard),
-                scrub());
+                scrub(), evictionCheck.arg);
         Instant before = time.now();
         Object reply;
         long acks = -1;
@@ -178,6 +183,9 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         List<?> r = (List<?>) reply;
         long code = (Long) r.get(0);
         if (code == 1) {
+            if (r.size() > 3) {
+                warnOfEviction(lock, new String((byte[]) r.get(3), StandardCharsets.UTF_8));
+            }
             long token = (Long) r.get(1);
             Instant written = micros((Long) r.get(2));
             ClaimStatus status = ClaimStatus.granted(nonce, written, before.plus(config.expiry()), token);
@@ -198,6 +206,13 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
             throw new TemporaryLockingException(server + " started less than restartGuard=" + restartGuard
                     + " ago: it may have lost claims in a restart, so no claim is granted for another " + leftMs
                     + " ms (set restartGuard=0 for a server whose data survives restarts)", lock);
+        }
+        if (code == -4) {
+            String policy = new String((byte[]) r.get(1), StandardCharsets.UTF_8);
+            throw new PermanentLockingException(server + " may evict keys (maxmemory-policy " + policy + " with "
+                    + "maxmemory " + r.get(2) + " bytes): an evicted lock key lets a second process acquire a lock "
+                    + "that is still held. Set maxmemory-policy noeviction (or maxmemory 0) on every master, or "
+                    + "evictionCheck=warn to accept the risk", lock);
         }
         if (code == -3) { // only a late request meets its tombstone, and nobody waits for its reply
             throw new TemporaryLockingException("this acquire had been withdrawn on " + server + " before it arrived; "
@@ -313,6 +328,15 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         }
     }
 
+    /** Logs once per locker and condition that a grant was made on a server that may evict it. */
+    private void warnOfEviction(KeyColumn lock, String condition) {
+        if (evictionWarnings.add(condition)) {
+            log.warn("Granted {} on {}, which may evict lock keys ({}): an evicted key lets a second process acquire "
+                    + "a held lock. Set maxmemory-policy noeviction on every master (evictionCheck=warn lets grants "
+                    + "through; this is logged once per condition)", lock, server, condition);
+        }
+    }
+
     /**
      * Withdraws an acquire this locker gave up on: removes the claim it may have written (compare-and-delete on its
      * nonce) and leaves a tombstone for {@code tombstoneTtl}, so that the request grants nothing should it reach the
@@ -407,6 +431,36 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         return "RedisLocker[rid=" + config.rid() + ", " + server + ", prefix=" + keys.prefix() + "]";
     }
 
+    /**
+     * What an acquire does on a server that may evict lock keys. Default {@link #FAIL}: an evicted key of a held lock
+     * lets a second process acquire it (fencing tokens still rise, but mutual exclusion is gone), with no trace on
+     * either side, so a misconfigured server is refused before it can do that.
+     */
+    public enum EvictionCheck {
+        /** No grant: {@link PermanentLockingException} naming the policy (and without {@code +info}, NOPERM). */
+        FAIL("fail"),
+        /** Grant, and log a warning once per locker and condition. */
+        WARN("warn"),
+        /** Do not look (no {@code INFO memory} per acquire). */
+        OFF("off");
+
+        final byte[] arg;
+
+        EvictionCheck(String arg) {
+            this.arg = arg.getBytes(StandardCharsets.US_ASCII);
+        }
+
+        /** {@code fail}, {@code warn} or {@code off}, in any case. */
+        static EvictionCheck parse(String s) {
+            for (EvictionCheck c : values()) {
+                if (c.name().equalsIgnoreCase(s)) {
+                    return c;
+                }
+            }
+            throw new IllegalArgumentException("evictionCheck must be fail, warn or off, was '" + s + "'");
+        }
+    }
+
     // ---- builder ----------------------------------------------------------------------------------------------
 
     /**
@@ -434,6 +488,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         private Duration replicaTimeout = Duration.ofSeconds(1);
         private Duration restartGuard;
         private Duration tombstoneTtl = DEFAULT_TOMBSTONE_TTL;
+        private EvictionCheck evictionCheck = EvictionCheck.FAIL;
         private String clientName;
         private final List<Consumer<LockerConfig.Builder>> configOverrides = new ArrayList<>();
         private UnifiedJedis client;
@@ -588,6 +643,18 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
                 throw new IllegalArgumentException("restartGuard must not be negative, was " + d);
             }
             this.restartGuard = d;
+            return this;
+        }
+
+        /**
+         * What an acquire does on a server that may evict keys ({@code maxmemory} above 0 and a
+         * {@code maxmemory-policy} other than {@code noeviction}; volatile policies included, since lock keys carry
+         * the safety-net {@code PEXPIRE}). Default {@link EvictionCheck#FAIL}. The check runs inside the acquire
+         * script, on the master that holds the lock's key (so per master in a Cluster, and it follows a
+         * {@code CONFIG SET} at once), and needs {@code +info}.
+         */
+        public Builder evictionCheck(EvictionCheck check) {
+            this.evictionCheck = Objects.requireNonNull(check, "evictionCheck must not be null");
             return this;
         }
 

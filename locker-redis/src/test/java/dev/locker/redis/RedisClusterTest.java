@@ -119,6 +119,58 @@ class RedisClusterTest extends LockerConformanceSuite {
         }
     }
 
+    /**
+     * The eviction check runs where the lock's key lives: with one master of three set to evict, exactly the locks
+     * whose slots that master serves are refused; the others are granted.
+     */
+    @Test
+    void theEvictionCheckRunsOnEachMaster() {
+        RedisServerProcess evicting = cluster.nodes().get(0);
+        Set<Integer> itsSlots = ownSlots(evicting);
+        RedisLocker a = (RedisLocker) process("a");
+        evicting.cli("CONFIG", "SET", "maxmemory", "1gb");
+        evicting.cli("CONFIG", "SET", "maxmemory-policy", "volatile-lru");
+        try {
+            int refused = 0;
+            int granted = 0;
+            for (int i = 0; i < 30; i++) {
+                KeyColumn lock = lock("per-master-" + i);
+                boolean onEvicting = itsSlots.contains(JedisClusterCRC16.getSlot(a.redisKey(lock)));
+                try (Lease lease = a.acquire(lock, "")) {
+                    assertTrue(!onEvicting, "granted on the evicting master: " + lock);
+                    granted++;
+                } catch (PermanentLockingException e) {
+                    assertTrue(onEvicting && e.getMessage().contains("volatile-lru"), e.getMessage());
+                    refused++;
+                }
+            }
+            assertTrue(refused > 0 && granted > 0, refused + " refused, " + granted + " granted");
+        } finally {
+            evicting.cli("CONFIG", "SET", "maxmemory-policy", "noeviction");
+            evicting.cli("CONFIG", "SET", "maxmemory", "0");
+        }
+    }
+
+    /** The slots a node serves, from the {@code myself} line of CLUSTER NODES ({@code ... 0-5460 ...}). */
+    private static Set<Integer> ownSlots(RedisServerProcess node) {
+        Set<Integer> slots = new HashSet<>();
+        for (String line : node.cli("CLUSTER", "NODES").split("\\R")) {
+            if (line.contains("myself")) {
+                String[] parts = line.trim().split(" ");
+                for (int i = 8; i < parts.length; i++) {
+                    String[] range = parts[i].split("-");
+                    int from = Integer.parseInt(range[0]);
+                    int to = range.length > 1 ? Integer.parseInt(range[1]) : from;
+                    for (int slot = from; slot <= to; slot++) {
+                        slots.add(slot);
+                    }
+                }
+            }
+        }
+        assertTrue(!slots.isEmpty(), "no slots found for " + node);
+        return slots;
+    }
+
     @Test
     void tokensIncreaseOnEveryNode() {
         Locker a = process("a");
