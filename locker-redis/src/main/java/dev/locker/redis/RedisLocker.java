@@ -63,7 +63,8 @@ import java.util.function.Supplier;
  *       key's safety-net {@code PEXPIRE} or a server restart removed the data (the server's clock has moved on),
  *       as long as the server's wall clock does not step back;</li>
  *   <li>a claim's expiry is server time + {@link LockerConfig#expiry()}; the local {@link ClaimStatus#expiry()} is
- *       taken from the config's time source before the request is sent, so it never outlives the server's;</li>
+ *       taken from the config's time source before the request is sent, so it ends first (see the safety argument
+ *       for the clock assumption);</li>
  *   <li>restart guard: while the server has been up for less than {@code restartGuard} (default: the expiry),
  *       the acquire script grants nothing, because a server that restarted without all of its data (no persistence,
  *       an older RDB snapshot, the last second of an AOF) may have lost a claim whose holder still works. It is
@@ -74,15 +75,51 @@ import java.util.function.Supplier;
  *       second longer than asked, never shorter;</li>
  *   <li>with {@code replicas > 0}, a granted claim counts only once that many replicas acknowledged it
  *       ({@code WAIT}, pipelined with the script on the same connection); otherwise it is removed again. A renewal
- *       likewise extends the local expiry only once the replicas acknowledged it.</li>
+ *       likewise extends the local expiry only once the replicas acknowledged it;</li>
+ *   <li>eviction check: the acquire script reads {@code INFO memory} on the master that holds the lock's key and,
+ *       by default ({@link EvictionCheck#FAIL}), grants nothing there while {@code maxmemory > 0} with a policy
+ *       other than {@code noeviction}: an evicted key would let a second process acquire a held lock.</li>
+ * </ul>
+ *
+ * <h2>Safety argument</h2>
+ * <ul>
+ *   <li><b>What decides the holder.</b> The acquire script, on the master that holds the lock's hash, in one atomic
+ *       step: it scrubs dead claims, and grants only if no other live claim is there, writing the claim, its server
+ *       expiry and its token together. So at most one live claim exists in that hash at any time, <em>provided the
+ *       hash the script reads still holds every live claim written to it</em>. Each way of losing a claim has its
+ *       own assumption: a restart without all the data (persistence, or the restart guard, below), a failover to a
+ *       replica that never received it ({@code replicas}, below), eviction (no eviction policy, checked), and an
+ *       operator deleting the key ({@code forceRelease}, {@code DEL}, {@code FLUSHALL}: on purpose).</li>
+ *   <li><b>Which clock decides expiry.</b> The master's clock ({@code TIME}) alone decides when a claim is dead; no
+ *       client clock orders or expires anything. The holder decides whether it may still act on its own monotonic
+ *       clock, from one reading taken before the request that granted or renewed the claim, for one expiry: since
+ *       the server's expiry starts later (when the script runs), the holder gives up first, as long as the server's
+ *       clock neither steps forward nor runs faster than the holder's over one expiry.</li>
+ *   <li><b>A paused holder</b> (GC, VM stop, a slow network) cannot extend its claim after it died: renewal and
+ *       checks fail locally past its monotonic deadline, and on the server a renewal finds the claim gone or
+ *       another holder ({@link ExpiredLockException}). What it cannot be stopped from is a write to the guarded
+ *       resource that it issued, or delays, past its deadline: that write carries its fencing token, which is lower
+ *       than every later holder's, so a resource that checks tokens refuses it. Tokens are
+ *       {@code max(last + 1, server time in microseconds)}: strictly increasing while the hash keeps the last one,
+ *       and after the hash was lost as long as the server's clock has not stepped back.</li>
+ *   <li><b>Assumptions, per guarantee.</b> One holder at a time needs: no lost claims across restarts (AOF with
+ *       {@code appendfsync always}, or a {@code restartGuard} at least as long as the longest expiry of all lockers
+ *       sharing the server; the guard measures uptime on the server's wall clock, so it too needs a clock that does
+ *       not step); across failovers, {@code replicas} acknowledgements from the replica that will be promoted (the
+ *       guard does not help there: a promoted replica has been up for long); no eviction (enforced by
+ *       {@link EvictionCheck#FAIL}); and a server clock that does not step forward (NTP slewing is fine).
+ *       Increasing fencing tokens need a server clock that does not step back once data was lost. Everything else
+ *       (lost replies, late requests, failed withdrawals, tombstones outlived by a request) costs only liveness: a
+ *       claim nobody holds blocks the lock until it expires, with no second holder and no lower token.</li>
  * </ul>
  *
  * <p>Errors are classified by what they mean ({@link RedisFailures}): refused credentials, permissions or
  * certificates and requests the server cannot run are {@link PermanentLockingException}; unreachable or slow servers,
  * server-side limits and passing states (max clients, OOM, LOADING, BUSY, READONLY after a failover...) and any
- * server error this library does not know are {@link TemporaryLockingException}; both name the server. A broken connection (e.g. after a server
- * restart) is retried at most {@link LockerConfig#retries()} times on fresh connections; on a single server a timeout
- * is not retried, while the cluster client retries it up to its attempt limit (safe: a retry carries the same nonce).
+ * server error this library does not know are {@link TemporaryLockingException}; both name the server. A broken
+ * connection (e.g. after a server restart) is retried at most {@link LockerConfig#retries()} times on fresh
+ * connections; on a single server a timeout is not retried, while the cluster client retries it up to its attempt
+ * limit (safe: a retry carries the same nonce).
  * An acquire whose outcome stays unknown (timed out, or the connection broke after sending) is withdrawn: its claim
  * is removed by compare-and-delete on its nonce, and a tombstone for the locker instance, covering its acquires up to
  * this one, stays in the lock's hash for {@code tombstoneTtl}, so that neither a grant the client never heard of nor

@@ -174,7 +174,8 @@ final class RedisUri {
                 default -> throw bad(uri, "unknown option '" + name + "'; known: prefix, cluster, database, user, "
                         + "password, timeout, connectTimeout, socketTimeout, poolSize, replicas, replicaTimeout, "
                         + "restartGuard, tombstoneTtl, evictionCheck, verifyHostname, truststore, truststorePassword, "
-                        + "keystore, keystorePassword, clientName, and the common " + new java.util.TreeSet<>(UriOptions.COMMON));
+                        + "keystore, keystorePassword, clientName, and the common "
+                        + new java.util.TreeSet<>(UriOptions.COMMON));
             }
         } catch (IllegalArgumentException e) {
             if (e.getMessage() != null && e.getMessage().startsWith("bad Redis URI")) {

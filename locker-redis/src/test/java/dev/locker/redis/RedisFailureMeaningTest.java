@@ -187,7 +187,8 @@ class RedisFailureMeaningTest {
      */
     @Test
     void aServerLoadingItsDataIsTemporary() {
-        RedisServerProcess s = server("--enable-debug-command", "local", "--key-load-delay", "2000", "--loading-process-events-interval-bytes", "1024");
+        RedisServerProcess s = server("--enable-debug-command", "local", "--key-load-delay", "2000",
+                "--loading-process-events-interval-bytes", "1024");
         s.cli("DEBUG", "POPULATE", "2000", "filler", "100");
         s.cli("SAVE");
         s.kill9();
