@@ -22,10 +22,8 @@ import redis.clients.jedis.SslOptions;
 import redis.clients.jedis.SslVerifyMode;
 import redis.clients.jedis.Response;
 import redis.clients.jedis.UnifiedJedis;
-import redis.clients.jedis.exceptions.JedisAccessControlException;
 import redis.clients.jedis.exceptions.JedisClusterOperationException;
 import redis.clients.jedis.exceptions.JedisConnectionException;
-import redis.clients.jedis.exceptions.JedisDataException;
 import redis.clients.jedis.exceptions.JedisException;
 import redis.clients.jedis.exceptions.JedisNoScriptException;
 
@@ -36,12 +34,15 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
+import java.security.SecureRandom;
 import java.util.ArrayList;
+import java.util.HexFormat;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.concurrent.ThreadLocalRandom;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
@@ -62,33 +63,79 @@ import java.util.function.Supplier;
  *       key's safety-net {@code PEXPIRE} or a server restart removed the data (the server's clock has moved on),
  *       as long as the server's wall clock does not step back;</li>
  *   <li>a claim's expiry is server time + {@link LockerConfig#expiry()}; the local {@link ClaimStatus#expiry()} is
- *       taken from the config's time source before the request is sent, so it never outlives the server's;</li>
+ *       taken from the config's time source before the request is sent, so it ends first (see the safety argument
+ *       for the clock assumption);</li>
  *   <li>restart guard: while the server has been up for less than {@code restartGuard} (default: the expiry),
  *       the acquire script grants nothing, because a server that restarted without all of its data (no persistence,
  *       an older RDB snapshot, the last second of an AOF) may have lost a claim whose holder still works. It is
  *       decided by the server's uptime rather than by a client noticing a new {@code run_id}, which a client that
- *       first connects after the restart could not do;</li>
+ *       first connects after the restart could not do. INFO reports uptime in whole seconds, truncated from both
+ *       ends, which overstates the real uptime by up to a second; the script counts only the uptime it can prove
+ *       ({@code uptime_in_seconds - 1} plus the fraction of the current second), so the guard may hold up to a
+ *       second longer than asked, never shorter;</li>
  *   <li>with {@code replicas > 0}, a granted claim counts only once that many replicas acknowledged it
  *       ({@code WAIT}, pipelined with the script on the same connection); otherwise it is removed again. A renewal
- *       likewise extends the local expiry only once the replicas acknowledged it.</li>
+ *       likewise extends the local expiry only once the replicas acknowledged it;</li>
+ *   <li>eviction check: the acquire script reads {@code INFO memory} on the master that holds the lock's key and,
+ *       by default ({@link EvictionCheck#FAIL}), grants nothing there while {@code maxmemory > 0} with a policy
+ *       other than {@code noeviction}: an evicted key would let a second process acquire a held lock.</li>
  * </ul>
  *
- * <p>Errors: unreachable server and timeouts are {@link TemporaryLockingException}, refused credentials and
- * permissions {@link PermanentLockingException}; both name the server. A broken connection (e.g. after a server
- * restart) is retried at most {@link LockerConfig#retries()} times on fresh connections; on a single server a timeout
- * is not retried, while the cluster client retries it up to its attempt limit (safe: a retry carries the same nonce).
- * An acquire whose outcome stays unknown (timed out, or the connection broke after sending) is withdrawn by
- * compare-and-delete on its nonce, so that a grant the client never heard of does not block others until it expires.
+ * <h2>Safety argument</h2>
+ * <ul>
+ *   <li><b>What decides the holder.</b> The acquire script, on the master that holds the lock's hash, in one atomic
+ *       step: it scrubs dead claims, and grants only if no other live claim is there, writing the claim, its server
+ *       expiry and its token together. So at most one live claim exists in that hash at any time, <em>provided the
+ *       hash the script reads still holds every live claim written to it</em>. Each way of losing a claim has its
+ *       own assumption: a restart without all the data (persistence, or the restart guard, below), a failover to a
+ *       replica that never received it ({@code replicas}, below), eviction (no eviction policy, checked), and an
+ *       operator deleting the key ({@code forceRelease}, {@code DEL}, {@code FLUSHALL}: on purpose).</li>
+ *   <li><b>Which clock decides expiry.</b> The master's clock ({@code TIME}) alone decides when a claim is dead; no
+ *       client clock orders or expires anything. The holder decides whether it may still act on its own monotonic
+ *       clock, from one reading taken before the request that granted or renewed the claim, for one expiry: since
+ *       the server's expiry starts later (when the script runs), the holder gives up first, as long as the server's
+ *       clock neither steps forward nor runs faster than the holder's over one expiry.</li>
+ *   <li><b>A paused holder</b> (GC, VM stop, a slow network) cannot extend its claim after it died: renewal and
+ *       checks fail locally past its monotonic deadline, and on the server a renewal finds the claim gone or
+ *       another holder ({@link ExpiredLockException}). What it cannot be stopped from is a write to the guarded
+ *       resource that it issued, or delays, past its deadline: that write carries its fencing token, which is lower
+ *       than every later holder's, so a resource that checks tokens refuses it. Tokens are
+ *       {@code max(last + 1, server time in microseconds)}: strictly increasing while the hash keeps the last one,
+ *       and after the hash was lost as long as the server's clock has not stepped back.</li>
+ *   <li><b>Assumptions, per guarantee.</b> One holder at a time needs: no lost claims across restarts (AOF with
+ *       {@code appendfsync always}, or a {@code restartGuard} at least as long as the longest expiry of all lockers
+ *       sharing the server; the guard measures uptime on the server's wall clock, so it too needs a clock that does
+ *       not step); across failovers, {@code replicas} acknowledgements from the replica that will be promoted (the
+ *       guard does not help there: a promoted replica has been up for long); no eviction (enforced by
+ *       {@link EvictionCheck#FAIL}); and a server clock that does not step forward (NTP slewing is fine).
+ *       Increasing fencing tokens need a server clock that does not step back once data was lost. Everything else
+ *       (lost replies, late requests, failed withdrawals, tombstones outlived by a request) costs only liveness: a
+ *       claim nobody holds blocks the lock until it expires, with no second holder and no lower token.</li>
+ * </ul>
  *
- * <p>Claims live in one field per locker ({@code "c" + rid}), told apart by a nonce per claim: a live claim in that
- * field with another nonce belongs to another transaction (or to a locker opened with the same rid) and is never
- * overwritten, renewed or deleted by this one.
+ * <p>Errors are classified by what they mean ({@link RedisFailures}): refused credentials, permissions or
+ * certificates and requests the server cannot run are {@link PermanentLockingException}; unreachable or slow servers,
+ * server-side limits and passing states (max clients, OOM, LOADING, BUSY, READONLY after a failover...) and any
+ * server error this library does not know are {@link TemporaryLockingException}; both name the server. A broken
+ * connection (e.g. after a server restart) is retried at most {@link LockerConfig#retries()} times on fresh
+ * connections; on a single server a timeout is not retried, while the cluster client retries it up to its attempt
+ * limit (safe: a retry carries the same nonce).
+ * An acquire whose outcome stays unknown (timed out, or the connection broke after sending) is withdrawn: its claim
+ * is removed by compare-and-delete on its nonce, and a tombstone for the locker instance, covering its acquires up to
+ * this one, stays in the lock's hash for {@code tombstoneTtl}, so that neither a grant the client never heard of nor
+ * a request that reaches the server only after the withdrawal blocks anyone until it expires.
+ *
+ * <p>Claims live in one field per locker ({@code "c" + rid}), told apart by a nonce per claim: the locker instance
+ * (random, so lockers sharing a rid differ) and a counter of its acquires. A live claim in that field with another
+ * nonce belongs to another transaction (or to a locker opened with the same rid) and is never overwritten, renewed or
+ * deleted by this one.
  */
 public final class RedisLocker extends AbstractLocker<ClaimStatus> {
 
     private static final Logger log = LoggerFactory.getLogger(RedisLocker.class);
     private static final byte[] ONE = {'1'};
     private static final byte[] ZERO = {'0'};
+    private static final Duration DEFAULT_TOMBSTONE_TTL = Duration.ofMinutes(20);
 
     private final UnifiedJedis client;
     private final boolean ownsClient;
@@ -97,8 +144,14 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     private final int replicas;
     private final Duration replicaTimeout;
     private final Duration restartGuard;
+    private final Duration tombstoneTtl;
+    private final EvictionCheck evictionCheck;
+    private final Set<String> evictionWarnings = ConcurrentHashMap.newKeySet();
     private final byte[] ownField;
-    private final AtomicLong nonces = new AtomicLong(ThreadLocalRandom.current().nextLong());
+    /** The first half of every nonce: this instance, even among lockers sharing a rid. */
+    private final String instance = HexFormat.of().toHexDigits(new SecureRandom().nextLong());
+    /** The second half: counts this instance's acquires, so that a tombstone can cover all those up to one. */
+    private final AtomicLong acquires = new AtomicLong();
 
     private RedisLocker(Builder b, LockerConfig config, UnifiedJedis client, boolean ownsClient) {
         super(b);
@@ -109,6 +162,8 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         this.replicas = b.replicas;
         this.replicaTimeout = b.replicaTimeout;
         this.restartGuard = b.restartGuard != null ? b.restartGuard : config.expiry();
+        this.tombstoneTtl = b.tombstoneTtl;
+        this.evictionCheck = b.evictionCheck;
         this.ownField = ("c" + this.config.rid()).getBytes(StandardCharsets.UTF_8); // this instance's rid
     }
 
@@ -144,7 +199,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         byte[] key = keys.lockKey(lock);
         byte[] nonce = nextNonce();
         List<byte[]> args = List.of(ownField, nonce, millis(config.expiry()), owner.toBytes(), millis(restartGuard),
-                scrub());
+                scrub(), evictionCheck.arg);
         long started = time.nanoTime(); // the claim lives from the script's TIME, which comes after this reading
         Object reply;
         long acks = -1;
@@ -157,18 +212,21 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
                 reply = withRetries(() -> RedisScript.ACQUIRE.run(client, key, args));
             }
         } catch (JedisConnectionException | JedisClusterOperationException e) {
-            if (mayHaveReachedTheServer(e)) { // the script may have granted a claim we will never hear of
-                releaseQuietly(lock, key, nonce, "the acquire's outcome is unknown (" + e.getMessage() + ")");
+            if (mayHaveReachedTheServer(e)) { // the script may have run, or may still run: withdraw it
+                withdraw(lock, key, nonce, "the acquire's outcome is unknown (" + e.getMessage() + ")");
             }
             throw e;
         }
         List<?> r = (List<?>) reply;
         long code = (Long) r.get(0);
         if (code == 1) {
+            if (r.size() > 3) {
+                warnOfEviction(lock, new String((byte[]) r.get(3), StandardCharsets.UTF_8));
+            }
             long token = (Long) r.get(1);
             ClaimStatus status = ClaimStatus.granted(nonce, token, deadline(started, config.expiry()));
             if (replicas > 0 && acks < replicas) {
-                releaseQuietly(lock, key, nonce, "only " + acks + " of " + replicas + " replicas acknowledged it");
+                withdraw(lock, key, nonce, "only " + acks + " of " + replicas + " replicas acknowledged it");
                 throw new TemporaryLockingException("only " + acks + " of " + replicas + " replicas of " + server
                         + " acknowledged the claim within " + replicaTimeout + "; the claim was withdrawn", lock);
             }
@@ -184,6 +242,17 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
             throw new TemporaryLockingException(server + " started less than restartGuard=" + restartGuard
                     + " ago: it may have lost claims in a restart, so no claim is granted for another " + leftMs
                     + " ms (set restartGuard=0 for a server whose data survives restarts)", lock);
+        }
+        if (code == -4) {
+            String policy = new String((byte[]) r.get(1), StandardCharsets.UTF_8);
+            throw new PermanentLockingException(server + " may evict keys (maxmemory-policy " + policy + " with "
+                    + "maxmemory " + r.get(2) + " bytes): an evicted lock key lets a second process acquire a lock "
+                    + "that is still held. Set maxmemory-policy noeviction (or maxmemory 0) on every master, or "
+                    + "evictionCheck=warn to accept the risk", lock);
+        }
+        if (code == -3) { // only a late request meets its tombstone, and nobody waits for its reply
+            throw new TemporaryLockingException("this acquire had been withdrawn on " + server + " before it arrived; "
+                    + "nothing was granted", lock);
         }
         throw new PermanentLockingException("unexpected reply " + code + " from the acquire script on " + server, lock);
     }
@@ -217,12 +286,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
             }
             return status.renewed(deadline(started, config.expiry()));
         }
-        if (code == 0) {
-            throw new ExpiredLockException("our claim was taken over on " + server, lock,
-                    decodeOwner((byte[]) r.get(1)), null);
-        }
-        throw new ExpiredLockException("our claim is gone from " + server + " (expired or force-released); "
-                + "release the transaction's locks and start again", lock);
+        throw notOurs(lock, r);
     }
 
     @Override
@@ -235,11 +299,16 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         if (code == 1) {
             return status;
         }
-        if (code == 0) {
-            throw new ExpiredLockException("our claim was taken over on " + server, lock,
-                    decodeOwner((byte[]) r.get(1)), null);
+        throw notOurs(lock, r);
+    }
+
+    /** The renew or verify script's answer when our claim is not the holder: {0, holder value} or {-1}. */
+    private ExpiredLockException notOurs(KeyColumn lock, List<?> reply) {
+        if ((Long) reply.get(0) == 0) {
+            return new ExpiredLockException("our claim was taken over on " + server, lock,
+                    decodeOwner((byte[]) reply.get(1)), null);
         }
-        throw new ExpiredLockException("our claim is gone from " + server + " (expired or force-released); "
+        return new ExpiredLockException("our claim is gone from " + server + " (expired or force-released); "
                 + "release the transaction's locks and start again", lock);
     }
 
@@ -282,36 +351,9 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         return classify((JedisException) e, lock, action, server);
     }
 
-    /** Maps a Jedis failure: unreachable, slow or busy servers are temporary; refusals and surprises permanent. */
+    /** Maps a Jedis failure by what it means (see {@link RedisFailures}); the message names the server. */
     static LockingException classify(JedisException e, KeyColumn lock, String action, String server) {
-        String msg = String.valueOf(e.getMessage());
-        if (e instanceof JedisAccessControlException || startsWithAny(msg, "NOPERM", "WRONGPASS", "NOAUTH")
-                || causedByAccessControl(e) || isScriptAclRefusal(msg)) {
-            return new PermanentLockingException(action + " was refused by " + server + " (credentials or ACL "
-                    + "permissions): " + msg, lock, null, e);
-        }
-        if (e instanceof JedisConnectionException && isTlsRefusal(e)) {
-            return new PermanentLockingException(action + ": the TLS handshake with " + server + " failed (server "
-                    + "certificate not trusted or not issued for this host): " + msg, lock, null, e);
-        }
-        if (e instanceof JedisConnectionException) {
-            String what = isTimeout(e) ? "timed out" : "could not reach the server";
-            return new TemporaryLockingException(action + " " + what + " (" + server + "): " + msg, lock, null, e);
-        }
-        if (e instanceof JedisClusterOperationException) {
-            return new TemporaryLockingException(action + " failed on " + server + " after the cluster client's "
-                    + "attempts: " + msg, lock, null, e);
-        }
-        if (e instanceof JedisDataException) {
-            if (startsWithAny(msg, "BUSY", "LOADING", "TRYAGAIN", "CLUSTERDOWN", "READONLY", "MASTERDOWN", "OOM",
-                    "NOREPLICAS", "MOVED", "ASK")) {
-                return new TemporaryLockingException(action + " failed temporarily on " + server + ": " + msg,
-                        lock, null, e);
-            }
-            return new PermanentLockingException(action + " failed on " + server + ": " + msg, lock, null, e);
-        }
-        // pool exhausted, interrupted waits and the like
-        return new TemporaryLockingException(action + " failed on " + server + ": " + msg, lock, null, e);
+        return RedisFailures.classify(e, lock, action, server);
     }
 
     // ---- helpers ----------------------------------------------------------------------------------------------
@@ -339,14 +381,30 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         }
     }
 
-    /** Withdraws a claim this locker will not use (compare-and-delete on its nonce); if that fails, it expires. */
-    private void releaseQuietly(KeyColumn lock, byte[] key, byte[] nonce, String why) {
+    /** Logs once per locker and condition that a grant was made on a server that may evict it. */
+    private void warnOfEviction(KeyColumn lock, String condition) {
+        if (evictionWarnings.add(condition)) {
+            log.warn("Granted {} on {}, which may evict lock keys ({}): an evicted key lets a second process acquire "
+                    + "a held lock. Set maxmemory-policy noeviction on every master (evictionCheck=warn lets grants "
+                    + "through; this is logged once per condition)", lock, server, condition);
+        }
+    }
+
+    /**
+     * Withdraws an acquire this locker gave up on: removes the claim it may have written (compare-and-delete on its
+     * nonce) and leaves a tombstone for {@code tombstoneTtl}, so that the request grants nothing should it reach the
+     * server only later (a request held up in the network or a proxy after the client timed out). If the withdrawal
+     * fails too, a claim the request granted or grants expires on its own.
+     */
+    private void withdraw(KeyColumn lock, byte[] key, byte[] nonce, String why) {
+        List<byte[]> args = List.of(ownField, nonce, millis(tombstoneTtl), millis(config.expiry()), scrub());
         try {
-            Object removed = withRetries(() -> RedisScript.RELEASE.run(client, key, List.of(ownField, nonce)));
-            log.debug("Withdrew our claim on {} at {} (found: {}): {}", lock, server, removed, why);
+            Object removed = withRetries(() -> RedisScript.WITHDRAW.run(client, key, args));
+            log.debug("Withdrew our acquire on {} at {} (a claim was found: {}): {}", lock, server, removed, why);
         } catch (RuntimeException e) {
-            log.warn("Could not withdraw our claim on {} at {} ({}); it expires within {}: {}", lock, server, why,
-                    config.expiry(), e.toString());
+            log.warn("Could not withdraw our acquire on {} at {} ({}); a claim it granted, or grants should the "
+                    + "request arrive late, blocks the lock for up to {}: {}", lock, server, why, config.expiry(),
+                    e.toString());
         }
     }
 
@@ -373,7 +431,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
             try {
                 return op.get();
             } catch (JedisConnectionException e) {
-                if (i >= attempts || isTimeout(e) || !(client instanceof RedisClient)) {
+                if (i >= attempts || RedisFailures.isTimeout(e) || !(client instanceof RedisClient)) {
                     throw e;
                 }
                 ((RedisClient) client).getPool().clear();
@@ -382,8 +440,9 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         }
     }
 
+    /** {@code <instance><counter>}, 16 + 16 hex digits: fixed width, so the script compares counters as strings. */
     private byte[] nextNonce() {
-        return Long.toHexString(nonces.incrementAndGet()).getBytes(StandardCharsets.US_ASCII);
+        return (instance + HexFormat.of().toHexDigits(acquires.incrementAndGet())).getBytes(StandardCharsets.US_ASCII);
     }
 
     private byte[] scrub() {
@@ -420,55 +479,39 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         }
     }
 
-    private static boolean startsWithAny(String msg, String... prefixes) {
-        for (String p : prefixes) {
-            if (msg.startsWith(p)) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    /** Inside a script, Redis 7 reports a refused command or key as a plain ERR. */
-    private static boolean isScriptAclRefusal(String msg) {
-        String m = msg.toLowerCase(java.util.Locale.ROOT);
-        return m.contains("can't run this command") || m.contains("no permissions to access");
-    }
-
-    /** A certificate the client refuses will be refused again: not worth a retry. */
-    private static boolean isTlsRefusal(Throwable e) {
-        for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
-            if (t instanceof java.security.cert.CertificateException
-                    || t instanceof javax.net.ssl.SSLPeerUnverifiedException
-                    || (t instanceof javax.net.ssl.SSLHandshakeException && String.valueOf(t.getMessage())
-                    .matches("(?is).*(certif|PKIX|subject alternative|hostname).*"))) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    private static boolean causedByAccessControl(Throwable e) {
-        for (Throwable t = e.getCause(); t != null && t != t.getCause(); t = t.getCause()) {
-            if (t instanceof JedisAccessControlException) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    private static boolean isTimeout(Throwable e) {
-        for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
-            if (t instanceof SocketTimeoutException) {
-                return true;
-            }
-        }
-        return false;
-    }
-
     @Override
     public String toString() {
         return "RedisLocker[rid=" + config.rid() + ", " + server + ", prefix=" + keys.prefix() + "]";
+    }
+
+    /**
+     * What an acquire does on a server that may evict lock keys. Default {@link #FAIL}: an evicted key of a held lock
+     * lets a second process acquire it (fencing tokens still rise, but mutual exclusion is gone), with no trace on
+     * either side, so a misconfigured server is refused before it can do that.
+     */
+    public enum EvictionCheck {
+        /** No grant: {@link PermanentLockingException} naming the policy (and without {@code +info}, NOPERM). */
+        FAIL("fail"),
+        /** Grant, and log a warning once per locker and condition. */
+        WARN("warn"),
+        /** Do not look (no {@code INFO memory} per acquire). */
+        OFF("off");
+
+        final byte[] arg;
+
+        EvictionCheck(String arg) {
+            this.arg = arg.getBytes(StandardCharsets.US_ASCII);
+        }
+
+        /** {@code fail}, {@code warn} or {@code off}, in any case. */
+        static EvictionCheck parse(String s) {
+            for (EvictionCheck c : values()) {
+                if (c.name().equalsIgnoreCase(s)) {
+                    return c;
+                }
+            }
+            throw new IllegalArgumentException("evictionCheck must be fail, warn or off, was '" + s + "'");
+        }
     }
 
     // ---- builder ----------------------------------------------------------------------------------------------
@@ -497,6 +540,8 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         private int replicas;
         private Duration replicaTimeout = Duration.ofSeconds(1);
         private Duration restartGuard;
+        private Duration tombstoneTtl = DEFAULT_TOMBSTONE_TTL;
+        private EvictionCheck evictionCheck = EvictionCheck.FAIL;
         private String clientName;
         private final List<Consumer<LockerConfig.Builder>> configOverrides = new ArrayList<>();
         private UnifiedJedis client;
@@ -651,6 +696,33 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
                 throw new IllegalArgumentException("restartGuard must not be negative, was " + d);
             }
             this.restartGuard = d;
+            return this;
+        }
+
+        /**
+         * What an acquire does on a server that may evict keys ({@code maxmemory} above 0 and a
+         * {@code maxmemory-policy} other than {@code noeviction}; volatile policies included, since lock keys carry
+         * the safety-net {@code PEXPIRE}). Default {@link EvictionCheck#FAIL}. The check runs inside the acquire
+         * script, on the master that holds the lock's key (so per master in a Cluster, and it follows a
+         * {@code CONFIG SET} at once), and needs {@code +info}.
+         */
+        public Builder evictionCheck(EvictionCheck check) {
+            this.evictionCheck = Objects.requireNonNull(check, "evictionCheck must not be null");
+            return this;
+        }
+
+        /**
+         * How long a withdrawn acquire's tombstone stays in the lock's hash; default 20 minutes. An acquire whose
+         * outcome the client does not know (it timed out, or the connection broke after sending) is withdrawn; if
+         * its request reaches the server only later (held up in the network or a proxy), the tombstone makes it
+         * grant nothing. A request later still would grant a claim nobody waits for, which blocks the lock until it
+         * expires (no second holder, no lower token: a liveness loss, not a safety one). The default outlasts the
+         * ~15.5 minutes Linux keeps retransmitting unacknowledged data ({@code tcp_retries2=15}); raise it behind a
+         * proxy that may hold requests longer. It costs one small hash field per locker instance and lock, and keeps
+         * that lock's key alive as long.
+         */
+        public Builder tombstoneTtl(Duration d) {
+            this.tombstoneTtl = positive(d, "tombstoneTtl");
             return this;
         }
 

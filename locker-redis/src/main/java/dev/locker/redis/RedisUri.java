@@ -27,7 +27,9 @@ import java.util.Locale;
  *   <tr><td>poolSize</td><td>8</td><td>connections per server</td></tr>
  *   <tr><td>replicas</td><td>0</td><td>replica acknowledgements ({@code WAIT}) a claim needs</td></tr>
  *   <tr><td>replicaTimeout</td><td>1s</td><td>how long to wait for them</td></tr>
- *   <tr><td>restartGuard</td><td>the expiry</td><td>refuse grants on data-less locks while uptime is lower</td></tr>
+ *   <tr><td>restartGuard</td><td>the expiry</td><td>refuse grants while the server's provable uptime is lower</td></tr>
+ *   <tr><td>evictionCheck</td><td>fail</td><td>fail, warn or off: an acquire on a server that may evict keys</td></tr>
+ *   <tr><td>tombstoneTtl</td><td>20m</td><td>how long a withdrawn acquire's late request is still refused</td></tr>
  *   <tr><td>verifyHostname</td><td>true</td><td>TLS hostname verification</td></tr>
  *   <tr><td>truststore, truststorePassword</td><td>the JVM's</td><td>trust store file (PKCS12/JKS) for TLS</td></tr>
  *   <tr><td>keystore, keystorePassword</td><td>none</td><td>client certificate for TLS</td></tr>
@@ -160,6 +162,8 @@ final class RedisUri {
                 case "replicas" -> b.replicas(parseInt(uri, name, value));
                 case "replicaTimeout" -> b.replicaTimeout(duration(uri, name, value));
                 case "restartGuard" -> b.restartGuard(duration(uri, name, value));
+                case "tombstoneTtl" -> b.tombstoneTtl(duration(uri, name, value));
+                case "evictionCheck" -> b.evictionCheck(RedisLocker.EvictionCheck.parse(value));
                 case "verifyHostname" -> b.verifyHostname(parseBoolean(uri, name, value));
                 case "truststore" -> b.truststore(Path.of(value), option(query(uri), "truststorePassword"));
                 case "keystore" -> b.keystore(Path.of(value), option(query(uri), "keystorePassword"));
@@ -169,8 +173,9 @@ final class RedisUri {
                 case "clientName" -> b.clientName(value);
                 default -> throw bad(uri, "unknown option '" + name + "'; known: prefix, cluster, database, user, "
                         + "password, timeout, connectTimeout, socketTimeout, poolSize, replicas, replicaTimeout, "
-                        + "restartGuard, verifyHostname, truststore, truststorePassword, keystore, keystorePassword, "
-                        + "clientName, and the common " + new java.util.TreeSet<>(UriOptions.COMMON));
+                        + "restartGuard, tombstoneTtl, evictionCheck, verifyHostname, truststore, truststorePassword, "
+                        + "keystore, keystorePassword, clientName, and the common "
+                        + new java.util.TreeSet<>(UriOptions.COMMON));
             }
         } catch (IllegalArgumentException e) {
             if (e.getMessage() != null && e.getMessage().startsWith("bad Redis URI")) {

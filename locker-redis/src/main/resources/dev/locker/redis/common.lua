@@ -4,7 +4,12 @@
 --   field "t"        the last fencing token issued for the lock (survives releases and forced releases)
 --   field "c" .. rid one claim per locker instance, value "<written> <expiry> <token> <nonce>\n<owner bytes>"
 --                    where <written> and <expiry> are server microseconds (TIME), <token> the claim's fencing token
---                    and <nonce> the claim's id within its locker (compare-and-delete matches on it).
+--                    and <nonce> the claim's id (compare-and-delete matches on it): 16 hex digits naming the locker
+--                    instance, then 16 hex digits counting that instance's acquires (see split_nonce)
+--   field "w" .. instance  a tombstone, "<until> <counter>": the instance gave up on its acquires of this lock up to
+--                    that counter (timed out, connection lost after sending) and withdrew them; until <until> (server
+--                    microseconds) a late one that still arrives grants nothing. One field per instance, so it stays
+--                    small: a later withdrawal raises the counter.
 -- The lock's name never appears in this source: it arrives as KEYS/ARGV bytes.
 -- Numbers are written with string.format('%d'): Lua's tostring would print 1.7e+15 and lose digits.
 local key = KEYS[1]
@@ -35,6 +40,14 @@ local function claim_value(ts, exp, tok, nonce, owner)
   return fmt(ts) .. ' ' .. fmt(exp) .. ' ' .. fmt(tok) .. ' ' .. nonce .. '\n' .. owner
 end
 
+-- The instance and counter parts of a nonce, or nil for a nonce of another shape.
+local function split_nonce(n)
+  if n == nil or #n ~= 32 then
+    return nil
+  end
+  return string.sub(n, 1, 16), string.sub(n, 17)
+end
+
 -- One pass over the lock's hash: scrubs dead (or unreadable) claims when asked, and returns
 --   last    the last token issued (0 when none)
 --   size    how many fields the hash had (0: the key did not exist)
@@ -43,9 +56,13 @@ end
 --           same rid): it counts as any other claim, never as ours
 --   senior  the senior live claim other than ours (field, written, value), ordered by (written, field)
 --   maxexp  the latest expiry of the live claims other than ours
+--   withdrawn  the counter up to which the nonce's instance withdrew its acquires (live tombstone), or nil
+--   keep    the latest end of a live tombstone (0 when none): the key must live until then
 local function scan(now, scrub, own, nonce)
   local all = redis.call('HGETALL', key)
-  local r = { last = 0, size = #all / 2, maxexp = 0 }
+  local r = { last = 0, size = #all / 2, maxexp = 0, keep = 0 }
+  local instance = split_nonce(nonce)
+  local tomb = instance and ('w' .. instance)
   for i = 1, #all, 2 do
     local f, v = all[i], all[i + 1]
     if f == 't' then
@@ -64,6 +81,21 @@ local function scan(now, scrub, own, nonce)
         end
         if exp > r.maxexp then
           r.maxexp = exp
+        end
+      end
+    elseif string.byte(f, 1) == 119 then -- 'w'
+      local untl, counter = string.match(v, '^(%d+) (%x+)$')
+      untl = tonumber(untl)
+      if untl == nil or untl <= now then
+        if scrub then
+          redis.call('HDEL', key, f)
+        end
+      else
+        if f == tomb then
+          r.withdrawn = counter
+        end
+        if untl > r.keep then
+          r.keep = untl
         end
       end
     end

@@ -1,4 +1,5 @@
--- forceRelease: removes every claim (live or dead) and keeps the token field, so tokens keep increasing.
+-- forceRelease: removes every claim (live or dead) and keeps the token field, so tokens keep increasing, and the
+-- tombstones, so withdrawn requests still grant nothing.
 -- Reply: how many claims there were
 local n = 0
 for _, f in ipairs(redis.call('HKEYS', key)) do

@@ -13,5 +13,5 @@ if not is_senior(s, own, ts) then
 end
 local newexp = now + expms * 1000
 redis.call('HSET', key, own, claim_value(ts, newexp, tok, nonce, owner))
-keep_until(math.max(newexp, s.maxexp), now, expms)
+keep_until(math.max(newexp, s.maxexp, s.keep), now, expms)
 return { 1, tok, ts }

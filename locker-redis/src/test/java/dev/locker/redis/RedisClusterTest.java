@@ -5,6 +5,7 @@ import dev.locker.api.KeyColumnValueStore;
 import dev.locker.api.Lease;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
+import dev.locker.api.PermanentLockingException;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.local.ExpectedValueCheckingStore;
 import dev.locker.local.InMemoryStore;
@@ -24,6 +25,7 @@ import java.util.Set;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -92,6 +94,81 @@ class RedisClusterTest extends LockerConformanceSuite {
             assertTrue(keys > 0, "every master holds some of the locks: " + node);
         }
         leases.forEach(Lease::close);
+    }
+
+    /**
+     * A single-server client pointed at one Cluster node: for the keys of other nodes' slots the node answers MOVED,
+     * now and forever, so that is permanent and says to use cluster mode.
+     */
+    @Test
+    void aClusterNodeSpokenToAsASingleServerIsPermanent() {
+        RedisServerProcess node = cluster.nodes().get(0);
+        try (RedisLocker single = RedisLocker.builder().node("127.0.0.1", node.port()).cluster(false)
+                .keyPrefix("single:").restartGuard(Duration.ZERO).build()) {
+            PermanentLockingException moved = null;
+            for (int i = 0; moved == null && i < 100; i++) {
+                try {
+                    single.acquire(lock("moved-" + i), "").close();
+                } catch (PermanentLockingException e) {
+                    moved = e;
+                }
+            }
+            assertNotNull(moved, "two thirds of the slots live on other nodes");
+            assertTrue(moved.getMessage().contains("MOVED") && moved.getMessage().contains("cluster mode"),
+                    moved.getMessage());
+        }
+    }
+
+    /**
+     * The eviction check runs where the lock's key lives: with one master of three set to evict, exactly the locks
+     * whose slots that master serves are refused; the others are granted.
+     */
+    @Test
+    void theEvictionCheckRunsOnEachMaster() {
+        RedisServerProcess evicting = cluster.nodes().get(0);
+        Set<Integer> itsSlots = ownSlots(evicting);
+        RedisLocker a = (RedisLocker) process("a");
+        evicting.cli("CONFIG", "SET", "maxmemory", "1gb");
+        evicting.cli("CONFIG", "SET", "maxmemory-policy", "volatile-lru");
+        try {
+            int refused = 0;
+            int granted = 0;
+            for (int i = 0; i < 30; i++) {
+                KeyColumn lock = lock("per-master-" + i);
+                boolean onEvicting = itsSlots.contains(JedisClusterCRC16.getSlot(a.redisKey(lock)));
+                try (Lease lease = a.acquire(lock, "")) {
+                    assertTrue(!onEvicting, "granted on the evicting master: " + lock);
+                    granted++;
+                } catch (PermanentLockingException e) {
+                    assertTrue(onEvicting && e.getMessage().contains("volatile-lru"), e.getMessage());
+                    refused++;
+                }
+            }
+            assertTrue(refused > 0 && granted > 0, refused + " refused, " + granted + " granted");
+        } finally {
+            evicting.cli("CONFIG", "SET", "maxmemory-policy", "noeviction");
+            evicting.cli("CONFIG", "SET", "maxmemory", "0");
+        }
+    }
+
+    /** The slots a node serves, from the {@code myself} line of CLUSTER NODES ({@code ... 0-5460 ...}). */
+    private static Set<Integer> ownSlots(RedisServerProcess node) {
+        Set<Integer> slots = new HashSet<>();
+        for (String line : node.cli("CLUSTER", "NODES").split("\\R")) {
+            if (line.contains("myself")) {
+                String[] parts = line.trim().split(" ");
+                for (int i = 8; i < parts.length; i++) {
+                    String[] range = parts[i].split("-");
+                    int from = Integer.parseInt(range[0]);
+                    int to = range.length > 1 ? Integer.parseInt(range[1]) : from;
+                    for (int slot = from; slot <= to; slot++) {
+                        slots.add(slot);
+                    }
+                }
+            }
+        }
+        assertTrue(!slots.isEmpty(), "no slots found for " + node);
+        return slots;
     }
 
     @Test

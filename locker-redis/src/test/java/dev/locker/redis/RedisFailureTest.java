@@ -191,18 +191,49 @@ class RedisFailureTest {
      */
     @Test
     void aTimedOutAcquireThatTheServerGrantedIsWithdrawn() {
-        try (ReplyStallingProxy proxy = new ReplyStallingProxy(server.port())) {
+        try (StallingProxy proxy = new StallingProxy(server.port())) {
             RedisLocker late = open(RedisLocker.builder().node("127.0.0.1", proxy.port()).keyPrefix("lim:")
                     .password(PASSWORD).socketTimeout(Duration.ofMillis(300)));
             RedisLocker other = open(on(server).password(PASSWORD));
             late.acquire(KeyColumn.named("warm-up"), "load the scripts").close();
             KeyColumn lock = KeyColumn.named("late-reply-" + LockerConfig.randomRid().substring(0, 8));
-            proxy.stallOpenConnections(Duration.ofSeconds(2));
+            proxy.stallRepliesOnOpenConnections(Duration.ofSeconds(2));
             LockingException e = assertThrows(LockingException.class, () -> late.acquire(lock, "reply lost"));
             assertInstanceOf(TemporaryLockingException.class, e, e.toString());
             assertTrue(e.getMessage().contains("timed out"), e.getMessage());
             assertEquals(Optional.empty(), other.holder(lock), "no orphan claim is left behind");
             other.acquire(lock, "next").close();
+        }
+    }
+
+    /**
+     * Given an acquire whose request (not its reply) is held up on the way until after its client timed out and
+     * withdrew it: the withdrawal finds nothing to remove, and the request reaches the server afterwards. It must grant
+     * nothing: neither another process nor the same locker may find the lock blocked by a claim nobody waits for.
+     */
+    @Test
+    void aLateAcquireRequestGrantsNothingOnceItWasWithdrawn() {
+        try (StallingProxy proxy = new StallingProxy(server.port())) {
+            RedisLocker late = open(RedisLocker.builder().node("127.0.0.1", proxy.port()).keyPrefix("lim:")
+                    .password(PASSWORD).socketTimeout(Duration.ofMillis(300)).poolSize(1));
+            RedisLocker other = open(on(server).password(PASSWORD));
+            late.acquire(KeyColumn.named("warm-up"), "load the scripts").close(); // its one connection is open now
+            KeyColumn lock = KeyColumn.named("late-request-" + LockerConfig.randomRid().substring(0, 8));
+
+            proxy.holdRequestsOnOpenConnections();
+            LockingException e = assertThrows(LockingException.class, () -> late.acquire(lock, "request held up"));
+            assertInstanceOf(TemporaryLockingException.class, e, e.toString());
+            assertTrue(e.getMessage().contains("timed out"), e.getMessage());
+            proxy.awaitHeldRequest(Duration.ofSeconds(10));
+            assertEquals(Optional.empty(), other.holder(lock), "the request has not reached the server yet");
+
+            proxy.releaseRequests();
+            proxy.awaitReplyToHeldRequest(Duration.ofSeconds(10)); // the server has run the late acquire now
+            assertEquals(Optional.empty(), other.holder(lock), "the late request granted nothing");
+            try (Lease again = late.acquire(lock, "the same locker, next attempt")) {
+                assertTrue(again.fencingToken() > 0);
+            }
+            other.acquire(lock, "another process").close();
         }
     }
 

@@ -378,6 +378,37 @@ class RedisLockerTest {
         return out;
     }
 
+    /**
+     * Withdrawn acquires leave tombstones, bounded: one field per locker instance and lock whatever the number of
+     * withdrawals (its counter rises), a key that lives at least as long, and nothing once {@code tombstoneTtl} is
+     * over. Withdrawals are provoked by asking for a replica acknowledgement that a server without replicas never
+     * gives (WAIT answers 0), so each acquire is granted by the script and then withdrawn.
+     */
+    @Test
+    void tombstonesAreOnePerInstanceAndVanishAfterTheirTtl() throws Exception {
+        LockerConfig config = LockerConfig.builder().expiry(Duration.ofSeconds(5)).build();
+        RedisLocker unacknowledged = target.locker(prefix).config(config).restartGuard(Duration.ZERO)
+                .replicas(1).replicaTimeout(Duration.ofMillis(10)).tombstoneTtl(Duration.ofMillis(500)).build();
+        opened.add(unacknowledged);
+        RedisLocker sameRid = target.locker(prefix).config(config).restartGuard(Duration.ZERO).build();
+        opened.add(sameRid);
+        KeyColumn lock = lock("tombstones");
+        for (int i = 0; i < 3; i++) {
+            assertThrows(TemporaryLockingException.class, () -> take(unacknowledged, lock));
+        }
+        byte[] key = unacknowledged.redisKey(lock);
+        Map<byte[], byte[]> fields = admin.hgetAll(key);
+        List<String> tombs = fields.keySet().stream().map(f -> new String(f, StandardCharsets.US_ASCII))
+                .filter(f -> f.startsWith("w")).toList();
+        assertEquals(1, tombs.size(), "one tombstone for three withdrawals: " + tombs);
+        assertTrue(admin.pttl(key) > 0, "the key lives at least as long as its tombstone");
+        Object tx = take(sameRid, lock); // another instance, the same rid: its acquires are not covered
+        sameRid.deleteLocks(tx);
+        Thread.sleep(600); // past tombstoneTtl on the server's clock
+        assertEquals(Optional.empty(), sameRid.holder(lock)); // a scrubbing pass
+        assertFalse(admin.hkeys(key).stream().anyMatch(f -> f[0] == 'w'), "the expired tombstone was scrubbed");
+    }
+
     @Test
     void contentionNamesTheHolderAndLeavesNoLosingClaim() {
         RedisLocker a = locker("a", Duration.ofSeconds(5));

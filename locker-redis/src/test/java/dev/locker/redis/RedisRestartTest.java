@@ -19,6 +19,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -103,6 +105,61 @@ class RedisRestartTest {
             assertTrue(later.isPresent(), "granted once the server has been up for one expiry");
             assertTrue(later.get().fencingToken() > tokenA, "tokens stay monotonic although the data was lost");
             later.get().close();
+        }
+    }
+
+    /**
+     * INFO's {@code uptime_in_seconds} is a difference of whole wall-clock seconds: a server started at 10.6 s reports
+     * 1 s of uptime at 11.0 s. Given a server restarted half-way through a second (so its start time is truncated by
+     * about half a second), probed again and again until it grants: measured on this test's monotonic clock from
+     * before the restart (which is at least the server's real uptime, whatever it reports), every refusal must
+     * announce at least {@code guard - elapsed} ms left, and the grant may come only once the guard has elapsed.
+     */
+    @Test
+    void theGuardCountsTheServersRealUptimeNotWholeSeconds() {
+        Duration guard = Duration.ofSeconds(2);
+        try (RedisServerProcess server = RedisServerProcess.start()) {
+            server.kill9();
+            awaitWallClockMillisBetween(400, 600); // redis-server reads the same wall clock as this JVM
+            long beforeRestart = System.nanoTime();
+            server.startAgain();
+            RedisLocker b = locker(server, "b", guard);
+            KeyColumn lock = KeyColumn.named("guarded-" + LockerConfig.randomRid().substring(0, 8));
+            int refusals = 0;
+            while (true) {
+                try (Lease lease = b.acquire(lock, "probe")) {
+                    long elapsedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - beforeRestart);
+                    assertTrue(elapsedMs >= guard.toMillis(), "granted when the server had been up for at most "
+                            + elapsedMs + " ms, under the guard of " + guard);
+                    break;
+                } catch (TemporaryLockingException refused) {
+                    long elapsedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - beforeRestart);
+                    long leftMs = msLeft(refused);
+                    assertTrue(leftMs + elapsedMs >= guard.toMillis(), "after at most " + elapsedMs + " ms of "
+                            + "uptime the guard announced only " + leftMs + " ms left of " + guard);
+                    refusals++;
+                }
+                RedisServerProcess.sleep(20);
+            }
+            assertTrue(refusals > 0, "the restarted server refused at first");
+        }
+    }
+
+    private static final Pattern MS_LEFT = Pattern.compile("for another (\\d+) ms");
+
+    private static long msLeft(TemporaryLockingException e) {
+        Matcher m = MS_LEFT.matcher(e.getMessage());
+        assertTrue(m.find(), e.getMessage());
+        return Long.parseLong(m.group(1));
+    }
+
+    private static void awaitWallClockMillisBetween(int from, int to) {
+        while (true) {
+            long ms = System.currentTimeMillis() % 1000;
+            if (ms >= from && ms < to) {
+                return;
+            }
+            RedisServerProcess.sleep(ms < from ? from - ms : 1000 - ms + from);
         }
     }
 

@@ -100,6 +100,10 @@ final class RedisServerProcess implements AutoCloseable {
     }
 
     private synchronized void launch() {
+        launch(false);
+    }
+
+    private synchronized void launch(boolean whileLoading) {
         List<String> cmd = new ArrayList<>(List.of("sh", "-c", WATCHDOG, "sh",
                 dir.resolve("stdout.log").toString(), REDIS_SERVER,
                 "--port", Integer.toString(port), "--bind", "127.0.0.1", "--daemonize", "no",
@@ -120,11 +124,14 @@ final class RedisServerProcess implements AutoCloseable {
             throw new IllegalStateException("cannot start " + REDIS_SERVER + ": " + e, e);
         }
         RUNNING.add(this);
-        awaitPing(Duration.ofSeconds(20));
+        awaitPing(Duration.ofSeconds(20), whileLoading);
     }
 
-    /** Waits until the server answers PING (an auth error also proves it is up). */
-    private void awaitPing(Duration max) {
+    /**
+     * Waits until the server answers PING (an auth error also proves it is up; with {@code loading}, so does a
+     * LOADING error).
+     */
+    private void awaitPing(Duration max, boolean loading) {
         long deadline = System.nanoTime() + max.toNanos();
         String lastReply = "";
         while (System.nanoTime() < deadline) {
@@ -138,7 +145,8 @@ final class RedisServerProcess implements AutoCloseable {
                 s.getOutputStream().write("PING\r\n".getBytes(StandardCharsets.US_ASCII));
                 lastReply = new BufferedReader(new InputStreamReader(s.getInputStream(), StandardCharsets.US_ASCII))
                         .readLine();
-                if (lastReply != null && (lastReply.startsWith("+PONG") || lastReply.startsWith("-NOAUTH"))) {
+                if (lastReply != null && (lastReply.startsWith("+PONG") || lastReply.startsWith("-NOAUTH")
+                        || (loading && lastReply.startsWith("-LOADING")))) {
                     return;
                 }
             } catch (IOException notYet) {
@@ -196,6 +204,11 @@ final class RedisServerProcess implements AutoCloseable {
             return;
         }
         launch();
+    }
+
+    /** Starts a killed server again and returns as soon as it answers, even if only with LOADING. */
+    synchronized void startAgainWhileLoading() {
+        launch(true);
     }
 
     boolean isAlive() {

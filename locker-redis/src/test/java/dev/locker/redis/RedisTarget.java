@@ -52,12 +52,15 @@ final class RedisTarget implements AutoCloseable {
         return RedisLocker.builder().uri(uri).newClient(1);
     }
 
-    /** Waits until the server has been up for at least {@code d} (so a restart guard of {@code d} lets grants through). */
+    /**
+     * Waits until the server has provably been up for at least {@code d}, so that a restart guard of {@code d} lets
+     * grants through: {@code uptime_in_seconds} overstates the real uptime by up to a second, and the guard knows it.
+     */
     static void awaitUptime(UnifiedJedis client, Duration d) {
         while (true) {
             String info = client.info("server");
             long up = Long.parseLong(info.replaceAll("(?s).*uptime_in_seconds:(\\d+).*", "$1"));
-            if (up * 1000 >= d.toMillis()) {
+            if ((up - 1) * 1000 >= d.toMillis()) {
                 return;
             }
             RedisServerProcess.sleep(100);

@@ -71,6 +71,11 @@ class RedisUriTest {
         assertThrows(IllegalArgumentException.class, () -> parse("redis://h?prefix=a{b}"));
         assertThrows(IllegalArgumentException.class, () -> parse("redis://h?replicas=-1"));
         assertThrows(IllegalArgumentException.class, () -> parse("redis://h?cluster=maybe"));
+        assertThrows(IllegalArgumentException.class, () -> parse("redis://h?tombstoneTtl=0"));
+        parse("redis://h?tombstoneTtl=1h&evictionCheck=WARN&evictionCheck=off");
+        IllegalArgumentException evict = assertThrows(IllegalArgumentException.class,
+                () -> parse("redis://h?evictionCheck=ignore"));
+        assertTrue(evict.getMessage().contains("fail, warn or off"), evict.getMessage());
         assertThrows(IllegalArgumentException.class, () -> parse("redis://h1,h2/2").build());
     }
 }
