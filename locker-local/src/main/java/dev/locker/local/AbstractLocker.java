@@ -128,11 +128,8 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
      * {@code cursor} (null: from the start; else a cursor this backend issued, decoded before any I/O, an
      * {@link IllegalArgumentException} when it is not one). Bounded: O(limit) entries in memory and a bounded number of
      * round trips per call; a page may be short, or empty, with a next cursor. Arguments are validated already.
-     * Until a backend lists, this refuses for good.
      */
-    protected LockPage listHeld(byte[] keyPrefix, int limit, String cursor) {
-        throw new PermanentLockingException(getClass().getSimpleName() + " cannot list held locks yet", null);
-    }
+    protected abstract LockPage listHeld(byte[] keyPrefix, int limit, String cursor);
 
     /** Releases connections and threads of the backend; called once by {@link #close()}. */
     protected void closeBackend() {
