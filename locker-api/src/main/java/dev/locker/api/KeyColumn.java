@@ -96,6 +96,25 @@ public final class KeyColumn implements Comparable<KeyColumn> {
         return out;
     }
 
+    /**
+     * The bytes that {@link #encoded()} of every lock whose key is {@code keyLength} bytes long and starts with
+     * {@code keyPrefix} starts with: the length field, then the prefix. The length field comes first, so a key prefix
+     * alone is not a prefix of the encoded form; a listing by key prefix visits one such range per key length.
+     */
+    public static byte[] encodedPrefix(int keyLength, byte[] keyPrefix) {
+        Objects.requireNonNull(keyPrefix, "keyPrefix must not be null");
+        if (keyLength < Math.max(1, keyPrefix.length)) {
+            throw new IllegalArgumentException("keyLength " + keyLength + " is shorter than the prefix (" + keyPrefix.length
+                    + " bytes) or not positive");
+        }
+        return ByteBuffer.allocate(4 + keyPrefix.length).putInt(keyLength).put(keyPrefix).array();
+    }
+
+    /** Whether the key (not the column) starts with {@code prefix}; an empty prefix matches every key. */
+    public boolean keyStartsWith(byte[] prefix) {
+        return prefix.length <= key.length && Arrays.equals(key, 0, prefix.length, prefix, 0, prefix.length);
+    }
+
     /** Inverse of {@link #encoded()}. */
     public static KeyColumn decode(byte[] encoded) {
         Objects.requireNonNull(encoded, "encoded must not be null");

@@ -35,6 +35,20 @@ public interface KeyColumnValueStore extends AutoCloseable {
                 + "expected-value-checking store with a Locker", KeyColumn.of(key, column));
     }
 
+    /**
+     * The keys of the non-empty rows that start with {@code keyPrefix} (empty: every row) and sort after
+     * {@code startAfter} (null: from the start; it need not start with the prefix), in unsigned byte order, at most
+     * {@code limit} of them. Listing held locks ({@link Locker#list}) on the wait-and-read-back protocol needs it; a
+     * store that cannot enumerate its rows in order keeps this default, and listing fails there.
+     *
+     * @param limit at least 1
+     * @throws PermanentStoreException for a store that cannot list its keys
+     */
+    default List<byte[]> getKeys(byte[] keyPrefix, byte[] startAfter, int limit, StoreTransaction tx) {
+        throw new PermanentStoreException("store " + name() + " cannot list its keys in order (getKeys is not "
+                + "implemented), so its locks cannot be listed");
+    }
+
     /** Starts a transaction; stores without transactions return a handle whose commit and rollback do nothing. */
     StoreTransaction beginTransaction();
 

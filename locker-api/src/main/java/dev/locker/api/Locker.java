@@ -1,5 +1,10 @@
 package dev.locker.api;
 
+import java.nio.ByteBuffer;
+import java.nio.CharBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Optional;
 
@@ -122,6 +127,49 @@ public interface Locker extends AutoCloseable {
      * @return true if there was any claim to remove
      */
     boolean forceRelease(KeyColumn lock);
+
+    /** The largest {@code limit} a {@link #list} call accepts. */
+    int MAX_LIST_LIMIT = 1000;
+
+    /**
+     * Operator's tool: the live held locks whose key starts with {@code keyPrefix}, as the backend sees them (any
+     * locker, any process), with holder, fencing token and expiry. A lock is listed when its senior live claim exists
+     * (on wait-and-read-back, a live claim carrying a token, else the senior live claim, as {@link #holder} decides).
+     *
+     * <p>Paging: pass the page's {@link LockPage#nextCursor()} (and the same prefix) to the next call, until it is empty.
+     * A page holds at most {@code limit} locks and may hold fewer, even none, while more follow: each call does a bounded
+     * amount of work and never loads more than O(limit) entries. Over a whole listing every lock held throughout is
+     * listed once; a lock acquired or released meanwhile may or may not appear. The order is the backend's.
+     *
+     * @param keyPrefix bytes every listed lock's key starts with (the column is not matched); empty lists every lock
+     * @param limit     1..{@value #MAX_LIST_LIMIT}
+     * @param cursor    null for the first page, else a {@link LockPage#nextCursor()} of this backend
+     * @throws IllegalArgumentException before any I/O, for a null prefix, a limit out of range or a cursor this backend
+     *                                  did not issue
+     * @throws IllegalStateException    when the locker is closed
+     * @throws TemporaryLockingException when the backend cannot be asked now
+     * @throws PermanentLockingException when the backend refuses (permissions; a store that cannot list its keys)
+     */
+    LockPage list(byte[] keyPrefix, int limit, String cursor);
+
+    /** {@link #list(byte[], int, String)} with the prefix encoded as UTF-8 (a lone surrogate is refused). */
+    default LockPage list(String keyPrefix, int limit, String cursor) {
+        if (keyPrefix == null) {
+            throw new IllegalArgumentException("keyPrefix must not be null (use \"\" to list every lock)");
+        }
+        ByteBuffer buf;
+        try {
+            buf = StandardCharsets.UTF_8.newEncoder()
+                    .onMalformedInput(CodingErrorAction.REPORT)
+                    .onUnmappableCharacter(CodingErrorAction.REPORT)
+                    .encode(CharBuffer.wrap(keyPrefix));
+        } catch (CharacterCodingException e) {
+            throw new IllegalArgumentException("keyPrefix is not valid UTF-16 (lone surrogate?): cannot encode it as UTF-8", e);
+        }
+        byte[] prefix = new byte[buf.remaining()];
+        buf.get(prefix);
+        return list(prefix, limit, cursor);
+    }
 
     /** This locker instance's identity, recorded in every claim it writes. */
     String rid();

@@ -2,12 +2,18 @@ package dev.locker.api;
 
 import org.junit.jupiter.api.Test;
 
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashSet;
+import java.util.HexFormat;
 import java.util.List;
+import java.util.Optional;
 import java.util.Set;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -59,5 +65,41 @@ class KeyColumnTest {
         assertNotEquals(KeyColumn.of("a", "b"), KeyColumn.of("a", "c"));
         assertTrue(KeyColumn.of("a", "b").compareTo(KeyColumn.of("a", "c")) < 0);
         assertEquals(KeyColumn.named("job"), KeyColumn.of("job", ""));
+    }
+
+    @Test
+    void aKeyPrefixIsAPrefixOfTheEncodedLocksOnlyPerKeyLength() {
+        byte[] p = {'a', 'b'};
+        KeyColumn three = KeyColumn.of("abc", "col");
+        byte[] start = KeyColumn.encodedPrefix(3, p);
+        assertArrayEquals(Arrays.copyOf(three.encoded(), start.length), start);
+        assertNotEquals(HexFormat.of().formatHex(KeyColumn.encodedPrefix(2, p)),
+                HexFormat.of().formatHex(Arrays.copyOf(three.encoded(), 6)), "another key length");
+        assertTrue(three.keyStartsWith(p));
+        assertTrue(three.keyStartsWith(new byte[0]));
+        assertFalse(KeyColumn.of("a", "bc").keyStartsWith(p), "the column does not count");
+        assertThrows(IllegalArgumentException.class, () -> KeyColumn.encodedPrefix(1, p));
+        assertThrows(IllegalArgumentException.class, () -> KeyColumn.encodedPrefix(0, new byte[0]));
+    }
+
+    @Test
+    void aLockInfoAndAPageAreValuesWithLegibleText() {
+        LockOwner owner = new LockOwner("rid-1", "host", 7, "main", "why", Instant.ofEpochSecond(1));
+        LockInfo info = new LockInfo(KeyColumn.of("k", "c"), owner, 42, Instant.ofEpochSecond(61));
+        assertEquals(info, new LockInfo(KeyColumn.of("k", "c"), owner, 42, Instant.ofEpochSecond(61)));
+        assertEquals(info.hashCode(), new LockInfo(KeyColumn.of("k", "c"), owner, 42,
+                Instant.ofEpochSecond(61)).hashCode());
+        assertNotEquals(info, new LockInfo(KeyColumn.of("k", "c"), owner, 43, Instant.ofEpochSecond(61)));
+        assertEquals("KeyColumn[k/c] held by rid=rid-1 host=host pid=7 thread=main why=\"why\" since=1970-01-01T00:00:01Z "
+                + "token=42 until 1970-01-01T00:01:01Z", info.toString());
+        List<LockInfo> locks = new ArrayList<>(List.of(info));
+        LockPage page = new LockPage(locks, "next");
+        locks.clear();
+        assertEquals(List.of(info), page.locks(), "the page keeps its own copy");
+        assertEquals(Optional.of("next"), page.nextCursor());
+        assertEquals(page, new LockPage(List.of(info), "next"));
+        assertEquals(Optional.empty(), LockPage.empty().nextCursor());
+        assertThrows(IllegalArgumentException.class, () -> new LockPage(List.of(), ""));
+        assertThrows(NullPointerException.class, () -> new LockInfo(null, owner, 1, Instant.EPOCH));
     }
 }

@@ -14,10 +14,15 @@ import org.apache.hadoop.hbase.client.Delete;
 import org.apache.hadoop.hbase.client.Get;
 import org.apache.hadoop.hbase.client.Put;
 import org.apache.hadoop.hbase.client.Result;
+import org.apache.hadoop.hbase.client.ResultScanner;
 import org.apache.hadoop.hbase.client.RowMutations;
+import org.apache.hadoop.hbase.client.Scan;
 import org.apache.hadoop.hbase.client.Table;
 import org.apache.hadoop.hbase.client.TableDescriptor;
 import org.apache.hadoop.hbase.filter.ColumnRangeFilter;
+import org.apache.hadoop.hbase.filter.FilterList;
+import org.apache.hadoop.hbase.filter.FirstKeyOnlyFilter;
+import org.apache.hadoop.hbase.filter.KeyOnlyFilter;
 import org.apache.hadoop.hbase.util.Bytes;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -25,6 +30,7 @@ import org.slf4j.LoggerFactory;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Objects;
@@ -206,6 +212,57 @@ public final class HBaseKeyColumnValueStore implements KeyColumnValueStore {
         } catch (IOException e) {
             throw HBaseErrors.translate(e, "mutation of row " + printable(key), name);
         }
+    }
+
+    /**
+     * One bounded {@code Scan} of this family: from the later of the prefix and {@code startAfter} (exclusive), to the
+     * end of the prefix, returning only each row's key ({@code FirstKeyOnlyFilter} and {@code KeyOnlyFilter}), at most
+     * {@code limit} rows, fetched in one batch ({@code caching = limit}); one RPC per region it crosses.
+     */
+    @Override
+    public List<byte[]> getKeys(byte[] keyPrefix, byte[] startAfter, int limit, StoreTransaction tx) {
+        Objects.requireNonNull(keyPrefix, "keyPrefix must not be null");
+        if (limit < 1) {
+            throw new IllegalArgumentException("limit must be at least 1, was " + limit);
+        }
+        Scan scan = new Scan().addFamily(family).readVersions(1).setLimit(limit).setCaching(limit)
+                .setFilter(new FilterList(new FirstKeyOnlyFilter(), new KeyOnlyFilter()));
+        if (startAfter != null && Bytes.compareTo(startAfter, keyPrefix) >= 0) {
+            scan.withStartRow(startAfter, false);
+        } else {
+            scan.withStartRow(keyPrefix, true);
+        }
+        byte[] end = prefixEnd(keyPrefix);
+        if (end != null) {
+            scan.withStopRow(end, false);
+        }
+        List<byte[]> out = new ArrayList<>(Math.min(limit, 64));
+        try (Table t = connection.getTable(tableName); ResultScanner rs = t.getScanner(scan)) {
+            for (Result r = rs.next(); r != null; r = rs.next()) {
+                out.add(r.getRow());
+                if (out.size() == limit) {
+                    break;
+                }
+            }
+        } catch (IOException e) {
+            throw HBaseErrors.translate(e, "scan of the row keys after " + (startAfter == null ? "the start"
+                    : printable(startAfter)) + " under prefix " + printable(keyPrefix), name);
+        }
+        return out;
+    }
+
+    /** The first row after every row that starts with {@code prefix}; null when there is none (no upper bound). */
+    static byte[] prefixEnd(byte[] prefix) {
+        int n = prefix.length;
+        while (n > 0 && prefix[n - 1] == (byte) 0xFF) {
+            n--;
+        }
+        if (n == 0) {
+            return null;
+        }
+        byte[] end = Arrays.copyOf(prefix, n);
+        end[n - 1]++;
+        return end;
     }
 
     @Override

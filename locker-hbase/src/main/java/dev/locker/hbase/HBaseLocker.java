@@ -2,7 +2,9 @@ package dev.locker.hbase;
 
 import dev.locker.api.ExpiredLockException;
 import dev.locker.api.KeyColumn;
+import dev.locker.api.LockInfo;
 import dev.locker.api.LockOwner;
+import dev.locker.api.LockPage;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.PermanentLockingException;
 import dev.locker.api.StoreException;
@@ -10,7 +12,11 @@ import dev.locker.api.TemporaryLockingException;
 import dev.locker.api.TemporaryStoreException;
 import dev.locker.local.AbstractLocker;
 import dev.locker.local.ClaimStatus;
+import dev.locker.local.ListCursor;
 import dev.locker.local.LockerBuilder;
+import org.apache.hadoop.hbase.Cell;
+import org.apache.hadoop.hbase.CellUtil;
+import org.apache.hadoop.hbase.CompareOperator;
 import org.apache.hadoop.hbase.HConstants;
 import org.apache.hadoop.hbase.TableName;
 import org.apache.hadoop.hbase.client.CheckAndMutate;
@@ -22,16 +28,24 @@ import org.apache.hadoop.hbase.client.Get;
 import org.apache.hadoop.hbase.client.Increment;
 import org.apache.hadoop.hbase.client.Put;
 import org.apache.hadoop.hbase.client.Result;
+import org.apache.hadoop.hbase.client.ResultScanner;
 import org.apache.hadoop.hbase.client.RowMutations;
+import org.apache.hadoop.hbase.client.Scan;
 import org.apache.hadoop.hbase.client.Table;
 import org.apache.hadoop.hbase.client.TableDescriptor;
+import org.apache.hadoop.hbase.filter.BinaryComparator;
+import org.apache.hadoop.hbase.filter.FilterList;
+import org.apache.hadoop.hbase.filter.FuzzyRowFilter;
+import org.apache.hadoop.hbase.filter.SingleColumnValueFilter;
 import org.apache.hadoop.hbase.util.Bytes;
+import org.apache.hadoop.hbase.util.Pair;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
@@ -86,6 +100,7 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
     /** The fencing counter's qualifier in the token family. */
     static final byte[] COUNTER = Bytes.toBytes("n");
     private static final byte[] FREE = new byte[0];
+    private static final String LIST_CURSOR_TAG = "hbase1";
 
     private final Connection connection;
     private final boolean ownsConnection;
@@ -267,6 +282,77 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
             }
         }
         throw new TemporaryLockingException("the lock kept changing hands while force-releasing it on " + where, lock);
+    }
+
+    /**
+     * One bounded {@code Scan} of the lock table per call, from the cursor's row (exclusive) or the first row a lock
+     * with the prefix can have, returning at most {@code limit} rows ({@code caching = limit}, one RPC per region it
+     * crosses). The region servers filter: a {@code SingleColumnValueFilter} keeps only rows whose holder cell is
+     * present and non-empty, and the per-cell TTL already hides expired claims, so only live holders cross the network;
+     * for a non-empty prefix a {@code FuzzyRowFilter} pins the prefix at its fixed offset after the 4-byte key length
+     * (a lock row is {@link KeyColumn#encoded()}, so a key prefix is no row prefix) and seeks from one key length's
+     * range to the next. Every row found is checked again on its decoded lock. The cursor is the last row returned.
+     */
+    @Override
+    protected LockPage listHeld(byte[] keyPrefix, int limit, String cursor) {
+        byte[] after = cursor == null ? null : ListCursor.decode(cursor, LIST_CURSOR_TAG, 1)[0];
+        SingleColumnValueFilter held = new SingleColumnValueFilter(family, HOLDER, CompareOperator.NOT_EQUAL,
+                new BinaryComparator(FREE));
+        held.setFilterIfMissing(true);
+        held.setLatestVersionOnly(true);
+        Scan scan = new Scan().addColumn(family, HOLDER).addColumn(tokenFamily, COUNTER).readVersions(1)
+                .setLimit(limit).setCaching(limit);
+        if (keyPrefix.length == 0) {
+            scan.setFilter(held);
+        } else {
+            byte[] fuzzy = new byte[4 + keyPrefix.length];
+            byte[] mask = new byte[fuzzy.length];
+            Arrays.fill(mask, 0, 4, (byte) 1); // the key length: any
+            System.arraycopy(keyPrefix, 0, fuzzy, 4, keyPrefix.length); // then exactly the prefix
+            scan.setFilter(new FilterList(FilterList.Operator.MUST_PASS_ALL,
+                    new FuzzyRowFilter(List.of(new Pair<>(fuzzy, mask))), held));
+        }
+        if (after != null) {
+            scan.withStartRow(after, false);
+        } else if (keyPrefix.length > 0) {
+            scan.withStartRow(KeyColumn.encodedPrefix(keyPrefix.length, keyPrefix), true);
+        }
+        List<LockInfo> out = new ArrayList<>();
+        int rows = 0;
+        try (Table t = connection.getTable(tableName); ResultScanner rs = t.getScanner(scan)) {
+            for (Result r = rs.next(); r != null; r = rs.next()) {
+                rows++;
+                after = r.getRow();
+                LockInfo info = heldLock(r, keyPrefix);
+                if (info != null) {
+                    out.add(info);
+                }
+                if (rows == limit) {
+                    break;
+                }
+            }
+        } catch (IOException e) {
+            throw HBaseErrors.translate(e, "scan", where);
+        }
+        return new LockPage(out, rows == limit ? ListCursor.encode(LIST_CURSOR_TAG, after) : null);
+    }
+
+    /** A scanned lock row as a listed lock; null for a row of another key prefix or a cell this library did not write. */
+    private LockInfo heldLock(Result r, byte[] keyPrefix) {
+        try {
+            KeyColumn lock = KeyColumn.decode(r.getRow());
+            Cell cell = r.getColumnLatestCell(family, HOLDER);
+            HolderClaim claim = cell == null ? null : HolderClaim.decode(CellUtil.cloneValue(cell));
+            if (claim == null || !lock.keyStartsWith(keyPrefix)) {
+                return null;
+            }
+            byte[] counter = r.getValue(tokenFamily, COUNTER);
+            return new LockInfo(lock, claim.owner, counter == null ? 0L : Bytes.toLong(counter),
+                    Instant.ofEpochMilli(cell.getTimestamp()).plus(claim.lifetime));
+        } catch (IllegalArgumentException notOurs) {
+            log.debug("Not listing row {} of {}: {}", Bytes.toStringBinary(r.getRow()), where, notOurs.toString());
+            return null;
+        }
     }
 
     @Override

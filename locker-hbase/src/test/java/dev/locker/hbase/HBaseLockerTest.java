@@ -1,7 +1,9 @@
 package dev.locker.hbase;
 
 import dev.locker.api.KeyColumn;
+import dev.locker.api.LockInfo;
 import dev.locker.api.LockOwner;
+import dev.locker.api.LockPage;
 import dev.locker.api.LockTransaction;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
@@ -376,5 +378,42 @@ class HBaseLockerTest {
         assertEquals(Thread.currentThread().getName(), o.thread());
         assertTrue(o.since() != null);
         a.deleteLocks(tx);
+    }
+
+    /**
+     * A listing page is one scan in which the region server keeps only live holders: the released lock, the lock whose
+     * claim the cell TTL expired and the lock whose key is one byte shorter than the prefix cross neither the filters
+     * nor the page; the three held ones do, with their fencing counters.
+     */
+    @Test
+    void aListingPageIsOneScanOfLiveHoldersFilteredByTheRegionServer() throws Exception {
+        Locker a = locker("a");
+        Locker shortLived = locker("short", Duration.ofSeconds(1), TimeSource.system());
+        Locker viewer = locker("viewer");
+        String p = "hbase-list-" + LockerConfig.randomRid().substring(0, 8) + "/";
+        shortLived.writeLock(KeyColumn.of(p + "expired", "c"), new Object());
+        List<KeyColumn> held = List.of(KeyColumn.of(p + "1", "c"), KeyColumn.of(p + "22", "c"),
+                KeyColumn.of(p + "x".repeat(300), "c"));
+        List<Long> tokens = new ArrayList<>();
+        for (KeyColumn l : held) {
+            Object tx = new Object();
+            a.writeLock(l, tx);
+            tokens.add(a.fencingToken(l, tx));
+        }
+        Object released = new Object();
+        a.writeLock(KeyColumn.of(p + "released", "c"), released);
+        a.deleteLocks(released);
+        a.writeLock(KeyColumn.of(p.substring(0, p.length() - 1), "/outside"), new Object());
+        Thread.sleep(1500); // the short-lived claim's TTL passes on the region server
+        viewer.list(p, 100, null); // locates the region
+
+        long before = clientRpcs();
+        LockPage page = viewer.list(p, 100, null);
+        long rpcs = clientRpcs() - before;
+        System.out.printf("[locker-hbase] round trips: one list page of %d locks = %d RPCs%n", page.locks().size(), rpcs);
+        assertEquals(1, rpcs, "one scan RPC for a page (one region)");
+        assertEquals(held, page.locks().stream().map(LockInfo::lock).toList(), "row order: by key length, then bytes");
+        assertEquals(tokens, page.locks().stream().map(LockInfo::fencingToken).toList());
+        assertTrue(page.nextCursor().isEmpty());
     }
 }

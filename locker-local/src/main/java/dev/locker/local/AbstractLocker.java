@@ -4,6 +4,7 @@ import dev.locker.api.ExpiredLockException;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.LockLost;
 import dev.locker.api.LockOwner;
+import dev.locker.api.LockPage;
 import dev.locker.api.LockProbe;
 import dev.locker.api.LockStatus;
 import dev.locker.api.LockTransaction;
@@ -123,6 +124,14 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
 
     /** Removes every claim on {@code lock}; true if there was any. */
     protected abstract boolean deleteAllClaims(KeyColumn lock);
+
+    /**
+     * For {@link #list}: up to {@code limit} live held locks whose key starts with {@code keyPrefix}, after
+     * {@code cursor} (null: from the start; else a cursor this backend issued, decoded before any I/O, an
+     * {@link IllegalArgumentException} when it is not one). Bounded: O(limit) entries in memory and a bounded number of
+     * round trips per call; a page may be short, or empty, with a next cursor. Arguments are validated already.
+     */
+    protected abstract LockPage listHeld(byte[] keyPrefix, int limit, String cursor);
 
     /** Releases connections and threads of the backend; called once by {@link #close()}. */
     protected void closeBackend() {
@@ -394,6 +403,35 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
             return any;
         } catch (RuntimeException e) {
             throw translate(e, lock, "force-releasing");
+        }
+    }
+
+    /**
+     * Validates the arguments (before any I/O), checks that the locker is open, and asks the backend's
+     * {@link #listHeld}; a backend failure is translated like every other call's.
+     */
+    @Override
+    public final LockPage list(byte[] keyPrefix, int limit, String cursor) {
+        if (keyPrefix == null) {
+            throw new IllegalArgumentException("keyPrefix must not be null (use an empty prefix to list every lock)");
+        }
+        if (limit < 1 || limit > MAX_LIST_LIMIT) {
+            throw new IllegalArgumentException("limit must be 1.." + MAX_LIST_LIMIT + ", was " + limit);
+        }
+        if (keyPrefix.length > config.maxKeyBytes()) {
+            throw new IllegalArgumentException("keyPrefix is " + keyPrefix.length + " bytes; no lock key is longer than "
+                    + "maxKeyBytes=" + config.maxKeyBytes());
+        }
+        if (cursor != null && cursor.isEmpty()) {
+            throw new IllegalArgumentException("cursor must be null (first page) or a cursor a page returned, not empty");
+        }
+        ensureOpen();
+        try {
+            return listHeld(keyPrefix.clone(), limit, cursor);
+        } catch (IllegalArgumentException badCursor) {
+            throw badCursor; // the caller's argument, refused by the backend before any I/O
+        } catch (RuntimeException e) {
+            throw translate(e, null, "listing held locks");
         }
     }
 

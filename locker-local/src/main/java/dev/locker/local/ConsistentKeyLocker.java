@@ -4,7 +4,9 @@ import dev.locker.api.Entry;
 import dev.locker.api.ExpiredLockException;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.KeyColumnValueStore;
+import dev.locker.api.LockInfo;
 import dev.locker.api.LockOwner;
+import dev.locker.api.LockPage;
 import dev.locker.api.LossReason;
 import dev.locker.api.PermanentLockingException;
 import dev.locker.api.PermanentStoreException;
@@ -64,6 +66,7 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
 
     private static final Logger log = LoggerFactory.getLogger(ConsistentKeyLocker.class);
     private static final byte[] EMPTY = new byte[0];
+    private static final String LIST_CURSOR_TAG = "ck1";
 
     private final KeyColumnValueStore store;
     private final ExpiredClaimCleaner cleaner;
@@ -251,11 +254,90 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
 
     @Override
     protected Optional<LockOwner> readHolder(KeyColumn lock) {
-        Row r = readRow(lock.encoded());
-        Instant now = stepGuard.judgingTime(time.now(), time.nanoTime());
-        ClaimCodec.Claim confirmed = r.otherTokenHolder(now, EMPTY, List.of());
-        ClaimCodec.Claim holder = confirmed != null ? confirmed : r.seniorLive(now, List.of());
+        ClaimCodec.Claim holder = readRow(lock.encoded()).holder(stepGuard.judgingTime(time.now(), time.nanoTime()));
         return holder == null ? Optional.empty() : Optional.of(holder.owner);
+    }
+
+    /**
+     * Walks the lock rows in key order through {@link KeyColumnValueStore#getKeys} and reads each row like
+     * {@link #readHolder} (one row read per examined row; nothing is scrubbed). A lock row is
+     * {@link KeyColumn#encoded()}, whose 4-byte key length comes before the key, so the rows of the locks whose key
+     * starts with a non-empty prefix P are not one range but one per key length k: the rows starting with
+     * {@code k || P} ({@link KeyColumn#encodedPrefix}). The listing visits those ranges in order of k and, when one is
+     * exhausted, skips to the next key length that has any row with one {@code getKeys} probe after {@code k + 1}, so
+     * lengths without rows cost nothing. The cursor is the last row examined (or a bare 4-byte length, the start of the
+     * next range). Each call makes at most {@code 2 * limit + 16} store calls.
+     */
+    @Override
+    protected LockPage listHeld(byte[] keyPrefix, int limit, String cursor) {
+        byte[] after = cursor == null ? null : ListCursor.decode(cursor, LIST_CURSOR_TAG, 1)[0];
+        boolean all = keyPrefix.length == 0;
+        long keyLength = all ? 0 : Math.max(Math.max(1, keyPrefix.length), after == null ? 0 : lengthField(after));
+        List<LockInfo> out = new ArrayList<>();
+        int budget = 2 * limit + 16;
+        while (true) {
+            int want = Math.min(limit - out.size(), budget - 1);
+            if (want < 1) {
+                return new LockPage(out, ListCursor.encode(LIST_CURSOR_TAG, after));
+            }
+            byte[] range = all ? EMPTY : KeyColumn.encodedPrefix((int) keyLength, keyPrefix);
+            List<byte[]> rows = store.getKeys(range, after, want, tx());
+            budget--;
+            for (byte[] row : rows) {
+                after = row;
+                budget--;
+                LockInfo held = heldLock(row, keyPrefix);
+                if (held != null) {
+                    out.add(held);
+                }
+            }
+            if (rows.size() == want) {
+                continue; // this range may have more rows (the loop returns once the page is full)
+            }
+            if (all || keyLength >= Integer.MAX_VALUE || budget < 1) {
+                return all || keyLength >= Integer.MAX_VALUE ? new LockPage(out, null)
+                        : new LockPage(out, ListCursor.encode(LIST_CURSOR_TAG, lengthOnly(keyLength + 1)));
+            }
+            // this key length is exhausted: the first row of any longer key says which length to visit next
+            List<byte[]> next = store.getKeys(EMPTY, lengthOnly(keyLength + 1), 1, tx());
+            budget--;
+            if (next.isEmpty() || lengthField(next.get(0)) > Integer.MAX_VALUE) {
+                return new LockPage(out, null);
+            }
+            keyLength = lengthField(next.get(0));
+            after = lengthOnly(keyLength); // every row of that length sorts after its bare length field
+        }
+    }
+
+    /** The held lock of lock row {@code row} when its key starts with {@code keyPrefix}, else null. */
+    private LockInfo heldLock(byte[] row, byte[] keyPrefix) {
+        KeyColumn lock;
+        try {
+            lock = KeyColumn.decode(row);
+        } catch (IllegalArgumentException notALockRow) {
+            return null;
+        }
+        if (!lock.keyStartsWith(keyPrefix)) {
+            return null;
+        }
+        ClaimCodec.Claim holder = readRow(row).holder(stepGuard.judgingTime(time.now(), time.nanoTime()));
+        return holder == null ? null : new LockInfo(lock, holder.owner, holder.token, holder.expiry);
+    }
+
+    /**
+     * The key-length field a row starts with, unsigned; a row shorter than the field counts as zero-padded, which is
+     * the smallest length field of the rows that sort after it.
+     */
+    private static long lengthField(byte[] row) {
+        long v = 0;
+        for (int i = 0; i < 4; i++) {
+            v = (v << 8) | (i < row.length ? row[i] & 0xff : 0);
+        }
+        return v;
+    }
+
+    private static byte[] lengthOnly(long keyLength) {
+        return ByteBuffer.allocate(4).putInt((int) keyLength).array();
     }
 
     @Override
@@ -437,6 +519,15 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
                 }
             }
             return null;
+        }
+
+        /**
+         * The claim that holds the lock as an observer sees it: a live claim carrying a token (a confirmed holder),
+         * else the senior live claim (not confirmed yet); null when no claim lives.
+         */
+        ClaimCodec.Claim holder(Instant now) {
+            ClaimCodec.Claim confirmed = otherTokenHolder(now, EMPTY, List.of());
+            return confirmed != null ? confirmed : seniorLive(now, List.of());
         }
 
         /** The earliest live claim, skipping the {@code ignored} columns (ours, never the holder). */

@@ -59,6 +59,11 @@ public final class ExpectedValueCheckingStore implements KeyColumnValueStore {
     }
 
     @Override
+    public List<byte[]> getKeys(byte[] keyPrefix, byte[] startAfter, int limit, StoreTransaction tx) {
+        return data.getKeys(keyPrefix, startAfter, limit, cast(tx).inner());
+    }
+
+    @Override
     public void mutate(byte[] key, List<Entry> additions, List<byte[]> deletions, StoreTransaction tx) {
         ExpectedValueCheckingTransaction t = cast(tx);
         if (!t.isMutationStarted()) {

@@ -9,8 +9,8 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.NavigableMap;
 import java.util.Objects;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListMap;
 
 /**
@@ -31,7 +31,8 @@ public final class InMemoryStore implements KeyColumnValueStore {
     };
 
     private final String name;
-    private final ConcurrentHashMap<Bytes, ConcurrentSkipListMap<byte[], byte[]>> rows = new ConcurrentHashMap<>();
+    /** Rows in unsigned byte order of their keys, so that {@link #getKeys} walks them in order. */
+    private final ConcurrentSkipListMap<Bytes, ConcurrentSkipListMap<byte[], byte[]>> rows = new ConcurrentSkipListMap<>();
     private volatile boolean closed;
 
     public InMemoryStore(String name) {
@@ -87,6 +88,33 @@ public final class InMemoryStore implements KeyColumnValueStore {
     }
 
     @Override
+    public List<byte[]> getKeys(byte[] keyPrefix, byte[] startAfter, int limit, StoreTransaction tx) {
+        ensureOpen();
+        Objects.requireNonNull(keyPrefix, "keyPrefix");
+        if (limit < 1) {
+            throw new IllegalArgumentException("limit must be at least 1, was " + limit);
+        }
+        NavigableMap<Bytes, ConcurrentSkipListMap<byte[], byte[]>> tail =
+                startAfter != null && Arrays.compareUnsigned(startAfter, keyPrefix) >= 0
+                        ? rows.tailMap(new Bytes(startAfter), false)
+                        : rows.tailMap(new Bytes(keyPrefix), true);
+        List<byte[]> out = new ArrayList<>(Math.min(limit, 64));
+        for (Map.Entry<Bytes, ConcurrentSkipListMap<byte[], byte[]>> e : tail.entrySet()) {
+            byte[] key = e.getKey().b;
+            if (key.length < keyPrefix.length || !Arrays.equals(key, 0, keyPrefix.length, keyPrefix, 0, keyPrefix.length)) {
+                break; // past the prefix: every later key sorts after it too
+            }
+            if (!e.getValue().isEmpty()) {
+                out.add(key.clone());
+                if (out.size() == limit) {
+                    break;
+                }
+            }
+        }
+        return out;
+    }
+
+    @Override
     public StoreTransaction beginTransaction() {
         return NO_TX;
     }
@@ -112,8 +140,8 @@ public final class InMemoryStore implements KeyColumnValueStore {
         return "InMemoryStore[" + name + ", " + rows.size() + " rows]";
     }
 
-    /** A byte array as a map key. */
-    private static final class Bytes {
+    /** A byte array as a map key, ordered by unsigned bytes. */
+    private static final class Bytes implements Comparable<Bytes> {
         final byte[] b;
         final int hash;
 
@@ -130,6 +158,11 @@ public final class InMemoryStore implements KeyColumnValueStore {
         @Override
         public int hashCode() {
             return hash;
+        }
+
+        @Override
+        public int compareTo(Bytes o) {
+            return Arrays.compareUnsigned(b, o.b);
         }
     }
 }

@@ -9,23 +9,29 @@ import com.mongodb.WriteConcern;
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoClients;
 import com.mongodb.client.MongoCollection;
+import com.mongodb.client.MongoCursor;
 import com.mongodb.client.model.Filters;
 import com.mongodb.client.model.FindOneAndUpdateOptions;
 import com.mongodb.client.model.IndexOptions;
 import com.mongodb.client.model.Indexes;
 import com.mongodb.client.model.Projections;
 import com.mongodb.client.model.ReturnDocument;
+import com.mongodb.client.model.Sorts;
 import com.mongodb.client.model.Updates;
 import com.mongodb.client.result.UpdateResult;
 import dev.locker.api.ExpiredLockException;
 import dev.locker.api.KeyColumn;
+import dev.locker.api.LockInfo;
 import dev.locker.api.LockOwner;
+import dev.locker.api.LockPage;
 import dev.locker.api.LockingException;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.local.AbstractLocker;
 import dev.locker.local.ClaimStatus;
+import dev.locker.local.ListCursor;
 import dev.locker.local.LockerBuilder;
 import org.bson.BsonBinary;
+import org.bson.BsonType;
 import org.bson.Document;
 import org.bson.conversions.Bson;
 import org.bson.types.Binary;
@@ -35,7 +41,9 @@ import org.slf4j.LoggerFactory;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.Date;
+import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.Executors;
@@ -85,6 +93,9 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
     private static final Logger log = LoggerFactory.getLogger(MongoLocker.class);
     private static final SecureRandom RANDOM = new SecureRandom();
     static final String TTL_INDEX = "locker_expiresAt_ttl";
+    private static final String LIST_CURSOR_TAG = "mongo1";
+    /** At most this many finds per {@link #list} call. */
+    static final int LIST_ROUNDS = 8;
 
     private final MongoClient client;
     private final boolean ownsClient;
@@ -352,6 +363,63 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
             return readHolder(lock);
         } catch (RuntimeException e) {
             return Optional.empty();
+        }
+    }
+
+    /**
+     * One {@code find} per round on the {@code _id} index, in {@code _id} order after the cursor, that returns only
+     * documents whose holder is alive on the server-clock estimate (the liveness {@link #readHolder} uses), at most
+     * {@code limit} of them, projected to what a {@link LockInfo} needs; nothing is scrubbed. MongoDB orders binary
+     * values by length before bytes, and the encoded name starts with the key's length, so a key prefix is no
+     * {@code _id} range: a non-empty prefix is matched here on the decoded lock, which costs reading the held locks
+     * outside it, and a call makes at most {@value #LIST_ROUNDS} finds (then a page may be short, with a cursor). The
+     * empty prefix fills a page in one find. The cursor is the last {@code _id} examined.
+     */
+    @Override
+    protected LockPage listHeld(byte[] keyPrefix, int limit, String cursor) {
+        byte[] after = cursor == null ? null : ListCursor.decode(cursor, LIST_CURSOR_TAG, 1)[0];
+        List<LockInfo> out = new ArrayList<>();
+        for (int round = 0; round < LIST_ROUNDS; round++) {
+            Bson live = Filters.and(Filters.type(LockDocument.ID, BsonType.BINARY),
+                    Filters.gte(LockDocument.HOLDER_EXPIRES_AT, serverClock.read().deadBefore()));
+            Bson filter = after == null ? live : Filters.and(Filters.gt(LockDocument.ID, new BsonBinary(after)), live);
+            int examined = 0;
+            try (MongoCursor<Document> docs = locks.find(filter).sort(Sorts.ascending(LockDocument.ID))
+                    .projection(Projections.include(LockDocument.HOLDER, LockDocument.SEQ, LockDocument.TOKEN_BASE))
+                    .limit(limit).batchSize(limit).iterator()) {
+                while (out.size() < limit && docs.hasNext()) {
+                    Document doc = docs.next();
+                    examined++;
+                    after = ((Binary) doc.get(LockDocument.ID)).getData();
+                    LockInfo held = heldLock(after, doc, keyPrefix);
+                    if (held != null) {
+                        out.add(held);
+                    }
+                }
+            }
+            if (out.size() == limit) {
+                break; // the documents of this batch not examined yet are read again by the next call
+            }
+            if (examined < limit) {
+                return new LockPage(out, null); // no held lock after the last one examined
+            }
+        }
+        return new LockPage(out, ListCursor.encode(LIST_CURSOR_TAG, after));
+    }
+
+    /** The lock document's holder as a {@link LockInfo} when its key starts with {@code keyPrefix}, else null. */
+    private LockInfo heldLock(byte[] id, Document doc, byte[] keyPrefix) {
+        try {
+            KeyColumn lock = KeyColumn.decode(id);
+            Document holder = LockDocument.holderOf(doc);
+            if (holder == null || !lock.keyStartsWith(keyPrefix)) {
+                return null;
+            }
+            return new LockInfo(lock, LockDocument.owner(holder), LockDocument.token(doc), LockDocument.expiry(holder));
+        } catch (IllegalArgumentException | IllegalStateException | ClassCastException notOurs) {
+            log.debug("Not listing document {} of {}: not a lock document written by MongoLocker ({})",
+                    KeyColumn.printable(id), namespace(), notOurs.toString());
+            return null;
         }
     }
 

@@ -7,8 +7,11 @@ import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoClients;
 import com.mongodb.client.MongoCollection;
 import com.mongodb.client.model.Filters;
+import com.mongodb.client.model.Updates;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
+import dev.locker.api.LockInfo;
+import dev.locker.api.LockPage;
 import dev.locker.api.LockTransaction;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
@@ -16,6 +19,7 @@ import dev.locker.api.LockingException;
 import dev.locker.api.TemporaryLockingException;
 import org.bson.BsonBinary;
 import org.bson.BsonDocument;
+import org.bson.BsonInt32;
 import org.bson.Document;
 import org.bson.types.Binary;
 import org.junit.jupiter.api.AfterAll;
@@ -27,6 +31,8 @@ import org.junit.jupiter.api.Timeout;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Date;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -549,5 +555,65 @@ class MongoLockerTest {
         assertNull(doc.get("holder"), "and was taken back: " + doc.toJson());
         MongoLocker b = open("b");
         b.acquire(lock, "free at once").close();
+    }
+
+    // ---- listing ------------------------------------------------------------------------------------------------
+
+    /** A page of the empty prefix is one find: in _id order, only holders alive on the server clock, at most limit. */
+    @Test
+    void aListingPageIsOneFindOfLiveHoldersInIdOrder() {
+        CommandLog log = new CommandLog();
+        MongoLocker viewer = open(config("viewer").build(), log, b -> b);
+        MongoLocker a = open("a");
+        List<KeyColumn> held = List.of(lock("l1"), lock("l2"), lock("l3"));
+        for (KeyColumn l : held) {
+            a.acquire(l, "listed");
+        }
+        KeyColumn dead = lock("dead");
+        a.acquire(dead, "crashed");
+        raw().updateOne(Filters.eq("_id", new BsonBinary(dead.encoded())),
+                Updates.set("holder.expiresAt", new Date(0))); // expired long ago, never scrubbed
+        log.clear();
+        LockPage page = viewer.list("", Locker.MAX_LIST_LIMIT, null);
+        assertEquals(Map.of("find", 1), log.counts(), "one round trip for a page");
+        BsonDocument find = log.sent().get(0);
+        assertEquals(new BsonDocument("_id", new BsonInt32(1)), find.getDocument("sort"), find.toJson());
+        assertEquals(Locker.MAX_LIST_LIMIT, find.getNumber("limit").intValue(), find.toJson());
+        assertTrue(find.getDocument("filter").toJson().contains("holder.expiresAt"), find.toJson());
+        assertTrue(page.nextCursor().isEmpty(), "everything fit in one page");
+        Set<KeyColumn> listed = new HashSet<>(page.locks().stream().map(LockInfo::lock).toList());
+        assertTrue(listed.containsAll(held), listed.toString());
+        assertFalse(listed.contains(dead), "a dead holder is not listed");
+    }
+
+    /**
+     * MongoDB orders binary _ids by length before bytes, and a lock's name starts with its key's length, so a key prefix
+     * is no _id range: a prefix listing also reads the held locks outside the prefix (here 20 shorter names, which sort
+     * first), at most {@link MongoLocker#LIST_ROUNDS} finds per call, and finds the one inside.
+     */
+    @Test
+    void aPrefixListingMatchesTheDecodedLocksInBoundedRounds() {
+        CommandLog log = new CommandLog();
+        MongoLocker viewer = open(config("viewer").build(), log, b -> b);
+        MongoLocker a = open("a");
+        String scenario = "prefix-" + LockerConfig.randomRid().substring(0, 8) + "/";
+        for (int i = 0; i < 20; i++) {
+            a.acquire(KeyColumn.of("o" + i, "c"), "outside");
+        }
+        KeyColumn inside = KeyColumn.of(scenario + "inside-with-a-long-name", "c");
+        a.acquire(inside, "inside");
+        List<KeyColumn> found = new ArrayList<>();
+        String cursor = null;
+        int calls = 0;
+        do {
+            log.clear();
+            LockPage page = viewer.list(scenario, 1, cursor);
+            assertTrue(log.counts().getOrDefault("find", 0) <= MongoLocker.LIST_ROUNDS, log.counts().toString());
+            page.locks().forEach(info -> found.add(info.lock()));
+            cursor = page.nextCursor().orElse(null);
+            calls++;
+        } while (cursor != null && calls < 100);
+        assertEquals(List.of(inside), found);
+        assertTrue(calls > 1, "20 held locks outside the prefix take more than one call of 8 finds of 1");
     }
 }

@@ -2,9 +2,11 @@ package dev.locker.redis;
 
 import dev.locker.api.KeyColumn;
 
+import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.util.Arrays;
 
 /**
  * Maps a lock to its Redis key: {@code <prefix>{<tag>}<KeyColumn.encoded()>}, where {@code <tag>} is 16 hex digits
@@ -65,6 +67,53 @@ final class RedisKeys {
         out[p++] = '}';
         System.arraycopy(encoded, 0, out, p, encoded.length);
         return out;
+    }
+
+    /**
+     * A SCAN {@code MATCH} pattern for the keys of the locks whose key starts with {@code keyPrefix}: the prefix, the
+     * 16-character tag, the 4 bytes of the encoded key length as {@code ?}s, then the key prefix, every glob character
+     * escaped. The lock's key starts at a fixed offset, so no held lock under the prefix escapes the pattern; a lock
+     * whose key is shorter than {@code keyPrefix} but whose key plus column starts with it does match, so every key
+     * found is checked again with {@link #lockOf}.
+     */
+    byte[] listPattern(byte[] keyPrefix) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream(prefix.length + 24 + 2 * keyPrefix.length);
+        escapeGlob(prefix, out);
+        out.write('{');
+        for (int i = 0; i < TAG_HEX_DIGITS; i++) {
+            out.write('?');
+        }
+        out.write('}');
+        for (int i = 0; i < 4; i++) {
+            out.write('?');
+        }
+        escapeGlob(keyPrefix, out);
+        out.write('*');
+        return out.toByteArray();
+    }
+
+    /** The lock whose key {@code redisKey} is (its tag checked), or null for any other key. */
+    KeyColumn lockOf(byte[] redisKey) {
+        int start = prefix.length + TAG_HEX_DIGITS + 2;
+        if (redisKey.length <= start || !Arrays.equals(redisKey, 0, prefix.length, prefix, 0, prefix.length)) {
+            return null;
+        }
+        KeyColumn lock;
+        try {
+            lock = KeyColumn.decode(Arrays.copyOfRange(redisKey, start, redisKey.length));
+        } catch (IllegalArgumentException notALock) {
+            return null;
+        }
+        return Arrays.equals(lockKey(lock), redisKey) ? lock : null;
+    }
+
+    private static void escapeGlob(byte[] bytes, ByteArrayOutputStream out) {
+        for (byte b : bytes) {
+            if (b == '*' || b == '?' || b == '[' || b == ']' || b == '\\') {
+                out.write('\\');
+            }
+            out.write(b);
+        }
     }
 
     private static byte[] sha256(byte[] bytes) {

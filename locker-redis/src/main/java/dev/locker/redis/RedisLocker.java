@@ -3,6 +3,7 @@ package dev.locker.redis;
 import dev.locker.api.ExpiredLockException;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.LockOwner;
+import dev.locker.api.LockPage;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.LockingException;
 import dev.locker.api.PermanentLockingException;
@@ -334,6 +335,12 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         byte[] key = keys.lockKey(lock);
         long n = (Long) withRetries(() -> RedisScript.FORCE.run(client, key, List.of()));
         return n > 0;
+    }
+
+    /** SCAN and list.lua; see {@link RedisListing} for what it costs. */
+    @Override
+    protected LockPage listHeld(byte[] keyPrefix, int limit, String cursor) {
+        return new RedisListing(client, keys, server, this::withRetries).page(keyPrefix, limit, cursor);
     }
 
     @Override

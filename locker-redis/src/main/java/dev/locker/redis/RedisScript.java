@@ -1,6 +1,7 @@
 package dev.locker.redis;
 
 import redis.clients.jedis.UnifiedJedis;
+import redis.clients.jedis.commands.ScriptingKeyBinaryCommands;
 import redis.clients.jedis.exceptions.JedisNoScriptException;
 
 import java.io.IOException;
@@ -32,6 +33,7 @@ final class RedisScript {
     static final RedisScript HOLDER = new RedisScript("holder");
     static final RedisScript FORCE = new RedisScript("force");
     static final RedisScript VERIFY = new RedisScript("verify");
+    static final RedisScript LIST = new RedisScript("list");
 
     private final String name;
     private final byte[] source;
@@ -67,6 +69,18 @@ final class RedisScript {
             return client.evalsha(sha, keys, args);
         } catch (JedisNoScriptException e) {
             return client.eval(source, keys, args);
+        }
+    }
+
+    /**
+     * Runs the script with several keys on one server (a standalone server, or one cluster node for keys of one slot):
+     * EVALSHA, or EVAL once if the server lacks it.
+     */
+    Object run(ScriptingKeyBinaryCommands server, List<byte[]> keys, List<byte[]> args) {
+        try {
+            return server.evalsha(sha, keys, args);
+        } catch (JedisNoScriptException e) {
+            return server.eval(source, keys, args);
         }
     }
 

@@ -4,10 +4,13 @@ import dev.locker.api.Entry;
 import dev.locker.api.ExpiredLockException;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.KeyColumnValueStore;
+import dev.locker.api.LockInfo;
+import dev.locker.api.LockPage;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.PermanentLockingException;
 import dev.locker.api.PermanentStoreException;
+import dev.locker.api.StoreTransaction;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.api.TemporaryStoreException;
 import org.junit.jupiter.api.AfterAll;
@@ -19,8 +22,10 @@ import org.junit.jupiter.api.TestInfo;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
 
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
@@ -373,5 +378,153 @@ public abstract class ConsistentKeyConformanceSuite {
         Object again = new Object();
         a.writeLock(lock, again); // the mediator was freed all the same
         a.checkLocks(again); // our own released claim that could not be deleted is known to us: it never blocks us
+    }
+
+    // ---- listing ------------------------------------------------------------------------------------------------
+
+    /** The SPI's getKeys: non-empty rows under a prefix, in unsigned byte order, after a start, at most a limit. */
+    @Test
+    void getKeysListsNonEmptyRowsUnderAPrefixInUnsignedOrder() {
+        byte[] p = (prefix + "rows/").getBytes(StandardCharsets.UTF_8);
+        byte[] a = concat(p, "a");
+        byte[] ab = concat(p, "ab");
+        byte[] b = concat(p, "b");
+        byte[] high = concat(p, "\u00ff"); // 0xC3 0xBF: above every ASCII byte, unsigned
+        byte[] emptied = concat(p, "emptied");
+        byte[] outside = (prefix + "rows0").getBytes(StandardCharsets.UTF_8); // '0' sorts right after '/'
+        List<Entry> cell = List.of(new Entry(new byte[]{1}, new byte[]{2}));
+        for (byte[] row : List.of(high, b, ab, a, emptied, outside)) {
+            real.mutate(row, cell, List.of(), real.beginTransaction());
+        }
+        real.mutate(emptied, List.of(), List.of(new byte[]{1}), real.beginTransaction());
+
+        assertRows(List.of(a, ab, b, high), real.getKeys(p, null, 10, real.beginTransaction()));
+        assertRows(List.of(a, ab), real.getKeys(p, null, 2, real.beginTransaction()));
+        assertRows(List.of(b, high), real.getKeys(p, ab, 10, real.beginTransaction()));
+        assertRows(List.of(ab, b, high), real.getKeys(p, a, 10, real.beginTransaction()));
+        assertRows(List.of(a, ab, b, high), real.getKeys(p, "a".getBytes(StandardCharsets.UTF_8), 10,
+                real.beginTransaction()), "a start before the prefix");
+        assertRows(List.of(), real.getKeys(p, outside, 10, real.beginTransaction()), "a start after the prefix");
+        List<byte[]> fromHere = real.getKeys(a, null, 10, real.beginTransaction());
+        assertRows(List.of(a, ab), fromHere, "a prefix that is itself a row");
+
+        byte[] ff = Arrays.copyOf(concat(p, "z"), p.length + 2); // a prefix ending in 0xFF: its range ends at p + "{"
+        ff[ff.length - 1] = (byte) 0xFF;
+        byte[] ff0 = Arrays.copyOf(ff, ff.length + 1);
+        byte[] ffff = Arrays.copyOf(ff, ff.length + 1);
+        ffff[ffff.length - 1] = (byte) 0xFF;
+        byte[] next = concat(p, "{");
+        for (byte[] row : List.of(next, ffff, ff0)) {
+            real.mutate(row, cell, List.of(), real.beginTransaction());
+        }
+        assertRows(List.of(ff0, ffff), real.getKeys(ff, null, 10, real.beginTransaction()), "a prefix ending in 0xFF");
+    }
+
+    /**
+     * Lock rows start with their key's length, so a key prefix is one row range per key length: keys of 1, 2 and 1001
+     * bytes after the prefix are all listed, the locks of a key one byte shorter than the prefix (whose row nevertheless
+     * continues with the prefix bytes) are not, the lengths in between without rows are skipped by a probe instead of
+     * visited one by one, and listing changes nothing in the store.
+     */
+    @Test
+    void listingVisitsOneRangePerKeyLengthAndSkipsLengthsWithoutRows() {
+        Locker a = process("a");
+        Locker viewer = process("viewer");
+        String p = prefix + "len/";
+        List<KeyColumn> held = List.of(KeyColumn.of(p + "1", "c"), KeyColumn.of(p + "22", "c"),
+                KeyColumn.of(p + "x".repeat(1001), "c"));
+        for (KeyColumn l : held) {
+            take(a, l);
+        }
+        take(a, KeyColumn.of(p.substring(0, p.length() - 1), "/shorter-key"));
+        int mutations = store.mutations();
+        int reads = store.reads();
+        List<KeyColumn> listed = new ArrayList<>();
+        String cursor = null;
+        do {
+            int before = store.reads();
+            LockPage page = viewer.list(p, 100, cursor);
+            assertTrue(store.reads() - before <= 2 * 100 + 16, "store calls per list call: " + (store.reads() - before));
+            page.locks().forEach(info -> listed.add(info.lock()));
+            cursor = page.nextCursor().orElse(null);
+        } while (cursor != null);
+        assertEquals(held, listed, "in row order: by key length, then bytes");
+        assertTrue(store.reads() - reads < 500, "the ~1000 key lengths without rows were skipped: "
+                + (store.reads() - reads) + " store reads");
+        assertEquals(mutations, store.mutations(), "listing writes nothing");
+    }
+
+    /** A claim written but not confirmed yet is the senior live claim: listed with token 0, then with its token. */
+    @Test
+    void aClaimNotConfirmedYetIsListedWithTokenZero() {
+        Locker a = process("a");
+        Locker viewer = process("viewer");
+        KeyColumn lock = lock("x");
+        Object tx = new Object();
+        a.writeLock(lock, tx);
+        LockInfo unconfirmed = viewer.list(lock.key(), 10, null).locks().get(0);
+        assertEquals(a.rid(), unconfirmed.holder().rid());
+        assertEquals(0, unconfirmed.fencingToken());
+        a.checkLocks(tx);
+        LockInfo confirmed = viewer.list(lock.key(), 10, null).locks().get(0);
+        assertEquals(a.fencingToken(lock, tx), confirmed.fencingToken());
+        assertEquals(unconfirmed.holder(), confirmed.holder());
+    }
+
+    /** A store that keeps the SPI's default getKeys cannot be listed: a permanent failure naming the store. */
+    @Test
+    void aStoreThatCannotListItsKeysMakesListingAPermanentFailure() {
+        KeyColumnValueStore plain = new KeyColumnValueStore() {
+            @Override
+            public String name() {
+                return "no-listing";
+            }
+
+            @Override
+            public List<Entry> getSlice(byte[] key, byte[] start, byte[] end, StoreTransaction tx) {
+                return real.getSlice(key, start, end, tx);
+            }
+
+            @Override
+            public void mutate(byte[] key, List<Entry> additions, List<byte[]> deletions, StoreTransaction tx) {
+                real.mutate(key, additions, deletions, tx);
+            }
+
+            @Override
+            public StoreTransaction beginTransaction() {
+                return real.beginTransaction();
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        Locker a = consistentKeyLocker(plain, config("a").build());
+        opened.add(a);
+        take(a, lock("x"));
+        PermanentLockingException e = assertThrows(PermanentLockingException.class, () -> a.list(lock("").key(), 10, null));
+        assertTrue(e.getMessage().contains("no-listing") && e.getMessage().contains("cannot list"), e.getMessage());
+    }
+
+    private static void take(Locker locker, KeyColumn lock) {
+        Object tx = new Object();
+        locker.writeLock(lock, tx);
+        locker.checkLocks(tx);
+    }
+
+    private static byte[] concat(byte[] a, String b) {
+        byte[] tail = b.getBytes(StandardCharsets.UTF_8);
+        byte[] out = Arrays.copyOf(a, a.length + tail.length);
+        System.arraycopy(tail, 0, out, a.length, tail.length);
+        return out;
+    }
+
+    private static void assertRows(List<byte[]> expected, List<byte[]> actual) {
+        assertRows(expected, actual, "");
+    }
+
+    private static void assertRows(List<byte[]> expected, List<byte[]> actual, String what) {
+        assertEquals(expected.stream().map(KeyColumn::printable).toList(), actual.stream().map(KeyColumn::printable).toList(),
+                what);
     }
 }

@@ -173,6 +173,17 @@ public final class FaultyStore implements KeyColumnValueStore {
         return out;
     }
 
+    /** A read like {@link #getSlice}: counted, failed by an outage, and paused by a {@link Op#READ} pause point. */
+    @Override
+    public List<byte[]> getKeys(byte[] keyPrefix, byte[] startAfter, int limit, StoreTransaction tx) {
+        reads.incrementAndGet();
+        ensureAvailable();
+        maybePause(Op.READ, false);
+        List<byte[]> out = real.getKeys(keyPrefix, startAfter, limit, tx);
+        maybePause(Op.READ, true);
+        return out;
+    }
+
     @Override
     public void mutate(byte[] key, List<Entry> additions, List<byte[]> deletions, StoreTransaction tx) {
         mutations.incrementAndGet();
