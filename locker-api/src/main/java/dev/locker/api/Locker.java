@@ -171,6 +171,9 @@ public interface Locker extends AutoCloseable {
         return list(prefix, limit, cursor);
     }
 
+    /** Where this locker's transactions meet other transactions of this process; give it to lockers that should share it. */
+    LocalArbitration arbitration();
+
     /** This locker instance's identity, recorded in every claim it writes. */
     String rid();
 

@@ -46,6 +46,7 @@ public final class LockerConfig {
     private final String why;
     private final TimeSource timeSource;
     private final LockProbe probe;
+    private final LocalArbitration localArbitration;
 
     private LockerConfig(Builder b) {
         this.expiry = b.expiry;
@@ -61,6 +62,7 @@ public final class LockerConfig {
         this.why = b.why;
         this.timeSource = b.timeSource;
         this.probe = b.probe;
+        this.localArbitration = b.localArbitration;
     }
 
     public static Builder builder() {
@@ -96,6 +98,7 @@ public final class LockerConfig {
         b.why = why;
         b.timeSource = timeSource;
         b.probe = probe;
+        b.localArbitration = localArbitration;
         return b;
     }
 
@@ -183,6 +186,11 @@ public final class LockerConfig {
         return probe;
     }
 
+    /** The arbitration to share with other lockers of this process, or null for one of the locker's own. */
+    public LocalArbitration localArbitration() {
+        return localArbitration;
+    }
+
     /** The owner metadata a claim written now, by the current thread, for {@code reason} carries. */
     public LockOwner owner(String reason) {
         return new LockOwner(rid, host, pid, Thread.currentThread().getName(),
@@ -226,6 +234,7 @@ public final class LockerConfig {
         private String why = "";
         private TimeSource timeSource = TimeSource.system();
         private LockProbe probe = LockProbe.NONE;
+        private LocalArbitration localArbitration;
 
         private Builder() {
         }
@@ -308,6 +317,12 @@ public final class LockerConfig {
         /** Observes every backend step (tests pause chosen steps with it); default {@link LockProbe#NONE}. */
         public Builder probe(LockProbe p) {
             this.probe = Objects.requireNonNull(p, "probe must not be null");
+            return this;
+        }
+
+        /** Shares the in-process arbitration of another locker ({@link Locker#arbitration()}); default: its own. */
+        public Builder localArbitration(LocalArbitration a) {
+            this.localArbitration = a;
             return this;
         }
 

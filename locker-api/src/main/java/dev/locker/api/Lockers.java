@@ -20,6 +20,14 @@ public final class Lockers {
         return open(uri, LockerConfig.defaults());
     }
 
+    /** Opens a locker whose transactions meet those of other lockers sharing {@code arbitration} in this process first. */
+    public static Locker open(String uri, LockerConfig config, LocalArbitration arbitration) {
+        if (config == null) {
+            throw new IllegalArgumentException("config must not be null");
+        }
+        return open(uri, config.toBuilder().localArbitration(arbitration).build());
+    }
+
     public static Locker open(String uri, LockerConfig config) {
         if (uri == null || uri.isBlank()) {
             throw new IllegalArgumentException("locker URI must not be empty; known schemes: " + providers().keySet());
@@ -29,14 +37,14 @@ public final class Lockers {
         }
         int colon = uri.indexOf(':');
         if (colon <= 0) {
-            throw new IllegalArgumentException("locker URI '" + uri + "' has no scheme; known schemes: "
+            throw new IllegalArgumentException("locker URI '" + redacted(uri) + "' has no scheme; known schemes: "
                     + providers().keySet());
         }
         String scheme = uri.substring(0, colon).toLowerCase(Locale.ROOT);
         Map<String, LockerProvider> providers = providers();
         LockerProvider provider = providers.get(scheme);
         if (provider == null) {
-            throw new IllegalArgumentException("no locker backend for scheme '" + scheme + "' (URI '" + uri
+            throw new IllegalArgumentException("no locker backend for scheme '" + scheme + "' (URI '" + redacted(uri)
                     + "'); known schemes: " + providers.keySet()
                     + " (add the backend's module, e.g. locker-redis, to the classpath)");
         }
@@ -44,6 +52,22 @@ public final class Lockers {
     }
 
     /** The schemes of every backend on the classpath, sorted, with their providers. */
+    /** The URI as it may appear in a message: a password in its user info, or in a password option, is masked. */
+    static String redacted(String uri) {
+        String out = uri;
+        int q = out.indexOf('?');
+        int end = q >= 0 ? q : out.length();
+        int at = out.lastIndexOf('@', end);
+        int scheme = out.indexOf(':');
+        if (at > 0) {
+            int colon = out.lastIndexOf(':', at);
+            if (colon > scheme) {
+                out = out.substring(0, colon + 1) + "***" + out.substring(at);
+            }
+        }
+        return out.replaceAll("(?i)((?:^|[?&;])[a-z]*password=)[^&;#]*", "$1***");
+    }
+
     public static Map<String, LockerProvider> providers() {
         Map<String, LockerProvider> out = new TreeMap<>();
         for (LockerProvider p : ServiceLoader.load(LockerProvider.class, Lockers.class.getClassLoader())) {

@@ -76,6 +76,15 @@ class ConfigAndOptionsTest {
     }
 
     @Test
+    void anUnknownSchemeErrorNeverShowsAPassword() {
+        for (String uri : new String[]{"zookeeper://admin:s3cret-pw@zk1:2181/locks", "etcd://h?password=s3cret-pw&x=1",
+                "foo:user:s3cret-pw@h"}) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Lockers.open(uri));
+            assertFalse(e.getMessage().contains("s3cret-pw"), "passwords are redacted: " + e.getMessage());
+        }
+    }
+
+    @Test
     void ownerMetadataRoundTrips() {
         LockOwner o = new LockOwner("rid-1", "db7", 99, "worker-3", "vacuum ✓", Instant.parse("2026-01-02T03:04:05.006Z"));
         assertEquals(o, LockOwner.fromBytes(o.toBytes()));

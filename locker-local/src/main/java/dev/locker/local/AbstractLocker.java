@@ -2,6 +2,7 @@ package dev.locker.local;
 
 import dev.locker.api.ExpiredLockException;
 import dev.locker.api.KeyColumn;
+import dev.locker.api.LocalArbitration;
 import dev.locker.api.LockLost;
 import dev.locker.api.LockOwner;
 import dev.locker.api.LockPage;
@@ -74,7 +75,24 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         this.config = Objects.requireNonNull(config, "config must not be null").forNewInstance();
         this.time = this.config.timeSource();
         this.probe = this.config.probe();
-        this.mediator = mediator != null ? mediator : LocalLockMediator.standalone("locker-" + this.config.rid(), time);
+        this.mediator = mediator != null ? mediator : mediatorOf(this.config);
+    }
+
+    private static LocalLockMediator mediatorOf(LockerConfig config) {
+        LocalArbitration shared = config.localArbitration();
+        if (shared == null) {
+            return LocalLockMediator.standalone("locker-" + config.rid(), config.timeSource());
+        }
+        if (!(shared instanceof LocalLockMediator)) {
+            throw new IllegalArgumentException("localArbitration must come from another locker of this library "
+                    + "(Locker.arbitration()), was " + shared.getClass().getName());
+        }
+        return (LocalLockMediator) shared;
+    }
+
+    @Override
+    public LocalArbitration arbitration() {
+        return mediator;
     }
 
     /** From a backend's builder: its effective configuration and mediator. */

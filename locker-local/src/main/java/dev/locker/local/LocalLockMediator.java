@@ -1,6 +1,7 @@
 package dev.locker.local;
 
 import dev.locker.api.KeyColumn;
+import dev.locker.api.LocalArbitration;
 import dev.locker.api.TimeSource;
 
 import java.util.Objects;
@@ -17,7 +18,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * cannot bring it back; only its own hold removes an entry. Mutual exclusion never rests on this class alone: every
  * backend tells claims apart per claim, so a stalled transaction that was taken over here cannot hold in the store too.
  */
-public final class LocalLockMediator {
+public final class LocalLockMediator implements LocalArbitration {
 
     private final String namespace;
     private final TimeSource time;
@@ -34,6 +35,11 @@ public final class LocalLockMediator {
     }
 
     public String namespace() {
+        return namespace;
+    }
+
+    @Override
+    public String name() {
         return namespace;
     }
 

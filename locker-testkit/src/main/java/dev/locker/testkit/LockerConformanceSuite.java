@@ -832,6 +832,21 @@ public abstract class LockerConformanceSuite {
         take(realTimeProcess("b"), lock("x"), new Object()); // close released the claim
     }
 
+    /** Lockers of one process that share arbitration meet there first: the second is refused without backend I/O. */
+    @Test
+    void lockersSharingArbitrationMeetInTheProcessFirst() {
+        Locker a = process("a");
+        Locker b = open(config("b").localArbitration(a.arbitration()).build());
+        assertTrue(a.arbitration() == b.arbitration());
+        KeyColumn lock = lock("x");
+        Object ta = new Object();
+        take(a, lock, ta);
+        TemporaryLockingException e = assertThrows(TemporaryLockingException.class, () -> b.writeLock(lock, new Object()));
+        assertTrue(e.getMessage().contains("this process"), e.getMessage());
+        a.deleteLocks(ta);
+        take(b, lock, new Object());
+    }
+
     /** Finding 12 of issue 8: one configuration given to two lockers makes two owners, never one owner twice. */
     @Test
     void oneConfigurationForTwoLockersMakesTwoOwners() {
