@@ -1,10 +1,12 @@
 package dev.locker.api;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
- * One held lock, released by {@link #close()}: {@code try (Lease lease = locker.acquire(lock, "why")) { ... }}.
+ * One held lock (or one set of locks held together, from {@link Locker#acquireAll}), released by {@link #close()}:
+ * {@code try (Lease lease = locker.acquire(lock, "why")) { ... }}.
  * Closing twice is harmless; closing stops the keep-alive at once. Any thread may use it.
  *
  * <p>While it is valid ({@link #isValid()}: not closed, not known lost, before its deadline on this process's
@@ -15,25 +17,53 @@ public final class Lease implements AutoCloseable {
 
     private final Locker locker;
     private final KeyColumn lock;
+    private final List<KeyColumn> locks;
     private final Object tx;
     private final AtomicBoolean closed = new AtomicBoolean();
 
     Lease(Locker locker, KeyColumn lock, Object tx) {
+        this(locker, List.of(lock), tx);
+    }
+
+    Lease(Locker locker, List<KeyColumn> locks, Object tx) {
         this.locker = locker;
-        this.lock = lock;
+        this.lock = locks.get(0);
+        this.locks = List.copyOf(locks);
         this.tx = tx;
     }
 
+    /** The lock (for a set of locks: the first in their canonical order). */
     public KeyColumn lock() {
         return lock;
     }
 
-    /** The lock's fencing token: pass it to the guarded resource along with every write. */
+    /** Every lock this lease holds, in canonical order. */
+    public List<KeyColumn> locks() {
+        return locks;
+    }
+
+    /**
+     * The lock's fencing token: pass it to the guarded resource along with every write.
+     *
+     * @throws IllegalStateException for a lease on several locks (each has its own token: {@link #fencingToken(KeyColumn)})
+     */
     public long fencingToken() {
+        if (locks.size() > 1) {
+            throw new IllegalStateException("this lease holds " + locks.size() + " locks, each with its own token: "
+                    + "call fencingToken(lock)");
+        }
+        return fencingToken(lock);
+    }
+
+    /** The fencing token of one of this lease's locks. */
+    public long fencingToken(KeyColumn which) {
+        if (!locks.contains(which)) {
+            throw new IllegalArgumentException("this lease does not hold " + which);
+        }
         if (closed.get()) {
             throw new IllegalStateException("lease on " + lock + " is closed");
         }
-        return locker.fencingToken(lock, tx);
+        return locker.fencingToken(which, tx);
     }
 
     /** The current status (expiry moves with each renewal). */
@@ -51,7 +81,9 @@ public final class Lease implements AutoCloseable {
         if (closed.get()) {
             throw new IllegalStateException("lease on " + lock + " is closed");
         }
-        locker.whenLost(lock, tx, listener);
+        for (KeyColumn l : locks) {
+            locker.whenLost(l, tx, listener);
+        }
         return this;
     }
 
@@ -102,17 +134,21 @@ public final class Lease implements AutoCloseable {
         if (closed.get()) {
             return Duration.ZERO;
         }
-        LockStatus s;
-        try {
-            s = locker.status(lock, tx).orElse(null);
-        } catch (IllegalStateException closedLocker) {
-            return Duration.ZERO;
+        long now = locker.config().timeSource().nanoTime();
+        long least = Long.MAX_VALUE;
+        for (KeyColumn l : locks) {
+            LockStatus s;
+            try {
+                s = locker.status(l, tx).orElse(null);
+            } catch (IllegalStateException closedLocker) {
+                return Duration.ZERO;
+            }
+            if (s == null || !s.isHeld()) {
+                return Duration.ZERO;
+            }
+            least = Math.min(least, s.deadlineNanos() - now);
         }
-        if (s == null || !s.isHeld()) {
-            return Duration.ZERO;
-        }
-        long left = s.deadlineNanos() - locker.config().timeSource().nanoTime();
-        return left > 0 ? Duration.ofNanos(left) : Duration.ZERO;
+        return least > 0 ? Duration.ofNanos(least) : Duration.ZERO;
     }
 
     public boolean isClosed() {
@@ -128,6 +164,6 @@ public final class Lease implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "Lease[" + lock + ", " + tx + (closed.get() ? ", closed" : "") + "]";
+        return "Lease[" + (locks.size() == 1 ? lock : locks) + ", " + tx + (closed.get() ? ", closed" : "") + "]";
     }
 }

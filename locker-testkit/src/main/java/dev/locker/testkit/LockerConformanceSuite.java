@@ -832,6 +832,79 @@ public abstract class LockerConformanceSuite {
         take(realTimeProcess("b"), lock("x"), new Object()); // close released the claim
     }
 
+    // ---- many locks at once (issue 9) ----------------------------------------------------------------------------
+
+    @Test
+    void acquireAllIsAllOrNothingAndNamesTheHolder() {
+        Locker a = process("a");
+        Locker c = process("c");
+        KeyColumn x = lock("x");
+        KeyColumn y = lock("y");
+        Object tc = new Object();
+        take(c, y, tc);
+        TemporaryLockingException e = assertThrows(TemporaryLockingException.class,
+                () -> a.acquireAll(List.of(x, y), "both"));
+        assertEquals(c.rid(), e.holder().rid());
+        take(process("b"), x, new Object()); // x was not left claimed
+        c.deleteLocks(tc);
+        Locker d = process("d");
+        try (Lease both = d.acquireAll(List.of(y, lock("z"), y), "set")) {
+            assertEquals(2, both.locks().size(), "duplicates count once");
+            assertTrue(both.fencingToken(y) > 0);
+            assertThrows(IllegalStateException.class, both::fencingToken, "several locks: one token each");
+            assertEquals(d.rid(), a.holder(y).orElseThrow().rid());
+        }
+        assertThrows(IllegalArgumentException.class, () -> a.acquireAll(List.of(), "nothing"));
+    }
+
+    /** Two processes asking for the same set in opposite orders: never both inside, never stuck. */
+    @Test
+    void acquireAllInOppositeOrdersNeitherDeadlocksNorShares() throws Exception {
+        Locker a = process("a");
+        Locker b = process("b");
+        List<KeyColumn> set = List.of(lock("p"), lock("q"), lock("r"));
+        List<KeyColumn> reversed = new ArrayList<>(set);
+        java.util.Collections.reverse(reversed);
+        AtomicInteger inside = new AtomicInteger();
+        List<String> violations = new CopyOnWriteArrayList<>();
+        ExecutorService pool = Executors.newFixedThreadPool(2);
+        try {
+            List<Future<Integer>> runs = new ArrayList<>();
+            for (Object[] who : new Object[][]{{a, set}, {b, reversed}}) {
+                Locker l = (Locker) who[0];
+                @SuppressWarnings("unchecked")
+                List<KeyColumn> order = (List<KeyColumn>) who[1];
+                runs.add(pool.submit(() -> {
+                    int done = 0;
+                    for (int i = 0; i < 40 && done < 5; i++) {
+                        Optional<Lease> lease = l.tryAcquireAll(order, "set", Duration.ZERO);
+                        if (lease.isEmpty()) {
+                            Thread.sleep(ThreadLocalRandom.current().nextInt(3));
+                            continue;
+                        }
+                        try (Lease held = lease.get()) {
+                            if (inside.incrementAndGet() != 1) {
+                                violations.add("both inside at round " + i);
+                            }
+                            Thread.sleep(1);
+                            inside.decrementAndGet();
+                            done++;
+                        }
+                    }
+                    return done;
+                }));
+            }
+            int total = 0;
+            for (Future<Integer> f : runs) {
+                total += f.get(100, TimeUnit.SECONDS);
+            }
+            assertEquals(List.of(), violations);
+            assertTrue(total > 0, "the set was taken at all");
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
     /** Lockers of one process that share arbitration meet there first: the second is refused without backend I/O. */
     @Test
     void lockersSharingArbitrationMeetInTheProcessFirst() {
