@@ -240,6 +240,10 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
             drop(key, holds, hold);
             throw new ExpiredLockException(problem + "; our claim was withdrawn", lock, null, null);
         }
+        KeepAlive k = background;
+        if (k != null) {
+            k.watch(hold); // a listener added while the claim was written watched the provisional deadline
+        }
     }
 
     @Override
@@ -352,7 +356,21 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
             keepAlive.stop(tx);
         }
         for (Hold hold : snapshot(holds)) {
-            releaseHold(hold, hold.release());
+            finish(hold, hold.release());
+        }
+    }
+
+    /**
+     * Deletes the claim of a hold just made final. A step in flight on it (a keep-alive renewal, a check) ends first,
+     * so that a rewrite it sends cannot land after our delete and revive the claim; that step then finds the hold
+     * final and withdraws what it wrote.
+     */
+    private void finish(Hold hold, Hold.State before) {
+        hold.steps.lock();
+        try {
+            releaseHold(hold, before);
+        } finally {
+            hold.steps.unlock();
         }
     }
 
@@ -476,7 +494,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
             Map<KeyColumn, Hold> holds = txs.remove(key);
             if (holds != null) {
                 for (Hold hold : snapshot(holds)) {
-                    releaseHold(hold, hold.lose(LossReason.LOCKER_CLOSED, "the locker was closed"));
+                    finish(hold, hold.lose(LossReason.LOCKER_CLOSED, "the locker was closed"));
                 }
             }
         }
@@ -581,6 +599,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         if (k == null) {
             synchronized (this) {
                 if (background == null) {
+                    ensureOpen(); // never start background threads for a closed locker (they would never stop)
                     background = new KeepAlive(this, config, time);
                 }
                 k = background;
@@ -596,7 +615,12 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         List<java.util.function.Consumer<LockLost>> listeners = hold.takeListeners(loss);
         if (!listeners.isEmpty()) {
             log.info("Lost lock {} (locker {}): {}", hold.lock, config.rid(), loss);
-            background().tell(listeners, loss);
+            KeepAlive k = background;
+            if (k != null) {
+                k.tell(listeners, loss);
+            } else {
+                KeepAlive.tellHere(listeners, loss);
+            }
         }
     }
 
@@ -608,11 +632,12 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         if (hold == null) {
             throw new IllegalStateException("transaction " + tx + " has not claimed lock " + lock);
         }
+        KeepAlive k = background();
         LockLost already = hold.addListener(listener);
         if (already != null) {
-            background().tell(List.of(listener), already);
+            k.tell(List.of(listener), already);
         } else {
-            background().watch(hold);
+            k.watch(hold);
         }
     }
 
@@ -637,11 +662,23 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
 
     /** For the keep-alive: renews one hold; false when it is lost (the hold then told its listeners). */
     boolean renewQuietly(Hold hold) {
+        if (!hold.steps.tryLock()) { // a step is in flight on this hold: never block the keep-alive of other holds
+            throw new TemporaryLockingException("a step is in flight on this hold; renewal postponed", hold.lock);
+        }
         try {
-            renew(hold);
+            renewLocked(hold);
             return true;
         } catch (ExpiredLockException e) {
             return false;
+        } finally {
+            hold.steps.unlock();
+        }
+    }
+
+    /** Runs {@code task} once after {@code delay} on this locker's background thread (backends' retries). */
+    protected final void later(Runnable task, Duration delay) {
+        if (!closed.get()) {
+            background().later(task, delay);
         }
     }
 

@@ -625,8 +625,11 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
             long wallMicros = ClaimCodec.micros(wall);
             long elapsedMicros = (nanos - lastNanos) / 1_000;
             long jump = (wallMicros - lastWallMicros) - elapsedMicros;
-            // half a lockWait, plus 1000 ppm of the time since the last reading for ordinary slewing (NTP slews at most 500)
-            if (jump > config.lockWait().toNanos() / 2_000 + elapsedMicros / 1_000) {
+            // half a lockWait, plus 1000 ppm of the time since the last reading for ordinary slewing (NTP slews at most
+            // 500), but never more than the slack a holder's deadline keeps (1% of expiry - lockWait): an idle locker
+            // must not grow an allowance that hides a real step (second review, N1); more drift only costs liveness
+            long slackMicros = config.expiry().minus(config.lockWait()).toNanos() / 100_000;
+            if (jump > Math.min(config.lockWait().toNanos() / 2_000 + elapsedMicros / 1_000, slackMicros)) {
                 stepMicros = (nanos - stepSeenAtNanos < config.expiry().toNanos() ? stepMicros : 0) + jump;
                 stepSeenAtNanos = nanos;
                 log.warn("The wall clock of locker {} stepped forward by {}: other claims' expiry is judged {} "

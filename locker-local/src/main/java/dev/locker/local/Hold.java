@@ -94,6 +94,19 @@ final class Hold {
         }
     }
 
+    /** Marks the hold lost only if its state is still {@code expected} (a judgement of that state); true if it did. */
+    boolean loseIf(State expected, LossReason reason, String why) {
+        if (expected.isFinal()) {
+            return false;
+        }
+        if (state.compareAndSet(expected, new State(Phase.LOST, expected.status, expected.deadlineNanos, expected.reported,
+                reason, why, null))) {
+            lostSink.accept(this);
+            return true;
+        }
+        return false;
+    }
+
     /**
      * May another transaction take this hold's lock now? Yes once it is lost, or past its deadline at {@code nowNanos}
      * (then it is marked lost first). A released hold keeps its entry until its claim is deleted (its releaser removes

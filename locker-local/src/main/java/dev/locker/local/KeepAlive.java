@@ -73,7 +73,7 @@ final class KeepAlive implements AutoCloseable {
         Identity id = new Identity(tx);
         Task task = new Task(id, holds);
         if (tasks.putIfAbsent(id, task) == null) {
-            task.schedule(periodNanos);
+            task.schedule(task.nextDelay());
         }
     }
 
@@ -84,16 +84,30 @@ final class KeepAlive implements AutoCloseable {
         }
     }
 
+    /** Runs {@code task} once after {@code delay} on the keep-alive thread (backends' background retries). */
+    void later(Runnable task, Duration delay) {
+        try {
+            scheduler.schedule(task, delay.toNanos(), TimeUnit.NANOSECONDS);
+        } catch (java.util.concurrent.RejectedExecutionException closed) {
+            // the locker is closing
+        }
+    }
+
+    private boolean watched(Hold hold) {
+        return hold.hasListeners() || tasks.containsKey(new Identity(hold.tx));
+    }
+
     /** Arms (again) the early lost signal of {@code hold}, if it has listeners or is kept alive. */
     void watch(Hold hold) {
-        if (!hold.hasListeners() && !tasks.containsKey(new Identity(hold.tx))) {
+        if (!watched(hold)) {
             return;
         }
         Hold.State s = hold.state();
         if (s.isFinal() || watchdogScheduler.isShutdown()) {
             return;
         }
-        long delay = s.deadlineNanos() - marginNanos - time.nanoTime();
+        // at least 1 ms apart: a virtual clock standing just outside the margin must not spin this thread
+        long delay = Math.max(Duration.ofMillis(1).toNanos(), s.deadlineNanos() - marginNanos - time.nanoTime());
         try {
             ScheduledFuture<?> f = watchdogScheduler.schedule(() -> fire(hold), Math.max(0, delay), TimeUnit.NANOSECONDS);
             ScheduledFuture<?> old = watchdogs.put(hold, f);
@@ -107,35 +121,39 @@ final class KeepAlive implements AutoCloseable {
 
     private void fire(Hold hold) {
         Hold.State s = hold.state();
-        if (s.isFinal()) {
+        if (s.isFinal() || !watched(hold)) { // lost, released, or neither listened to nor kept alive any more
             watchdogs.remove(hold);
             return;
         }
         long left = s.deadlineNanos() - time.nanoTime();
-        if (left > marginNanos) {
-            watch(hold); // renewed meanwhile, or a virtual clock that has not moved yet: look again then
+        if (s.status() == null || left > marginNanos) {
+            watch(hold); // still being written, renewed meanwhile, or a virtual clock that has not moved: look again then
             return;
         }
         watchdogs.remove(hold);
-        hold.lose(LossReason.EXPIRED, "no successful renewal; the claim's validity ends in "
-                + Duration.ofNanos(Math.max(0, left)) + " by this process's monotonic clock");
+        if (!hold.loseIf(s, LossReason.EXPIRED, "no successful renewal; the claim's validity ends in "
+                + Duration.ofNanos(Math.max(0, left)) + " by this process's monotonic clock")) {
+            watch(hold); // renewed (or lost) while we judged: judge the new state
+        }
     }
 
     /** Tells each listener of a loss, once, on the notifier thread. */
     void tell(List<Consumer<LockLost>> listeners, LockLost loss) {
         log.debug("Telling {} listener(s): {}", listeners.size(), loss);
         try {
-            notifier.execute(() -> {
-                for (Consumer<LockLost> l : listeners) {
-                    try {
-                        l.accept(loss);
-                    } catch (RuntimeException e) {
-                        log.warn("A lost-lock listener failed for {}: {}", loss.lock(), e.toString(), e);
-                    }
-                }
-            });
+            notifier.execute(() -> tellHere(listeners, loss));
         } catch (java.util.concurrent.RejectedExecutionException closed) {
-            log.debug("Locker closed: not telling {} listener(s) of {}", listeners.size(), loss);
+            tellHere(listeners, loss); // the notifier is gone (the locker closed meanwhile): a loss is never dropped
+        }
+    }
+
+    static void tellHere(List<Consumer<LockLost>> listeners, LockLost loss) {
+        for (Consumer<LockLost> l : listeners) {
+            try {
+                l.accept(loss);
+            } catch (RuntimeException e) {
+                log.warn("A lost-lock listener failed for {}: {}", loss.lock(), e.toString(), e);
+            }
         }
     }
 
@@ -194,17 +212,28 @@ final class KeepAlive implements AutoCloseable {
             boolean failed = false;
             long soonest = Long.MAX_VALUE;
             for (Hold hold : holds.get()) {
-                if (hold.state().isFinal()) {
+                Hold.State state = hold.state();
+                if (state.isFinal()) {
+                    continue;
+                }
+                if (state.status() == null) { // still being written: nothing to renew yet
+                    anyLive = true;
                     continue;
                 }
                 try {
                     if (locker.renewQuietly(hold)) {
                         anyLive = true;
                     }
-                } catch (IllegalStateException closed) {
-                    cancelled = true;
-                    return;
-                } catch (RuntimeException e) { // unreachable, slow, refused: retry sooner; the watchdog tells if too late
+                } catch (IllegalStateException e) {
+                    if (locker.isClosed()) {
+                        cancelled = true;
+                        tasks.remove(id, this);
+                        return;
+                    }
+                    anyLive = true;
+                    failed = true;
+                    soonest = Math.min(soonest, hold.state().deadlineNanos() - time.nanoTime());
+                } catch (RuntimeException e) { // unreachable, slow, refused, busy: retry sooner; the watchdog tells if too late
                     anyLive = true;
                     failed = true;
                     soonest = Math.min(soonest, hold.state().deadlineNanos() - time.nanoTime());
@@ -215,7 +244,23 @@ final class KeepAlive implements AutoCloseable {
                 tasks.remove(id, this);
                 return;
             }
-            schedule(failed ? Math.max(Duration.ofMillis(10).toNanos(), Math.min(periodNanos / 3, soonest / 4)) : periodNanos);
+            schedule(failed ? Math.max(Duration.ofMillis(10).toNanos(), Math.min(periodNanos / 3, soonest / 4)) : nextDelay());
+        }
+
+        /**
+         * A third of the expiry, but never later than halfway to the earliest point where a hold of the transaction
+         * would be declared lost (a short validity, as wait-and-read-back leaves after its lock-wait, needs it sooner).
+         */
+        long nextDelay() {
+            long now = time.nanoTime();
+            long d = periodNanos;
+            for (Hold h : holds.get()) {
+                Hold.State s = h.state();
+                if (!s.isFinal() && s.status() != null) {
+                    d = Math.min(d, Math.max(Duration.ofMillis(10).toNanos(), (s.deadlineNanos() - marginNanos - now) / 2));
+                }
+            }
+            return d;
         }
     }
 

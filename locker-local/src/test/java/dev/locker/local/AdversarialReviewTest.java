@@ -289,13 +289,23 @@ class AdversarialReviewTest {
         });
         tokenWrite.awaitArrival(); // A read its row back and is about to write its token
 
-        if (release.equals("deleteLocks")) {
-            a.deleteLocks(ta); // e.g. the transaction was rolled back by a timeout thread: deletes A's claim
-        } else {
-            a.close(); // e.g. a shutdown hook: marks the hold lost, deletes A's claim
+        // the release marks the hold final, then waits for the check in flight (steps are serialised) before deleting
+        java.util.concurrent.atomic.AtomicReference<Thread> releaser = new java.util.concurrent.atomic.AtomicReference<>();
+        Future<Object> released = async(() -> {
+            releaser.set(Thread.currentThread());
+            if (release.equals("deleteLocks")) {
+                a.deleteLocks(ta); // e.g. the transaction was rolled back by a timeout thread
+            } else {
+                a.close(); // e.g. a shutdown hook
+            }
+            return release;
+        });
+        while (releaser.get() == null || releaser.get().getState() != Thread.State.WAITING) {
+            Thread.sleep(1); // until the release marked the hold final and waits for the check's step to end
         }
-        tokenWrite.resume(); // the token write re-creates A's claim, with a token
+        tokenWrite.resume(); // the token write (re-)creates A's claim, with a token
         assertTrue(failureOf(check) instanceof LockingException, "A is told it does not hold");
+        assertEquals(release, released.get(1, TimeUnit.MINUTES));
 
         clock.advance(EXPIRY.dividedBy(2)); // nobody holds the lock for 15 s...
         try {

@@ -202,19 +202,25 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         List<byte[]> args = List.of(ownField, nonce, millis(config.expiry()), owner.toBytes(), millis(restartGuard),
                 scrub(), evictionCheck.arg);
         long started = time.nanoTime(); // the claim lives from the script's TIME, which comes after this reading
+        boolean[] sent = {false}; // did any attempt possibly reach the server (not only the last one)?
         Object reply;
         long acks = -1;
         try {
             if (replicas > 0) {
-                Object[] both = withRetries(() -> runAndWait(RedisScript.ACQUIRE, key, args));
+                Object[] both = withRetries(() -> runAndWait(RedisScript.ACQUIRE, key, args), sent);
                 reply = both[0];
                 acks = (Long) both[1];
             } else {
-                reply = withRetries(() -> RedisScript.ACQUIRE.run(client, key, args));
+                reply = withRetries(() -> RedisScript.ACQUIRE.run(client, key, args), sent);
             }
         } catch (JedisConnectionException | JedisClusterOperationException e) {
-            if (mayHaveReachedTheServer(e)) { // the script may have run, or may still run: withdraw it
+            if (sent[0] || mayHaveReachedTheServer(e)) { // the script may have run, or may still run: withdraw it
                 withdraw(lock, key, nonce, "the acquire's outcome is unknown (" + e.getMessage() + ")");
+            }
+            throw e;
+        } catch (JedisException e) {
+            if (replicas > 0) { // e.g. WAIT refused (no +wait in the ACL) after the script may have granted
+                withdraw(lock, key, nonce, "the acquire's WAIT failed (" + e.getMessage() + ")");
             }
             throw e;
         }
@@ -409,10 +415,25 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
             Object removed = withRetries(() -> RedisScript.WITHDRAW.run(client, key, args));
             log.debug("Withdrew our acquire on {} at {} (a claim was found: {}): {}", lock, server, removed, why);
         } catch (RuntimeException e) {
-            log.warn("Could not withdraw our acquire on {} at {} ({}); a claim it granted, or grants should the "
-                    + "request arrive late, blocks the lock for up to {}: {}", lock, server, why, config.expiry(),
-                    e.toString());
+            log.warn("Could not withdraw our acquire on {} at {} ({}); retrying in the background for up to {} (until "
+                    + "then a claim it granted blocks the lock): {}", lock, server, why, config.expiry(), e.toString());
+            withdrawLater(lock, key, args, time.nanoTime() + config.expiry().toNanos());
         }
+    }
+
+    /** Retries a withdrawal on the locker's background thread until it succeeds or the claim would have expired. */
+    private void withdrawLater(KeyColumn lock, byte[] key, List<byte[]> args, long untilNanos) {
+        if (time.nanoTime() - untilNanos >= 0 || isClosed()) {
+            return;
+        }
+        later(() -> {
+            try {
+                RedisScript.WITHDRAW.run(client, key, args);
+                log.info("Withdrew our acquire on {} at {} on a later attempt", lock, server);
+            } catch (RuntimeException again) {
+                withdrawLater(lock, key, args, untilNanos);
+            }
+        }, Duration.ofMillis(200));
     }
 
     /** False only when the connection failed before a command could be sent (refused, or connect timed out). */
@@ -433,11 +454,19 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
      * renew finds the same state.
      */
     private <T> T withRetries(Supplier<T> op) {
+        return withRetries(op, new boolean[1]);
+    }
+
+    /** As above; {@code mayHaveBeenSent[0]} becomes true when any failed attempt may have reached the server. */
+    private <T> T withRetries(Supplier<T> op, boolean[] mayHaveBeenSent) {
         int attempts = Math.max(1, config.retries());
         for (int i = 1; ; i++) {
             try {
                 return op.get();
             } catch (JedisConnectionException e) {
+                if (mayHaveReachedTheServer(e)) {
+                    mayHaveBeenSent[0] = true;
+                }
                 if (i >= attempts || RedisFailures.isTimeout(e) || !(client instanceof RedisClient)) {
                     throw e;
                 }

@@ -14,6 +14,10 @@ local s = scan(now, ARGV[6] == '1', own, ARGV[2])
 local _, counter = split_nonce(ARGV[2])
 if s.withdrawn and counter and counter <= s.withdrawn then
   -- a late request (fixed-width hex counters compare as strings): its client no longer waits for the answer
+  if s.own then
+    -- a repeat of a request whose first attempt was granted: never leave that grant behind
+    redis.call('HDEL', key, own)
+  end
   return { -3 }
 end
 if s.senior then
