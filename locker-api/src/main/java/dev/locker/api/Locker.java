@@ -214,6 +214,46 @@ public interface Locker extends AutoCloseable {
     }
 
     /**
+     * Like {@link #tryAcquire}, but says why the wait ended: acquired, still busy (naming the holder), backend
+     * unreachable (with its failure), or refused for good (at once: waiting cannot cure it).
+     */
+    default Acquisition acquireWithin(KeyColumn lock, String why, Duration maxWait) {
+        if (maxWait == null || maxWait.isNegative()) {
+            throw new IllegalArgumentException("maxWait must be zero or positive, was " + maxWait);
+        }
+        config().validate(lock);
+        TimeSource time = config().timeSource();
+        long start = time.nanoTime();
+        long deadline = start + maxWait.toNanos();
+        long pauseMillis = 5;
+        for (int attempt = 1; ; attempt++) {
+            LockingException last;
+            try {
+                Lease lease = acquire(lock, why);
+                return new Acquisition(Acquisition.Outcome.ACQUIRED, lease, null, attempt, Duration.ofNanos(time.nanoTime() - start));
+            } catch (PermanentLockingException e) {
+                return new Acquisition(Acquisition.Outcome.REFUSED, null, e, attempt, Duration.ofNanos(time.nanoTime() - start));
+            } catch (TemporaryLockingException e) {
+                last = e;
+            }
+            long left = deadline - time.nanoTime();
+            if (left <= 0) {
+                Acquisition.Outcome outcome = last.holder() != null ? Acquisition.Outcome.BUSY : Acquisition.Outcome.UNREACHABLE;
+                return new Acquisition(outcome, null, last, attempt, Duration.ofNanos(time.nanoTime() - start));
+            }
+            try {
+                long jittered = java.util.concurrent.ThreadLocalRandom.current().nextLong(pauseMillis / 2, pauseMillis + 1);
+                time.sleep(Duration.ofNanos(Math.min(left, Duration.ofMillis(jittered).toNanos())));
+            } catch (InterruptedException ie) {
+                Thread.currentThread().interrupt();
+                return new Acquisition(last.holder() != null ? Acquisition.Outcome.BUSY : Acquisition.Outcome.UNREACHABLE,
+                        null, last, attempt, Duration.ofNanos(time.nanoTime() - start));
+            }
+            pauseMillis = Math.min(pauseMillis * 2, 200);
+        }
+    }
+
+    /**
      * Takes every lock of {@code locks} for one new transaction, all or nothing: in one canonical order (the locks'
      * encoded bytes, unsigned), so that two processes asking for overlapping sets in different orders never wait on
      * each other in a cycle; if any is taken, the ones already claimed are released and the failure names the holder.

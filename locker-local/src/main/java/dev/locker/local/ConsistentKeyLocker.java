@@ -470,7 +470,8 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
             mutate(lock.encoded(), List.of(), columns);
         } catch (StoreException e) {
             rememberUndeleted(lock, columns);
-            log.warn("Could not delete a claim of ours on {}; it will expire (or be deleted when met again): {}", lock,
+            // debug, not warn: during an outage every attempt would say it again; the columns are remembered
+            log.debug("Could not delete a claim of ours on {}; it will expire (or be deleted when met again): {}", lock,
                     e.toString());
         }
     }

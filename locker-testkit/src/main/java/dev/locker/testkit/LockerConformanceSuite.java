@@ -712,7 +712,7 @@ public abstract class LockerConformanceSuite {
     // ---- leases for applications: keep-alive and the lost signal (issue 9) ----------------------------------------
     // Keep-alive runs on real background time, so these cases use the system clock and a short expiry everywhere.
 
-    private static final Duration LEASE_EXPIRY = Duration.ofMillis(900);
+    private static final Duration LEASE_EXPIRY = Duration.ofMillis(1200); // a stall of ~0.6 s on a busy machine is tolerated
 
     protected Locker realTimeProcess(String name) {
         return open(config(name).timeSource(TimeSource.system()).expiry(LEASE_EXPIRY).build());
@@ -830,6 +830,33 @@ public abstract class LockerConformanceSuite {
         assertEquals(dev.locker.api.LossReason.LOCKER_CLOSED, told.get(0).reason());
         assertFalse(lease.isValid());
         take(realTimeProcess("b"), lock("x"), new Object()); // close released the claim
+    }
+
+    /** A bounded wait says why it ended: busy (naming the holder), acquired, or the backend unreachable (with cause). */
+    @Test
+    void aBoundedWaitSaysWhyItEnded() throws Exception {
+        Locker a = process("a");
+        Locker b = process("b");
+        KeyColumn lock = lock("x");
+        Lease held = a.acquire(lock, "holding");
+        dev.locker.api.Acquisition busy = b.acquireWithin(lock, "waiting", Duration.ZERO);
+        assertEquals(dev.locker.api.Acquisition.Outcome.BUSY, busy.outcome(), busy.toString());
+        assertEquals(a.rid(), busy.holder().orElseThrow().rid());
+        assertTrue(busy.lease().isEmpty());
+        held.close();
+        dev.locker.api.Acquisition got = b.acquireWithin(lock, "now", Duration.ofSeconds(30));
+        assertEquals(dev.locker.api.Acquisition.Outcome.ACQUIRED, got.outcome(), got.toString());
+        got.lease().orElseThrow().close();
+        if (fixture.canBreakBackend()) {
+            fixture.breakBackend();
+            try {
+                dev.locker.api.Acquisition down = b.acquireWithin(lock("y"), "during an outage", Duration.ZERO);
+                assertEquals(dev.locker.api.Acquisition.Outcome.UNREACHABLE, down.outcome(), down.toString());
+                assertNotNull(down.failure().orElseThrow().getCause(), "the backend's failure is kept");
+            } finally {
+                fixture.repairBackend();
+            }
+        }
     }
 
     // ---- many locks at once (issue 9) ----------------------------------------------------------------------------

@@ -1,0 +1,77 @@
+package dev.locker.api;
+
+import java.time.Duration;
+import java.util.Objects;
+import java.util.Optional;
+
+/**
+ * How a bounded wait for a lock ended ({@link Locker#acquireWithin}): with the lease, or with why not. An outage does
+ * not look like a busy lock: {@link Outcome#BUSY} names the holder, {@link Outcome#UNREACHABLE} keeps the backend's
+ * failure, {@link Outcome#REFUSED} is a permanent refusal (credentials, permissions, configuration) that waiting
+ * cannot cure.
+ */
+public final class Acquisition {
+
+    /** Why the wait ended. */
+    public enum Outcome {
+        /** The lock was taken: {@link #lease()} holds it. */
+        ACQUIRED,
+        /** Another holder kept it until the wait ran out: {@link #holder()} names it where known. */
+        BUSY,
+        /** The backend could not be reached (or failed temporarily) at the last attempt: {@link #failure()}. */
+        UNREACHABLE,
+        /** The backend refused for good: {@link #failure()}; the wait stopped at once. */
+        REFUSED
+    }
+
+    private final Outcome outcome;
+    private final Lease lease;
+    private final LockingException failure;
+    private final int attempts;
+    private final Duration waited;
+
+    Acquisition(Outcome outcome, Lease lease, LockingException failure, int attempts, Duration waited) {
+        this.outcome = Objects.requireNonNull(outcome, "outcome");
+        this.lease = lease;
+        this.failure = failure;
+        this.attempts = attempts;
+        this.waited = waited;
+    }
+
+    public Outcome outcome() {
+        return outcome;
+    }
+
+    public boolean acquired() {
+        return outcome == Outcome.ACQUIRED;
+    }
+
+    public Optional<Lease> lease() {
+        return Optional.ofNullable(lease);
+    }
+
+    /** The holder that kept the lock (BUSY), where the backend named it. */
+    public Optional<LockOwner> holder() {
+        return failure == null ? Optional.empty() : Optional.ofNullable(failure.holder());
+    }
+
+    /** The last failure (BUSY, UNREACHABLE, REFUSED), with its cause. */
+    public Optional<LockingException> failure() {
+        return Optional.ofNullable(failure);
+    }
+
+    public int attempts() {
+        return attempts;
+    }
+
+    /** How long the wait took, on the locker's monotonic clock. */
+    public Duration waited() {
+        return waited;
+    }
+
+    @Override
+    public String toString() {
+        return "Acquisition[" + outcome + " after " + attempts + " attempt(s), " + waited
+                + (failure == null ? "" : ": " + failure.getMessage()) + "]";
+    }
+}
