@@ -60,6 +60,14 @@ public final class Acquisition {
         return Optional.ofNullable(failure);
     }
 
+    /** The lease, or empty when the wait ran out; a permanent refusal is thrown (what {@link Locker#tryAcquire} does). */
+    Optional<Lease> leaseOrThrowRefusal() {
+        if (outcome == Outcome.REFUSED) {
+            throw (PermanentLockingException) failure;
+        }
+        return lease();
+    }
+
     public int attempts() {
         return attempts;
     }

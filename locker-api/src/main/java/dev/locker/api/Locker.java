@@ -210,7 +210,7 @@ public interface Locker extends AutoCloseable {
      * @throws PermanentLockingException at once, when the failure is not temporary
      */
     default Optional<Lease> tryAcquire(KeyColumn lock, String why, Duration maxWait) {
-        return retrying(() -> acquire(lock, why), maxWait);
+        return waitFor(() -> acquire(lock, why), maxWait).leaseOrThrowRefusal();
     }
 
     /**
@@ -218,39 +218,8 @@ public interface Locker extends AutoCloseable {
      * unreachable (with its failure), or refused for good (at once: waiting cannot cure it).
      */
     default Acquisition acquireWithin(KeyColumn lock, String why, Duration maxWait) {
-        if (maxWait == null || maxWait.isNegative()) {
-            throw new IllegalArgumentException("maxWait must be zero or positive, was " + maxWait);
-        }
         config().validate(lock);
-        TimeSource time = config().timeSource();
-        long start = time.nanoTime();
-        long deadline = start + maxWait.toNanos();
-        long pauseMillis = 5;
-        for (int attempt = 1; ; attempt++) {
-            LockingException last;
-            try {
-                Lease lease = acquire(lock, why);
-                return new Acquisition(Acquisition.Outcome.ACQUIRED, lease, null, attempt, Duration.ofNanos(time.nanoTime() - start));
-            } catch (PermanentLockingException e) {
-                return new Acquisition(Acquisition.Outcome.REFUSED, null, e, attempt, Duration.ofNanos(time.nanoTime() - start));
-            } catch (TemporaryLockingException e) {
-                last = e;
-            }
-            long left = deadline - time.nanoTime();
-            if (left <= 0) {
-                Acquisition.Outcome outcome = last.holder() != null ? Acquisition.Outcome.BUSY : Acquisition.Outcome.UNREACHABLE;
-                return new Acquisition(outcome, null, last, attempt, Duration.ofNanos(time.nanoTime() - start));
-            }
-            try {
-                long jittered = java.util.concurrent.ThreadLocalRandom.current().nextLong(pauseMillis / 2, pauseMillis + 1);
-                time.sleep(Duration.ofNanos(Math.min(left, Duration.ofMillis(jittered).toNanos())));
-            } catch (InterruptedException ie) {
-                Thread.currentThread().interrupt();
-                return new Acquisition(last.holder() != null ? Acquisition.Outcome.BUSY : Acquisition.Outcome.UNREACHABLE,
-                        null, last, attempt, Duration.ofNanos(time.nanoTime() - start));
-            }
-            pauseMillis = Math.min(pauseMillis * 2, 200);
-        }
+        return waitFor(() -> acquire(lock, why), maxWait);
     }
 
     /**
@@ -287,32 +256,46 @@ public interface Locker extends AutoCloseable {
 
     /** Like {@link #acquireAll}, retried with a growing pause while a lock is taken, for up to {@code maxWait}. */
     default Optional<Lease> tryAcquireAll(java.util.Collection<KeyColumn> locks, String why, Duration maxWait) {
-        return retrying(() -> acquireAll(locks, why), maxWait);
+        return waitFor(() -> acquireAll(locks, why), maxWait).leaseOrThrowRefusal();
     }
 
-    private Optional<Lease> retrying(java.util.function.Supplier<Lease> attempt, Duration maxWait) {
+    /**
+     * The one waiting loop: {@code attempt} again, after a jittered pause doubling from 5 to 200 ms on the monotonic
+     * clock, while it fails temporarily and {@code maxWait} lasts; a permanent failure ends it at once.
+     */
+    private Acquisition waitFor(java.util.function.Supplier<Lease> attempt, Duration maxWait) {
         if (maxWait == null || maxWait.isNegative()) {
             throw new IllegalArgumentException("maxWait must be zero or positive, was " + maxWait);
         }
         TimeSource time = config().timeSource();
-        long deadline = time.nanoTime() + maxWait.toNanos();
+        long start = time.nanoTime();
+        long deadline = start + maxWait.toNanos();
         long pauseMillis = 5;
-        while (true) {
+        for (int attempts = 1; ; attempts++) {
+            TemporaryLockingException last;
             try {
-                return Optional.of(attempt.get());
+                Lease lease = attempt.get();
+                return new Acquisition(Acquisition.Outcome.ACQUIRED, lease, null, attempts, Duration.ofNanos(time.nanoTime() - start));
+            } catch (PermanentLockingException e) {
+                return new Acquisition(Acquisition.Outcome.REFUSED, null, e, attempts, Duration.ofNanos(time.nanoTime() - start));
             } catch (TemporaryLockingException e) {
-                long left = deadline - time.nanoTime();
-                if (left <= 0) {
-                    return Optional.empty();
-                }
+                last = e;
+            }
+            long left = deadline - time.nanoTime();
+            boolean interrupted = false;
+            if (left > 0) {
                 try {
                     long jittered = java.util.concurrent.ThreadLocalRandom.current().nextLong(pauseMillis / 2, pauseMillis + 1);
                     time.sleep(Duration.ofNanos(Math.min(left, Duration.ofMillis(jittered).toNanos())));
                 } catch (InterruptedException ie) {
                     Thread.currentThread().interrupt();
-                    return Optional.empty();
+                    interrupted = true;
                 }
                 pauseMillis = Math.min(pauseMillis * 2, 200);
+            }
+            if (left <= 0 || interrupted) {
+                Acquisition.Outcome outcome = last.holder() != null ? Acquisition.Outcome.BUSY : Acquisition.Outcome.UNREACHABLE;
+                return new Acquisition(outcome, null, last, attempts, Duration.ofNanos(time.nanoTime() - start));
             }
         }
     }

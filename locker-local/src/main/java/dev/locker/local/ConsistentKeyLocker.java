@@ -167,14 +167,15 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
             throw new ExpiredLockException("our claim expired at " + own.expiry + " before it was checked", lock, null, null,
                     LossReason.EXPIRED);
         }
-        ClaimCodec.Claim senior = r.seniorLive(now, ignored(lock, claim));
+        List<byte[]> ours = ignored(lock, claim);
+        ClaimCodec.Claim senior = r.seniorLive(now, ours);
         List<byte[]> dead = r.deadColumns(now);
         if (senior != own) {
             scrubLater(row, dead);
             throw new TemporaryLockingException("lock is held by a senior claim written at " + senior.writtenAt, lock,
                     senior.owner, null);
         }
-        ClaimCodec.Claim holder = r.otherTokenHolder(now, claim.column, ignored(lock, claim));
+        ClaimCodec.Claim holder = r.otherTokenHolder(now, claim.column, ours);
         if (holder != null) {
             throw new TemporaryLockingException("lock is held by a claim confirmed with token " + holder.token, lock,
                     holder.owner, null);

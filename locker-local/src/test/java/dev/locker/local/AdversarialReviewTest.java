@@ -6,7 +6,6 @@ import dev.locker.api.KeyColumn;
 import dev.locker.api.KeyColumnValueStore;
 import dev.locker.api.Lease;
 import dev.locker.api.LockProbe;
-import dev.locker.api.LockStatus;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.LockingException;
@@ -14,6 +13,7 @@ import dev.locker.api.StoreTransaction;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.api.TemporaryStoreException;
 import dev.locker.testkit.FaultyStore;
+import dev.locker.testkit.Interleavings;
 import dev.locker.testkit.Pause;
 import dev.locker.testkit.StepPauses;
 import dev.locker.testkit.VirtualClock;
@@ -83,20 +83,12 @@ class AdversarialReviewTest {
     }
 
     private long take(Locker l, Object tx) {
-        try {
-            l.writeLock(lock, tx);
-            l.checkLocks(tx);
-            return l.fencingToken(lock, tx);
-        } catch (RuntimeException e) {
-            l.deleteLocks(tx);
-            throw e;
-        }
+        return Interleavings.take(l, lock, tx);
     }
 
     /** True while {@code l} lets {@code tx} believe it holds the lock: held, not lost, before its monotonic deadline. */
     private boolean believesItHolds(Locker l, Object tx) {
-        Optional<LockStatus> s = l.status(lock, tx);
-        return s.isPresent() && s.get().isHeld() && s.get().deadlineNanos() - clock.nanoTime() > 0;
+        return Interleavings.believesItHolds(l, lock, tx, clock);
     }
 
     private <T> Future<T> async(Callable<T> c) {
@@ -108,15 +100,6 @@ class AdversarialReviewTest {
             return f.get(1, TimeUnit.MINUTES);
         } catch (ExecutionException e) {
             throw new AssertionError("the operation failed: " + e.getCause(), e.getCause());
-        }
-    }
-
-    private static Throwable failureOf(Future<?> f) throws Exception {
-        try {
-            Object v = f.get(1, TimeUnit.MINUTES);
-            throw new AssertionError("expected a failure, got " + v);
-        } catch (ExecutionException e) {
-            return e.getCause();
         }
     }
 
@@ -304,7 +287,7 @@ class AdversarialReviewTest {
             Thread.sleep(1); // until the release marked the hold final and waits for the check's step to end
         }
         tokenWrite.resume(); // the token write (re-)creates A's claim, with a token
-        assertTrue(failureOf(check) instanceof LockingException, "A is told it does not hold");
+        assertTrue(Interleavings.failureOf(check) instanceof LockingException, "A is told it does not hold");
         assertEquals(release, released.get(1, TimeUnit.MINUTES));
 
         clock.advance(EXPIRY.dividedBy(2)); // nobody holds the lock for 15 s...

@@ -6,12 +6,12 @@ import dev.locker.api.KeyColumnValueStore;
 import dev.locker.api.Lease;
 import dev.locker.api.LockLost;
 import dev.locker.api.LockProbe;
-import dev.locker.api.LockStatus;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.api.TimeSource;
 import dev.locker.testkit.FaultyStore;
+import dev.locker.testkit.Interleavings;
 import dev.locker.testkit.Pause;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;
@@ -24,7 +24,6 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
@@ -69,22 +68,6 @@ class SecondReviewTest {
 
     private LockerConfig.Builder config(String rid, Duration expiry, Duration lockWait, TimeSource time) {
         return LockerConfig.builder().rid(rid).expiry(expiry).lockWait(lockWait).timeSource(time);
-    }
-
-    private static long take(Locker l, KeyColumn lock, Object tx) {
-        try {
-            l.writeLock(lock, tx);
-            l.checkLocks(tx);
-            return l.fencingToken(lock, tx);
-        } catch (RuntimeException e) {
-            l.deleteLocks(tx);
-            throw e;
-        }
-    }
-
-    private static boolean believesItHolds(Locker l, KeyColumn lock, Object tx, TimeSource time) {
-        Optional<LockStatus> s = l.status(lock, tx);
-        return s.isPresent() && s.get().isHeld() && s.get().deadlineNanos() - time.nanoTime() > 0;
     }
 
     private <T> Future<T> async(java.util.concurrent.Callable<T> c) {
@@ -133,17 +116,17 @@ class SecondReviewTest {
         clock.advance(Duration.ofHours(1)); // c is idle: no reading of its step guard since it was built
         Locker a = locker(shared, config("a", Duration.ofSeconds(30), Duration.ofMillis(100), clock).build());
         Object ta = new Object();
-        long tokenA = take(a, lock, ta);
+        long tokenA = Interleavings.take(a, lock, ta);
         clock.advance(Duration.ofMillis(27_400)); // T + 27.5 s: A has 2.1 s left
         clock.stepWallClock(Duration.ofSeconds(3));
         Object tc = new Object();
         long tokenC;
         try {
-            tokenC = take(c, lock, tc);
+            tokenC = Interleavings.take(c, lock, tc);
         } catch (TemporaryLockingException refused) {
             return; // correct: A still holds
         }
-        assertFalse(believesItHolds(a, lock, ta, clock) && believesItHolds(c, lock, tc, clock),
+        assertFalse(Interleavings.believesItHolds(a, lock, ta, clock) && Interleavings.believesItHolds(c, lock, tc, clock),
                 "TWO HOLDERS: A (token " + tokenA + ", " + Duration.ofNanos(a.status(lock, ta).orElseThrow()
                         .deadlineNanos() - clock.nanoTime()) + " left) and C (token " + tokenC + "), after a 3 s "
                         + "forward step that C's idle step guard took for slewing");
@@ -239,7 +222,7 @@ class SecondReviewTest {
                 .probe(countRenewals).build());
         KeyColumn lock2 = KeyColumn.of("vertex:43", "name");
         Object tx = new Object();
-        take(a, lock, tx);
+        Interleavings.take(a, lock, tx);
         a.keepAlive(tx, true);
         List<LockLost> told = new CopyOnWriteArrayList<>();
         a.whenLost(lock, tx, told::add);

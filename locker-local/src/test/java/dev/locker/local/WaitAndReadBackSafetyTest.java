@@ -3,7 +3,6 @@ package dev.locker.local;
 import dev.locker.api.Entry;
 import dev.locker.api.ExpiredLockException;
 import dev.locker.api.KeyColumn;
-import dev.locker.api.KeyColumnValueStore;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.LockingException;
@@ -11,6 +10,7 @@ import dev.locker.api.StoreTransaction;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.api.TimeSource;
 import dev.locker.testkit.FaultyStore;
+import dev.locker.testkit.Interleavings;
 import dev.locker.testkit.FencedResource;
 import dev.locker.testkit.Pause;
 import dev.locker.testkit.VirtualClock;
@@ -24,11 +24,9 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -74,31 +72,11 @@ class WaitAndReadBackSafetyTest {
     }
 
     private static long take(Locker l, Object tx) {
-        return take(l, KeyColumn.of("vertex:42", "name"), tx);
-    }
-
-    private static long take(Locker l, KeyColumn lock, Object tx) {
-        try {
-            l.writeLock(lock, tx);
-            l.checkLocks(tx);
-            return l.fencingToken(lock, tx);
-        } catch (RuntimeException e) {
-            l.deleteLocks(tx);
-            throw e;
-        }
+        return Interleavings.take(l, KeyColumn.of("vertex:42", "name"), tx);
     }
 
     private <T> Future<T> async(Callable<T> c) {
         return pool.submit(c);
-    }
-
-    private static Throwable failureOf(Future<?> f) throws Exception {
-        try {
-            Object v = f.get(1, TimeUnit.MINUTES);
-            throw new AssertionError("expected a failure, got " + v);
-        } catch (ExecutionException e) {
-            return e.getCause();
-        }
     }
 
     /**
@@ -116,7 +94,7 @@ class WaitAndReadBackSafetyTest {
         Object second = new Object();
         take(a, second);
         stalled.resume();
-        assertInstanceOf(TemporaryLockingException.class, failureOf(slow), "the stalled transaction does not hold");
+        assertInstanceOf(TemporaryLockingException.class, Interleavings.failureOf(slow), "the stalled transaction does not hold");
         a.checkLocks(second);
         assertEquals(a.rid(), a.holder(lock).orElseThrow().rid());
     }
@@ -142,7 +120,7 @@ class WaitAndReadBackSafetyTest {
         Object tb = new Object();
         take(b, tb);
         rewrite.resume();
-        assertInstanceOf(ExpiredLockException.class, failureOf(renewal), "the late renewal is refused");
+        assertInstanceOf(ExpiredLockException.class, Interleavings.failureOf(renewal), "the late renewal is refused");
         assertThrows(ExpiredLockException.class, () -> a.checkLocks(ta));
         assertEquals(b.rid(), b.holder(lock).orElseThrow().rid(), "b still holds");
         b.checkLocks(tb);
@@ -178,7 +156,7 @@ class WaitAndReadBackSafetyTest {
             l.deleteLocks(tx);
         }
         tokenWrite.resume();
-        assertInstanceOf(TemporaryLockingException.class, failureOf(late), "a does not hold: its claim expired while it was checked");
+        assertInstanceOf(TemporaryLockingException.class, Interleavings.failureOf(late), "a does not hold: its claim expired while it was checked");
         assertThrows(LockingException.class, () -> a.fencingToken(lock, ta));
         Object td = new Object();
         long t = take(d, td);

@@ -520,15 +520,6 @@ public abstract class LockerConformanceSuite {
         return open(config(name).probe(pauses).build());
     }
 
-    private static Throwable failureOf(Future<?> f) throws Exception {
-        try {
-            Object v = f.get(2, TimeUnit.MINUTES);
-            throw new AssertionError("expected a failure, got " + v);
-        } catch (java.util.concurrent.ExecutionException e) {
-            return e.getCause();
-        }
-    }
-
     /** Takes {@code lock} for a new transaction, writes once to the resource with its token, and releases it. */
     private long takeWriteRelease(Locker l, KeyColumn lock, FencedResource resource) {
         Object tx = new Object();
@@ -565,7 +556,7 @@ public abstract class LockerConformanceSuite {
         Object tb = new Object();
         take(b, lock, tb);
         afterWrite.resume();
-        assertInstanceOf(TemporaryLockingException.class, failureOf(paused), "the paused process does not hold");
+        assertInstanceOf(TemporaryLockingException.class, Interleavings.failureOf(paused), "the paused process does not hold");
         assertTrue(resource.write(b.rid(), b.fencingToken(lock, tb), "b again"));
         assertEquals(List.of(), resource.violations());
         assertEquals(b.rid(), b.holder(lock).orElseThrow().rid());
@@ -603,7 +594,7 @@ public abstract class LockerConformanceSuite {
         pass(expiry().plusMillis(300));
         long tb = takeWriteRelease(b, lock, resource);
         afterCheck.resume();
-        assertInstanceOf(TemporaryLockingException.class, failureOf(paused), "the paused process does not hold");
+        assertInstanceOf(TemporaryLockingException.class, Interleavings.failureOf(paused), "the paused process does not hold");
         long tc = takeWriteRelease(c, lock, resource);
         assertTrue(tc > tb, "tokens keep rising: " + tb + " then " + tc);
         assertEquals(List.of(), resource.violations());
@@ -628,7 +619,7 @@ public abstract class LockerConformanceSuite {
         Object tb = new Object();
         take(b, lock, tb);
         beforeRenew.resume();
-        assertInstanceOf(ExpiredLockException.class, failureOf(renewal), "the late renewal is refused");
+        assertInstanceOf(ExpiredLockException.class, Interleavings.failureOf(renewal), "the late renewal is refused");
         assertThrows(ExpiredLockException.class, () -> a.checkLocks(ta));
         assertEquals(b.rid(), b.holder(lock).orElseThrow().rid());
         b.checkLocks(tb);
@@ -654,7 +645,7 @@ public abstract class LockerConformanceSuite {
         Object tb = new Object();
         take(b, lock, tb);
         afterRenew.resume();
-        assertInstanceOf(ExpiredLockException.class, failureOf(renewal), "a renewal that outlived itself does not count");
+        assertInstanceOf(ExpiredLockException.class, Interleavings.failureOf(renewal), "a renewal that outlived itself does not count");
         assertThrows(ExpiredLockException.class, () -> a.checkLocks(ta));
         a.deleteLocks(ta);
         assertEquals(b.rid(), b.holder(lock).orElseThrow().rid(), "and its withdrawal left b's claim alone");
@@ -704,7 +695,7 @@ public abstract class LockerConformanceSuite {
         Object tb = new Object();
         take(b, lock, tb);
         beforeWrite.resume();
-        assertInstanceOf(TemporaryLockingException.class, failureOf(paused));
+        assertInstanceOf(TemporaryLockingException.class, Interleavings.failureOf(paused));
         assertEquals(b.rid(), b.holder(lock).orElseThrow().rid());
         b.checkLocks(tb);
     }
