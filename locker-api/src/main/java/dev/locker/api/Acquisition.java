@@ -30,7 +30,8 @@ public final class Acquisition {
     private final int attempts;
     private final Duration waited;
 
-    Acquisition(Outcome outcome, Lease lease, LockingException failure, int attempts, Duration waited) {
+    /** For {@link Locker} implementations; applications get one from {@link Locker#acquireWithin}. */
+    public Acquisition(Outcome outcome, Lease lease, LockingException failure, int attempts, Duration waited) {
         this.outcome = Objects.requireNonNull(outcome, "outcome");
         this.lease = lease;
         this.failure = failure;
@@ -61,7 +62,7 @@ public final class Acquisition {
     }
 
     /** The lease, or empty when the wait ran out; a permanent refusal is thrown (what {@link Locker#tryAcquire} does). */
-    Optional<Lease> leaseOrThrowRefusal() {
+    public Optional<Lease> leaseOrThrowRefusal() {
         if (outcome == Outcome.REFUSED) {
             throw (PermanentLockingException) failure;
         }

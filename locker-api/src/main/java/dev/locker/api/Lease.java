@@ -21,11 +21,11 @@ public final class Lease implements AutoCloseable {
     private final Object tx;
     private final AtomicBoolean closed = new AtomicBoolean();
 
-    Lease(Locker locker, KeyColumn lock, Object tx) {
-        this(locker, List.of(lock), tx);
-    }
-
-    Lease(Locker locker, List<KeyColumn> locks, Object tx) {
+    /**
+     * For {@link Locker} implementations: the lease on {@code locks}, which {@code tx} holds (claimed and checked) on
+     * {@code locker}. Applications get leases from {@link Locker#acquire} and its kin.
+     */
+    public Lease(Locker locker, List<KeyColumn> locks, Object tx) {
         this.locker = locker;
         this.lock = locks.get(0);
         this.locks = List.copyOf(locks);

@@ -189,38 +189,25 @@ public interface Locker extends AutoCloseable {
      *
      * @param why recorded with the claim, shown to operators and in other processes' exceptions
      */
-    default Lease acquire(KeyColumn lock, String why) {
-        LockTransaction tx = new LockTransaction(why);
-        try {
-            writeLock(lock, tx);
-            checkLocks(tx);
-            keepAlive(tx, true);
-        } catch (RuntimeException e) {
-            deleteLocks(tx);
-            throw e;
-        }
-        return new Lease(this, lock, tx);
-    }
+    Lease acquire(KeyColumn lock, String why);
 
     /**
-     * Like {@link #acquire}, but retries while the lock is taken (or the backend temporarily fails), with a growing
-     * pause, for up to {@code maxWait}.
+     * Like {@link #acquire}, but waits while the lock is taken (or the backend temporarily fails) for up to
+     * {@code maxWait}. Where the backend can tell of a release (Redis: a message on release), a waiter is woken by it
+     * and waiters are served in the order they arrived: a process that releases and asks again queues behind them.
+     * Elsewhere it retries after a jittered pause doubling from 5 to 200 ms, never later than the holder's claim
+     * expires when the backend said when (see {@link TemporaryLockingException#holderExpiresIn()}).
      *
      * @return the lease, or empty if the lock could not be taken within {@code maxWait}
      * @throws PermanentLockingException at once, when the failure is not temporary
      */
-    default Optional<Lease> tryAcquire(KeyColumn lock, String why, Duration maxWait) {
-        return waitFor(() -> acquire(lock, why), maxWait).leaseOrThrowRefusal();
-    }
+    Optional<Lease> tryAcquire(KeyColumn lock, String why, Duration maxWait);
 
     /**
      * Like {@link #tryAcquire}, but says why the wait ended: acquired, still busy (naming the holder), backend
      * unreachable (with its failure), or refused for good (at once: waiting cannot cure it).
      */
-    default Acquisition acquireWithin(KeyColumn lock, String why, Duration maxWait) {
-        config().validate(lock);
-        return waitFor(() -> acquire(lock, why), maxWait);
-    }
+    Acquisition acquireWithin(KeyColumn lock, String why, Duration maxWait);
 
     /**
      * Takes every lock of {@code locks} for one new transaction, all or nothing: in one canonical order (the locks'
@@ -230,75 +217,10 @@ public interface Locker extends AutoCloseable {
      *
      * @throws IllegalArgumentException when {@code locks} is empty or holds null
      */
-    default Lease acquireAll(java.util.Collection<KeyColumn> locks, String why) {
-        if (locks == null || locks.isEmpty()) {
-            throw new IllegalArgumentException("locks must not be empty");
-        }
-        java.util.TreeMap<byte[], KeyColumn> ordered = new java.util.TreeMap<>(java.util.Arrays::compareUnsigned);
-        for (KeyColumn l : locks) {
-            config().validate(l);
-            ordered.put(l.encoded(), l);
-        }
-        List<KeyColumn> canonical = List.copyOf(ordered.values());
-        LockTransaction tx = new LockTransaction(why);
-        try {
-            for (KeyColumn l : canonical) {
-                writeLock(l, tx);
-            }
-            checkLocks(tx);
-            keepAlive(tx, true);
-        } catch (RuntimeException e) {
-            deleteLocks(tx);
-            throw e;
-        }
-        return new Lease(this, canonical, tx);
-    }
+    Lease acquireAll(java.util.Collection<KeyColumn> locks, String why);
 
-    /** Like {@link #acquireAll}, retried with a growing pause while a lock is taken, for up to {@code maxWait}. */
-    default Optional<Lease> tryAcquireAll(java.util.Collection<KeyColumn> locks, String why, Duration maxWait) {
-        return waitFor(() -> acquireAll(locks, why), maxWait).leaseOrThrowRefusal();
-    }
-
-    /**
-     * The one waiting loop: {@code attempt} again, after a jittered pause doubling from 5 to 200 ms on the monotonic
-     * clock, while it fails temporarily and {@code maxWait} lasts; a permanent failure ends it at once.
-     */
-    private Acquisition waitFor(java.util.function.Supplier<Lease> attempt, Duration maxWait) {
-        if (maxWait == null || maxWait.isNegative()) {
-            throw new IllegalArgumentException("maxWait must be zero or positive, was " + maxWait);
-        }
-        TimeSource time = config().timeSource();
-        long start = time.nanoTime();
-        long deadline = start + maxWait.toNanos();
-        long pauseMillis = 5;
-        for (int attempts = 1; ; attempts++) {
-            TemporaryLockingException last;
-            try {
-                Lease lease = attempt.get();
-                return new Acquisition(Acquisition.Outcome.ACQUIRED, lease, null, attempts, Duration.ofNanos(time.nanoTime() - start));
-            } catch (PermanentLockingException e) {
-                return new Acquisition(Acquisition.Outcome.REFUSED, null, e, attempts, Duration.ofNanos(time.nanoTime() - start));
-            } catch (TemporaryLockingException e) {
-                last = e;
-            }
-            long left = deadline - time.nanoTime();
-            boolean interrupted = false;
-            if (left > 0) {
-                try {
-                    long jittered = java.util.concurrent.ThreadLocalRandom.current().nextLong(pauseMillis / 2, pauseMillis + 1);
-                    time.sleep(Duration.ofNanos(Math.min(left, Duration.ofMillis(jittered).toNanos())));
-                } catch (InterruptedException ie) {
-                    Thread.currentThread().interrupt();
-                    interrupted = true;
-                }
-                pauseMillis = Math.min(pauseMillis * 2, 200);
-            }
-            if (left <= 0 || interrupted) {
-                Acquisition.Outcome outcome = last.holder() != null ? Acquisition.Outcome.BUSY : Acquisition.Outcome.UNREACHABLE;
-                return new Acquisition(outcome, null, last, attempts, Duration.ofNanos(time.nanoTime() - start));
-            }
-        }
-    }
+    /** Like {@link #acquireAll}, waiting like {@link #tryAcquire} while a lock is taken, for up to {@code maxWait}. */
+    Optional<Lease> tryAcquireAll(java.util.Collection<KeyColumn> locks, String why, Duration maxWait);
 
     /**
      * Releases the claims of transactions still open (best effort: a claim it cannot delete expires on its own), then

@@ -5,12 +5,32 @@ public class TemporaryLockingException extends LockingException {
 
     private static final long serialVersionUID = 1L;
 
+    private final java.time.Duration holderExpiresIn;
+
     public TemporaryLockingException(String message, KeyColumn lock, LockOwner holder, Throwable cause) {
+        this(message, lock, holder, null, cause);
+    }
+
+    /**
+     * @param holderExpiresIn how long the holder's claim lasts at most unless it is renewed, as the backend said when
+     *                        it refused (null when unknown); a waiter need not retry before it, unless told of a release
+     */
+    public TemporaryLockingException(String message, KeyColumn lock, LockOwner holder, java.time.Duration holderExpiresIn,
+                                     Throwable cause) {
         super(message, lock, holder, cause);
+        this.holderExpiresIn = holderExpiresIn == null || holderExpiresIn.isNegative() ? null : holderExpiresIn;
     }
 
     public TemporaryLockingException(String message, KeyColumn lock) {
         this(message, lock, null, null);
+    }
+
+    /**
+     * How long the holder's claim lasts at most unless renewed, when the backend said so with its refusal: the wait
+     * loops retry no later than that.
+     */
+    public java.util.Optional<java.time.Duration> holderExpiresIn() {
+        return java.util.Optional.ofNullable(holderExpiresIn);
     }
 
     @Override

@@ -1,6 +1,8 @@
 package dev.locker.local;
 
+import dev.locker.api.Acquisition;
 import dev.locker.api.ExpiredLockException;
+import dev.locker.api.Lease;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.LocalArbitration;
 import dev.locker.api.LockLost;
@@ -22,6 +24,11 @@ import org.slf4j.LoggerFactory;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.TreeMap;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -65,6 +72,8 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
     /** The holds of each transaction, keyed by the transaction's identity, in the order they were claimed. */
     private final ConcurrentHashMap<TxKey, Map<KeyColumn, Hold>> txs = new ConcurrentHashMap<>();
     private final AtomicBoolean closed = new AtomicBoolean();
+    /** The transactions of the waits in progress, for {@link #writeSingleLock(KeyColumn, LockOwner, Waiting)}. */
+    private final ConcurrentHashMap<TxKey, Waiting> waits = new ConcurrentHashMap<>();
 
     /**
      * @param config   the settings; the locker runs with {@link LockerConfig#forNewInstance()} of it, so its rid is its own
@@ -151,6 +160,43 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
      */
     protected abstract LockPage listHeld(byte[] keyPrefix, int limit, String cursor);
 
+    /**
+     * Writes a claim like {@link #writeSingleLock(KeyColumn, LockOwner)}, for an attempt of the wait {@code waiting}
+     * (null for an attempt that does not wait). A backend that queues waiters (Redis) overrides it to put a refused
+     * waiter in the lock's queue and to grant no one who arrived later while it waits.
+     */
+    protected S writeSingleLock(KeyColumn lock, LockOwner owner, Waiting waiting) {
+        return writeSingleLock(lock, owner);
+    }
+
+    /** A wait begins, before its first attempt: a backend that tells of releases starts listening for them here. */
+    protected void startWaiting(Waiting waiting) {
+    }
+
+    /**
+     * Pauses a waiter after the backend refused {@code refusal}, for at most {@code maxNanos}: returns early where the
+     * backend tells of a release. The default sleeps {@code maxNanos} on the time source.
+     */
+    protected void awaitRelease(Waiting waiting, TemporaryLockingException refusal, long maxNanos)
+            throws InterruptedException {
+        time.sleep(Duration.ofNanos(maxNanos));
+    }
+
+    /**
+     * A wait ended ({@code acquired}: with a grant). A backend that queued it removes what is left of it (best
+     * effort: a queue entry nobody refreshes lapses on its own).
+     */
+    protected void stopWaiting(Waiting waiting, boolean acquired) {
+    }
+
+    /**
+     * True when {@link #awaitRelease} wakes on a release, so a waiter may pause until the holder's claim expires
+     * instead of polling with back-off.
+     */
+    protected boolean toldOfReleases() {
+        return false;
+    }
+
     /** Releases connections and threads of the backend; called once by {@link #close()}. */
     protected void closeBackend() {
     }
@@ -222,7 +268,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         Hold.State claiming = hold.state();
         S status;
         try {
-            status = step(LockProbe.Step.WRITE, lock, "writing a claim", () -> writeSingleLock(lock, config.owner(whyOf(tx))));
+            status = step(LockProbe.Step.WRITE, lock, "writing a claim", () -> writeSingleLock(lock, config.owner(whyOf(tx)), waits.get(key)));
         } catch (LockingException e) {
             drop(key, holds, hold);
             throw e;
@@ -243,6 +289,179 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         KeepAlive k = background;
         if (k != null) {
             k.watch(hold); // a listener added while the claim was written watched the provisional deadline
+        }
+    }
+
+    // ---- leases: acquire, and wait -------------------------------------------------------------------------------
+
+    @Override
+    public Lease acquire(KeyColumn lock, String why) {
+        config.validate(lock);
+        return attempt(List.of(lock), new LockTransaction(why));
+    }
+
+    @Override
+    public Lease acquireAll(Collection<KeyColumn> locks, String why) {
+        return attempt(canonical(locks), new LockTransaction(why));
+    }
+
+    @Override
+    public Optional<Lease> tryAcquire(KeyColumn lock, String why, Duration maxWait) {
+        return acquireWithin(lock, why, maxWait).leaseOrThrowRefusal();
+    }
+
+    @Override
+    public Acquisition acquireWithin(KeyColumn lock, String why, Duration maxWait) {
+        config.validate(lock);
+        return waitFor(List.of(lock), why, maxWait);
+    }
+
+    @Override
+    public Optional<Lease> tryAcquireAll(Collection<KeyColumn> locks, String why, Duration maxWait) {
+        return waitFor(canonical(locks), why, maxWait).leaseOrThrowRefusal();
+    }
+
+    /** The locks in one canonical order (encoded bytes, unsigned), validated, without repeats. */
+    private List<KeyColumn> canonical(Collection<KeyColumn> locks) {
+        if (locks == null || locks.isEmpty()) {
+            throw new IllegalArgumentException("locks must not be empty");
+        }
+        TreeMap<byte[], KeyColumn> ordered = new TreeMap<>(Arrays::compareUnsigned);
+        for (KeyColumn l : locks) {
+            config.validate(l);
+            ordered.put(l.encoded(), l);
+        }
+        return List.copyOf(ordered.values());
+    }
+
+    /** One attempt: claims every lock for {@code tx}, checks them, keeps them alive; all or nothing. */
+    private Lease attempt(List<KeyColumn> locks, LockTransaction tx) {
+        try {
+            for (KeyColumn l : locks) {
+                writeLock(l, tx);
+            }
+            checkLocks(tx);
+            keepAlive(tx, true);
+        } catch (RuntimeException e) {
+            deleteLocks(tx);
+            throw e;
+        }
+        return new Lease(this, locks, tx);
+    }
+
+    /**
+     * The one waiting loop: attempts of one transaction, which a queueing backend knows as one waiter, while they
+     * fail temporarily and {@code maxWait} lasts; a permanent failure ends it at once. Between attempts it pauses
+     * until the backend tells of a release, or else for a jittered back-off doubling from 5 to 200 ms, never past
+     * the moment the holder's claim expires (when the refusal said) nor past {@code maxWait}. A refusal from another
+     * transaction of this process waits for its release here, in the process.
+     */
+    private Acquisition waitFor(List<KeyColumn> locks, String why, Duration maxWait) {
+        if (maxWait == null || maxWait.isNegative()) {
+            throw new IllegalArgumentException("maxWait must be zero or positive, was " + maxWait);
+        }
+        ensureOpen();
+        long start = time.nanoTime();
+        long deadline = start + maxWait.toNanos();
+        LockTransaction tx = new LockTransaction(why);
+        TxKey key = new TxKey(tx);
+        Waiting waiting = new Waiting(locks, maxWait.isZero());
+        waits.put(key, waiting);
+        boolean acquired = false;
+        try {
+            if (!waiting.once) {
+                startWaiting(waiting);
+            }
+            long pauseMillis = 5;
+            for (int attempts = 1; ; attempts++) {
+                TemporaryLockingException last;
+                long localReleases = mediator.releases();
+                try {
+                    Lease lease = attempt(locks, tx);
+                    acquired = true;
+                    return new Acquisition(Acquisition.Outcome.ACQUIRED, lease, null, attempts, since(start));
+                } catch (PermanentLockingException e) {
+                    return new Acquisition(Acquisition.Outcome.REFUSED, null, e, attempts, since(start));
+                } catch (TemporaryLockingException e) {
+                    last = e;
+                }
+                long left = deadline - time.nanoTime();
+                boolean interrupted = false;
+                if (left > 0) {
+                    long jittered = ThreadLocalRandom.current().nextLong(pauseMillis / 2, pauseMillis + 1);
+                    long pause = Math.min(left, Duration.ofMillis(jittered).toNanos());
+                    Optional<Duration> expires = last.holderExpiresIn();
+                    boolean local = last.lock() != null && mediator.holder(last.lock()).isPresent();
+                    if (!local && toldOfReleases() && expires.isPresent()) {
+                        pause = Math.min(left, expires.get().toNanos() + 1_000_000); // woken by a release before
+                    } else if (expires.isPresent()) {
+                        pause = Math.min(pause, expires.get().toNanos() + 1_000_000);
+                    }
+                    try {
+                        if (local) {
+                            mediator.awaitRelease(localReleases, pause);
+                        } else {
+                            awaitRelease(waiting, last, pause);
+                        }
+                    } catch (InterruptedException ie) {
+                        Thread.currentThread().interrupt();
+                        interrupted = true;
+                    }
+                    pauseMillis = Math.min(pauseMillis * 2, 200);
+                }
+                if (left <= 0 || interrupted || isClosed()) {
+                    Acquisition.Outcome outcome = last.holder() != null ? Acquisition.Outcome.BUSY
+                            : Acquisition.Outcome.UNREACHABLE;
+                    return new Acquisition(outcome, null, last, attempts, since(start));
+                }
+            }
+        } finally {
+            waits.remove(key);
+            if (!waiting.once) {
+                try {
+                    stopWaiting(waiting, acquired);
+                } catch (RuntimeException e) {
+                    log.debug("Could not end the wait for {} cleanly (locker {}): {}", locks, config.rid(), e.toString());
+                }
+            }
+        }
+    }
+
+    private Duration since(long startNanos) {
+        return Duration.ofNanos(time.nanoTime() - startNanos);
+    }
+
+    /**
+     * One wait of {@link #tryAcquire}, {@link #acquireWithin} or {@link #tryAcquireAll}: its attempts, under one
+     * transaction, are one waiter to a backend that queues waiters. {@link #id()} is unique in this JVM; a backend
+     * adds its own instance id to make it unique across processes.
+     */
+    protected static final class Waiting {
+        private static final AtomicLong SEQ = new AtomicLong();
+
+        private final long id = SEQ.incrementAndGet();
+        private final List<KeyColumn> locks;
+        private final boolean once;
+        /** What the backend keeps for this wait between its hooks (e.g. its release listeners). */
+        public volatile Object backendState;
+
+        Waiting(List<KeyColumn> locks, boolean once) {
+            this.locks = locks;
+            this.once = once;
+        }
+
+        public long id() {
+            return id;
+        }
+
+        /** The locks waited for, in canonical order. */
+        public List<KeyColumn> locks() {
+            return locks;
+        }
+
+        /** True when the wait makes one attempt only (no time to wait): nothing needs to be queued. */
+        public boolean once() {
+            return once;
         }
     }
 

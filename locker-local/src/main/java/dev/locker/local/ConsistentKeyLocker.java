@@ -173,12 +173,12 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
         if (senior != own) {
             scrubLater(row, dead);
             throw new TemporaryLockingException("lock is held by a senior claim written at " + senior.writtenAt, lock,
-                    senior.owner, null);
+                    senior.owner, Duration.between(now, senior.expiry), null);
         }
         ClaimCodec.Claim holder = r.otherTokenHolder(now, claim.column, ours);
         if (holder != null) {
             throw new TemporaryLockingException("lock is held by a claim confirmed with token " + holder.token, lock,
-                    holder.owner, null);
+                    holder.owner, Duration.between(now, holder.expiry), null);
         }
         long token = r.maxToken() + 1;
         List<byte[]> deletions = new ArrayList<>(r.tokenColumnsBelow(r.maxTokenColumnToken()));

@@ -4,9 +4,13 @@ import dev.locker.api.KeyColumn;
 import dev.locker.api.LocalArbitration;
 import dev.locker.api.TimeSource;
 
+import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Arbitrates the transactions of one JVM before any of them goes to the backend, so that two threads of one process
@@ -23,6 +27,11 @@ public final class LocalLockMediator implements LocalArbitration {
     private final String namespace;
     private final TimeSource time;
     private final ConcurrentHashMap<KeyColumn, Hold> holds = new ConcurrentHashMap<>();
+    /** Counts the entries removed, so that a waiter can tell whether one was removed since it last looked. */
+    private final AtomicLong releases = new AtomicLong();
+    /** Threads in {@link #awaitRelease}: a release takes the monitor only when there is one. */
+    private final AtomicInteger sleepers = new AtomicInteger();
+    private final Object monitor = new Object();
 
     LocalLockMediator(String namespace, TimeSource time) {
         this.namespace = namespace;
@@ -63,7 +72,45 @@ public final class LocalLockMediator implements LocalArbitration {
 
     /** Removes {@code hold} if it is still the entry for its lock. */
     void release(Hold hold) {
-        holds.remove(hold.lock, hold);
+        if (holds.remove(hold.lock, hold)) {
+            releases.incrementAndGet();
+            if (sleepers.get() > 0) {
+                synchronized (monitor) {
+                    monitor.notifyAll();
+                }
+            }
+        }
+    }
+
+    /** How many entries were removed so far: read it before an attempt, then {@link #awaitRelease} after it. */
+    long releases() {
+        return releases.get();
+    }
+
+    /**
+     * Waits up to {@code nanos} until an entry is removed after {@link #releases()} read {@code seen}. On a time
+     * source other than the system's (a virtual clock in tests) it sleeps {@code nanos} on that source instead.
+     */
+    void awaitRelease(long seen, long nanos) throws InterruptedException {
+        if (time != TimeSource.system()) {
+            time.sleep(Duration.ofNanos(nanos));
+            return;
+        }
+        sleepers.incrementAndGet();
+        try {
+            long end = System.nanoTime() + nanos;
+            synchronized (monitor) {
+                while (releases.get() == seen) {
+                    long left = end - System.nanoTime();
+                    if (left <= 0) {
+                        return;
+                    }
+                    TimeUnit.NANOSECONDS.timedWait(monitor, left);
+                }
+            }
+        } finally {
+            sleepers.decrementAndGet();
+        }
     }
 
     /** The transaction whose live entry holds {@code lock}, if any. */

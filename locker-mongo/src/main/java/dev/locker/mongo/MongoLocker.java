@@ -247,7 +247,8 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
         if (live) {
             throw new TemporaryLockingException("lock is held by another process (since "
                     + LockDocument.owner(holder).since() + ", until " + LockDocument.expiry(holder)
-                    + " on the server's clock)", lock, LockDocument.owner(holder), null);
+                    + " on the server's clock)", lock, LockDocument.owner(holder),
+                    Duration.between(now.deadBefore().toInstant(), LockDocument.expiry(holder)), null);
         }
         if (holder != null && !r.skewTolerable()) {
             throw new TemporaryLockingException("refusing to take over the expired claim of "

@@ -52,6 +52,18 @@ final class RedisKeys {
         return new String(prefix, StandardCharsets.UTF_8);
     }
 
+    /**
+     * The pub/sub channel on which the scripts publish a lock's key when it may be free and waiters are queued:
+     * {@code <prefix>released}. One per prefix, so lockers of other prefixes on the server are not bothered.
+     */
+    byte[] releaseChannel() {
+        byte[] tail = "released".getBytes(StandardCharsets.US_ASCII);
+        byte[] out = new byte[prefix.length + tail.length];
+        System.arraycopy(prefix, 0, out, 0, prefix.length);
+        System.arraycopy(tail, 0, out, prefix.length, tail.length);
+        return out;
+    }
+
     /** The key that holds every claim on {@code lock}. */
     byte[] lockKey(KeyColumn lock) {
         byte[] encoded = lock.encoded();

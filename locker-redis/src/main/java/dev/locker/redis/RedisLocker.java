@@ -8,6 +8,7 @@ import dev.locker.api.LockerConfig;
 import dev.locker.api.LockingException;
 import dev.locker.api.PermanentLockingException;
 import dev.locker.api.TemporaryLockingException;
+import dev.locker.api.TimeSource;
 import dev.locker.local.AbstractLocker;
 import dev.locker.local.ClaimStatus;
 import dev.locker.local.LockerBuilder;
@@ -136,6 +137,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     private static final Logger log = LoggerFactory.getLogger(RedisLocker.class);
     private static final byte[] ONE = {'1'};
     private static final byte[] ZERO = {'0'};
+    private static final byte[] EMPTY = {};
     private static final Duration DEFAULT_TOMBSTONE_TTL = Duration.ofMinutes(20);
 
     private final UnifiedJedis client;
@@ -149,6 +151,11 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     private final EvictionCheck evictionCheck;
     private final Set<String> evictionWarnings = ConcurrentHashMap.newKeySet();
     private final byte[] ownField;
+    /** The channel the scripts publish a lock's key on when it may be free and waiters are queued. */
+    private final byte[] channel;
+    /** How long a waiter's queue entry lives unless the waiter refreshes it (see acquire.lua). */
+    private final Duration queueTtl;
+    private final RedisWakeups wakeups;
     /** The first half of every nonce: this instance, even among lockers sharing a rid. */
     private final String instance = HexFormat.of().toHexDigits(new SecureRandom().nextLong());
     /** The second half: counts this instance's acquires, so that a tombstone can cover all those up to one. */
@@ -166,6 +173,9 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         this.tombstoneTtl = b.tombstoneTtl;
         this.evictionCheck = b.evictionCheck;
         this.ownField = ("c" + this.config.rid()).getBytes(StandardCharsets.UTF_8); // this instance's rid
+        this.channel = keys.releaseChannel();
+        this.queueTtl = Duration.ofMillis(Math.max(300, Math.min(this.config.expiry().toMillis(), 3_000)));
+        this.wakeups = new RedisWakeups(client, channel, this.config.rid());
     }
 
     public static Builder builder() {
@@ -197,10 +207,20 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
 
     @Override
     protected ClaimStatus writeSingleLock(KeyColumn lock, LockOwner owner) {
+        return writeSingleLock(lock, owner, null);
+    }
+
+    /** The acquire script; a waiter's attempt is queued when refused (see acquire.lua). */
+    @Override
+    protected ClaimStatus writeSingleLock(KeyColumn lock, LockOwner owner, Waiting waiting) {
         byte[] key = keys.lockKey(lock);
         byte[] nonce = nextNonce();
+        WaitState wait = waiting == null ? null : (WaitState) waiting.backendState;
+        if (wait != null) {
+            wait.beforeAttempt(lock); // a release published from now on wakes the pause after this attempt
+        }
         List<byte[]> args = List.of(ownField, nonce, millis(config.expiry()), owner.toBytes(), millis(restartGuard),
-                scrub(), evictionCheck.arg);
+                scrub(), evictionCheck.arg, wait == null ? EMPTY : wait.waiterId, millis(queueTtl));
         long started = time.nanoTime(); // the claim lives from the script's TIME, which comes after this reading
         boolean[] sent = {false}; // did any attempt possibly reach the server (not only the last one)?
         Object reply;
@@ -240,7 +260,14 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
             return status;
         }
         if (code == 0) {
-            throw new TemporaryLockingException("lock is held on " + server, lock, decodeOwner((byte[]) r.get(1)), null);
+            Duration left = r.size() > 2 ? Duration.ofMillis((Long) r.get(2)) : null;
+            throw new TemporaryLockingException("lock is held on " + server, lock, decodeOwner((byte[]) r.get(1)), left,
+                    null);
+        }
+        if (code == -5) {
+            throw new TemporaryLockingException("lock is free on " + server + " but promised to the first of the "
+                    + "processes queued for it (waiters are served in arrival order)", lock,
+                    queuedOwner((byte[]) r.get(1)), null);
         }
         if (code == -2) {
             long leftMs = (Long) r.get(1);
@@ -322,7 +349,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     @Override
     protected void deleteSingleLock(KeyColumn lock, ClaimStatus status) {
         byte[] key = keys.lockKey(lock);
-        List<byte[]> args = List.of(ownField, status.claimId());
+        List<byte[]> args = List.of(ownField, status.claimId(), channel);
         withRetries(() -> RedisScript.RELEASE.run(client, key, args));
     }
 
@@ -339,7 +366,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     @Override
     protected boolean deleteAllClaims(KeyColumn lock) {
         byte[] key = keys.lockKey(lock);
-        long n = (Long) withRetries(() -> RedisScript.FORCE.run(client, key, List.of()));
+        long n = (Long) withRetries(() -> RedisScript.FORCE.run(client, key, List.of(channel)));
         return n > 0;
     }
 
@@ -349,8 +376,96 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         return new RedisListing(client, keys, server, this::withRetries).page(keyPrefix, limit, cursor);
     }
 
+    // ---- waiting: a queue per lock, woken by releases ----------------------------------------------------------
+
+    @Override
+    protected boolean toldOfReleases() {
+        return time == TimeSource.system(); // the wake-ups wait on the real clock
+    }
+
+    @Override
+    protected void startWaiting(Waiting waiting) {
+        WaitState wait = new WaitState(waiting);
+        waiting.backendState = wait;
+        if (!toldOfReleases()) {
+            return;
+        }
+        for (KeyColumn lock : waiting.locks()) {
+            wait.watches.put(lock, wakeups.watch(keys.lockKey(lock)));
+        }
+    }
+
+    @Override
+    protected void awaitRelease(Waiting waiting, TemporaryLockingException refusal, long maxNanos)
+            throws InterruptedException {
+        WaitState wait = (WaitState) waiting.backendState;
+        RedisWakeups.Watch watch = wait == null || refusal.lock() == null ? null : wait.watches.get(refusal.lock());
+        if (watch == null) {
+            super.awaitRelease(waiting, refusal, maxNanos);
+            return;
+        }
+        if (refusal.holder() != null) {
+            // held: listen for its release. Not before, so that a server refusing connections (maxclients) is not
+            // asked for one more; the subscription, once made, wakes us, so a release published before it is seen
+            wakeups.start();
+        }
+        // wake to refresh our queue entry before it lapses, should no release come
+        watch.await(wait.seen(refusal.lock()), Math.min(maxNanos, queueTtl.toNanos() / 3));
+    }
+
+    @Override
+    protected void stopWaiting(Waiting waiting, boolean acquired) {
+        WaitState wait = (WaitState) waiting.backendState;
+        if (wait == null) {
+            return;
+        }
+        for (KeyColumn lock : wait.watches.keySet()) {
+            wakeups.unwatch(keys.lockKey(lock));
+        }
+        if (acquired) {
+            return; // each grant removed our entry from its lock's queue
+        }
+        for (KeyColumn lock : waiting.locks()) {
+            if (!wait.attempted.containsKey(lock)) {
+                continue;
+            }
+            try { // one attempt, no retries: an entry we fail to remove lapses within queueTtl
+                RedisScript.DEQUEUE.run(client, keys.lockKey(lock), List.of(wait.waiterId, channel));
+            } catch (RuntimeException e) {
+                log.debug("Could not leave the queue of {} at {} (it lapses within {}): {}", lock, server, queueTtl,
+                        e.toString());
+            }
+        }
+    }
+
+    /** True while this locker listens for releases (only while one of its transactions waits); for tests. */
+    boolean wakeupsSubscribed() {
+        return wakeups.subscribed();
+    }
+
+    /** The queue identity of one wait and what it last saw of each lock's releases. */
+    private final class WaitState {
+        final byte[] waiterId;
+        final ConcurrentHashMap<KeyColumn, RedisWakeups.Watch> watches = new ConcurrentHashMap<>();
+        final ConcurrentHashMap<KeyColumn, Long> attempted = new ConcurrentHashMap<>();
+
+        WaitState(Waiting waiting) {
+            this.waiterId = (instance + HexFormat.of().toHexDigits(waiting.id())).getBytes(StandardCharsets.US_ASCII);
+        }
+
+        void beforeAttempt(KeyColumn lock) {
+            RedisWakeups.Watch w = watches.get(lock);
+            attempted.put(lock, w == null ? 0L : w.releases());
+        }
+
+        long seen(KeyColumn lock) {
+            return attempted.getOrDefault(lock, 0L);
+        }
+    }
+
     @Override
     protected void closeBackend() {
+        wakeups.close();
         if (ownsClient) {
             client.close();
         }
@@ -410,7 +525,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
      * fails too, a claim the request granted or grants expires on its own.
      */
     private void withdraw(KeyColumn lock, byte[] key, byte[] nonce, String why) {
-        List<byte[]> args = List.of(ownField, nonce, millis(tombstoneTtl), millis(config.expiry()), scrub());
+        List<byte[]> args = List.of(ownField, nonce, millis(tombstoneTtl), millis(config.expiry()), scrub(), channel);
         try {
             Object removed = withRetries(() -> RedisScript.WITHDRAW.run(client, key, args));
             log.debug("Withdrew our acquire on {} at {} (a claim was found: {}): {}", lock, server, removed, why);
@@ -494,6 +609,15 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     }
 
     /** A claim's value is {@code "<written> <expiry> <token> <nonce>\n"} followed by the owner's bytes. */
+    /** The owner of a queue entry (owner bytes as the waiter wrote them). */
+    private static LockOwner queuedOwner(byte[] owner) {
+        try {
+            return LockOwner.fromBytes(owner);
+        } catch (IllegalArgumentException e) {
+            return new LockOwner("(unreadable waiter)", "", 0, "", "", null);
+        }
+    }
+
     static LockOwner decodeOwner(byte[] value) {
         int nl = 0;
         while (nl < value.length && value[nl] != '\n') {

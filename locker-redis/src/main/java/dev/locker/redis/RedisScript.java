@@ -34,6 +34,7 @@ final class RedisScript {
     static final RedisScript FORCE = new RedisScript("force");
     static final RedisScript VERIFY = new RedisScript("verify");
     static final RedisScript LIST = new RedisScript("list");
+    static final RedisScript DEQUEUE = new RedisScript("dequeue");
 
     private final String name;
     private final byte[] source;

@@ -1,16 +1,21 @@
 -- writeLock: write our claim and decide the holder in one step.
 -- ARGV: 1 our field ("c" .. rid), 2 nonce, 3 expiry ms, 4 owner bytes, 5 restart guard ms, 6 scrub ("1"/"0"),
---       7 eviction check ("fail", "warn" or "off")
+--       7 eviction check ("fail", "warn" or "off"), 8 waiter id ("" when this acquire does not wait), 9 queue entry
+--       ms (how long a waiter's entry lives unless refreshed)
+-- A waiter that is refused is queued (or its entry refreshed, keeping its place); while a live waiter is queued,
+-- the lock is granted to none but the first of them (no barging: a releaser asking again queues behind them).
 -- A live claim in our field with another nonce is another transaction's and holds the lock like any other; only a
 -- repeat of this request (same nonce, after a lost reply) replaces the claim it wrote.
 -- Reply: {1, token, written[, warning]}  granted: our claim is the holder (warning: the server may evict it)
---        {0, holder value}    another live claim holds the lock; our claim is not kept
+--        {0, holder value, ms}  another live claim holds the lock, for at most ms more unless renewed; ours is not kept
+--        {-5, owner bytes}    the lock is free but promised to the first waiter queued (whose owner it names)
 --        {-2, ms left}        the server may have started less than the restart guard ago: nothing is granted yet
 --        {-3}                 its client already gave up on this request and withdrew it: nothing is granted
 --        {-4, policy, maxmemory}  the server may evict keys, ours included, and the check says fail
 local own, expms, guard = ARGV[1], tonumber(ARGV[3]), tonumber(ARGV[5])
 local now = server_now()
-local s = scan(now, ARGV[6] == '1', own, ARGV[2])
+local waiter = ARGV[8] ~= '' and ARGV[8] or nil
+local s = scan(now, ARGV[6] == '1', own, ARGV[2], waiter)
 local _, counter = split_nonce(ARGV[2])
 if s.withdrawn and counter and counter <= s.withdrawn then
   -- a late request (fixed-width hex counters compare as strings): its client no longer waits for the answer
@@ -20,12 +25,20 @@ if s.withdrawn and counter and counter <= s.withdrawn then
   end
   return { -3 }
 end
-if s.senior then
+if s.senior or (s.head and s.head ~= (waiter and ('q' .. waiter)) and not s.own) then
   if s.own then
     -- this very claim, from an earlier attempt of this request: never leave a losing claim behind
     redis.call('HDEL', key, own)
   end
-  return { 0, s.seniorValue }
+  if waiter then
+    local untl = enqueue(s, waiter, now, tonumber(ARGV[9]), ARGV[4])
+    keep_until(math.max(untl, s.maxexp, s.keep), now, expms)
+  end
+  if s.senior then
+    local _, sexp = parse(s.seniorValue)
+    return { 0, s.seniorValue, math.floor((sexp - now) / 1000) + 1 }
+  end
+  return { -5, queued_owner(s.headValue) }
 end
 if guard > 0 then
   -- a server that restarted may have lost claims (no persistence, an older snapshot, the last second of an AOF)
@@ -70,5 +83,8 @@ end
 local tok = math.max(s.last + 1, now)
 local exp = now + expms * 1000
 redis.call('HSET', key, own, claim_value(now, exp, tok, ARGV[2], ARGV[4]), 't', fmt(tok))
+if s.mine then
+  redis.call('HDEL', key, 'q' .. waiter) -- served
+end
 keep_until(math.max(exp, s.maxexp, s.keep), now, expms)
 return { 1, tok, now, warning }

@@ -10,6 +10,12 @@
 --                    that counter (timed out, connection lost after sending) and withdrew them; until <until> (server
 --                    microseconds) a late one that still arrives grants nothing. One field per instance, so it stays
 --                    small: a later withdrawal raises the counter.
+--   field "q" .. waiter  a waiter queued for the lock, "<seq> <until>\n<owner bytes>": a process waiting for it (one
+--                    wait: 16 hex digits of its locker instance, 16 of the wait), served in the order of <seq> (from
+--                    field "n", the queue's counter). The entry lives until <until> (server microseconds) unless its
+--                    waiter comes back to refresh it; while a live waiter is queued, nobody who arrived later is granted
+--                    the lock. A release, withdrawal or forced release with waiters queued publishes the lock's key
+--                    on the locker's release channel, which wakes them.
 -- The lock's name never appears in this source: it arrives as KEYS/ARGV bytes.
 -- Numbers are written with string.format('%d'): Lua's tostring would print 1.7e+15 and lose digits.
 local key = KEYS[1]
@@ -57,12 +63,16 @@ end
 --   senior  the senior live claim other than ours (field, written, value), ordered by (written, field)
 --   maxexp  the latest expiry of the live claims other than ours
 --   withdrawn  the counter up to which the nonce's instance withdrew its acquires (live tombstone), or nil
---   keep    the latest end of a live tombstone (0 when none): the key must live until then
-local function scan(now, scrub, own, nonce)
+--   keep    the latest end of a live tombstone or queue entry (0 when none): the key must live until then
+--   head    the first live queue entry's field (lowest seq), headValue its value; mine the waiter's own live entry
+--   waiting how many live queue entries there are
+local function scan(now, scrub, own, nonce, waiter)
   local all = redis.call('HGETALL', key)
   local r = { last = 0, size = #all / 2, maxexp = 0, keep = 0 }
   local instance = split_nonce(nonce)
   local tomb = instance and ('w' .. instance)
+  local myq = waiter and ('q' .. waiter)
+  r.waiting = 0
   for i = 1, #all, 2 do
     local f, v = all[i], all[i + 1]
     if f == 't' then
@@ -98,9 +108,54 @@ local function scan(now, scrub, own, nonce)
           r.keep = untl
         end
       end
+    elseif string.byte(f, 1) == 113 then -- 'q'
+      local seq, untl = string.match(v, '^(%d+) (%d+)\n')
+      seq, untl = tonumber(seq), tonumber(untl)
+      if seq == nil or untl <= now then
+        if scrub then
+          redis.call('HDEL', key, f)
+        end
+      else
+        r.waiting = r.waiting + 1
+        if r.head == nil or seq < r.headSeq then
+          r.head, r.headSeq, r.headValue = f, seq, v
+        end
+        if f == myq then
+          r.mine = v
+        end
+        if untl > r.keep then
+          r.keep = untl
+        end
+      end
     end
   end
   return r
+end
+
+-- Queues the waiter (or refreshes its entry, keeping its place) until now + ttl_ms; returns the entry's end.
+local function enqueue(s, waiter, now, ttl_ms, owner)
+  local seq
+  if s.mine then
+    seq = string.match(s.mine, '^(%d+) ')
+  else
+    seq = fmt(redis.call('HINCRBY', key, 'n', 1))
+  end
+  local untl = now + ttl_ms * 1000
+  redis.call('HSET', key, 'q' .. waiter, seq .. ' ' .. fmt(untl) .. '\n' .. owner)
+  return untl
+end
+
+-- The owner bytes of a queue entry's value.
+local function queued_owner(v)
+  local nl = string.find(v, '\n', 1, true)
+  return string.sub(v, nl + 1)
+end
+
+-- Tells waiters that the lock may be free: publishes the lock's key on the release channel, when any is queued.
+local function wake(s, channel)
+  if s.waiting > 0 and channel and channel ~= '' then
+    redis.call('PUBLISH', channel, key)
+  end
 end
 
 -- True when the claim (field f, written ts) is senior to the scan's senior other claim.

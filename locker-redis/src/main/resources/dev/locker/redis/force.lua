@@ -1,5 +1,6 @@
 -- forceRelease: removes every claim (live or dead) and keeps the token field, so tokens keep increasing, and the
 -- tombstones, so withdrawn requests still grant nothing.
+-- ARGV: 1 release channel (waiters queued are woken)
 -- Reply: how many claims there were
 local n = 0
 for _, f in ipairs(redis.call('HKEYS', key)) do
@@ -8,4 +9,5 @@ for _, f in ipairs(redis.call('HKEYS', key)) do
     n = n + 1
   end
 end
+wake(scan(server_now(), false, nil, nil, nil), ARGV[1])
 return n

@@ -1,5 +1,6 @@
 -- deleteLocks: compare-and-delete; removes our claim only if it still carries our nonce.
--- ARGV: 1 our field, 2 nonce
+-- ARGV: 1 our field, 2 nonce, 3 release channel
+-- With waiters queued, the release wakes them (the prelude's wake).
 -- Reply: 1 deleted, 0 nothing of ours was there
 local v = redis.call('HGET', key, ARGV[1])
 if not v then
@@ -10,4 +11,7 @@ if nonce ~= ARGV[2] then
   return 0
 end
 redis.call('HDEL', key, ARGV[1])
+if redis.call('HLEN', key) > 1 then -- more than the token field: there may be waiters to wake
+  wake(scan(server_now(), false, nil, nil, nil), ARGV[3])
+end
 return 1

@@ -1,7 +1,7 @@
 -- withdraw: its client gave up on an acquire whose outcome it does not know (timed out, connection lost after
 -- sending, too few replica acknowledgements). Removes the claim that acquire may have written (compare-and-delete on
 -- its nonce) and leaves a tombstone for its instance, so that the request, should it arrive only now, grants nothing.
--- ARGV: 1 our field, 2 nonce, 3 tombstone ms, 4 expiry ms (the safety net's grace), 5 scrub
+-- ARGV: 1 our field, 2 nonce, 3 tombstone ms, 4 expiry ms (the safety net's grace), 5 scrub, 6 release channel
 -- Reply: 1 our claim was there and is removed, 0 it was not (yet)
 local own, nonce, ttl, expms = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local now = server_now()
@@ -13,6 +13,7 @@ if v then
   if n == nonce then
     redis.call('HDEL', key, own)
     removed = 1
+    wake(s, ARGV[6])
   end
 end
 local instance, counter = split_nonce(nonce)

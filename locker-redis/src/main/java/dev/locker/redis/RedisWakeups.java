@@ -1,0 +1,190 @@
+package dev.locker.redis;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import redis.clients.jedis.BinaryJedisPubSub;
+import redis.clients.jedis.UnifiedJedis;
+
+import java.nio.ByteBuffer;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Tells this locker's waiters that a lock they wait for may be free: one subscription per locker, on the release
+ * channel, whose messages are lock keys (published by the release, withdraw, force and dequeue scripts when waiters are
+ * queued). Started by the first waiter that finds its lock held, on a daemon thread of its own with a connection of its
+ * own, resubscribing after a lost connection; ended when no waiter is left (so an idle locker holds no extra
+ * connection) and by close. The subscription wakes every waiter once it is made, so a release published before it is
+ * looked for at once.
+ *
+ * <p>Pub/sub delivers at most once: a message lost with a connection, or sent before the subscription was made, is not
+ * seen. No waiter relies on it for more than speed: each also wakes when the holder's claim expires and to refresh its
+ * queue entry. In Redis Cluster a {@code PUBLISH} reaches the subscribers of every node, so the subscription may live on
+ * any of them.
+ */
+final class RedisWakeups implements AutoCloseable {
+
+    private static final Logger log = LoggerFactory.getLogger(RedisWakeups.class);
+
+    private final UnifiedJedis client;
+    private final byte[] channel;
+    private final String name;
+    private final ConcurrentHashMap<ByteBuffer, Watch> watches = new ConcurrentHashMap<>();
+    private volatile boolean closed;
+    private volatile Subscriber subscriber;
+    private Thread thread; // guarded by this
+
+    RedisWakeups(UnifiedJedis client, byte[] channel, String name) {
+        this.client = client;
+        this.channel = channel.clone();
+        this.name = name;
+    }
+
+    /** Starts listening unless it is already; call it after {@link #watch}. */
+    synchronized void start() {
+        if (thread == null && !closed) {
+            thread = new Thread(this::listen, "locker-redis-wakeups-" + name);
+            thread.setDaemon(true);
+            thread.start();
+        }
+    }
+
+    /** Registers interest in the releases of {@code key}; pair with {@link #unwatch}. */
+    Watch watch(byte[] key) {
+        return watches.compute(ByteBuffer.wrap(key.clone()), (k, w) -> {
+            Watch out = w != null ? w : new Watch();
+            out.users++;
+            return out;
+        });
+    }
+
+    void unwatch(byte[] key) {
+        watches.computeIfPresent(ByteBuffer.wrap(key), (k, w) -> --w.users == 0 ? null : w);
+        if (watches.isEmpty()) {
+            stopListening(); // the thread then ends, unless a waiter came meanwhile
+        }
+    }
+
+    /** True while the listening thread is subscribed (for tests). */
+    boolean subscribed() {
+        Subscriber s = subscriber;
+        return s != null && s.isSubscribed();
+    }
+
+    private void listen() {
+        long pauseMillis = 100;
+        while (true) {
+            synchronized (this) {
+                if (closed || watches.isEmpty()) {
+                    thread = null;
+                    return;
+                }
+            }
+            Subscriber s = new Subscriber();
+            subscriber = s;
+            try {
+                client.subscribe(s, channel); // blocks until unsubscribed or the connection breaks
+                pauseMillis = 100;
+            } catch (RuntimeException e) {
+                if (closed) {
+                    return;
+                }
+                // waiters fall back to waking when the holder's claim expires; no WARN flood while the server is down
+                log.debug("Release notifications from Redis interrupted ({}); resubscribing in {} ms", e.toString(),
+                        pauseMillis);
+            }
+            wakeAll(); // whatever was published meanwhile is lost: let every waiter look again
+            if (watches.isEmpty()) {
+                continue; // unsubscribed because nobody waits: end
+            }
+            try {
+                Thread.sleep(pauseMillis);
+            } catch (InterruptedException ie) {
+                synchronized (this) {
+                    thread = null;
+                }
+                return;
+            }
+            pauseMillis = Math.min(pauseMillis * 2, 2_000);
+        }
+    }
+
+    private void wakeAll() {
+        for (Watch w : watches.values()) {
+            w.wake();
+        }
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        stopListening();
+        Thread t;
+        synchronized (this) {
+            t = thread;
+        }
+        if (t != null) {
+            t.interrupt();
+        }
+        wakeAll();
+    }
+
+    private void stopListening() {
+        Subscriber s = subscriber;
+        if (s != null) {
+            try {
+                if (s.isSubscribed()) {
+                    s.unsubscribe();
+                }
+            } catch (RuntimeException e) {
+                log.debug("Unsubscribing from release notifications failed: {}", e.toString());
+            }
+        }
+    }
+
+    private final class Subscriber extends BinaryJedisPubSub {
+        @Override
+        public void onSubscribe(byte[] ch, int subscribedChannels) {
+            if (watches.isEmpty() || closed) {
+                unsubscribe(); // the last waiter left while we connected
+                return;
+            }
+            wakeAll(); // a release may have been published before this subscription: let waiters look again
+        }
+
+        @Override
+        public void onMessage(byte[] ch, byte[] message) {
+            Watch w = watches.get(ByteBuffer.wrap(message));
+            if (w != null) {
+                w.wake();
+            }
+        }
+    }
+
+    /** The releases of one lock key seen so far, and the waiters of this locker watching it. */
+    static final class Watch {
+        private int users; // guarded by the map's compute
+        private long releases; // guarded by this
+
+        synchronized long releases() {
+            return releases;
+        }
+
+        synchronized void wake() {
+            releases++;
+            notifyAll();
+        }
+
+        /** Waits up to {@code nanos} for a release after {@code seen} (a value of {@link #releases()}). */
+        synchronized void await(long seen, long nanos) throws InterruptedException {
+            long end = System.nanoTime() + nanos;
+            while (releases == seen) {
+                long left = end - System.nanoTime();
+                if (left <= 0) {
+                    return;
+                }
+                TimeUnit.NANOSECONDS.timedWait(this, left);
+            }
+        }
+    }
+}

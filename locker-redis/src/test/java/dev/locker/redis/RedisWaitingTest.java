@@ -1,0 +1,245 @@
+package dev.locker.redis;
+
+import dev.locker.api.Acquisition;
+import dev.locker.api.KeyColumn;
+import dev.locker.api.Lease;
+import dev.locker.api.Locker;
+import dev.locker.api.LockerConfig;
+import dev.locker.api.TemporaryLockingException;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.Timeout;
+import redis.clients.jedis.UnifiedJedis;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Waiting without polling on Redis: a queue per lock in the lock's hash, served in arrival order, and a release that
+ * wakes the queued waiters through pub/sub. Each case is decided by the order of events, never by a timing.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+class RedisWaitingTest {
+
+    private static final Duration EXPIRY = Duration.ofMillis(1500);
+
+    private RedisTarget target;
+    private UnifiedJedis admin;
+    private final String prefix = "rwt-" + LockerConfig.randomRid().substring(0, 8) + ":";
+    private final List<Locker> opened = new ArrayList<>();
+    private final ExecutorService pool = Executors.newCachedThreadPool();
+
+    @BeforeAll
+    void start() {
+        target = RedisTarget.start();
+        admin = target.admin();
+    }
+
+    @AfterEach
+    void closeLockers() {
+        opened.forEach(Locker::close);
+        opened.clear();
+    }
+
+    @AfterAll
+    void stop() {
+        pool.shutdownNow();
+        admin.close();
+        target.close();
+    }
+
+    private RedisLocker locker(String name) {
+        RedisLocker l = target.locker(prefix)
+                .config(LockerConfig.builder().rid(name + "-" + LockerConfig.randomRid().substring(0, 8))
+                        .expiry(EXPIRY).build())
+                .restartGuard(Duration.ZERO)
+                .build();
+        opened.add(l);
+        return l;
+    }
+
+    private static KeyColumn lock(String name) {
+        return KeyColumn.named(name + "-" + LockerConfig.randomRid().substring(0, 6));
+    }
+
+    /** The queue entries in the lock's hash ("q" fields), by field. */
+    private List<String> queued(RedisLocker l, KeyColumn lock) {
+        List<String> out = new ArrayList<>();
+        for (Map.Entry<byte[], byte[]> e : admin.hgetAll(l.redisKey(lock)).entrySet()) {
+            if (e.getKey().length > 0 && e.getKey()[0] == 'q') {
+                out.add(new String(e.getKey(), StandardCharsets.US_ASCII));
+            }
+        }
+        return out;
+    }
+
+    private void awaitQueued(RedisLocker l, KeyColumn lock, int n) throws InterruptedException {
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (queued(l, lock).size() < n) {
+            assertTrue(System.nanoTime() < until, "never saw " + n + " queued: " + queued(l, lock));
+            Thread.sleep(5);
+        }
+    }
+
+    /**
+     * The releaser asks again at once, while another process waits: the waiter gets the lock, the releaser is refused
+     * (it would have won a polling race nearly every time: it needs no wake-up).
+     */
+    @Test
+    void aReleaserAskingAgainQueuesBehindTheWaiter() throws Exception {
+        RedisLocker a = locker("a");
+        RedisLocker b = locker("b");
+        KeyColumn lock = lock("fifo");
+        Lease held = a.acquire(lock, "first");
+        Future<Optional<Lease>> waiting = pool.submit(() -> b.tryAcquire(lock, "patient", Duration.ofSeconds(60)));
+        awaitQueued(a, lock, 1);
+        held.close();
+        TemporaryLockingException refused = assertThrows(TemporaryLockingException.class,
+                () -> a.acquire(lock, "again").close());
+        assertEquals(b.rid(), refused.holder().rid(), "names the waiter it is promised to or the new holder: " + refused);
+        Lease got = waiting.get(30, TimeUnit.SECONDS).orElseThrow();
+        assertTrue(got.fencingToken() > 0);
+        assertEquals(List.of(), queued(a, lock), "served: the waiter left the queue");
+        got.close();
+    }
+
+    /** Three waiters queued one after the other are served in that order, each woken by the release before it. */
+    @Test
+    void waitersAreServedInArrivalOrder() throws Exception {
+        RedisLocker holder = locker("holder");
+        KeyColumn lock = lock("order");
+        Lease held = holder.acquire(lock, "first");
+        List<String> served = java.util.Collections.synchronizedList(new ArrayList<>());
+        List<Future<?>> waiters = new ArrayList<>();
+        for (int i = 1; i <= 3; i++) {
+            RedisLocker w = locker("w" + i);
+            String name = "w" + i;
+            waiters.add(pool.submit(() -> {
+                Lease l = w.tryAcquire(lock, name, Duration.ofSeconds(60)).orElseThrow();
+                served.add(name);
+                l.close();
+                return null;
+            }));
+            awaitQueued(holder, lock, i);
+        }
+        held.close();
+        for (Future<?> f : waiters) {
+            f.get(60, TimeUnit.SECONDS);
+        }
+        assertEquals(List.of("w1", "w2", "w3"), served);
+    }
+
+    /**
+     * A waiter that died while queued (its entry left behind, never refreshed) holds up a free lock only until its
+     * entry lapses; meanwhile a one-shot acquire names it.
+     */
+    @Test
+    void aDeadWaitersEntryLapses() throws Exception {
+        RedisLocker a = locker("a");
+        KeyColumn lock = lock("dead-waiter");
+        a.acquire(lock, "create the hash").close();
+        byte[] key = a.redisKey(lock);
+        long nowMicros = (Long) admin.eval("local t = redis.call('TIME') return t[1] * 1000000 + t[2]");
+        dev.locker.api.LockOwner ghost = new dev.locker.api.LockOwner("ghost-1", "h", 1, "t", "crashed", null);
+        byte[] owner = ghost.toBytes();
+        byte[] head = ("0 " + (nowMicros + 1_000_000) + "\n").getBytes(StandardCharsets.US_ASCII);
+        byte[] value = Arrays.copyOf(head, head.length + owner.length);
+        System.arraycopy(owner, 0, value, head.length, owner.length);
+        admin.hset(key, "qdeadbeefdeadbeef0000000000000001".getBytes(StandardCharsets.US_ASCII), value);
+        TemporaryLockingException promised = assertThrows(TemporaryLockingException.class,
+                () -> a.acquire(lock, "one shot").close());
+        assertEquals("ghost-1", promised.holder().rid(), promised.toString());
+        Acquisition got = a.acquireWithin(lock, "patient", Duration.ofSeconds(30));
+        assertTrue(got.acquired(), got.toString());
+        got.lease().orElseThrow().close();
+    }
+
+    /** A waiter that gives up leaves the queue at once: the lock is not held up for the ones behind it. */
+    @Test
+    void aWaiterThatGivesUpLeavesTheQueue() throws Exception {
+        RedisLocker a = locker("a");
+        RedisLocker b = locker("b");
+        KeyColumn lock = lock("give-up");
+        Lease held = a.acquire(lock, "first");
+        Acquisition busy = b.acquireWithin(lock, "short wait", Duration.ofMillis(300));
+        assertEquals(Acquisition.Outcome.BUSY, busy.outcome(), busy.toString());
+        assertEquals(List.of(), queued(a, lock), "left the queue when its wait ended");
+        held.close();
+        a.acquire(lock, "no one queued: granted at once").close();
+    }
+
+    /** The release wake-ups hold a connection only while someone waits. */
+    @Test
+    void theWakeUpSubscriptionEndsWhenNobodyWaits() throws Exception {
+        RedisLocker a = locker("a");
+        RedisLocker b = locker("b");
+        KeyColumn lock = lock("idle");
+        Lease held = a.acquire(lock, "first");
+        Future<Optional<Lease>> waiting = pool.submit(() -> b.tryAcquire(lock, "patient", Duration.ofSeconds(60)));
+        awaitQueued(a, lock, 1);
+        held.close();
+        waiting.get(30, TimeUnit.SECONDS).orElseThrow().close();
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (b.wakeupsSubscribed() && System.nanoTime() < until) {
+            Thread.sleep(10);
+        }
+        assertFalse(b.wakeupsSubscribed(), "unsubscribed once nobody waits");
+    }
+
+    /**
+     * Measures (and prints; asserts only that each handoff went to the waiter) the time from a release to the queued
+     * waiter's grant, over 200 handoffs, against the round trip of a PING on the same server measured in the same run.
+     */
+    @Test
+    void handoffToAQueuedWaiterIsMeasured() throws Exception {
+        RedisLocker a = locker("a");
+        RedisLocker b = locker("b");
+        KeyColumn lock = lock("handoff");
+        int rounds = 200;
+        long[] handoff = new long[rounds];
+        long[] rtt = new long[rounds];
+        for (int i = 0; i < rounds; i++) {
+            RedisLocker holder = i % 2 == 0 ? a : b;
+            RedisLocker waiter = i % 2 == 0 ? b : a;
+            Lease held = holder.acquire(lock, "holding");
+            Future<Long> granted = pool.submit(() -> {
+                Lease l = waiter.tryAcquire(lock, "waiting", Duration.ofSeconds(30)).orElseThrow();
+                long at = System.nanoTime();
+                l.close();
+                return at;
+            });
+            awaitQueued(holder, lock, 1);
+            long released = System.nanoTime();
+            held.close();
+            handoff[i] = granted.get(30, TimeUnit.SECONDS) - released;
+            long p = System.nanoTime();
+            admin.ping();
+            rtt[i] = System.nanoTime() - p;
+        }
+        Arrays.sort(handoff);
+        Arrays.sort(rtt);
+        double medianHandoff = handoff[rounds / 2] / 1e6;
+        double medianRtt = rtt[rounds / 2] / 1e6;
+        System.out.printf("[measure] Redis handoff release -> queued waiter's grant over %d handoffs: median %.3f ms, "
+                        + "p90 %.3f ms; PING round trip median %.3f ms; handoff = %.1f round trips%n", rounds,
+                medianHandoff, handoff[rounds * 9 / 10] / 1e6, medianRtt, medianHandoff / medianRtt);
+    }
+}
