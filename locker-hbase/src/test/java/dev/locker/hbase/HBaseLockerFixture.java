@@ -1,10 +1,13 @@
 package dev.locker.hbase;
 
+import dev.locker.api.KeyColumn;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.testkit.LockerFixture;
 import org.apache.hadoop.hbase.TableName;
 import org.apache.hadoop.hbase.client.Connection;
+import org.apache.hadoop.hbase.client.Delete;
+import org.apache.hadoop.hbase.client.Table;
 
 import java.time.Duration;
 
@@ -54,6 +57,21 @@ final class HBaseLockerFixture implements LockerFixture {
     @Override
     public void repairBackend() {
         cluster.setRegionsOnline(TableName.valueOf(options.table()), true);
+    }
+
+    @Override
+    public boolean canLoseClaims() {
+        return true;
+    }
+
+    /** Deletes the lock's row (claim, token counter, metadata), as a restore from an older snapshot would. */
+    @Override
+    public void loseClaims(KeyColumn lock) {
+        try (Table t = connection.getTable(TableName.valueOf(options.table()))) {
+            t.delete(new Delete(lock.encoded()));
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
     }
 
     @Override

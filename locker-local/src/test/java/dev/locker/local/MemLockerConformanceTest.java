@@ -1,5 +1,10 @@
 package dev.locker.local;
 
+import dev.locker.api.Entry;
+import dev.locker.api.KeyColumn;
+import dev.locker.api.StoreTransaction;
+import java.util.List;
+
 import dev.locker.api.KeyColumnValueStore;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
@@ -35,6 +40,24 @@ class MemLockerConformanceTest extends LockerConformanceSuite {
             @Override
             public void repairBackend() {
                 store.unavailable(false);
+            }
+
+            @Override
+            public boolean canLoseClaims() {
+                return true;
+            }
+
+            @Override
+            public void loseClaims(KeyColumn lock) {
+                byte[] row = lock.encoded();
+                byte[] end = new byte[64];
+                java.util.Arrays.fill(end, (byte) 0xFF);
+                StoreTransaction tx = real.beginTransaction();
+                List<byte[]> columns = new java.util.ArrayList<>();
+                for (Entry e : real.getSlice(row, new byte[0], end, tx)) {
+                    columns.add(e.column());
+                }
+                real.mutate(row, List.of(), columns, tx);
             }
 
             @Override

@@ -2,8 +2,11 @@ package dev.locker.mongo;
 
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoClients;
+import com.mongodb.client.model.Filters;
+import dev.locker.api.KeyColumn;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
+import dev.locker.testkit.FreezingProxy;
 import dev.locker.testkit.LockerFixture;
 import dev.locker.testkit.VirtualClock;
 
@@ -21,6 +24,7 @@ final class MongoFixture implements LockerFixture {
 
     private final InProcessMongo inProcess;
     private final String uri;
+    private FreezingProxy proxy;
     private final String collection = "conformance_" + LockerConfig.randomRid().substring(0, 8);
 
     private MongoFixture(InProcessMongo inProcess, String uri) {
@@ -46,8 +50,9 @@ final class MongoFixture implements LockerFixture {
 
     @Override
     public Locker open(LockerConfig config) {
-        if (inProcess != null && config.timeSource() instanceof VirtualClock) {
-            inProcess.clock().follow(config.timeSource());
+        if (inProcess != null) { // the server's clock is the scenario's: virtual, or the real one for lease cases
+            inProcess.clock().follow(config.timeSource() instanceof VirtualClock ? config.timeSource()
+                    : dev.locker.api.TimeSource.system());
         }
         return MongoLockerProvider.builder(uri).database("locker_test").collection(collection).config(config).build();
     }
@@ -73,7 +78,50 @@ final class MongoFixture implements LockerFixture {
     }
 
     @Override
+    public boolean canLoseClaims() {
+        return true;
+    }
+
+    /** Deletes the lock's document, as a failover to a secondary that never received it would. */
+    @Override
+    public void loseClaims(KeyColumn lock) {
+        try (MongoClient client = MongoClients.create(uri)) {
+            client.getDatabase("locker_test").getCollection(collection)
+                    .deleteOne(Filters.eq(LockDocument.ID, LockDocument.id(lock)));
+        }
+    }
+
+    @Override
+    public boolean canFreezeConnections() {
+        return inProcess != null;
+    }
+
+    @Override
+    public synchronized Locker openFreezable(LockerConfig config) {
+        inProcess.clock().follow(dev.locker.api.TimeSource.system());
+        if (proxy == null) {
+            proxy = new FreezingProxy("127.0.0.1", inProcess.port());
+        }
+        String through = uri.replace(":" + inProcess.port() + "/", ":" + proxy.port() + "/");
+        return MongoLockerProvider.builder(through).database("locker_test").collection(collection).config(config)
+                .build();
+    }
+
+    @Override
+    public void freezeConnections() {
+        proxy.freeze();
+    }
+
+    @Override
+    public void thawConnections() {
+        proxy.thaw();
+    }
+
+    @Override
     public void close() {
+        if (proxy != null) {
+            proxy.close();
+        }
         if (inProcess != null) {
             inProcess.close();
         } else {

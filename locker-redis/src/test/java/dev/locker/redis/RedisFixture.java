@@ -1,7 +1,9 @@
 package dev.locker.redis;
 
+import dev.locker.api.KeyColumn;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
+import dev.locker.testkit.FreezingProxy;
 import dev.locker.testkit.LockerFixture;
 import redis.clients.jedis.UnifiedJedis;
 
@@ -18,6 +20,7 @@ class RedisFixture implements LockerFixture {
     static final Duration RESTART_GUARD = Duration.ofSeconds(2);
 
     private final RedisTarget target;
+    private FreezingProxy proxy;
     private final String prefix = "conformance-" + LockerConfig.randomRid().substring(0, 8) + ":";
 
     RedisFixture() {
@@ -60,7 +63,48 @@ class RedisFixture implements LockerFixture {
     }
 
     @Override
+    public boolean canLoseClaims() {
+        return true;
+    }
+
+    /** Deletes the lock's hash, as a restart without persistence would (the restart guard is not in the way). */
+    @Override
+    public void loseClaims(KeyColumn lock) {
+        try (RedisLocker keys = target.locker(prefix).restartGuard(Duration.ZERO).build();
+             UnifiedJedis admin = target.admin()) {
+            admin.del(keys.redisKey(lock));
+        }
+    }
+
+    @Override
+    public boolean canFreezeConnections() {
+        return target.process() != null;
+    }
+
+    @Override
+    public synchronized Locker openFreezable(LockerConfig config) {
+        if (proxy == null) {
+            proxy = new FreezingProxy("127.0.0.1", target.process().port());
+        }
+        return RedisLocker.builder().uri("redis://127.0.0.1:" + proxy.port()).keyPrefix(prefix).config(config)
+                .restartGuard(RESTART_GUARD).timeout(Duration.ofSeconds(2)).build();
+    }
+
+    @Override
+    public void freezeConnections() {
+        proxy.freeze();
+    }
+
+    @Override
+    public void thawConnections() {
+        proxy.thaw();
+    }
+
+    @Override
     public void close() {
+        if (proxy != null) {
+            proxy.close();
+        }
         target.close();
     }
 }

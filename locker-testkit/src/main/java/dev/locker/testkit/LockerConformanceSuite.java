@@ -823,6 +823,121 @@ public abstract class LockerConformanceSuite {
         take(realTimeProcess("b"), lock("x"), new Object()); // close released the claim
     }
 
+    /**
+     * A server that lost the holder's claim (restart without its data, failover to a replica that missed it): the
+     * holder is told GONE by its next renewal, before its validity ends, and is invalid from then on.
+     */
+    @Test
+    void aLeaseWhoseClaimTheServerLostIsToldBeforeItsValidityEnds() throws Exception {
+        Assumptions.assumeTrue(fixture.canLoseClaims(), "backend cannot lose claims on demand");
+        Locker a = realTimeProcess("a");
+        KeyColumn lock = lock("x");
+        java.util.concurrent.atomic.AtomicLong toldAt = new java.util.concurrent.atomic.AtomicLong();
+        List<dev.locker.api.LockLost> told = new CopyOnWriteArrayList<>();
+        CountDownLatch lost = new CountDownLatch(1);
+        Lease lease = a.acquire(lock, "job").onLost(l -> {
+            toldAt.set(System.nanoTime());
+            told.add(l);
+            lost.countDown();
+        });
+        long validUntil = System.nanoTime() + lease.remaining().toNanos();
+        long gone = System.nanoTime();
+        fixture.loseClaims(lock);
+        assertTrue(lost.await(LEASE_EXPIRY.toMillis() * 3, TimeUnit.MILLISECONDS), "the listener was told");
+        System.out.printf("[conformance] %s: lost signal %d ms after the server lost the claim (expiry %d ms, %.2f "
+                        + "expiries)%n", getClass().getSimpleName(), (toldAt.get() - gone) / 1_000_000,
+                LEASE_EXPIRY.toMillis(), (toldAt.get() - gone) / (double) LEASE_EXPIRY.toNanos());
+        assertEquals(dev.locker.api.LossReason.GONE, told.get(0).reason(), told.get(0).toString());
+        assertTrue(toldAt.get() - validUntil < 0, "told after the validity ended");
+        assertFalse(lease.isValid());
+        assertThrows(ExpiredLockException.class, lease::fencingToken);
+        Thread.sleep(LEASE_EXPIRY.toMillis() / 2);
+        assertEquals(1, told.size(), "exactly once: " + told);
+        lease.close();
+        take(realTimeProcess("b"), lock, new Object());
+    }
+
+    /**
+     * A frozen connection (no byte passes, nothing is reset): renewals hang, and the holder is told EXPIRED before its
+     * validity ends, however long the client's own timeouts are; once the claim expired another process takes the
+     * lock with a higher token.
+     */
+    @Test
+    void aLeaseOnAFrozenConnectionIsToldBeforeItsValidityEnds() throws Exception {
+        Assumptions.assumeTrue(fixture.canFreezeConnections(), "backend has no connection to freeze");
+        Locker a = fixture.openFreezable(config("a").timeSource(TimeSource.system()).expiry(LEASE_EXPIRY).build());
+        opened.add(a);
+        Locker b = realTimeProcess("b");
+        KeyColumn lock = lock("x");
+        java.util.concurrent.atomic.AtomicLong toldAt = new java.util.concurrent.atomic.AtomicLong();
+        List<dev.locker.api.LockLost> told = new CopyOnWriteArrayList<>();
+        CountDownLatch lost = new CountDownLatch(1);
+        Lease lease = a.acquire(lock, "job").onLost(l -> {
+            toldAt.set(System.nanoTime());
+            told.add(l);
+            lost.countDown();
+        });
+        long token = lease.fencingToken();
+        long validUntil;
+        long frozeAt;
+        try {
+            frozeAt = System.nanoTime();
+            fixture.freezeConnections();
+            validUntil = System.nanoTime() + lease.remaining().toNanos();
+            assertTrue(lost.await(LEASE_EXPIRY.toMillis() * 4, TimeUnit.MILLISECONDS), "the listener was told");
+            System.out.printf("[conformance] %s: lost signal %d ms after the connection froze (expiry %d ms, %.2f "
+                            + "expiries)%n", getClass().getSimpleName(), (toldAt.get() - frozeAt) / 1_000_000,
+                    LEASE_EXPIRY.toMillis(), (toldAt.get() - frozeAt) / (double) LEASE_EXPIRY.toNanos());
+            assertEquals(dev.locker.api.LossReason.EXPIRED, told.get(0).reason(), told.get(0).toString());
+            assertTrue(toldAt.get() - validUntil < 0, "told " + (toldAt.get() - validUntil) / 1_000_000
+                    + " ms after the validity ended; it must be before");
+            assertFalse(lease.isValid());
+            dev.locker.api.Acquisition next = b.acquireWithin(lock, "after the claim expired", Duration.ofSeconds(20));
+            assertTrue(next.acquired(), "the frozen holder's claim expired on the server: " + next
+                    + next.failure().map(f -> " " + f).orElse(""));
+            assertTrue(next.lease().orElseThrow().fencingToken() > token, "a higher token for the next holder");
+            next.lease().orElseThrow().close();
+        } finally {
+            fixture.thawConnections();
+        }
+        lease.close();
+        assertEquals(1, told.size(), "exactly once: " + told);
+    }
+
+    /**
+     * A waiter is woken by the release: the holder keeps its lease alive (so the lock would never expire), releases
+     * it, and the waiter gets it with a higher token, told nothing of a loss.
+     */
+    @Test
+    void aWaiterIsServedWhenTheHolderReleases() throws Exception {
+        Locker a = realTimeProcess("a");
+        Locker b = realTimeProcess("b");
+        KeyColumn lock = lock("x");
+        Lease held = a.acquire(lock, "first");
+        List<dev.locker.api.LockLost> told = new CopyOnWriteArrayList<>();
+        held.onLost(told::add);
+        long token = held.fencingToken();
+        ExecutorService pool = Executors.newSingleThreadExecutor();
+        try {
+            Future<Long> waiting = pool.submit(() -> {
+                Lease l = b.tryAcquire(lock, "patient", Duration.ofSeconds(60)).orElseThrow();
+                long at = System.nanoTime();
+                assertTrue(l.fencingToken() > token, "a higher token");
+                l.close();
+                return at;
+            });
+            Thread.sleep(LEASE_EXPIRY.toMillis()); // the waiter is refused at least once; the holder renews meanwhile
+            long released = System.nanoTime();
+            held.close();
+            long granted = waiting.get(60, TimeUnit.SECONDS);
+            System.out.printf("[conformance] %s: waiter granted %.1f ms after the release%n",
+                    getClass().getSimpleName(), (granted - released) / 1e6);
+        } finally {
+            pool.shutdownNow();
+        }
+        assertEquals(List.of(), told, "a release is no loss");
+    }
+
     /** A bounded wait says why it ended: busy (naming the holder), acquired, or the backend unreachable (with cause). */
     @Test
     void aBoundedWaitSaysWhyItEnded() throws Exception {

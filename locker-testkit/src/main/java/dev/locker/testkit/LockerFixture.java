@@ -1,5 +1,6 @@
 package dev.locker.testkit;
 
+import dev.locker.api.KeyColumn;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 
@@ -36,6 +37,40 @@ public interface LockerFixture extends AutoCloseable {
     /** Undoes {@link #breakBackend()}; the backend may have lost its claims. */
     default void repairBackend() {
         throw new IllegalStateException(getClass().getSimpleName() + " cannot repair its backend");
+    }
+
+    /** True when {@link #loseClaims} is supported. */
+    default boolean canLoseClaims() {
+        return false;
+    }
+
+    /**
+     * The backend loses everything it kept for {@code lock} (claims, token, metadata) while every locker stays
+     * connected: what a server restarted without its data, or a failover to a replica that missed the writes, does to a
+     * lock (with no restart guard in the way).
+     */
+    default void loseClaims(KeyColumn lock) {
+        throw new IllegalStateException(getClass().getSimpleName() + " cannot lose claims");
+    }
+
+    /** True when {@link #openFreezable}, {@link #freezeConnections} and {@link #thawConnections} are supported. */
+    default boolean canFreezeConnections() {
+        return false;
+    }
+
+    /** Opens a locker like {@link #open} whose connections to the backend all pass through a {@link FreezingProxy}. */
+    default Locker openFreezable(LockerConfig config) {
+        throw new IllegalStateException(getClass().getSimpleName() + " cannot freeze connections");
+    }
+
+    /** The connections of the lockers from {@link #openFreezable} stop passing bytes, and stay open. */
+    default void freezeConnections() {
+        throw new IllegalStateException(getClass().getSimpleName() + " cannot freeze connections");
+    }
+
+    /** Undoes {@link #freezeConnections()}. */
+    default void thawConnections() {
+        throw new IllegalStateException(getClass().getSimpleName() + " cannot freeze connections");
     }
 
     @Override
