@@ -3,7 +3,7 @@ package dev.locker.janusgraph;
 import dev.locker.hbase.HBaseTestCluster;
 
 /** JanusGraph's lock tests with the locks on the HBase mini cluster (started once per test JVM). */
-class HBaseLockStoreTest extends LockerLockStoreTest {
+class HBaseLockStoreTest extends AtomicLockerLockStoreTest {
 
     @Override
     String lockerUri() {

@@ -5,7 +5,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 
 /** JanusGraph's lock tests with the locks on the in-process MongoDB wire-protocol server. */
-class MongoLockStoreTest extends LockerLockStoreTest {
+class MongoLockStoreTest extends AtomicLockerLockStoreTest {
 
     private static InProcessMongo mongo;
 

@@ -5,7 +5,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 
 /** JanusGraph's lock tests with the locks on a real redis-server started for this class. */
-class RedisLockStoreTest extends LockerLockStoreTest {
+class RedisLockStoreTest extends AtomicLockerLockStoreTest {
 
     private static RedisServerProcess redis;
 
