@@ -36,6 +36,10 @@ import java.util.concurrent.ConcurrentHashMap;
  * naming that group (unset: the instance's own), {@code graph.unique-instance-id} the rid (a readable name; the locker
  * adds a random instance id). The URI's own query options override these.
  *
+ * <p>A transaction that leaks (never committed nor rolled back) keeps its locks until its claims expire, up to one
+ * {@code storage.lock.expiry-time} (300 s by default) in every instance; in its own process the next transaction gets
+ * the in-process record at the claim's deadline, never later. Lower the expiry if leaks are a concern.
+ *
  * <p>Invariant: one Locker per store manager, closed with it; every lock key starts with the graph's
  * {@code storage.locker.namespace}, so {@link #clearStorage()} can release them all.
  */
@@ -104,11 +108,6 @@ public class LockerStoreManager extends ExpectedValueCheckingStoreManager {
         } finally {
             locker.close();
         }
-    }
-
-    @Override
-    public String getName() {
-        return manager.getName();
     }
 
     @Override
