@@ -110,6 +110,45 @@ public final class KeyColumn implements Comparable<KeyColumn> {
         return ByteBuffer.allocate(4 + keyPrefix.length).putInt(keyLength).put(keyPrefix).array();
     }
 
+    /** The smallest size {@link #fitTo} accepts: room for the digest marker, the digest and one byte of the key. */
+    public static final int MIN_FIT_BYTES = 64;
+
+    private static final byte[] DIGEST_MARKER = {0, 's', 'h', 'a', '2', '5', '6', 0};
+
+    /**
+     * This lock when its {@link #size()} is at most {@code maxBytes}; otherwise a stand-in of at most {@code maxBytes}:
+     * the key's first bytes (so that an operator, {@code holder} and a listing by a short key prefix still see what
+     * it is), then {@code \0sha256\0} and the SHA-256 of {@link #encoded()}, with an empty column. Storage layers
+     * whose keys may exceed a backend's limit (JanusGraph locks index values of any length) lock the stand-in.
+     *
+     * <p>Why this is safe: equal locks always give equal stand-ins, so two transactions that want one lock always
+     * meet on one claim. Two different long locks share a stand-in only if SHA-256 collides, and then they merely
+     * contend (one waits for the other): a lost liveness, never a second holder. A short lock equals a stand-in only
+     * if its key carries the marker and the digest of another lock, which nobody does by accident, and the cost would
+     * again be contention only. What it costs: a long lock's full name is not shown, and a listing by a key prefix
+     * longer than the kept bytes misses it.
+     *
+     * @throws IllegalArgumentException when {@code maxBytes} is below {@link #MIN_FIT_BYTES}
+     */
+    public KeyColumn fitTo(int maxBytes) {
+        if (maxBytes < MIN_FIT_BYTES) {
+            throw new IllegalArgumentException("maxBytes must be at least " + MIN_FIT_BYTES + ", was " + maxBytes);
+        }
+        if (size() <= maxBytes) {
+            return this;
+        }
+        byte[] digest;
+        try {
+            digest = java.security.MessageDigest.getInstance("SHA-256").digest(encoded());
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException("every Java platform must provide SHA-256", e);
+        }
+        int keep = Math.min(key.length, maxBytes - DIGEST_MARKER.length - digest.length);
+        byte[] k = ByteBuffer.allocate(keep + DIGEST_MARKER.length + digest.length)
+                .put(key, 0, keep).put(DIGEST_MARKER).put(digest).array();
+        return new KeyColumn(k, new byte[0]);
+    }
+
     /** Whether the key (not the column) starts with {@code prefix}; an empty prefix matches every key. */
     public boolean keyStartsWith(byte[] prefix) {
         return prefix.length <= key.length && Arrays.equals(key, 0, prefix.length, prefix, 0, prefix.length);

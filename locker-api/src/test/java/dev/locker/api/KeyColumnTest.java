@@ -15,6 +15,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -101,5 +102,23 @@ class KeyColumnTest {
         assertEquals(Optional.empty(), LockPage.empty().nextCursor());
         assertThrows(IllegalArgumentException.class, () -> new LockPage(List.of(), ""));
         assertThrows(NullPointerException.class, () -> new LockInfo(null, owner, 1, Instant.EPOCH));
+    }
+
+    @Test
+    void aLongLockFitsALimitAsAStableStandInThatKeepsItsKeyPrefix() {
+        KeyColumn shortLock = KeyColumn.of("index", "value");
+        assertSame(shortLock, shortLock.fitTo(64), "a lock within the limit is itself");
+        String value = "v".repeat(6000);
+        KeyColumn longLock = KeyColumn.of("graphindex:" + value, "c");
+        KeyColumn fitted = longLock.fitTo(4096);
+        assertTrue(fitted.size() <= 4096, "fits: " + fitted.size());
+        assertEquals(fitted, KeyColumn.of("graphindex:" + value, "c").fitTo(4096), "equal locks, equal stand-ins");
+        assertNotEquals(fitted, KeyColumn.of("graphindex:" + value, "d").fitTo(4096), "the column counts");
+        assertNotEquals(fitted, KeyColumn.of("graphindex:" + value + "w", "c").fitTo(4096), "the whole key counts");
+        assertTrue(fitted.keyStartsWith("graphindex:vvv".getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+        KeyColumn longColumn = KeyColumn.of("k", "c".repeat(100));
+        assertTrue(longColumn.fitTo(64).keyStartsWith(new byte[]{'k', 0, 's'}), "a short key is kept whole");
+        assertEquals(64, KeyColumn.of("k".repeat(100), "").fitTo(64).size());
+        assertThrows(IllegalArgumentException.class, () -> longLock.fitTo(63));
     }
 }

@@ -20,7 +20,7 @@ import java.time.Duration;
  * HDFS), started once per test JVM on first use and shared by every test class of the module; a shutdown hook stops
  * it when the JVM exits. Test classes use fresh table or lock names, so nothing needs cleaning between them.
  */
-final class HBaseTestCluster {
+public final class HBaseTestCluster {
 
     private static final Logger log = LoggerFactory.getLogger(HBaseTestCluster.class);
 
@@ -52,7 +52,7 @@ final class HBaseTestCluster {
     }
 
     /** The cluster, started on first call. */
-    static synchronized HBaseTestCluster get() {
+    public static synchronized HBaseTestCluster get() {
         if (instance == null) {
             try {
                 instance = new HBaseTestCluster();
@@ -81,7 +81,7 @@ final class HBaseTestCluster {
     }
 
     /** An {@code hbase://} URI of this cluster for {@code table}, with extra options (may be empty). */
-    String uri(String table, String options) {
+    public String uri(String table, String options) {
         return "hbase://" + zkQuorum() + ":" + zkPort() + "/" + table + (options.isEmpty() ? "" : "?" + options);
     }
 

@@ -156,7 +156,7 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
             Thread.currentThread().interrupt();
             throw new TemporaryLockingException("interrupted while waiting lockWait before reading the lock row", lock, null, e);
         }
-        Row r = readRow(row);
+        Row r = readRowRetrying(lock, row);
         Instant wall = time.now();
         Instant now = stepGuard.judgingTime(wall, time.nanoTime()); // others' claims are judged on this
         ClaimCodec.Claim own = r.find(claim.column);
@@ -190,7 +190,7 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
         mutate(row, List.of(new Entry(claim.column, ClaimCodec.value(own.expiry, token, own.owner)),
                 new Entry(ClaimCodec.tokenColumn(token, claim.column), EMPTY)), deletions);
         ConsistentKeyClaim held = claim.held(token);
-        String conflict = confirm(readRow(row), lock, held);
+        String conflict = confirm(readRowRetrying(lock, row), lock, held);
         if (conflict != null) {
             deleteQuietly(lock, held.allColumns());
             if (conflict.startsWith("gone")) {
@@ -485,6 +485,25 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
 
     private Row readRow(byte[] row) {
         return new Row(store.getSlice(row, EMPTY, EMPTY, tx()));
+    }
+
+    /**
+     * A check's read-back, tried up to {@code retries} times on a temporary store failure (as JanusGraph does): a read
+     * changes nothing, so repeating it is always safe, and giving up at once would leave a written claim blocking the
+     * lock for others until the transaction releases it. Every step still compares its deadline after the read.
+     */
+    private Row readRowRetrying(KeyColumn lock, byte[] row) {
+        TemporaryStoreException last = null;
+        for (int attempt = 1; attempt <= config.retries(); attempt++) {
+            try {
+                return readRow(row);
+            } catch (TemporaryStoreException e) {
+                last = e;
+                log.debug("Read-back of {} failed temporarily (attempt {}/{}): {}", lock, attempt, config.retries(),
+                        e.toString());
+            }
+        }
+        throw last;
     }
 
     static byte[] successor(byte[] column) {

@@ -17,7 +17,7 @@ import java.time.ZoneOffset;
  * mongod). Its clock can follow a {@link TimeSource} — a test's virtual clock — or be set off the system clock, so that
  * the locker's offset measurement meets a server whose clock really differs.
  */
-final class InProcessMongo implements AutoCloseable {
+public final class InProcessMongo implements AutoCloseable {
 
     /** The server's wall clock: a time source plus a fixed offset, both changeable while it runs. */
     static final class FollowingClock extends Clock {
@@ -52,7 +52,7 @@ final class InProcessMongo implements AutoCloseable {
     private volatile MongoServer server;
     private int port;
 
-    static InProcessMongo start() {
+    public static InProcessMongo start() {
         InProcessMongo m = new InProcessMongo();
         m.listen(0);
         return m;
@@ -66,7 +66,7 @@ final class InProcessMongo implements AutoCloseable {
     }
 
     /** The connection string, with a short server selection timeout so that an outage is reported quickly. */
-    String uri() {
+    public String uri() {
         return "mongodb://127.0.0.1:" + port + "/?serverSelectionTimeoutMS=1000&connectTimeoutMS=1000";
     }
 

@@ -31,7 +31,7 @@ import java.util.stream.Stream;
  * a pipe only this JVM holds; when the JVM dies (even by {@code kill -9}), the pipe closes and the watchdog kills the
  * server. A shutdown hook stops servers on a normal exit too. Servers are stopped by their own pid, never by name.
  */
-final class RedisServerProcess implements AutoCloseable {
+public final class RedisServerProcess implements AutoCloseable {
 
     static final String REDIS_SERVER = System.getenv().getOrDefault("REDIS_SERVER", "/usr/bin/redis-server");
     static final String REDIS_CLI = System.getenv().getOrDefault("REDIS_CLI", "/usr/bin/redis-cli");
@@ -62,7 +62,7 @@ final class RedisServerProcess implements AutoCloseable {
     }
 
     /** A throw-away server: no RDB snapshots, no AOF (a restart loses everything). */
-    static RedisServerProcess start(String... extraArgs) {
+    public static RedisServerProcess start(String... extraArgs) {
         List<String> args = new ArrayList<>(List.of("--save", "", "--appendonly", "no"));
         args.addAll(Arrays.asList(extraArgs));
         return startWith(args, false);
@@ -158,7 +158,7 @@ final class RedisServerProcess implements AutoCloseable {
                 + "): " + tail(dir.resolve("redis.log")));
     }
 
-    int port() {
+    public int port() {
         return port;
     }
 
@@ -170,7 +170,7 @@ final class RedisServerProcess implements AutoCloseable {
         return dir;
     }
 
-    String uri() {
+    public String uri() {
         return "redis://127.0.0.1:" + port;
     }
 

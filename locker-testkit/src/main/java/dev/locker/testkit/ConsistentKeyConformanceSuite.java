@@ -367,6 +367,37 @@ public abstract class ConsistentKeyConformanceSuite {
     }
 
     @Test
+    void aFailedReadBackIsRetried() {
+        Locker a = process("a");
+        Locker b = process("b");
+        KeyColumn lock = lock("x");
+        Object tx = new Object();
+        a.writeLock(lock, tx);
+        clock.advance(LOCK_WAIT);
+        store.failNextReads(RETRIES - 1, () -> new TemporaryStoreException("injected read timeout"));
+        a.checkLocks(tx); // the read-back (and the confirming read) are tried again, as JanusGraph does
+        Object other = new Object();
+        b.writeLock(lock, other);
+        clock.advance(LOCK_WAIT);
+        assertThrows(TemporaryLockingException.class, () -> b.checkLocks(other), "a holds it");
+        b.deleteLocks(other);
+        a.deleteLocks(tx);
+    }
+
+    @Test
+    void readBackFailuresBeyondTheRetriesAreTemporaryWithTheCause() {
+        Locker a = process("a");
+        KeyColumn lock = lock("x");
+        Object tx = new Object();
+        a.writeLock(lock, tx);
+        clock.advance(LOCK_WAIT);
+        store.failNextReads(RETRIES, () -> new TemporaryStoreException("injected read timeout"));
+        TemporaryLockingException e = assertThrows(TemporaryLockingException.class, () -> a.checkLocks(tx));
+        assertInstanceOf(TemporaryStoreException.class, e.getCause());
+        a.deleteLocks(tx);
+    }
+
+    @Test
     void deleteLocksSurvivesAStoreFailure() {
         Locker a = process("a");
         KeyColumn lock = lock("x");

@@ -25,6 +25,8 @@ public final class FaultyStore implements KeyColumnValueStore {
     private final AtomicInteger reads = new AtomicInteger();
     private final AtomicInteger mutations = new AtomicInteger();
     private final AtomicInteger failures = new AtomicInteger();
+    private final AtomicInteger readFailures = new AtomicInteger();
+    private volatile Supplier<? extends StoreException> readFailure;
     private volatile Supplier<? extends StoreException> failure;
     private volatile boolean applyBeforeFailing;
     private final AtomicInteger slow = new AtomicInteger();
@@ -70,6 +72,13 @@ public final class FaultyStore implements KeyColumnValueStore {
         this.failure = failure;
         this.applyBeforeFailing = applied;
         this.failures.set(n);
+        return this;
+    }
+
+    /** The next {@code n} reads ({@code getSlice}) throw {@code failure} without reaching the store. */
+    public FaultyStore failNextReads(int n, Supplier<? extends StoreException> failure) {
+        this.readFailure = failure;
+        this.readFailures.set(n);
         return this;
     }
 
@@ -167,6 +176,9 @@ public final class FaultyStore implements KeyColumnValueStore {
     public List<Entry> getSlice(byte[] key, byte[] start, byte[] end, StoreTransaction tx) {
         reads.incrementAndGet();
         ensureAvailable();
+        if (readFailures.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+            throw readFailure.get();
+        }
         maybePause(Op.READ, false);
         List<Entry> out = real.getSlice(key, start, end, tx);
         maybePause(Op.READ, true);

@@ -1,0 +1,26 @@
+package dev.locker.janusgraph;
+
+import dev.locker.mongo.InProcessMongo;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+
+/** The graph-level race with the locks on the in-process MongoDB wire-protocol server. */
+class MongoGraphRaceTest extends GraphRaceTest {
+
+    private static InProcessMongo mongo;
+
+    @BeforeAll
+    static void startMongo() {
+        mongo = InProcessMongo.start();
+    }
+
+    @AfterAll
+    static void stopMongo() {
+        mongo.close();
+    }
+
+    @Override
+    String lockerUri() {
+        return mongo.uri() + "&lockerCollection=janusgraph_race";
+    }
+}
