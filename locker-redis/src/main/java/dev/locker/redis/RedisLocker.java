@@ -175,7 +175,9 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         this.ownField = ("c" + this.config.rid()).getBytes(StandardCharsets.UTF_8); // this instance's rid
         this.channel = keys.releaseChannel();
         this.queueTtl = Duration.ofMillis(Math.max(300, Math.min(this.config.expiry().toMillis(), 3_000)));
-        this.wakeups = new RedisWakeups(client, channel, this.config.rid());
+        // the wake-ups' subscription gets a connection of its own, made with these options; with a client the caller
+        // manages there are no options to make one with, and waiters poll instead
+        this.wakeups = ownsClient ? new RedisWakeups(() -> b.newClient(1, 1), channel, this.config.rid()) : null;
     }
 
     public static Builder builder() {
@@ -380,7 +382,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
 
     @Override
     protected boolean toldOfReleases() {
-        return time == TimeSource.system(); // the wake-ups wait on the real clock
+        return wakeups != null && time == TimeSource.system(); // the wake-ups wait on the real clock
     }
 
     @Override
@@ -420,7 +422,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
             return;
         }
         for (KeyColumn lock : wait.watches.keySet()) {
-            wakeups.unwatch(keys.lockKey(lock));
+            wakeups.unwatch(keys.lockKey(lock)); // watches exist only when wakeups does
         }
         if (acquired) {
             return; // each grant removed our entry from its lock's queue
@@ -440,7 +442,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
 
     /** True while this locker listens for releases (only while one of its transactions waits); for tests. */
     boolean wakeupsSubscribed() {
-        return wakeups.subscribed();
+        return wakeups != null && wakeups.subscribed();
     }
 
     /** The queue identity of one wait and what it last saw of each lock's releases. */
@@ -465,7 +467,9 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
 
     @Override
     protected void closeBackend() {
-        wakeups.close();
+        if (wakeups != null) {
+            wakeups.close();
+        }
         if (ownsClient) {
             client.close();
         }
@@ -928,6 +932,11 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
 
         /** A Jedis client with these connection options (the locker's own, or a tool's); the caller closes it. */
         UnifiedJedis newClient(int retries) {
+            return newClient(retries, poolSize);
+        }
+
+        /** Like {@link #newClient(int)}, with a pool of {@code connections}. */
+        UnifiedJedis newClient(int retries, int connections) {
             List<HostAndPort> targets = nodes.isEmpty() ? List.of(new HostAndPort("localhost", 6379)) : nodes;
             boolean clusterMode = cluster != null ? cluster : targets.size() > 1;
             if (!clusterMode && targets.size() > 1) {
@@ -950,8 +959,8 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
                 configureTls(cc);
             }
             ConnectionPoolConfig pool = new ConnectionPoolConfig();
-            pool.setMaxTotal(poolSize);
-            pool.setMaxIdle(poolSize);
+            pool.setMaxTotal(connections);
+            pool.setMaxIdle(connections);
             pool.setMinIdle(0);
             pool.setMaxWait(connectTimeout.plus(effectiveSocketTimeout)); // a full pool fails instead of hanging
             pool.setTestOnBorrow(false); // one round trip per phase; broken connections are retried instead

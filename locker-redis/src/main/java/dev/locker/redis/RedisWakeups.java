@@ -13,36 +13,40 @@ import java.util.concurrent.TimeUnit;
  * Tells this locker's waiters that a lock they wait for may be free: one subscription per locker, on the release
  * channel, whose messages are lock keys (published by the release, withdraw, force and dequeue scripts when waiters are
  * queued). Started by the first waiter that finds its lock held, on a daemon thread of its own with a connection of its
- * own, resubscribing after a lost connection; ended when no waiter is left (so an idle locker holds no extra
+ * own (never one of the locker's pool, which renewals and releases need), resubscribing after a lost connection; ended when no waiter is left (so an idle locker holds no extra
  * connection) and by close. The subscription wakes every waiter once it is made, so a release published before it is
  * looked for at once.
  *
  * <p>Pub/sub delivers at most once: a message lost with a connection, or sent before the subscription was made, is not
  * seen. No waiter relies on it for more than speed: each also wakes when the holder's claim expires and to refresh its
  * queue entry. In Redis Cluster a {@code PUBLISH} reaches the subscribers of every node, so the subscription may live on
- * any of them.
+ * any of them. A server that refuses the subscription (an ACL without {@code +subscribe} or the channel) turns the
+ * wake-ups off for good, said once at INFO: waiters then poll as on the other backends.
  */
 final class RedisWakeups implements AutoCloseable {
 
     private static final Logger log = LoggerFactory.getLogger(RedisWakeups.class);
 
-    private final UnifiedJedis client;
+    private final java.util.function.Supplier<UnifiedJedis> connect;
     private final byte[] channel;
     private final String name;
     private final ConcurrentHashMap<ByteBuffer, Watch> watches = new ConcurrentHashMap<>();
     private volatile boolean closed;
     private volatile Subscriber subscriber;
+    private volatile UnifiedJedis connection;
+    private volatile boolean refused;
     private Thread thread; // guarded by this
 
-    RedisWakeups(UnifiedJedis client, byte[] channel, String name) {
-        this.client = client;
+    /** @param connect makes the subscription's own client (one connection), closed when the subscription ends */
+    RedisWakeups(java.util.function.Supplier<UnifiedJedis> connect, byte[] channel, String name) {
+        this.connect = connect;
         this.channel = channel.clone();
         this.name = name;
     }
 
     /** Starts listening unless it is already; call it after {@link #watch}. */
     synchronized void start() {
-        if (thread == null && !closed) {
+        if (thread == null && !closed && !refused) {
             thread = new Thread(this::listen, "locker-redis-wakeups-" + name);
             thread.setDaemon(true);
             thread.start();
@@ -75,19 +79,31 @@ final class RedisWakeups implements AutoCloseable {
         long pauseMillis = 100;
         while (true) {
             synchronized (this) {
-                if (closed || watches.isEmpty()) {
+                if (closed || refused || watches.isEmpty()) {
                     thread = null;
                     return;
                 }
             }
             Subscriber s = new Subscriber();
             subscriber = s;
-            try {
-                client.subscribe(s, channel); // blocks until unsubscribed or the connection breaks
+            try (UnifiedJedis c = connect.get()) {
+                connection = c;
+                if (closed) {
+                    continue;
+                }
+                c.subscribe(s, channel); // blocks until unsubscribed or the connection breaks
                 pauseMillis = 100;
             } catch (RuntimeException e) {
                 if (closed) {
-                    return;
+                    continue;
+                }
+                if (String.valueOf(e.getMessage()).contains("NOPERM")) {
+                    refused = true;
+                    log.info("Redis refuses this locker's subscription to its release channel ({}): waiters poll "
+                            + "instead of being woken by releases (grant +subscribe and the channel to change that)",
+                            e.getMessage());
+                    wakeAll();
+                    continue;
                 }
                 // waiters fall back to waking when the holder's claim expires; no WARN flood while the server is down
                 log.debug("Release notifications from Redis interrupted ({}); resubscribing in {} ms", e.toString(),
@@ -119,6 +135,14 @@ final class RedisWakeups implements AutoCloseable {
     public void close() {
         closed = true;
         stopListening();
+        UnifiedJedis c = connection;
+        if (c != null) {
+            try {
+                c.close(); // also ends a subscription blocked on a half-open socket
+            } catch (RuntimeException e) {
+                log.debug("Closing the release notifications' connection failed: {}", e.toString());
+            }
+        }
         Thread t;
         synchronized (this) {
             t = thread;

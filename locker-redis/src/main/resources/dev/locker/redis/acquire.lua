@@ -85,6 +85,9 @@ local exp = now + expms * 1000
 redis.call('HSET', key, own, claim_value(now, exp, tok, ARGV[2], ARGV[4]), 't', fmt(tok))
 if s.mine then
   redis.call('HDEL', key, 'q' .. waiter) -- served
+  if s.waiting <= 1 then
+    redis.call('HDEL', key, 'n')
+  end
 end
 keep_until(math.max(exp, s.maxexp, s.keep), now, expms)
 return { 1, tok, now, warning }

@@ -15,7 +15,10 @@
 --                    field "n", the queue's counter). The entry lives until <until> (server microseconds) unless its
 --                    waiter comes back to refresh it; while a live waiter is queued, nobody who arrived later is granted
 --                    the lock. A release, withdrawal or forced release with waiters queued publishes the lock's key
---                    on the locker's release channel, which wakes them.
+--                    on the locker's release channel, which wakes them. Field "n" exists only while some waiter may
+--                    be queued (a scrubbing scan that finds none removes it), so a release looks further only then.
+-- Publishing is always a script's last step, through pcall: a wake-up that fails (no channel permission) never stops
+-- a script after it wrote, and costs waiters only speed.
 -- The lock's name never appears in this source: it arrives as KEYS/ARGV bytes.
 -- Numbers are written with string.format('%d'): Lua's tostring would print 1.7e+15 and lose digits.
 local key = KEYS[1]
@@ -73,6 +76,7 @@ local function scan(now, scrub, own, nonce, waiter)
   local tomb = instance and ('w' .. instance)
   local myq = waiter and ('q' .. waiter)
   r.waiting = 0
+  local hasN = false
   for i = 1, #all, 2 do
     local f, v = all[i], all[i + 1]
     if f == 't' then
@@ -108,6 +112,8 @@ local function scan(now, scrub, own, nonce, waiter)
           r.keep = untl
         end
       end
+    elseif f == 'n' then
+      hasN = true
     elseif string.byte(f, 1) == 113 then -- 'q'
       local seq, untl = string.match(v, '^(%d+) (%d+)\n')
       seq, untl = tonumber(seq), tonumber(untl)
@@ -129,6 +135,9 @@ local function scan(now, scrub, own, nonce, waiter)
       end
     end
   end
+  if scrub and hasN and r.waiting == 0 then
+    redis.call('HDEL', key, 'n') -- nobody queued: a release need not look for waiters
+  end
   return r
 end
 
@@ -138,7 +147,8 @@ local function enqueue(s, waiter, now, ttl_ms, owner)
   if s.mine then
     seq = string.match(s.mine, '^(%d+) ')
   else
-    seq = fmt(redis.call('HINCRBY', key, 'n', 1))
+    seq = fmt((tonumber(redis.call('HGET', key, 'n')) or 0) + 1)
+    redis.call('HSET', key, 'n', seq)
   end
   local untl = now + ttl_ms * 1000
   redis.call('HSET', key, 'q' .. waiter, seq .. ' ' .. fmt(untl) .. '\n' .. owner)
@@ -152,10 +162,16 @@ local function queued_owner(v)
 end
 
 -- Tells waiters that the lock may be free: publishes the lock's key on the release channel, when any is queued.
+-- Call it last: it never fails the script (pcall), whatever the ACL allows.
 local function wake(s, channel)
   if s.waiting > 0 and channel and channel ~= '' then
-    redis.call('PUBLISH', channel, key)
+    redis.pcall('PUBLISH', channel, key)
   end
+end
+
+-- True when some waiter may be queued (field "n" exists): only then is a scan for waiters worth it.
+local function may_have_waiters()
+  return redis.call('HGET', key, 'n') ~= false
 end
 
 -- True when the claim (field f, written ts) is senior to the scan's senior other claim.

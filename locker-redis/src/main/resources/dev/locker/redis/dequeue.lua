@@ -8,8 +8,11 @@ if not s.mine then
   return 0
 end
 redis.call('HDEL', key, 'q' .. ARGV[1])
+s.waiting = s.waiting - 1
+if s.waiting == 0 then
+  redis.call('HDEL', key, 'n')
+end
 if not s.senior then
-  s.waiting = s.waiting - 1
   wake(s, ARGV[2])
 end
 return 1

@@ -9,5 +9,7 @@ for _, f in ipairs(redis.call('HKEYS', key)) do
     n = n + 1
   end
 end
-wake(scan(server_now(), false, nil, nil, nil), ARGV[1])
+if may_have_waiters() then
+  wake(scan(server_now(), false, nil, nil, nil), ARGV[1])
+end
 return n

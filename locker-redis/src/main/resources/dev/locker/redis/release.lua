@@ -11,7 +11,7 @@ if nonce ~= ARGV[2] then
   return 0
 end
 redis.call('HDEL', key, ARGV[1])
-if redis.call('HLEN', key) > 1 then -- more than the token field: there may be waiters to wake
+if may_have_waiters() then
   wake(scan(server_now(), false, nil, nil, nil), ARGV[3])
 end
 return 1

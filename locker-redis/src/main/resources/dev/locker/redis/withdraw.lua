@@ -13,7 +13,6 @@ if v then
   if n == nonce then
     redis.call('HDEL', key, own)
     removed = 1
-    wake(s, ARGV[6])
   end
 end
 local instance, counter = split_nonce(nonce)
@@ -24,5 +23,8 @@ if instance then
   local untl = now + ttl * 1000
   redis.call('HSET', key, 'w' .. instance, fmt(untl) .. ' ' .. counter)
   keep_until(math.max(untl, s.maxexp, s.keep), now, expms)
+end
+if removed == 1 then
+  wake(s, ARGV[6]) -- last: the tombstone is written whatever happens to the wake-up
 end
 return removed

@@ -1,0 +1,253 @@
+package dev.locker.redis;
+
+import dev.locker.api.Acquisition;
+import dev.locker.api.KeyColumn;
+import dev.locker.api.Lease;
+import dev.locker.api.LockProbe;
+import dev.locker.api.Locker;
+import dev.locker.api.LockerConfig;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.Timeout;
+
+import redis.clients.jedis.UnifiedJedis;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Adversarial review of 707e118 ("Waiting without polling"). Each case shows a regression of the queue/wake-up
+ * design against a real redis-server.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+class RedisWaitingReviewTest {
+
+    private static final String PASSWORD = "s3cret-admin";
+    private RedisServerProcess server;
+    private final List<Locker> opened = new ArrayList<>();
+    private final ExecutorService pool = Executors.newCachedThreadPool();
+
+    @BeforeAll
+    void start() {
+        Assumptions.assumeFalse(RedisTarget.isExternal(), "needs a server it can configure");
+        server = RedisServerProcess.start("--requirepass", PASSWORD);
+        // exactly the least-privilege ACL the README documents (section "Redis", ACL line)
+        server.cli("-a", PASSWORD, "--no-auth-warning", "ACL", "SETUSER", "locker", "on", ">pw", "resetkeys",
+                "~locker:*", "-@all", "+evalsha", "+eval", "+time", "+hgetall", "+hget", "+hset", "+hdel", "+hkeys",
+                "+pexpire", "+info");
+        // every command, every key, but no pub/sub channel: Redis 7's default for a new ACL user (resetchannels)
+        server.cli("-a", PASSWORD, "--no-auth-warning", "ACL", "SETUSER", "nochan", "on", ">pw", "~*", "+@all",
+                "resetchannels");
+    }
+
+    @AfterEach
+    void closeLockers() {
+        opened.forEach(Locker::close);
+        opened.clear();
+    }
+
+    @AfterAll
+    void stop() {
+        pool.shutdownNow();
+        if (server != null) {
+            server.close();
+        }
+    }
+
+    private RedisLocker.Builder readmeAclUser(String name) {
+        return RedisLocker.builder().node("127.0.0.1", server.port()).keyPrefix("locker:").user("locker").password("pw")
+                .config(LockerConfig.builder().rid(name + "-" + LockerConfig.randomRid().substring(0, 8))
+                        .expiry(Duration.ofSeconds(3)).build())
+                .restartGuard(Duration.ZERO);
+    }
+
+    private RedisLocker admin(String name, int poolSize) {
+        RedisLocker l = RedisLocker.builder().node("127.0.0.1", server.port()).keyPrefix("adm:").password(PASSWORD)
+                .config(LockerConfig.builder().rid(name + "-" + LockerConfig.randomRid().substring(0, 8))
+                        .expiry(Duration.ofSeconds(3)).build())
+                .restartGuard(Duration.ZERO).poolSize(poolSize).build();
+        opened.add(l);
+        return l;
+    }
+
+    private RedisLocker open(RedisLocker.Builder b) {
+        RedisLocker l = b.build();
+        opened.add(l);
+        return l;
+    }
+
+    private static KeyColumn lock(String name) {
+        return KeyColumn.named(name + "-" + LockerConfig.randomRid().substring(0, 6));
+    }
+
+    /**
+     * Before 707e118 a user with the README's least-privilege ACL could wait for a lock (polling). Now the waiter's
+     * first refusal runs HINCRBY (enqueue) inside acquire.lua, which that ACL does not allow: the wait ends at once as
+     * REFUSED (NOPERM) although the lock is released 300 ms later.
+     */
+    @Test
+    void aWaiterWithTheReadmeLeastPrivilegeAclWaitsForTheRelease() throws Exception {
+        RedisLocker a = open(readmeAclUser("a"));
+        RedisLocker b = open(readmeAclUser("b"));
+        KeyColumn lock = lock("acl-wait");
+        Lease held = a.acquire(lock, "first");
+        Future<Acquisition> waiting = pool.submit(() -> b.acquireWithin(lock, "patient", Duration.ofSeconds(10)));
+        Thread.sleep(300);
+        held.close();
+        Acquisition got = waiting.get(30, TimeUnit.SECONDS);
+        assertEquals(Acquisition.Outcome.ACQUIRED, got.outcome(), "the wait must outlast the release: " + got);
+        got.lease().orElseThrow().close();
+    }
+
+    /**
+     * Every release runs HLEN after deleting the claim (release.lua), which the README's least-privilege ACL does not
+     * allow: the claim is gone, but the release step fails (NOPERM) and is logged at WARN on every single release.
+     */
+    @Test
+    void aReleaseWithTheReadmeLeastPrivilegeAclDoesNotFail() {
+        List<RuntimeException> releaseFailures = new CopyOnWriteArrayList<>();
+        LockProbe probe = new LockProbe() {
+            @Override
+            public void after(Step step, KeyColumn lock, String rid, RuntimeException failure) {
+                if (step == Step.RELEASE && failure != null) {
+                    releaseFailures.add(failure);
+                }
+            }
+        };
+        RedisLocker a = open(readmeAclUser("a").config(LockerConfig.builder()
+                .rid("a-" + LockerConfig.randomRid().substring(0, 8)).expiry(Duration.ofSeconds(3)).probe(probe)
+                .build()));
+        KeyColumn lock = lock("acl-release");
+        a.acquire(lock, "once").close();
+        assertEquals(List.of(), releaseFailures, "a plain release must not fail under the documented ACL");
+    }
+
+    /**
+     * poolSize(1) is accepted by the builder. The wake-up subscription borrows that one pooled connection for as long
+     * as anyone waits, so the waiter's own retries cannot get a connection: a lock freed after 300 ms is never taken
+     * within 8 s (and any lease of that locker cannot renew meanwhile).
+     */
+    @Test
+    void aWaiterOnAOneConnectionPoolGetsTheLockOnceItIsFreed() throws Exception {
+        RedisLocker a = admin("a", 4);
+        RedisLocker b = admin("b", 1);
+        KeyColumn lock = lock("pool1");
+        Lease held = a.acquire(lock, "first");
+        Future<Acquisition> waiting = pool.submit(() -> b.acquireWithin(lock, "patient", Duration.ofSeconds(8)));
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!b.wakeupsSubscribed() && System.nanoTime() < until) {
+            Thread.sleep(5);
+        }
+        held.close();
+        Acquisition got = waiting.get(30, TimeUnit.SECONDS);
+        assertEquals(Acquisition.Outcome.ACQUIRED, got.outcome(), "freed lock must be taken: " + got);
+        got.lease().orElseThrow().close();
+    }
+
+    /**
+     * While a locker with a small pool waits, its subscription occupies one of its connections: a lease it holds on
+     * another lock must still renew. With poolSize(1) the renewal cannot get a connection.
+     */
+    @Test
+    void aLeaseOfAWaitingLockerStillRenews() throws Exception {
+        RedisLocker a = admin("a", 4);
+        RedisLocker b = admin("b", 1);
+        KeyColumn busy = lock("busy");
+        KeyColumn mine = lock("mine");
+        Lease other = a.acquire(busy, "held long");
+        Lease lease = b.acquire(mine, "mine");
+        Future<Acquisition> waiting = pool.submit(() -> b.acquireWithin(busy, "patient", Duration.ofSeconds(6)));
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!b.wakeupsSubscribed() && System.nanoTime() < until) {
+            Thread.sleep(5);
+        }
+        assertTrue(b.wakeupsSubscribed(), "the waiter subscribed");
+        try {
+            lease.renew();
+        } finally {
+            other.close();
+            waiting.get(30, TimeUnit.SECONDS).lease().ifPresent(Lease::close);
+            lease.close();
+        }
+    }
+
+    /**
+     * The withdraw script publishes (wake) BEFORE it writes the tombstone. Without channel permission (Redis 7's
+     * default for a new ACL user) and with a waiter queued, PUBLISH fails and the script aborts after removing the
+     * claim but before the tombstone: a late duplicate of the withdrawn acquire (same nonce, e.g. the first copy of a
+     * request that withRetries resent) is then granted to a client that gave up on it, and blocks the lock for its
+     * whole expiry (nobody knows of that grant). Before 707e118 the same withdraw always wrote the tombstone.
+     */
+    @Test
+    void aWithdrawalWithWaitersQueuedStillLeavesItsTombstone() throws Exception {
+        RedisLocker.Builder nb = RedisLocker.builder().node("127.0.0.1", server.port()).keyPrefix("nc:")
+                .user("nochan").password("pw").restartGuard(Duration.ZERO);
+        RedisLocker a = open(nb.config(LockerConfig.builder().rid("a-" + LockerConfig.randomRid().substring(0, 8))
+                .expiry(Duration.ofSeconds(3)).build()));
+        RedisLocker b = open(RedisLocker.builder().node("127.0.0.1", server.port()).keyPrefix("nc:")
+                .user("nochan").password("pw").restartGuard(Duration.ZERO)
+                .config(LockerConfig.builder().rid("b-" + LockerConfig.randomRid().substring(0, 8))
+                        .expiry(Duration.ofSeconds(3)).build()));
+        KeyColumn lock = lock("withdraw");
+        byte[] key = a.redisKey(lock);
+        Lease held = a.acquire(lock, "first");
+        Future<Acquisition> waiting = pool.submit(() -> b.acquireWithin(lock, "patient", Duration.ofSeconds(10)));
+        try (UnifiedJedis c = nb.newClient(1)) {
+            long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (c.hgetAll(key).keySet().stream().noneMatch(f -> f[0] == 'q') && System.nanoTime() < until) {
+                Thread.sleep(5);
+            }
+            byte[] ownField = ("c" + a.rid()).getBytes(StandardCharsets.UTF_8);
+            byte[] value = c.hget(key, ownField);
+            int nl = indexOf(value, (byte) '\n');
+            String nonce = new String(value, 0, nl, StandardCharsets.US_ASCII).split(" ")[3];
+            byte[] owner = Arrays.copyOfRange(value, nl + 1, value.length);
+            byte[] channel = "nc:released".getBytes(StandardCharsets.US_ASCII);
+            // a's client gave up on the acquire whose nonce this is (say its reply timed out): it withdraws it
+            String withdrawFailure = "none";
+            try {
+                RedisScript.WITHDRAW.run(c, key, List.of(ownField, nonce.getBytes(StandardCharsets.US_ASCII),
+                        "600000".getBytes(), "3000".getBytes(), "1".getBytes(), channel));
+            } catch (RuntimeException expectedHere) {
+                withdrawFailure = expectedHere.toString();
+                // the failure itself is tolerable (a withdraw may fail); what it leaves behind is not
+            }
+            Acquisition bGot = waiting.get(30, TimeUnit.SECONDS);
+            bGot.lease().ifPresent(Lease::close); // queue now empty, lock free
+            // the withdrawn request, resent earlier on another connection, arrives only now
+            Object late = RedisScript.ACQUIRE.run(c, key, List.of(ownField, nonce.getBytes(StandardCharsets.US_ASCII),
+                    "3000".getBytes(), owner, "0".getBytes(), "1".getBytes(), "off".getBytes(), new byte[0],
+                    "1000".getBytes()));
+            long code = (Long) ((List<?>) late).get(0);
+            assertEquals(-3L, code, "a withdrawn request must grant nothing (tombstone), got code " + code
+                    + "; the withdraw failed with: " + withdrawFailure);
+        } finally {
+            held.close();
+        }
+    }
+
+    private static int indexOf(byte[] a, byte b) {
+        for (int i = 0; i < a.length; i++) {
+            if (a[i] == b) {
+                return i;
+            }
+        }
+        return -1;
+    }
+}
