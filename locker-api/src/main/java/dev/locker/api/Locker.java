@@ -223,6 +223,25 @@ public interface Locker extends AutoCloseable {
     Optional<Lease> tryAcquireAll(java.util.Collection<KeyColumn> locks, String why, Duration maxWait);
 
     /**
+     * Runs {@code task} at most once across all processes sharing the backend, ever: under the lock {@code job} (not
+     * waiting for it), unless a run already finished, as the record kept with the lock says. The record (who, when,
+     * token: {@link RunRecord}) is written after the task returns, only while the lock is still ours, and outlives
+     * every claim. A run that crashed or threw leaves no record, so the next call runs it again, never two at a time.
+     * The task gets the lease: pass its fencing token with every write, so that a holder that paused past its lease
+     * is refused.
+     */
+    Run runOnce(KeyColumn job, String why, java.util.function.Consumer<Lease> task);
+
+    /**
+     * Runs {@code task} at most once per {@code period} across all processes sharing the backend (the lockAtLeastFor
+     * case: every server's scheduler fires, one of them runs it): like {@link #runOnce}, but a finished run only
+     * holds off the calls until {@code period} less a tenth has passed since it started. The tenth absorbs the
+     * schedulers' differences: servers whose clocks or start times differ by less than a tenth of the period run the
+     * task once per period. NOT_DUE names the last run.
+     */
+    Run runAtMostOncePer(KeyColumn job, Duration period, String why, java.util.function.Consumer<Lease> task);
+
+    /**
      * Releases the claims of transactions still open (best effort: a claim it cannot delete expires on its own), then
      * the backend connections and background threads. Idempotent. Afterwards every call fails with
      * {@link IllegalStateException} (so do the leases of this locker), except {@link #deleteLocks}, which does nothing.

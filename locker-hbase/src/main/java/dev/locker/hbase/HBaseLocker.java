@@ -250,6 +250,31 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
                 lock, state.holder == null ? null : state.holder.owner, null);
     }
 
+    // ---- records (run once) ---------------------------------------------------------------------------------------
+
+    /** A record is a cell of the token family (no TTL, like the token counter) in the lock's row: {@code r<name>}. */
+    private static byte[] recordColumn(String name) {
+        return Bytes.toBytes("r" + name);
+    }
+
+    @Override
+    protected Optional<byte[]> readRecord(KeyColumn lock, String name) {
+        Get get = new Get(lock.encoded()).addColumn(tokenFamily, recordColumn(name));
+        try (Table t = connection.getTable(tableName)) {
+            return Optional.ofNullable(t.get(get).getValue(tokenFamily, recordColumn(name)));
+        } catch (IOException e) {
+            throw HBaseErrors.translate(e, "get", where);
+        }
+    }
+
+    /** Atomic: a check-and-mutate on our holder cell (alive, by its TTL on the region server's clock). */
+    @Override
+    protected boolean writeRecord(KeyColumn lock, String name, byte[] value, ClaimStatus holding) {
+        byte[] row = lock.encoded();
+        return checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, holding.claimId())
+                .build(new Put(row).addColumn(tokenFamily, recordColumn(name), value)), "checkAndMutate").isSuccess();
+    }
+
     @Override
     protected void deleteSingleLock(KeyColumn lock, ClaimStatus status) {
         byte[] row = lock.encoded();

@@ -19,6 +19,8 @@ import dev.locker.api.StoreException;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.api.TimeSource;
 import dev.locker.api.LossReason;
+import dev.locker.api.Run;
+import dev.locker.api.RunRecord;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -36,6 +38,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
 import java.util.function.Supplier;
 
 /**
@@ -197,6 +200,21 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         return false;
     }
 
+    /**
+     * Reads the record {@code name} kept with {@code lock}, or empty. A record is not a claim: releases, expiry and
+     * forced releases leave it alone; it is gone only when the backend loses the lock's data. {@code name} is one of
+     * this library's constants (lower-case letters), never a user's string.
+     */
+    protected abstract Optional<byte[]> readRecord(KeyColumn lock, String name);
+
+    /**
+     * Writes the record {@code name} of {@code lock}, only while {@code holding} (a held status of this locker on
+     * {@code lock}) is still the holder, and never over a record written under a higher fencing token; false when
+     * the claim no longer holds the lock (nothing written). Atomic with that check where the backend can (Redis,
+     * HBase); elsewhere checked just before, with the token guard against a late writer.
+     */
+    protected abstract boolean writeRecord(KeyColumn lock, String name, byte[] value, S holding);
+
     /** Releases connections and threads of the backend; called once by {@link #close()}. */
     protected void closeBackend() {
     }
@@ -319,6 +337,85 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
     @Override
     public Optional<Lease> tryAcquireAll(Collection<KeyColumn> locks, String why, Duration maxWait) {
         return waitFor(canonical(locks), why, maxWait).leaseOrThrowRefusal();
+    }
+
+    // ---- run once, and at most once per period -------------------------------------------------------------------
+
+    /** The name of the record a finished run leaves with its job's lock. */
+    protected static final String DONE = "done";
+
+    @Override
+    public Run runOnce(KeyColumn job, String why, Consumer<Lease> task) {
+        return run(job, why, null, task);
+    }
+
+    @Override
+    public Run runAtMostOncePer(KeyColumn job, Duration period, String why, Consumer<Lease> task) {
+        if (period == null || period.isZero() || period.isNegative()) {
+            throw new IllegalArgumentException("period must be positive, was " + period);
+        }
+        return run(job, why, period, task);
+    }
+
+    /**
+     * Takes the job's lock without waiting; reads the last run's record; runs the task unless that record says it is
+     * done (or not due); then writes the record, only while the claim still holds the lock.
+     */
+    private Run run(KeyColumn job, String why, Duration period, Consumer<Lease> task) {
+        config.validate(job);
+        if (task == null) {
+            throw new IllegalArgumentException("task must not be null");
+        }
+        ensureOpen();
+        LockTransaction tx = new LockTransaction(why);
+        Lease lease;
+        try {
+            lease = attempt(List.of(job), tx);
+        } catch (TemporaryLockingException e) {
+            return e.holder() != null ? new Run(Run.Outcome.BUSY, null, null, e.holder())
+                    : new Run(Run.Outcome.UNREACHABLE, null, e, null);
+        }
+        try (lease) {
+            Optional<RunRecord> last;
+            try {
+                last = step(LockProbe.Step.VERIFY, job, "reading the last run's record",
+                        () -> readRecord(job, DONE)).map(RunRecord::fromBytes);
+            } catch (TemporaryLockingException e) {
+                return new Run(Run.Outcome.UNREACHABLE, null, e, null);
+            }
+            if (last.isPresent()) {
+                if (period == null) {
+                    return new Run(Run.Outcome.ALREADY_DONE, last.get(), null, null);
+                }
+                Duration since = Duration.between(last.get().startedAt(), time.now());
+                if (since.compareTo(period.minus(period.dividedBy(10))) < 0) {
+                    return new Run(Run.Outcome.NOT_DUE, last.get(), null, null);
+                }
+            }
+            java.time.Instant started = time.now();
+            long token = lease.fencingToken();
+            try {
+                task.accept(lease);
+            } catch (RuntimeException e) {
+                return new Run(Run.Outcome.FAILED, null, e, null);
+            }
+            RunRecord done = new RunRecord(token, started, time.now(), config.owner(whyOf(tx)));
+            Hold hold = holdOf(job, tx);
+            try {
+                if (hold == null) {
+                    throw new ExpiredLockException("the job's transaction was released while it ran", job);
+                }
+                S holding = requireLive(hold, hold.state(), "recording the run");
+                boolean written = step(LockProbe.Step.VERIFY, job, "recording the run",
+                        () -> writeRecord(job, DONE, done.toBytes(), holding));
+                if (!written) {
+                    throw new ExpiredLockException("the job's lock was no longer ours when its run was recorded", job);
+                }
+            } catch (LockingException e) {
+                return new Run(Run.Outcome.LOST, null, e, null);
+            }
+            return new Run(Run.Outcome.RAN, done, null, null);
+        }
     }
 
     /** The locks in one canonical order (encoded bytes, unsigned), validated, without repeats. */

@@ -211,6 +211,55 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
         return claim;
     }
 
+    /** Record columns: {@code 0xFE | name | 0x00 | token (8 bytes)}; neither claims nor tokens, so rows skip them. */
+    private static final byte RECORD_MARK = (byte) 0xFE;
+
+    private static byte[] recordColumn(String name, long token) {
+        byte[] n = name.getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+        return java.nio.ByteBuffer.allocate(1 + n.length + 1 + 8).put(RECORD_MARK).put(n).put((byte) 0).putLong(token)
+                .array();
+    }
+
+    /** The record columns of {@code name}, lowest token first. */
+    private List<Entry> records(byte[] row, String name) {
+        byte[] start = recordColumn(name, 0);
+        byte[] end = Arrays.copyOf(start, start.length - 8);
+        end[end.length - 1] = 1;
+        return store.getSlice(row, Arrays.copyOf(start, start.length - 8), end, tx());
+    }
+
+    @Override
+    protected Optional<byte[]> readRecord(KeyColumn lock, String name) {
+        List<Entry> all = records(lock.encoded(), name);
+        return all.isEmpty() ? Optional.empty() : Optional.of(all.get(all.size() - 1).value());
+    }
+
+    /**
+     * Checked, not atomic: the row is read back and our claim must hold it; the record then goes in a column of its
+     * own token, and readers take the highest token, so a writer that paused past its claim cannot replace the record
+     * of a later holder.
+     */
+    @Override
+    protected boolean writeRecord(KeyColumn lock, String name, byte[] value, ConsistentKeyClaim claim) {
+        byte[] row = lock.encoded();
+        if (confirm(readRow(row), lock, claim) != null) {
+            return false;
+        }
+        List<Entry> existing = records(row, name);
+        List<byte[]> older = new ArrayList<>();
+        for (Entry e : existing) {
+            long token = java.nio.ByteBuffer.wrap(e.column(), e.column().length - 8, 8).getLong();
+            if (token > claim.fencingToken()) {
+                return false;
+            }
+            if (token != claim.fencingToken()) {
+                older.add(e.column());
+            }
+        }
+        mutate(row, List.of(new Entry(recordColumn(name, claim.fencingToken()), value)), older);
+        return true;
+    }
+
     @Override
     protected ConsistentKeyClaim renewSingleLock(KeyColumn lock, ConsistentKeyClaim claim) {
         byte[] row = lock.encoded();

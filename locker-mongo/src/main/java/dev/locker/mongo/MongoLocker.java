@@ -303,6 +303,56 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
                 lock, other, null);
     }
 
+    // ---- records (run once) ---------------------------------------------------------------------------------------
+
+    /**
+     * A lock's records live in a document of their own, {@code _id: {records: <the lock's id>}}: not the lock's
+     * document, which the TTL safety net deletes once it is dead. It has no {@code expiresAt}, so the TTL index leaves
+     * it alone, and its {@code _id} is no binary, so no lock query or listing meets it.
+     */
+    private static Document recordId(KeyColumn lock) {
+        return new Document("records", LockDocument.id(lock));
+    }
+
+    @Override
+    protected Optional<byte[]> readRecord(KeyColumn lock, String name) {
+        Document doc = locks.find(Filters.eq(LockDocument.ID, recordId(lock))).projection(Projections.include(name))
+                .first();
+        Object v = doc == null ? null : doc.get(name);
+        return v instanceof Binary ? Optional.of(((Binary) v).getData()) : Optional.empty();
+    }
+
+    /**
+     * Checked, then guarded: our claim must hold the lock with our token (read with the configured read concern),
+     * and the record is replaced only if it was written under a token no higher than ours, so a writer that paused
+     * past its claim cannot replace a later holder's record.
+     */
+    @Override
+    protected boolean writeRecord(KeyColumn lock, String name, byte[] value, ClaimStatus holding) {
+        Document doc = locks.find(Filters.eq(LockDocument.ID, LockDocument.id(lock)))
+                .projection(Projections.include(LockDocument.HOLDER, LockDocument.SEQ, LockDocument.TOKEN_BASE))
+                .first();
+        Document holder = LockDocument.holderOf(doc);
+        if (holder == null || !LockDocument.isClaim(holder, holding.claimId())
+                || LockDocument.token(doc) != holding.fencingToken()) {
+            return false;
+        }
+        String tokenField = name + "Token";
+        try {
+            locks.updateOne(Filters.and(Filters.eq(LockDocument.ID, recordId(lock)),
+                            Filters.or(Filters.exists(tokenField, false),
+                                    Filters.lte(tokenField, holding.fencingToken()))),
+                    Updates.combine(Updates.set(name, new Binary(value)), Updates.set(tokenField, holding.fencingToken())),
+                    new com.mongodb.client.model.UpdateOptions().upsert(true));
+            return true;
+        } catch (MongoServerException e) {
+            if (e.getCode() == 11000) { // the record exists under a higher token: a later holder wrote it
+                return false;
+            }
+            throw e;
+        }
+    }
+
     @Override
     protected void deleteSingleLock(KeyColumn lock, ClaimStatus status) {
         release(lock, status.claimId());

@@ -64,6 +64,21 @@ final class RedisKeys {
         return out;
     }
 
+    /**
+     * The hash that keeps {@code lock}'s records (a finished run's): the lock's key with {@code 0xFF} right after the
+     * tag. No lock's key has it there (the encoded key length starts with {@code 0x00}), and the tag, hence the Cluster
+     * slot, is the lock's.
+     */
+    byte[] recordKey(KeyColumn lock) {
+        byte[] k = lockKey(lock);
+        int at = prefix.length + TAG_HEX_DIGITS + 2;
+        byte[] out = new byte[k.length + 1];
+        System.arraycopy(k, 0, out, 0, at);
+        out[at] = (byte) 0xFF;
+        System.arraycopy(k, at, out, at + 1, k.length - at);
+        return out;
+    }
+
     /** The key that holds every claim on {@code lock}. */
     byte[] lockKey(KeyColumn lock) {
         byte[] encoded = lock.encoded();

@@ -378,6 +378,25 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         return new RedisListing(client, keys, server, this::withRetries).page(keyPrefix, limit, cursor);
     }
 
+    // ---- records (run once) ---------------------------------------------------------------------------------------
+
+    @Override
+    protected Optional<byte[]> readRecord(KeyColumn lock, String name) {
+        List<byte[]> keyList = List.of(keys.lockKey(lock), keys.recordKey(lock));
+        List<byte[]> args = List.of(new byte[]{'r'}, name.getBytes(StandardCharsets.US_ASCII));
+        Object r = withRetries(() -> RedisScript.RECORD.run(client, keyList, args));
+        return r instanceof byte[] ? Optional.of((byte[]) r) : Optional.empty();
+    }
+
+    /** Atomic with the check that our claim (field, nonce, token) is alive: one script. */
+    @Override
+    protected boolean writeRecord(KeyColumn lock, String name, byte[] value, ClaimStatus holding) {
+        List<byte[]> keyList = List.of(keys.lockKey(lock), keys.recordKey(lock));
+        List<byte[]> args = List.of(new byte[]{'w'}, name.getBytes(StandardCharsets.US_ASCII), value, ownField,
+                holding.claimId(), Long.toString(holding.fencingToken()).getBytes(StandardCharsets.US_ASCII));
+        return (Long) withRetries(() -> RedisScript.RECORD.run(client, keyList, args)) == 1L;
+    }
+
     // ---- waiting: a queue per lock, woken by releases ----------------------------------------------------------
 
     @Override

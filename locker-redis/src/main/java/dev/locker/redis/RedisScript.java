@@ -35,6 +35,7 @@ final class RedisScript {
     static final RedisScript VERIFY = new RedisScript("verify");
     static final RedisScript LIST = new RedisScript("list");
     static final RedisScript DEQUEUE = new RedisScript("dequeue");
+    static final RedisScript RECORD = new RedisScript("record");
 
     private final String name;
     private final byte[] source;

@@ -1,0 +1,21 @@
+-- record: reads or writes a record kept with a lock (a finished run's), in a hash of its own (KEYS[2]) that no
+-- claim's expiry, release or forced release touches; same hash tag, so the same Cluster slot as the lock's hash.
+-- KEYS: 1 the lock's hash, 2 its records' hash
+-- ARGV: 1 'r' or 'w', 2 record name; for 'w': 3 value, 4 our field, 5 nonce, 6 our token
+-- Reply: 'r': the value, or false when there is none
+--        'w': 1 written, 0 our claim no longer holds the lock (nothing written)
+local name = ARGV[2]
+if ARGV[1] == 'r' then
+  return redis.call('HGET', KEYS[2], name)
+end
+local now = server_now()
+local v = redis.call('HGET', key, ARGV[4])
+if not v then
+  return 0
+end
+local _, exp, tok, nonce = parse(v)
+if nonce ~= ARGV[5] or exp == nil or exp <= now or fmt(tok) ~= ARGV[6] then
+  return 0
+end
+redis.call('HSET', KEYS[2], name, ARGV[3])
+return 1
