@@ -32,4 +32,23 @@ public interface LockProbe {
     /** Called after the backend answered (or failed with {@code failure}, else null). */
     default void after(Step step, KeyColumn lock, String rid, RuntimeException failure) {
     }
+
+    /**
+     * Called when a claim of the locker became the lock's holder: after its {@link Step#WRITE} on an atomic backend,
+     * after its {@link Step#CHECK} on wait-and-read-back (after that step's {@link #after} call, on the same thread).
+     */
+    default void acquired(KeyColumn lock, String rid) {
+    }
+
+    /**
+     * Called once when a claim of the locker is lost (taken over, gone, expired without a successful renewal, or the
+     * locker closed; a release is no loss), whether or not anyone listens for it, on the thread that found the loss,
+     * before the listeners are told.
+     */
+    default void lost(LockLost loss, String rid) {
+    }
+
+    /** Called when a bounded wait ({@link Locker#acquireWithin}, {@link Locker#tryAcquire}, {@link Locker#tryAcquireAll}) ends, on its thread. */
+    default void waited(Acquisition acquisition, String rid) {
+    }
 }

@@ -264,6 +264,12 @@ public interface Locker extends AutoCloseable {
      * clock, while it fails temporarily and {@code maxWait} lasts; a permanent failure ends it at once.
      */
     private Acquisition waitFor(java.util.function.Supplier<Lease> attempt, Duration maxWait) {
+        Acquisition acquisition = waitLoop(attempt, maxWait);
+        config().probe().waited(acquisition, rid());
+        return acquisition;
+    }
+
+    private Acquisition waitLoop(java.util.function.Supplier<Lease> attempt, Duration maxWait) {
         if (maxWait == null || maxWait.isNegative()) {
             throw new IllegalArgumentException("maxWait must be zero or positive, was " + maxWait);
         }
