@@ -5,10 +5,24 @@ public class TemporaryLockingException extends LockingException {
 
     private static final long serialVersionUID = 1L;
 
+    /**
+     * A temporary failure about {@code lock}; with {@code holder} it is contention.
+     *
+     * @param message what went wrong; the lock and the holder are appended
+     * @param lock the lock
+     * @param holder who holds the lock, where known, else null
+     * @param cause the underlying failure, or null
+     */
     public TemporaryLockingException(String message, KeyColumn lock, LockOwner holder, Throwable cause) {
         super(message, lock, holder, cause);
     }
 
+    /**
+     * Without holder or cause.
+     *
+     * @param message what went wrong; the lock and the holder are appended
+     * @param lock the lock
+     */
     public TemporaryLockingException(String message, KeyColumn lock) {
         this(message, lock, null, null);
     }
