@@ -34,8 +34,8 @@ public final class KeyColumn implements Comparable<KeyColumn> {
      * @return a key-column from raw bytes; both are copied
      */
     public static KeyColumn of(byte[] key, byte[] column) {
-        Objects.requireNonNull(key, "key must not be null");
-        Objects.requireNonNull(column, "column must not be null");
+        requirePart(key, "key");
+        requirePart(column, "column");
         if (key.length == 0) {
             throw new IllegalArgumentException("key must not be empty");
         }
@@ -51,9 +51,16 @@ public final class KeyColumn implements Comparable<KeyColumn> {
      * @return a key-column from two strings, encoded as UTF-8
      */
     public static KeyColumn of(String key, String column) {
-        Objects.requireNonNull(key, "key must not be null");
-        Objects.requireNonNull(column, "column must not be null");
+        requirePart(key, "key");
+        requirePart(column, "column");
         return of(utf8(key, "key"), utf8(column, "column"));
+    }
+
+    /** A null part is the caller's argument error, like a null lock anywhere else: IllegalArgumentException. */
+    private static void requirePart(Object part, String what) {
+        if (part == null) {
+            throw new IllegalArgumentException(what + " must not be null");
+        }
     }
 
     /**
