@@ -66,8 +66,8 @@ public final class KeyColumn implements Comparable<KeyColumn> {
     /**
      * A lock on a whole name, for application locks ("run this migration once"): the column is empty.
      *
-     * @param name the option's name
-     * @return a lock on a whole name, for application locks ("run this migration once"): the column is empty
+     * @param name the lock's name, encoded as UTF-8; not empty
+     * @return the lock
      */
     public static KeyColumn named(String name) {
         return of(name, "");
@@ -120,7 +120,8 @@ public final class KeyColumn implements Comparable<KeyColumn> {
      * The injective binary form every backend uses as its lock name: a 4-byte big-endian key length, the key, then
      * the column. A backend never splices a lock name into a query, script or field name; it passes these bytes as data.
      *
-     * @return the injective binary form every backend uses as its lock name: a 4-byte big-endian key length, the key, then the column
+     * @return the injective binary form every backend uses as its lock name: a 4-byte big-endian key length, the key,
+     * then the column
      */
     public byte[] encoded() {
         byte[] out = new byte[4 + key.length + column.length];
@@ -134,8 +135,9 @@ public final class KeyColumn implements Comparable<KeyColumn> {
      * alone is not a prefix of the encoded form; a listing by key prefix visits one such range per key length.
      *
      * @param keyLength the key length in bytes; at least 1 and at least the prefix's length
-     * @param keyPrefix what every listed lock's key starts with; empty lists every lock
-     * @return the bytes that {@link #encoded()} of every lock whose key is {@code keyLength} bytes long and starts with {@code keyPrefix} starts with: the length field, then the prefix
+     * @param keyPrefix the key prefix
+     * @return the bytes that {@link #encoded()} of every lock whose key is {@code keyLength} bytes long and starts
+     * with {@code keyPrefix} starts with: the length field, then the prefix
      */
     public static byte[] encodedPrefix(int keyLength, byte[] keyPrefix) {
         Objects.requireNonNull(keyPrefix, "keyPrefix must not be null");
@@ -212,7 +214,8 @@ public final class KeyColumn implements Comparable<KeyColumn> {
      * Bytes in the legible form {@link #toString()} uses: printable ASCII as is, others as {@code \xNN}, shortened.
      *
      * @param bytes any bytes
-     * @return bytes in the legible form {@link #toString()} uses: printable ASCII as is, others as {@code \xNN}, shortened
+     * @return bytes in the legible form {@link #toString()} uses: printable ASCII as is, others as {@code \xNN},
+     * shortened
      */
     public static String printable(byte[] bytes) {
         int limit = 64;

@@ -95,7 +95,8 @@ public final class Lease implements AutoCloseable {
      *
      * @param listener told once, with the loss
      * @throws IllegalStateException when the lease is closed
-     * @return calls {@code listener} once when this lease is lost (taken over, gone, expired without a successful renewal, or its locker closed), before its validity ends where that can be foreseen; at once if it already is
+     * @return calls {@code listener} once when this lease is lost (taken over, gone, expired without a successful
+     * renewal, or its locker closed), before its validity ends where that can be foreseen; at once if it already is
      */
     public Lease onLost(java.util.function.Consumer<LockLost> listener) {
         if (closed.get()) {
@@ -150,7 +151,8 @@ public final class Lease implements AutoCloseable {
      * True while this process may act under the lease: not closed, not known to be lost, and before its deadline on
      * the monotonic clock. No I/O: a loss the backend has not reported yet is seen by {@link #check()}.
      *
-     * @return true while this process may act under the lease: not closed, not known to be lost, and before its deadline on the monotonic clock
+     * @return true while this process may act under the lease: not closed, not known to be lost, and before its
+     * deadline on the monotonic clock
      */
     public boolean isValid() {
         return !remaining().isZero();

@@ -68,7 +68,8 @@ public interface LockProbe {
     }
 
     /**
-     * Called when a bounded wait ({@link Locker#acquireWithin}, {@link Locker#tryAcquire}, {@link Locker#tryAcquireAll}) ends, on its thread.
+     * Called when a bounded wait ({@link Locker#acquireWithin}, {@link Locker#tryAcquire},
+     * {@link Locker#tryAcquireAll}) ends, on its thread.
      *
      * @param acquisition how the wait ended
      * @param rid the locker's rid

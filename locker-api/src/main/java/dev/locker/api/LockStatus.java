@@ -28,7 +28,9 @@ public interface LockStatus {
      * the claim's lifetime counted from a reading taken before the request that wrote or renewed it, less the margin
      * its protocol needs. After it, the lock may be someone else's.
      *
-     * @return until when (monotonic nanoseconds of the locker's time source) this process may believe the claim is alive: the claim's lifetime counted from a reading taken before the request that wrote or renewed it, less the margin its protocol needs
+     * @return until when (monotonic nanoseconds of the locker's time source) this process may believe the claim is
+     * alive: the claim's lifetime counted from a reading taken before the request that wrote or renewed it, less the
+     * margin its protocol needs
      */
     long deadlineNanos();
 }

@@ -208,7 +208,8 @@ public interface Locker extends AutoCloseable {
     }
 
     /**
-     * Where this locker's transactions meet other transactions of this process; give it to lockers that should share it.
+     * Where this locker's transactions meet other transactions of this process; give it to lockers that should share
+     * it.
      *
      * @return this locker's in-process arbitration
      */

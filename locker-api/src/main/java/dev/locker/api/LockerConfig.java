@@ -187,7 +187,8 @@ public final class LockerConfig {
      * the configuration was built. A locker always runs with {@link #forNewInstance()} of the configuration it was
      * given, so {@code locker.rid()} is unique to it; ownership is decided on it alone.
      *
-     * @return the rid of the locker running with this configuration: the rid name (if any), then an instance id drawn when the configuration was built
+     * @return the rid of the locker running with this configuration: the rid name (if any), then an instance id drawn
+     * when the configuration was built
      */
     public String rid() {
         return rid;
@@ -359,8 +360,8 @@ public final class LockerConfig {
          * A readable name at the start of the rid (e.g. the host or service): operators see it. Each locker appends an
          * instance id of its own, so the name need not be unique. Default: no name, 128 random bits.
          *
-         * @param name the option's name
-         * @return a readable name at the start of the rid (e.g
+         * @param name the readable name: 1..96 characters, no control characters
+         * @return this builder
          */
         public Builder rid(String name) {
             Objects.requireNonNull(name, "rid must not be null");

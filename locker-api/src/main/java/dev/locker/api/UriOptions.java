@@ -118,7 +118,8 @@ public final class UriOptions {
     }
 
     /**
-     * {@return the option as a duration ({@code 250ms}, {@code 30s}, {@code 5m}, {@code 1h} or ISO-8601), or {@code dflt} when absent}
+     * {@return the option as a duration ({@code 250ms}, {@code 30s}, {@code 5m}, {@code 1h} or ISO-8601), or
+     * {@code dflt} when absent}
      *
      * @param name the option's name
      * @param dflt the value when the option is absent
@@ -148,7 +149,7 @@ public final class UriOptions {
     /**
      * {@code config} with the common options of this URI applied on top.
      *
-     * @param config the settings; URI options override them
+     * @param config the configuration to start from
      * @return {@code config} with the common options of this URI applied on top
      */
     public LockerConfig applyTo(LockerConfig config) {
@@ -223,7 +224,7 @@ public final class UriOptions {
     /**
      * The URI with any password ({@code user:password@}) replaced by {@code ***}, for messages.
      *
-     * @param uri the locker URI; its scheme picks the backend
+     * @param uri any URI
      * @return the URI with any password ({@code user:password@}) replaced by {@code ***}, for messages
      */
     public static String redact(String uri) {
