@@ -39,24 +39,35 @@ public final class Acquisition {
         this.waited = waited;
     }
 
+    /** {@return why the wait ended} */
     public Outcome outcome() {
         return outcome;
     }
 
+    /** {@return whether the lock was taken (outcome ACQUIRED)} */
     public boolean acquired() {
         return outcome == Outcome.ACQUIRED;
     }
 
+    /** {@return the lease when the lock was taken, else empty} */
     public Optional<Lease> lease() {
         return Optional.ofNullable(lease);
     }
 
-    /** The holder that kept the lock (BUSY), where the backend named it. */
+    /**
+     * The holder that kept the lock (BUSY), where the backend named it.
+     *
+     * @return the holder that kept the lock (BUSY), where the backend named it
+     */
     public Optional<LockOwner> holder() {
         return failure == null ? Optional.empty() : Optional.ofNullable(failure.holder());
     }
 
-    /** The last failure (BUSY, UNREACHABLE, REFUSED), with its cause. */
+    /**
+     * The last failure (BUSY, UNREACHABLE, REFUSED), with its cause.
+     *
+     * @return the last failure (BUSY, UNREACHABLE, REFUSED), with its cause
+     */
     public Optional<LockingException> failure() {
         return Optional.ofNullable(failure);
     }
@@ -69,11 +80,16 @@ public final class Acquisition {
         return lease();
     }
 
+    /** {@return how many times the lock was asked for} */
     public int attempts() {
         return attempts;
     }
 
-    /** How long the wait took, on the locker's monotonic clock. */
+    /**
+     * How long the wait took, on the locker's monotonic clock.
+     *
+     * @return how long the wait took, on the locker's monotonic clock
+     */
     public Duration waited() {
         return waited;
     }

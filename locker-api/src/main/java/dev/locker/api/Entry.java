@@ -9,15 +9,23 @@ public final class Entry {
     private final byte[] column;
     private final byte[] value;
 
+    /**
+     * A cell; both arrays are copied.
+     *
+     * @param column the column
+     * @param value the value
+     */
     public Entry(byte[] column, byte[] value) {
         this.column = Objects.requireNonNull(column, "column must not be null").clone();
         this.value = Objects.requireNonNull(value, "value must not be null").clone();
     }
 
+    /** {@return a copy of the column} */
     public byte[] column() {
         return column.clone();
     }
 
+    /** {@return a copy of the value} */
     public byte[] value() {
         return value.clone();
     }

@@ -26,10 +26,16 @@ public final class KeyColumn implements Comparable<KeyColumn> {
         this.hash = 31 * Arrays.hashCode(key) + Arrays.hashCode(column);
     }
 
-    /** A key-column from raw bytes; both are copied. */
+    /**
+     * A key-column from raw bytes; both are copied.
+     *
+     * @param key the row key
+     * @param column the column
+     * @return a key-column from raw bytes; both are copied
+     */
     public static KeyColumn of(byte[] key, byte[] column) {
-        Objects.requireNonNull(key, "key must not be null");
-        Objects.requireNonNull(column, "column must not be null");
+        requirePart(key, "key");
+        requirePart(column, "column");
         if (key.length == 0) {
             throw new IllegalArgumentException("key must not be empty");
         }
@@ -39,14 +45,30 @@ public final class KeyColumn implements Comparable<KeyColumn> {
     /**
      * A key-column from two strings, encoded as UTF-8. A string that is not valid UTF-16 (a lone surrogate) is
      * refused instead of being silently replaced by {@code ?}, which would make it collide with the literal name.
+     *
+     * @param key the row key
+     * @param column the column
+     * @return a key-column from two strings, encoded as UTF-8
      */
     public static KeyColumn of(String key, String column) {
-        Objects.requireNonNull(key, "key must not be null");
-        Objects.requireNonNull(column, "column must not be null");
+        requirePart(key, "key");
+        requirePart(column, "column");
         return of(utf8(key, "key"), utf8(column, "column"));
     }
 
-    /** A lock on a whole name, for application locks ("run this migration once"): the column is empty. */
+    /** A null part is the caller's argument error, like a null lock anywhere else: IllegalArgumentException. */
+    private static void requirePart(Object part, String what) {
+        if (part == null) {
+            throw new IllegalArgumentException(what + " must not be null");
+        }
+    }
+
+    /**
+     * A lock on a whole name, for application locks ("run this migration once"): the column is empty.
+     *
+     * @param name the lock's name, encoded as UTF-8; not empty
+     * @return the lock
+     */
     public static KeyColumn named(String name) {
         return of(name, "");
     }
@@ -65,23 +87,31 @@ public final class KeyColumn implements Comparable<KeyColumn> {
         }
     }
 
+    /** {@return a copy of the key bytes (never empty)} */
     public byte[] key() {
         return key.clone();
     }
 
+    /** {@return a copy of the column bytes (may be empty)} */
     public byte[] column() {
         return column.clone();
     }
 
+    /** {@return the key's length in bytes} */
     public int keyLength() {
         return key.length;
     }
 
+    /** {@return the column's length in bytes} */
     public int columnLength() {
         return column.length;
     }
 
-    /** Key plus column length in bytes: what the key size limit is measured against. */
+    /**
+     * Key plus column length in bytes: what the key size limit is measured against.
+     *
+     * @return key plus column length in bytes: what the key size limit is measured against
+     */
     public int size() {
         return key.length + column.length;
     }
@@ -89,6 +119,9 @@ public final class KeyColumn implements Comparable<KeyColumn> {
     /**
      * The injective binary form every backend uses as its lock name: a 4-byte big-endian key length, the key, then
      * the column. A backend never splices a lock name into a query, script or field name; it passes these bytes as data.
+     *
+     * @return the injective binary form every backend uses as its lock name: a 4-byte big-endian key length, the key,
+     * then the column
      */
     public byte[] encoded() {
         byte[] out = new byte[4 + key.length + column.length];
@@ -100,6 +133,11 @@ public final class KeyColumn implements Comparable<KeyColumn> {
      * The bytes that {@link #encoded()} of every lock whose key is {@code keyLength} bytes long and starts with
      * {@code keyPrefix} starts with: the length field, then the prefix. The length field comes first, so a key prefix
      * alone is not a prefix of the encoded form; a listing by key prefix visits one such range per key length.
+     *
+     * @param keyLength the key length in bytes; at least 1 and at least the prefix's length
+     * @param keyPrefix the key prefix
+     * @return the bytes that {@link #encoded()} of every lock whose key is {@code keyLength} bytes long and starts
+     * with {@code keyPrefix} starts with: the length field, then the prefix
      */
     public static byte[] encodedPrefix(int keyLength, byte[] keyPrefix) {
         Objects.requireNonNull(keyPrefix, "keyPrefix must not be null");
@@ -149,12 +187,22 @@ public final class KeyColumn implements Comparable<KeyColumn> {
         return new KeyColumn(k, new byte[0]);
     }
 
-    /** Whether the key (not the column) starts with {@code prefix}; an empty prefix matches every key. */
+    /**
+     * Whether the key (not the column) starts with {@code prefix}; an empty prefix matches every key.
+     *
+     * @param prefix the key prefix, compared bytewise; empty matches every key
+     * @return whether the key (not the column) starts with {@code prefix}; an empty prefix matches every key
+     */
     public boolean keyStartsWith(byte[] prefix) {
         return prefix.length <= key.length && Arrays.equals(key, 0, prefix.length, prefix, 0, prefix.length);
     }
 
-    /** Inverse of {@link #encoded()}. */
+    /**
+     * Inverse of {@link #encoded()}.
+     *
+     * @param encoded bytes from {@link #encoded()}
+     * @return the key-column
+     */
     public static KeyColumn decode(byte[] encoded) {
         Objects.requireNonNull(encoded, "encoded must not be null");
         if (encoded.length < 4) {
@@ -201,7 +249,13 @@ public final class KeyColumn implements Comparable<KeyColumn> {
         return "KeyColumn[" + printable(key) + "/" + printable(column) + "]";
     }
 
-    /** Bytes in the legible form {@link #toString()} uses: printable ASCII as is, others as {@code \xNN}, shortened. */
+    /**
+     * Bytes in the legible form {@link #toString()} uses: printable ASCII as is, others as {@code \xNN}, shortened.
+     *
+     * @param bytes any bytes
+     * @return bytes in the legible form {@link #toString()} uses: printable ASCII as is, others as {@code \xNN},
+     * shortened
+     */
     public static String printable(byte[] bytes) {
         int limit = 64;
         StringBuilder sb = new StringBuilder();

@@ -32,12 +32,20 @@ public final class Lease implements AutoCloseable {
         this.tx = tx;
     }
 
-    /** The lock (for a set of locks: the first in their canonical order). */
+    /**
+     * The lock (for a set of locks: the first in their canonical order).
+     *
+     * @return the lock (for a set of locks: the first in their canonical order)
+     */
     public KeyColumn lock() {
         return lock;
     }
 
-    /** Every lock this lease holds, in canonical order. */
+    /**
+     * Every lock this lease holds, in canonical order.
+     *
+     * @return every lock this lease holds, in canonical order
+     */
     public List<KeyColumn> locks() {
         return locks;
     }
@@ -46,6 +54,7 @@ public final class Lease implements AutoCloseable {
      * The lock's fencing token: pass it to the guarded resource along with every write.
      *
      * @throws IllegalStateException for a lease on several locks (each has its own token: {@link #fencingToken(KeyColumn)})
+     * @return the lock's fencing token: pass it to the guarded resource along with every write
      */
     public long fencingToken() {
         if (locks.size() > 1) {
@@ -55,7 +64,12 @@ public final class Lease implements AutoCloseable {
         return fencingToken(lock);
     }
 
-    /** The fencing token of one of this lease's locks. */
+    /**
+     * The fencing token of one of this lease's locks.
+     *
+     * @param which one of {@link #locks()}
+     * @return the fencing token of one of this lease's locks
+     */
     public long fencingToken(KeyColumn which) {
         if (!locks.contains(which)) {
             throw new IllegalArgumentException("this lease does not hold " + which);
@@ -66,7 +80,11 @@ public final class Lease implements AutoCloseable {
         return locker.fencingToken(which, tx);
     }
 
-    /** The current status (expiry moves with each renewal). */
+    /**
+     * The current status (expiry moves with each renewal).
+     *
+     * @return the current status (expiry moves with each renewal)
+     */
     public LockStatus status() {
         return locker.status(lock, tx).orElseThrow(() -> new IllegalStateException("lease on " + lock + " is closed"));
     }
@@ -75,7 +93,10 @@ public final class Lease implements AutoCloseable {
      * Calls {@code listener} once when this lease is lost (taken over, gone, expired without a successful renewal, or
      * its locker closed), before its validity ends where that can be foreseen; at once if it already is.
      *
+     * @param listener told once, with the loss
      * @throws IllegalStateException when the lease is closed
+     * @return calls {@code listener} once when this lease is lost (taken over, gone, expired without a successful
+     * renewal, or its locker closed), before its validity ends where that can be foreseen; at once if it already is
      */
     public Lease onLost(java.util.function.Consumer<LockLost> listener) {
         if (closed.get()) {
@@ -87,7 +108,12 @@ public final class Lease implements AutoCloseable {
         return this;
     }
 
-    /** Turns background renewal on or off (on by default for leases from {@link Locker#acquire}). */
+    /**
+     * Turns background renewal on or off (on by default for leases from {@link Locker#acquire}).
+     *
+     * @param on true to turn it on, false to turn it off
+     * @return this lease
+     */
     public Lease keepAlive(boolean on) {
         if (closed.get()) {
             throw new IllegalStateException("lease on " + lock + " is closed");
@@ -124,12 +150,19 @@ public final class Lease implements AutoCloseable {
     /**
      * True while this process may act under the lease: not closed, not known to be lost, and before its deadline on
      * the monotonic clock. No I/O: a loss the backend has not reported yet is seen by {@link #check()}.
+     *
+     * @return true while this process may act under the lease: not closed, not known to be lost, and before its
+     * deadline on the monotonic clock
      */
     public boolean isValid() {
         return !remaining().isZero();
     }
 
-    /** How long this process may still act under the lease (zero when it is closed, lost or past its deadline). */
+    /**
+     * How long this process may still act under the lease (zero when it is closed, lost or past its deadline).
+     *
+     * @return how long this process may still act under the lease (zero when it is closed, lost or past its deadline)
+     */
     public Duration remaining() {
         if (closed.get()) {
             return Duration.ZERO;
@@ -151,6 +184,7 @@ public final class Lease implements AutoCloseable {
         return least > 0 ? Duration.ofNanos(least) : Duration.ZERO;
     }
 
+    /** {@return whether {@link #close()} was called} */
     public boolean isClosed() {
         return closed.get();
     }

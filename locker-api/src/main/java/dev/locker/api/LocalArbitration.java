@@ -9,6 +9,10 @@ package dev.locker.api;
  */
 public interface LocalArbitration {
 
-    /** A name for logs. */
+    /**
+     * A name for logs.
+     *
+     * @return a name for logs
+     */
     String name();
 }

@@ -20,6 +20,9 @@ public final class LockInfo {
     private final Instant expiresAt;
 
     /**
+     * @param lock the lock
+     * @param holder who holds the lock, where known, else null
+     * @param expiresAt when the claim expires unless renewed, or null when unknown
      * @param fencingToken the holder's token; 0 for a wait-and-read-back claim that is the senior live claim but was not
      *                     confirmed (checkLocks) yet
      */
@@ -30,21 +33,34 @@ public final class LockInfo {
         this.expiresAt = Objects.requireNonNull(expiresAt, "expiresAt must not be null");
     }
 
+    /** {@return the held lock} */
     public KeyColumn lock() {
         return lock;
     }
 
-    /** Who holds the lock: rid (what ownership is decided on), host, pid, thread, why, since. */
+    /**
+     * Who holds the lock: rid (what ownership is decided on), host, pid, thread, why, since.
+     *
+     * @return who holds the lock: rid (what ownership is decided on), host, pid, thread, why, since
+     */
     public LockOwner holder() {
         return holder;
     }
 
-    /** The holder's fencing token (0: a wait-and-read-back claim not confirmed yet). */
+    /**
+     * The holder's fencing token (0: a wait-and-read-back claim not confirmed yet).
+     *
+     * @return the holder's fencing token (0: a wait-and-read-back claim not confirmed yet)
+     */
     public long fencingToken() {
         return fencingToken;
     }
 
-    /** When the holder's claim expires unless renewed, on the clock that decides it; for display only. */
+    /**
+     * When the holder's claim expires unless renewed, on the clock that decides it; for display only.
+     *
+     * @return when the holder's claim expires unless renewed, on the clock that decides it; for display only
+     */
     public Instant expiresAt() {
         return expiresAt;
     }

@@ -21,6 +21,16 @@ public final class LockOwner {
     private final String why;
     private final Instant since;
 
+    /**
+     * Owner metadata as a claim records it.
+     *
+     * @param rid the locker's rid
+     * @param host the host of the claiming process
+     * @param pid the claiming process's id
+     * @param thread the thread that made the claim
+     * @param why the reason recorded with the claim, shown to operators and in other processes' exceptions
+     * @param since when the claim was made, or null when unknown
+     */
     public LockOwner(String rid, String host, long pid, String thread, String why, Instant since) {
         this.rid = Objects.requireNonNull(rid, "rid must not be null");
         this.host = host == null ? "" : host;
@@ -30,36 +40,54 @@ public final class LockOwner {
         this.since = since;
     }
 
+    /** {@return the locker instance's rid: what ownership is decided on} */
     public String rid() {
         return rid;
     }
 
+    /** {@return the claiming process's host (display only)} */
     public String host() {
         return host;
     }
 
+    /** {@return the claiming process's id (display only)} */
     public long pid() {
         return pid;
     }
 
+    /** {@return the name of the thread that made the claim} */
     public String thread() {
         return thread;
     }
 
+    /** {@return the reason recorded with the claim} */
     public String why() {
         return why;
     }
 
-    /** When the claim was first written, or null if unknown. */
+    /**
+     * When the claim was first written, or null if unknown.
+     *
+     * @return when the claim was first written, or null if unknown
+     */
     public Instant since() {
         return since;
     }
 
+    /**
+     * {@return this owner with {@code since} set}
+     *
+     * @param when when the claim was made
+     */
     public LockOwner withSince(Instant when) {
         return new LockOwner(rid, host, pid, thread, why, when);
     }
 
-    /** Compact binary form (length-prefixed UTF-8 fields), for backends that store owner metadata as bytes. */
+    /**
+     * Compact binary form (length-prefixed UTF-8 fields), for backends that store owner metadata as bytes.
+     *
+     * @return compact binary form (length-prefixed UTF-8 fields), for backends that store owner metadata as bytes
+     */
     public byte[] toBytes() {
         ByteArrayOutputStream out = new ByteArrayOutputStream(64);
         writeString(out, rid);
@@ -71,7 +99,12 @@ public final class LockOwner {
         return out.toByteArray();
     }
 
-    /** Inverse of {@link #toBytes()}; throws IllegalArgumentException on bytes it did not write. */
+    /**
+     * Inverse of {@link #toBytes()}; throws IllegalArgumentException on bytes it did not write.
+     *
+     * @param bytes any bytes
+     * @return the owner
+     */
     public static LockOwner fromBytes(byte[] bytes) {
         try {
             ByteBuffer buf = ByteBuffer.wrap(bytes);

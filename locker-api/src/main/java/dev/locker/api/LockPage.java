@@ -17,6 +17,7 @@ public final class LockPage {
     private final String nextCursor;
 
     /**
+     * @param locks the locks to take together; not empty, no null
      * @param nextCursor where the next page starts (opaque, issued by the backend), or null when this is the last page
      */
     public LockPage(List<LockInfo> locks, String nextCursor) {
@@ -27,17 +28,29 @@ public final class LockPage {
         this.nextCursor = nextCursor;
     }
 
-    /** The last page of a listing that found nothing. */
+    /**
+     * The last page of a listing that found nothing.
+     *
+     * @return an empty last page
+     */
     public static LockPage empty() {
         return EMPTY;
     }
 
-    /** The held locks of this page, in the backend's listing order. */
+    /**
+     * The held locks of this page, in the backend's listing order.
+     *
+     * @return the held locks of this page, in the backend's listing order
+     */
     public List<LockInfo> locks() {
         return locks;
     }
 
-    /** Pass it to the next {@code list} call (with the same prefix) to go on; empty when the listing is done. */
+    /**
+     * Pass it to the next {@code list} call (with the same prefix) to go on; empty when the listing is done.
+     *
+     * @return pass it to the next {@code list} call (with the same prefix) to go on; empty when the listing is done
+     */
     public Optional<String> nextCursor() {
         return Optional.ofNullable(nextCursor);
     }

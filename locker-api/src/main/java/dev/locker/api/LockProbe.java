@@ -25,11 +25,55 @@ public interface LockProbe {
     LockProbe NONE = new LockProbe() {
     };
 
-    /** Called before the backend is asked; {@code rid} is the locker's. */
+    /**
+     * Called before the backend is asked; {@code rid} is the locker's.
+     *
+     * @param step the backend step
+     * @param lock the lock
+     * @param rid the locker's rid
+     */
     default void before(Step step, KeyColumn lock, String rid) {
     }
 
-    /** Called after the backend answered (or failed with {@code failure}, else null). */
+    /**
+     * Called after the backend answered (or failed with {@code failure}, else null).
+     *
+     * @param step the backend step
+     * @param lock the lock
+     * @param rid the locker's rid
+     * @param failure the step's failure, or null when it succeeded
+     */
     default void after(Step step, KeyColumn lock, String rid, RuntimeException failure) {
+    }
+
+    /**
+     * Called when a claim of the locker became the lock's holder: after its {@link Step#WRITE} on an atomic backend,
+     * after its {@link Step#CHECK} on wait-and-read-back (after that step's {@link #after} call, on the same thread).
+     *
+     * @param lock the lock
+     * @param rid the locker's rid
+     */
+    default void acquired(KeyColumn lock, String rid) {
+    }
+
+    /**
+     * Called once when a claim of the locker is lost (taken over, gone, expired without a successful renewal, or the
+     * locker closed; a release is no loss), whether or not anyone listens for it, on the thread that found the loss,
+     * before the listeners are told.
+     *
+     * @param loss which lock was lost, why, and who holds it now where known
+     * @param rid the locker's rid
+     */
+    default void lost(LockLost loss, String rid) {
+    }
+
+    /**
+     * Called when a bounded wait ({@link Locker#acquireWithin}, {@link Locker#tryAcquire},
+     * {@link Locker#tryAcquireAll}) ends, on its thread.
+     *
+     * @param acquisition how the wait ended
+     * @param rid the locker's rid
+     */
+    default void waited(Acquisition acquisition, String rid) {
     }
 }

@@ -13,14 +13,21 @@ public final class LockTransaction {
     private final long id = SEQ.incrementAndGet();
     private final String why;
 
+    /**
+     * A transaction whose claims record {@code why}.
+     *
+     * @param why the reason recorded with the claim, shown to operators and in other processes' exceptions
+     */
     public LockTransaction(String why) {
         this.why = why == null ? "" : why;
     }
 
+    /** A transaction without a reason (the locker's configured {@code why} is recorded). */
     public LockTransaction() {
         this("");
     }
 
+    /** {@return the reason its claims record} */
     public String why() {
         return why;
     }

@@ -33,6 +33,8 @@ public interface Locker extends AutoCloseable {
      * Claims {@code lock} for {@code tx}. Calling it again for a lock the transaction already claimed does nothing
      * (and does not extend the claim). Argument errors are thrown as {@link IllegalArgumentException} before any I/O.
      *
+     * @param lock the lock
+     * @param tx the transaction: any object of the caller's, compared by identity
      * @throws TemporaryLockingException when another transaction (here or elsewhere) holds the lock, or the backend
      *                                   is unreachable; the message names the holder where known
      * @throws PermanentLockingException when the backend refuses for good (permissions, missing table...)
@@ -50,6 +52,7 @@ public interface Locker extends AutoCloseable {
      * not detect, because it does not ask the backend again: a confirmed claim that was force-released, taken over
      * after a server lost it, or lost in a failover since. Call {@link #verifyLocks} (one round trip per lock) for that.
      *
+     * @param tx the transaction: any object of the caller's, compared by identity
      * @throws ExpiredLockException when a claim expired, was taken away or is gone: the lock may be someone else's
      * @throws TemporaryLockingException when another claim is senior (naming its holder) or the backend is unreachable
      * @throws IllegalStateException when the locker is closed
@@ -61,6 +64,7 @@ public interface Locker extends AutoCloseable {
      * confirmed yet are confirmed as {@link #checkLocks} does). Detects a force release, a takeover, and a server that
      * lost the claim (a restart without persistence, a failover). A claim found lost stays lost.
      *
+     * @param tx the transaction: any object of the caller's, compared by identity
      * @throws ExpiredLockException when a claim is no longer ours, naming the new holder where known
      * @throws TemporaryLockingException when the backend cannot be asked now (the claim may still be ours)
      * @throws IllegalStateException when the locker is closed
@@ -70,6 +74,7 @@ public interface Locker extends AutoCloseable {
     /**
      * Extends the expiry of every lock {@code tx} holds, in place: the claims keep their seniority and fencing tokens.
      *
+     * @param tx the transaction: any object of the caller's, compared by identity
      * @throws ExpiredLockException when a claim has expired or was taken away (then the lock may be someone else's)
      */
     void renewLocks(Object tx);
@@ -77,17 +82,28 @@ public interface Locker extends AutoCloseable {
     /**
      * Releases every lock {@code tx} claimed. Never throws for a backend failure; a transaction unknown here, or any
      * transaction once the locker is closed (closing released them), is a no-op.
+     *
+     * @param tx the transaction: any object of the caller's, compared by identity
      */
     void deleteLocks(Object tx);
 
-    /** What this locker knows of {@code lock} for {@code tx}, or empty when {@code tx} has not claimed it. */
+    /**
+     * What this locker knows of {@code lock} for {@code tx}, or empty when {@code tx} has not claimed it.
+     *
+     * @param lock the lock
+     * @param tx the transaction: any object of the caller's, compared by identity
+     * @return the status, or empty when {@code tx} has not claimed {@code lock}
+     */
     Optional<LockStatus> status(KeyColumn lock, Object tx);
 
     /**
      * The fencing token of a checked lock: strictly greater than every token issued before for this lock. Pass it to
      * the resource the lock protects so that a paused former holder is refused there.
      *
+     * @param lock the lock
+     * @param tx the transaction: any object of the caller's, compared by identity
      * @throws IllegalStateException when {@code tx} does not hold {@code lock} (not claimed, or not checked yet)
+     * @return the token
      */
     default long fencingToken(KeyColumn lock, Object tx) {
         LockStatus s = status(lock, tx).orElseThrow(() -> new IllegalStateException(
@@ -104,6 +120,9 @@ public interface Locker extends AutoCloseable {
      * is no loss. A watched claim that nears its deadline without a successful renewal is declared lost before the
      * deadline (a tenth of the expiry before, at most 5 s), so the holder can stop in time.
      *
+     * @param lock the lock
+     * @param tx the transaction: any object of the caller's, compared by identity
+     * @param listener told once, with the loss
      * @throws IllegalStateException when {@code tx} has not claimed {@code lock}, or the locker is closed
      */
     void whenLost(KeyColumn lock, Object tx, java.util.function.Consumer<LockLost> listener);
@@ -113,11 +132,18 @@ public interface Locker extends AutoCloseable {
      * token) until {@code tx} is released or a claim is lost, from a thread this locker owns and stops on close;
      * {@code on=false} stops it.
      *
+     * @param tx the transaction: any object of the caller's, compared by identity
+     * @param on true to turn it on, false to turn it off
      * @throws IllegalStateException when {@code tx} holds no lock, or the locker is closed
      */
     void keepAlive(Object tx, boolean on);
 
-    /** Who holds {@code lock} now, as the backend sees it (any locker, any process), or empty when it is free. */
+    /**
+     * Who holds {@code lock} now, as the backend sees it (any locker, any process), or empty when it is free.
+     *
+     * @param lock the lock
+     * @return the holder, or empty when the lock is free
+     */
     Optional<LockOwner> holder(KeyColumn lock);
 
     /**
@@ -125,6 +151,7 @@ public interface Locker extends AutoCloseable {
      * {@link #checkLocks} or {@link #renewLocks} ({@link ExpiredLockException}); its fencing token is refused by the
      * resource once the next holder wrote there. Use it only for a holder known to be dead.
      *
+     * @param lock the lock
      * @return true if there was any claim to remove
      */
     boolean forceRelease(KeyColumn lock);
@@ -150,10 +177,18 @@ public interface Locker extends AutoCloseable {
      * @throws IllegalStateException    when the locker is closed
      * @throws TemporaryLockingException when the backend cannot be asked now
      * @throws PermanentLockingException when the backend refuses (permissions; a store that cannot list its keys)
+     * @return one page of held locks and the cursor of the next
      */
     LockPage list(byte[] keyPrefix, int limit, String cursor);
 
-    /** {@link #list(byte[], int, String)} with the prefix encoded as UTF-8 (a lone surrogate is refused). */
+    /**
+     * {@link #list(byte[], int, String)} with the prefix encoded as UTF-8 (a lone surrogate is refused).
+     *
+     * @param keyPrefix what every listed lock's key starts with; empty lists every lock
+     * @param limit the most locks on one page, 1..1000
+     * @param cursor null for the first page, else the previous page's next cursor
+     * @return one page of held locks and the cursor of the next
+     */
     default LockPage list(String keyPrefix, int limit, String cursor) {
         if (keyPrefix == null) {
             throw new IllegalArgumentException("keyPrefix must not be null (use \"\" to list every lock)");
@@ -172,13 +207,26 @@ public interface Locker extends AutoCloseable {
         return list(prefix, limit, cursor);
     }
 
-    /** Where this locker's transactions meet other transactions of this process; give it to lockers that should share it. */
+    /**
+     * Where this locker's transactions meet other transactions of this process; give it to lockers that should share
+     * it.
+     *
+     * @return this locker's in-process arbitration
+     */
     LocalArbitration arbitration();
 
-    /** This locker instance's identity, recorded in every claim it writes. */
+    /**
+     * This locker instance's identity, recorded in every claim it writes.
+     *
+     * @return the rid
+     */
     String rid();
 
-    /** The configuration this locker runs with. */
+    /**
+     * The configuration this locker runs with.
+     *
+     * @return the configuration
+     */
     LockerConfig config();
 
     /**
@@ -187,7 +235,9 @@ public interface Locker extends AutoCloseable {
      * runs as long as it needs, and if renewals fail the lease says so ({@link Lease#onLost}, {@link Lease#isValid})
      * before its validity ends.
      *
+     * @param lock the lock
      * @param why recorded with the claim, shown to operators and in other processes' exceptions
+     * @return the lease; closing it releases the lock
      */
     Lease acquire(KeyColumn lock, String why);
 
@@ -198,6 +248,9 @@ public interface Locker extends AutoCloseable {
      * Elsewhere it retries after a jittered pause doubling from 5 to 200 ms, never later than the holder's claim
      * expires when the backend said when (see {@link TemporaryLockingException#holderExpiresIn()}).
      *
+     * @param lock the lock
+     * @param why the reason recorded with the claim, shown to operators and in other processes' exceptions
+     * @param maxWait how long to keep trying, on the monotonic clock; zero makes one attempt
      * @return the lease, or empty if the lock could not be taken within {@code maxWait}
      * @throws PermanentLockingException at once, when the failure is not temporary
      */
@@ -206,6 +259,11 @@ public interface Locker extends AutoCloseable {
     /**
      * Like {@link #tryAcquire}, but says why the wait ended: acquired, still busy (naming the holder), backend
      * unreachable (with its failure), or refused for good (at once: waiting cannot cure it).
+     *
+     * @param lock the lock
+     * @param why the reason recorded with the claim, shown to operators and in other processes' exceptions
+     * @param maxWait how long to keep trying, on the monotonic clock; zero makes one attempt
+     * @return how the wait ended, with the lease when it was taken
      */
     Acquisition acquireWithin(KeyColumn lock, String why, Duration maxWait);
 
@@ -215,11 +273,21 @@ public interface Locker extends AutoCloseable {
      * each other in a cycle; if any is taken, the ones already claimed are released and the failure names the holder.
      * The lease is kept alive like {@link #acquire}'s. One round trip per lock (no backend batches them yet).
      *
+     * @param locks the locks to take together; not empty, no null
+     * @param why the reason recorded with the claim, shown to operators and in other processes' exceptions
      * @throws IllegalArgumentException when {@code locks} is empty or holds null
+     * @return one lease on every lock
      */
     Lease acquireAll(java.util.Collection<KeyColumn> locks, String why);
 
-    /** Like {@link #acquireAll}, waiting like {@link #tryAcquire} while a lock is taken, for up to {@code maxWait}. */
+    /**
+     * Like {@link #acquireAll}, waiting like {@link #tryAcquire} while a lock is taken, for up to {@code maxWait}.
+     *
+     * @param locks the locks to take together; not empty, no null
+     * @param why the reason recorded with the claim, shown to operators and in other processes' exceptions
+     * @param maxWait how long to keep trying, on the monotonic clock; zero makes one attempt
+     * @return the lease, or empty when the wait ran out
+     */
     Optional<Lease> tryAcquireAll(java.util.Collection<KeyColumn> locks, String why, Duration maxWait);
 
     /**

@@ -65,11 +65,16 @@ public final class LockerConfig {
         this.localArbitration = b.localArbitration;
     }
 
+    /** {@return a builder holding every default} */
     public static Builder builder() {
         return new Builder();
     }
 
-    /** All defaults, with a fresh random rid. */
+    /**
+     * All defaults, with a fresh random rid.
+     *
+     * @return all defaults, with a fresh random rid
+     */
     public static LockerConfig defaults() {
         return builder().build();
     }
@@ -78,12 +83,18 @@ public final class LockerConfig {
      * This configuration for a new locker instance: the same settings and rid name, a fresh instance id. Every locker
      * calls it when it is built, so one configuration given to two lockers makes two owners (two lockers sharing a
      * rid would be one owner to the backend and could both believe they hold a lock).
+     *
+     * @return this configuration for a new locker instance: the same settings and rid name, a fresh instance id
      */
     public LockerConfig forNewInstance() {
         return toBuilder().build();
     }
 
-    /** A builder holding this configuration's values and rid name; what it builds draws a fresh instance id. */
+    /**
+     * A builder holding this configuration's values and rid name; what it builds draws a fresh instance id.
+     *
+     * @return a builder holding this configuration's values and rid name; what it builds draws a fresh instance id
+     */
     public Builder toBuilder() {
         Builder b = new Builder();
         b.expiry = expiry;
@@ -111,7 +122,11 @@ public final class LockerConfig {
         return name + "-" + HexFormat.of().formatHex(b);
     }
 
-    /** A rid nobody else has: 128 random bits, hex. Host and pid are kept apart, for display only. */
+    /**
+     * A rid nobody else has: 128 random bits, hex. Host and pid are kept apart, for display only.
+     *
+     * @return a rid nobody else has: 128 random bits, hex
+     */
     public static String randomRid() {
         byte[] b = new byte[16];
         RANDOM.nextBytes(b);
@@ -128,31 +143,41 @@ public final class LockerConfig {
         }
     }
 
+    /** {@return how long a claim lives unless renewed} */
     public Duration expiry() {
         return expiry;
     }
 
+    /** {@return the wait-and-read-back pause between writing a claim and reading the row back} */
     public Duration lockWait() {
         return lockWait;
     }
 
+    /** {@return how many attempts a claim write gets when the store is slow or fails temporarily} */
     public int retries() {
         return retries;
     }
 
+    /** {@return how long a lock request waits for another transaction of this JVM (zero: fail fast)} */
     public Duration localWait() {
         return localWait;
     }
 
+    /** {@return whether dead claims met on the way are deleted} */
     public boolean scrubExpired() {
         return scrubExpired;
     }
 
+    /** {@return the largest key + column in bytes} */
     public int maxKeyBytes() {
         return maxKeyBytes;
     }
 
-    /** The readable name the rid starts with, or null when the rid is only random (see {@link Builder#rid}). */
+    /**
+     * The readable name the rid starts with, or null when the rid is only random (see {@link Builder#rid}).
+     *
+     * @return the readable name the rid starts with, or null when the rid is only random (see {@link Builder#rid})
+     */
     public String ridName() {
         return ridName;
     }
@@ -161,37 +186,54 @@ public final class LockerConfig {
      * The rid of the locker running with this configuration: the rid name (if any), then an instance id drawn when
      * the configuration was built. A locker always runs with {@link #forNewInstance()} of the configuration it was
      * given, so {@code locker.rid()} is unique to it; ownership is decided on it alone.
+     *
+     * @return the rid of the locker running with this configuration: the rid name (if any), then an instance id drawn
+     * when the configuration was built
      */
     public String rid() {
         return rid;
     }
 
+    /** {@return the host name recorded with claims (display only)} */
     public String host() {
         return host;
     }
 
+    /** {@return the process id recorded with claims (display only)} */
     public long pid() {
         return pid;
     }
 
+    /** {@return the reason recorded with claims when the transaction gives none} */
     public String why() {
         return why;
     }
 
+    /** {@return the wall clock, monotonic clock and sleep every component uses} */
     public TimeSource timeSource() {
         return timeSource;
     }
 
+    /** {@return the probe that observes every backend step} */
     public LockProbe probe() {
         return probe;
     }
 
-    /** The arbitration to share with other lockers of this process, or null for one of the locker's own. */
+    /**
+     * The arbitration to share with other lockers of this process, or null for one of the locker's own.
+     *
+     * @return the arbitration to share with other lockers of this process, or null for one of the locker's own
+     */
     public LocalArbitration localArbitration() {
         return localArbitration;
     }
 
-    /** The owner metadata a claim written now, by the current thread, for {@code reason} carries. */
+    /**
+     * The owner metadata a claim written now, by the current thread, for {@code reason} carries.
+     *
+     * @param reason why the claim was lost
+     * @return the owner metadata a claim written now, by the current thread, for {@code reason} carries
+     */
     public LockOwner owner(String reason) {
         return new LockOwner(rid, host, pid, Thread.currentThread().getName(),
                 reason == null || reason.isEmpty() ? why : reason, null);
@@ -200,7 +242,9 @@ public final class LockerConfig {
     /**
      * Checks a lock name against this configuration before any I/O.
      *
+     * @param lock the lock
      * @throws IllegalArgumentException naming the lock when it is null or larger than {@link #maxKeyBytes()}
+     * @return checks a lock name against this configuration before any I/O
      */
     public KeyColumn validate(KeyColumn lock) {
         if (lock == null) {
@@ -239,16 +283,35 @@ public final class LockerConfig {
         private Builder() {
         }
 
+        /**
+         * How long a claim lives unless renewed; default 60 s.
+         *
+         * @param d how long a claim lives unless renewed; positive
+         * @return this builder
+         */
         public Builder expiry(Duration d) {
             this.expiry = positive(d, "expiry");
             return this;
         }
 
+        /**
+         * Wait-and-read-back only: the pause between writing a claim and reading the row back; must exceed the clock
+             * disagreement between clients. Default 100 ms.
+         *
+         * @param d the pause; zero or positive
+         * @return this builder
+         */
         public Builder lockWait(Duration d) {
             this.lockWait = nonNegative(d, "lockWait");
             return this;
         }
 
+        /**
+         * Attempts to write a claim when the store is slow or fails temporarily; default 3.
+         *
+         * @param n at least 1
+         * @return attempts to write a claim when the store is slow or fails temporarily; default 3
+         */
         public Builder retries(int n) {
             if (n < 1) {
                 throw new IllegalArgumentException("retries must be at least 1, was " + n);
@@ -257,17 +320,34 @@ public final class LockerConfig {
             return this;
         }
 
-        /** Wait up to {@code d} for another transaction of this JVM holding the same lock; zero fails fast. */
+        /**
+         * Wait up to {@code d} for another transaction of this JVM holding the same lock; zero fails fast.
+         *
+         * @param d how long to wait; zero fails fast
+         * @return this builder
+         */
         public Builder localWait(Duration d) {
             this.localWait = nonNegative(d, "localWait");
             return this;
         }
 
+        /**
+         * Whether dead claims met on the way are deleted; default true.
+         *
+         * @param on true to turn it on, false to turn it off
+         * @return this builder
+         */
         public Builder scrubExpired(boolean on) {
             this.scrubExpired = on;
             return this;
         }
 
+        /**
+         * The largest key + column in bytes, checked before any I/O; default 4096.
+         *
+         * @param n at least 1
+         * @return this builder
+         */
         public Builder maxKeyBytes(int n) {
             if (n < 1) {
                 throw new IllegalArgumentException("maxKeyBytes must be positive, was " + n);
@@ -279,6 +359,9 @@ public final class LockerConfig {
         /**
          * A readable name at the start of the rid (e.g. the host or service): operators see it. Each locker appends an
          * instance id of its own, so the name need not be unique. Default: no name, 128 random bits.
+         *
+         * @param name the readable name: 1..96 characters, no control characters
+         * @return this builder
          */
         public Builder rid(String name) {
             Objects.requireNonNull(name, "rid must not be null");
@@ -294,38 +377,73 @@ public final class LockerConfig {
             return this;
         }
 
+        /**
+         * The host name recorded with claims; default this host's name.
+         *
+         * @param h the host name; not null
+         * @return this builder
+         */
         public Builder host(String h) {
             this.host = Objects.requireNonNull(h, "host must not be null");
             return this;
         }
 
+        /**
+         * The process id recorded with claims; default this process's.
+         *
+         * @param p the process id
+         * @return this builder
+         */
         public Builder pid(long p) {
             this.pid = p;
             return this;
         }
 
+        /**
+         * The reason recorded with claims when the transaction gives none; default empty.
+         *
+         * @param w the reason; not null (empty for none)
+         * @return this builder
+         */
         public Builder why(String w) {
             this.why = Objects.requireNonNull(w, "why must not be null");
             return this;
         }
 
+        /**
+         * The clocks every component uses; default the system's (tests give a virtual clock).
+         *
+         * @param t the clocks; not null
+         * @return this builder
+         */
         public Builder timeSource(TimeSource t) {
             this.timeSource = Objects.requireNonNull(t, "timeSource must not be null");
             return this;
         }
 
-        /** Observes every backend step (tests pause chosen steps with it); default {@link LockProbe#NONE}. */
+        /**
+         * Observes every backend step (tests pause chosen steps with it); default {@link LockProbe#NONE}.
+         *
+         * @param p the probe; not null
+         * @return this builder
+         */
         public Builder probe(LockProbe p) {
             this.probe = Objects.requireNonNull(p, "probe must not be null");
             return this;
         }
 
-        /** Shares the in-process arbitration of another locker ({@link Locker#arbitration()}); default: its own. */
+        /**
+         * Shares the in-process arbitration of another locker ({@link Locker#arbitration()}); default: its own.
+         *
+         * @param a the arbitration, or null for the locker's own
+         * @return this builder
+         */
         public Builder localArbitration(LocalArbitration a) {
             this.localArbitration = a;
             return this;
         }
 
+        /** {@return the configuration, with a fresh instance id in its rid} */
         public LockerConfig build() {
             return new LockerConfig(this);
         }

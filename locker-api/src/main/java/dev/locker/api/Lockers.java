@@ -15,12 +15,24 @@ public final class Lockers {
     private Lockers() {
     }
 
-    /** Opens a locker with default configuration (a fresh random rid). */
+    /**
+     * Opens a locker with default configuration (a fresh random rid).
+     *
+     * @param uri the locker URI; its scheme picks the backend
+     * @return the open locker; close it when done
+     */
     public static Locker open(String uri) {
         return open(uri, LockerConfig.defaults());
     }
 
-    /** Opens a locker whose transactions meet those of other lockers sharing {@code arbitration} in this process first. */
+    /**
+     * Opens a locker whose transactions meet those of other lockers sharing {@code arbitration} in this process first.
+     *
+     * @param uri the locker URI; its scheme picks the backend
+     * @param config the settings; URI options override them
+     * @param arbitration the in-process arbitration to share ({@link Locker#arbitration()} of another locker)
+     * @return the open locker; close it when done
+     */
     public static Locker open(String uri, LockerConfig config, LocalArbitration arbitration) {
         if (config == null) {
             throw new IllegalArgumentException("config must not be null");
@@ -28,6 +40,13 @@ public final class Lockers {
         return open(uri, config.toBuilder().localArbitration(arbitration).build());
     }
 
+    /**
+     * Opens a locker for {@code uri} with {@code config}, through the backend that serves the URI's scheme.
+     *
+     * @param uri the locker URI; its scheme picks the backend
+     * @param config the settings; URI options override them
+     * @return the open locker; close it when done
+     */
     public static Locker open(String uri, LockerConfig config) {
         if (uri == null || uri.isBlank()) {
             throw new IllegalArgumentException("locker URI must not be empty; known schemes: " + providers().keySet());
@@ -51,7 +70,6 @@ public final class Lockers {
         return provider.open(uri, config);
     }
 
-    /** The schemes of every backend on the classpath, sorted, with their providers. */
     /** The URI as it may appear in a message: a password in its user info, or in a password option, is masked. */
     static String redacted(String uri) {
         String out = uri;
@@ -68,6 +86,11 @@ public final class Lockers {
         return out.replaceAll("(?i)((?:^|[?&;])[a-z]*password=)[^&;#]*", "$1***");
     }
 
+    /**
+     * The schemes of every backend on the classpath, sorted, with their providers.
+     *
+     * @return the schemes of every backend on the classpath, sorted, with their providers
+     */
     public static Map<String, LockerProvider> providers() {
         Map<String, LockerProvider> out = new TreeMap<>();
         for (LockerProvider p : ServiceLoader.load(LockerProvider.class, Lockers.class.getClassLoader())) {

@@ -11,6 +11,14 @@ public abstract class LockingException extends RuntimeException {
     private final transient KeyColumn lock;
     private final transient LockOwner holder;
 
+    /**
+     * A failure about {@code lock}; the message is completed with the lock and the holder.
+     *
+     * @param message what went wrong; the lock and the holder are appended
+     * @param lock the lock
+     * @param holder who holds the lock, where known, else null
+     * @param cause the underlying failure, or null
+     */
     protected LockingException(String message, KeyColumn lock, LockOwner holder, Throwable cause) {
         super(describe(message, lock, holder), cause);
         this.lock = lock;
@@ -31,16 +39,28 @@ public abstract class LockingException extends RuntimeException {
         return sb.toString();
     }
 
-    /** The lock this failure is about, or null when it concerns no single lock. */
+    /**
+     * The lock this failure is about, or null when it concerns no single lock.
+     *
+     * @return the lock this failure is about, or null when it concerns no single lock
+     */
     public KeyColumn lock() {
         return lock;
     }
 
-    /** Who holds the lock, when the failure is contention and the holder is known; else null. */
+    /**
+     * Who holds the lock, when the failure is contention and the holder is known; else null.
+     *
+     * @return who holds the lock, when the failure is contention and the holder is known; else null
+     */
     public LockOwner holder() {
         return holder;
     }
 
-    /** True when retrying the same operation later may succeed. */
+    /**
+     * True when retrying the same operation later may succeed.
+     *
+     * @return true when retrying the same operation later may succeed
+     */
     public abstract boolean isTemporary();
 }

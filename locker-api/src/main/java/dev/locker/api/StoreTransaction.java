@@ -6,7 +6,9 @@ package dev.locker.api;
  */
 public interface StoreTransaction {
 
+    /** Makes the transaction's writes durable (a no-op for stores without transactions). */
     void commit();
 
+    /** Discards the transaction's writes (a no-op for stores without transactions). */
     void rollback();
 }

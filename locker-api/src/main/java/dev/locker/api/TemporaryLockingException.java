@@ -7,6 +7,14 @@ public class TemporaryLockingException extends LockingException {
 
     private final java.time.Duration holderExpiresIn;
 
+    /**
+     * A temporary failure about {@code lock}; with {@code holder} it is contention.
+     *
+     * @param message what went wrong; the lock and the holder are appended
+     * @param lock the lock
+     * @param holder who holds the lock, where known, else null
+     * @param cause the underlying failure, or null
+     */
     public TemporaryLockingException(String message, KeyColumn lock, LockOwner holder, Throwable cause) {
         this(message, lock, holder, null, cause);
     }
@@ -21,6 +29,12 @@ public class TemporaryLockingException extends LockingException {
         this.holderExpiresIn = holderExpiresIn == null || holderExpiresIn.isNegative() ? null : holderExpiresIn;
     }
 
+    /**
+     * Without holder or cause.
+     *
+     * @param message what went wrong; the lock and the holder are appended
+     * @param lock the lock
+     */
     public TemporaryLockingException(String message, KeyColumn lock) {
         this(message, lock, null, null);
     }

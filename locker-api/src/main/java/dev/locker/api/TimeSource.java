@@ -9,16 +9,33 @@ import java.time.Instant;
  */
 public interface TimeSource {
 
-    /** Wall-clock time. */
+    /**
+     * Wall-clock time.
+     *
+     * @return the current wall-clock time
+     */
     Instant now();
 
-    /** Monotonic nanoseconds, for measuring intervals; unrelated to {@link #now()}. */
+    /**
+     * Monotonic nanoseconds, for measuring intervals; unrelated to {@link #now()}.
+     *
+     * @return monotonic nanoseconds, for measuring intervals; unrelated to {@link #now()}
+     */
     long nanoTime();
 
-    /** Sleeps for {@code d} (no-op when zero or negative). */
+    /**
+     * Sleeps for {@code d} (no-op when zero or negative).
+     *
+     * @param d the duration
+     * @throws InterruptedException when interrupted while waiting
+     */
     void sleep(Duration d) throws InterruptedException;
 
-    /** The real clocks of this JVM. */
+    /**
+     * The real clocks of this JVM.
+     *
+     * @return the real clocks of this JVM
+     */
     static TimeSource system() {
         return SystemTimeSource.INSTANCE;
     }

@@ -28,7 +28,12 @@ public final class UriOptions {
         this.options = options;
     }
 
-    /** Parses the part after '?' (if any) of {@code uri}. */
+    /**
+     * Parses the part after '?' (if any) of {@code uri}.
+     *
+     * @param uri the locker URI; its scheme picks the backend
+     * @return the options
+     */
     public static UriOptions parse(String uri) {
         Map<String, String> out = new LinkedHashMap<>();
         int q = uri.indexOf('?');
@@ -48,20 +53,37 @@ public final class UriOptions {
         return new UriOptions(uri, Collections.unmodifiableMap(out));
     }
 
-    /** The URI without its query part. */
+    /**
+     * The URI without its query part.
+     *
+     * @return the URI without its query part
+     */
     public String base() {
         int q = uri.indexOf('?');
         return q < 0 ? uri : uri.substring(0, q);
     }
 
+    /** {@return every option, by name} */
     public Map<String, String> asMap() {
         return options;
     }
 
+    /**
+     * {@return the option's value, or {@code dflt} when absent}
+     *
+     * @param name the option's name
+     * @param dflt the value when the option is absent
+     */
     public String get(String name, String dflt) {
         return options.getOrDefault(name, dflt);
     }
 
+    /**
+     * {@return the option as an int, or {@code dflt} when absent}
+     *
+     * @param name the option's name
+     * @param dflt the value when the option is absent
+     */
     public int getInt(String name, int dflt) {
         String v = options.get(name);
         if (v == null) {
@@ -74,6 +96,12 @@ public final class UriOptions {
         }
     }
 
+    /**
+     * {@return the option as a boolean ({@code true} or {@code false}), or {@code dflt} when absent}
+     *
+     * @param name the option's name
+     * @param dflt the value when the option is absent
+     */
     public boolean getBoolean(String name, boolean dflt) {
         String v = options.get(name);
         if (v == null) {
@@ -89,12 +117,24 @@ public final class UriOptions {
         }
     }
 
+    /**
+     * {@return the option as a duration ({@code 250ms}, {@code 30s}, {@code 5m}, {@code 1h} or ISO-8601), or
+     * {@code dflt} when absent}
+     *
+     * @param name the option's name
+     * @param dflt the value when the option is absent
+     */
     public Duration getDuration(String name, Duration dflt) {
         String v = options.get(name);
         return v == null ? dflt : duration(name, v);
     }
 
-    /** Fails naming every option that is neither common nor in {@code backendOptions}. */
+    /**
+     * Fails naming every option that is neither common nor in {@code backendOptions}.
+     *
+     * @param backendOptions the option names this backend understands beside {@link #COMMON}
+     * @return these options
+     */
     public UriOptions requireKnown(Set<String> backendOptions) {
         for (String k : options.keySet()) {
             if (!COMMON.contains(k) && !backendOptions.contains(k)) {
@@ -106,14 +146,24 @@ public final class UriOptions {
         return this;
     }
 
-    /** {@code config} with the common options of this URI applied on top. */
+    /**
+     * {@code config} with the common options of this URI applied on top.
+     *
+     * @param config the configuration to start from
+     * @return {@code config} with the common options of this URI applied on top
+     */
     public LockerConfig applyTo(LockerConfig config) {
         LockerConfig.Builder b = config.toBuilder();
         applyTo(b);
         return b.build();
     }
 
-    /** Sets the common options of this URI on {@code b}; other options are left to the backend. */
+    /**
+     * Sets the common options of this URI on {@code b}; other options are left to the backend.
+     *
+     * @param b the builder to set them on
+     * @return {@code b}
+     */
     public LockerConfig.Builder applyTo(LockerConfig.Builder b) {
         if (options.containsKey("expiry")) {
             b.expiry(getDuration("expiry", null));
@@ -139,7 +189,13 @@ public final class UriOptions {
         return b;
     }
 
-    /** Parses {@code 250ms}, {@code 30s}, {@code 5m}, {@code 1h}, ISO-8601, or a bare number of milliseconds. */
+    /**
+     * Parses {@code 250ms}, {@code 30s}, {@code 5m}, {@code 1h}, ISO-8601, or a bare number of milliseconds.
+     *
+     * @param name the option's name
+     * @param v the option's value
+     * @return the duration
+     */
     public static Duration duration(String name, String v) {
         String s = v.trim().toLowerCase(Locale.ROOT);
         try {
@@ -165,7 +221,12 @@ public final class UriOptions {
         throw new IllegalArgumentException("option " + name + "=" + v + " is not a duration (250ms, 30s, 5m, 1h, PT30S)");
     }
 
-    /** The URI with any password ({@code user:password@}) replaced by {@code ***}, for messages. */
+    /**
+     * The URI with any password ({@code user:password@}) replaced by {@code ***}, for messages.
+     *
+     * @param uri any URI
+     * @return the URI with any password ({@code user:password@}) replaced by {@code ***}, for messages
+     */
     public static String redact(String uri) {
         return uri.replaceAll("(//[^/@:]*:)[^/@]*@", "$1***@");
     }

@@ -56,7 +56,10 @@ class KeyColumnTest {
         assertThrows(IllegalArgumentException.class, () -> KeyColumn.of("", "c"));
         assertThrows(IllegalArgumentException.class, () -> KeyColumn.of("\uDC00", "c"));
         assertThrows(IllegalArgumentException.class, () -> KeyColumn.of("k", "\uD800"));
-        assertThrows(NullPointerException.class, () -> KeyColumn.of((byte[]) null, new byte[0]));
+        assertThrows(IllegalArgumentException.class, () -> KeyColumn.of((byte[]) null, new byte[0]));
+        assertThrows(IllegalArgumentException.class, () -> KeyColumn.of(new byte[]{1}, null));
+        assertThrows(IllegalArgumentException.class, () -> KeyColumn.of("k", null));
+        assertThrows(IllegalArgumentException.class, () -> KeyColumn.named(null));
         assertThrows(IllegalArgumentException.class, () -> KeyColumn.decode(new byte[]{0, 0, 0, 9, 1}));
     }
 

@@ -304,6 +304,9 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
             drop(key, holds, hold);
             throw new ExpiredLockException(problem + "; our claim was withdrawn", lock, null, null);
         }
+        if (status.isHeld()) {
+            probe.acquired(lock, config.rid());
+        }
         KeepAlive k = background;
         if (k != null) {
             k.watch(hold); // a listener added while the claim was written watched the provisional deadline
@@ -454,6 +457,12 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
      * transaction of this process waits for its release here, in the process.
      */
     private Acquisition waitFor(List<KeyColumn> locks, String why, Duration maxWait) {
+        Acquisition acquisition = waitLoop(locks, why, maxWait);
+        probe.waited(acquisition, config.rid());
+        return acquisition;
+    }
+
+    private Acquisition waitLoop(List<KeyColumn> locks, String why, Duration maxWait) {
         if (maxWait == null || maxWait.isNegative()) {
             throw new IllegalArgumentException("maxWait must be zero or positive, was " + maxWait);
         }
@@ -610,6 +619,9 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
             }
             throw new ExpiredLockException(problem + "; release the transaction's locks and start again", hold.lock,
                     null, null, hold.state().reason());
+        }
+        if (!status.isHeld() && checked.isHeld()) {
+            probe.acquired(hold.lock, config.rid());
         }
     }
 
@@ -928,6 +940,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
     private void lost(Hold hold) {
         Hold.State s = hold.state();
         LockLost loss = new LockLost(hold.lock, s.reason() == null ? LossReason.GONE : s.reason(), s.lostWhy(), s.newHolder());
+        probe.lost(loss, config.rid());
         List<java.util.function.Consumer<LockLost>> listeners = hold.takeListeners(loss);
         if (!listeners.isEmpty()) {
             log.info("Lost lock {} (locker {}): {}", hold.lock, config.rid(), loss);

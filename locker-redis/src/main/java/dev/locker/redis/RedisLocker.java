@@ -64,7 +64,7 @@ import java.util.function.Supplier;
  *       script: it keeps increasing after releases and forced releases (the last token is kept), and after the
  *       key's safety-net {@code PEXPIRE} or a server restart removed the data (the server's clock has moved on),
  *       as long as the server's wall clock does not step back;</li>
- *   <li>a claim's expiry is server time + {@link LockerConfig#expiry()}; the local {@link ClaimStatus#expiry()} is
+ *   <li>a claim's expiry is server time + {@link LockerConfig#expiry()}; the local {@code ClaimStatus.expiry()} is
  *       taken from the config's time source before the request is sent, so it ends first (see the safety argument
  *       for the clock assumption);</li>
  *   <li>restart guard: while the server has been up for less than {@code restartGuard} (default: the expiry),

@@ -1504,7 +1504,7 @@ public abstract class LockerConformanceSuite {
         assertThrows(IllegalArgumentException.class, () -> a.writeLock(lock("x"), null));
         assertThrows(IllegalArgumentException.class, () -> KeyColumn.of("", "c"));
         assertThrows(IllegalArgumentException.class, () -> KeyColumn.of("lone\uD800surrogate", "c"));
-        assertThrows(NullPointerException.class, () -> KeyColumn.of((String) null, "c"));
+        assertThrows(IllegalArgumentException.class, () -> KeyColumn.of((String) null, "c"));
         KeyColumn huge = KeyColumn.of(new byte[1 << 20], new byte[0]);
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> a.writeLock(huge, new Object()));
         assertTrue(e.getMessage().contains("maxKeyBytes"), e.getMessage());

@@ -1,0 +1,15 @@
+package dev.locker.micrometer;
+
+/** The meters on the in-JVM {@code mem:} backend (wait-and-read-back: granted at the read-back). */
+class MemLockerMetricsTest extends LockerMetricsScenarios {
+
+    @Override
+    String uri() {
+        return "mem:metrics";
+    }
+
+    @Override
+    String backend() {
+        return "mem";
+    }
+}

@@ -1,0 +1,195 @@
+package dev.locker.springboot;
+
+import dev.locker.api.LockerConfig;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The {@code locker.*} properties. Only {@code locker.uri} is required (without it no locker is configured); every
+ * other option left unset keeps {@link LockerConfig}'s documented default, and options in the URI's query
+ * ({@code redis://host:6379?expiry=30s}) override these.
+ */
+@ConfigurationProperties(prefix = "locker")
+public class LockerProperties {
+
+    /** The backend by URI: {@code mem:}, {@code redis://}, {@code rediss://}, {@code mongodb://}, {@code hbase://}. */
+    private String uri;
+    /** How long a claim lives unless renewed. */
+    private Duration expiry;
+    /** Wait-and-read-back only: the pause between writing a claim and reading it back. */
+    private Duration lockWait;
+    /** Attempts to write a claim when the store is slow or fails temporarily. */
+    private Integer retries;
+    /** How long a lock request waits for another transaction of this JVM holding the same lock (0: fail fast). */
+    private Duration localWait;
+    /** Whether dead claims met on the way are deleted. */
+    private Boolean scrubExpired;
+    /** Largest key + column in bytes, checked before any I/O. */
+    private Integer maxKeyBytes;
+    /** A readable name at the start of the locker's rid (e.g. the application's name); a random id is appended. */
+    private String rid;
+    /** Reason recorded with claims when the caller gives none. */
+    private String why;
+    /** Meters, when Micrometer and locker-micrometer are on the classpath and a MeterRegistry bean exists. */
+    private final Metrics metrics = new Metrics();
+
+    /**
+     * The locker configuration these properties describe.
+     *
+     * @return a builder holding every option that was set; the caller may add more (a probe)
+     */
+    public LockerConfig.Builder toConfig() {
+        LockerConfig.Builder b = LockerConfig.builder();
+        if (expiry != null) {
+            b.expiry(expiry);
+        }
+        if (lockWait != null) {
+            b.lockWait(lockWait);
+        }
+        if (retries != null) {
+            b.retries(retries);
+        }
+        if (localWait != null) {
+            b.localWait(localWait);
+        }
+        if (scrubExpired != null) {
+            b.scrubExpired(scrubExpired);
+        }
+        if (maxKeyBytes != null) {
+            b.maxKeyBytes(maxKeyBytes);
+        }
+        if (rid != null && !rid.isEmpty()) {
+            b.rid(rid);
+        }
+        if (why != null) {
+            b.why(why);
+        }
+        return b;
+    }
+
+    /** @return the backend URI */
+    public String getUri() {
+        return uri;
+    }
+
+    /** @param uri the backend URI */
+    public void setUri(String uri) {
+        this.uri = uri;
+    }
+
+    /** @return the claim expiry, or null for the default */
+    public Duration getExpiry() {
+        return expiry;
+    }
+
+    /** @param expiry the claim expiry */
+    public void setExpiry(Duration expiry) {
+        this.expiry = expiry;
+    }
+
+    /** @return the lock-wait, or null for the default */
+    public Duration getLockWait() {
+        return lockWait;
+    }
+
+    /** @param lockWait the lock-wait */
+    public void setLockWait(Duration lockWait) {
+        this.lockWait = lockWait;
+    }
+
+    /** @return the retries, or null for the default */
+    public Integer getRetries() {
+        return retries;
+    }
+
+    /** @param retries the retries */
+    public void setRetries(Integer retries) {
+        this.retries = retries;
+    }
+
+    /** @return the local wait, or null for the default */
+    public Duration getLocalWait() {
+        return localWait;
+    }
+
+    /** @param localWait the local wait */
+    public void setLocalWait(Duration localWait) {
+        this.localWait = localWait;
+    }
+
+    /** @return whether expired claims are scrubbed, or null for the default */
+    public Boolean getScrubExpired() {
+        return scrubExpired;
+    }
+
+    /** @param scrubExpired whether expired claims are scrubbed */
+    public void setScrubExpired(Boolean scrubExpired) {
+        this.scrubExpired = scrubExpired;
+    }
+
+    /** @return the key size limit, or null for the default */
+    public Integer getMaxKeyBytes() {
+        return maxKeyBytes;
+    }
+
+    /** @param maxKeyBytes the key size limit */
+    public void setMaxKeyBytes(Integer maxKeyBytes) {
+        this.maxKeyBytes = maxKeyBytes;
+    }
+
+    /** @return the rid name, or null for a random rid */
+    public String getRid() {
+        return rid;
+    }
+
+    /** @param rid the rid name */
+    public void setRid(String rid) {
+        this.rid = rid;
+    }
+
+    /** @return the default reason, or null for the default */
+    public String getWhy() {
+        return why;
+    }
+
+    /** @param why the default reason */
+    public void setWhy(String why) {
+        this.why = why;
+    }
+
+    /** @return the meter options */
+    public Metrics getMetrics() {
+        return metrics;
+    }
+
+    /** The {@code locker.metrics.*} properties. */
+    public static class Metrics {
+        /** Whether the locker is metered when Micrometer is present. */
+        private boolean enabled = true;
+        /** Key prefixes that tag per-lock meters with {@code lock.prefix} (others are {@code other}); none: no such tag. */
+        private List<String> lockNamePrefixes = new ArrayList<>();
+
+        /** @return whether the locker is metered */
+        public boolean isEnabled() {
+            return enabled;
+        }
+
+        /** @param enabled whether the locker is metered */
+        public void setEnabled(boolean enabled) {
+            this.enabled = enabled;
+        }
+
+        /** @return the lock-name prefixes that become tag values */
+        public List<String> getLockNamePrefixes() {
+            return lockNamePrefixes;
+        }
+
+        /** @param lockNamePrefixes the lock-name prefixes that become tag values */
+        public void setLockNamePrefixes(List<String> lockNamePrefixes) {
+            this.lockNamePrefixes = lockNamePrefixes;
+        }
+    }
+}
