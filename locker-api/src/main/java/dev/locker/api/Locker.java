@@ -154,7 +154,28 @@ public interface Locker extends AutoCloseable {
      * @param lock the lock
      * @return true if there was any claim to remove
      */
-    boolean forceRelease(KeyColumn lock);
+    default boolean forceRelease(KeyColumn lock) {
+        return forceRelease(lock, "");
+    }
+
+    /**
+     * Like {@link #forceRelease(KeyColumn)}, recorded: who forced it (this locker's owner), when, why, and whom it took
+     * the lock from are kept with the lock ({@link #lastForcedRelease}), and the former holder's lost signal says
+     * {@link LossReason#FORCE_RELEASED} with them (a holder named in the record whose claim is found gone or taken).
+     *
+     * @param lock the lock
+     * @param reason why, for the record and the former holder
+     * @return true if there was any claim to remove
+     */
+    boolean forceRelease(KeyColumn lock, String reason);
+
+    /**
+     * The record of the last forced release of {@code lock}, if any.
+     *
+     * @param lock the lock
+     * @return who forced it, when, why, and from whom
+     */
+    Optional<ForcedRelease> lastForcedRelease(KeyColumn lock);
 
     /** The largest {@code limit} a {@link #list} call accepts. */
     int MAX_LIST_LIMIT = 1000;

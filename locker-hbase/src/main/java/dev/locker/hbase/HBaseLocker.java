@@ -267,6 +267,15 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
         }
     }
 
+    @Override
+    protected void putRecord(KeyColumn lock, String name, byte[] value) {
+        try (Table t = connection.getTable(tableName)) {
+            t.put(new Put(lock.encoded()).addColumn(tokenFamily, recordColumn(name), value));
+        } catch (IOException e) {
+            throw HBaseErrors.translate(e, "put", where);
+        }
+    }
+
     /** Atomic: a check-and-mutate on our holder cell (alive, by its TTL on the region server's clock). */
     @Override
     protected boolean writeRecord(KeyColumn lock, String name, byte[] value, ClaimStatus holding) {

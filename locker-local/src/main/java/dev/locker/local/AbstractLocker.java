@@ -2,6 +2,7 @@ package dev.locker.local;
 
 import dev.locker.api.Acquisition;
 import dev.locker.api.ExpiredLockException;
+import dev.locker.api.ForcedRelease;
 import dev.locker.api.Lease;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.LocalArbitration;
@@ -215,6 +216,9 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
      */
     protected abstract boolean writeRecord(KeyColumn lock, String name, byte[] value, S holding);
 
+    /** Writes the record {@code name} of {@code lock} whoever holds it (an operator's record: a forced release). */
+    protected abstract void putRecord(KeyColumn lock, String name, byte[] value);
+
     /** Releases connections and threads of the backend; called once by {@link #close()}. */
     protected void closeBackend() {
     }
@@ -346,6 +350,8 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
 
     /** The name of the record a finished run leaves with its job's lock. */
     protected static final String DONE = "done";
+    /** The name of the record a forced release leaves. */
+    protected static final String FORCED = "forced";
 
     @Override
     public Run runOnce(KeyColumn job, String why, Consumer<Lease> task) {
@@ -757,16 +763,36 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         }
     }
 
+    /**
+     * Reads the holder, removes every claim, then writes the record of it (not atomic with the removal: a holder that
+     * came in between is released too, and learns GONE instead of FORCE_RELEASED).
+     */
     @Override
-    public boolean forceRelease(KeyColumn lock) {
+    public boolean forceRelease(KeyColumn lock, String reason) {
         config.validate(lock);
         ensureOpen();
+        String why = reason == null ? "" : reason;
         try {
+            LockOwner released = readHolder(lock).orElse(null);
             boolean any = deleteAllClaims(lock);
-            log.warn("Force-released lock {} (claims found: {}) by locker {}", lock, any, config.rid());
+            ForcedRelease record = new ForcedRelease(config.owner(why), why, time.now(), released);
+            putRecord(lock, FORCED, record.toBytes());
+            log.warn("Force-released lock {} (claims found: {}, holder: {}) by locker {}: {}", lock, any,
+                    released == null ? "none" : released.rid(), config.rid(), why.isEmpty() ? "(no reason given)" : why);
             return any;
         } catch (RuntimeException e) {
             throw translate(e, lock, "force-releasing");
+        }
+    }
+
+    @Override
+    public Optional<ForcedRelease> lastForcedRelease(KeyColumn lock) {
+        config.validate(lock);
+        ensureOpen();
+        try {
+            return readRecord(lock, FORCED).map(ForcedRelease::fromBytes);
+        } catch (RuntimeException e) {
+            throw translate(e, lock, "reading the last forced release");
         }
     }
 
@@ -891,9 +917,30 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         try {
             return step(step, lock, action, op);
         } catch (ExpiredLockException e) {
-            hold.lose(e.reason(), e.getMessage(), e.holder());
-            throw e;
+            ExpiredLockException told = forcedAway(hold, e);
+            hold.lose(told.reason(), told.getMessage(), told.holder());
+            throw told;
         }
+    }
+
+    /**
+     * A claim found gone or taken over: if the record of the last forced release names this locker as the holder it
+     * took the lock from, the loss is {@link LossReason#FORCE_RELEASED}, naming who and why. One read, on this path only.
+     */
+    private ExpiredLockException forcedAway(Hold hold, ExpiredLockException e) {
+        if (e.reason() != LossReason.GONE && e.reason() != LossReason.TAKEN_OVER) {
+            return e;
+        }
+        try {
+            Optional<ForcedRelease> forced = readRecord(hold.lock, FORCED).map(ForcedRelease::fromBytes);
+            if (forced.isPresent() && forced.get().released().map(o -> o.rid().equals(config.rid())).orElse(false)) {
+                return new ExpiredLockException("our claim was " + forced.get(), hold.lock, e.holder(), e,
+                        LossReason.FORCE_RELEASED);
+            }
+        } catch (RuntimeException ignored) {
+            // the loss stands as the backend reported it
+        }
+        return e;
     }
 
     /** The status of a hold that is neither lost nor past its deadline; otherwise marks it lost and throws. */

@@ -234,6 +234,12 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
         return all.isEmpty() ? Optional.empty() : Optional.of(all.get(all.size() - 1).value());
     }
 
+    /** An operator's record goes under the highest token, so it is always the one read. */
+    @Override
+    protected void putRecord(KeyColumn lock, String name, byte[] value) {
+        mutate(lock.encoded(), List.of(new Entry(recordColumn(name, Long.MAX_VALUE), value)), List.of());
+    }
+
     /**
      * Checked, not atomic: the row is read back and our claim must hold it; the record then goes in a column of its
      * own token, and readers take the highest token, so a writer that paused past its claim cannot replace the record

@@ -322,6 +322,12 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
         return v instanceof Binary ? Optional.of(((Binary) v).getData()) : Optional.empty();
     }
 
+    @Override
+    protected void putRecord(KeyColumn lock, String name, byte[] value) {
+        locks.updateOne(Filters.eq(LockDocument.ID, recordId(lock)), Updates.set(name, new Binary(value)),
+                new com.mongodb.client.model.UpdateOptions().upsert(true));
+    }
+
     /**
      * Checked, then guarded: our claim must hold the lock with our token (read with the configured read concern),
      * and the record is replaced only if it was written under a token no higher than ours, so a writer that paused

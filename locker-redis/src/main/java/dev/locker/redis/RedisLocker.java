@@ -388,6 +388,13 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         return r instanceof byte[] ? Optional.of((byte[]) r) : Optional.empty();
     }
 
+    @Override
+    protected void putRecord(KeyColumn lock, String name, byte[] value) {
+        List<byte[]> keyList = List.of(keys.lockKey(lock), keys.recordKey(lock));
+        List<byte[]> args = List.of(new byte[]{'f'}, name.getBytes(StandardCharsets.US_ASCII), value);
+        withRetries(() -> RedisScript.RECORD.run(client, keyList, args));
+    }
+
     /** Atomic with the check that our claim (field, nonce, token) is alive: one script. */
     @Override
     protected boolean writeRecord(KeyColumn lock, String name, byte[] value, ClaimStatus holding) {

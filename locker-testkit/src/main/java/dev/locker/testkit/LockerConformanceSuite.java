@@ -754,7 +754,7 @@ public abstract class LockerConformanceSuite {
             lost.countDown();
         });
         long released = System.nanoTime();
-        assertTrue(operator.forceRelease(lock));
+        assertTrue(operator.forceRelease(lock, "stuck since the deploy"));
         assertTrue(lost.await(LEASE_EXPIRY.toMillis() * 3, TimeUnit.MILLISECONDS), "the listener was told");
         long latency = System.nanoTime() - released;
         System.out.printf("[conformance] %s: lost signal %d ms after a force release (expiry %d ms, %.2f expiries)%n",
@@ -763,8 +763,13 @@ public abstract class LockerConformanceSuite {
         Thread.sleep(LEASE_EXPIRY.toMillis());
         assertEquals(1, told.size(), "exactly once: " + told);
         assertEquals(lock, told.get(0).lock());
-        assertTrue(told.get(0).reason() == dev.locker.api.LossReason.GONE
-                || told.get(0).reason() == dev.locker.api.LossReason.TAKEN_OVER, told.get(0).toString());
+        assertEquals(dev.locker.api.LossReason.FORCE_RELEASED, told.get(0).reason(), told.get(0).toString());
+        assertTrue(told.get(0).toString().contains("stuck since the deploy"), "names why: " + told.get(0));
+        assertTrue(told.get(0).toString().contains(operator.rid()), "names who: " + told.get(0));
+        dev.locker.api.ForcedRelease record = a.lastForcedRelease(lock).orElseThrow();
+        assertEquals(operator.rid(), record.by().rid());
+        assertEquals("stuck since the deploy", record.reason());
+        assertEquals(a.rid(), record.released().orElseThrow().rid());
         assertFalse(lease.isValid());
         assertThrows(ExpiredLockException.class, lease::check);
         assertThrows(ExpiredLockException.class, lease::fencingToken);
