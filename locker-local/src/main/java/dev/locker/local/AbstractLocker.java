@@ -271,6 +271,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
             }
         }
         Hold hold = new Hold(lock, tx, time.nanoTime() + config.expiry().toNanos(), this::lost);
+        hold.claimedAt = time.now();
         if (!takeLocal(hold)) {
             forgetIfEmpty(key, holds);
             Object other = mediator.holder(lock).orElse("another transaction");
@@ -352,6 +353,8 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
     protected static final String DONE = "done";
     /** The name of the record a forced release leaves. */
     protected static final String FORCED = "forced";
+    /** The longest reason a forced release records. */
+    private static final int MAX_REASON_CHARS = 1000;
 
     @Override
     public Run runOnce(KeyColumn job, String why, Consumer<Lease> task) {
@@ -388,7 +391,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
             Optional<RunRecord> last;
             try {
                 last = step(LockProbe.Step.VERIFY, job, "reading the last run's record",
-                        () -> readRecord(job, DONE)).map(RunRecord::fromBytes);
+                        () -> readRecord(job, DONE).map(RunRecord::fromBytes));
             } catch (TemporaryLockingException e) {
                 return new Run(Run.Outcome.UNREACHABLE, null, e, null);
             }
@@ -397,7 +400,13 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
                     return new Run(Run.Outcome.ALREADY_DONE, last.get(), null, null);
                 }
                 Duration since = Duration.between(last.get().startedAt(), time.now());
-                if (since.compareTo(period.minus(period.dividedBy(10))) < 0) {
+                Duration slack = period.dividedBy(10);
+                if (since.negated().compareTo(slack) > 0) {
+                    // dated later than our clock by more than the slack: a clock that was ahead, since corrected, must
+                    // not hold the job off until that time comes
+                    log.warn("The last run of {} is dated {} by {}, later than this process's clock ({}); running it",
+                            job, last.get().startedAt(), last.get().ranBy().rid(), time.now());
+                } else if (since.compareTo(period.minus(slack)) < 0) {
                     return new Run(Run.Outcome.NOT_DUE, last.get(), null, null);
                 }
             }
@@ -419,6 +428,13 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
                         () -> writeRecord(job, DONE, done.toBytes(), holding));
                 if (!written) {
                     throw new ExpiredLockException("the job's lock was no longer ours when its run was recorded", job);
+                }
+                // like every step, judged again after its I/O: a write that answered after our deadline (or after a
+                // loss) may have landed when another process already held the job (MongoDB, wait-and-read-back check
+                // then write); that run is not ours to report
+                Hold.State after = hold.state();
+                if (after.isFinal() || time.nanoTime() - after.deadlineNanos() >= 0) {
+                    throw new ExpiredLockException("the job's lock was lost while its run was recorded", job);
                 }
             } catch (LockingException e) {
                 return new Run(Run.Outcome.LOST, null, e, null);
@@ -764,21 +780,26 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
     }
 
     /**
-     * Reads the holder, removes every claim, then writes the record of it (not atomic with the removal: a holder that
-     * came in between is released too, and learns GONE instead of FORCE_RELEASED).
+     * Reads the holder, writes the record of the release, then removes every claim: a failure before the removal
+     * leaves the lock as it was. Not atomic: a holder that came in between is released too, and learns GONE.
      */
     @Override
     public boolean forceRelease(KeyColumn lock, String reason) {
         config.validate(lock);
-        ensureOpen();
         String why = reason == null ? "" : reason;
+        if (why.length() > MAX_REASON_CHARS) {
+            throw new IllegalArgumentException("reason must be at most " + MAX_REASON_CHARS + " characters, was "
+                    + why.length());
+        }
+        ensureOpen();
         try {
             LockOwner released = readHolder(lock).orElse(null);
-            boolean any = deleteAllClaims(lock);
             ForcedRelease record = new ForcedRelease(config.owner(why), why, time.now(), released);
             putRecord(lock, FORCED, record.toBytes());
+            boolean any = deleteAllClaims(lock);
             log.warn("Force-released lock {} (claims found: {}, holder: {}) by locker {}: {}", lock, any,
-                    released == null ? "none" : released.rid(), config.rid(), why.isEmpty() ? "(no reason given)" : why);
+                    released == null ? "none" : released.rid(), config.rid(),
+                    why.isEmpty() ? "(no reason given)" : why.replaceAll("\\p{Cntrl}", " "));
             return any;
         } catch (RuntimeException e) {
             throw translate(e, lock, "force-releasing");
@@ -925,7 +946,8 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
 
     /**
      * A claim found gone or taken over: if the record of the last forced release names this locker as the holder it
-     * took the lock from, the loss is {@link LossReason#FORCE_RELEASED}, naming who and why. One read, on this path only.
+     * took the lock from, and is not older than this claim (less one expiry, for the operator's clock), the loss is
+     * {@link LossReason#FORCE_RELEASED}, naming who and why. One read, on this path only.
      */
     private ExpiredLockException forcedAway(Hold hold, ExpiredLockException e) {
         if (e.reason() != LossReason.GONE && e.reason() != LossReason.TAKEN_OVER) {
@@ -933,7 +955,9 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         }
         try {
             Optional<ForcedRelease> forced = readRecord(hold.lock, FORCED).map(ForcedRelease::fromBytes);
-            if (forced.isPresent() && forced.get().released().map(o -> o.rid().equals(config.rid())).orElse(false)) {
+            java.time.Instant claimed = hold.claimedAt;
+            if (forced.isPresent() && forced.get().released().map(o -> o.rid().equals(config.rid())).orElse(false)
+                    && (claimed == null || forced.get().at().isAfter(claimed.minus(config.expiry())))) {
                 return new ExpiredLockException("our claim was " + forced.get(), hold.lock, e.holder(), e,
                         LossReason.FORCE_RELEASED);
             }

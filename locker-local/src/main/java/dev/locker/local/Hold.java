@@ -41,6 +41,8 @@ final class Hold {
 
     final KeyColumn lock;
     final Object tx;
+    /** When the claim was first asked for, by this process's wall clock (to tell a forced release's record apart). */
+    volatile java.time.Instant claimedAt;
     /**
      * Serialises the backend steps of this hold (check, verify, renew: e.g. the keep-alive thread and the holder's own
      * check), so that a failed compare-and-set on the state always means the hold became final (lost or released),
