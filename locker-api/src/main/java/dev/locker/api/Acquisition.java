@@ -30,7 +30,15 @@ public final class Acquisition {
     private final int attempts;
     private final Duration waited;
 
-    /** For {@link Locker} implementations; applications get one from {@link Locker#acquireWithin}. */
+    /**
+     * For {@link Locker} implementations; applications get one from {@link Locker#acquireWithin}.
+     *
+     * @param outcome  how the wait ended
+     * @param lease    the lease when acquired, else null
+     * @param failure  the last failure when not acquired, else null
+     * @param attempts how many attempts were made
+     * @param waited   how long the wait took
+     */
     public Acquisition(Outcome outcome, Lease lease, LockingException failure, int attempts, Duration waited) {
         this.outcome = Objects.requireNonNull(outcome, "outcome");
         this.lease = lease;
@@ -72,7 +80,11 @@ public final class Acquisition {
         return Optional.ofNullable(failure);
     }
 
-    /** The lease, or empty when the wait ran out; a permanent refusal is thrown (what {@link Locker#tryAcquire} does). */
+    /**
+     * The lease, or empty when the wait ran out; a permanent refusal is thrown (what {@link Locker#tryAcquire} does).
+     *
+     * @return the lease, or empty
+     */
     public Optional<Lease> leaseOrThrowRefusal() {
         if (outcome == Outcome.REFUSED) {
             throw (PermanentLockingException) failure;

@@ -166,6 +166,8 @@ public final class KeyColumn implements Comparable<KeyColumn> {
      * again be contention only. What it costs: a long lock's full name is not shown, and a listing by a key prefix
      * longer than the kept bytes misses it.
      *
+     * @param maxBytes the largest {@link #size()} the backend takes
+     * @return this lock, or its stand-in
      * @throws IllegalArgumentException when {@code maxBytes} is below {@link #MIN_FIT_BYTES}
      */
     public KeyColumn fitTo(int maxBytes) {

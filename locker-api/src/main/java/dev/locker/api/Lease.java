@@ -24,6 +24,10 @@ public final class Lease implements AutoCloseable {
     /**
      * For {@link Locker} implementations: the lease on {@code locks}, which {@code tx} holds (claimed and checked) on
      * {@code locker}. Applications get leases from {@link Locker#acquire} and its kin.
+     *
+     * @param locker the locker that holds them
+     * @param locks  the locks held, in canonical order
+     * @param tx     the transaction that holds them
      */
     public Lease(Locker locker, List<KeyColumn> locks, Object tx) {
         this.locker = locker;

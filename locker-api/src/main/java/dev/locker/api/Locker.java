@@ -318,6 +318,11 @@ public interface Locker extends AutoCloseable {
      * every claim. A run that crashed or threw leaves no record, so the next call runs it again, never two at a time.
      * The task gets the lease: pass its fencing token with every write, so that a holder that paused past its lease
      * is refused.
+     *
+     * @param job  the job's lock
+     * @param why  recorded with the claim and the run's record
+     * @param task the job, given the lease
+     * @return how the call ended, with the run's record where there is one
      */
     Run runOnce(KeyColumn job, String why, java.util.function.Consumer<Lease> task);
 
@@ -327,6 +332,12 @@ public interface Locker extends AutoCloseable {
      * holds off the calls until {@code period} less a tenth has passed since it started. The tenth absorbs the
      * schedulers' differences: servers whose clocks or start times differ by less than a tenth of the period run the
      * task once per period. NOT_DUE names the last run.
+     *
+     * @param job    the job's lock
+     * @param period the least time between two runs' starts, less a tenth
+     * @param why    recorded with the claim and the run's record
+     * @param task   the job, given the lease
+     * @return how the call ended, with the run's record where there is one
      */
     Run runAtMostOncePer(KeyColumn job, Duration period, String why, java.util.function.Consumer<Lease> task);
 

@@ -32,6 +32,14 @@ public final class Run {
     private final RuntimeException failure;
     private final LockOwner holder;
 
+    /**
+     * For {@link Locker} implementations.
+     *
+     * @param outcome how the call ended
+     * @param record  the run's record (RAN), or the last run's (ALREADY_DONE, NOT_DUE), else null
+     * @param failure what went wrong (FAILED, UNREACHABLE, LOST), else null
+     * @param holder  who holds the job's lock (BUSY), else null
+     */
     public Run(Outcome outcome, RunRecord record, RuntimeException failure, LockOwner holder) {
         this.outcome = Objects.requireNonNull(outcome, "outcome");
         this.record = record;
@@ -39,26 +47,27 @@ public final class Run {
         this.holder = holder;
     }
 
+    /** @return how the call ended */
     public Outcome outcome() {
         return outcome;
     }
 
-    /** True when the task ran here to the end and that is recorded. */
+    /** @return true when the task ran here to the end and that is recorded */
     public boolean ran() {
         return outcome == Outcome.RAN;
     }
 
-    /** RAN: this run's record; ALREADY_DONE, NOT_DUE: the last run's record. */
+    /** @return RAN: this run's record; ALREADY_DONE, NOT_DUE: the last run's record */
     public Optional<RunRecord> record() {
         return Optional.ofNullable(record);
     }
 
-    /** FAILED: what the task threw; UNREACHABLE, LOST: the locking failure. */
+    /** @return FAILED: what the task threw; UNREACHABLE, LOST: the locking failure */
     public Optional<RuntimeException> failure() {
         return Optional.ofNullable(failure);
     }
 
-    /** BUSY: who holds the job's lock. */
+    /** @return BUSY: who holds the job's lock */
     public Optional<LockOwner> holder() {
         return Optional.ofNullable(holder);
     }

@@ -18,6 +18,14 @@ public final class RunRecord {
     private final Instant finishedAt;
     private final LockOwner ranBy;
 
+    /**
+     * A run's record.
+     *
+     * @param token      the fencing token the run held
+     * @param startedAt  when it started, by the running process's wall clock
+     * @param finishedAt when it finished, by the same clock
+     * @param ranBy      the process that ran it
+     */
     public RunRecord(long token, Instant startedAt, Instant finishedAt, LockOwner ranBy) {
         this.token = token;
         this.startedAt = Objects.requireNonNull(startedAt, "startedAt");
@@ -25,32 +33,40 @@ public final class RunRecord {
         this.ranBy = Objects.requireNonNull(ranBy, "ranBy");
     }
 
-    /** The fencing token the run held. */
+    /** @return the fencing token the run held */
     public long token() {
         return token;
     }
 
+    /** @return when the run started, by its process's wall clock */
     public Instant startedAt() {
         return startedAt;
     }
 
+    /** @return when the run finished, by its process's wall clock */
     public Instant finishedAt() {
         return finishedAt;
     }
 
-    /** The process that ran it (rid, host, pid, thread, why). */
+    /** @return the process that ran it (rid, host, pid, thread, why) */
     public LockOwner ranBy() {
         return ranBy;
     }
 
-    /** The stored form: a version byte, the token, both instants (epoch ms), the owner's bytes. */
+    /** @return the stored form: a version byte, the token, both instants (epoch ms), the owner's bytes */
     public byte[] toBytes() {
         byte[] owner = ranBy.toBytes();
         return ByteBuffer.allocate(1 + 8 + 8 + 8 + owner.length).put(VERSION).putLong(token)
                 .putLong(startedAt.toEpochMilli()).putLong(finishedAt.toEpochMilli()).put(owner).array();
     }
 
-    /** Inverse of {@link #toBytes()}; an IllegalArgumentException for bytes it did not write. */
+    /**
+     * Inverse of {@link #toBytes()}.
+     *
+     * @param bytes the stored form
+     * @return the record
+     * @throws IllegalArgumentException for bytes it did not write
+     */
     public static RunRecord fromBytes(byte[] bytes) {
         try {
             ByteBuffer buf = ByteBuffer.wrap(bytes);

@@ -5,6 +5,7 @@ public class TemporaryLockingException extends LockingException {
 
     private static final long serialVersionUID = 1L;
 
+    /** The holder's remaining expiry as the backend said, or null. */
     private final java.time.Duration holderExpiresIn;
 
     /**
@@ -20,6 +21,12 @@ public class TemporaryLockingException extends LockingException {
     }
 
     /**
+     * A temporary failure about {@code lock}, saying how long the holder's claim lasts at most.
+     *
+     * @param message what went wrong; the lock and the holder are appended
+     * @param lock the lock
+     * @param holder who holds the lock, where known, else null
+     * @param cause the underlying failure, or null
      * @param holderExpiresIn how long the holder's claim lasts at most unless it is renewed, as the backend said when
      *                        it refused (null when unknown); a waiter need not retry before it, unless told of a release
      */
@@ -42,6 +49,8 @@ public class TemporaryLockingException extends LockingException {
     /**
      * How long the holder's claim lasts at most unless renewed, when the backend said so with its refusal: the wait
      * loops retry no later than that.
+     *
+     * @return the holder's remaining expiry, or empty when unknown
      */
     public java.util.Optional<java.time.Duration> holderExpiresIn() {
         return java.util.Optional.ofNullable(holderExpiresIn);
