@@ -703,6 +703,31 @@ public abstract class LockerConformanceSuite {
     // ---- leases for applications: keep-alive and the lost signal (issue 9) ----------------------------------------
     // Keep-alive runs on real background time, so these cases use the system clock and a short expiry everywhere.
 
+    /** A lost-signal listener that keeps what it was told, and when (System.nanoTime). */
+    private static final class Losses implements java.util.function.Consumer<dev.locker.api.LockLost> {
+        final List<dev.locker.api.LockLost> told = new CopyOnWriteArrayList<>();
+        private final CountDownLatch first = new CountDownLatch(1);
+        private volatile long toldAt;
+
+        @Override
+        public void accept(dev.locker.api.LockLost loss) {
+            if (first.getCount() > 0) {
+                toldAt = System.nanoTime();
+            }
+            told.add(loss);
+            first.countDown();
+        }
+
+        boolean await(long timeout, TimeUnit unit) throws InterruptedException {
+            return first.await(timeout, unit);
+        }
+
+        /** When the first loss was told. */
+        long toldAt() {
+            return toldAt;
+        }
+    }
+
     private static final Duration LEASE_EXPIRY = Duration.ofMillis(1200); // a stall of ~0.6 s on a busy machine is tolerated
 
     protected Locker realTimeProcess(String name) {
@@ -747,25 +772,21 @@ public abstract class LockerConformanceSuite {
         Locker a = realTimeProcess("a");
         Locker operator = realTimeProcess("operator");
         KeyColumn lock = lock("x");
-        List<dev.locker.api.LockLost> told = new CopyOnWriteArrayList<>();
-        CountDownLatch lost = new CountDownLatch(1);
-        Lease lease = a.acquire(lock, "job").onLost(l -> {
-            told.add(l);
-            lost.countDown();
-        });
+        Losses losses = new Losses();
+        Lease lease = a.acquire(lock, "job").onLost(losses);
         long released = System.nanoTime();
         assertTrue(operator.forceRelease(lock, "stuck since the deploy"));
-        assertTrue(lost.await(LEASE_EXPIRY.toMillis() * 3, TimeUnit.MILLISECONDS), "the listener was told");
+        assertTrue(losses.await(LEASE_EXPIRY.toMillis() * 3, TimeUnit.MILLISECONDS), "the listener was told");
         long latency = System.nanoTime() - released;
         System.out.printf("[conformance] %s: lost signal %d ms after a force release (expiry %d ms, %.2f expiries)%n",
                 getClass().getSimpleName(), latency / 1_000_000, LEASE_EXPIRY.toMillis(),
                 latency / (double) LEASE_EXPIRY.toNanos());
         Thread.sleep(LEASE_EXPIRY.toMillis());
-        assertEquals(1, told.size(), "exactly once: " + told);
-        assertEquals(lock, told.get(0).lock());
-        assertEquals(dev.locker.api.LossReason.FORCE_RELEASED, told.get(0).reason(), told.get(0).toString());
-        assertTrue(told.get(0).toString().contains("stuck since the deploy"), "names why: " + told.get(0));
-        assertTrue(told.get(0).toString().contains(operator.rid()), "names who: " + told.get(0));
+        assertEquals(1, losses.told.size(), "exactly once: " + losses.told);
+        assertEquals(lock, losses.told.get(0).lock());
+        assertEquals(dev.locker.api.LossReason.FORCE_RELEASED, losses.told.get(0).reason(), losses.told.get(0).toString());
+        assertTrue(losses.told.get(0).toString().contains("stuck since the deploy"), "names why: " + losses.told.get(0));
+        assertTrue(losses.told.get(0).toString().contains(operator.rid()), "names who: " + losses.told.get(0));
         dev.locker.api.ForcedRelease record = a.lastForcedRelease(lock).orElseThrow();
         assertEquals(operator.rid(), record.by().rid());
         assertEquals("stuck since the deploy", record.reason());
@@ -789,24 +810,18 @@ public abstract class LockerConformanceSuite {
         Assumptions.assumeTrue(fixture.canBreakBackend(), "backend cannot be broken");
         Locker a = realTimeProcess("a");
         KeyColumn lock = lock("x");
-        java.util.concurrent.atomic.AtomicLong toldAt = new java.util.concurrent.atomic.AtomicLong();
-        List<dev.locker.api.LockLost> told = new CopyOnWriteArrayList<>();
-        CountDownLatch lost = new CountDownLatch(1);
-        Lease lease = a.acquire(lock, "job").onLost(l -> {
-            toldAt.set(System.nanoTime());
-            told.add(l);
-            lost.countDown();
-        });
+        Losses losses = new Losses();
+        Lease lease = a.acquire(lock, "job").onLost(losses);
         fixture.breakBackend();
         long validUntil;
         try {
             validUntil = System.nanoTime() + lease.remaining().toNanos();
-            assertTrue(lost.await(LEASE_EXPIRY.toMillis() * 4, TimeUnit.MILLISECONDS), "the listener was told");
+            assertTrue(losses.await(LEASE_EXPIRY.toMillis() * 4, TimeUnit.MILLISECONDS), "the listener was told");
         } finally {
             fixture.repairBackend();
         }
-        assertEquals(dev.locker.api.LossReason.EXPIRED, told.get(0).reason(), told.get(0).toString());
-        assertTrue(toldAt.get() - validUntil < 0, "told " + (toldAt.get() - validUntil) / 1_000_000
+        assertEquals(dev.locker.api.LossReason.EXPIRED, losses.told.get(0).reason(), losses.told.get(0).toString());
+        assertTrue(losses.toldAt() - validUntil < 0, "told " + (losses.toldAt() - validUntil) / 1_000_000
                 + " ms after the validity ended; it must be before");
         assertFalse(lease.isValid());
         lease.close();
@@ -815,15 +830,11 @@ public abstract class LockerConformanceSuite {
     @Test
     void closingTheLockerTellsTheLeasesListeners() throws Exception {
         Locker a = realTimeProcess("a");
-        CountDownLatch lost = new CountDownLatch(1);
-        List<dev.locker.api.LockLost> told = new CopyOnWriteArrayList<>();
-        Lease lease = a.acquire(lock("x"), "job").onLost(l -> {
-            told.add(l);
-            lost.countDown();
-        });
+        Losses losses = new Losses();
+        Lease lease = a.acquire(lock("x"), "job").onLost(losses);
         a.close();
-        assertTrue(lost.await(10, TimeUnit.SECONDS));
-        assertEquals(dev.locker.api.LossReason.LOCKER_CLOSED, told.get(0).reason());
+        assertTrue(losses.await(10, TimeUnit.SECONDS));
+        assertEquals(dev.locker.api.LossReason.LOCKER_CLOSED, losses.told.get(0).reason());
         assertFalse(lease.isValid());
         take(realTimeProcess("b"), lock("x"), new Object()); // close released the claim
     }
@@ -837,27 +848,21 @@ public abstract class LockerConformanceSuite {
         Assumptions.assumeTrue(fixture.canLoseClaims(), "backend cannot lose claims on demand");
         Locker a = realTimeProcess("a");
         KeyColumn lock = lock("x");
-        java.util.concurrent.atomic.AtomicLong toldAt = new java.util.concurrent.atomic.AtomicLong();
-        List<dev.locker.api.LockLost> told = new CopyOnWriteArrayList<>();
-        CountDownLatch lost = new CountDownLatch(1);
-        Lease lease = a.acquire(lock, "job").onLost(l -> {
-            toldAt.set(System.nanoTime());
-            told.add(l);
-            lost.countDown();
-        });
+        Losses losses = new Losses();
+        Lease lease = a.acquire(lock, "job").onLost(losses);
         long validUntil = System.nanoTime() + lease.remaining().toNanos();
         long gone = System.nanoTime();
         fixture.loseClaims(lock);
-        assertTrue(lost.await(LEASE_EXPIRY.toMillis() * 3, TimeUnit.MILLISECONDS), "the listener was told");
+        assertTrue(losses.await(LEASE_EXPIRY.toMillis() * 3, TimeUnit.MILLISECONDS), "the listener was told");
         System.out.printf("[conformance] %s: lost signal %d ms after the server lost the claim (expiry %d ms, %.2f "
-                        + "expiries)%n", getClass().getSimpleName(), (toldAt.get() - gone) / 1_000_000,
-                LEASE_EXPIRY.toMillis(), (toldAt.get() - gone) / (double) LEASE_EXPIRY.toNanos());
-        assertEquals(dev.locker.api.LossReason.GONE, told.get(0).reason(), told.get(0).toString());
-        assertTrue(toldAt.get() - validUntil < 0, "told after the validity ended");
+                        + "expiries)%n", getClass().getSimpleName(), (losses.toldAt() - gone) / 1_000_000,
+                LEASE_EXPIRY.toMillis(), (losses.toldAt() - gone) / (double) LEASE_EXPIRY.toNanos());
+        assertEquals(dev.locker.api.LossReason.GONE, losses.told.get(0).reason(), losses.told.get(0).toString());
+        assertTrue(losses.toldAt() - validUntil < 0, "told after the validity ended");
         assertFalse(lease.isValid());
         assertThrows(ExpiredLockException.class, lease::fencingToken);
         Thread.sleep(LEASE_EXPIRY.toMillis() / 2);
-        assertEquals(1, told.size(), "exactly once: " + told);
+        assertEquals(1, losses.told.size(), "exactly once: " + losses.told);
         lease.close();
         take(realTimeProcess("b"), lock, new Object());
     }
@@ -874,14 +879,8 @@ public abstract class LockerConformanceSuite {
         opened.add(a);
         Locker b = realTimeProcess("b");
         KeyColumn lock = lock("x");
-        java.util.concurrent.atomic.AtomicLong toldAt = new java.util.concurrent.atomic.AtomicLong();
-        List<dev.locker.api.LockLost> told = new CopyOnWriteArrayList<>();
-        CountDownLatch lost = new CountDownLatch(1);
-        Lease lease = a.acquire(lock, "job").onLost(l -> {
-            toldAt.set(System.nanoTime());
-            told.add(l);
-            lost.countDown();
-        });
+        Losses losses = new Losses();
+        Lease lease = a.acquire(lock, "job").onLost(losses);
         long token = lease.fencingToken();
         long validUntil;
         long frozeAt;
@@ -889,12 +888,12 @@ public abstract class LockerConformanceSuite {
             frozeAt = System.nanoTime();
             fixture.freezeConnections();
             validUntil = System.nanoTime() + lease.remaining().toNanos();
-            assertTrue(lost.await(LEASE_EXPIRY.toMillis() * 4, TimeUnit.MILLISECONDS), "the listener was told");
+            assertTrue(losses.await(LEASE_EXPIRY.toMillis() * 4, TimeUnit.MILLISECONDS), "the listener was told");
             System.out.printf("[conformance] %s: lost signal %d ms after the connection froze (expiry %d ms, %.2f "
-                            + "expiries)%n", getClass().getSimpleName(), (toldAt.get() - frozeAt) / 1_000_000,
-                    LEASE_EXPIRY.toMillis(), (toldAt.get() - frozeAt) / (double) LEASE_EXPIRY.toNanos());
-            assertEquals(dev.locker.api.LossReason.EXPIRED, told.get(0).reason(), told.get(0).toString());
-            assertTrue(toldAt.get() - validUntil < 0, "told " + (toldAt.get() - validUntil) / 1_000_000
+                            + "expiries)%n", getClass().getSimpleName(), (losses.toldAt() - frozeAt) / 1_000_000,
+                    LEASE_EXPIRY.toMillis(), (losses.toldAt() - frozeAt) / (double) LEASE_EXPIRY.toNanos());
+            assertEquals(dev.locker.api.LossReason.EXPIRED, losses.told.get(0).reason(), losses.told.get(0).toString());
+            assertTrue(losses.toldAt() - validUntil < 0, "told " + (losses.toldAt() - validUntil) / 1_000_000
                     + " ms after the validity ended; it must be before");
             assertFalse(lease.isValid());
             dev.locker.api.Acquisition next = b.acquireWithin(lock, "after the claim expired", Duration.ofSeconds(20));
@@ -906,7 +905,7 @@ public abstract class LockerConformanceSuite {
             fixture.thawConnections();
         }
         lease.close();
-        assertEquals(1, told.size(), "exactly once: " + told);
+        assertEquals(1, losses.told.size(), "exactly once: " + losses.told);
     }
 
     /**
