@@ -10,9 +10,11 @@
  * {@link dev.locker.api.PermanentLockingException}; {@link dev.locker.api.LockerConfig} holds every option and its
  * default.
  *
- * <p>For backend and store authors, the same package holds the SPI: {@link dev.locker.api.LockerProvider} (a backend
- * found by URI scheme), {@link dev.locker.api.KeyColumnValueStore} with {@link dev.locker.api.Entry} and
- * {@link dev.locker.api.StoreTransaction} (a store under the wait-and-read-back protocol), and
- * {@link dev.locker.api.LockProbe} (observing every backend step, for tests, tracing and metrics).
+ * <p>Backend and store authors implement the SPI of module {@code locker-spi} (package {@code dev.locker.spi}: the
+ * key-column-value store contract and the URI options) and extend {@code dev.locker.local.AbstractLocker}. Two of their
+ * types live here because both sides meet through them: {@link dev.locker.api.LockerProvider}, how
+ * {@link dev.locker.api.Lockers} finds a backend by URI scheme (it speaks only of API types, so an application never
+ * needs the SPI), and {@link dev.locker.api.LockProbe}, which observes every backend step for tests, tracing and
+ * metrics.
  */
 package dev.locker.api;

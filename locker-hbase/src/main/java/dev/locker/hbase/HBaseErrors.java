@@ -1,8 +1,8 @@
 package dev.locker.hbase;
 
-import dev.locker.api.PermanentStoreException;
-import dev.locker.api.StoreException;
-import dev.locker.api.TemporaryStoreException;
+import dev.locker.spi.PermanentStoreException;
+import dev.locker.spi.StoreException;
+import dev.locker.spi.TemporaryStoreException;
 import org.apache.hadoop.hbase.DoNotRetryIOException;
 import org.apache.hadoop.hbase.TableNotEnabledException;
 import org.apache.hadoop.hbase.TableNotFoundException;

@@ -1,9 +1,9 @@
 package dev.locker.hbase;
 
-import dev.locker.api.Entry;
-import dev.locker.api.KeyColumnValueStore;
-import dev.locker.api.StoreException;
-import dev.locker.api.StoreTransaction;
+import dev.locker.spi.Entry;
+import dev.locker.spi.KeyColumnValueStore;
+import dev.locker.spi.StoreException;
+import dev.locker.spi.StoreTransaction;
 import org.apache.hadoop.hbase.Cell;
 import org.apache.hadoop.hbase.CellUtil;
 import org.apache.hadoop.hbase.TableName;
@@ -46,8 +46,8 @@ import java.util.Set;
  * otherwise let the delete marker hide the new cell, both having the same timestamp). Tables created here use
  * {@code NEW_VERSION_BEHAVIOR}, so a Put that follows a Delete within the same millisecond stays visible.
  *
- * <p>Failures are {@link dev.locker.api.TemporaryStoreException} (cluster, server or region unavailable, timeouts)
- * or {@link dev.locker.api.PermanentStoreException} (missing table or family, permission), with the HBase
+ * <p>Failures are {@link dev.locker.spi.TemporaryStoreException} (cluster, server or region unavailable, timeouts)
+ * or {@link dev.locker.spi.PermanentStoreException} (missing table or family, permission), with the HBase
  * exception as the cause. Thread-safe.
  */
 public final class HBaseKeyColumnValueStore implements KeyColumnValueStore {

@@ -1,6 +1,6 @@
 package dev.locker.hbase;
 
-import dev.locker.api.UriOptions;
+import dev.locker.spi.UriOptions;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;

@@ -1,7 +1,7 @@
 package dev.locker.hbase;
 
-import dev.locker.api.PermanentStoreException;
-import dev.locker.api.TemporaryStoreException;
+import dev.locker.spi.PermanentStoreException;
+import dev.locker.spi.TemporaryStoreException;
 import org.apache.hadoop.hbase.HConstants;
 import org.apache.hadoop.hbase.TableExistsException;
 import org.apache.hadoop.hbase.TableName;
@@ -32,7 +32,7 @@ final class HBaseTables {
     /**
      * Returns the descriptor of {@code name}, created with {@code families} when it is missing and {@code create} is
      * true. A missing table (with create off) or a missing family is a {@link PermanentStoreException}; an unreachable
-     * cluster a {@link dev.locker.api.TemporaryStoreException}, within the client's operation timeout.
+     * cluster a {@link dev.locker.spi.TemporaryStoreException}, within the client's operation timeout.
      */
     static TableDescriptor ensure(Connection connection, TableName name, List<ColumnFamilyDescriptor> families,
                                   boolean create, String where) {

@@ -1,7 +1,7 @@
 package dev.locker.hbase;
 
-import dev.locker.api.Entry;
-import dev.locker.api.StoreTransaction;
+import dev.locker.spi.Entry;
+import dev.locker.spi.StoreTransaction;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;

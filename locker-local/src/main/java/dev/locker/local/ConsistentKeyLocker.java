@@ -1,19 +1,19 @@
 package dev.locker.local;
 
-import dev.locker.api.Entry;
+import dev.locker.spi.Entry;
 import dev.locker.api.ExpiredLockException;
 import dev.locker.api.KeyColumn;
-import dev.locker.api.KeyColumnValueStore;
+import dev.locker.spi.KeyColumnValueStore;
 import dev.locker.api.LockInfo;
 import dev.locker.api.LockOwner;
 import dev.locker.api.LockPage;
 import dev.locker.api.LossReason;
 import dev.locker.api.PermanentLockingException;
-import dev.locker.api.PermanentStoreException;
-import dev.locker.api.StoreException;
-import dev.locker.api.StoreTransaction;
+import dev.locker.spi.PermanentStoreException;
+import dev.locker.spi.StoreException;
+import dev.locker.spi.StoreTransaction;
 import dev.locker.api.TemporaryLockingException;
-import dev.locker.api.TemporaryStoreException;
+import dev.locker.spi.TemporaryStoreException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

@@ -2,7 +2,7 @@ package dev.locker.local;
 
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Locker;
-import dev.locker.api.StoreTransaction;
+import dev.locker.spi.StoreTransaction;
 
 import java.util.LinkedHashMap;
 import java.util.Map;

@@ -1,8 +1,8 @@
 package dev.locker.local;
 
-import dev.locker.api.KeyColumnValueStore;
-import dev.locker.api.StoreException;
-import dev.locker.api.StoreTransaction;
+import dev.locker.spi.KeyColumnValueStore;
+import dev.locker.spi.StoreException;
+import dev.locker.spi.StoreTransaction;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

@@ -1,9 +1,9 @@
 package dev.locker.local;
 
-import dev.locker.api.Entry;
-import dev.locker.api.KeyColumnValueStore;
-import dev.locker.api.PermanentStoreException;
-import dev.locker.api.StoreTransaction;
+import dev.locker.spi.Entry;
+import dev.locker.spi.KeyColumnValueStore;
+import dev.locker.spi.PermanentStoreException;
+import dev.locker.spi.StoreTransaction;
 
 import java.util.ArrayList;
 import java.util.Arrays;

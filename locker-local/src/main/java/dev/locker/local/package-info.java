@@ -5,7 +5,7 @@
  * {@link dev.locker.local.LocalLockMediator}, one record per held lock, deadlines on the monotonic clock, keep-alive
  * and the lost signal) that calls a backend through a few hooks; a new backend extends it. Then
  * {@link dev.locker.local.ConsistentKeyLocker}, JanusGraph's wait-and-read-back protocol over any
- * {@link dev.locker.api.KeyColumnValueStore}, and {@link dev.locker.local.InMemoryStore} under it for {@code mem:}.
+ * {@link dev.locker.spi.KeyColumnValueStore}, and {@link dev.locker.local.InMemoryStore} under it for {@code mem:}.
  * {@link dev.locker.local.ExpectedValueCheckingStore} adds JanusGraph's expected-value checks to a store.
  */
 package dev.locker.local;

@@ -1,17 +1,17 @@
 package dev.locker.local;
 
-import dev.locker.api.Entry;
+import dev.locker.spi.Entry;
 import dev.locker.api.ExpiredLockException;
 import dev.locker.api.KeyColumn;
-import dev.locker.api.KeyColumnValueStore;
+import dev.locker.spi.KeyColumnValueStore;
 import dev.locker.api.Lease;
 import dev.locker.api.LockProbe;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.LockingException;
-import dev.locker.api.StoreTransaction;
+import dev.locker.spi.StoreTransaction;
 import dev.locker.api.TemporaryLockingException;
-import dev.locker.api.TemporaryStoreException;
+import dev.locker.spi.TemporaryStoreException;
 import dev.locker.testkit.FaultyStore;
 import dev.locker.testkit.Interleavings;
 import dev.locker.testkit.Pause;

@@ -1,8 +1,8 @@
 package dev.locker.local;
 
-import dev.locker.api.Entry;
-import dev.locker.api.KeyColumnValueStore;
-import dev.locker.api.StoreTransaction;
+import dev.locker.spi.Entry;
+import dev.locker.spi.KeyColumnValueStore;
+import dev.locker.spi.StoreTransaction;
 import org.junit.jupiter.api.Test;
 
 import java.util.List;

@@ -1,6 +1,6 @@
 package dev.locker.local;
 
-import dev.locker.api.KeyColumnValueStore;
+import dev.locker.spi.KeyColumnValueStore;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.testkit.ConsistentKeyConformanceSuite;

@@ -1,11 +1,11 @@
 package dev.locker.local;
 
-import dev.locker.api.Entry;
+import dev.locker.spi.Entry;
 import dev.locker.api.KeyColumn;
-import dev.locker.api.StoreTransaction;
+import dev.locker.spi.StoreTransaction;
 import java.util.List;
 
-import dev.locker.api.KeyColumnValueStore;
+import dev.locker.spi.KeyColumnValueStore;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.testkit.LockerConformanceSuite;

@@ -1,9 +1,9 @@
 package dev.locker.local;
 
-import dev.locker.api.Entry;
+import dev.locker.spi.Entry;
 import dev.locker.api.ExpiredLockException;
 import dev.locker.api.KeyColumn;
-import dev.locker.api.KeyColumnValueStore;
+import dev.locker.spi.KeyColumnValueStore;
 import dev.locker.api.LockLost;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;

@@ -2,7 +2,7 @@ package dev.locker.local;
 
 import dev.locker.api.ExpiredLockException;
 import dev.locker.api.KeyColumn;
-import dev.locker.api.KeyColumnValueStore;
+import dev.locker.spi.KeyColumnValueStore;
 import dev.locker.api.Lease;
 import dev.locker.api.LockLost;
 import dev.locker.api.LockProbe;

@@ -1,12 +1,12 @@
 package dev.locker.local;
 
-import dev.locker.api.Entry;
+import dev.locker.spi.Entry;
 import dev.locker.api.ExpiredLockException;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.LockingException;
-import dev.locker.api.StoreTransaction;
+import dev.locker.spi.StoreTransaction;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.api.TimeSource;
 import dev.locker.testkit.FaultyStore;

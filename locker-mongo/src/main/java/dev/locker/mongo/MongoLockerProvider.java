@@ -4,7 +4,7 @@ import com.mongodb.ConnectionString;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.LockerProvider;
-import dev.locker.api.UriOptions;
+import dev.locker.spi.UriOptions;
 
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;

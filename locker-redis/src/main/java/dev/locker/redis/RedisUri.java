@@ -1,7 +1,7 @@
 package dev.locker.redis;
 
 import dev.locker.api.LockerConfig;
-import dev.locker.api.UriOptions;
+import dev.locker.spi.UriOptions;
 
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;

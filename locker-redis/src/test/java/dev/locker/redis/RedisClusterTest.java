@@ -1,7 +1,7 @@
 package dev.locker.redis;
 
 import dev.locker.api.KeyColumn;
-import dev.locker.api.KeyColumnValueStore;
+import dev.locker.spi.KeyColumnValueStore;
 import dev.locker.api.Lease;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;

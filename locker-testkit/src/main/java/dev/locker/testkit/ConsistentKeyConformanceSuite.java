@@ -1,18 +1,18 @@
 package dev.locker.testkit;
 
-import dev.locker.api.Entry;
+import dev.locker.spi.Entry;
 import dev.locker.api.ExpiredLockException;
 import dev.locker.api.KeyColumn;
-import dev.locker.api.KeyColumnValueStore;
+import dev.locker.spi.KeyColumnValueStore;
 import dev.locker.api.LockInfo;
 import dev.locker.api.LockPage;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.PermanentLockingException;
-import dev.locker.api.PermanentStoreException;
-import dev.locker.api.StoreTransaction;
+import dev.locker.spi.PermanentStoreException;
+import dev.locker.spi.StoreTransaction;
 import dev.locker.api.TemporaryLockingException;
-import dev.locker.api.TemporaryStoreException;
+import dev.locker.spi.TemporaryStoreException;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;

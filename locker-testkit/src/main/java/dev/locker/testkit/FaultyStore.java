@@ -1,10 +1,10 @@
 package dev.locker.testkit;
 
-import dev.locker.api.Entry;
-import dev.locker.api.KeyColumnValueStore;
-import dev.locker.api.StoreException;
-import dev.locker.api.StoreTransaction;
-import dev.locker.api.TemporaryStoreException;
+import dev.locker.spi.Entry;
+import dev.locker.spi.KeyColumnValueStore;
+import dev.locker.spi.StoreException;
+import dev.locker.spi.StoreTransaction;
+import dev.locker.spi.TemporaryStoreException;
 
 import java.time.Duration;
 import java.util.ArrayDeque;

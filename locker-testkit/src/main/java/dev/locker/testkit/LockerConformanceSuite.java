@@ -1,9 +1,9 @@
 package dev.locker.testkit;
 
-import dev.locker.api.Entry;
+import dev.locker.spi.Entry;
 import dev.locker.api.ExpiredLockException;
 import dev.locker.api.KeyColumn;
-import dev.locker.api.KeyColumnValueStore;
+import dev.locker.spi.KeyColumnValueStore;
 import dev.locker.api.Lease;
 import dev.locker.api.LockInfo;
 import dev.locker.api.LockOwner;
@@ -15,7 +15,7 @@ import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.LockingException;
 import dev.locker.api.PermanentLockingException;
-import dev.locker.api.StoreTransaction;
+import dev.locker.spi.StoreTransaction;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.api.TimeSource;
 import org.junit.jupiter.api.AfterAll;

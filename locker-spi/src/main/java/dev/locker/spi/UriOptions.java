@@ -1,4 +1,6 @@
-package dev.locker.api;
+package dev.locker.spi;
+
+import dev.locker.api.LockerConfig;
 
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;

@@ -1,4 +1,6 @@
-package dev.locker.api;
+package dev.locker.spi;
+
+import dev.locker.api.KeyColumn;
 
 import java.util.Arrays;
 import java.util.Objects;

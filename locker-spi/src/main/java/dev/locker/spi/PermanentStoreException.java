@@ -1,17 +1,17 @@
-package dev.locker.api;
+package dev.locker.spi;
 
-/** A store failure a retry may overcome: timeout, unavailable server or region. */
-public class TemporaryStoreException extends StoreException {
+/** A store failure a retry will not fix: missing table, refused permission, corrupt data. */
+public class PermanentStoreException extends StoreException {
 
     private static final long serialVersionUID = 1L;
 
     /**
-     * A store failure that a retry may cure.
+     * A store failure that a retry will not cure.
      *
      * @param message what went wrong; the lock and the holder are appended
      * @param cause the underlying failure, or null
      */
-    public TemporaryStoreException(String message, Throwable cause) {
+    public PermanentStoreException(String message, Throwable cause) {
         super(message, cause);
     }
 
@@ -20,12 +20,12 @@ public class TemporaryStoreException extends StoreException {
      *
      * @param message what went wrong; the lock and the holder are appended
      */
-    public TemporaryStoreException(String message) {
+    public PermanentStoreException(String message) {
         this(message, null);
     }
 
     @Override
     public final boolean isTemporary() {
-        return true;
+        return false;
     }
 }

@@ -1,4 +1,8 @@
-package dev.locker.api;
+package dev.locker.spi;
+
+import dev.locker.api.KeyColumn;
+import dev.locker.api.Locker;
+import dev.locker.api.PermanentLockingException;
 
 import java.util.List;
 

@@ -1,4 +1,4 @@
-package dev.locker.api;
+package dev.locker.spi;
 
 /**
  * A transaction of a key-column-value store. Stores without transactions apply each mutation at once and treat

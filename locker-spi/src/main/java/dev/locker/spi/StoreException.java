@@ -1,4 +1,4 @@
-package dev.locker.api;
+package dev.locker.spi;
 
 /** A failure of a key-column-value store; {@link #isTemporary()} says whether a retry may succeed. */
 public abstract class StoreException extends RuntimeException {

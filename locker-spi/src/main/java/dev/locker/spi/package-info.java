@@ -1,0 +1,12 @@
+/**
+ * What backend and store authors implement and use; applications need only {@code dev.locker.api}.
+ *
+ * <p>Start here: {@link dev.locker.spi.KeyColumnValueStore} is the store under the generic wait-and-read-back protocol
+ * ({@code dev.locker.local.ConsistentKeyLocker}) and under JanusGraph-style expected-value checking; it reads and writes
+ * {@link dev.locker.spi.Entry} cells inside a {@link dev.locker.spi.StoreTransaction} and fails with a
+ * {@link dev.locker.spi.TemporaryStoreException} (a retry may succeed) or a {@link dev.locker.spi.PermanentStoreException}.
+ * {@link dev.locker.spi.UriOptions} parses a locker URI's query options the same way for every backend, refusing
+ * unknown ones before any I/O. A new backend extends {@code dev.locker.local.AbstractLocker} (the three-phase protocol,
+ * leases, waiting and run-once exist there once) and registers a {@link dev.locker.api.LockerProvider}.
+ */
+package dev.locker.spi;
