@@ -192,36 +192,56 @@ public final class UriOptions {
     }
 
     /**
-     * Parses {@code 250ms}, {@code 30s}, {@code 5m}, {@code 1h}, ISO-8601, or a bare number of milliseconds.
+     * Parses {@code 250ms}, {@code 30s}, {@code 5m}, {@code 1h}, ISO-8601 or {@code 0}. A bare number other than 0 is
+     * refused: a unit is required, so that {@code expiry=30} cannot quietly mean 30 ms.
      *
      * @param name the option's name
      * @param v the option's value
      * @return the duration
+     * @throws IllegalArgumentException naming the option and the accepted forms, for a value without a unit, a
+     *     negative one or one that is not a duration
      */
     public static Duration duration(String name, String v) {
         String s = v.trim().toLowerCase(Locale.ROOT);
+        Duration d = null;
         try {
             if (s.startsWith("p")) {
-                return Duration.parse(s.toUpperCase(Locale.ROOT));
+                d = Duration.parse(s.toUpperCase(Locale.ROOT));
+            } else if (s.equals("0")) {
+                d = Duration.ZERO;
+            } else if (!s.isEmpty() && s.chars().allMatch(Character::isDigit)) {
+                // a bare number once meant milliseconds, so expiry=30 was 30 ms: a unit is now required
+                throw new IllegalArgumentException("option " + name + "=" + v + " has no unit: write " + s + "ms or "
+                        + s + "s (" + FORMS + ")");
+            } else if (s.endsWith("ms")) {
+                d = Duration.ofMillis(Long.parseLong(s.substring(0, s.length() - 2)));
+            } else if (s.length() > 1) {
+                long n = Long.parseLong(s.substring(0, s.length() - 1));
+                switch (s.charAt(s.length() - 1)) {
+                    case 's': d = Duration.ofSeconds(n); break;
+                    case 'm': d = Duration.ofMinutes(n); break;
+                    case 'h': d = Duration.ofHours(n); break;
+                    default: break;
+                }
             }
-            if (!s.isEmpty() && s.chars().allMatch(Character::isDigit)) {
-                return Duration.ofMillis(Long.parseLong(s));
-            }
-            if (s.endsWith("ms")) {
-                return Duration.ofMillis(Long.parseLong(s.substring(0, s.length() - 2)));
-            }
-            long n = Long.parseLong(s.substring(0, s.length() - 1));
-            switch (s.charAt(s.length() - 1)) {
-                case 's': return Duration.ofSeconds(n);
-                case 'm': return Duration.ofMinutes(n);
-                case 'h': return Duration.ofHours(n);
-                default: break;
-            }
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("option " + name + "=" + v + " is not a duration (" + FORMS + ")", e);
+        } catch (IllegalArgumentException e) {
+            throw e; // the unit message above
         } catch (RuntimeException e) {
-            throw new IllegalArgumentException("option " + name + "=" + v + " is not a duration (250ms, 30s, 5m, 1h, PT30S)", e);
+            throw new IllegalArgumentException("option " + name + "=" + v + " is not a duration (" + FORMS + ")", e);
         }
-        throw new IllegalArgumentException("option " + name + "=" + v + " is not a duration (250ms, 30s, 5m, 1h, PT30S)");
+        if (d == null) {
+            throw new IllegalArgumentException("option " + name + "=" + v + " is not a duration (" + FORMS + ")");
+        }
+        if (d.isNegative()) {
+            throw new IllegalArgumentException("option " + name + "=" + v + " must not be negative");
+        }
+        return d;
     }
+
+    /** The accepted duration forms, for messages. */
+    private static final String FORMS = "accepted: 250ms, 30s, 5m, 1h, ISO-8601 such as PT30S, or 0";
 
     /**
      * The URI with any password ({@code user:password@}) replaced by {@code ***}, for messages.

@@ -29,4 +29,19 @@ class UriOptionsTest {
         assertThrows(IllegalArgumentException.class, () -> UriOptions.parse("mem:?expiry=-1s").applyTo(LockerConfig.defaults()));
         assertEquals(Duration.ofMinutes(2), UriOptions.duration("d", "PT2M"));
     }
+
+    @Test
+    void aDurationWithoutAUnitIsRefusedNamingTheAcceptedForms() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> UriOptions.parse("redis://u:secret@h?expiry=30").applyTo(LockerConfig.defaults()));
+        assertTrue(e.getMessage().contains("expiry=30"), e.getMessage());
+        assertTrue(e.getMessage().contains("30s") && e.getMessage().contains("30ms"), "names the forms: " + e.getMessage());
+        assertFalse(e.getMessage().contains("secret"), e.getMessage());
+        assertEquals(Duration.ZERO, UriOptions.duration("restartGuard", "0"), "0 needs no unit");
+        assertEquals(Duration.ofMillis(30), UriOptions.duration("d", "30ms"));
+        assertEquals(Duration.ofSeconds(30), UriOptions.duration("d", " 30S "));
+        assertThrows(IllegalArgumentException.class, () -> UriOptions.duration("d", ""));
+        assertThrows(IllegalArgumentException.class, () -> UriOptions.duration("d", "s"));
+        assertThrows(IllegalArgumentException.class, () -> UriOptions.duration("d", "-5s"));
+    }
 }
