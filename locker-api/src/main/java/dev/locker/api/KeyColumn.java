@@ -251,6 +251,127 @@ public final class KeyColumn implements Comparable<KeyColumn> {
         return "KeyColumn[" + printable(key) + "/" + printable(column) + "]";
     }
 
+    /** The bytes a legible name shows as they are; every other byte is written {@code %XX}. */
+    private static final boolean[] LEGIBLE = new boolean[128];
+
+    static {
+        for (char c = '0'; c <= '9'; c++) {
+            LEGIBLE[c] = true;
+        }
+        for (char c = 'a'; c <= 'z'; c++) {
+            LEGIBLE[c] = true;
+            LEGIBLE[Character.toUpperCase(c)] = true;
+        }
+        for (char c : "-_.:,;=@!~*()+$'/[]|^<>".toCharArray()) {
+            LEGIBLE[c] = true;
+        }
+    }
+
+    private static final char[] HEX = "0123456789ABCDEF".toCharArray();
+
+    /**
+     * This lock's name as the servers show it ({@code redis-cli}, {@code mongosh}, {@code hbase shell}, file names,
+     * the {@code locker} command): the key, then {@code #} and the column when the column is not empty. Letters,
+     * digits and {@code -_.:,;=@!~*()+$'/[]|^<>} stand for themselves; every other byte (space, {@code #}, {@code %},
+     * braces, quotes, control and non-ASCII bytes) is {@code %XX} in upper-case hex. So {@code KeyColumn.named("job")}
+     * is {@code job} and {@code ("vertex:42", "name")} is {@code vertex:42#name}.
+     *
+     * <p>Injective and canonical: the separator and the escape character never appear unescaped inside a part, so
+     * {@link #fromLegible} reads every legible name back to its one lock, and each lock has exactly one legible name.
+     * The name is printable ASCII (no space), at most three characters per byte, and a key prefix's
+     * {@link #legibleKeyPrefix} is a prefix of the legible name of every lock whose key starts with it, so a backend
+     * that orders names can list by prefix with a range.
+     *
+     * @return this lock's legible name
+     */
+    public String legible() {
+        StringBuilder sb = new StringBuilder(key.length + column.length + 8);
+        escape(key, sb);
+        if (column.length > 0) {
+            sb.append('#');
+            escape(column, sb);
+        }
+        return sb.toString();
+    }
+
+    /**
+     * The legible form of a key prefix: what the {@link #legible()} name of every lock whose key starts with
+     * {@code keyPrefix} starts with.
+     *
+     * @param keyPrefix a key prefix, possibly empty
+     * @return its legible form
+     */
+    public static String legibleKeyPrefix(byte[] keyPrefix) {
+        Objects.requireNonNull(keyPrefix, "keyPrefix must not be null");
+        StringBuilder sb = new StringBuilder(keyPrefix.length + 8);
+        escape(keyPrefix, sb);
+        return sb.toString();
+    }
+
+    /**
+     * The lock a {@link #legible()} name names.
+     *
+     * @param legible a legible name, as {@link #legible()} writes it
+     * @return the lock it names
+     * @throws IllegalArgumentException when {@code legible} is not exactly what {@link #legible()} writes for some
+     *     lock (a bad or lower-case escape, an escaped byte that stands for itself, a second {@code #}, an empty key),
+     *     naming what is wrong
+     */
+    public static KeyColumn fromLegible(String legible) {
+        Objects.requireNonNull(legible, "legible must not be null");
+        int sep = legible.indexOf('#');
+        if (sep >= 0 && legible.indexOf('#', sep + 1) >= 0) {
+            throw new IllegalArgumentException("not a lock name: '" + legible + "' has more than one '#' (write %23 for a '#' in a key or column)");
+        }
+        byte[] key = unescape(legible, sep < 0 ? legible : legible.substring(0, sep));
+        byte[] column = sep < 0 ? new byte[0] : unescape(legible, legible.substring(sep + 1));
+        if (sep >= 0 && column.length == 0) {
+            throw new IllegalArgumentException("not a lock name: '" + legible + "' ends with '#' (a lock with no column is written without it)");
+        }
+        return of(key, column);
+    }
+
+    private static void escape(byte[] bytes, StringBuilder sb) {
+        for (byte x : bytes) {
+            int b = x & 0xff;
+            if (b < 128 && LEGIBLE[b]) {
+                sb.append((char) b);
+            } else {
+                sb.append('%').append(HEX[b >>> 4]).append(HEX[b & 0xf]);
+            }
+        }
+    }
+
+    private static byte[] unescape(String whole, String part) {
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(part.length());
+        for (int i = 0; i < part.length(); i++) {
+            char c = part.charAt(i);
+            if (c == '%') {
+                int hi = i + 2 < part.length() ? HEX_DIGITS.indexOf(part.charAt(i + 1)) : -1;
+                int lo = hi >= 0 ? HEX_DIGITS.indexOf(part.charAt(i + 2)) : -1;
+                if (lo < 0) {
+                    throw new IllegalArgumentException("not a lock name: '" + whole + "' has a bad escape at '"
+                            + part.substring(i, Math.min(part.length(), i + 3)) + "' (write %XX with two upper-case hex digits)");
+                }
+                int b = hi << 4 | lo;
+                if (b < 128 && LEGIBLE[b]) {
+                    throw new IllegalArgumentException("not a lock name: '" + whole + "' escapes '" + (char) b
+                            + "', which is written as itself");
+                }
+                out.write(b);
+                i += 2;
+            } else if (c < 128 && LEGIBLE[c]) {
+                out.write(c);
+            } else {
+                throw new IllegalArgumentException("not a lock name: '" + whole + "' has '" + c
+                        + "', which is written %" + HEX[(c >>> 4) & 0xf] + HEX[c & 0xf] + (c > 0xff ? " per UTF-8 byte" : ""));
+            }
+        }
+        return out.toByteArray();
+    }
+
+    private static final String HEX_DIGITS = "0123456789ABCDEF";
+
     /**
      * Bytes in the legible form {@link #toString()} uses: printable ASCII as is, others as {@code \xNN}, shortened.
      *

@@ -124,4 +124,39 @@ class KeyColumnTest {
         assertEquals(64, KeyColumn.of("k".repeat(100), "").fitTo(64).size());
         assertThrows(IllegalArgumentException.class, () -> longLock.fitTo(63));
     }
+
+    @Test
+    void theLegibleNameIsReadableInjectiveAndRoundTripsAnyBytes() {
+        assertEquals("migration-7", KeyColumn.named("migration-7").legible());
+        assertEquals("vertex:42#name", KeyColumn.of("vertex:42", "name").legible());
+        assertEquals("a%23b#c%25d%20e", KeyColumn.of("a#b", "c%d e").legible());
+        assertEquals("%7Btag%7D%00%FF", KeyColumn.of(new byte[] {'{', 't', 'a', 'g', '}', 0, (byte) 0xff}, new byte[0]).legible());
+        // the separator and the escape character never appear unescaped inside a part: ("a", ":x") vs ("a:", "x")
+        assertNotEquals(KeyColumn.of("a", ":x").legible(), KeyColumn.of("a:", "x").legible());
+        assertNotEquals(KeyColumn.of("a#b", "").legible(), KeyColumn.of("a", "b").legible());
+        java.util.Random r = new java.util.Random(42);
+        for (int i = 0; i < 20000; i++) {
+            byte[] k = new byte[1 + r.nextInt(4)];
+            byte[] c = new byte[r.nextInt(3)];
+            for (int j = 0; j < k.length; j++) {
+                k[j] = (byte) "a#%:{} \0".charAt(r.nextInt(8));
+            }
+            r.nextBytes(c);
+            KeyColumn kc = KeyColumn.of(k, c);
+            String l = kc.legible();
+            assertEquals(kc, KeyColumn.fromLegible(l), l); // read back to the one lock: so legible() is injective
+            assertTrue(l.chars().allMatch(ch -> ch > 0x20 && ch < 0x7f), "printable ASCII only: " + l);
+        }
+        // a key prefix's legible form is a prefix of the legible form of every lock whose key starts with it
+        assertTrue(KeyColumn.of("vertex:42", "x").legible().startsWith(KeyColumn.legibleKeyPrefix("vertex:".getBytes())));
+        assertTrue(KeyColumn.of("a#", "x").legible().startsWith(KeyColumn.legibleKeyPrefix("a#".getBytes())));
+        IllegalArgumentException bad = assertThrows(IllegalArgumentException.class, () -> KeyColumn.fromLegible("a%4"));
+        assertTrue(bad.getMessage().contains("a%4"), bad.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> KeyColumn.fromLegible("a%zz"));
+        assertThrows(IllegalArgumentException.class, () -> KeyColumn.fromLegible("#col"), "the key must not be empty");
+        assertThrows(IllegalArgumentException.class, () -> KeyColumn.fromLegible("a#b#c"));
+        assertThrows(IllegalArgumentException.class, () -> KeyColumn.fromLegible("a b"), "a space is always escaped");
+        assertThrows(IllegalArgumentException.class, () -> KeyColumn.fromLegible("%61"), "one spelling per lock");
+        assertThrows(IllegalArgumentException.class, () -> KeyColumn.fromLegible("a%7b"), "upper-case hex only");
+    }
 }
