@@ -2,7 +2,7 @@ package dev.locker.mongo;
 
 import dev.locker.api.KeyColumn;
 import dev.locker.api.LockOwner;
-import org.bson.BsonBinary;
+import org.bson.BsonString;
 import org.bson.Document;
 import org.bson.types.Binary;
 
@@ -12,11 +12,13 @@ import java.util.Date;
 
 /**
  * The layout of one lock's document. Field names are fixed constants; the lock's name only ever appears as the
- * binary {@code _id} value, never as a field name or inside an operator.
+ * {@code _id} value, never as a field name or inside an operator. The {@code _id} is the lock's
+ * {@link KeyColumn#legible()} name, so {@code mongosh} shows {@code "vertex:42#name"} or {@code "nightly-report"}:
+ * injective, printable ASCII for any bytes, and prefix-preserving, so a listing by key prefix is an {@code _id} range.
  *
  * <pre>
  * {
- *   _id:       BinData(0, KeyColumn.encoded()),
+ *   _id:       KeyColumn.legible(),   // e.g. "vertex:42#name"
  *   seq:       NumberLong,  // grants made in this document's life; $inc'ed by the update that makes a holder
  *   tokenBase: NumberLong,  // server-clock microseconds when the document was created ($setOnInsert)
  *   expiresAt: Date,        // TTL index field: the holder's expiry, or the release time when free
@@ -57,8 +59,8 @@ final class LockDocument {
     private LockDocument() {
     }
 
-    static BsonBinary id(KeyColumn lock) {
-        return new BsonBinary(lock.encoded());
+    static BsonString id(KeyColumn lock) {
+        return new BsonString(lock.legible());
     }
 
     static Document holder(byte[] claim, LockOwner owner, Date now, Date expiresAt) {

@@ -30,7 +30,7 @@ import dev.locker.local.AbstractLocker;
 import dev.locker.local.ClaimStatus;
 import dev.locker.local.ListCursor;
 import dev.locker.local.LockerBuilder;
-import org.bson.BsonBinary;
+import org.bson.BsonString;
 import org.bson.BsonType;
 import org.bson.Document;
 import org.bson.conversions.Bson;
@@ -38,6 +38,7 @@ import org.bson.types.Binary;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.nio.charset.StandardCharsets;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.time.Instant;
@@ -185,7 +186,7 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
         ServerClock.Reading r = serverClock.read();
         Date now = r.serverDateFloor();
         Date expiresAt = r.serverDateCeil(config.expiry());
-        BsonBinary id = LockDocument.id(lock);
+        BsonString id = LockDocument.id(lock);
         Bson free = Filters.exists(LockDocument.HOLDER, false);
         Bson filter = r.skewTolerable()
                 ? Filters.and(Filters.eq(LockDocument.ID, id),
@@ -308,7 +309,7 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
     /**
      * A lock's records live in a document of their own, {@code _id: {records: <the lock's id>}}: not the lock's
      * document, which the TTL safety net deletes once it is dead. It has no {@code expiresAt}, so the TTL index leaves
-     * it alone, and its {@code _id} is no binary, so no lock query or listing meets it.
+     * it alone, and its {@code _id} is no string, so no lock query or listing meets it.
      */
     private static Document recordId(KeyColumn lock) {
         return new Document("records", LockDocument.id(lock));
@@ -425,21 +426,24 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
 
     /**
      * One {@code find} per round on the {@code _id} index, in {@code _id} order after the cursor, that returns only
-     * documents whose holder is alive on the server-clock estimate (the liveness {@link #readHolder} uses), at most
-     * {@code limit} of them, projected to what a {@link LockInfo} needs; nothing is scrubbed. MongoDB orders binary
-     * values by length before bytes, and the encoded name starts with the key's length, so a key prefix is no
-     * {@code _id} range: a non-empty prefix is matched here on the decoded lock, which costs reading the held locks
-     * outside it, and a call makes at most {@value #LIST_ROUNDS} finds (then a page may be short, with a cursor). The
-     * empty prefix fills a page in one find. The cursor is the last {@code _id} examined.
+     * documents whose holder is alive on the server-clock estimate (the liveness {@link #readHolder} uses) and whose
+     * {@code _id} starts with the prefix's legible form (a range: legible names keep prefixes, and every character of
+     * one is below {@code 0x7f}), at most {@code limit} of them, projected to what a {@link LockInfo} needs; nothing
+     * is scrubbed. A round that examined {@code limit} documents without filling the page goes on from the last one,
+     * at most {@value #LIST_ROUNDS} rounds per call (then a page may be short, with a cursor). The cursor is the last
+     * {@code _id} examined.
      */
     @Override
     protected LockPage listHeld(byte[] keyPrefix, int limit, String cursor) {
-        byte[] after = cursor == null ? null : ListCursor.decode(cursor, LIST_CURSOR_TAG, 1)[0];
+        String from = KeyColumn.legibleKeyPrefix(keyPrefix);
+        String after = cursor == null ? null
+                : new String(ListCursor.decode(cursor, LIST_CURSOR_TAG, 1)[0], StandardCharsets.US_ASCII);
         List<LockInfo> out = new ArrayList<>();
         for (int round = 0; round < LIST_ROUNDS; round++) {
-            Bson live = Filters.and(Filters.type(LockDocument.ID, BsonType.BINARY),
-                    Filters.gte(LockDocument.HOLDER_EXPIRES_AT, serverClock.read().deadBefore()));
-            Bson filter = after == null ? live : Filters.and(Filters.gt(LockDocument.ID, new BsonBinary(after)), live);
+            Bson range = Filters.and(Filters.type(LockDocument.ID, BsonType.STRING),
+                    after == null ? Filters.gte(LockDocument.ID, from) : Filters.gt(LockDocument.ID, after),
+                    Filters.lt(LockDocument.ID, from + '\u007f'));
+            Bson filter = Filters.and(range, Filters.gte(LockDocument.HOLDER_EXPIRES_AT, serverClock.read().deadBefore()));
             int examined = 0;
             try (MongoCursor<Document> docs = locks.find(filter).sort(Sorts.ascending(LockDocument.ID))
                     .projection(Projections.include(LockDocument.HOLDER, LockDocument.SEQ, LockDocument.TOKEN_BASE))
@@ -447,7 +451,7 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
                 while (out.size() < limit && docs.hasNext()) {
                     Document doc = docs.next();
                     examined++;
-                    after = ((Binary) doc.get(LockDocument.ID)).getData();
+                    after = doc.getString(LockDocument.ID);
                     LockInfo held = heldLock(after, doc, keyPrefix);
                     if (held != null) {
                         out.add(held);
@@ -461,13 +465,13 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
                 return new LockPage(out, null); // no held lock after the last one examined
             }
         }
-        return new LockPage(out, ListCursor.encode(LIST_CURSOR_TAG, after));
+        return new LockPage(out, ListCursor.encode(LIST_CURSOR_TAG, after.getBytes(StandardCharsets.US_ASCII)));
     }
 
     /** The lock document's holder as a {@link LockInfo} when its key starts with {@code keyPrefix}, else null. */
-    private LockInfo heldLock(byte[] id, Document doc, byte[] keyPrefix) {
+    private LockInfo heldLock(String id, Document doc, byte[] keyPrefix) {
         try {
-            KeyColumn lock = KeyColumn.decode(id);
+            KeyColumn lock = KeyColumn.fromLegible(id);
             Document holder = LockDocument.holderOf(doc);
             if (holder == null || !lock.keyStartsWith(keyPrefix)) {
                 return null;
@@ -475,7 +479,7 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
             return new LockInfo(lock, LockDocument.owner(holder), LockDocument.token(doc), LockDocument.expiry(holder));
         } catch (IllegalArgumentException | IllegalStateException | ClassCastException notOurs) {
             log.debug("Not listing document {} of {}: not a lock document written by MongoLocker ({})",
-                    KeyColumn.printable(id), namespace(), notOurs.toString());
+                    id, namespace(), notOurs.toString());
             return null;
         }
     }

@@ -14,7 +14,6 @@ import dev.locker.api.TemporaryLockingException;
 import dev.locker.api.TimeSource;
 import dev.locker.testkit.OffsetClock;
 import dev.locker.testkit.VirtualClock;
-import org.bson.BsonBinary;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -148,7 +147,7 @@ class MongoClockErrorTest {
         }
         try (MongoClient raw = MongoClients.create(mongo.uri())) {
             raw.getDatabase("locker").getCollection("clock_errors")
-                    .deleteOne(Filters.eq("_id", new BsonBinary(fenced.encoded())));
+                    .deleteOne(Filters.eq("_id", fenced.legible()));
         }
         clock.advance(Duration.ofMillis(10));
         try (Lease la = a.acquire(fenced, "after B, after the deletion")) {
