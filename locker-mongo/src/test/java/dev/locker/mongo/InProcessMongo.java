@@ -65,9 +65,12 @@ public final class InProcessMongo implements AutoCloseable {
         server = s;
     }
 
-    /** The connection string, with a short server selection timeout so that an outage is reported quickly. */
+    /**
+     * The connection string, with a server selection timeout short enough that an outage is reported in seconds and
+     * long enough (3 s, Locker's own default) that a loaded 2-core machine does not fail an open by it.
+     */
     public String uri() {
-        return "mongodb://127.0.0.1:" + port + "/?serverSelectionTimeoutMS=1000&connectTimeoutMS=1000";
+        return "mongodb://127.0.0.1:" + port + "/?serverSelectionTimeoutMS=3000&connectTimeoutMS=3000";
     }
 
     String address() {
