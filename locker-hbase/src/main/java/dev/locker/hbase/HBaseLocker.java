@@ -34,15 +34,13 @@ import org.apache.hadoop.hbase.client.Scan;
 import org.apache.hadoop.hbase.client.Table;
 import org.apache.hadoop.hbase.client.TableDescriptor;
 import org.apache.hadoop.hbase.filter.BinaryComparator;
-import org.apache.hadoop.hbase.filter.FilterList;
-import org.apache.hadoop.hbase.filter.FuzzyRowFilter;
 import org.apache.hadoop.hbase.filter.SingleColumnValueFilter;
 import org.apache.hadoop.hbase.util.Bytes;
-import org.apache.hadoop.hbase.util.Pair;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -56,7 +54,8 @@ import java.util.concurrent.TimeUnit;
 /**
  * Locks in an HBase table, decided by the region server in one atomic row operation.
  *
- * <p>The lock's row is {@link KeyColumn#encoded()}. Its claims family holds one cell, the holder claim (owner
+ * <p>The lock's row is its {@link KeyColumn#legible()} name ({@code vertex:42#name}, as {@code hbase shell} shows it;
+ * injective, printable ASCII for any bytes, and a key prefix is a row prefix). Its claims family holds one cell, the holder claim (owner
  * metadata and a random claim id; empty means free), written with a per-cell TTL of {@code expiry}: the region server
  * hides it once its own clock passes the cell's timestamp plus that TTL, so a dead claim is absent to every read and
  * every check, whatever the clients' clocks say. The token family (no TTL) holds the lock's fencing counter.
@@ -154,7 +153,7 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
 
     @Override
     protected ClaimStatus writeSingleLock(KeyColumn lock, LockOwner owner) {
-        byte[] row = lock.encoded();
+        byte[] row = row(lock);
         long ttl = ttlMillis();
         for (int attempt = 1; ; attempt++) {
             long started = time.nanoTime(); // the cell's TTL runs on the region server from after this reading
@@ -222,7 +221,7 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
 
     @Override
     protected ClaimStatus renewSingleLock(KeyColumn lock, ClaimStatus status) {
-        byte[] row = lock.encoded();
+        byte[] row = row(lock);
         byte[] mine = status.claimId();
         long started = time.nanoTime();
         Put put = new Put(row).addColumn(family, HOLDER, mine);
@@ -241,7 +240,7 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
     /** One get: the holder cell still holds our claim (a TTL-expired or replaced cell does not). */
     @Override
     protected ClaimStatus verifySingleLock(KeyColumn lock, ClaimStatus status) {
-        RowState state = read(lock.encoded(), "get");
+        RowState state = read(row(lock), "get");
         if (state.holder != null && Arrays.equals(state.holder.value, status.claimId())) {
             return status;
         }
@@ -259,7 +258,7 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
 
     @Override
     protected Optional<byte[]> readRecord(KeyColumn lock, String name) {
-        Get get = new Get(lock.encoded()).addColumn(tokenFamily, recordColumn(name));
+        Get get = new Get(row(lock)).addColumn(tokenFamily, recordColumn(name));
         try (Table t = connection.getTable(tableName)) {
             return Optional.ofNullable(t.get(get).getValue(tokenFamily, recordColumn(name)));
         } catch (IOException e) {
@@ -270,7 +269,7 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
     @Override
     protected void putRecord(KeyColumn lock, String name, byte[] value) {
         try (Table t = connection.getTable(tableName)) {
-            t.put(new Put(lock.encoded()).addColumn(tokenFamily, recordColumn(name), value));
+            t.put(new Put(row(lock)).addColumn(tokenFamily, recordColumn(name), value));
         } catch (IOException e) {
             throw HBaseErrors.translate(e, "put", where);
         }
@@ -279,14 +278,14 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
     /** Atomic: a check-and-mutate on our holder cell (alive, by its TTL on the region server's clock). */
     @Override
     protected boolean writeRecord(KeyColumn lock, String name, byte[] value, ClaimStatus holding) {
-        byte[] row = lock.encoded();
+        byte[] row = row(lock);
         return checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, holding.claimId())
                 .build(new Put(row).addColumn(tokenFamily, recordColumn(name), value)), "checkAndMutate").isSuccess();
     }
 
     @Override
     protected void deleteSingleLock(KeyColumn lock, ClaimStatus status) {
-        byte[] row = lock.encoded();
+        byte[] row = row(lock);
         byte[] mine = status.claimId();
         CheckAndMutateResult r = checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, mine)
                 .build(new Put(row).addColumn(family, HOLDER, FREE)), "checkAndMutate");
@@ -297,13 +296,13 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
 
     @Override
     protected Optional<LockOwner> readHolder(KeyColumn lock) {
-        RowState state = read(lock.encoded(), "get");
+        RowState state = read(row(lock), "get");
         return state.holder == null ? Optional.empty() : Optional.of(state.holder.owner);
     }
 
     @Override
     protected boolean deleteAllClaims(KeyColumn lock) {
-        byte[] row = lock.encoded();
+        byte[] row = row(lock);
         for (int attempt = 0; attempt < 10; attempt++) {
             RowState state = read(row, "get");
             if (state.holder == null) {
@@ -319,13 +318,12 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
     }
 
     /**
-     * One bounded {@code Scan} of the lock table per call, from the cursor's row (exclusive) or the first row a lock
-     * with the prefix can have, returning at most {@code limit} rows ({@code caching = limit}, one RPC per region it
-     * crosses). The region servers filter: a {@code SingleColumnValueFilter} keeps only rows whose holder cell is
-     * present and non-empty, and the per-cell TTL already hides expired claims, so only live holders cross the network;
-     * for a non-empty prefix a {@code FuzzyRowFilter} pins the prefix at its fixed offset after the 4-byte key length
-     * (a lock row is {@link KeyColumn#encoded()}, so a key prefix is no row prefix) and seeks from one key length's
-     * range to the next. Every row found is checked again on its decoded lock. The cursor is the last row returned.
+     * One bounded {@code Scan} of the lock table per call, from the cursor's row (exclusive) or the prefix's first row,
+     * to the end of the prefix's rows (a lock's row is its legible name, which keeps key prefixes), returning at most
+     * {@code limit} rows ({@code caching = limit}, one RPC per region it crosses). The region servers filter: a
+     * {@code SingleColumnValueFilter} keeps only rows whose holder cell is present and non-empty, and the per-cell TTL
+     * already hides expired claims, so only live holders cross the network. Every row found is checked again on its
+     * decoded lock. The cursor is the last row returned.
      */
     @Override
     protected LockPage listHeld(byte[] keyPrefix, int limit, String cursor) {
@@ -334,22 +332,15 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
                 new BinaryComparator(FREE));
         held.setFilterIfMissing(true);
         held.setLatestVersionOnly(true);
+        byte[] first = KeyColumn.legibleKeyPrefix(keyPrefix).getBytes(StandardCharsets.US_ASCII);
+        byte[] end = Arrays.copyOf(first, first.length + 1);
+        end[first.length] = 0x7f; // every character of a legible name is below 0x7f
         Scan scan = new Scan().addColumn(family, HOLDER).addColumn(tokenFamily, COUNTER).readVersions(1)
-                .setLimit(limit).setCaching(limit);
-        if (keyPrefix.length == 0) {
-            scan.setFilter(held);
-        } else {
-            byte[] fuzzy = new byte[4 + keyPrefix.length];
-            byte[] mask = new byte[fuzzy.length];
-            Arrays.fill(mask, 0, 4, (byte) 1); // the key length: any
-            System.arraycopy(keyPrefix, 0, fuzzy, 4, keyPrefix.length); // then exactly the prefix
-            scan.setFilter(new FilterList(FilterList.Operator.MUST_PASS_ALL,
-                    new FuzzyRowFilter(List.of(new Pair<>(fuzzy, mask))), held));
-        }
+                .setLimit(limit).setCaching(limit).setFilter(held).withStopRow(end, false);
         if (after != null) {
             scan.withStartRow(after, false);
-        } else if (keyPrefix.length > 0) {
-            scan.withStartRow(KeyColumn.encodedPrefix(keyPrefix.length, keyPrefix), true);
+        } else {
+            scan.withStartRow(first, true);
         }
         List<LockInfo> out = new ArrayList<>();
         int rows = 0;
@@ -371,10 +362,15 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
         return new LockPage(out, rows == limit ? ListCursor.encode(LIST_CURSOR_TAG, after) : null);
     }
 
+    /** A lock's row: its legible name. */
+    static byte[] row(KeyColumn lock) {
+        return lock.legible().getBytes(StandardCharsets.US_ASCII);
+    }
+
     /** A scanned lock row as a listed lock; null for a row of another key prefix or a cell this library did not write. */
     private LockInfo heldLock(Result r, byte[] keyPrefix) {
         try {
-            KeyColumn lock = KeyColumn.decode(r.getRow());
+            KeyColumn lock = KeyColumn.fromLegible(new String(r.getRow(), StandardCharsets.US_ASCII));
             Cell cell = r.getColumnLatestCell(family, HOLDER);
             HolderClaim claim = cell == null ? null : HolderClaim.decode(CellUtil.cloneValue(cell));
             if (claim == null || !lock.keyStartsWith(keyPrefix)) {
@@ -516,9 +512,10 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
          * @throws TemporaryLockingException when the cluster cannot be reached within the operation timeout
          */
         public HBaseLocker build() {
-            if (config.maxKeyBytes() + 4 > HConstants.MAX_ROW_LENGTH) {
+            if (3L * config.maxKeyBytes() + 1 > HConstants.MAX_ROW_LENGTH) {
                 throw new IllegalArgumentException("maxKeyBytes " + config.maxKeyBytes() + " is too large for HBase: a lock "
-                        + "row (4 + key + column bytes) must fit in " + HConstants.MAX_ROW_LENGTH + " bytes");
+                        + "row (its legible name, up to 3 characters per byte, plus '#') must fit in "
+                        + HConstants.MAX_ROW_LENGTH + " bytes, so maxKeyBytes <= " + (HConstants.MAX_ROW_LENGTH - 1) / 3);
             }
             TableName name = TableName.valueOf(options.table());
             String where = HBaseClients.describe(connection.getConfiguration(), options.table());

@@ -68,7 +68,7 @@ final class HBaseLockerFixture implements LockerFixture {
     @Override
     public void loseClaims(KeyColumn lock) {
         try (Table t = connection.getTable(TableName.valueOf(options.table()))) {
-            t.delete(new Delete(lock.encoded()));
+            t.delete(new Delete(HBaseLocker.row(lock)));
         } catch (java.io.IOException e) {
             throw new java.io.UncheckedIOException(e);
         }

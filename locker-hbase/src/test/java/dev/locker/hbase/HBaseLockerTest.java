@@ -144,8 +144,11 @@ class HBaseLockerTest {
         a.checkLocks(tx);
         long token = a.fencingToken(lock, tx);
 
-        Result row = table.get(new Get(lock.encoded()));
+        Result row = table.get(new Get(HBaseLocker.row(lock)));
         assertEquals(2, row.size(), "one holder cell and one counter cell: " + row);
+        assertEquals(lock.legible(), Bytes.toString(row.getRow()), "the row is the lock's legible name");
+        assertTrue(Bytes.toString(row.getRow()).matches("hbase-test/layout-[0-9a-f]{8}#c"),
+                "legible in hbase shell: " + Bytes.toStringBinary(row.getRow()));
         HolderClaim claim = HolderClaim.decode(row.getValue(options.familyBytes(), HBaseLocker.HOLDER));
         assertEquals(a.rid(), claim.owner.rid());
         assertEquals("rebuild index 7", claim.owner.why());
@@ -153,7 +156,7 @@ class HBaseLockerTest {
         assertEquals(token, Bytes.toLong(row.getValue(options.tokenFamilyBytes(), HBaseLocker.COUNTER)));
 
         a.deleteLocks(tx);
-        row = table.get(new Get(lock.encoded()));
+        row = table.get(new Get(HBaseLocker.row(lock)));
         assertArrayEquals(new byte[0], row.getValue(options.familyBytes(), HBaseLocker.HOLDER), "released = empty holder value");
         assertEquals(token, Bytes.toLong(row.getValue(options.tokenFamilyBytes(), HBaseLocker.COUNTER)), "the counter stays");
         assertFalse(a.holder(lock).isPresent());
@@ -208,7 +211,7 @@ class HBaseLockerTest {
         Thread.sleep(800);
         Object tb = new Object();
         b.writeLock(lock, tb);
-        Result row = table.get(new Get(lock.encoded()));
+        Result row = table.get(new Get(HBaseLocker.row(lock)));
         assertEquals(b.rid(), HolderClaim.decode(row.getValue(options.familyBytes(), HBaseLocker.HOLDER)).owner.rid());
         assertEquals(2, row.size());
         b.deleteLocks(tb);
@@ -226,7 +229,7 @@ class HBaseLockerTest {
             long first = a.fencingToken(lock, t1);
             a.deleteLocks(t1);
             Thread.sleep(2500); // the family TTL removes the (released, empty) holder cell
-            assertNull(t.get(new Get(lock.encoded())).getValue(shortTtl.familyBytes(), HBaseLocker.HOLDER));
+            assertNull(t.get(new Get(HBaseLocker.row(lock))).getValue(shortTtl.familyBytes(), HBaseLocker.HOLDER));
             Object t2 = new Object();
             a.writeLock(lock, t2);
             assertTrue(a.fencingToken(lock, t2) > first, "the counter lives in a family without TTL");
