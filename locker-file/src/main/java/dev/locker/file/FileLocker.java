@@ -32,14 +32,16 @@ import java.util.TreeSet;
  * Locks for the processes of one host, kept in a directory of a local file system: {@code file:DIR}. No server.
  *
  * <p>Each lock is one file in the directory ({@link FileNames}: {@code ls DIR} lists the locks by name) holding the
- * lock's last fencing token, its current claim and its records ({@link LockFile}). Every change of a lock is one
- * read-modify-write under the exclusive OS lock of the lock's stripe, written to a temporary file, forced, and renamed
- * over the old file ({@link LockDirectory}); reads need no lock (a rename is atomic). So the directory is an atomic
+ * lock's last fencing token and its current claim ({@link LockFile}); its records (run once, forced release) are in
+ * {@code DIR/.records/}. Every change of a lock is one read-modify-write under the exclusive OS lock of the lock's
+ * stripe, written to a temporary file and renamed over the old file ({@link LockDirectory}); reads need no lock (a
+ * rename is atomic). So the directory is an atomic
  * backend: the grant, the token and the removal of a dead claim are one step, and contenders leave nothing behind.
  *
  * <ul>
  *   <li>writeLock: if the lock's claim is absent or dead, write ours with token {@code max(last + 1, wall-clock
- *       microseconds)}, and force it (and the directory entry) to disk before the grant returns; otherwise refuse,
+ *       microseconds)}, and force it (and the directory entry) to disk before the grant returns (renewals and releases are
+ *       not forced: no claim outlives a power loss); otherwise refuse,
  *       naming the holder and how long its claim lasts.</li>
  *   <li>renew: only while the claim is ours and alive, its expiry moves forward in place (same claim, same token).</li>
  *   <li>release: only while the claim is ours (compare-and-delete); the token stays.</li>
@@ -121,7 +123,7 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
             RANDOM.nextBytes(id);
             f.token = Math.max(f.token + 1, micros(time.now()));
             f.claim = new LockFile.Claim(id, config.rid(), clock.domain(), clock.now() + expiryNanos, expiryNanos, holder);
-            directory.write(name, f, true); // the token survives a power loss before the grant returns
+            directory.writeLock(name, f, true); // the token survives a power loss before the grant returns
             return ClaimStatus.granted(id, f.token, deadline(started, config.expiry()));
         });
     }
@@ -145,7 +147,7 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
                 throw lostClaim(lock, f);
             }
             f.claim = f.claim.renewed(clock.now() + expiryNanos);
-            directory.write(name, f, false); // a claim does not outlive a reboot anyway
+            directory.writeLock(name, f, false); // a claim does not outlive a power loss anyway
             return status.renewed(deadline(started, config.expiry()));
         });
     }
@@ -157,7 +159,7 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
             LockFile f = load(name, lock);
             if (f.claim != null && f.claim.is(status.claimId())) {
                 f.claim = null;
-                directory.write(name, f, false);
+                directory.writeLock(name, f, false);
             }
             return null;
         });
@@ -178,14 +180,15 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
                 return false;
             }
             f.claim = null;
-            directory.write(name, f, false);
+            directory.writeLock(name, f, false);
             return true;
         });
     }
 
     @Override
     protected Optional<byte[]> readRecord(KeyColumn lock, String recordName) {
-        return Optional.ofNullable(load(name(lock), lock).records.get(recordName)).map(byte[]::clone);
+        LockFile r = records(name(lock), lock);
+        return Optional.ofNullable(r.records.get(recordName)).map(byte[]::clone);
     }
 
     /** Atomic with the check that our claim still holds the lock (same step, same stripe lock). */
@@ -197,8 +200,9 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
             if (f.claim == null || !f.claim.is(holding.claimId()) || !alive(f.claim)) {
                 return false;
             }
-            f.records.put(recordName, value.clone());
-            directory.write(name, f, true);
+            LockFile r = records(name, lock);
+            r.records.put(recordName, value.clone());
+            directory.writeRecords(name, r);
             return true;
         });
     }
@@ -207,11 +211,23 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
     protected void putRecord(KeyColumn lock, String recordName, byte[] value) {
         String name = name(lock);
         directory.locked(name, () -> {
-            LockFile f = load(name, lock);
-            f.records.put(recordName, value.clone());
-            directory.write(name, f, true);
+            LockFile r = records(name, lock);
+            r.records.put(recordName, value.clone());
+            directory.writeRecords(name, r);
             return null;
         });
+    }
+
+    private LockFile records(String name, KeyColumn lock) {
+        LockFile r = directory.readRecords(name);
+        if (r == null) {
+            return LockFile.empty(lock.encoded());
+        }
+        if (!Arrays.equals(r.lock, lock.encoded())) {
+            throw new PermanentLockingException("the records file of " + name + " belongs to another lock (a SHA-256 "
+                    + "collision of two long names, or a file renamed by hand)", lock);
+        }
+        return r;
     }
 
     /**
@@ -243,7 +259,7 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
         }
         List<LockInfo> out = new ArrayList<>();
         for (String name : page) {
-            LockFile f = directory.read(name);
+            LockFile f = directory.readLock(name);
             if (f == null || !alive(f.claim)) {
                 continue;
             }
@@ -282,7 +298,7 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
 
     /** The lock's file, or an empty one; refuses a file of another lock under the same (hashed) name. */
     private LockFile load(String name, KeyColumn lock) {
-        LockFile f = directory.read(name);
+        LockFile f = directory.readLock(name);
         if (f == null) {
             return LockFile.empty(lock.encoded());
         }

@@ -24,13 +24,14 @@ import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * A lock directory on a local file system, and the one way its lock files change: read-modify-write under the
- * exclusive OS lock of the lock's stripe, the new content written to a temporary file, forced to disk, then renamed
- * over the old one (atomic: a reader sees the old file or the new one, never a mix), the directory forced too when
- * the change must survive a power loss (a new fencing token, a record).
+ * exclusive OS lock of the lock's stripe, the new content written to a temporary file, then renamed over the old one
+ * (atomic: a reader sees the old file or the new one, never a mix); when the change must survive a power loss (a new
+ * fencing token, a record) the temporary file is forced before the rename and the directory after it.
  *
  * <p>Layout: {@code DIR/<lock name>} one file per lock ever taken ({@link FileNames}, so {@code ls DIR} lists the
  * locks legibly); {@code DIR/.stripes/NN} 256 empty files whose OS locks serialise the changes of the locks that hash
- * to them (never renamed, so every process locks the same inode); {@code DIR/.tmp/} the temporary files;
+ * to them (never renamed, so every process locks the same inode); {@code DIR/.records/<lock name>} the lock's records (run once, forced release), apart so that
+ * the frequent unforced rewrites of a lock file never put them at risk; {@code DIR/.tmp/} the temporary files;
  * {@code DIR/.sessions/} the session files of open lockers ({@link Sessions}).
  *
  * <p>OS file locks belong to a process, not a thread or a channel, and closing any channel on a file may drop every
@@ -55,6 +56,7 @@ final class LockDirectory {
     final Path stripes;
     final Path tmp;
     final Path sessions;
+    final Path records;
     /** True on a case-insensitive file system: upper-case letters are escaped in file names. */
     final boolean caseInsensitive;
     private final ReentrantLock[] mutexes;
@@ -64,6 +66,7 @@ final class LockDirectory {
         this.stripes = dir.resolve(".stripes");
         this.tmp = dir.resolve(".tmp");
         this.sessions = dir.resolve(".sessions");
+        this.records = dir.resolve(".records");
         this.caseInsensitive = caseInsensitive;
         this.mutexes = MUTEXES.computeIfAbsent(dir, d -> {
             ReentrantLock[] m = new ReentrantLock[STRIPES];
@@ -95,6 +98,7 @@ final class LockDirectory {
             Files.createDirectories(real.resolve(".stripes"));
             Files.createDirectories(real.resolve(".tmp"));
             Files.createDirectories(real.resolve(".sessions"));
+            Files.createDirectories(real.resolve(".records"));
             boolean caseInsensitive = Files.isDirectory(real.resolve(".SESSIONS"));
             return new LockDirectory(real, caseInsensitive);
         } catch (IOException e) {
@@ -150,33 +154,68 @@ final class LockDirectory {
         }
     }
 
-    /** The content of lock file {@code name}, or null when there is none (a lock never taken). */
-    LockFile read(String name) {
-        byte[] bytes;
+    /**
+     * The content of lock file {@code name}, or null when there is none (a lock never taken). A lock file that is not
+     * whole is taken as free with no token: every process sees every renamed file whole (the page cache), so only a
+     * power loss before an unforced rewrite (a renewal, a release) reached the disk leaves one, and no claim outlives
+     * a power loss; the next token is still above every earlier one (never below the time in microseconds).
+     */
+    LockFile readLock(String name) {
+        byte[] bytes = readBytes(dir.resolve(name));
+        if (bytes == null) {
+            return null;
+        }
         try {
-            bytes = Files.readAllBytes(dir.resolve(name));
+            return LockFile.fromBytes(bytes);
+        } catch (IllegalArgumentException e) {
+            org.slf4j.LoggerFactory.getLogger(LockDirectory.class).warn("Lock file {} is not whole ({}): a power loss "
+                    + "before it reached the disk? Taken as free", dir.resolve(name), e.getMessage());
+            return null;
+        }
+    }
+
+    /** The records of lock {@code name} (run once, forced release), or null when it has none. */
+    LockFile readRecords(String name) {
+        byte[] bytes = readBytes(records.resolve(name));
+        if (bytes == null) {
+            return null;
+        }
+        try {
+            return LockFile.fromBytes(bytes);
+        } catch (IllegalArgumentException e) {
+            throw new PermanentStoreException("the records file " + records.resolve(name) + " is corrupt ("
+                    + e.getMessage() + "); it is always forced to disk before it is renamed, so the disk lost it", e);
+        }
+    }
+
+    private byte[] readBytes(Path file) {
+        try {
+            return Files.readAllBytes(file);
         } catch (NoSuchFileException e) {
             if (!Files.isDirectory(dir)) {
                 throw new TemporaryStoreException("the lock directory " + dir + " is gone (unmounted, moved or deleted)", e);
             }
             return null;
         } catch (IOException e) {
-            throw translate(e, "reading " + name + " in " + dir);
-        }
-        try {
-            return LockFile.fromBytes(bytes);
-        } catch (IllegalArgumentException e) {
-            throw new PermanentStoreException("the lock file " + dir.resolve(name) + " is corrupt (" + e.getMessage()
-                    + "); move it away to free the lock (fencing tokens keep rising: they never fall below the time "
-                    + "in microseconds)", e);
+            throw translate(e, "reading " + file);
         }
     }
 
     /**
-     * Replaces lock file {@code name} by {@code content}: temporary file, forced, renamed over; with {@code durable}
-     * the directory is forced too, so the new content survives a power loss.
+     * Replaces lock file {@code name} by {@code content} (temporary file, renamed over). With {@code durable}, the
+     * temporary file is forced before the rename and the directory after it, so the new content (a new fencing token)
+     * survives a power loss; renewals and releases skip that (no claim outlives a power loss).
      */
-    void write(String name, LockFile content, boolean durable) throws IOException {
+    void writeLock(String name, LockFile content, boolean durable) throws IOException {
+        replace(dir, name, content, durable);
+    }
+
+    /** Replaces the records of lock {@code name}, always forced to disk (a run once must stay done). */
+    void writeRecords(String name, LockFile content) throws IOException {
+        replace(records, name, content, true);
+    }
+
+    private void replace(Path in, String name, LockFile content, boolean durable) throws IOException {
         Path temp = tmp.resolve(name);
         try (FileChannel ch = FileChannel.open(temp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
                 StandardOpenOption.TRUNCATE_EXISTING)) {
@@ -184,11 +223,13 @@ final class LockDirectory {
             while (buf.hasRemaining()) {
                 ch.write(buf);
             }
-            ch.force(true);
+            if (durable) {
+                ch.force(true);
+            }
         }
-        Files.move(temp, dir.resolve(name), StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+        Files.move(temp, in.resolve(name), StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
         if (durable) {
-            force(dir);
+            force(in);
         }
     }
 

@@ -15,10 +15,10 @@ import java.util.TreeMap;
 import java.util.zip.CRC32;
 
 /**
- * The content of one lock's file: the whole lock (its encoded bytes, so that a hashed file name shared by two locks is
- * detected), the last fencing token issued, the claim that holds or held the lock (absent when released), and the
- * lock's records (run once, forced release). A format tag leads, a CRC-32 of everything before it ends the file, so
- * a file this library did not write whole is refused, never half-read.
+ * The content of one lock's file, or of its records file: the whole lock (its encoded bytes, so that a hashed file
+ * name shared by two locks is detected), the last fencing token issued and the claim that holds or held the lock
+ * (absent when released), or the lock's records (run once, forced release). A format tag leads, a CRC-32 of
+ * everything before it ends the file, so a file not written whole is recognised, never half-read.
  */
 final class LockFile {
 

@@ -16,7 +16,8 @@ import java.util.stream.Stream;
 /**
  * FileLockers on one lock directory under {@code target/} (a local file system), as the processes of one host share
  * it. Breaking the backend moves the directory away (as an unmount would); losing a lock's claims deletes its file
- * (claim, token, records), as an operator's {@code rm} would.
+ * and its records file (claim, token, records), as an operator's
+ * {@code rm} would.
  */
 final class FileFixture implements LockerFixture {
 
@@ -80,6 +81,7 @@ final class FileFixture implements LockerFixture {
     public void loseClaims(KeyColumn lock) {
         try {
             Files.delete(dir.resolve(FileNames.of(lock, false)));
+            Files.deleteIfExists(dir.resolve(".records").resolve(FileNames.of(lock, false)));
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
