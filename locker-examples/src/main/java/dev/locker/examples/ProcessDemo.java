@@ -49,9 +49,8 @@ public final class ProcessDemo {
         String uri = args.length > 0 && !args[0].isBlank() ? args[0] : null;
         int workers = args.length > 1 ? Integer.parseInt(args[1]) : 4;
         Outcome o = run(uri, workers, System.out);
-        if (!o.asExpected()) {
-            System.exit(1);
-        }
+        System.out.flush();
+        System.exit(o.asExpected() ? 0 : 1); // done: no backend driver thread may hold the JVM (or mvn exec:java) open
     }
 
     /** What the demo showed. */
@@ -246,18 +245,38 @@ public final class ProcessDemo {
             tl.printf("  lock directory (ls it): %s%n", work.resolve("locks"));
         }
         tl.printf("  worker logs: %s%n", work);
-        return new Outcome(ran, recorded < 0 ? ran : recorded, killedAt != null && takenOverAt != null,
+        return new Outcome(ran, recorded, killedAt != null && takenOverAt != null,
                 refused || !canPause, allExited, timeline);
     }
 
-    /** The number of run records for the job (0 or 1 with runOnce), read through a locker of this process. */
+    /**
+     * The number of run records for the job (0 or 1 with runOnce), read through a locker of this process with the
+     * workers' expiry; -1 when the backend would not say within a few seconds.
+     */
     private static int recordedRuns(String backend) {
-        try (dev.locker.api.Locker l = dev.locker.api.Lockers.open(backend)) {
-            dev.locker.api.Run r = l.runOnce(MigrationWorker.JOB, "check", lease -> {
-                throw new IllegalStateException("the migration was not recorded: it would run again");
-            });
-            return r.outcome() == dev.locker.api.Run.Outcome.ALREADY_DONE ? 1 : 0;
+        long giveUp = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        try (dev.locker.api.Locker l = dev.locker.api.Lockers.open(backend,
+                dev.locker.api.LockerConfig.builder().rid("coordinator").expiry(EXPIRY).build())) {
+            while (true) {
+                dev.locker.api.Run r = l.runOnce(MigrationWorker.JOB, "check", lease -> {
+                    throw new IllegalStateException("the migration was not recorded: it would run again");
+                });
+                switch (r.outcome()) {
+                    case ALREADY_DONE:
+                        return 1;
+                    case FAILED:
+                        return 0;
+                    default:
+                        if (System.nanoTime() - giveUp > 0) {
+                            return -1;
+                        }
+                        Thread.sleep(300);
+                }
+            }
         } catch (RuntimeException e) {
+            return -1;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
             return -1;
         }
     }
@@ -271,11 +290,15 @@ public final class ProcessDemo {
                         events.add(new Event(Long.parseLong(f[1]), name, f[2], f[3]));
                     }
                 }
+            } catch (IOException | RuntimeException e) {
+                // the stream ends with the process (a SIGKILL closes it under us)
+            }
+            try {
                 int status = p.waitFor();
                 events.add(new Event(System.currentTimeMillis(), name, "EXIT", status == 137 || status == 9 ? "killed"
                         : String.valueOf(status)));
-            } catch (IOException | InterruptedException | RuntimeException e) {
-                events.add(new Event(System.currentTimeMillis(), name, "EXIT", "unknown (" + e + ")"));
+            } catch (InterruptedException e) {
+                events.add(new Event(System.currentTimeMillis(), name, "EXIT", "unknown (interrupted)"));
             }
         }, "demo-read-" + name);
         t.setDaemon(true);
