@@ -6,9 +6,10 @@ import java.util.ServiceLoader;
 import java.util.TreeMap;
 
 /**
- * Opens a {@link Locker} for a URI, picking the backend by scheme: {@code mem:}, {@code redis://}, {@code rediss://},
- * {@code mongodb://}, {@code mongodb+srv://}, {@code hbase://}. A backend is available when its module is on the
- * classpath; switching backends is a configuration change.
+ * Opens a {@link Locker} for a URI, picking the backend by scheme: {@code mem:} (inside this JVM only),
+ * {@code file:} (the processes of one host), {@code redis://}, {@code rediss://}, {@code mongodb://},
+ * {@code mongodb+srv://}, {@code hbase://}. A backend is available when its module is on the classpath; switching
+ * backends is a configuration change.
  */
 public final class Lockers {
 

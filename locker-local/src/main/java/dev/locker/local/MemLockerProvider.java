@@ -9,11 +9,15 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * The {@code mem:} backend: a {@link ConsistentKeyLocker} over an {@link InMemoryStore} that lives as long as this
- * JVM. {@code mem:} and {@code mem:NAME} name the store; lockers opened on the same name share it (like several
- * processes on one server), different names are independent. Common options apply ({@code mem:jobs?lockWait=5ms}).
+ * The {@code mem:} backend, <b>inside one JVM only</b>: a {@link ConsistentKeyLocker} over an {@link InMemoryStore}
+ * that lives as long as this JVM. {@code mem:} and {@code mem:NAME} name the store; lockers opened on the same name in
+ * this JVM share it, different names are independent. Another process never sees these locks: two JVMs on
+ * {@code mem:jobs} both get every lock. For processes of one host use {@code file:DIR} (module {@code locker-file}),
+ * across hosts Redis, MongoDB or HBase. Common options apply ({@code mem:jobs?lockWait=5ms}).
  */
 public final class MemLockerProvider implements LockerProvider {
+
+    private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(MemLockerProvider.class);
 
     private static final ConcurrentHashMap<String, InMemoryStore> STORES = new ConcurrentHashMap<>();
 
@@ -30,7 +34,12 @@ public final class MemLockerProvider implements LockerProvider {
         if (name.startsWith("//")) {
             name = name.substring(2);
         }
-        InMemoryStore store = STORES.computeIfAbsent(name, InMemoryStore::new);
+        InMemoryStore store = STORES.computeIfAbsent(name, n -> {
+            log.info("mem:{} keeps its locks in this JVM only: other processes do not see them (two JVMs on mem:{} both "
+                    + "get every lock); for the processes of one host use file:DIR, across hosts redis://, mongodb:// "
+                    + "or hbase://", n, n);
+            return new InMemoryStore(n);
+        });
         return ConsistentKeyLocker.builder(store).config(options.applyTo(config)).build();
     }
 

@@ -1,0 +1,373 @@
+package dev.locker.file;
+
+import dev.locker.api.ExpiredLockException;
+import dev.locker.api.KeyColumn;
+import dev.locker.api.LockInfo;
+import dev.locker.api.LockOwner;
+import dev.locker.api.LockPage;
+import dev.locker.api.PermanentLockingException;
+import dev.locker.api.StoreException;
+import dev.locker.api.TemporaryLockingException;
+import dev.locker.local.AbstractLocker;
+import dev.locker.local.ClaimStatus;
+import dev.locker.local.ListCursor;
+import dev.locker.local.LockerBuilder;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.TreeSet;
+
+/**
+ * Locks for the processes of one host, kept in a directory of a local file system: {@code file:DIR}. No server.
+ *
+ * <p>Each lock is one file in the directory ({@link FileNames}: {@code ls DIR} lists the locks by name) holding the
+ * lock's last fencing token and its current claim ({@link LockFile}); its records (run once, forced release) are in
+ * {@code DIR/.records/}. Every change of a lock is one read-modify-write under the exclusive OS lock of the lock's
+ * stripe, written to a temporary file and renamed over the old file ({@link LockDirectory}); reads need no lock (a
+ * rename is atomic). So the directory is an atomic
+ * backend: the grant, the token and the removal of a dead claim are one step, and contenders leave nothing behind.
+ *
+ * <ul>
+ *   <li>writeLock: if the lock's claim is absent or dead, write ours with token {@code max(last + 1, wall-clock
+ *       microseconds)}, and force it (and the directory entry) to disk before the grant returns (renewals and releases are
+ *       not forced: no claim outlives a power loss); otherwise refuse,
+ *       naming the holder and how long its claim lasts.</li>
+ *   <li>renew: only while the claim is ours and alive, its expiry moves forward in place (same claim, same token).</li>
+ *   <li>release: only while the claim is ours (compare-and-delete); the token stays.</li>
+ * </ul>
+ *
+ * <p>A claim is dead when (1) it expired on the host's clock ({@link HostClock}: {@code CLOCK_MONOTONIC} on Linux,
+ * shared by every process of the host, never stepped), or (2) it was written in an earlier boot of the host, or (3)
+ * the process of the locker that wrote it is gone: every open locker holds an OS lock on its session file
+ * ({@link Sessions}), which the kernel drops when the process ends however it ends, so a SIGKILLed holder's lock is
+ * free at once, without trusting process ids.
+ *
+ * <p><b>Safety argument.</b> What decides the holder: the read-modify-write of the lock's file under its stripe's
+ * exclusive OS lock, which grants only when the recorded claim is absent or dead. Which clock decides expiry: the
+ * host's monotonic clock (on Linux; elsewhere the wall clock), one clock for every process of the host; the claim's
+ * expiry is set from a reading taken inside the step, so after the holder's own deadline (a reading taken before the
+ * step, plus the expiry less 1%). A paused holder (SIGSTOP, a long GC) keeps its session alive but its claim expires;
+ * when it resumes, its renewal, check and release find the claim gone or another's, and its late writes carry a
+ * fencing token lower than the next holder's. Tokens strictly increase per lock: the last one is in the file, forced
+ * to disk before the grant returns, and a new one is never below the wall clock in microseconds, so even a deleted or
+ * restored lock file does not lower it (unless the wall clock also steps back). Assumptions: a local file system whose
+ * OS locks work between the processes that share the directory (not NFS, SMB or a directory shared between a VM and its
+ * host: refused when recognised); every process sharing the directory runs on this host's kernel (one monotonic
+ * clock, one boot id; not in separate time namespaces); nobody edits the files by hand.
+ */
+public final class FileLocker extends AbstractLocker<ClaimStatus> {
+
+    private static final SecureRandom RANDOM = new SecureRandom();
+    private static final String LIST_CURSOR_TAG = "file1";
+
+    private final LockDirectory directory;
+    private final HostClock clock;
+    private final Sessions session;
+    private final long expiryNanos;
+
+    private FileLocker(Builder b, LockDirectory directory) {
+        super(b);
+        this.directory = directory;
+        this.clock = new HostClock(time);
+        this.expiryNanos = config.expiry().toNanos();
+        try {
+            this.session = Sessions.start(directory, config.rid(), config.owner(""));
+        } catch (IOException e) {
+            StoreException se = LockDirectory.translate(e, "starting the session of locker " + config.rid());
+            throw se.isTemporary() ? new TemporaryLockingException(se.getMessage(), null, null, e)
+                    : new PermanentLockingException(se.getMessage(), null, null, e);
+        }
+        Sessions.sweep(directory, 64);
+    }
+
+    /** A locker on the lock directory {@code dir} (created if missing). */
+    public static Builder builder(Path dir) {
+        return new Builder(dir);
+    }
+
+    /** The lock directory (its real path). */
+    public Path directory() {
+        return directory.dir;
+    }
+
+    /** The file of {@code lock} in the lock directory (it exists once the lock was taken). */
+    public Path fileOf(KeyColumn lock) {
+        return directory.dir.resolve(name(config.validate(lock)));
+    }
+
+    // ---- hooks --------------------------------------------------------------------------------------------------
+
+    @Override
+    protected ClaimStatus writeSingleLock(KeyColumn lock, LockOwner owner) {
+        String name = name(lock);
+        long started = time.nanoTime();
+        LockOwner holder = owner.withSince(time.now());
+        return directory.locked(name, () -> {
+            LockFile f = load(name, lock);
+            if (alive(f.claim)) {
+                throw new TemporaryLockingException("lock is held by another claim in " + directory, lock, f.claim.owner,
+                        remaining(f.claim), null);
+            }
+            byte[] id = new byte[16];
+            RANDOM.nextBytes(id);
+            f.token = Math.max(f.token + 1, micros(time.now()));
+            f.claim = new LockFile.Claim(id, config.rid(), clock.domain(), clock.now() + expiryNanos, expiryNanos, holder);
+            directory.writeLock(name, f, true); // the token survives a power loss before the grant returns
+            return ClaimStatus.granted(id, f.token, deadline(started, config.expiry()));
+        });
+    }
+
+    @Override
+    protected ClaimStatus verifySingleLock(KeyColumn lock, ClaimStatus status) {
+        LockFile f = load(name(lock), lock);
+        if (f.claim != null && f.claim.is(status.claimId()) && alive(f.claim)) {
+            return status;
+        }
+        throw lostClaim(lock, f);
+    }
+
+    @Override
+    protected ClaimStatus renewSingleLock(KeyColumn lock, ClaimStatus status) {
+        String name = name(lock);
+        long started = time.nanoTime();
+        return directory.locked(name, () -> {
+            LockFile f = load(name, lock);
+            if (f.claim == null || !f.claim.is(status.claimId()) || !alive(f.claim)) {
+                throw lostClaim(lock, f);
+            }
+            f.claim = f.claim.renewed(clock.now() + expiryNanos);
+            directory.writeLock(name, f, false); // a claim does not outlive a power loss anyway
+            return status.renewed(deadline(started, config.expiry()));
+        });
+    }
+
+    @Override
+    protected void deleteSingleLock(KeyColumn lock, ClaimStatus status) {
+        String name = name(lock);
+        directory.locked(name, () -> {
+            LockFile f = load(name, lock);
+            if (f.claim != null && f.claim.is(status.claimId())) {
+                f.claim = null;
+                directory.writeLock(name, f, false);
+            }
+            return null;
+        });
+    }
+
+    @Override
+    protected Optional<LockOwner> readHolder(KeyColumn lock) {
+        LockFile f = load(name(lock), lock);
+        return alive(f.claim) ? Optional.of(f.claim.owner) : Optional.empty();
+    }
+
+    @Override
+    protected boolean deleteAllClaims(KeyColumn lock) {
+        String name = name(lock);
+        return directory.locked(name, () -> {
+            LockFile f = load(name, lock);
+            if (f.claim == null) {
+                return false;
+            }
+            f.claim = null;
+            directory.writeLock(name, f, false);
+            return true;
+        });
+    }
+
+    @Override
+    protected Optional<byte[]> readRecord(KeyColumn lock, String recordName) {
+        LockFile r = records(name(lock), lock);
+        return Optional.ofNullable(r.records.get(recordName)).map(byte[]::clone);
+    }
+
+    /** Atomic with the check that our claim still holds the lock (same step, same stripe lock). */
+    @Override
+    protected boolean writeRecord(KeyColumn lock, String recordName, byte[] value, ClaimStatus holding) {
+        String name = name(lock);
+        return directory.locked(name, () -> {
+            LockFile f = load(name, lock);
+            if (f.claim == null || !f.claim.is(holding.claimId()) || !alive(f.claim)) {
+                return false;
+            }
+            LockFile r = records(name, lock);
+            r.records.put(recordName, value.clone());
+            directory.writeRecords(name, r);
+            return true;
+        });
+    }
+
+    @Override
+    protected void putRecord(KeyColumn lock, String recordName, byte[] value) {
+        String name = name(lock);
+        directory.locked(name, () -> {
+            LockFile r = records(name, lock);
+            r.records.put(recordName, value.clone());
+            directory.writeRecords(name, r);
+            return null;
+        });
+    }
+
+    private LockFile records(String name, KeyColumn lock) {
+        LockFile r = directory.readRecords(name);
+        if (r == null) {
+            return LockFile.empty(lock.encoded());
+        }
+        if (!Arrays.equals(r.lock, lock.encoded())) {
+            throw new PermanentLockingException("the records file of " + name + " belongs to another lock (a SHA-256 "
+                    + "collision of two long names, or a file renamed by hand)", lock);
+        }
+        return r;
+    }
+
+    /**
+     * One pass over the directory's entries per page, keeping in memory only the {@code limit} smallest lock file
+     * names after the cursor that may belong to the prefix (names sort like their escaped keys); then one read per
+     * kept file, listing those with a live claim. The cursor is the last name of the page.
+     */
+    @Override
+    protected LockPage listHeld(byte[] keyPrefix, int limit, String cursor) {
+        String after = cursor == null ? null
+                : new String(ListCursor.decode(cursor, LIST_CURSOR_TAG, 1)[0], StandardCharsets.UTF_8);
+        String prefix = FileNames.escape(keyPrefix, directory.caseInsensitive);
+        TreeSet<String> page = new TreeSet<>();
+        boolean more = false;
+        try (DirectoryStream<Path> entries = Files.newDirectoryStream(directory.dir)) {
+            for (Path p : entries) {
+                String name = p.getFileName().toString();
+                if (name.startsWith(".") || (after != null && name.compareTo(after) <= 0) || !mayHavePrefix(name, prefix)) {
+                    continue;
+                }
+                page.add(name);
+                if (page.size() > limit) {
+                    page.pollLast();
+                    more = true;
+                }
+            }
+        } catch (IOException e) {
+            throw LockDirectory.translate(e, "listing " + directory);
+        }
+        List<LockInfo> out = new ArrayList<>();
+        for (String name : page) {
+            LockFile f = directory.readLock(name);
+            if (f == null || !alive(f.claim)) {
+                continue;
+            }
+            KeyColumn lock;
+            try {
+                lock = KeyColumn.decode(f.lock);
+            } catch (IllegalArgumentException notOurs) {
+                continue;
+            }
+            if (lock.keyStartsWith(keyPrefix) && name.equals(name(lock))) {
+                out.add(new LockInfo(lock, f.claim.owner, f.token, expiresAt(f.claim)));
+            }
+        }
+        return new LockPage(out, more ? ListCursor.encode(LIST_CURSOR_TAG, page.last().getBytes(StandardCharsets.UTF_8))
+                : null);
+    }
+
+    private static boolean mayHavePrefix(String name, String escapedPrefix) {
+        if (!FileNames.isHashed(name)) {
+            return name.startsWith(escapedPrefix);
+        }
+        String kept = name.substring(0, name.indexOf('~'));
+        return kept.startsWith(escapedPrefix) || escapedPrefix.startsWith(kept);
+    }
+
+    @Override
+    protected void closeBackend() {
+        session.close();
+    }
+
+    // ---- claims -------------------------------------------------------------------------------------------------
+
+    private String name(KeyColumn lock) {
+        return FileNames.of(lock, directory.caseInsensitive);
+    }
+
+    /** The lock's file, or an empty one; refuses a file of another lock under the same (hashed) name. */
+    private LockFile load(String name, KeyColumn lock) {
+        LockFile f = directory.readLock(name);
+        if (f == null) {
+            return LockFile.empty(lock.encoded());
+        }
+        if (!Arrays.equals(f.lock, lock.encoded())) {
+            throw new PermanentLockingException("the lock file " + directory.dir.resolve(name) + " belongs to another "
+                    + "lock (a SHA-256 collision of two long names, or a file renamed by hand)", lock);
+        }
+        return f;
+    }
+
+    /** Alive: not expired on the host's clock, not from an earlier boot, and its locker's process still runs. */
+    private boolean alive(LockFile.Claim c) {
+        if (c == null || clock.isOtherBoot(c.domain)) {
+            return false;
+        }
+        if (c.domain.equals(clock.domain()) && clock.now() - c.expiresAt >= 0) {
+            return false;
+        }
+        return session.isAlive(c.session);
+    }
+
+    /** How long the claim lasts unless renewed, where this locker's clock can tell. */
+    private Duration remaining(LockFile.Claim c) {
+        return c.domain.equals(clock.domain()) ? Duration.ofNanos(Math.max(0, c.expiresAt - clock.now())) : null;
+    }
+
+    private Instant expiresAt(LockFile.Claim c) {
+        Duration left = remaining(c);
+        if (left != null) {
+            return time.now().plus(left);
+        }
+        Instant since = c.owner.since() != null ? c.owner.since() : time.now();
+        return since.plusNanos(c.lifetimeNanos);
+    }
+
+    private ExpiredLockException lostClaim(KeyColumn lock, LockFile f) {
+        LockOwner other = alive(f.claim) ? f.claim.owner : null;
+        return new ExpiredLockException("our claim is no longer the holder in " + directory + " (expired, its lock "
+                + "force-released or its file lost)" + (other == null ? "" : "; the lock now belongs to " + other.rid()),
+                lock, other, null);
+    }
+
+    private static long micros(Instant t) {
+        return t.getEpochSecond() * 1_000_000L + t.getNano() / 1_000;
+    }
+
+    /** Options of a {@link FileLocker}: the directory, and the common locker configuration. */
+    public static final class Builder extends LockerBuilder<Builder> {
+        private final Path dir;
+
+        private Builder(Path dir) {
+            this.dir = Objects.requireNonNull(dir, "dir must not be null");
+        }
+
+        /**
+         * Opens the lock directory (created if missing) and starts this locker's session in it.
+         *
+         * @throws IllegalArgumentException when the directory is on a network or shared file system
+         * @throws PermanentLockingException when it cannot be created or written (permissions, read-only)
+         */
+        public FileLocker build() {
+            LockDirectory d;
+            try {
+                d = LockDirectory.open(dir);
+            } catch (StoreException e) {
+                throw e.isTemporary() ? new TemporaryLockingException(e.getMessage(), null, null, e)
+                        : new PermanentLockingException(e.getMessage(), null, null, e);
+            }
+            return new FileLocker(this, d);
+        }
+    }
+}

@@ -1,0 +1,81 @@
+package dev.locker.file;
+
+import dev.locker.api.Locker;
+import dev.locker.api.LockerConfig;
+import dev.locker.api.LockerProvider;
+import dev.locker.api.UriOptions;
+
+import java.io.ByteArrayOutputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.InvalidPathException;
+import java.nio.file.Path;
+import java.util.Set;
+
+/**
+ * The {@code file:} backend: {@code file:/var/lib/myapp/locks}, {@code file:relative/dir} (from the working
+ * directory) or {@code file:///var/lib/myapp/locks}, with the common options ({@code file:/tmp/locks?expiry=30s}).
+ * Percent-escapes in the path are decoded ({@code %20} is a space). The directory is created when missing; it must be
+ * on a local file system, shared by processes of this host only.
+ */
+public final class FileLockerProvider implements LockerProvider {
+
+    @Override
+    public Set<String> schemes() {
+        return Set.of("file");
+    }
+
+    @Override
+    public Locker open(String uri, LockerConfig config) {
+        UriOptions options = UriOptions.parse(uri).requireKnown(Set.of());
+        Path dir = directoryOf(options.base());
+        return FileLocker.builder(dir).config(options.applyTo(config)).build();
+    }
+
+    /** The directory a {@code file:} URI (without its query) names. */
+    static Path directoryOf(String base) {
+        String path = base.substring(base.indexOf(':') + 1);
+        if (path.startsWith("//")) {
+            String rest = path.substring(2);
+            int slash = rest.indexOf('/');
+            String host = slash < 0 ? rest : rest.substring(0, slash);
+            if (!host.isEmpty() && !host.equalsIgnoreCase("localhost")) {
+                throw new IllegalArgumentException("file: URI '" + base + "' names host '" + host + "': file: takes a "
+                        + "local directory (file:/dir, file:relative/dir or file:///dir); for processes on several "
+                        + "hosts use redis://, mongodb:// or hbase://");
+            }
+            path = slash < 0 ? "" : rest.substring(slash);
+        }
+        path = percentDecoded(path, base);
+        if (path.isEmpty()) {
+            throw new IllegalArgumentException("file: URI '" + base + "' names no directory: use file:/some/dir or "
+                    + "file:relative/dir");
+        }
+        try {
+            return Path.of(path);
+        } catch (InvalidPathException e) {
+            throw new IllegalArgumentException("file: URI '" + base + "' is not a valid path: " + e.getMessage(), e);
+        }
+    }
+
+    private static String percentDecoded(String s, String base) {
+        if (s.indexOf('%') < 0) {
+            return s;
+        }
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        byte[] bytes = s.getBytes(StandardCharsets.UTF_8);
+        for (int i = 0; i < bytes.length; i++) {
+            if (bytes[i] == '%') {
+                int hi = i + 2 < bytes.length ? Character.digit(bytes[i + 1], 16) : -1;
+                int lo = i + 2 < bytes.length ? Character.digit(bytes[i + 2], 16) : -1;
+                if (hi < 0 || lo < 0) {
+                    throw new IllegalArgumentException("file: URI '" + base + "' has a bad percent-escape at " + i);
+                }
+                out.write(hi << 4 | lo);
+                i += 2;
+            } else {
+                out.write(bytes[i]);
+            }
+        }
+        return out.toString(StandardCharsets.UTF_8);
+    }
+}

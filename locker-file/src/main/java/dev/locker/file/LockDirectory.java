@@ -1,0 +1,263 @@
+package dev.locker.file;
+
+import dev.locker.api.PermanentStoreException;
+import dev.locker.api.StoreException;
+import dev.locker.api.TemporaryStoreException;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.channels.OverlappingFileLockException;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.FileSystemException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.util.Locale;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * A lock directory on a local file system, and the one way its lock files change: read-modify-write under the
+ * exclusive OS lock of the lock's stripe, the new content written to a temporary file, then renamed over the old one
+ * (atomic: a reader sees the old file or the new one, never a mix); when the change must survive a power loss (a new
+ * fencing token, a record) the temporary file is forced before the rename and the directory after it.
+ *
+ * <p>Layout: {@code DIR/<lock name>} one file per lock ever taken ({@link FileNames}, so {@code ls DIR} lists the
+ * locks legibly); {@code DIR/.stripes/NN} 256 empty files whose OS locks serialise the changes of the locks that hash
+ * to them (never renamed, so every process locks the same inode); {@code DIR/.records/<lock name>} the lock's records (run once, forced release), apart so that
+ * the frequent unforced rewrites of a lock file never put them at risk; {@code DIR/.tmp/} the temporary files;
+ * {@code DIR/.sessions/} the session files of open lockers ({@link Sessions}).
+ *
+ * <p>OS file locks belong to a process, not a thread or a channel, and closing any channel on a file may drop every
+ * lock the JVM holds on it; so within one JVM a stripe is entered through a JVM-wide mutex first, and its channel is
+ * opened, locked, closed under that mutex only.
+ */
+final class LockDirectory {
+
+    static final int STRIPES = 256;
+    /** The longest a change waits for a stripe held by another process (stopped in its critical section?). */
+    private static final long STRIPE_WAIT_NANOS = TimeUnit.SECONDS.toNanos(2);
+
+    /** File system types whose locks or clocks are not those of one host: refused. */
+    private static final Set<String> REMOTE = Set.of("nfs", "nfs4", "cifs", "smb", "smb2", "smb3", "smbfs", "9p",
+            "afs", "ncpfs", "ceph", "glusterfs", "lustre", "gpfs", "beegfs", "virtiofs", "vboxsf", "vmhgfs", "prl_fs",
+            "davfs", "coda", "ocfs2", "gfs2");
+
+    /** Per lock directory (by real path): what the lockers of this JVM on it share. */
+    private static final ConcurrentHashMap<Path, ReentrantLock[]> MUTEXES = new ConcurrentHashMap<>();
+
+    final Path dir;
+    final Path stripes;
+    final Path tmp;
+    final Path sessions;
+    final Path records;
+    /** True on a case-insensitive file system: upper-case letters are escaped in file names. */
+    final boolean caseInsensitive;
+    private final ReentrantLock[] mutexes;
+
+    private LockDirectory(Path dir, boolean caseInsensitive) {
+        this.dir = dir;
+        this.stripes = dir.resolve(".stripes");
+        this.tmp = dir.resolve(".tmp");
+        this.sessions = dir.resolve(".sessions");
+        this.records = dir.resolve(".records");
+        this.caseInsensitive = caseInsensitive;
+        this.mutexes = MUTEXES.computeIfAbsent(dir, d -> {
+            ReentrantLock[] m = new ReentrantLock[STRIPES];
+            for (int i = 0; i < STRIPES; i++) {
+                m[i] = new ReentrantLock();
+            }
+            return m;
+        });
+    }
+
+    /**
+     * Opens (creating it if needed) the lock directory {@code path}.
+     *
+     * @throws IllegalArgumentException when it is on a network or shared file system, or not a directory
+     * @throws StoreException when it cannot be created or read
+     */
+    static LockDirectory open(Path path) {
+        try {
+            Files.createDirectories(path);
+            Path real = path.toRealPath();
+            String type = Files.getFileStore(real).type().toLowerCase(Locale.ROOT);
+            if (REMOTE.contains(type) || type.startsWith("nfs") || type.startsWith("fuse.sshfs")
+                    || type.startsWith("fuse.glusterfs") || type.startsWith("fuse.rclone") || type.startsWith("fuse.s3")) {
+                throw new IllegalArgumentException("file: lock directory " + real + " is on a '" + type + "' file system. "
+                        + "file: works only on a local file system: across hosts, or through a network file system, "
+                        + "file locks are not trustworthy and each host's clock would judge the others' claims; use "
+                        + "redis://, mongodb:// or hbase:// for processes on several hosts");
+            }
+            Files.createDirectories(real.resolve(".stripes"));
+            Files.createDirectories(real.resolve(".tmp"));
+            Files.createDirectories(real.resolve(".sessions"));
+            Files.createDirectories(real.resolve(".records"));
+            boolean caseInsensitive = Files.isDirectory(real.resolve(".SESSIONS"));
+            return new LockDirectory(real, caseInsensitive);
+        } catch (IOException e) {
+            throw translate(e, "opening the lock directory " + path);
+        }
+    }
+
+    /** A change of one lock's file. */
+    interface Change<T> {
+        T apply() throws IOException;
+    }
+
+    /** Runs {@code change} while this JVM, and then this process, holds the stripe of {@code name}. */
+    <T> T locked(String name, Change<T> change) {
+        int stripe = Math.floorMod(name.hashCode(), STRIPES);
+        ReentrantLock mutex = mutexes[stripe];
+        try {
+            if (!mutex.tryLock(STRIPE_WAIT_NANOS, TimeUnit.NANOSECONDS)) {
+                throw new TemporaryStoreException("stripe " + stripe + " of " + dir + " stayed busy in this process");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new TemporaryStoreException("interrupted while waiting for stripe " + stripe + " of " + dir, e);
+        }
+        try (FileChannel ch = FileChannel.open(stripes.resolve(String.format("%02x", stripe)), StandardOpenOption.CREATE,
+                StandardOpenOption.WRITE)) {
+            FileLock lock = null;
+            long deadline = System.nanoTime() + STRIPE_WAIT_NANOS;
+            long pause = 1;
+            while ((lock = ch.tryLock()) == null) {
+                if (System.nanoTime() - deadline > 0) {
+                    throw new TemporaryStoreException("stripe " + stripe + " of " + dir + " stayed locked by another "
+                            + "process for " + TimeUnit.NANOSECONDS.toMillis(STRIPE_WAIT_NANOS) + " ms (a process "
+                            + "stopped inside a lock operation?)");
+                }
+                Thread.sleep(pause);
+                pause = Math.min(pause * 2, 20);
+            }
+            try {
+                return change.apply();
+            } finally {
+                lock.release();
+            }
+        } catch (IOException e) {
+            throw translate(e, "changing " + name + " in " + dir);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new TemporaryStoreException("interrupted while waiting for stripe " + stripe + " of " + dir, e);
+        } catch (OverlappingFileLockException e) {
+            throw new IllegalStateException("stripe " + stripe + " of " + dir + " locked twice in this JVM", e);
+        } finally {
+            mutex.unlock();
+        }
+    }
+
+    /**
+     * The content of lock file {@code name}, or null when there is none (a lock never taken). A lock file that is not
+     * whole is taken as free with no token: every process sees every renamed file whole (the page cache), so only a
+     * power loss before an unforced rewrite (a renewal, a release) reached the disk leaves one, and no claim outlives
+     * a power loss; the next token is still above every earlier one (never below the time in microseconds).
+     */
+    LockFile readLock(String name) {
+        byte[] bytes = readBytes(dir.resolve(name));
+        if (bytes == null) {
+            return null;
+        }
+        try {
+            return LockFile.fromBytes(bytes);
+        } catch (IllegalArgumentException e) {
+            org.slf4j.LoggerFactory.getLogger(LockDirectory.class).warn("Lock file {} is not whole ({}): a power loss "
+                    + "before it reached the disk? Taken as free", dir.resolve(name), e.getMessage());
+            return null;
+        }
+    }
+
+    /** The records of lock {@code name} (run once, forced release), or null when it has none. */
+    LockFile readRecords(String name) {
+        byte[] bytes = readBytes(records.resolve(name));
+        if (bytes == null) {
+            return null;
+        }
+        try {
+            return LockFile.fromBytes(bytes);
+        } catch (IllegalArgumentException e) {
+            throw new PermanentStoreException("the records file " + records.resolve(name) + " is corrupt ("
+                    + e.getMessage() + "); it is always forced to disk before it is renamed, so the disk lost it", e);
+        }
+    }
+
+    private byte[] readBytes(Path file) {
+        try {
+            return Files.readAllBytes(file);
+        } catch (NoSuchFileException e) {
+            if (!Files.isDirectory(dir)) {
+                throw new TemporaryStoreException("the lock directory " + dir + " is gone (unmounted, moved or deleted)", e);
+            }
+            return null;
+        } catch (IOException e) {
+            throw translate(e, "reading " + file);
+        }
+    }
+
+    /**
+     * Replaces lock file {@code name} by {@code content} (temporary file, renamed over). With {@code durable}, the
+     * temporary file is forced before the rename and the directory after it, so the new content (a new fencing token)
+     * survives a power loss; renewals and releases skip that (no claim outlives a power loss).
+     */
+    void writeLock(String name, LockFile content, boolean durable) throws IOException {
+        replace(dir, name, content, durable);
+    }
+
+    /** Replaces the records of lock {@code name}, always forced to disk (a run once must stay done). */
+    void writeRecords(String name, LockFile content) throws IOException {
+        replace(records, name, content, true);
+    }
+
+    private void replace(Path in, String name, LockFile content, boolean durable) throws IOException {
+        Path temp = tmp.resolve(name);
+        try (FileChannel ch = FileChannel.open(temp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+                StandardOpenOption.TRUNCATE_EXISTING)) {
+            ByteBuffer buf = ByteBuffer.wrap(content.toBytes());
+            while (buf.hasRemaining()) {
+                ch.write(buf);
+            }
+            if (durable) {
+                ch.force(true);
+            }
+        }
+        Files.move(temp, in.resolve(name), StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+        if (durable) {
+            force(in);
+        }
+    }
+
+    /** Forces a directory's entries to disk (Linux, macOS); a no-op where the platform cannot open a directory. */
+    static void force(Path directory) {
+        try (FileChannel ch = FileChannel.open(directory, StandardOpenOption.READ)) {
+            ch.force(true);
+        } catch (IOException | UnsupportedOperationException e) {
+            // Windows cannot open a directory as a channel; its renames are journaled by NTFS
+        }
+    }
+
+    /** A file system failure as a store failure: refusals and read-only file systems are permanent, the rest temporary. */
+    static StoreException translate(IOException e, String action) {
+        String reason = e instanceof FileSystemException && ((FileSystemException) e).getReason() != null
+                ? ((FileSystemException) e).getReason() : e.toString();
+        if (e instanceof AccessDeniedException || reason.toLowerCase(Locale.ROOT).contains("read-only")) {
+            return new PermanentStoreException(action + " failed: " + reason + " (" + e.getMessage() + ")", e);
+        }
+        if (e instanceof NoSuchFileException) {
+            return new TemporaryStoreException(action + " failed: the lock directory or a file in it is gone ("
+                    + e.getMessage() + "); unmounted, moved or deleted?", e);
+        }
+        return new TemporaryStoreException(action + " failed: " + e, e);
+    }
+
+    @Override
+    public String toString() {
+        return dir.toString();
+    }
+}

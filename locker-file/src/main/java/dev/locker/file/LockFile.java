@@ -1,0 +1,163 @@
+package dev.locker.file;
+
+import dev.locker.api.LockOwner;
+
+import java.io.ByteArrayOutputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.BufferUnderflowException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.zip.CRC32;
+
+/**
+ * The content of one lock's file, or of its records file: the whole lock (its encoded bytes, so that a hashed file
+ * name shared by two locks is detected), the last fencing token issued and the claim that holds or held the lock
+ * (absent when released), or the lock's records (run once, forced release). A format tag leads, a CRC-32 of
+ * everything before it ends the file, so a file not written whole is recognised, never half-read.
+ */
+final class LockFile {
+
+    private static final int MAGIC = 0x4C4B4601; // "LKF" + format 1
+
+    final byte[] lock;
+    long token;
+    Claim claim;
+    final Map<String, byte[]> records;
+
+    LockFile(byte[] lock, long token, Claim claim, Map<String, byte[]> records) {
+        this.lock = lock;
+        this.token = token;
+        this.claim = claim;
+        this.records = records;
+    }
+
+    /** A lock never claimed yet. */
+    static LockFile empty(byte[] lock) {
+        return new LockFile(lock, 0L, null, new TreeMap<>());
+    }
+
+    /**
+     * One claim: its random id, the session (the rid) of the locker that wrote it, the clock domain and the instant
+     * (nanoseconds of that domain) at which it expires unless renewed, its lifetime, and the owner's metadata.
+     */
+    static final class Claim {
+        final byte[] id;
+        final String session;
+        final String domain;
+        final long expiresAt;
+        final long lifetimeNanos;
+        final LockOwner owner;
+
+        Claim(byte[] id, String session, String domain, long expiresAt, long lifetimeNanos, LockOwner owner) {
+            this.id = id;
+            this.session = session;
+            this.domain = domain;
+            this.expiresAt = expiresAt;
+            this.lifetimeNanos = lifetimeNanos;
+            this.owner = owner;
+        }
+
+        Claim renewed(long newExpiresAt) {
+            return new Claim(id, session, domain, newExpiresAt, lifetimeNanos, owner);
+        }
+
+        boolean is(byte[] claimId) {
+            return Arrays.equals(id, claimId);
+        }
+    }
+
+    byte[] toBytes() {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream(256);
+        try (DataOutputStream out = new DataOutputStream(bytes)) {
+            out.writeInt(MAGIC);
+            writeBytes(out, lock);
+            out.writeLong(token);
+            out.writeBoolean(claim != null);
+            if (claim != null) {
+                writeBytes(out, claim.id);
+                writeString(out, claim.session);
+                writeString(out, claim.domain);
+                out.writeLong(claim.expiresAt);
+                out.writeLong(claim.lifetimeNanos);
+                writeBytes(out, claim.owner.toBytes());
+            }
+            out.writeInt(records.size());
+            for (Map.Entry<String, byte[]> r : records.entrySet()) {
+                writeString(out, r.getKey());
+                writeBytes(out, r.getValue());
+            }
+            CRC32 crc = new CRC32();
+            crc.update(bytes.toByteArray());
+            out.writeInt((int) crc.getValue());
+        } catch (IOException e) {
+            throw new UncheckedIOException(e); // a ByteArrayOutputStream does not fail
+        }
+        return bytes.toByteArray();
+    }
+
+    /** @throws IllegalArgumentException when {@code bytes} are not a whole lock file of this format */
+    static LockFile fromBytes(byte[] bytes) {
+        if (bytes.length < 8) {
+            throw new IllegalArgumentException("not a lock file (" + bytes.length + " bytes)");
+        }
+        CRC32 crc = new CRC32();
+        crc.update(bytes, 0, bytes.length - 4);
+        ByteBuffer buf = ByteBuffer.wrap(bytes);
+        if (buf.getInt(bytes.length - 4) != (int) crc.getValue()) {
+            throw new IllegalArgumentException("lock file checksum mismatch (" + bytes.length + " bytes): not written whole");
+        }
+        try {
+            if (buf.getInt() != MAGIC) {
+                throw new IllegalArgumentException("not a lock file of this format");
+            }
+            byte[] lock = readBytes(buf);
+            long token = buf.getLong();
+            Claim claim = null;
+            if (buf.get() != 0) {
+                byte[] id = readBytes(buf);
+                String session = readString(buf);
+                String domain = readString(buf);
+                long expiresAt = buf.getLong();
+                long lifetime = buf.getLong();
+                LockOwner owner = LockOwner.fromBytes(readBytes(buf));
+                claim = new Claim(id, session, domain, expiresAt, lifetime, owner);
+            }
+            int n = buf.getInt();
+            Map<String, byte[]> records = new TreeMap<>();
+            for (int i = 0; i < n; i++) {
+                records.put(readString(buf), readBytes(buf));
+            }
+            return new LockFile(lock, token, claim, records);
+        } catch (BufferUnderflowException | NegativeArraySizeException e) {
+            throw new IllegalArgumentException("truncated lock file (" + bytes.length + " bytes)", e);
+        }
+    }
+
+    private static void writeBytes(DataOutputStream out, byte[] b) throws IOException {
+        out.writeInt(b.length);
+        out.write(b);
+    }
+
+    private static void writeString(DataOutputStream out, String s) throws IOException {
+        writeBytes(out, s.getBytes(StandardCharsets.UTF_8));
+    }
+
+    private static byte[] readBytes(ByteBuffer buf) {
+        int len = buf.getInt();
+        if (len < 0 || len > buf.remaining()) {
+            throw new IllegalArgumentException("bad length " + len + " in lock file");
+        }
+        byte[] b = new byte[len];
+        buf.get(b);
+        return b;
+    }
+
+    private static String readString(ByteBuffer buf) {
+        return new String(readBytes(buf), StandardCharsets.UTF_8);
+    }
+}

@@ -1,0 +1,156 @@
+package dev.locker.file;
+
+import dev.locker.api.KeyColumn;
+import dev.locker.api.Lease;
+import dev.locker.api.LockOwner;
+import dev.locker.api.Locker;
+import dev.locker.api.LockerConfig;
+import dev.locker.api.Lockers;
+import dev.locker.api.TemporaryLockingException;
+import org.junit.jupiter.api.Test;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** What file: adds to the conformance suite: names, URIs, real processes, restarts, reboots. */
+class FileLockerTest {
+
+    private final FileFixture fixture = new FileFixture("file-test");
+
+    private Locker open(String name) {
+        return FileLocker.builder(fixture.dir()).config(LockerConfig.builder().rid(name).expiry(Duration.ofSeconds(60))
+                .build()).build();
+    }
+
+    @Test
+    void lockFilesAreNamedLegiblyAndInjectively() {
+        assertEquals("schema-migration-42", FileNames.of(KeyColumn.named("schema-migration-42"), false));
+        assertEquals("vertex%3A42@name", FileNames.of(KeyColumn.of("vertex:42", "name"), false));
+        assertEquals("%2Ehidden", FileNames.of(KeyColumn.named(".hidden"), false));
+        assertEquals("%2E.", FileNames.of(KeyColumn.named(".."), false), "no lock file is hidden, . or ..");
+        assertEquals("Job", FileNames.of(KeyColumn.named("Job"), false));
+        assertEquals("%4Aob", FileNames.of(KeyColumn.named("Job"), true), "case-insensitive file systems escape upper case");
+        assertNotEquals(FileNames.of(KeyColumn.of("a", ":x"), false), FileNames.of(KeyColumn.of("a:", "x"), false));
+        assertNotEquals(FileNames.of(KeyColumn.of("a@b", ""), false), FileNames.of(KeyColumn.of("a", "b"), false));
+        Set<String> names = new HashSet<>();
+        for (KeyColumn k : List.of(KeyColumn.of("a", ""), KeyColumn.of("a", "@"), KeyColumn.of("a@", ""),
+                KeyColumn.of("a%40", ""), KeyColumn.of(new byte[] {0, (byte) 0xff}, new byte[] {'/'}),
+                KeyColumn.of("a/b", "c"), KeyColumn.of("a", "/b@c"))) {
+            String n = FileNames.of(k, false);
+            assertTrue(names.add(n), "unique: " + n);
+            assertEquals(k, FileNames.decode(n), "decodes back: " + n);
+            assertFalse(n.contains("/") || n.startsWith("."), n);
+        }
+        String longName = FileNames.of(KeyColumn.named("x".repeat(4000)), false);
+        assertTrue(longName.length() < 255 && longName.startsWith("xxxx") && longName.contains("~"), longName);
+        assertNotEquals(longName, FileNames.of(KeyColumn.named("x".repeat(3999)), false));
+    }
+
+    @Test
+    void theUriNamesALocalDirectory() throws Exception {
+        Path dir = fixture.dir().resolve("by uri");
+        try (Locker l = Lockers.open("file:" + dir.toString().replace(" ", "%20") + "?expiry=5s")) {
+            assertInstanceOf(FileLocker.class, l);
+            assertEquals(Duration.ofSeconds(5), l.config().expiry());
+            assertEquals(dir.toRealPath(), ((FileLocker) l).directory());
+        }
+        assertEquals(Path.of("/var/locks"), FileLockerProvider.directoryOf("file:///var/locks"));
+        assertEquals(Path.of("/var/locks"), FileLockerProvider.directoryOf("file://localhost/var/locks"));
+        assertEquals(Path.of("rel/dir"), FileLockerProvider.directoryOf("file:rel/dir"));
+        IllegalArgumentException remote = assertThrows(IllegalArgumentException.class,
+                () -> Lockers.open("file://nas.example.com/locks"));
+        assertTrue(remote.getMessage().contains("local directory"), remote.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> Lockers.open("file:"));
+        assertThrows(IllegalArgumentException.class, () -> Lockers.open("file:/tmp/x?expiryy=5s"));
+    }
+
+    @Test
+    void lsShowsTheLocksAndTheFileHoldsTheHolder() throws Exception {
+        try (Locker a = open("a"); Lease lease = a.acquire(KeyColumn.of("orders:7", "total"), "recount")) {
+            assertTrue(Files.exists(fixture.dir().resolve("orders%3A7@total")));
+            assertEquals(fixture.dir().resolve("orders%3A7@total"), ((FileLocker) a).fileOf(KeyColumn.of("orders:7", "total")));
+            assertTrue(lease.fencingToken() > 0);
+        }
+    }
+
+    @Test
+    void aKilledHoldersLockIsFreeAtOnceNotAfterItsExpiry() throws Exception {
+        String lockName = "killed-holder";
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        Process child = new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"),
+                HolderProcess.class.getName(), fixture.dir().toString(), lockName).redirectErrorStream(true).start();
+        try (Locker parent = open("parent")) {
+            BufferedReader r = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
+            String line = r.readLine();
+            assertTrue(line != null && line.startsWith("HELD "), "the child took the lock: " + line);
+            long childToken = Long.parseLong(line.substring(5));
+            KeyColumn lock = KeyColumn.named(lockName);
+            TemporaryLockingException busy = assertThrows(TemporaryLockingException.class,
+                    () -> parent.acquire(lock, "parent"));
+            LockOwner holder = busy.holder();
+            assertEquals(child.pid(), holder.pid(), "the holder named is the child process: " + holder);
+            assertTrue(holder.rid().startsWith("child-"), holder.toString());
+            child.destroyForcibly().waitFor();
+            // the child's claim has 60 s to live; its process is gone, so the lock is free now
+            Optional<Lease> lease = parent.tryAcquire(lock, "parent", Duration.ofSeconds(5));
+            assertTrue(lease.isPresent(), "taken over well before the child's 60 s expiry");
+            assertTrue(lease.get().fencingToken() > childToken);
+            lease.get().close();
+        } finally {
+            child.destroyForcibly();
+        }
+    }
+
+    @Test
+    void tokensKeepRisingAcrossRestartsAndALostLockFile() throws Exception {
+        KeyColumn lock = KeyColumn.named("restarts");
+        long first;
+        try (Locker a = open("a"); Lease l = a.acquire(lock, "one")) {
+            first = l.fencingToken();
+        }
+        long second;
+        try (Locker b = open("b"); Lease l = b.acquire(lock, "two")) {
+            second = l.fencingToken();
+        }
+        assertTrue(second > first);
+        fixture.loseClaims(lock);
+        try (Locker c = open("c"); Lease l = c.acquire(lock, "three")) {
+            assertTrue(l.fencingToken() > second, "never below the wall clock in microseconds");
+        }
+    }
+
+    @Test
+    void aClaimFromAnEarlierBootIsDead() throws Exception {
+        KeyColumn lock = KeyColumn.named("rebooted");
+        try (Locker a = open("a"); Locker b = open("b")) {
+            Lease held = a.acquire(lock, "before the reboot");
+            assertThrows(TemporaryLockingException.class, () -> b.acquire(lock, "b"));
+            Path file = ((FileLocker) a).fileOf(lock);
+            LockFile f = LockFile.fromBytes(Files.readAllBytes(file));
+            String domain = new HostClock(dev.locker.api.TimeSource.system()).domain();
+            org.junit.jupiter.api.Assumptions.assumeTrue(domain.startsWith("boot:"), "Linux only");
+            f.claim = new LockFile.Claim(f.claim.id, f.claim.session, "boot:00000000-0000-0000-0000-000000000000",
+                    f.claim.expiresAt, f.claim.lifetimeNanos, f.claim.owner);
+            Files.write(file, f.toBytes());
+            try (Lease taken = b.acquire(lock, "after the reboot")) {
+                assertTrue(taken.fencingToken() > 0);
+            }
+            held.close();
+        }
+    }
+}
