@@ -6,7 +6,7 @@ import dev.locker.api.LockInfo;
 import dev.locker.api.LockOwner;
 import dev.locker.api.LockPage;
 import dev.locker.api.PermanentLockingException;
-import dev.locker.api.StoreException;
+import dev.locker.spi.StoreException;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.local.AbstractLocker;
 import dev.locker.local.ClaimStatus;

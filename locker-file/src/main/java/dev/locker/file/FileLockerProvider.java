@@ -3,7 +3,7 @@ package dev.locker.file;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.LockerProvider;
-import dev.locker.api.UriOptions;
+import dev.locker.spi.UriOptions;
 
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;

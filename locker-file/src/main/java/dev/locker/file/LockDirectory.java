@@ -1,8 +1,8 @@
 package dev.locker.file;
 
-import dev.locker.api.PermanentStoreException;
-import dev.locker.api.StoreException;
-import dev.locker.api.TemporaryStoreException;
+import dev.locker.spi.PermanentStoreException;
+import dev.locker.spi.StoreException;
+import dev.locker.spi.TemporaryStoreException;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;

@@ -1,6 +1,6 @@
 package dev.locker.file;
 
-import dev.locker.api.KeyColumnValueStore;
+import dev.locker.spi.KeyColumnValueStore;
 import dev.locker.api.Locker;
 import dev.locker.local.ExpectedValueCheckingStore;
 import dev.locker.local.InMemoryStore;

@@ -47,7 +47,8 @@ class RedisUriTest {
     @Test
     void durationsInSeveralSpellings() {
         assertEquals(Duration.ofMillis(250), RedisUri.duration("u", "t", "250ms"));
-        assertEquals(Duration.ofMillis(250), RedisUri.duration("u", "t", "250"));
+        assertThrows(IllegalArgumentException.class, () -> RedisUri.duration("u", "t", "250"), "a unit is required");
+        assertEquals(Duration.ZERO, RedisUri.duration("u", "t", "0"));
         assertEquals(Duration.ofSeconds(2), RedisUri.duration("u", "t", "2s"));
         assertEquals(Duration.ofMinutes(1), RedisUri.duration("u", "t", "1m"));
         assertEquals(Duration.ofSeconds(90), RedisUri.duration("u", "t", "PT1M30S"));
