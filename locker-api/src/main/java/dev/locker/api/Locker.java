@@ -177,6 +177,18 @@ public interface Locker extends AutoCloseable {
      */
     Optional<ForcedRelease> lastForcedRelease(KeyColumn lock);
 
+    /**
+     * The record of the last finished run of {@code job} ({@link #runOnce}, {@link #runAtMostOncePer}), if any: who
+     * ran it, when, under which token. For operators; a job is decided by {@link #runOnce}, never by this read.
+     *
+     * @param job the job's lock
+     * @return the last run's record, or empty when none finished
+     * @throws UnsupportedOperationException from a locker that keeps no run records (every backend here keeps them)
+     */
+    default Optional<RunRecord> lastRun(KeyColumn job) {
+        throw new UnsupportedOperationException(getClass().getSimpleName() + " keeps no run records");
+    }
+
     /** The largest {@code limit} a {@link #list} call accepts. */
     int MAX_LIST_LIMIT = 1000;
 

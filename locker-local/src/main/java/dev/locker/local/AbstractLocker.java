@@ -817,6 +817,17 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         }
     }
 
+    @Override
+    public Optional<RunRecord> lastRun(KeyColumn job) {
+        config.validate(job);
+        ensureOpen();
+        try {
+            return readRecord(job, DONE).map(RunRecord::fromBytes);
+        } catch (RuntimeException e) {
+            throw translate(e, job, "reading the last run's record");
+        }
+    }
+
     /**
      * Validates the arguments (before any I/O), checks that the locker is open, and asks the backend's
      * {@link #listHeld}; a backend failure is translated like every other call's.

@@ -922,6 +922,23 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         }
 
         /** A change to the locker config that comes from the URI (expiry, retries...); applied over {@link #config}. */
+        /** The options a deployment check judges ({@link RedisDoctor}): restart guard (null: the expiry), replicas. */
+        Duration restartGuardOption() {
+            return restartGuard;
+        }
+
+        int replicasOption() {
+            return replicas;
+        }
+
+        String keyPrefixOption() {
+            return keyPrefix;
+        }
+
+        EvictionCheck evictionCheckOption() {
+            return evictionCheck;
+        }
+
         Builder configOverride(Consumer<LockerConfig.Builder> change) {
             configOverrides.add(change);
             return this;

@@ -1,0 +1,420 @@
+package dev.locker.redis;
+
+import dev.locker.api.DeploymentCheck;
+import dev.locker.api.LockerConfig;
+import redis.clients.jedis.CommandArguments;
+import redis.clients.jedis.Connection;
+import redis.clients.jedis.ConnectionPool;
+import redis.clients.jedis.RedisClusterClient;
+import redis.clients.jedis.UnifiedJedis;
+import redis.clients.jedis.commands.ProtocolCommand;
+import redis.clients.jedis.exceptions.JedisDataException;
+import redis.clients.jedis.exceptions.JedisException;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.Consumer;
+
+/**
+ * The {@code redis://} and {@code rediss://} deployment checks ({@code locker doctor}): what a Redis server or Cluster
+ * does that breaks the guarantees {@link RedisLocker}'s safety argument assumes, judged with the URI's own options.
+ *
+ * <ul>
+ *   <li>{@code server}: version and role (a replica refuses writes; Lua scripts that read {@code TIME} before writing
+ *       need Redis 5+; {@code redis.acl_check_cmd} needs 7+);</li>
+ *   <li>{@code maxmemory-policy}: any policy but {@code noeviction} may evict a held lock's key (every lock key
+ *       carries the safety-net {@code PEXPIRE}, so {@code volatile-*} too), and the lock is granted twice: FAIL, even
+ *       while {@code maxmemory} is 0 (one {@code CONFIG SET} away);</li>
+ *   <li>{@code persistence}: a restart that can lose claims (no AOF with {@code appendfsync always}) is safe only with
+ *       a {@code restartGuard} of at least the expiry;</li>
+ *   <li>{@code restart-guard}: grants are refused while the server's uptime is below the guard;</li>
+ *   <li>{@code acl}: every command Locker sends or its scripts call, with a lock key and the release channel, asked
+ *       of {@code redis.acl_check_cmd} inside a script, so a least-privilege user needs no admin right to be
+ *       checked;</li>
+ *   <li>{@code replication}: replicas that a failover could promote without the claims written since
+ *       ({@code replicas=N} makes each claim wait for N acknowledgements, {@code WAIT}).</li>
+ * </ul>
+ * In Cluster mode the per-server checks run on every master. Nothing is written.
+ */
+public final class RedisDoctor implements DeploymentCheck {
+
+    /** Redis major versions: below 5 scripts need effects replication turned on by hand; 7 has acl_check_cmd. */
+    private static final int MIN_MAJOR = 5;
+    private static final int ACL_CHECK_MAJOR = 7;
+
+    @Override
+    public Set<String> schemes() {
+        return Set.of("redis", "rediss");
+    }
+
+    @Override
+    public List<Finding> check(String uri, Consumer<String> progress) {
+        RedisLocker.Builder b = RedisLocker.builder().uri(uri); // a malformed URI fails here, before any I/O
+        LockerConfig config = b.mergedConfig();
+        Duration expiry = config.expiry();
+        Duration guard = b.restartGuardOption() != null ? b.restartGuardOption() : expiry;
+        String where = b.describe();
+        List<Finding> out = new ArrayList<>();
+        progress.accept("connecting to " + where);
+        UnifiedJedis client;
+        try {
+            client = b.newClient(1, 1);
+        } catch (JedisException e) {
+            throw RedisFailures.classify(e, null, "checking the deployment", where);
+        }
+        try (client) {
+            Map<String, Node> nodes = nodes(client);
+            for (Map.Entry<String, Node> e : nodes.entrySet()) {
+                String name = nodes.size() == 1 ? "" : e.getKey() + ": ";
+                progress.accept("checking " + (name.isEmpty() ? where : e.getKey()));
+                try {
+                    checkNode(e.getValue(), name, b, guard, expiry, nodes.size() > 1, out);
+                } catch (JedisException ex) {
+                    throw RedisFailures.classify(ex, null, "checking the deployment", where);
+                }
+            }
+        }
+        return out;
+    }
+
+    /** One server: its INFO sections, then the checks. */
+    private void checkNode(Node node, String name, RedisLocker.Builder b, Duration guard, Duration expiry,
+                           boolean cluster, List<Finding> out) {
+        Map<String, String> info = info(node, "server");
+        Map<String, String> replication = info(node, "replication");
+        if (cluster && "slave".equals(replication.get("role"))) {
+            return; // a Cluster's replica: its master is checked
+        }
+        int major = major(info.get("redis_version"));
+        out.add(server(name, info, replication, major));
+        out.add(eviction(name, info(node, "memory"), b));
+        Map<String, String> persistence = info(node, "persistence");
+        String appendfsync = config(node, "appendfsync");
+        out.add(persistence(name, persistence, appendfsync, config(node, "save"), guard, expiry));
+        out.add(restartGuard(name, info, guard));
+        out.add(acl(node, name, b, major));
+        out.add(replication(name, replication, b.replicasOption()));
+    }
+
+    private static Finding server(String name, Map<String, String> info, Map<String, String> replication, int major) {
+        String version = info.getOrDefault("redis_version", "?");
+        String role = replication.getOrDefault("role", "?");
+        String what = name + "Redis " + version + ", " + info.getOrDefault("redis_mode", "standalone") + ", "
+                + role;
+        if ("slave".equals(role)) {
+            return Finding.fail("server", what + ": a replica refuses writes, so no lock can be taken here",
+                    "point the URI at the master (" + replication.getOrDefault("master_host", "?") + ":"
+                            + replication.getOrDefault("master_port", "?") + ")");
+        }
+        if (major > 0 && major < MIN_MAJOR) {
+            return Finding.fail("server", what + ": Locker's scripts read TIME and then write, which Redis before 5.0 "
+                    + "refuses without effects replication", "upgrade to Redis 7 (Locker is tested on 7.x)");
+        }
+        if (major > 0 && major < ACL_CHECK_MAJOR) {
+            return Finding.warn("server", what + ": works, but ACL rights cannot be checked before Redis 7 "
+                    + "(redis.acl_check_cmd)", "upgrade to Redis 7 (Locker is tested on 7.x)");
+        }
+        return Finding.ok("server", what);
+    }
+
+    private static Finding eviction(String name, Map<String, String> memory, RedisLocker.Builder b) {
+        String policy = memory.getOrDefault("maxmemory_policy", "?");
+        long max = number(memory.get("maxmemory"));
+        if (policy.equals("noeviction")) {
+            return Finding.ok("maxmemory-policy", name + "noeviction: Redis never evicts a lock key"
+                    + (max > 0 ? " (when full, writes fail with OOM: acquires fail for a while, never twice)" : ""));
+        }
+        String which = policy.startsWith("volatile") ? "keys with a TTL, and every lock key has one (the safety-net "
+                + "PEXPIRE)" : "any key";
+        String when = max > 0 ? "once memory reaches maxmemory (" + max + " bytes)"
+                : "as soon as maxmemory is set (now 0, unlimited: one CONFIG SET away)";
+        String refusal = max > 0 && b.evictionCheckOption() == RedisLocker.EvictionCheck.FAIL
+                ? "; meanwhile acquires are refused (evictionCheck=fail)" : "";
+        return Finding.fail("maxmemory-policy", name + "maxmemory-policy " + policy + " evicts " + which + " " + when
+                        + ", a held lock's key among them, and the lock is then granted to a second process" + refusal,
+                "CONFIG SET maxmemory-policy noeviction and put 'maxmemory-policy noeviction' in redis.conf "
+                        + "(a cache that must evict needs a Redis of its own, apart from the locks)");
+    }
+
+    private static Finding persistence(String name, Map<String, String> p, String appendfsync, String save,
+                                       Duration guard, Duration expiry) {
+        boolean aof = "1".equals(p.get("aof_enabled"));
+        boolean always = aof && "always".equals(appendfsync);
+        String what = aof ? "AOF with appendfsync " + (appendfsync == null ? "unknown (CONFIG GET refused)" : appendfsync)
+                : "no AOF" + (save == null ? "" : save.isBlank() ? ", no RDB snapshots" : ", RDB snapshots (save " + save
+                + ")");
+        if (always) {
+            return Finding.ok("persistence", name + what + ": claims survive a restart"
+                    + (guard.isZero() ? "" : "; restartGuard=" + format(guard) + " only delays grants after one (0 is "
+                    + "enough here)"));
+        }
+        if (guard.compareTo(expiry) >= 0) {
+            return Finding.ok("persistence", name + what + ": a restart can lose claims, and restartGuard="
+                    + format(guard) + " (at least the expiry " + format(expiry) + ") holds grants off until they "
+                    + "would have expired; every locker on this server needs an expiry of at most " + format(guard));
+        }
+        return Finding.fail("persistence", name + what + ": a restart can lose claims, and restartGuard="
+                        + format(guard) + " is shorter than the expiry " + format(expiry) + ": after a restart a "
+                        + "lock can be granted while its former holder still works",
+                "drop restartGuard from the URI (its default is the expiry), or run Redis with appendonly yes and "
+                        + "appendfsync always");
+    }
+
+    private static Finding restartGuard(String name, Map<String, String> info, Duration guard) {
+        long uptime = number(info.get("uptime_in_seconds"));
+        if (guard.isZero()) {
+            return Finding.ok("restart-guard", name + "restartGuard=0: grants right after a restart");
+        }
+        Duration up = Duration.ofSeconds(Math.max(0, uptime));
+        if (up.compareTo(guard.plusSeconds(1)) < 0) {
+            return Finding.warn("restart-guard", name + "the server has been up " + format(up) + ": grants are "
+                            + "refused for about " + format(guard.plusSeconds(1).minus(up)) + " more (restartGuard="
+                            + format(guard) + ", the server may have lost claims in its restart)",
+                    "wait; or, if claims survive restarts here (appendonly yes, appendfsync always), add "
+                            + "restartGuard=0 to the URI");
+        }
+        return Finding.ok("restart-guard", name + "up " + format(up) + ", longer than restartGuard=" + format(guard));
+    }
+
+    /** What Locker sends (or its scripts call), with the arguments that decide the ACL: the key and the channel. */
+    private static List<List<String>> commands(String key, String channel, int replicas, boolean cluster) {
+        List<List<String>> c = new ArrayList<>(List.of(
+                List.of("evalsha", "0000000000000000000000000000000000000000", "1", key),
+                List.of("eval", "return 1", "1", key),
+                List.of("hget", key, "f"), List.of("hset", key, "f", "v"), List.of("hdel", key, "f"),
+                List.of("hgetall", key), List.of("hkeys", key), List.of("pexpire", key, "1000"),
+                List.of("time"), List.of("info", "memory"), List.of("type", key),
+                List.of("scan", "0", "match", key),
+                List.of("publish", channel, "x"), List.of("subscribe", channel)));
+        if (replicas > 0) {
+            c.add(List.of("wait", "1", "1000"));
+        }
+        if (cluster) {
+            c.add(List.of("cluster", "slots"));
+        }
+        return c;
+    }
+
+    /** Commands without which only a convenience is lost; the rest break acquiring. */
+    private static final Map<String, String> OPTIONAL = Map.of(
+            "publish", "waiters are not woken by a release (they poll)",
+            "subscribe", "waiters are not woken by a release (they poll)",
+            "scan", "listing (locker list, show's token) fails",
+            "type", "listing (locker list, show's token) fails");
+
+    private static final String ACL_CHECK = "local denied = {}\n"
+            + "local i = 1\n"
+            + "while i <= #ARGV do\n"
+            + "  local n = tonumber(ARGV[i])\n"
+            + "  local args = {}\n"
+            + "  for j = 1, n do args[j] = ARGV[i + j] end\n"
+            + "  local ok, allowed = pcall(redis.acl_check_cmd, unpack(args))\n"
+            + "  if not ok or not allowed then table.insert(denied, args[1]) end\n"
+            + "  i = i + n + 1\n"
+            + "end\n"
+            + "return denied";
+
+    private static Finding acl(Node node, String name, RedisLocker.Builder b, int major) {
+        if (major > 0 && major < ACL_CHECK_MAJOR) {
+            return Finding.warn("acl", name + "not checked: redis.acl_check_cmd needs Redis 7", "check by hand that "
+                    + "the URI's user may run " + commandNames(b));
+        }
+        String prefix = b.keyPrefixOption();
+        String key = prefix + "{0000000000000000}doctor";
+        String channel = prefix + "released";
+        boolean cluster = node.cluster();
+        List<String> argv = new ArrayList<>();
+        for (List<String> cmd : commands(key, channel, b.replicasOption(), cluster)) {
+            argv.add(Integer.toString(cmd.size()));
+            argv.addAll(cmd);
+        }
+        List<Object> call = new ArrayList<>(List.of("EVAL", ACL_CHECK, "1", key));
+        call.addAll(argv);
+        Object reply;
+        try {
+            reply = node.call(call.toArray(new String[0]));
+        } catch (JedisDataException e) {
+            String m = String.valueOf(e.getMessage());
+            if (m.startsWith("NOPERM")) {
+                return Finding.fail("acl", name + "this user may not run EVAL on " + key + ": Locker's scripts cannot "
+                        + "run", "grant it: " + aclLine(b));
+            }
+            throw e;
+        }
+        List<String> denied = new ArrayList<>();
+        if (reply instanceof List<?> l) {
+            for (Object o : l) {
+                denied.add(o instanceof byte[] bytes ? new String(bytes, StandardCharsets.UTF_8) : String.valueOf(o));
+            }
+        }
+        if (denied.isEmpty()) {
+            return Finding.ok("acl", name + "this user may run every command Locker uses on keys " + prefix
+                    + "* and channel " + channel);
+        }
+        List<String> required = denied.stream().filter(d -> !OPTIONAL.containsKey(d.toLowerCase(Locale.ROOT))).toList();
+        if (required.isEmpty()) {
+            StringBuilder why = new StringBuilder(name + "denied " + denied + ": ");
+            denied.stream().map(d -> OPTIONAL.get(d.toLowerCase(Locale.ROOT))).distinct()
+                    .forEach(w -> why.append(w).append("; "));
+            return Finding.warn("acl", why.substring(0, why.length() - 2), "grant them: " + aclLine(b));
+        }
+        return Finding.fail("acl", name + "denied " + denied + " on keys " + prefix + "* / channel " + channel
+                + ": acquiring fails", "grant them: " + aclLine(b));
+    }
+
+    private static String commandNames(RedisLocker.Builder b) {
+        return "evalsha eval time hgetall hget hset hdel hkeys pexpire info type scan publish subscribe"
+                + (b.replicasOption() > 0 ? " wait" : "");
+    }
+
+    private static String aclLine(RedisLocker.Builder b) {
+        String p = b.keyPrefixOption();
+        return "ACL SETUSER <user> ~" + p + "* &" + p + "released +" + commandNames(b).replace(" ", " +");
+    }
+
+    private static Finding replication(String name, Map<String, String> r, int replicas) {
+        long connected = number(r.get("connected_slaves"));
+        if (replicas > 0 && connected < replicas) {
+            return Finding.fail("replication", name + "replicas=" + replicas + " but " + Math.max(0, connected)
+                    + " replica(s) connected: every claim waits replicaTimeout for acknowledgements it cannot get, "
+                    + "and acquiring fails", "attach the replicas, or lower replicas= in the URI");
+        }
+        if (replicas > 0) {
+            return Finding.ok("replication", name + connected + " replica(s); each claim waits for " + replicas
+                    + " acknowledgement(s) (WAIT), so a failover to an acknowledging replica keeps it");
+        }
+        if (connected > 0) {
+            return Finding.warn("replication", name + connected + " replica(s) replicate asynchronously and replicas=0: "
+                            + "a failover to one can lose a claim written just before it, and grant that lock twice",
+                    "add replicas=1 (or more) to the URI, so that each claim waits for a replica's acknowledgement "
+                            + "(WAIT; the ACL needs +wait)");
+        }
+        return Finding.ok("replication", name + "no replicas: nothing to fail over to (restarts: see persistence)");
+    }
+
+    // ---- talking to the servers ------------------------------------------------------------------------------------
+
+    /** One server: a command with string arguments, its raw reply. */
+    private interface Node {
+        Object call(String... args);
+
+        boolean cluster();
+    }
+
+    private static Map<String, Node> nodes(UnifiedJedis client) {
+        Map<String, Node> out = new LinkedHashMap<>();
+        if (client instanceof RedisClusterClient cc) {
+            for (Map.Entry<String, ConnectionPool> e : cc.getClusterNodes().entrySet()) {
+                ConnectionPool pool = e.getValue();
+                out.put(e.getKey(), new Node() {
+                    @Override
+                    public Object call(String... args) {
+                        try (Connection c = pool.getResource()) {
+                            CommandArguments a = new CommandArguments(command(args[0]));
+                            for (int i = 1; i < args.length; i++) {
+                                a.add(args[i]);
+                            }
+                            return c.executeCommand(a);
+                        }
+                    }
+
+                    @Override
+                    public boolean cluster() {
+                        return true;
+                    }
+                });
+            }
+            return out;
+        }
+        out.put("", new Node() {
+            @Override
+            public Object call(String... args) {
+                String[] rest = new String[args.length - 1];
+                System.arraycopy(args, 1, rest, 0, rest.length);
+                return client.sendCommand(command(args[0]), rest);
+            }
+
+            @Override
+            public boolean cluster() {
+                return false;
+            }
+        });
+        return out;
+    }
+
+    private static ProtocolCommand command(String name) {
+        byte[] raw = name.toUpperCase(Locale.ROOT).getBytes(StandardCharsets.US_ASCII);
+        return () -> raw;
+    }
+
+    /** An INFO section as a map; empty when the server refuses it. */
+    private static Map<String, String> info(Node node, String section) {
+        Object reply;
+        try {
+            reply = node.call("INFO", section);
+        } catch (JedisDataException refused) {
+            return Map.of();
+        }
+        Map<String, String> out = new HashMap<>();
+        String text = reply instanceof byte[] bytes ? new String(bytes, StandardCharsets.UTF_8) : String.valueOf(reply);
+        for (String line : text.split("\r?\n")) {
+            int colon = line.indexOf(':');
+            if (colon > 0 && !line.startsWith("#")) {
+                out.put(line.substring(0, colon), line.substring(colon + 1).trim());
+            }
+        }
+        return out;
+    }
+
+    /** A CONFIG GET value, or null when it is refused (ACL, a renamed CONFIG) or unknown. */
+    private static String config(Node node, String name) {
+        try {
+            Object reply = node.call("CONFIG", "GET", name);
+            if (reply instanceof List<?> l && l.size() >= 2) {
+                Object v = l.get(1);
+                return v instanceof byte[] bytes ? new String(bytes, StandardCharsets.UTF_8) : String.valueOf(v);
+            }
+            return null;
+        } catch (JedisDataException refused) {
+            return null;
+        }
+    }
+
+    private static int major(String version) {
+        if (version == null) {
+            return -1;
+        }
+        try {
+            return Integer.parseInt(version.split("\\.")[0]);
+        } catch (NumberFormatException e) {
+            return -1;
+        }
+    }
+
+    private static long number(String s) {
+        try {
+            return s == null ? -1 : Long.parseLong(s.trim());
+        } catch (NumberFormatException e) {
+            return -1;
+        }
+    }
+
+    static String format(Duration d) {
+        if (d.isZero()) {
+            return "0s";
+        }
+        long ms = d.toMillis();
+        if (ms % 1000 != 0) {
+            return ms + "ms";
+        }
+        long s = ms / 1000;
+        return s % 3600 == 0 ? s / 3600 + "h" : s % 60 == 0 ? s / 60 + "m" : s + "s";
+    }
+}
