@@ -1,8 +1,8 @@
 package dev.locker.cli;
 
-import dev.locker.api.DeploymentCheck;
-import dev.locker.api.DeploymentCheck.Finding;
-import dev.locker.api.DeploymentCheck.Level;
+import dev.locker.spi.DeploymentCheck;
+import dev.locker.spi.DeploymentCheck.Finding;
+import dev.locker.spi.DeploymentCheck.Level;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -34,7 +34,7 @@ final class DoctorCommand {
                     "use a backend shared by every process (redis://, mongodb://, hbase://) for cross-process locks"));
         } else if (check.isEmpty()) {
             findings = List.of(Finding.warn("no-checks", "the module of scheme '" + scheme + "' ships no deployment "
-                    + "checks (no dev.locker.api.DeploymentCheck for it on the classpath)", "check it by hand"));
+                    + "checks (no dev.locker.spi.DeploymentCheck for it on the classpath)", "check it by hand"));
         } else {
             try (StatusLine status = new StatusLine(cli.terminal(), "checking " + Secrets.mask(uri))) {
                 findings = check.get().check(uri, status::update);

@@ -4,6 +4,6 @@
  *
  * <p>Start at {@link dev.locker.cli.Main} (the entry point) and {@link dev.locker.cli.Cli} (one command line in,
  * one exit code out). Backend-specific deployment checks come from each backend module through
- * {@link dev.locker.api.DeploymentCheck}; the CLI only prints them.
+ * {@link dev.locker.spi.DeploymentCheck}; the CLI only prints them.
  */
 package dev.locker.cli;

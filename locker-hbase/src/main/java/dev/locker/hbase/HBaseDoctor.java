@@ -1,11 +1,11 @@
 package dev.locker.hbase;
 
-import dev.locker.api.DeploymentCheck;
+import dev.locker.spi.DeploymentCheck;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.PermanentLockingException;
-import dev.locker.api.StoreException;
+import dev.locker.spi.StoreException;
 import dev.locker.api.TemporaryLockingException;
-import dev.locker.api.UriOptions;
+import dev.locker.spi.UriOptions;
 import org.apache.hadoop.hbase.ClusterMetrics;
 import org.apache.hadoop.hbase.HConstants;
 import org.apache.hadoop.hbase.TableName;

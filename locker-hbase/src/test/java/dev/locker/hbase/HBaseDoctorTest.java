@@ -1,8 +1,8 @@
 package dev.locker.hbase;
 
-import dev.locker.api.DeploymentCheck;
-import dev.locker.api.DeploymentCheck.Finding;
-import dev.locker.api.DeploymentCheck.Level;
+import dev.locker.spi.DeploymentCheck;
+import dev.locker.spi.DeploymentCheck.Finding;
+import dev.locker.spi.DeploymentCheck.Level;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Locker;
 import dev.locker.api.Lockers;

@@ -9,7 +9,7 @@ import com.mongodb.WriteConcern;
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoClients;
 import com.mongodb.client.MongoDatabase;
-import dev.locker.api.DeploymentCheck;
+import dev.locker.spi.DeploymentCheck;
 import dev.locker.api.LockingException;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.api.TimeSource;

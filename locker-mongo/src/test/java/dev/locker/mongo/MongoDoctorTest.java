@@ -1,8 +1,8 @@
 package dev.locker.mongo;
 
-import dev.locker.api.DeploymentCheck;
-import dev.locker.api.DeploymentCheck.Finding;
-import dev.locker.api.DeploymentCheck.Level;
+import dev.locker.spi.DeploymentCheck;
+import dev.locker.spi.DeploymentCheck.Finding;
+import dev.locker.spi.DeploymentCheck.Level;
 import dev.locker.api.Locker;
 import dev.locker.api.Lockers;
 import org.junit.jupiter.api.AfterEach;

@@ -1,6 +1,6 @@
 package dev.locker.redis;
 
-import dev.locker.api.DeploymentCheck;
+import dev.locker.spi.DeploymentCheck;
 import dev.locker.api.LockerConfig;
 import redis.clients.jedis.CommandArguments;
 import redis.clients.jedis.Connection;

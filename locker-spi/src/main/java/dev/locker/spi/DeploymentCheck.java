@@ -1,4 +1,8 @@
-package dev.locker.api;
+package dev.locker.spi;
+
+import dev.locker.api.LockerProvider;
+import dev.locker.api.PermanentLockingException;
+import dev.locker.api.TemporaryLockingException;
 
 import java.util.List;
 import java.util.Locale;
@@ -12,7 +16,7 @@ import java.util.function.Consumer;
  * Checks one backend's deployment for what silently breaks locks (an eviction policy that drops lock keys, claims
  * lost on a restart, missing rights, asynchronous replicas, a clock far off the server's...). Each backend module
  * ships its own, next to the code that knows its layout, registered in
- * {@code META-INF/services/dev.locker.api.DeploymentCheck} and found by URI scheme ({@link #forScheme}); the
+ * {@code META-INF/services/dev.locker.spi.DeploymentCheck} and found by URI scheme ({@link #forScheme}); the
  * {@code locker doctor} command runs it.
  *
  * <p>A check only reads: it never writes a claim, a record, a key, an index or a table.
