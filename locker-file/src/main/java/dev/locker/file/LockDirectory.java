@@ -88,8 +88,7 @@ final class LockDirectory {
             Files.createDirectories(path);
             Path real = path.toRealPath();
             String type = Files.getFileStore(real).type().toLowerCase(Locale.ROOT);
-            if (REMOTE.contains(type) || type.startsWith("nfs") || type.startsWith("fuse.sshfs")
-                    || type.startsWith("fuse.glusterfs") || type.startsWith("fuse.rclone") || type.startsWith("fuse.s3")) {
+            if (isShared(type)) {
                 throw new IllegalArgumentException("file: lock directory " + real + " is on a '" + type + "' file system. "
                         + "file: works only on a local file system: across hosts, or through a network file system, "
                         + "file locks are not trustworthy and each host's clock would judge the others' claims; use "
@@ -104,6 +103,13 @@ final class LockDirectory {
         } catch (IOException e) {
             throw translate(e, "opening the lock directory " + path);
         }
+    }
+
+    /** True for a file system type on which file locks and one host's clock cannot be trusted (network, VM-shared). */
+    static boolean isShared(String type) {
+        String t = type.toLowerCase(Locale.ROOT);
+        return REMOTE.contains(t) || t.startsWith("nfs") || t.startsWith("fuse.sshfs") || t.startsWith("fuse.glusterfs")
+                || t.startsWith("fuse.rclone") || t.startsWith("fuse.s3");
     }
 
     /** A change of one lock's file. */

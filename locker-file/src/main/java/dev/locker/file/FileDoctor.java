@@ -1,0 +1,105 @@
+package dev.locker.file;
+
+import dev.locker.spi.DeploymentCheck;
+
+import java.io.IOException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.function.Consumer;
+
+/**
+ * The checks of a {@code file:} lock directory, for {@code locker doctor}: that it is (or can become) a writable
+ * directory on a local file system, and which clock judges its claims. It only reads: it creates nothing.
+ */
+public final class FileDoctor implements DeploymentCheck {
+
+    /** For {@link java.util.ServiceLoader}. */
+    public FileDoctor() {
+    }
+
+    @Override
+    public Set<String> schemes() {
+        return Set.of("file");
+    }
+
+    @Override
+    public List<Finding> check(String uri, Consumer<String> progress) {
+        int q = uri.indexOf('?');
+        Path dir = FileLockerProvider.directoryOf(q < 0 ? uri : uri.substring(0, q)).toAbsolutePath();
+        List<Finding> out = new ArrayList<>();
+        progress.accept("the lock directory");
+        Path existing = dir;
+        while (existing != null && !Files.exists(existing)) {
+            existing = existing.getParent();
+        }
+        if (existing == null) {
+            out.add(Finding.fail("directory", dir + " does not exist and no parent of it does",
+                    "point the URI at a directory on a local disk"));
+            return out;
+        }
+        if (!existing.equals(dir)) {
+            out.add(Files.isWritable(existing)
+                    ? Finding.ok("directory", dir + " does not exist yet; the first locker creates it (under " + existing + ")")
+                    : Finding.fail("directory", dir + " does not exist and " + existing + " is not writable by this user",
+                            "create " + dir + " for the user the applications run as"));
+        } else if (!Files.isDirectory(dir)) {
+            out.add(Finding.fail("directory", dir + " is not a directory", "point the URI at a directory"));
+            return out;
+        } else if (!Files.isWritable(dir) || !Files.isReadable(dir)) {
+            out.add(Finding.fail("directory", dir + " is not readable and writable by this user: no lock can be taken",
+                    "give the applications' user read and write access to " + dir));
+        } else {
+            out.add(Finding.ok("directory", dir + " is a writable directory" + contents(dir)));
+        }
+        progress.accept("the file system");
+        try {
+            String type = Files.getFileStore(existing).type();
+            out.add(LockDirectory.isShared(type)
+                    ? Finding.fail("file-system", "'" + type + "': file locks over a network or VM-shared file system "
+                            + "are not trustworthy, and each host's clock would judge the others' claims (lockers refuse to open)",
+                            "use a directory on a local disk, or redis://, mongodb:// or hbase:// for processes on several hosts")
+                    : Finding.ok("file-system", "'" + type + "', local: OS file locks decide between the processes of this host"));
+        } catch (IOException e) {
+            out.add(Finding.warn("file-system", "the file system of " + existing + " cannot be read: " + e.getMessage(),
+                    "check that the directory is on a local disk"));
+        }
+        progress.accept("the clock");
+        HostClock clock = new HostClock(dev.locker.api.TimeSource.system());
+        out.add(clock.domain().startsWith("boot:")
+                ? Finding.ok("clock", "claims expire on this host's monotonic clock (CLOCK_MONOTONIC), which wall-clock "
+                        + "steps do not move; a claim from an earlier boot (another boot id) is dead")
+                : Finding.warn("clock", "no boot id (not Linux?): claims expire on the wall clock, so a step of the clock "
+                        + "lengthens or shortens every claim", "keep the host's clock slewed (NTP), never stepped, or use Linux"));
+        return out;
+    }
+
+    private static String contents(Path dir) {
+        int locks = 0;
+        int sessions = 0;
+        try (DirectoryStream<Path> files = Files.newDirectoryStream(dir)) {
+            for (Path f : files) {
+                if (!f.getFileName().toString().startsWith(".")) {
+                    locks++;
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            return "";
+        }
+        Path s = dir.resolve(".sessions");
+        if (Files.isDirectory(s)) {
+            try (DirectoryStream<Path> files = Files.newDirectoryStream(s)) {
+                for (Path ignored : files) {
+                    sessions++;
+                }
+            } catch (IOException | RuntimeException e) {
+                return "";
+            }
+        }
+        return " (" + locks + " lock file" + (locks == 1 ? "" : "s") + ", " + sessions + " session file"
+                + (sessions == 1 ? "" : "s") + ")";
+    }
+}

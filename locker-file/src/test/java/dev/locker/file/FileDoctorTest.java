@@ -1,0 +1,59 @@
+package dev.locker.file;
+
+import dev.locker.api.Lease;
+import dev.locker.api.Locker;
+import dev.locker.api.KeyColumn;
+import dev.locker.api.Lockers;
+import dev.locker.spi.DeploymentCheck;
+import dev.locker.spi.DeploymentCheck.Finding;
+import dev.locker.spi.DeploymentCheck.Level;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Collectors;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class FileDoctorTest {
+
+    @Test
+    void aLocalDirectoryPassesAndTheDoctorWritesNothing(@TempDir Path tmp) throws Exception {
+        DeploymentCheck doctor = DeploymentCheck.forScheme("file").orElseThrow();
+        assertInstanceOf(FileDoctor.class, doctor, "found by scheme through the service file");
+        Path dir = tmp.resolve("not-yet");
+        List<String> progress = new ArrayList<>();
+        Map<String, Level> levels = levels(doctor.check("file:" + dir + "?expiry=30s", progress::add));
+        assertEquals(Level.OK, levels.get("directory"), levels.toString());
+        assertEquals(Level.OK, levels.get("file-system"), levels.toString());
+        assertTrue(levels.containsKey("clock"), levels.toString());
+        assertFalse(Files.exists(dir), "the doctor only reads: it created nothing");
+        assertFalse(progress.isEmpty(), "it says what it checks");
+
+        try (Locker locker = Lockers.open("file:" + dir + "?expiry=30s");
+             Lease ignored = locker.acquire(KeyColumn.named("job"), "held while the doctor looks")) {
+            List<Finding> findings = doctor.check("file:" + dir, s -> { });
+            Finding d = findings.stream().filter(f -> f.check().equals("directory")).findFirst().orElseThrow();
+            assertEquals(Level.OK, d.level());
+            assertTrue(d.why().contains("1 lock file"), d.why());
+        }
+    }
+
+    @Test
+    void aFileInPlaceOfTheDirectoryFails(@TempDir Path tmp) throws Exception {
+        Path file = Files.writeString(tmp.resolve("plain"), "x");
+        Map<String, Level> levels = levels(new FileDoctor().check("file:" + file, s -> { }));
+        assertEquals(Level.FAIL, levels.get("directory"), levels.toString());
+    }
+
+    private static Map<String, Level> levels(List<Finding> findings) {
+        return findings.stream().collect(Collectors.toMap(Finding::check, Finding::level));
+    }
+}
