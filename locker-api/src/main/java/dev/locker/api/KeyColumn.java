@@ -262,7 +262,7 @@ public final class KeyColumn implements Comparable<KeyColumn> {
             LEGIBLE[c] = true;
             LEGIBLE[Character.toUpperCase(c)] = true;
         }
-        for (char c : "-_.:,;=@!~*()+$'/[]|^<>".toCharArray()) {
+        for (char c : "-_.:,=@+~/".toCharArray()) { // neither glob (Redis MATCH) nor shell characters
             LEGIBLE[c] = true;
         }
     }
@@ -272,8 +272,9 @@ public final class KeyColumn implements Comparable<KeyColumn> {
     /**
      * This lock's name as the servers show it ({@code redis-cli}, {@code mongosh}, {@code hbase shell}, file names,
      * the {@code locker} command): the key, then {@code #} and the column when the column is not empty. Letters,
-     * digits and {@code -_.:,;=@!~*()+$'/[]|^<>} stand for themselves; every other byte (space, {@code #}, {@code %},
-     * braces, quotes, control and non-ASCII bytes) is {@code %XX} in upper-case hex. So {@code KeyColumn.named("job")}
+     * digits and {@code -_.:,=@+~/} stand for themselves; every other byte (space, {@code #}, {@code %}, braces, glob
+     * and shell characters, quotes, control and non-ASCII bytes) is {@code %XX} in upper-case hex, so a legible name
+     * is safe as a Redis {@code SCAN MATCH} prefix, inside a Redis Cluster hash tag, and pasted into a shell. So {@code KeyColumn.named("job")}
      * is {@code job} and {@code ("vertex:42", "name")} is {@code vertex:42#name}.
      *
      * <p>Injective and canonical: the separator and the escape character never appear unescaped inside a part, so

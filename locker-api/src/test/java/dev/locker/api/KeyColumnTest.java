@@ -130,6 +130,7 @@ class KeyColumnTest {
         assertEquals("migration-7", KeyColumn.named("migration-7").legible());
         assertEquals("vertex:42#name", KeyColumn.of("vertex:42", "name").legible());
         assertEquals("a%23b#c%25d%20e", KeyColumn.of("a#b", "c%d e").legible());
+        assertEquals("%2A%3F%5B%5D%24%27%21", KeyColumn.named("*?[]$'!").legible(), "no glob or shell characters");
         assertEquals("%7Btag%7D%00%FF", KeyColumn.of(new byte[] {'{', 't', 'a', 'g', '}', 0, (byte) 0xff}, new byte[0]).legible());
         // the separator and the escape character never appear unescaped inside a part: ("a", ":x") vs ("a:", "x")
         assertNotEquals(KeyColumn.of("a", ":x").legible(), KeyColumn.of("a:", "x").legible());
