@@ -270,12 +270,11 @@ public final class KeyColumn implements Comparable<KeyColumn> {
     private static final char[] HEX = "0123456789ABCDEF".toCharArray();
 
     /**
-     * This lock's name as the servers show it ({@code redis-cli}, {@code mongosh}, {@code hbase shell}, file names,
-     * the {@code locker} command): the key, then {@code #} and the column when the column is not empty. Letters,
+     * This lock's name as the servers show it ({@code redis-cli}, {@code mongosh}, {@code hbase shell}): the key, then {@code #} and the column when the column is not empty. Letters,
      * digits and {@code -_.:,=@+~/} stand for themselves; every other byte (space, {@code #}, {@code %}, braces, glob
      * and shell characters, quotes, control and non-ASCII bytes) is {@code %XX} in upper-case hex, so a legible name
-     * is safe as a Redis {@code SCAN MATCH} prefix, inside a Redis Cluster hash tag, and pasted into a shell. So {@code KeyColumn.named("job")}
-     * is {@code job} and {@code ("vertex:42", "name")} is {@code vertex:42#name}.
+     * is safe as a Redis {@code SCAN MATCH} prefix, inside a Redis Cluster hash tag, and pasted into a shell. So
+     * {@code KeyColumn.named("job")} is {@code job} and {@code ("vertex:42", "name")} is {@code vertex:42#name}.
      *
      * <p>Injective and canonical: the separator and the escape character never appear unescaped inside a part, so
      * {@link #fromLegible} reads every legible name back to its one lock, and each lock has exactly one legible name.

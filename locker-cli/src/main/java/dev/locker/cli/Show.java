@@ -31,6 +31,7 @@ final class Show {
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("key", LockNames.format(lock.key()));
         m.put("column", LockNames.format(lock.column()));
+        m.put("serverName", lock.legible()); // as redis-cli, mongosh and hbase shell show it (KeyColumn.legible)
         return m;
     }
 

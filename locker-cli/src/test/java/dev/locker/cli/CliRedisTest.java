@@ -89,6 +89,7 @@ class CliRedisTest {
             }
             assertNotNull(nightly, json::toString);
             assertEquals("", nightly.get("column").asText());
+            assertEquals(KeyColumn.named(nightly.get("key").asText()).legible(), nightly.get("serverName").asText());
             assertEquals(a.fencingToken(), nightly.get("token").asLong());
             assertEquals("nightly report", nightly.get("holder").get("why").asText());
             assertTrue(nightly.get("holder").get("rid").asText().startsWith("worker-7"));
