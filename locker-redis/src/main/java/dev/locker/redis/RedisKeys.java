@@ -7,6 +7,7 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.Arrays;
+import redis.clients.jedis.util.JedisClusterCRC16;
 
 /**
  * Maps a lock to its Redis key: {@code <prefix>{<tag>}<KeyColumn.encoded()>}, where {@code <tag>} is 16 hex digits
@@ -76,6 +77,47 @@ final class RedisKeys {
         System.arraycopy(k, 0, out, 0, at);
         out[at] = (byte) 0xFF;
         System.arraycopy(k, at, out, at + 1, k.length - at);
+        return out;
+    }
+
+    /**
+     * The admission marker of a standalone server (see {@code admit} in {@code common.lua}): {@code <prefix>guard}.
+     * No lock's key is like it: a lock's key has a brace right after the prefix.
+     */
+    byte[] guardKey() {
+        return concat(prefix, "guard".getBytes(StandardCharsets.US_ASCII));
+    }
+
+    /**
+     * The admission marker of the Cluster slot that holds {@code lockKey}: {@code <prefix>guard{<tag>}}, where the
+     * tag is the first of a fixed list of short strings that hashes to that slot. One marker per slot (at most
+     * 16384), so that a script can read it next to the lock's key.
+     */
+    byte[] guardKey(byte[] lockKey) {
+        String tag = SlotTags.TAGS[JedisClusterCRC16.getSlot(lockKey)];
+        return concat(prefix, ("guard{" + tag + "}").getBytes(StandardCharsets.US_ASCII));
+    }
+
+    /** For each Cluster slot, the shortest base-36 counter that hashes there: computed once, on first use. */
+    private static final class SlotTags {
+        static final String[] TAGS = new String[16384];
+
+        static {
+            int left = TAGS.length;
+            for (int i = 0; left > 0; i++) {
+                String t = Integer.toString(i, 36);
+                int slot = JedisClusterCRC16.getSlot(t.getBytes(StandardCharsets.US_ASCII));
+                if (TAGS[slot] == null) {
+                    TAGS[slot] = t;
+                    left--;
+                }
+            }
+        }
+    }
+
+    private static byte[] concat(byte[] a, byte[] b) {
+        byte[] out = Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, out, a.length, b.length);
         return out;
     }
 
