@@ -284,7 +284,8 @@ public final class BenchMain {
                 throw new IllegalStateException("the held peer for " + c + " printed no result: " + out);
             }
             results.put(c, v);
-            System.out.printf(Locale.ROOT, "    held %s: %d locks in %.1f s%n", c, n, v[5]);
+            System.out.printf(Locale.ROOT, "    held %s: %d locks in %.1f s; server %.0f B/lock, heap %.0f B/lock, "
+                    + "pairs/s %.0f before, %.0f while held%n", c, n, v[5], v[1], v[2], v[3], v[4]);
         }
         flush(port);
         String nHeld = n >= 1_000_000 ? (n / 1_000_000) + "M" : (n / 1000) + "k";
@@ -390,7 +391,7 @@ public final class BenchMain {
     }
 
     private static void flush(int port) {
-        try (Jedis j = new Jedis("127.0.0.1", port)) {
+        try (Jedis j = new Jedis("127.0.0.1", port, 300_000)) { // a million held locks take seconds to drop
             j.flushAll();
         }
     }
