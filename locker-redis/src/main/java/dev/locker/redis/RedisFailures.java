@@ -67,7 +67,7 @@ final class RedisFailures {
             "CLUSTERDOWN", "READONLY", "NOREPLICAS", "OOM", "MISCONF", "UNBLOCKED");
     private static final Set<String> REFUSALS = Set.of("NOPERM", "WRONGPASS", "NOAUTH");
     /** Codes of requests the server will not run, whatever happens meanwhile. */
-    private static final Set<String> CANNOT_RUN_CODES = Set.of("WRONGTYPE", "NOSCRIPT", "CROSSSLOT", "EXECABORT");
+    private static final Set<String> CANNOT_RUN_CODES = Set.of("WRONGTYPE", "NOSCRIPT", "EXECABORT");
     /** {@code ERR} texts of the same kind: our script failed, or the server lacks a command we need. */
     private static final Pattern CANNOT_RUN_TEXT = Pattern.compile("(?i)user_script|error compiling script"
             + "|error running script|unknown command|unknown subcommand|wrong number of arguments|syntax error"
@@ -105,7 +105,9 @@ final class RedisFailures {
         if (PASSING_STATES.contains(code) || (nested.find() && PASSING_STATES.contains(nested.group(1)))) {
             return Meaning.SERVER_STATE;
         }
-        if (code.equals("MOVED") || code.equals("ASK")) {
+        // CROSSSLOT: only a Cluster node says it (the acquire's keys share a slot in Cluster mode, where the client
+        // routes them; a single-server locker's marker key does not), so it means a Cluster node used as one server
+        if (code.equals("MOVED") || code.equals("ASK") || code.equals("CROSSSLOT")) {
             return Meaning.CLUSTER_NODE;
         }
         if (CANNOT_RUN_CODES.contains(code) || (code.equals("ERR") && CANNOT_RUN_TEXT.matcher(reply).find())) {
@@ -127,8 +129,9 @@ final class RedisFailures {
                     + "certificate not trusted or not issued for this host): " + msg;
             case CANNOT_RUN -> action + " failed on " + server + ", which cannot run the request (a script error, "
                     + "a value of another type under the lock's key, or scripting disabled): " + msg;
-            case CLUSTER_NODE -> action + " was redirected by " + server + ", a Redis Cluster node: use cluster "
-                    + "mode (several seed nodes, or cluster=true): " + msg;
+            case CLUSTER_NODE -> action + " was turned away by " + server + ", a Redis Cluster node (which answers "
+                    + "MOVED or CROSSSLOT to a single-server client): use cluster mode (several seed nodes, or "
+                    + "cluster=true): " + msg;
             case TIMED_OUT -> action + " timed out (" + server + "): " + msg;
             case UNREACHABLE -> action + " could not reach the server (" + server + "): " + msg;
             case SERVER_STATE -> action + " failed temporarily on " + server + " (a server-side limit or passing "

@@ -4,29 +4,30 @@ import dev.locker.api.KeyColumn;
 
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.util.Arrays;
+import redis.clients.jedis.util.JedisClusterCRC16;
 
 /**
- * Maps a lock to its Redis key: {@code <prefix>{<tag>}<KeyColumn.encoded()>}, where {@code <tag>} is 16 hex digits
- * of the SHA-256 of the encoded lock.
+ * Maps a lock to its Redis keys, legibly: {@code <prefix>{<name>}}, where {@code <name>} is the lock's key bytes,
+ * then {@code #} and its column bytes when the column is not empty (or the key is), each byte that is not printable
+ * ASCII, or is one of {@code % # { } * ? [ ] \}, written as {@code %XX}. {@code KeyColumn.named("orders/42")} is
+ * {@code locker:{orders/42}}; {@code redis-cli --scan} shows the names.
  *
  * <p>Invariants:
  * <ul>
- *   <li>injective: the prefix is fixed and the tag has a fixed length, so the bytes after it are exactly the
- *       (injective) encoded lock; two different locks never share a key;</li>
- *   <li>binary-safe: the lock's bytes are copied, never interpreted or escaped;</li>
- *   <li>the Cluster slot depends only on the tag: the prefix may not contain braces, so the first {@code {} of the
- *       key is ours and the first {@code }} after it closes our tag, whatever braces the lock's own bytes hold.</li>
+ *   <li>injective: the prefix is fixed, the name encoding is a reversible escape, the separator {@code #} never
+ *       appears escaped-out inside a part, and the name is closed by the key's only unescaped {@code }}; two
+ *       different locks never share a key;</li>
+ *   <li>binary-safe: any byte of a lock's key or column is either copied (printable ASCII) or escaped;</li>
+ *   <li>the Cluster slot is the name's: the prefix may not contain braces and the encoded name none either, so the
+ *       first {@code {} of the key opens the hash tag and the name's end closes it. The name is never empty (an empty
+ *       key is written with its {@code #}), so the tag is never empty. A lock's other keys (its records) repeat the
+ *       tag, hence the slot.</li>
  * </ul>
  */
 final class RedisKeys {
 
-    /** Hex digits of the digest used as the hash tag: 64 bits spread locks evenly over the 16384 slots. */
-    static final int TAG_HEX_DIGITS = 16;
-
-    private static final byte[] HEX = "0123456789abcdef".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] HEX = "0123456789ABCDEF".getBytes(StandardCharsets.US_ASCII);
 
     private final byte[] prefix;
 
@@ -64,70 +65,167 @@ final class RedisKeys {
         return out;
     }
 
-    /**
-     * The hash that keeps {@code lock}'s records (a finished run's): the lock's key with {@code 0xFF} right after the
-     * tag. No lock's key has it there (the encoded key length starts with {@code 0x00}), and the tag, hence the Cluster
-     * slot, is the lock's.
-     */
+    /** The hash that keeps {@code lock}'s records (a finished run's): the lock's key and {@code r}; same slot. */
     byte[] recordKey(KeyColumn lock) {
         byte[] k = lockKey(lock);
-        int at = prefix.length + TAG_HEX_DIGITS + 2;
-        byte[] out = new byte[k.length + 1];
-        System.arraycopy(k, 0, out, 0, at);
-        out[at] = (byte) 0xFF;
-        System.arraycopy(k, at, out, at + 1, k.length - at);
+        byte[] out = Arrays.copyOf(k, k.length + 1);
+        out[k.length] = 'r';
+        return out;
+    }
+
+    /**
+     * The admission marker of a standalone server (see {@code admit} in {@code common.lua}): {@code <prefix>guard}.
+     * No lock's key is like it: a lock's key has a brace right after the prefix.
+     */
+    byte[] guardKey() {
+        return concat(prefix, "guard".getBytes(StandardCharsets.US_ASCII));
+    }
+
+    /**
+     * The admission marker of the Cluster slot that holds {@code lockKey}: {@code <prefix>guard{<tag>}}, where the
+     * tag is the first of a fixed list of short strings that hashes to that slot. One marker per slot (at most
+     * 16384), so that a script can read it next to the lock's key.
+     */
+    byte[] guardKey(byte[] lockKey) {
+        String tag = SlotTags.TAGS[JedisClusterCRC16.getSlot(lockKey)];
+        return concat(prefix, ("guard{" + tag + "}").getBytes(StandardCharsets.US_ASCII));
+    }
+
+    /** For each Cluster slot, the shortest base-36 counter that hashes there: computed once, on first use. */
+    private static final class SlotTags {
+        static final String[] TAGS = new String[16384];
+
+        static {
+            int left = TAGS.length;
+            for (int i = 0; left > 0; i++) {
+                String t = Integer.toString(i, 36);
+                int slot = JedisClusterCRC16.getSlot(t.getBytes(StandardCharsets.US_ASCII));
+                if (TAGS[slot] == null) {
+                    TAGS[slot] = t;
+                    left--;
+                }
+            }
+        }
+    }
+
+    private static byte[] concat(byte[] a, byte[] b) {
+        byte[] out = Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, out, a.length, b.length);
         return out;
     }
 
     /** The key that holds every claim on {@code lock}. */
     byte[] lockKey(KeyColumn lock) {
-        byte[] encoded = lock.encoded();
-        byte[] digest = sha256(encoded);
-        byte[] out = new byte[prefix.length + TAG_HEX_DIGITS + 2 + encoded.length];
+        byte[] key = lock.key();
+        byte[] column = lock.column();
+        boolean separated = column.length > 0 || key.length == 0;
+        int n = prefix.length + 2 + encodedLength(key) + (separated ? 1 + encodedLength(column) : 0);
+        byte[] out = new byte[n];
         System.arraycopy(prefix, 0, out, 0, prefix.length);
         int p = prefix.length;
         out[p++] = '{';
-        for (int i = 0; i < TAG_HEX_DIGITS / 2; i++) {
-            out[p++] = HEX[(digest[i] >>> 4) & 0xf];
-            out[p++] = HEX[digest[i] & 0xf];
+        p = encode(key, out, p);
+        if (separated) {
+            out[p++] = '#';
+            p = encode(column, out, p);
         }
-        out[p++] = '}';
-        System.arraycopy(encoded, 0, out, p, encoded.length);
+        out[p] = '}';
         return out;
     }
 
+    private static boolean plain(int b) {
+        return b > 0x20 && b < 0x7f && b != '%' && b != '#' && b != '{' && b != '}' && b != '*' && b != '?'
+                && b != '[' && b != ']' && b != '\\';
+    }
+
+    private static int encodedLength(byte[] bytes) {
+        int n = 0;
+        for (byte b : bytes) {
+            n += plain(b & 0xff) ? 1 : 3;
+        }
+        return n;
+    }
+
+    private static int encode(byte[] bytes, byte[] out, int p) {
+        for (byte b : bytes) {
+            int v = b & 0xff;
+            if (plain(v)) {
+                out[p++] = b;
+            } else {
+                out[p++] = '%';
+                out[p++] = HEX[v >>> 4];
+                out[p++] = HEX[v & 0xf];
+            }
+        }
+        return p;
+    }
+
+    /** The bytes {@code encoded[from, to)} stand for, or null when they are not an encoding of ours. */
+    private static byte[] decode(byte[] encoded, int from, int to) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream(to - from);
+        for (int i = from; i < to; i++) {
+            int v = encoded[i] & 0xff;
+            if (v == '%') {
+                if (i + 2 >= to) {
+                    return null;
+                }
+                int hi = Character.digit(encoded[i + 1], 16);
+                int lo = Character.digit(encoded[i + 2], 16);
+                if (hi < 0 || lo < 0 || Character.isLowerCase(encoded[i + 1]) || Character.isLowerCase(encoded[i + 2])
+                        || plain(hi << 4 | lo)) {
+                    return null; // not how we write it: another key
+                }
+                out.write(hi << 4 | lo);
+                i += 2;
+            } else if (plain(v)) {
+                out.write(v);
+            } else {
+                return null;
+            }
+        }
+        return out.toByteArray();
+    }
+
     /**
-     * A SCAN {@code MATCH} pattern for the keys of the locks whose key starts with {@code keyPrefix}: the prefix, the
-     * 16-character tag, the 4 bytes of the encoded key length as {@code ?}s, then the key prefix, every glob character
-     * escaped. The lock's key starts at a fixed offset, so no held lock under the prefix escapes the pattern; a lock
-     * whose key is shorter than {@code keyPrefix} but whose key plus column starts with it does match, so every key
-     * found is checked again with {@link #lockOf}.
+     * A SCAN {@code MATCH} pattern for the keys of the locks whose key starts with {@code keyPrefix}: the prefix (glob
+     * characters escaped), {@code {}, the encoded key prefix (which holds no glob character), {@code *}. The encoding
+     * keeps prefixes, so no held lock under the prefix escapes the pattern; record keys and any other key that
+     * matches are told apart by {@link #lockOf}.
      */
     byte[] listPattern(byte[] keyPrefix) {
-        ByteArrayOutputStream out = new ByteArrayOutputStream(prefix.length + 24 + 2 * keyPrefix.length);
+        ByteArrayOutputStream out = new ByteArrayOutputStream(prefix.length + 3 + 3 * keyPrefix.length);
         escapeGlob(prefix, out);
         out.write('{');
-        for (int i = 0; i < TAG_HEX_DIGITS; i++) {
-            out.write('?');
-        }
-        out.write('}');
-        for (int i = 0; i < 4; i++) {
-            out.write('?');
-        }
-        escapeGlob(keyPrefix, out);
+        byte[] enc = new byte[encodedLength(keyPrefix)];
+        encode(keyPrefix, enc, 0);
+        out.write(enc, 0, enc.length);
         out.write('*');
         return out.toByteArray();
     }
 
-    /** The lock whose key {@code redisKey} is (its tag checked), or null for any other key. */
+    /** The lock whose key {@code redisKey} is, or null for any other key (a record, a marker, someone else's). */
     KeyColumn lockOf(byte[] redisKey) {
-        int start = prefix.length + TAG_HEX_DIGITS + 2;
-        if (redisKey.length <= start || !Arrays.equals(redisKey, 0, prefix.length, prefix, 0, prefix.length)) {
+        int start = prefix.length + 1;
+        int end = redisKey.length - 1;
+        if (redisKey.length < prefix.length + 3 || !Arrays.equals(redisKey, 0, prefix.length, prefix, 0, prefix.length)
+                || redisKey[prefix.length] != '{' || redisKey[end] != '}') {
+            return null;
+        }
+        int sep = -1;
+        for (int i = start; i < end; i++) {
+            if (redisKey[i] == '#') {
+                sep = i;
+                break;
+            }
+        }
+        byte[] key = decode(redisKey, start, sep < 0 ? end : sep);
+        byte[] column = sep < 0 ? new byte[0] : decode(redisKey, sep + 1, end);
+        if (key == null || column == null) {
             return null;
         }
         KeyColumn lock;
         try {
-            lock = KeyColumn.decode(Arrays.copyOfRange(redisKey, start, redisKey.length));
+            lock = KeyColumn.of(key, column);
         } catch (IllegalArgumentException notALock) {
             return null;
         }
@@ -140,14 +238,6 @@ final class RedisKeys {
                 out.write('\\');
             }
             out.write(b);
-        }
-    }
-
-    private static byte[] sha256(byte[] bytes) {
-        try {
-            return MessageDigest.getInstance("SHA-256").digest(bytes);
-        } catch (NoSuchAlgorithmException e) {
-            throw new IllegalStateException("SHA-256 is required by the Java platform", e);
         }
     }
 }

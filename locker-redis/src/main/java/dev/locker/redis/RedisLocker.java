@@ -74,13 +74,17 @@ import java.util.function.Supplier;
  *       first connects after the restart could not do. INFO reports uptime in whole seconds, truncated from both
  *       ends, which overstates the real uptime by up to a second; the script counts only the uptime it can prove
  *       ({@code uptime_in_seconds - 1} plus the fraction of the current second), so the guard may hold up to a
- *       second longer than asked, never shorter;</li>
+ *       second longer than asked, never shorter. The uptime is read once, not per grant: the script keeps it, with
+ *       the eviction check's answer, in an admission marker (see {@code admit} in {@code common.lua}) that lives a
+ *       second and is trusted only while the server's {@code LASTSAVE} is unchanged, which a restart always changes;</li>
  *   <li>with {@code replicas > 0}, a granted claim counts only once that many replicas acknowledged it
  *       ({@code WAIT}, pipelined with the script on the same connection); otherwise it is removed again. A renewal
  *       likewise extends the local expiry only once the replicas acknowledged it;</li>
  *   <li>eviction check: the acquire script reads {@code INFO memory} on the master that holds the lock's key and,
  *       by default ({@link EvictionCheck#FAIL}), grants nothing there while {@code maxmemory > 0} with a policy
- *       other than {@code noeviction}: an evicted key would let a second process acquire a held lock.</li>
+ *       other than {@code noeviction}: an evicted key would let a second process acquire a held lock. A server
+ *       found safe is believed for a second (the admission marker), so a {@code CONFIG SET} to an evicting policy is
+ *       noticed within a second; one found unsafe is asked again at every grant.</li>
  * </ul>
  *
  * <h2>Safety argument</h2>
@@ -160,12 +164,17 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     private final String instance = HexFormat.of().toHexDigits(new SecureRandom().nextLong());
     /** The second half: counts this instance's acquires, so that a tombstone can cover all those up to one. */
     private final AtomicLong acquires = new AtomicLong();
+    /** A single server (one admission marker for all locks) rather than a Cluster (one per slot). */
+    private final boolean standalone;
+    private final byte[] guardKey;
 
     private RedisLocker(Builder b, LockerConfig config, UnifiedJedis client, boolean ownsClient) {
         super(b);
         this.client = client;
         this.ownsClient = ownsClient;
         this.keys = new RedisKeys(b.keyPrefix);
+        this.standalone = client instanceof RedisClient;
+        this.guardKey = keys.guardKey();
         this.server = b.describe();
         this.replicas = b.replicas;
         this.replicaTimeout = b.replicaTimeout;
@@ -223,17 +232,18 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         }
         List<byte[]> args = List.of(ownField, nonce, millis(config.expiry()), owner.toBytes(), millis(restartGuard),
                 scrub(), evictionCheck.arg, wait == null ? EMPTY : wait.waiterId, millis(queueTtl));
+        List<byte[]> keyList = List.of(key, standalone ? guardKey : keys.guardKey(key));
         long started = time.nanoTime(); // the claim lives from the script's TIME, which comes after this reading
         boolean[] sent = {false}; // did any attempt possibly reach the server (not only the last one)?
         Object reply;
         long acks = -1;
         try {
             if (replicas > 0) {
-                Object[] both = withRetries(() -> runAndWait(RedisScript.ACQUIRE, key, args), sent);
+                Object[] both = withRetries(() -> runAndWait(RedisScript.ACQUIRE, keyList, args), sent);
                 reply = both[0];
                 acks = (Long) both[1];
             } else {
-                reply = withRetries(() -> RedisScript.ACQUIRE.run(client, key, args), sent);
+                reply = withRetries(() -> RedisScript.ACQUIRE.run(client, keyList, args), sent);
             }
         } catch (JedisConnectionException | JedisClusterOperationException e) {
             if (sent[0] || mayHaveReachedTheServer(e)) { // the script may have run, or may still run: withdraw it
@@ -301,7 +311,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         List<?> r;
         long acks = -1;
         if (replicas > 0) {
-            Object[] both = withRetries(() -> runAndWait(RedisScript.RENEW, key, args));
+            Object[] both = withRetries(() -> runAndWait(RedisScript.RENEW, List.of(key), args));
             r = (List<?>) both[0];
             acks = (Long) both[1];
         } else {
@@ -517,8 +527,8 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     // ---- helpers ----------------------------------------------------------------------------------------------
 
     /** A script and WAIT, pipelined on one connection so that WAIT counts this write's replication. */
-    private Object[] runAndWait(RedisScript lua, byte[] key, List<byte[]> args) {
-        List<byte[]> keyList = List.of(key);
+    private Object[] runAndWait(RedisScript lua, List<byte[]> keyList, List<byte[]> args) {
+        byte[] key = keyList.get(0);
         for (int attempt = 0; ; attempt++) {
             Response<Object> script;
             Response<Long> acks;
@@ -878,7 +888,8 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
          * renewals and releases go on. Default: the config's expiry; use the longest expiry of all lockers sharing
          * the server. Zero turns the guard off (for servers whose data survives restarts, e.g. AOF with
          * {@code appendfsync always}). The guard reads {@code INFO server} inside the acquire script, so an ACL
-         * user needs {@code +info}.
+         * user needs {@code +info}; with {@code +lastsave +get +set} too, it reads it about once a second instead of
+         * at every grant (the admission marker, see the README).
          */
         public Builder restartGuard(Duration d) {
             Objects.requireNonNull(d, "restartGuard must not be null");
@@ -894,7 +905,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
          * {@code maxmemory-policy} other than {@code noeviction}; volatile policies included, since lock keys carry
          * the safety-net {@code PEXPIRE}). Default {@link EvictionCheck#FAIL}. The check runs inside the acquire
          * script, on the master that holds the lock's key (so per master in a Cluster, and it follows a
-         * {@code CONFIG SET} at once), and needs {@code +info}.
+         * {@code CONFIG SET} within a second), and needs {@code +info}.
          */
         public Builder evictionCheck(EvictionCheck check) {
             this.evictionCheck = Objects.requireNonNull(check, "evictionCheck must not be null");

@@ -1,4 +1,5 @@
 -- writeLock: write our claim and decide the holder in one step.
+-- KEYS: 1 the lock's hash, 2 the admission marker (see admit in the prelude)
 -- ARGV: 1 our field ("c" .. rid), 2 nonce, 3 expiry ms, 4 owner bytes, 5 restart guard ms, 6 scrub ("1"/"0"),
 --       7 eviction check ("fail", "warn" or "off"), 8 waiter id ("" when this acquire does not wait), 9 queue entry
 --       ms (how long a waiter's entry lives unless refreshed)
@@ -40,45 +41,9 @@ if s.senior or (s.head and s.head ~= (waiter and ('q' .. waiter)) and not s.own)
   end
   return { -5, queued_owner(s.headValue) }
 end
-if guard > 0 then
-  -- a server that restarted may have lost claims (no persistence, an older snapshot, the last second of an AOF)
-  -- whose holders still work: grant nothing new until it has been up for the guard period
-  local info = redis.pcall('INFO', 'server')
-  if type(info) == 'table' then
-    return redis.error_reply('NOPERM the restart guard needs the INFO command (or restartGuard=0): '
-        .. tostring(info.err))
-  end
-  -- uptime_in_seconds is a difference of whole seconds (the start time is truncated), so it overstates the real
-  -- uptime by up to 1 s. The real uptime is at least (uptime - 1) s plus the fraction of the current second, read
-  -- after INFO so that INFO's second is not later than ours. A missing field counts as no uptime (fail closed).
-  local up = tonumber(string.match(info, 'uptime_in_seconds:(%d+)')) or 0
-  local t = server_now()
-  local least = (up - 1) * 1000000 + t % 1000000
-  if least < guard * 1000 then
-    return { -2, math.min(guard, math.ceil((guard * 1000 - least) / 1000)) }
-  end
-end
-local warning
-if ARGV[7] ~= 'off' then
-  -- a server that may evict keys may drop this lock's key while its holder works, and then grant the lock again.
-  -- Volatile policies too: the key carries the safety-net PEXPIRE. Checked where the key lives (per master)
-  local mem = redis.pcall('INFO', 'memory')
-  if type(mem) == 'table' then
-    if ARGV[7] == 'fail' then
-      return redis.error_reply('NOPERM the eviction check needs the INFO command (or evictionCheck=warn or off): '
-          .. tostring(mem.err))
-    end
-    warning = 'cannot check maxmemory-policy: ' .. tostring(mem.err)
-  else
-    local maxmem = tonumber(string.match(mem, '\nmaxmemory:(%d+)'))
-    local policy = string.match(mem, '\nmaxmemory_policy:([%w%-]+)') or 'unknown'
-    if maxmem == nil or (maxmem > 0 and policy ~= 'noeviction') then
-      if ARGV[7] == 'fail' then
-        return { -4, policy, maxmem or -1 }
-      end
-      warning = 'maxmemory-policy ' .. policy .. ' with maxmemory ' .. fmt(maxmem or -1)
-    end
-  end
+local refusal, warning = admit(now, guard, ARGV[7])
+if refusal then
+  return refusal
 end
 local tok = math.max(s.last + 1, now)
 local exp = now + expms * 1000

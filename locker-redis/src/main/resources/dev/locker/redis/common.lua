@@ -183,3 +183,91 @@ end
 local function keep_until(maxexp, now, grace_ms)
   redis.call('PEXPIRE', key, fmt(math.floor((maxexp - now) / 1000) + 1 + grace_ms))
 end
+
+-- Admission of a grant: the restart guard and the eviction check, at no cost per grant in the steady state.
+-- Both need INFO (server: uptime; memory: maxmemory and its policy), which costs several microseconds of server CPU.
+-- Their answers are kept in a marker key (KEYS[2]: one per server, or per Cluster slot), "<lastsave> <upsince> <ok>":
+--   lastsave  LASTSAVE when the marker was written. LASTSAVE is set to the boot time when the server starts (from an
+--             RDB, an AOF or nothing) and moves on with every save, so a marker that survives a restart (in a
+--             snapshot, an AOF) or outlives a save no longer matches, and INFO is read again. A marker is written only
+--             in a later second than LASTSAVE, so that a restart in the same second cannot match it either (LASTSAVE
+--             has whole seconds); the server's clock must not step back, as the guard already assumes.
+--   upsince   server microseconds before which the server was already up (from INFO's uptime, rounded against us):
+--             the uptime at any later instant of the same boot is at least now - upsince, whatever guard a locker asks.
+--   ok        1 when maxmemory is 0 or the policy is noeviction. A 0 is never trusted: the check reads INFO memory
+--             again, so a refusal always names the current policy.
+-- The marker lives 1 s (PX), so a CONFIG SET to an evicting policy is noticed within a second. Without LASTSAVE, GET
+-- or SET in the ACL, every grant reads INFO as before (pcall: no marker, same answers).
+-- Returns (refusal reply or nil, warning or nil).
+local function admit(now, guard, check)
+  if guard <= 0 and check == 'off' then
+    return nil, nil
+  end
+  local saved = redis.pcall('LASTSAVE')
+  local marker = KEYS[2]
+  local upsince, ok
+  if type(saved) == 'number' and marker then
+    local m = redis.pcall('GET', marker)
+    if type(m) == 'string' then
+      local ms, us, e = string.match(m, '^(%d+) (%d+) ([01])$')
+      if ms and tonumber(ms) == saved then
+        upsince, ok = tonumber(us), e == '1'
+      end
+    end
+  end
+  local fresh = upsince == nil
+  local t
+  if fresh then
+    local info = redis.pcall('INFO', 'server')
+    if type(info) == 'table' then
+      if guard > 0 then
+        return redis.error_reply('NOPERM the restart guard needs the INFO command (or restartGuard=0): '
+            .. tostring(info.err)), nil
+      end
+    else
+      -- uptime_in_seconds is a difference of whole seconds (the start time is truncated), so it overstates the real
+      -- uptime by up to 1 s. The real uptime is at least (uptime - 1) s plus the fraction of the current second, read
+      -- after INFO so that INFO's second is not later than ours. A missing field counts as no uptime (fail closed).
+      local up = tonumber(string.match(info, 'uptime_in_seconds:(%d+)')) or 0
+      t = server_now()
+      upsince = t - ((up - 1) * 1000000 + t % 1000000)
+    end
+  end
+  local mem, maxmem, policy
+  if check ~= 'off' and not ok or fresh and upsince then
+    mem = redis.pcall('INFO', 'memory')
+    if type(mem) ~= 'table' then
+      maxmem = tonumber(string.match(mem, '\nmaxmemory:(%d+)'))
+      policy = string.match(mem, '\nmaxmemory_policy:([%w%-]+)') or 'unknown'
+      ok = maxmem ~= nil and (maxmem == 0 or policy == 'noeviction')
+    end
+  end
+  if fresh and upsince and type(saved) == 'number' and marker and type(mem) ~= 'table'
+      and math.floor(t / 1000000) > saved then
+    redis.pcall('SET', marker, fmt(saved) .. ' ' .. fmt(upsince) .. ' ' .. (ok and '1' or '0'), 'PX', 1000)
+  end
+  if guard > 0 then
+    -- a server that restarted may have lost claims (no persistence, an older snapshot, the last second of an AOF)
+    -- whose holders still work: grant nothing new until it has been up for the guard period
+    local least = now - upsince
+    if least < guard * 1000 then
+      return { -2, math.min(guard, math.ceil((guard * 1000 - least) / 1000)) }, nil
+    end
+  end
+  if check == 'off' or ok then
+    return nil, nil
+  end
+  -- a server that may evict keys may drop this lock's key while its holder works, and then grant the lock again.
+  -- Volatile policies too: the key carries the safety-net PEXPIRE. Checked where the key lives (per master)
+  if type(mem) == 'table' then
+    if check == 'fail' then
+      return redis.error_reply('NOPERM the eviction check needs the INFO command (or evictionCheck=warn or off): '
+          .. tostring(mem.err)), nil
+    end
+    return nil, 'cannot check maxmemory-policy: ' .. tostring(mem.err)
+  end
+  if check == 'fail' then
+    return { -4, policy, maxmem or -1 }, nil
+  end
+  return nil, 'maxmemory-policy ' .. policy .. ' with maxmemory ' .. fmt(maxmem or -1)
+end

@@ -31,6 +31,7 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -95,22 +96,33 @@ class RedisLockerTest {
     }
 
     @Test
-    void theKeyIsPrefixThenDerivedHashTagThenTheEncodedLock() {
+    void theKeyIsThePrefixThenTheLegibleLockNameAsItsHashTag() {
         RedisLocker a = locker("a", Duration.ofSeconds(5));
-        KeyColumn hostile = KeyColumn.of("}{evil}", "{x}");
+        assertEquals(prefix + "{orders/42}", new String(a.redisKey(KeyColumn.named("orders/42")),
+                StandardCharsets.UTF_8), "redis-cli --scan shows the lock's name");
+        assertEquals(prefix + "{row-7#col:a}", new String(a.redisKey(KeyColumn.of("row-7", "col:a")),
+                StandardCharsets.UTF_8), "a column follows a #");
+        KeyColumn hostile = KeyColumn.of("}{evil}#%", "{x}");
         byte[] key = a.redisKey(hostile);
+        assertEquals(prefix + "{%7D%7Bevil%7D%23%25#%7Bx%7D}", new String(key, StandardCharsets.UTF_8),
+                "braces, # and % of the name are escaped: the name cannot end the tag or fake the separator");
         byte[] p = prefix.getBytes(StandardCharsets.UTF_8);
         assertArrayEquals(p, Arrays.copyOf(key, p.length));
         assertEquals('{', key[p.length]);
-        for (int i = 1; i <= RedisKeys.TAG_HEX_DIGITS; i++) {
-            char c = (char) key[p.length + i];
-            assertTrue(Character.digit(c, 16) >= 0 && Character.isLowerCase(c) || Character.isDigit(c),
-                    "tag is lower-case hex: " + c);
+        assertEquals('}', key[key.length - 1]);
+        for (int i = p.length + 1; i < key.length - 1; i++) {
+            assertTrue(key[i] > 0x20 && key[i] < 0x7f && key[i] != '{' && key[i] != '}', "printable, no brace");
         }
-        assertEquals('}', key[p.length + RedisKeys.TAG_HEX_DIGITS + 1]);
-        assertArrayEquals(hostile.encoded(), Arrays.copyOfRange(key, p.length + RedisKeys.TAG_HEX_DIGITS + 2,
-                key.length), "the encoded lock follows the tag, byte for byte");
-        assertFalse(Arrays.equals(a.redisKey(KeyColumn.of("a", ":x")), a.redisKey(KeyColumn.of("a:", "x"))));
+        byte[] binary = new byte[256];
+        for (int i = 0; i < binary.length; i++) {
+            binary[i] = (byte) i;
+        }
+        Set<String> distinct = new java.util.HashSet<>();
+        for (KeyColumn kc : List.of(KeyColumn.of("a", ":x"), KeyColumn.of("a:", "x"), KeyColumn.of("a#b", ""),
+                KeyColumn.of("a", "b"), KeyColumn.of("a%23b", ""), KeyColumn.of(binary, binary),
+                KeyColumn.of(binary, new byte[0]), KeyColumn.of("%", ""), KeyColumn.of("%25", ""))) {
+            assertTrue(distinct.add(new String(a.redisKey(kc), StandardCharsets.ISO_8859_1)), "injective: " + kc);
+        }
 
         take(a, hostile);
         assertTrue(admin.exists(key), "the claim lives under exactly that key");

@@ -191,4 +191,32 @@ class RedisRestartTest {
             }
         }
     }
+
+    /**
+     * The guard's answer is kept in a marker key for a second (so that a grant does not read INFO). Given a server
+     * that persists every write (so the marker survives) and is up past the guard, a grant writes the marker; the
+     * server is killed and restarted at once, well within the marker's second. The restarted server has been up for
+     * less than the guard: the marker, although reloaded, must not let a grant through (its LASTSAVE is the old one).
+     */
+    @Test
+    void aMarkerReloadedAfterARestartDoesNotSkipTheGuard() {
+        Duration guard = Duration.ofSeconds(2);
+        try (RedisServerProcess server = RedisServerProcess.startPersistent()) {
+            RedisLocker a = locker(server, "a", guard);
+            try (UnifiedJedis admin = RedisLocker.builder().node("127.0.0.1", server.port()).newClient(1)) {
+                RedisTarget.awaitUptime(admin, guard.plusMillis(1100)); // LASTSAVE (boot) a second behind
+            }
+            KeyColumn lock = KeyColumn.named("marker-" + LockerConfig.randomRid().substring(0, 8));
+            a.acquire(lock, "writes the marker").close();
+            try (UnifiedJedis admin = RedisLocker.builder().node("127.0.0.1", server.port()).newClient(1)) {
+                assertTrue(admin.exists("restart:guard"), "the grant kept its admission in the marker");
+            }
+            server.kill9();
+            server.startAgain(); // reloads the AOF, marker included (if its second has not passed)
+            RedisLocker b = locker(server, "b", guard);
+            TemporaryLockingException refused = assertThrows(TemporaryLockingException.class,
+                    () -> b.acquire(lock, "right after the restart"));
+            assertTrue(refused.getMessage().contains("may have lost claims"), refused.getMessage());
+        }
+    }
 }

@@ -1,0 +1,417 @@
+package dev.locker.bench;
+
+import com.mongodb.MongoWriteException;
+import com.mongodb.client.MongoClient;
+import com.mongodb.client.MongoClients;
+import com.mongodb.client.MongoCollection;
+import com.mongodb.client.model.Filters;
+import de.bwaldvogel.mongo.MongoServer;
+import de.bwaldvogel.mongo.backend.memory.MemoryBackend;
+import dev.locker.api.KeyColumn;
+import dev.locker.api.Lease;
+import dev.locker.api.LockerConfig;
+import dev.locker.api.TemporaryLockingException;
+import dev.locker.bench.Table.Better;
+import dev.locker.bench.Table.Row;
+import dev.locker.mongo.MongoLocker;
+import dev.locker.testkit.RedisServer;
+import net.javacrumbs.shedlock.core.LockConfiguration;
+import net.javacrumbs.shedlock.core.SimpleLock;
+import net.javacrumbs.shedlock.provider.mongo.MongoLockProvider;
+import org.bson.Document;
+import org.openjdk.jmh.results.IterationResult;
+import org.openjdk.jmh.results.RunResult;
+import org.openjdk.jmh.runner.Runner;
+import org.openjdk.jmh.runner.options.OptionsBuilder;
+import org.openjdk.jmh.runner.options.TimeValue;
+import redis.clients.jedis.Jedis;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.LocalDateTime;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.Date;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * Runs every workload, each against its baselines measured in the same run with the rounds interleaved, and prints one
+ * table (markdown) of medians, spreads and ratios. {@code --quick} for a couple of minutes, the default for the full
+ * run (under 15 minutes); {@code --only=redis,handoff,held,alloc,mongo,mediator} picks sections.
+ */
+public final class BenchMain {
+
+    private final boolean quick;
+    private final Set<String> only;
+    private final Table table = new Table();
+    private final int rounds;
+    private final Duration slice;
+
+    private BenchMain(boolean quick, Set<String> only) {
+        this.quick = quick;
+        this.only = only;
+        this.rounds = quick ? 3 : 5;
+        this.slice = Duration.ofMillis(quick ? 700 : 2000);
+    }
+
+    public static void main(String[] args) throws Exception {
+        boolean quick = false;
+        Set<String> only = new TreeSet<>();
+        for (String a : args) {
+            if (a.equals("--quick")) {
+                quick = true;
+            } else if (a.startsWith("--only=")) {
+                only.addAll(Arrays.asList(a.substring(7).split(",")));
+            } else {
+                throw new IllegalArgumentException("usage: bench/run [--quick] [--only=redis,alloc,held,handoff,mongo,"
+                        + "mediator]; unknown argument " + a);
+            }
+        }
+        new BenchMain(quick, only).run();
+    }
+
+    private boolean wants(String section) {
+        return only.isEmpty() || only.contains(section);
+    }
+
+    private void run() throws Exception {
+        long t0 = System.nanoTime();
+        System.out.println("Locker benchmarks, " + (quick ? "quick" : "full") + " run, " + LocalDateTime.now()
+                + "; " + Runtime.getRuntime().availableProcessors() + " CPUs, Java " + System.getProperty("java.version")
+                + ", " + System.getProperty("os.name") + " " + System.getProperty("os.arch") + "; load average at start "
+                + loadAverage());
+        if (wants("mediator")) {
+            mediator();
+        }
+        try (RedisServer redis = RedisServer.start()) {
+            System.out.println("redis-server " + redisVersion(redis.port()) + " on port " + redis.port());
+            awaitGrants(redis.port());
+            if (wants("redis")) {
+                uncontended(redis.port());
+            }
+            if (wants("alloc")) {
+                allocation(redis.port());
+            }
+            if (wants("handoff")) {
+                handoff(redis.port());
+            }
+            if (wants("held")) {
+                held(redis.port());
+            }
+        }
+        if (wants("mongo")) {
+            mongo();
+        }
+        System.out.println();
+        System.out.println(table.render());
+        System.out.printf(Locale.ROOT, "%d rounds per row unless noted; run took %.0f s; load average at end %s%n",
+                rounds, (System.nanoTime() - t0) / 1e9, loadAverage());
+    }
+
+    // ---- in-JVM: the mediator against a bare map (JMH) ------------------------------------------------------------
+
+    private void mediator() throws Exception {
+        for (int threads : new int[]{1, 2}) {
+            Collection<RunResult> results = new Runner(new OptionsBuilder()
+                    .include(MediatorBench.class.getName() + "\\.")
+                    .threads(threads)
+                    .forks(1)
+                    .warmupIterations(quick ? 2 : 3).warmupTime(TimeValue.milliseconds(quick ? 500 : 1000))
+                    .measurementIterations(rounds).measurementTime(TimeValue.milliseconds(quick ? 500 : 1000))
+                    .shouldFailOnError(true)
+                    .verbosity(org.openjdk.jmh.runner.options.VerboseMode.SILENT)
+                    .build()).run();
+            Map<String, Samples> byName = new LinkedHashMap<>();
+            for (RunResult r : results) {
+                Samples s = new Samples();
+                for (IterationResult it : r.getBenchmarkResults().iterator().next().getIterationResults()) {
+                    s.add(it.getPrimaryResult().getScore());
+                }
+                byName.put(r.getParams().getBenchmark().replaceAll(".*\\.", ""), s);
+            }
+            table.add(new Row("LocalLockMediator take+release, " + threads + " thread" + (threads > 1 ? "s" : "")
+                    + " (JMH; time per pair)", "ns", byName.get("mediator"), "bare ConcurrentHashMap",
+                    byName.get("bareMap"), Better.LOWER, 1 / 0.9, false));
+        }
+    }
+
+    // ---- Redis ------------------------------------------------------------------------------------------------------
+
+    /** A fresh server is refused grants for the restart guard; wait it out (and say so) so that rows compare steady states. */
+    private static void awaitGrants(int port) throws InterruptedException {
+        long t0 = System.nanoTime();
+        try (RedisContender.Ours c = new RedisContender.Ours(port)) {
+            while (true) {
+                try {
+                    c.pair("first");
+                    break;
+                } catch (TemporaryLockingException e) {
+                    Thread.sleep(200);
+                }
+            }
+        }
+        long ms = (System.nanoTime() - t0) / 1_000_000;
+        System.out.println("first grant on the fresh server after " + ms + " ms");
+    }
+
+    private void uncontended(int port) throws Exception {
+        try (RedisContender ours = RedisContender.of("locker", port);
+             RedisContender raw = RedisContender.of("raw", port);
+             RedisContender redisson = RedisContender.of("redisson", port)) {
+            List<RedisContender> all = List.of(ours, raw, redisson);
+            for (int threads : new int[]{1, 4, 16}) {
+                Map<RedisContender, Samples> rates = new LinkedHashMap<>();
+                for (RedisContender c : all) {
+                    rates.put(c, new Samples());
+                    Bench.rate(threads, slice, t -> i -> c.pair("u-" + t)); // warm-up
+                }
+                for (int r = 0; r < rounds; r++) {
+                    for (int k = 0; k < all.size(); k++) {
+                        RedisContender c = all.get((k + r) % all.size()); // a different order each round
+                        rates.get(c).add(Bench.rate(threads, slice, t -> i -> c.pair("u-" + t)));
+                    }
+                }
+                String w = "Redis acquire+release, uncontended, " + threads + " thread" + (threads > 1 ? "s" : "");
+                table.add(new Row(w, "pairs/s", rates.get(ours), "raw SET NX PX + compare-and-delete",
+                        rates.get(raw), Better.HIGHER, threads == 1 ? 0.9 : 0.85, false));
+                table.add(new Row(w, "pairs/s", rates.get(ours), "Redisson 3.52 RFencedLock", rates.get(redisson),
+                        Better.HIGHER, 2.0, false));
+            }
+        }
+    }
+
+    private void allocation(int port) throws Exception {
+        int n = quick ? 5_000 : 20_000;
+        try (RedisContender ours = RedisContender.of("locker", port);
+             RedisContender raw = RedisContender.of("raw", port)) {
+            Samples a = new Samples();
+            Samples b = new Samples();
+            for (RedisContender c : List.of(ours, raw)) {
+                Bench.allocatedPerOp(n, i -> c.pair("alloc")); // warm-up
+            }
+            for (int r = 0; r < rounds; r++) {
+                a.add(Bench.allocatedPerOp(n, i -> ours.pair("alloc")));
+                b.add(Bench.allocatedPerOp(n, i -> raw.pair("alloc")));
+            }
+            table.add(new Row("Redis client allocation per uncontended pair (all threads)", "B", a,
+                    "raw SET NX PX + compare-and-delete", b, Better.LOWER, 2048.0, true));
+        }
+    }
+
+    private void handoff(int port) throws Exception {
+        int runs = quick ? 1 : 3;
+        long durationMs = quick ? 2_500 : 5_000;
+        for (int hold : new int[]{1, 20}) {
+            Map<String, Samples> p50 = new LinkedHashMap<>();
+            Map<String, Samples> p99 = new LinkedHashMap<>();
+            for (int r = 0; r < runs; r++) {
+                for (String c : r % 2 == 0 ? List.of("locker", "redisson") : List.of("redisson", "locker")) {
+                    long[] lat = handoffRun(c, port, hold, durationMs);
+                    p50.computeIfAbsent(c, k -> new Samples()).add(lat[lat.length / 2] / 1e6);
+                    p99.computeIfAbsent(c, k -> new Samples()).add(lat[(int) (lat.length * 0.99)] / 1e6);
+                }
+            }
+            String w = "contended handoff between 2 JVMs, hold " + hold + " ms";
+            table.add(new Row(w + ", p50 (" + runs + " runs)", "ms", p50.get("locker"), "Redisson lock()",
+                    p50.get("redisson"), Better.LOWER, 1.0, false));
+            table.add(new Row(w + ", p99 (" + runs + " runs)", "ms", p99.get("locker"), "Redisson lock()",
+                    p99.get("redisson"), Better.LOWER, 1.0, false));
+        }
+    }
+
+    /** Two peers take one lock in turn; returns the sorted handoff latencies (one peer's release to the other's grant). */
+    private long[] handoffRun(String contender, int port, int holdMs, long durationMs) throws Exception {
+        flush(port);
+        long startAt = System.currentTimeMillis() + 4_000;
+        List<CompletableFuture<List<String>>> outs = new ArrayList<>();
+        for (int p = 0; p < 2; p++) {
+            outs.add(peer("handoff", contender, Integer.toString(port), Integer.toString(holdMs),
+                    Long.toString(startAt), Long.toString(durationMs)));
+        }
+        List<long[]> events = new ArrayList<>(); // granted, released, peer
+        for (int p = 0; p < 2; p++) {
+            for (String line : outs.get(p).get()) {
+                String[] f = line.trim().split(" ");
+                if (f.length == 2) {
+                    events.add(new long[]{Long.parseLong(f[0]), Long.parseLong(f[1]), p});
+                }
+            }
+        }
+        events.sort((x, y) -> Long.compare(x[0], y[0]));
+        List<Long> lat = new ArrayList<>();
+        for (int i = 1; i < events.size(); i++) {
+            if (events.get(i)[2] != events.get(i - 1)[2]) {
+                lat.add(events.get(i)[0] - events.get(i - 1)[1]);
+            }
+        }
+        if (lat.isEmpty()) {
+            throw new IllegalStateException("no handoff between the two " + contender + " peers");
+        }
+        System.out.printf(Locale.ROOT, "    handoff %s hold %d ms: %d grants, %d handoffs between the peers%n",
+                contender, holdMs, events.size(), lat.size());
+        return lat.stream().mapToLong(Long::longValue).sorted().toArray();
+    }
+
+    private void held(int port) throws Exception {
+        int n = quick ? 50_000 : 1_000_000;
+        Map<String, double[]> results = new LinkedHashMap<>();
+        for (String c : List.of("locker", "raw", "redisson")) {
+            flush(port);
+            List<String> out = peer("held", c, Integer.toString(port), Integer.toString(n), "8",
+                    Integer.toString((int) slice.toMillis() * 2)).get();
+            double[] v = null;
+            for (String line : out) {
+                if (line.startsWith("RESULT ")) {
+                    v = Arrays.stream(line.substring(7).trim().split(" ")).mapToDouble(Double::parseDouble).toArray();
+                }
+            }
+            if (v == null) {
+                throw new IllegalStateException("the held peer for " + c + " printed no result: " + out);
+            }
+            results.put(c, v);
+            System.out.printf(Locale.ROOT, "    held %s: %d locks in %.1f s; server %.0f B/lock, heap %.0f B/lock, "
+                    + "pairs/s %.0f before, %.0f while held%n", c, n, v[5], v[1], v[2], v[3], v[4]);
+        }
+        flush(port);
+        String nHeld = n >= 1_000_000 ? (n / 1_000_000) + "M" : (n / 1000) + "k";
+        double[] ours = results.get("locker");
+        for (String base : List.of("redisson", "raw")) {
+            double[] theirs = results.get(base);
+            String name = base.equals("raw") ? "raw SET" : "Redisson RFencedLock";
+            table.add(new Row("Redis memory per held lock (INFO used_memory delta, " + nHeld + " held; 1 run)", "B",
+                    one(ours[1]), name, one(theirs[1]), Better.LOWER, 200.0, true));
+        }
+        table.add(new Row("client heap per held lock (" + nHeld + " held; 1 run)", "B", one(ours[2]),
+                "Redisson RFencedLock", one(results.get("redisson")[2]), Better.LOWER, 300.0, true));
+        table.add(new Row("Redis time per pair with " + nHeld + " held ÷ with none (1 thread; 1 run)", "x",
+                one(ours[3] / ours[4]), "raw SET NX PX", one(results.get("raw")[3] / results.get("raw")[4]),
+                Better.LOWER, 1.2, true));
+    }
+
+    private static Samples one(double v) {
+        return new Samples().add(v);
+    }
+
+    // ---- MongoDB (in-process wire-protocol server) -----------------------------------------------------------------
+
+    private void mongo() throws Exception {
+        MongoServer server = new MongoServer(new MemoryBackend());
+        server.bind("127.0.0.1", 0);
+        InetSocketAddress at = server.getLocalAddress();
+        String uri = "mongodb://127.0.0.1:" + at.getPort();
+        try (MongoClient client = MongoClients.create(uri);
+             MongoLocker locker = MongoLocker.builder().connectionString(uri)
+                     .config(LockerConfig.builder().expiry(Duration.ofSeconds(60)).build()).build()) {
+            MongoCollection<Document> raw = client.getDatabase("bench").getCollection("raw");
+            MongoLockProvider shed = new MongoLockProvider(client.getDatabase("bench"));
+            KeyColumn lock = KeyColumn.named("m");
+            Map<String, Runnable> ops = new LinkedHashMap<>();
+            ops.put("locker", () -> {
+                try (Lease l = locker.acquire(lock, "bench")) {
+                    l.fencingToken();
+                }
+            });
+            long[] tokens = {0};
+            ops.put("raw", () -> {
+                String token = Long.toString(++tokens[0]);
+                try {
+                    raw.insertOne(new Document("_id", "m").append("owner", token)
+                            .append("until", new Date(System.currentTimeMillis() + 60_000)));
+                } catch (MongoWriteException held) {
+                    throw new IllegalStateException("raw lock held", held);
+                }
+                raw.deleteOne(Filters.and(Filters.eq("_id", "m"), Filters.eq("owner", token)));
+            });
+            ops.put("shedlock", () -> {
+                Optional<SimpleLock> l = shed.lock(new LockConfiguration(Instant.now(), "m", Duration.ofSeconds(60),
+                        Duration.ZERO));
+                l.orElseThrow(() -> new IllegalStateException("shedlock lock held")).unlock();
+            });
+            Map<String, Samples> rates = new LinkedHashMap<>();
+            for (Map.Entry<String, Runnable> e : ops.entrySet()) {
+                rates.put(e.getKey(), new Samples());
+                Bench.rate(1, slice, t -> i -> e.getValue().run());
+            }
+            List<String> names = new ArrayList<>(ops.keySet());
+            for (int r = 0; r < rounds; r++) {
+                for (int k = 0; k < names.size(); k++) {
+                    String name = names.get((k + r) % names.size());
+                    rates.get(name).add(Bench.rate(1, slice, t -> i -> ops.get(name).run()));
+                }
+            }
+            String w = "MongoDB acquire+release, 1 thread (in-process mongo-java-server)";
+            table.add(new Row(w, "pairs/s", rates.get("locker"), "ShedLock 7.9 MongoLockProvider",
+                    rates.get("shedlock"), Better.HIGHER, null, false));
+            table.add(new Row(w, "pairs/s", rates.get("locker"), "raw insertOne + deleteOne", rates.get("raw"),
+                    Better.HIGHER, null, false));
+        } finally {
+            server.shutdownNow();
+        }
+    }
+
+    // ---- helpers -----------------------------------------------------------------------------------------------------
+
+    /** Starts a {@link Peer} JVM on this classpath; its stdout lines, once it exits (stderr is passed through). */
+    private static CompletableFuture<List<String>> peer(String... args) throws IOException {
+        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-cp", System.getProperty("java.class.path"), "-Xmx4g", "-XX:+UseParallelGC",
+                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", Peer.class.getName()));
+        cmd.addAll(List.of(args));
+        Process p = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        return CompletableFuture.supplyAsync(() -> {
+            List<String> lines = new ArrayList<>();
+            try (BufferedReader in = new BufferedReader(new InputStreamReader(p.getInputStream(),
+                    StandardCharsets.US_ASCII))) {
+                for (String line; (line = in.readLine()) != null; ) {
+                    lines.add(line);
+                }
+                if (p.waitFor() != 0) {
+                    throw new IllegalStateException("peer " + String.join(" ", args) + " failed");
+                }
+            } catch (IOException | InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+            return lines;
+        });
+    }
+
+    private static void flush(int port) {
+        try (Jedis j = new Jedis("127.0.0.1", port, 300_000)) { // a million held locks take seconds to drop
+            j.flushAll();
+        }
+    }
+
+    private static String redisVersion(int port) {
+        try (Jedis j = new Jedis("127.0.0.1", port)) {
+            for (String line : j.info("server").split("\r\n")) {
+                if (line.startsWith("redis_version:")) {
+                    return line.substring(14);
+                }
+            }
+        }
+        return "?";
+    }
+
+    private static String loadAverage() {
+        try {
+            return Files.readString(Path.of("/proc/loadavg")).trim().split(" ", 4)[0];
+        } catch (IOException e) {
+            return "?";
+        }
+    }
+}

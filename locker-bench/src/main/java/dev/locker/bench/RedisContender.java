@@ -1,0 +1,166 @@
+package dev.locker.bench;
+
+import dev.locker.api.KeyColumn;
+import dev.locker.api.Lease;
+import dev.locker.api.LockerConfig;
+import dev.locker.redis.RedisLocker;
+import org.redisson.Redisson;
+import org.redisson.api.RFencedLock;
+import org.redisson.api.RedissonClient;
+import org.redisson.config.Config;
+import redis.clients.jedis.ConnectionPoolConfig;
+import redis.clients.jedis.DefaultJedisClientConfig;
+import redis.clients.jedis.HostAndPort;
+import redis.clients.jedis.RedisClient;
+import redis.clients.jedis.params.SetParams;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * One way of taking a lock on Redis: Locker, the raw floor (SET NX PX, then a compare-and-delete script) or
+ * Redisson's {@link RFencedLock}. Each offers an acquire-and-release of a named lock (uncontended: every thread has its
+ * own) and an acquire that keeps the lock held (for the memory rows).
+ */
+abstract class RedisContender implements AutoCloseable {
+
+    /** Connections per client: enough for the most threads a workload runs. */
+    static final int POOL = 16;
+
+    final String name;
+
+    RedisContender(String name) {
+        this.name = name;
+    }
+
+    /** Acquires and releases {@code lock}; throws when it was not granted. */
+    abstract void pair(String lock);
+
+    /** Acquires {@code lock} and keeps it (for 30 minutes at most); returns what a user would keep to release it. */
+    abstract Object hold(String lock);
+
+    static RedisContender of(String name, int port) {
+        return switch (name) {
+            case "locker" -> new Ours(port);
+            case "raw" -> new Raw(port);
+            case "redisson" -> new Theirs(port);
+            default -> throw new IllegalArgumentException("no Redis contender named " + name);
+        };
+    }
+
+    /** Locker with its defaults: fencing, owner checks, restart guard and eviction check on. */
+    static final class Ours extends RedisContender {
+        final RedisLocker locker;
+
+        Ours(int port) {
+            this(port, Duration.ofSeconds(60));
+        }
+
+        Ours(int port, Duration expiry) {
+            super("Locker");
+            locker = RedisLocker.builder().node("127.0.0.1", port).poolSize(POOL)
+                    .config(LockerConfig.builder().expiry(expiry).build()).build();
+        }
+
+        @Override
+        void pair(String lock) {
+            try (Lease lease = locker.acquire(KeyColumn.named(lock), "bench")) {
+                if (lease.fencingToken() <= 0) {
+                    throw new IllegalStateException("no token");
+                }
+            }
+        }
+
+        @Override
+        Object hold(String lock) {
+            return locker.acquire(KeyColumn.named(lock), "bench");
+        }
+
+        @Override
+        public void close() {
+            locker.close();
+        }
+    }
+
+    /** The floor: what a careful hand-written Redis lock does (unique token, SET NX PX, compare-and-delete). */
+    static final class Raw extends RedisContender {
+        private static final byte[] UNLOCK = ("if redis.call('get', KEYS[1]) == ARGV[1] then "
+                + "return redis.call('del', KEYS[1]) else return 0 end").getBytes(StandardCharsets.US_ASCII);
+        private final RedisClient client;
+        private final byte[] sha;
+        private final AtomicLong tokens = new AtomicLong();
+        private final String instance = Long.toHexString(System.nanoTime());
+
+        Raw(int port) {
+            super("raw Jedis");
+            ConnectionPoolConfig pool = new ConnectionPoolConfig();
+            pool.setMaxTotal(POOL);
+            pool.setMaxIdle(POOL);
+            client = RedisClient.builder().hostAndPort(new HostAndPort("127.0.0.1", port))
+                    .clientConfig(DefaultJedisClientConfig.builder().build()).poolConfig(pool).build();
+            sha = client.scriptLoad(UNLOCK, new byte[]{'x'});
+        }
+
+        @Override
+        void pair(String lock) {
+            byte[] key = ("raw:" + lock).getBytes(StandardCharsets.UTF_8);
+            byte[] token = (instance + tokens.incrementAndGet()).getBytes(StandardCharsets.US_ASCII);
+            if (client.set(key, token, SetParams.setParams().nx().px(30_000)) == null) {
+                throw new IllegalStateException("raw lock " + lock + " is held");
+            }
+            client.evalsha(sha, List.of(key), List.of(token));
+        }
+
+        @Override
+        Object hold(String lock) {
+            byte[] key = ("raw:" + lock).getBytes(StandardCharsets.UTF_8);
+            byte[] token = (instance + tokens.incrementAndGet()).getBytes(StandardCharsets.US_ASCII);
+            if (client.set(key, token, SetParams.setParams().nx().px(1_800_000)) == null) {
+                throw new IllegalStateException("raw lock " + lock + " is held");
+            }
+            return token;
+        }
+
+        @Override
+        public void close() {
+            client.close();
+        }
+    }
+
+    /** Redisson's fenced lock, with its defaults (watchdog renewal on {@link #pair}). */
+    static final class Theirs extends RedisContender {
+        final RedissonClient redisson;
+
+        Theirs(int port) {
+            super("Redisson RFencedLock");
+            Config c = new Config();
+            c.useSingleServer().setAddress("redis://127.0.0.1:" + port);
+            redisson = Redisson.create(c);
+        }
+
+        @Override
+        void pair(String lock) {
+            RFencedLock l = redisson.getFencedLock("redisson:" + lock);
+            Long token = l.lockAndGetToken();
+            if (token == null) {
+                throw new IllegalStateException("no token");
+            }
+            l.unlock();
+        }
+
+        @Override
+        Object hold(String lock) {
+            RFencedLock l = redisson.getFencedLock("redisson:" + lock);
+            l.lockAndGetToken(30, TimeUnit.MINUTES); // a lease time: no watchdog renewing a million locks
+            return l;
+        }
+
+        @Override
+        public void close() {
+            redisson.shutdown();
+        }
+    }
+}
