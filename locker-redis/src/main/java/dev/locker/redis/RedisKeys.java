@@ -8,17 +8,18 @@ import java.util.Arrays;
 import redis.clients.jedis.util.JedisClusterCRC16;
 
 /**
- * Maps a lock to its Redis keys, legibly: {@code <prefix>{<name>}}, where {@code <name>} is the lock's key bytes,
- * then {@code #} and its column bytes when the column is not empty (or the key is), each byte that is not printable
- * ASCII, or is one of {@code % # { } * ? [ ] \}, written as {@code %XX}. {@code KeyColumn.named("orders/42")} is
- * {@code locker:{orders/42}}; {@code redis-cli --scan} shows the names.
+ * Maps a lock to its Redis keys, legibly: {@code <prefix>{<name>}}, where {@code <name>} is the lock's
+ * {@link KeyColumn#legible()} name (the key, then {@code #} and the column when there is one; bytes other than
+ * letters, digits and {@code -_.:,=@+~/} as {@code %XX}), the same name {@code mongosh}, {@code hbase shell} and
+ * {@code locker --json} show. {@code KeyColumn.named("orders/42")} is {@code locker:{orders/42}}; {@code redis-cli
+ * --scan} shows the names.
  *
  * <p>Invariants:
  * <ul>
  *   <li>injective: the prefix is fixed, the name encoding is a reversible escape, the separator {@code #} never
  *       appears escaped-out inside a part, and the name is closed by the key's only unescaped {@code }}; two
  *       different locks never share a key;</li>
- *   <li>binary-safe: any byte of a lock's key or column is either copied (printable ASCII) or escaped;</li>
+ *   <li>binary-safe: any byte of a lock's key or column is either copied (a legible character) or escaped;</li>
  *   <li>the Cluster slot is the name's: the prefix may not contain braces and the encoded name none either, so the
  *       first {@code {} of the key opens the hash tag and the name's end closes it. The name is never empty (an empty
  *       key is written with its {@code #}), so the tag is never empty. A lock's other keys (its records) repeat the
@@ -27,7 +28,6 @@ import redis.clients.jedis.util.JedisClusterCRC16;
  */
 final class RedisKeys {
 
-    private static final byte[] HEX = "0123456789ABCDEF".getBytes(StandardCharsets.US_ASCII);
 
     private final byte[] prefix;
 
@@ -116,75 +116,18 @@ final class RedisKeys {
 
     /** The key that holds every claim on {@code lock}. */
     byte[] lockKey(KeyColumn lock) {
-        byte[] key = lock.key();
-        byte[] column = lock.column();
-        boolean separated = column.length > 0 || key.length == 0;
-        int n = prefix.length + 2 + encodedLength(key) + (separated ? 1 + encodedLength(column) : 0);
-        byte[] out = new byte[n];
+        String name = lock.legible();
+        byte[] out = new byte[prefix.length + name.length() + 2];
         System.arraycopy(prefix, 0, out, 0, prefix.length);
         int p = prefix.length;
         out[p++] = '{';
-        p = encode(key, out, p);
-        if (separated) {
-            out[p++] = '#';
-            p = encode(column, out, p);
+        for (int c = 0; c < name.length(); c++) {
+            out[p++] = (byte) name.charAt(c); // printable ASCII
         }
         out[p] = '}';
         return out;
     }
 
-    private static boolean plain(int b) {
-        return b > 0x20 && b < 0x7f && b != '%' && b != '#' && b != '{' && b != '}' && b != '*' && b != '?'
-                && b != '[' && b != ']' && b != '\\';
-    }
-
-    private static int encodedLength(byte[] bytes) {
-        int n = 0;
-        for (byte b : bytes) {
-            n += plain(b & 0xff) ? 1 : 3;
-        }
-        return n;
-    }
-
-    private static int encode(byte[] bytes, byte[] out, int p) {
-        for (byte b : bytes) {
-            int v = b & 0xff;
-            if (plain(v)) {
-                out[p++] = b;
-            } else {
-                out[p++] = '%';
-                out[p++] = HEX[v >>> 4];
-                out[p++] = HEX[v & 0xf];
-            }
-        }
-        return p;
-    }
-
-    /** The bytes {@code encoded[from, to)} stand for, or null when they are not an encoding of ours. */
-    private static byte[] decode(byte[] encoded, int from, int to) {
-        ByteArrayOutputStream out = new ByteArrayOutputStream(to - from);
-        for (int i = from; i < to; i++) {
-            int v = encoded[i] & 0xff;
-            if (v == '%') {
-                if (i + 2 >= to) {
-                    return null;
-                }
-                int hi = Character.digit(encoded[i + 1], 16);
-                int lo = Character.digit(encoded[i + 2], 16);
-                if (hi < 0 || lo < 0 || Character.isLowerCase(encoded[i + 1]) || Character.isLowerCase(encoded[i + 2])
-                        || plain(hi << 4 | lo)) {
-                    return null; // not how we write it: another key
-                }
-                out.write(hi << 4 | lo);
-                i += 2;
-            } else if (plain(v)) {
-                out.write(v);
-            } else {
-                return null;
-            }
-        }
-        return out.toByteArray();
-    }
 
     /**
      * A SCAN {@code MATCH} pattern for the keys of the locks whose key starts with {@code keyPrefix}: the prefix (glob
@@ -193,12 +136,11 @@ final class RedisKeys {
      * matches are told apart by {@link #lockOf}.
      */
     byte[] listPattern(byte[] keyPrefix) {
-        ByteArrayOutputStream out = new ByteArrayOutputStream(prefix.length + 3 + 3 * keyPrefix.length);
+        byte[] legible = KeyColumn.legibleKeyPrefix(keyPrefix).getBytes(StandardCharsets.US_ASCII);
+        ByteArrayOutputStream out = new ByteArrayOutputStream(prefix.length + 3 + legible.length);
         escapeGlob(prefix, out);
         out.write('{');
-        byte[] enc = new byte[encodedLength(keyPrefix)];
-        encode(keyPrefix, enc, 0);
-        out.write(enc, 0, enc.length);
+        out.write(legible, 0, legible.length); // a legible name holds no glob character
         out.write('*');
         return out.toByteArray();
     }
@@ -211,21 +153,9 @@ final class RedisKeys {
                 || redisKey[prefix.length] != '{' || redisKey[end] != '}') {
             return null;
         }
-        int sep = -1;
-        for (int i = start; i < end; i++) {
-            if (redisKey[i] == '#') {
-                sep = i;
-                break;
-            }
-        }
-        byte[] key = decode(redisKey, start, sep < 0 ? end : sep);
-        byte[] column = sep < 0 ? new byte[0] : decode(redisKey, sep + 1, end);
-        if (key == null || column == null) {
-            return null;
-        }
         KeyColumn lock;
         try {
-            lock = KeyColumn.of(key, column);
+            lock = KeyColumn.fromLegible(new String(redisKey, start, end - start, StandardCharsets.US_ASCII));
         } catch (IllegalArgumentException notALock) {
             return null;
         }
