@@ -52,7 +52,7 @@ import java.util.concurrent.CompletableFuture;
 /**
  * Runs every workload, each against its baselines measured in the same run with the rounds interleaved, and prints one
  * table (markdown) of medians, spreads and ratios. {@code --quick} for a couple of minutes, the default for the full
- * run (under 15 minutes); {@code --only=redis,handoff,held,alloc,mongo,mediator} picks sections.
+ * run (under 15 minutes); {@code --only=redis,handoff,held,alloc,mongo,mediator,metrics} picks sections.
  */
 public final class BenchMain {
 
@@ -79,7 +79,7 @@ public final class BenchMain {
                 only.addAll(Arrays.asList(a.substring(7).split(",")));
             } else {
                 throw new IllegalArgumentException("usage: bench/run [--quick] [--only=redis,alloc,held,handoff,mongo,"
-                        + "mediator]; unknown argument " + a);
+                        + "mediator,metrics]; unknown argument " + a);
             }
         }
         new BenchMain(quick, only).run();
@@ -98,11 +98,25 @@ public final class BenchMain {
         if (wants("mediator")) {
             mediator();
         }
+        if (wants("metrics")) {
+            metrics("mem:bench-metrics?expiry=60s&lockWait=1ms", "mem: (lockWait=1ms)");
+        }
+        if (!(wants("redis") || wants("metrics") || wants("alloc") || wants("handoff") || wants("held"))) {
+            if (wants("mongo")) {
+                mongo();
+            }
+            System.out.println();
+            System.out.println(table.render());
+            return;
+        }
         try (RedisServer redis = RedisServer.start()) {
             System.out.println("redis-server " + redisVersion(redis.port()) + " on port " + redis.port());
             awaitGrants(redis.port());
             if (wants("redis")) {
                 uncontended(redis.port());
+            }
+            if (wants("metrics")) {
+                metrics("redis://127.0.0.1:" + redis.port() + "?expiry=60s", "Redis");
             }
             if (wants("alloc")) {
                 allocation(redis.port());
@@ -147,6 +161,54 @@ public final class BenchMain {
             table.add(new Row("LocalLockMediator take+release, " + threads + " thread" + (threads > 1 ? "s" : "")
                     + " (JMH; time per pair)", "ns", byName.get("mediator"), "bare ConcurrentHashMap",
                     byName.get("bareMap"), Better.LOWER, 1 / 0.9, false));
+        }
+    }
+
+    // ---- the cost of metrics ----------------------------------------------------------------------------------------
+
+    /**
+     * Uncontended acquire+release on one backend, with {@code LockerMetrics} installed against without: the cost of
+     * the meters on the lock path (issue 13's "off the lock path's critical cost"). Two lockers on one backend,
+     * rounds interleaved. On {@code mem:} there is no I/O, so the row shows the meters' CPU cost at its largest.
+     */
+    private void metrics(String uri, String backend) throws Exception {
+        io.micrometer.core.instrument.simple.SimpleMeterRegistry registry = new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
+        dev.locker.micrometer.LockerMetrics meters = dev.locker.micrometer.LockerMetrics.builder(registry)
+                .backend(backend).lockNamePrefixes("m-").build();
+        try (dev.locker.api.Locker plain = dev.locker.api.Lockers.open(uri, LockerConfig.builder().build());
+             dev.locker.api.Locker metered = dev.locker.api.Lockers.open(uri, LockerConfig.builder().probe(meters).build())) {
+            List<dev.locker.api.Locker> both = List.of(metered, plain);
+            Map<dev.locker.api.Locker, Samples> rates = new LinkedHashMap<>();
+            for (dev.locker.api.Locker l : both) {
+                rates.put(l, new Samples());
+                Bench.rate(1, slice, t -> i -> pair(l, "m-" + t)); // warm-up
+            }
+            for (int r = 0; r < rounds; r++) {
+                for (int k = 0; k < both.size(); k++) {
+                    dev.locker.api.Locker l = both.get((k + r) % both.size());
+                    rates.get(l).add(Bench.rate(1, slice, t -> i -> pair(l, "m-" + t)));
+                }
+            }
+            table.add(new Row(backend + " acquire+release with LockerMetrics, 1 thread", "pairs/s", rates.get(metered),
+                    "the same without metrics", rates.get(plain), Better.HIGHER, 0.95, false));
+            // allocation is steadier than a rate on a shared machine: what the meters add per pair, in bytes
+            int n = quick ? 2_000 : 10_000;
+            Samples withMeters = new Samples();
+            Samples without = new Samples();
+            for (int r = 0; r < rounds; r++) {
+                withMeters.add(Bench.allocatedPerOp(n, i -> pair(metered, "m-alloc")));
+                without.add(Bench.allocatedPerOp(n, i -> pair(plain, "m-alloc")));
+            }
+            table.add(new Row(backend + " allocation per pair with LockerMetrics", "B", withMeters,
+                    "the same without metrics", without, Better.LOWER, 1.1, false));
+        }
+    }
+
+    private static void pair(dev.locker.api.Locker locker, String name) {
+        try (Lease lease = locker.acquire(KeyColumn.named(name), "bench")) {
+            if (lease.fencingToken() <= 0) {
+                throw new IllegalStateException("no token");
+            }
         }
     }
 
