@@ -33,6 +33,7 @@ public final class Checker {
         final long start;
         long end = Long.MAX_VALUE;
         long maxDeadline;
+        long releasedAt = Long.MAX_VALUE;
         String endedBy = "open";
 
         Hold(String worker, String lock, long token, long start, long deadline) {
@@ -144,7 +145,16 @@ public final class Checker {
                         h.observe(e.deadline());
                     }
                 }
-                case RELEASE -> close(open.remove(w), e, "release");
+                case RELEASE -> {
+                    Hold h = open.get(w);
+                    close(h, e, "release");
+                }
+                case RELEASED -> {
+                    Hold h = open.remove(w);
+                    if (h != null) {
+                        h.releasedAt = e.nanos();
+                    }
+                }
                 case LOST -> {
                     Hold h = byToken.get(w + "/" + e.token());
                     if (h != null && h.end == Long.MAX_VALUE) {
@@ -155,7 +165,7 @@ public final class Checker {
                 case FAULT -> {
                     String[] f = e.detail().split(" ");
                     if (f.length >= 2 && f[0].equals("KILL")) {
-                        close(open.remove(f[1]), e, "SIGKILL");
+                        close(open.get(f[1]), e, "SIGKILL");
                     }
                 }
                 default -> {
@@ -238,7 +248,10 @@ public final class Checker {
             String worker = d[1];
             Hold cut = null;
             for (Hold h : holds) {
-                if (h.worker.equals(worker) && h.start - f.nanos() <= 0 && h.end - f.nanos() >= 0) {
+                // a hold is cut when the fault came before its release step ended (a kill inside the step counts:
+                // the claim may still be on the backend)
+                if (h.worker.equals(worker) && h.start - f.nanos() <= 0
+                        && (h.end - f.nanos() >= 0 || h.releasedAt - f.nanos() >= 0)) {
                     cut = h;
                 }
             }

@@ -121,6 +121,7 @@ public final class TortureRun {
             if (scenario == Scenario.REGION_SERVER_ABORT) {
                 ((HBaseBackend) backend).prepareRegionServerAbort();
             }
+            timeline.note(HARNESS, Event.Type.NOTE, "-", "starting workers");
             startWorkers(referee.port());
             awaitAll(Event.Type.READY, Duration.ofSeconds(120));
             for (Process p : workers.values()) {
@@ -129,8 +130,11 @@ public final class TortureRun {
             timeline.note(HARNESS, Event.Type.NOTE, "-", "GO: " + scenario + " on " + backend.name() + ", expiry "
                     + expiry.toMillis() + " ms, seed " + profile.seed() + ", run " + run);
             injected = inject();
+            timeline.note(HARNESS, Event.Type.NOTE, "-", "STOP");
             stopWorkers();
+            timeline.note(HARNESS, Event.Type.NOTE, "-", "workers exited");
             leftovers = leftovers();
+            timeline.note(HARNESS, Event.Type.NOTE, "-", "claims left behind: " + leftovers);
         } finally {
             for (Process p : workers.values()) {
                 if (p.isAlive()) {
@@ -164,6 +168,9 @@ public final class TortureRun {
             case CONTENTION -> new Plan(4, "L0,L1", 0, 1, 10_000, 0, 0, true, profile.contentionCycles());
             case KILL_RELEASING -> new Plan(3, "L0", e / 4, 2, 3 * e + 2000, 20, 300, true, Long.MAX_VALUE);
             case CONTROL_NO_GUARD -> new Plan(3, "L0", 3 * e, 30, 3 * e + 2000, 20, 0, false, Long.MAX_VALUE);
+            // holds longer than the expiry: the holder's keep-alive must carry it across the fault, or it must learn
+            case STOP_HOLDER, FREEZE_CONNECTION, SERVER_RESTART, SERVER_RESTART_AOF, SERVER_PAUSE, CLOCK_JUMP,
+                    REGION_SERVER_ABORT -> new Plan(3, "L0", 2 * e, 10, 3 * e + 2000, 20, 0, true, Long.MAX_VALUE);
             default -> new Plan(3, "L0", e / 2, 4, 3 * e + 2000, 20, 0, true, Long.MAX_VALUE);
         };
     }
@@ -299,7 +306,9 @@ public final class TortureRun {
 
     private boolean inject() throws InterruptedException {
         Duration twice = expiry.multipliedBy(2);
-        Duration after = expiry.multipliedBy(2).plusSeconds(2);
+        long faultAt = System.nanoTime();
+        String cutLock = null;
+        String cutWorker = null;
         switch (scenario) {
             case KILL_HOLDING -> {
                 Optional<Event> g = awaitAfterWarmUp(e -> e.type() == Event.Type.GRANTED);
@@ -307,6 +316,9 @@ public final class TortureRun {
                     return false;
                 }
                 kill(g.get().source());
+                cutLock = g.get().lock();
+                cutWorker = g.get().source();
+                faultAt = System.nanoTime();
             }
             case KILL_WAITING -> {
                 Optional<String> waiter = awaitWaiter();
@@ -322,6 +334,9 @@ public final class TortureRun {
                 }
                 Thread.sleep(profile.randomTiming() ? random.nextInt(150) : 50); // inside the 300 ms release step
                 kill(r.get().source());
+                cutLock = r.get().lock();
+                cutWorker = r.get().source();
+                faultAt = System.nanoTime();
             }
             case STOP_HOLDER -> {
                 Optional<Event> g = awaitAfterWarmUp(e -> e.type() == Event.Type.GRANTED);
@@ -329,6 +344,9 @@ public final class TortureRun {
                     return false;
                 }
                 String w = g.get().source();
+                cutLock = g.get().lock();
+                cutWorker = w;
+                faultAt = System.nanoTime();
                 Signals.stop(workers.get(w).pid());
                 timeline.note(HARNESS, Event.Type.FAULT, g.get().lock(), "STOP " + w);
                 Thread.sleep(twice.toMillis());
@@ -341,6 +359,9 @@ public final class TortureRun {
                     return false;
                 }
                 String w = g.get().source();
+                cutLock = g.get().lock();
+                cutWorker = w;
+                faultAt = System.nanoTime();
                 proxies.get(w).freeze();
                 timeline.note(HARNESS, Event.Type.FAULT, g.get().lock(), "FREEZE " + w);
                 Thread.sleep(twice.toMillis());
@@ -405,7 +426,18 @@ public final class TortureRun {
             }
             default -> throw new IllegalStateException("no injection for " + scenario);
         }
-        Thread.sleep(after.toMillis());
+        if (cutLock != null) {
+            // liveness: wait for the next grant of the cut holder's lock, up to the bound, then a little more
+            String lock = cutLock;
+            String worker = cutWorker;
+            long at = faultAt;
+            long bound = expiry.plus(profile.slack()).toNanos();
+            timeline.await(0, e -> e.type() == Event.Type.GRANTED && e.lock().equals(lock) && !e.source().equals(worker)
+                    && e.nanos() - at > 0, Duration.ofNanos(Math.max(0, at + bound - System.nanoTime())));
+            Thread.sleep(300);
+        } else {
+            Thread.sleep(expiry.plusMillis(1000).toMillis());
+        }
         return true;
     }
 
@@ -422,7 +454,7 @@ public final class TortureRun {
 
     /** Waits for a matching event after some grants happened (a few, or a random number in the long profile). */
     private Optional<Event> awaitAfterWarmUp(Predicate<Event> match) throws InterruptedException {
-        int warm = profile.randomTiming() ? 1 + random.nextInt(6) : 2;
+        int warm = profile.randomTiming() ? random.nextInt(6) : 0;
         int from = 0;
         for (int i = 0; i < warm; i++) {
             Optional<Event> g = timeline.await(from, e -> e.type() == Event.Type.GRANTED, Duration.ofSeconds(30));
@@ -434,21 +466,32 @@ public final class TortureRun {
         return timeline.await(from, match, Duration.ofSeconds(30));
     }
 
-    /** A worker that asked for the lock while another holds it: returns it a moment after it started waiting. */
+    /**
+     * A worker waiting for the lock while another holds it (its last step is an ACQUIRE not answered yet), a moment
+     * into its wait.
+     */
     private Optional<String> awaitWaiter() throws InterruptedException {
         long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        int from = 0;
         while (System.nanoTime() - deadline < 0) {
-            Optional<Event> g = awaitAfterWarmUp(e -> e.type() == Event.Type.GRANTED);
+            Optional<Event> g = from == 0 ? awaitAfterWarmUp(e -> e.type() == Event.Type.GRANTED)
+                    : timeline.await(from, e -> e.type() == Event.Type.GRANTED, Duration.ofSeconds(10));
             if (g.isEmpty()) {
                 return Optional.empty();
             }
+            from = timeline.after(g.get());
             String holder = g.get().source();
-            Optional<Event> next = timeline.await(timeline.after(g.get()), e ->
-                    (e.type() == Event.Type.ACQUIRE && !e.source().equals(holder))
-                            || (e.type() == Event.Type.RELEASE && e.source().equals(holder)), Duration.ofSeconds(10));
-            if (next.isPresent() && next.get().type() == Event.Type.ACQUIRE) {
-                Thread.sleep(profile.randomTiming() ? 5 + random.nextInt(100) : 30);
-                return Optional.of(next.get().source());
+            Map<String, Event.Type> last = new HashMap<>();
+            for (Event e : timeline.events()) {
+                if (e.type() == Event.Type.ACQUIRE || e.type() == Event.Type.GRANTED || e.type() == Event.Type.REFUSED) {
+                    last.put(e.source(), e.type());
+                }
+            }
+            Thread.sleep(profile.randomTiming() ? 5 + random.nextInt(100) : 30);
+            for (Map.Entry<String, Event.Type> w : last.entrySet()) {
+                if (!w.getKey().equals(holder) && w.getValue() == Event.Type.ACQUIRE && workers.get(w.getKey()).isAlive()) {
+                    return Optional.of(w.getKey());
+                }
             }
         }
         return Optional.empty();

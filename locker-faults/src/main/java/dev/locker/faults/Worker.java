@@ -152,7 +152,7 @@ public final class Worker {
                 if (!keepAlive) {
                     lease.keepAlive(false);
                 }
-                for (int w = 0; w < writes; w++) {
+                for (int w = 0; w < writes && !stopped; w++) {
                     long remaining = lease.remaining().toNanos();
                     if (remaining <= 0) {
                         emit(Event.Type.INVALID, name, token, 0, "lease no longer valid: stop writing");

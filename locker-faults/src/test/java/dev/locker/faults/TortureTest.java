@@ -32,7 +32,13 @@ class TortureTest {
     private static final List<Backend> OPEN = new ArrayList<>();
 
     @TestFactory
-    List<DynamicTest> torture() {
+    List<DynamicTest> torture() throws IOException {
+        if (Files.isDirectory(ROOT)) { // the last run's timelines and logs
+            try (var old = Files.walk(ROOT)) {
+                old.sorted(java.util.Comparator.reverseOrder()).filter(p -> !p.equals(ROOT)
+                        && !p.getFileName().toString().equals("harness.log")).forEach(p -> p.toFile().delete());
+            }
+        }
         System.out.println("[locker-faults] profile " + PROFILE.name() + ", seed " + PROFILE.seed()
                 + " (replay: -Dfaults.profile=" + PROFILE.name() + " -Dfaults.seed=" + PROFILE.seed() + ")");
         List<Function<Path, Backend>> backends = List.of(RedisBackend::new, MongoBackend::new, dir -> new HBaseBackend());
