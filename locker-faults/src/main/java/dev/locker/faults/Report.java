@@ -86,7 +86,9 @@ public final class Report {
                     maxTakeover / 1_000_000, maxTakeover / (double) first.expiry().toNanos());
             String promise = first.scenario() == Scenario.CONTROL_NO_GUARD ? "control"
                     : first.promisesSafety() ? "safe" : "not promised";
-            sb.append("| ").append(first.scenario().title()).append(" | ").append(first.backend()).append(" | ")
+            String title = first.scenario().title() + (first.expiry().equals(profile.expiry()) ? ""
+                    : " (expiry " + first.expiry().toMillis() + " ms)");
+            sb.append("| ").append(title).append(" | ").append(first.backend()).append(" | ")
                     .append(row.size()).append(" | ").append(grants).append(" | ").append(overlaps).append(" | ")
                     .append(stale).append(" | ").append(clashes).append(" | ").append(refused).append(" | ")
                     .append(lost).append(" | ").append(takeover).append(" | ").append(left).append(" | ")
