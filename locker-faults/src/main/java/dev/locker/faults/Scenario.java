@@ -1,0 +1,61 @@
+package dev.locker.faults;
+
+/**
+ * One fault, injected into a run of worker JVMs contending for locks. Each applies on every backend where it makes
+ * sense ({@link Backend#inapplicable} says why not elsewhere).
+ */
+public enum Scenario {
+    /** SIGKILL of a worker right after it was granted a lock. */
+    KILL_HOLDING("SIGKILL holder while holding"),
+    /** SIGKILL of a worker while it waits for a lock another holds. */
+    KILL_WAITING("SIGKILL worker while waiting"),
+    /** SIGKILL of a holder inside its release step (the worker's probe lingers there). */
+    KILL_RELEASING("SIGKILL holder while releasing"),
+    /** SIGSTOP of the holder for twice the expiry, then SIGCONT. */
+    STOP_HOLDER("SIGSTOP holder for 2x expiry"),
+    /** The holder's connection to the server frozen (a proxy forwards nothing) for twice the expiry. */
+    FREEZE_CONNECTION("frozen connection of the holder for 2x expiry"),
+    /** The server killed while a lock is held and started again, without persistence. */
+    SERVER_RESTART("server SIGKILL + restart, no persistence"),
+    /** The server killed while a lock is held and started again with {@code appendonly yes, appendfsync always}. */
+    SERVER_RESTART_AOF("server SIGKILL + restart, AOF appendfsync always"),
+    /** The server paused (SIGSTOP) for twice the expiry while a lock is held. */
+    SERVER_PAUSE("server SIGSTOP for 2x expiry"),
+    /** One worker's wall clock behind by more than the expiry, another's ahead (libfaketime), from their start. */
+    CLOCK_SKEW("wall clocks skewed -/+ beyond expiry"),
+    /** The holder's wall clock jumps (forward, then on a later holder backward) by more than the expiry while it holds. */
+    CLOCK_JUMP("wall-clock jump on the holder"),
+    /** Many short locks under contention: 4 workers, 2 locks, no hold time. */
+    CONTENTION("4 workers x N short cycles"),
+    /** The region server hosting the lock table aborts while a lock is held. */
+    REGION_SERVER_ABORT("region server abort"),
+    /**
+     * Control: the server restarted without persistence while the restart guard is off and the holder does not renew:
+     * the next contender is granted the lock while the holder's lease is still valid. Must be flagged.
+     */
+    CONTROL_NO_GUARD("CONTROL: restart, no persistence, restartGuard=0");
+
+    private final String title;
+
+    Scenario(String title) {
+        this.title = title;
+    }
+
+    /**
+     * A short description for reports.
+     *
+     * @return the description
+     */
+    public String title() {
+        return title;
+    }
+
+    /**
+     * Whether a holder is cut off by this fault (so liveness, the next grant after it, is measured).
+     *
+     * @return true for faults on the holder itself
+     */
+    public boolean incapacitatesHolder() {
+        return this == KILL_HOLDING || this == KILL_RELEASING || this == STOP_HOLDER || this == FREEZE_CONNECTION;
+    }
+}

@@ -1,0 +1,528 @@
+package dev.locker.faults;
+
+import dev.locker.api.LockPage;
+import dev.locker.api.Locker;
+import dev.locker.api.Lockers;
+import dev.locker.testkit.FreezingProxy;
+
+import java.io.BufferedReader;
+import java.io.BufferedWriter;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Random;
+import java.util.function.Predicate;
+
+/**
+ * One run of one {@link Scenario} on one {@link Backend}: starts the worker JVMs, the referee and (where the scenario
+ * needs them) one freezing proxy per worker, injects the fault, stops the workers, looks for claims left behind and
+ * judges the merged timeline ({@link Checker}). The timeline and every worker's log are kept in the run's directory.
+ */
+public final class TortureRun {
+
+    /** Where libfaketime's preload library is on Debian (package {@code libfaketime}). */
+    public static final Path LIBFAKETIME = Path.of("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1");
+
+    /** The harness's source name on the timeline. */
+    static final String HARNESS = "harness";
+
+    /**
+     * The outcome of a run.
+     *
+     * @param backend        the backend's name
+     * @param scenario       the scenario
+     * @param run            the run's number
+     * @param promisesSafety whether Locker promises mutual exclusion here (see {@link Backend#promisesSafety})
+     * @param faultInjected  whether the fault happened (a run whose moment never came proves nothing)
+     * @param verdict        what the checkers found
+     * @param expiry         the claims' expiry
+     * @param duration       how long the run took, workers' start included
+     * @param dir            where its timeline and logs are
+     */
+    public record Result(String backend, Scenario scenario, int run, boolean promisesSafety, boolean faultInjected,
+                         Verdict verdict, Duration expiry, Duration duration, Path dir) {
+    }
+
+    private final Backend backend;
+    private final Scenario scenario;
+    private final Profile profile;
+    private final int run;
+    private final Random random;
+    private final Path dir;
+    private final Duration expiry;
+    private final Timeline timeline = new Timeline();
+    private final Map<String, Process> workers = new LinkedHashMap<>();
+    private final Map<String, FreezingProxy> proxies = new HashMap<>();
+    private final Map<String, Path> clockFiles = new HashMap<>();
+    private final String prefix;
+
+    /**
+     * Prepares a run.
+     *
+     * @param backend  the backend, open
+     * @param scenario what to inject
+     * @param profile  how hard
+     * @param run      the run's number (0 for the first)
+     * @param root     the directory under which the run keeps its files
+     */
+    public TortureRun(Backend backend, Scenario scenario, Profile profile, int run, Path root) {
+        this.backend = backend;
+        this.scenario = scenario;
+        this.profile = profile;
+        this.run = run;
+        this.random = profile.random(backend.name(), scenario, run);
+        // a restart outside the promise (MongoDB's test server loses its data) with an expiry that outlasts the server's
+        // restart, so that the loss can show: with a short one the holder's own deadline ends first
+        this.expiry = scenario == Scenario.SERVER_RESTART && !backend.promisesSafety(scenario)
+                ? profile.expiry().multipliedBy(5) : profile.expiry();
+        this.dir = root.resolve(backend.name()).resolve(scenario.name().toLowerCase() + "-" + run);
+        this.prefix = "f" + Long.toHexString(System.nanoTime() & 0xffffffL) + scenario.ordinal() + "-";
+    }
+
+    /**
+     * Whether this machine can run the scenario at all (libfaketime for the clock scenarios).
+     *
+     * @param scenario the scenario
+     * @return the reason it cannot, or null
+     */
+    public static String unavailable(Scenario scenario) {
+        if ((scenario == Scenario.CLOCK_SKEW || scenario == Scenario.CLOCK_JUMP) && !Files.exists(LIBFAKETIME)) {
+            return "libfaketime is not installed (" + LIBFAKETIME + "; Debian package libfaketime)";
+        }
+        return null;
+    }
+
+    /**
+     * Runs it.
+     *
+     * @return what happened
+     * @throws InterruptedException when interrupted
+     */
+    public Result execute() throws InterruptedException {
+        long t0 = System.nanoTime();
+        try {
+            Files.createDirectories(dir);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        boolean injected;
+        int leftovers;
+        backend.begin(scenario, expiry);
+        try (Referee referee = new Referee(timeline)) {
+            if (scenario == Scenario.REGION_SERVER_ABORT) {
+                ((HBaseBackend) backend).prepareRegionServerAbort();
+            }
+            timeline.note(HARNESS, Event.Type.NOTE, "-", "starting workers");
+            startWorkers(referee.port());
+            awaitAll(Event.Type.READY, Duration.ofSeconds(120));
+            for (Process p : workers.values()) {
+                send(p, "GO " + (System.nanoTime() + Duration.ofMinutes(10).toNanos()));
+            }
+            timeline.note(HARNESS, Event.Type.NOTE, "-", "GO: " + scenario + " on " + backend.name() + ", expiry "
+                    + expiry.toMillis() + " ms, seed " + profile.seed() + ", run " + run);
+            injected = inject();
+            timeline.note(HARNESS, Event.Type.NOTE, "-", "STOP");
+            stopWorkers();
+            timeline.note(HARNESS, Event.Type.NOTE, "-", "workers exited");
+            leftovers = leftovers();
+            timeline.note(HARNESS, Event.Type.NOTE, "-", "claims left behind: " + leftovers);
+        } finally {
+            for (Process p : workers.values()) {
+                if (p.isAlive()) {
+                    try {
+                        Signals.cont(p.pid());
+                    } catch (RuntimeException ignored) {
+                        // it may have exited meanwhile
+                    }
+                    p.destroyForcibly();
+                }
+            }
+            proxies.values().forEach(FreezingProxy::close);
+            backend.end();
+            timeline.write(dir.resolve("timeline.tsv"));
+        }
+        Checker checker = new Checker(expiry, Duration.ZERO, profile.slack());
+        Verdict verdict = checker.check(timeline.events(), leftovers);
+        return new Result(backend.name(), scenario, run, backend.promisesSafety(scenario), injected, verdict, expiry,
+                Duration.ofNanos(System.nanoTime() - t0), dir);
+    }
+
+    // ---- workers ----
+
+    private record Plan(int workers, String locks, long holdMs, int writes, long waitMs, long gapMs, long releasePauseMs,
+                        boolean keepAlive, long cycles) {
+    }
+
+    private Plan plan() {
+        long e = expiry.toMillis();
+        return switch (scenario) {
+            case CONTENTION -> new Plan(4, "L0,L1", 0, 1, 10_000, 0, 0, true, profile.contentionCycles());
+            case KILL_RELEASING -> new Plan(3, "L0", e / 4, 2, 3 * e + 2000, 20, 300, true, Long.MAX_VALUE);
+            case CONTROL_NO_GUARD -> new Plan(3, "L0", 3 * e, 30, 3 * e + 2000, 20, 0, false, Long.MAX_VALUE);
+            // holds longer than the expiry: the holder's keep-alive must carry it across the fault, or it must learn
+            case STOP_HOLDER, FREEZE_CONNECTION, SERVER_RESTART, SERVER_RESTART_AOF, SERVER_PAUSE, CLOCK_JUMP,
+                    REGION_SERVER_ABORT -> new Plan(3, "L0", 2 * e, 10, 3 * e + 2000, 20, 0, true, Long.MAX_VALUE);
+            default -> new Plan(3, "L0", e / 2, 4, 3 * e + 2000, 20, 0, true, Long.MAX_VALUE);
+        };
+    }
+
+    private void startWorkers(int refereePort) {
+        Plan plan = plan();
+        String javaBin = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        String locks = String.join(",", Arrays.stream(plan.locks().split(",")).map(l -> prefix + l).toList());
+        long skew = Math.max(90, 3 * expiry.toSeconds());
+        for (int i = 0; i < plan.workers(); i++) {
+            String id = "w" + i;
+            String hostPort = backend.serverAddress();
+            if (scenario == Scenario.FREEZE_CONNECTION) {
+                String[] hp = hostPort.split(":");
+                FreezingProxy proxy = new FreezingProxy(hp[0], Integer.parseInt(hp[1]));
+                proxies.put(id, proxy);
+                hostPort = "127.0.0.1:" + proxy.port();
+            }
+            List<String> cmd = new ArrayList<>(List.of(javaBin, "-Xmx160m", "-Xss512k", "-XX:+UseSerialGC",
+                    "-XX:TieredStopAtLevel=1", "-Dfaults.log=" + dir.resolve(id + ".log")));
+            cmd.addAll(backend.workerJvmOptions());
+            cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), Worker.class.getName(),
+                    "--id=" + id, "--uri=" + backend.uri(hostPort), "--locks=" + locks, "--referee=" + refereePort,
+                    "--cycles=" + plan.cycles(), "--holdMs=" + plan.holdMs(), "--writes=" + plan.writes(),
+                    "--waitMs=" + plan.waitMs(), "--gapMs=" + plan.gapMs(), "--releasePauseMs=" + plan.releasePauseMs(),
+                    "--keepAlive=" + plan.keepAlive(), "--seed=" + random.nextLong()));
+            ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(dir.resolve(id + ".stderr").toFile());
+            if (scenario == Scenario.CLOCK_SKEW && i < 2) {
+                fakeTime(pb, null).put("FAKETIME", (i == 0 ? "-" : "+") + skew + "s");
+            } else if (scenario == Scenario.CLOCK_JUMP) {
+                Path file = dir.resolve(id + ".faketime");
+                writeClock(file, "+0s");
+                clockFiles.put(id, file);
+                fakeTime(pb, file);
+            }
+            try {
+                Process p = pb.start();
+                workers.put(id, p);
+                readEvents(id, p);
+            } catch (IOException ex) {
+                throw new UncheckedIOException("cannot start worker " + id, ex);
+            }
+        }
+        if (scenario == Scenario.CLOCK_SKEW) {
+            timeline.note(HARNESS, Event.Type.FAULT, "-", "CLOCK w0 -" + skew + "s, w1 +" + skew + "s (from start)");
+        }
+    }
+
+    private static Map<String, String> fakeTime(ProcessBuilder pb, Path timestampFile) {
+        Map<String, String> env = pb.environment();
+        env.put("LD_PRELOAD", LIBFAKETIME.toString());
+        // the monotonic clock must stay real: it is the shared timeline, and JVM timed waits spin on a faked one
+        env.put("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+        env.put("FAKETIME_FORCE_MONOTONIC_FIX", "0");
+        if (timestampFile != null) {
+            env.put("FAKETIME_TIMESTAMP_FILE", timestampFile.toString());
+            env.put("FAKETIME_NO_CACHE", "1");
+        }
+        return env;
+    }
+
+    private static void writeClock(Path file, String spec) {
+        try {
+            Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
+            Files.writeString(tmp, spec + "\n");
+            Files.move(tmp, file, java.nio.file.StandardCopyOption.ATOMIC_MOVE, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private void readEvents(String id, Process p) throws IOException {
+        BufferedWriter other = Files.newBufferedWriter(dir.resolve(id + ".stdout"), StandardCharsets.UTF_8);
+        Thread t = new Thread(() -> {
+            try (BufferedReader in = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
+                 other) {
+                String line;
+                while ((line = in.readLine()) != null) {
+                    if (Event.isEvent(line)) {
+                        timeline.add(Event.parse(line));
+                    } else {
+                        other.write(line);
+                        other.newLine();
+                    }
+                }
+            } catch (IOException ignored) {
+                // the worker is gone
+            }
+        }, "events-" + id);
+        t.setDaemon(true);
+        t.start();
+    }
+
+    private static void send(Process p, String line) {
+        try {
+            OutputStream out = p.getOutputStream();
+            out.write((line + "\n").getBytes(StandardCharsets.UTF_8));
+            out.flush();
+        } catch (IOException e) {
+            // the worker is gone (killed): nothing to tell it
+        }
+    }
+
+    private void awaitAll(Event.Type type, Duration max) throws InterruptedException {
+        long deadline = System.nanoTime() + max.toNanos();
+        for (String id : workers.keySet()) {
+            long left = deadline - System.nanoTime();
+            Optional<Event> e = timeline.await(0, ev -> ev.source().equals(id) && ev.type() == type,
+                    Duration.ofNanos(Math.max(0, left)));
+            if (e.isEmpty()) {
+                throw new IllegalStateException("worker " + id + " did not report " + type + " within " + max
+                        + " (alive: " + workers.get(id).isAlive() + "); see " + dir);
+            }
+        }
+    }
+
+    private void stopWorkers() throws InterruptedException {
+        for (Process p : workers.values()) {
+            send(p, "STOP");
+        }
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        for (Map.Entry<String, Process> w : workers.entrySet()) {
+            long left = Math.max(0, deadline - System.nanoTime());
+            if (!w.getValue().waitFor(left, java.util.concurrent.TimeUnit.NANOSECONDS)) {
+                timeline.note(HARNESS, Event.Type.NOTE, w.getKey(), "did not exit after STOP: killed");
+                w.getValue().destroyForcibly().waitFor();
+            }
+        }
+        Thread.sleep(50); // the readers drain the last lines
+    }
+
+    // ---- faults ----
+
+    private boolean inject() throws InterruptedException {
+        Duration twice = expiry.multipliedBy(2);
+        long faultAt = System.nanoTime();
+        String cutLock = null;
+        String cutWorker = null;
+        switch (scenario) {
+            case KILL_HOLDING -> {
+                Optional<Event> g = awaitAfterWarmUp(e -> e.type() == Event.Type.GRANTED);
+                if (g.isEmpty()) {
+                    return false;
+                }
+                kill(g.get().source());
+                cutLock = g.get().lock();
+                cutWorker = g.get().source();
+                faultAt = System.nanoTime();
+            }
+            case KILL_WAITING -> {
+                Optional<String> waiter = awaitWaiter();
+                if (waiter.isEmpty()) {
+                    return false;
+                }
+                kill(waiter.get());
+            }
+            case KILL_RELEASING -> {
+                Optional<Event> r = awaitAfterWarmUp(e -> e.type() == Event.Type.RELEASE_STEP);
+                if (r.isEmpty()) {
+                    return false;
+                }
+                Thread.sleep(profile.randomTiming() ? random.nextInt(150) : 50); // inside the 300 ms release step
+                kill(r.get().source());
+                cutLock = r.get().lock();
+                cutWorker = r.get().source();
+                faultAt = System.nanoTime();
+            }
+            case STOP_HOLDER -> {
+                Optional<Event> g = awaitAfterWarmUp(e -> e.type() == Event.Type.GRANTED);
+                if (g.isEmpty()) {
+                    return false;
+                }
+                String w = g.get().source();
+                cutLock = g.get().lock();
+                cutWorker = w;
+                faultAt = System.nanoTime();
+                Signals.stop(workers.get(w).pid());
+                timeline.note(HARNESS, Event.Type.FAULT, g.get().lock(), "STOP " + w);
+                Thread.sleep(twice.toMillis());
+                timeline.note(HARNESS, Event.Type.FAULT, g.get().lock(), "CONT " + w);
+                Signals.cont(workers.get(w).pid());
+            }
+            case FREEZE_CONNECTION -> {
+                Optional<Event> g = awaitAfterWarmUp(e -> e.type() == Event.Type.GRANTED);
+                if (g.isEmpty()) {
+                    return false;
+                }
+                String w = g.get().source();
+                cutLock = g.get().lock();
+                cutWorker = w;
+                faultAt = System.nanoTime();
+                proxies.get(w).freeze();
+                timeline.note(HARNESS, Event.Type.FAULT, g.get().lock(), "FREEZE " + w);
+                Thread.sleep(twice.toMillis());
+                timeline.note(HARNESS, Event.Type.FAULT, g.get().lock(), "THAW " + w);
+                proxies.get(w).thaw();
+            }
+            case SERVER_RESTART, SERVER_RESTART_AOF, CONTROL_NO_GUARD -> {
+                Optional<Event> g = awaitAfterWarmUp(e -> e.type() == Event.Type.GRANTED);
+                if (g.isEmpty()) {
+                    return false;
+                }
+                timeline.note(HARNESS, Event.Type.FAULT, g.get().lock(), "SERVER_KILL (holder " + g.get().source() + ")");
+                backend.killServer();
+                backend.startServer();
+                timeline.note(HARNESS, Event.Type.FAULT, g.get().lock(), "SERVER_START");
+            }
+            case SERVER_PAUSE -> {
+                Optional<Event> g = awaitAfterWarmUp(e -> e.type() == Event.Type.GRANTED);
+                if (g.isEmpty()) {
+                    return false;
+                }
+                timeline.note(HARNESS, Event.Type.FAULT, g.get().lock(), "SERVER_PAUSE (holder " + g.get().source() + ")");
+                backend.pauseServer();
+                Thread.sleep(twice.toMillis());
+                backend.resumeServer();
+                timeline.note(HARNESS, Event.Type.FAULT, g.get().lock(), "SERVER_RESUME");
+            }
+            case CLOCK_SKEW -> Thread.sleep(expiry.multipliedBy(4).plusSeconds(2).toMillis());
+            case CLOCK_JUMP -> {
+                String first = null;
+                for (String spec : List.of("+" + Math.max(90, 3 * expiry.toSeconds()) + "s",
+                        "-" + Math.max(90, 3 * expiry.toSeconds()) + "s")) {
+                    String not = first;
+                    Optional<Event> g = awaitAfterWarmUp(e -> e.type() == Event.Type.GRANTED && !e.source().equals(not));
+                    if (g.isEmpty()) {
+                        return false;
+                    }
+                    String w = g.get().source();
+                    first = w;
+                    writeClock(clockFiles.get(w), spec);
+                    timeline.note(HARNESS, Event.Type.FAULT, g.get().lock(), "CLOCK " + w + " " + spec + " (while holding)");
+                    Thread.sleep(expiry.toMillis());
+                }
+            }
+            case CONTENTION -> {
+                // no fault: the workers stop after their cycles
+                long deadline = System.nanoTime() + Duration.ofMinutes(10).toNanos();
+                for (Process p : workers.values()) {
+                    p.waitFor(Math.max(0, deadline - System.nanoTime()), java.util.concurrent.TimeUnit.NANOSECONDS);
+                }
+                return true;
+            }
+            case REGION_SERVER_ABORT -> {
+                Optional<Event> g = awaitAfterWarmUp(e -> e.type() == Event.Type.GRANTED);
+                if (g.isEmpty()) {
+                    return false;
+                }
+                timeline.note(HARNESS, Event.Type.FAULT, g.get().lock(), "RS_ABORT (holder " + g.get().source() + ")");
+                backend.abortRegionServer();
+                ((HBaseBackend) backend).awaitTableAvailable(Duration.ofMinutes(3));
+                timeline.note(HARNESS, Event.Type.FAULT, g.get().lock(), "TABLE_AVAILABLE");
+            }
+            default -> throw new IllegalStateException("no injection for " + scenario);
+        }
+        if (cutLock != null) {
+            // liveness: wait for the next grant of the cut holder's lock, up to the bound, then a little more
+            String lock = cutLock;
+            String worker = cutWorker;
+            long at = faultAt;
+            long bound = expiry.plus(profile.slack()).toNanos();
+            timeline.await(0, e -> e.type() == Event.Type.GRANTED && e.lock().equals(lock) && !e.source().equals(worker)
+                    && e.nanos() - at > 0, Duration.ofNanos(Math.max(0, at + bound - System.nanoTime())));
+            Thread.sleep(300);
+        } else {
+            Thread.sleep(expiry.plusMillis(1000).toMillis());
+        }
+        return true;
+    }
+
+    private void kill(String worker) {
+        Process p = workers.get(worker);
+        p.destroyForcibly(); // SIGKILL
+        timeline.note(HARNESS, Event.Type.FAULT, worker, "KILL " + worker);
+        try {
+            p.waitFor();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** Waits for a matching event after some grants happened (a few, or a random number in the long profile). */
+    private Optional<Event> awaitAfterWarmUp(Predicate<Event> match) throws InterruptedException {
+        int warm = profile.randomTiming() ? random.nextInt(6) : 0;
+        int from = 0;
+        for (int i = 0; i < warm; i++) {
+            Optional<Event> g = timeline.await(from, e -> e.type() == Event.Type.GRANTED, Duration.ofSeconds(30));
+            if (g.isEmpty()) {
+                return Optional.empty();
+            }
+            from = timeline.after(g.get());
+        }
+        return timeline.await(from, match, Duration.ofSeconds(30));
+    }
+
+    /**
+     * A worker waiting for the lock while another holds it (its last step is an ACQUIRE not answered yet), a moment
+     * into its wait.
+     */
+    private Optional<String> awaitWaiter() throws InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        int from = 0;
+        while (System.nanoTime() - deadline < 0) {
+            Optional<Event> g = from == 0 ? awaitAfterWarmUp(e -> e.type() == Event.Type.GRANTED)
+                    : timeline.await(from, e -> e.type() == Event.Type.GRANTED, Duration.ofSeconds(10));
+            if (g.isEmpty()) {
+                return Optional.empty();
+            }
+            from = timeline.after(g.get());
+            String holder = g.get().source();
+            Map<String, Event.Type> last = new HashMap<>();
+            for (Event e : timeline.events()) {
+                if (e.type() == Event.Type.ACQUIRE || e.type() == Event.Type.GRANTED || e.type() == Event.Type.REFUSED) {
+                    last.put(e.source(), e.type());
+                }
+            }
+            Thread.sleep(profile.randomTiming() ? 5 + random.nextInt(100) : 30);
+            for (Map.Entry<String, Event.Type> w : last.entrySet()) {
+                if (!w.getKey().equals(holder) && w.getValue() == Event.Type.ACQUIRE && workers.get(w.getKey()).isAlive()) {
+                    return Optional.of(w.getKey());
+                }
+            }
+        }
+        return Optional.empty();
+    }
+
+    // ---- claims left behind ----
+
+    private int leftovers() throws InterruptedException {
+        String address = backend.serverAddress();
+        try (Locker locker = Lockers.open(backend.uri(address == null ? "" : address))) {
+            long deadline = System.nanoTime() + expiry.plus(profile.slack()).toNanos();
+            int held = -1;
+            while (true) {
+                try {
+                    LockPage page = locker.list(prefix, 100, null);
+                    held = page.locks().size();
+                    if (held == 0 && page.nextCursor().isEmpty()) {
+                        return 0;
+                    }
+                } catch (RuntimeException e) {
+                    timeline.note(HARNESS, Event.Type.NOTE, "-", "listing failed: " + e);
+                }
+                if (System.nanoTime() - deadline > 0) {
+                    timeline.note(HARNESS, Event.Type.NOTE, "-", "claims left behind: " + held);
+                    return Math.max(held, 1);
+                }
+                Thread.sleep(100);
+            }
+        }
+    }
+}

@@ -1,0 +1,243 @@
+package dev.locker.faults;
+
+import dev.locker.api.Acquisition;
+import dev.locker.api.KeyColumn;
+import dev.locker.api.Lease;
+import dev.locker.api.LockProbe;
+import dev.locker.api.Locker;
+import dev.locker.api.LockerConfig;
+import dev.locker.api.Lockers;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.io.PrintStream;
+import java.net.InetAddress;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+
+/**
+ * One contender, in a JVM of its own: opens a locker on the backend URI, waits for the harness's {@code GO}, then
+ * cycles: ask for a lock ({@code acquireWithin}), write to the referee with the fencing token while the lease is
+ * valid, release. Every step is one {@link Event} line on stdout, stamped with {@link System#nanoTime()} (shared with
+ * every JVM of the host; libfaketime leaves it alone with {@code FAKETIME_DONT_FAKE_MONOTONIC=1}). A sampler thread
+ * records the lease's validity deadline whenever it moves (a renewal), so the checkers know until when this worker
+ * believed it held the lock.
+ *
+ * <p>Arguments ({@code --name=value}): {@code id}, {@code uri}, {@code locks} (comma-separated names), {@code referee}
+ * (port), {@code cycles}, {@code holdMs}, {@code writes} (per hold), {@code waitMs} (per acquire), {@code gapMs}
+ * (between cycles), {@code releasePauseMs} (sleep inside the release step, so the harness can kill it there),
+ * {@code keepAlive} (true/false), {@code seed}. Standard input: {@code GO <untilNanos>} starts it, {@code STOP} ends
+ * it after the current cycle; end of input (the harness died) halts it at once.
+ */
+public final class Worker {
+
+    private final Map<String, String> args;
+    private final String id;
+    private final PrintStream out;
+    private volatile Lease current;
+    private volatile String currentLock;
+    private volatile long lastDeadline;
+    private volatile boolean stopped;
+
+    private Worker(Map<String, String> args) {
+        this.args = args;
+        this.id = arg("id");
+        this.out = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), true, StandardCharsets.UTF_8);
+    }
+
+    /**
+     * Runs one worker until its cycles are done or the harness's deadline passed.
+     *
+     * @param argv {@code --name=value} arguments (see the class comment)
+     * @throws Exception when the worker cannot run at all
+     */
+    public static void main(String[] argv) throws Exception {
+        Map<String, String> args = new HashMap<>();
+        for (String a : argv) {
+            int eq = a.indexOf('=');
+            if (!a.startsWith("--") || eq < 0) {
+                throw new IllegalArgumentException("arguments are --name=value, got: " + a);
+            }
+            args.put(a.substring(2, eq), a.substring(eq + 1));
+        }
+        new Worker(args).run();
+    }
+
+    private String arg(String name) {
+        String v = args.get(name);
+        if (v == null) {
+            throw new IllegalArgumentException("missing argument --" + name + "=...");
+        }
+        return v;
+    }
+
+    private long num(String name, long dflt) {
+        String v = args.get(name);
+        return v == null ? dflt : Long.parseLong(v);
+    }
+
+    private synchronized void emit(Event.Type type, String lock, long token, long deadline, String detail) {
+        out.println(new Event(System.nanoTime(), id, type, lock, token, deadline, detail).toLine());
+    }
+
+    private void run() throws Exception {
+        List<String> locks = List.of(arg("locks").split(","));
+        long cycles = num("cycles", Long.MAX_VALUE);
+        long holdMs = num("holdMs", 100);
+        int writes = (int) Math.max(1, num("writes", 3));
+        Duration wait = Duration.ofMillis(num("waitMs", 5000));
+        long gapMs = num("gapMs", 10);
+        long releasePauseMs = num("releasePauseMs", 0);
+        boolean keepAlive = Boolean.parseBoolean(args.getOrDefault("keepAlive", "true"));
+        Random random = new Random(num("seed", 1));
+
+        LockProbe probe = new LockProbe() {
+            @Override
+            public void before(Step step, KeyColumn lock, String rid) {
+                if (step == Step.RELEASE) {
+                    emit(Event.Type.RELEASE_STEP, currentLock, 0, 0, "release step begins");
+                    if (releasePauseMs > 0) {
+                        sleep(releasePauseMs);
+                    }
+                }
+            }
+
+            @Override
+            public void after(Step step, KeyColumn lock, String rid, RuntimeException failure) {
+                if (step == Step.RENEW) {
+                    if (failure != null) {
+                        emit(Event.Type.NOTE, currentLock, 0, 0, "renewal failed: " + failure);
+                    }
+                    sampleDeadline();
+                }
+            }
+        };
+        LockerConfig config = LockerConfig.builder().rid("faults-" + id).probe(probe).build();
+        try (Locker locker = Lockers.open(arg("uri"), config);
+             Socket referee = new Socket(InetAddress.getLoopbackAddress(), Integer.parseInt(arg("referee")))) {
+            referee.setTcpNoDelay(true);
+            BufferedReader refereeIn = new BufferedReader(new InputStreamReader(referee.getInputStream(), StandardCharsets.UTF_8));
+            OutputStream refereeOut = referee.getOutputStream();
+            emit(Event.Type.READY, "-", 0, 0, "rid " + locker.rid() + ", pid " + ProcessHandle.current().pid());
+            long until = awaitGo();
+            daemon("deadline-sampler", () -> {
+                while (true) {
+                    sampleDeadline();
+                    sleep(5);
+                }
+            });
+            for (long cycle = 0; cycle < cycles && !stopped && System.nanoTime() - until < 0; cycle++) {
+                String name = locks.get(random.nextInt(locks.size()));
+                emit(Event.Type.ACQUIRE, name, 0, 0, "cycle " + cycle);
+                Acquisition a = locker.acquireWithin(KeyColumn.named(name), "faults worker " + id, wait);
+                if (!a.acquired()) {
+                    emit(Event.Type.REFUSED, name, 0, 0, a.toString());
+                    sleep(gapMs);
+                    continue;
+                }
+                Lease lease = a.lease().orElseThrow();
+                long token = lease.fencingToken();
+                lastDeadline = System.nanoTime() + lease.remaining().toNanos();
+                emit(Event.Type.GRANTED, name, token, lastDeadline, "cycle " + cycle);
+                currentLock = name;
+                current = lease;
+                lease.onLost(loss -> emit(Event.Type.LOST, name, token, 0, loss.reason() + " " + loss));
+                if (!keepAlive) {
+                    lease.keepAlive(false);
+                }
+                for (int w = 0; w < writes && !stopped; w++) {
+                    long remaining = lease.remaining().toNanos();
+                    if (remaining <= 0) {
+                        emit(Event.Type.INVALID, name, token, 0, "lease no longer valid: stop writing");
+                        break;
+                    }
+                    long deadline = System.nanoTime() + remaining;
+                    emit(Event.Type.WRITE, name, token, deadline, "write " + w);
+                    refereeOut.write(("W " + id + " " + name + " " + token + " " + deadline + "\n")
+                            .getBytes(StandardCharsets.UTF_8));
+                    refereeOut.flush();
+                    String reply = refereeIn.readLine();
+                    if ("OK".equals(reply)) {
+                        emit(Event.Type.WRITE_OK, name, token, deadline, "");
+                    } else {
+                        emit(Event.Type.WRITE_REFUSED, name, token, deadline, String.valueOf(reply));
+                    }
+                    if (holdMs > 0) {
+                        sleep(holdMs / writes);
+                    }
+                }
+                long remaining = lease.remaining().toNanos();
+                emit(Event.Type.RELEASE, name, token, remaining > 0 ? System.nanoTime() + remaining : 0, "");
+                current = null;
+                lease.close();
+                emit(Event.Type.RELEASED, name, token, 0, "");
+                if (gapMs > 0) {
+                    sleep(gapMs);
+                }
+            }
+        }
+        emit(Event.Type.EXIT, "-", 0, 0, "done");
+        out.flush();
+        System.exit(0);
+    }
+
+    /** Records the current lease's deadline when it moved (a renewal extended it). */
+    private void sampleDeadline() {
+        Lease lease = current;
+        if (lease == null) {
+            return;
+        }
+        long remaining = lease.remaining().toNanos();
+        if (remaining <= 0) {
+            return;
+        }
+        long deadline = System.nanoTime() + remaining;
+        if (deadline - lastDeadline > 2_000_000) {
+            lastDeadline = deadline;
+            emit(Event.Type.DEADLINE, currentLock, 0, deadline, "");
+        }
+    }
+
+    private long awaitGo() throws IOException {
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String line = in.readLine();
+        if (line == null || !line.startsWith("GO ")) {
+            Runtime.getRuntime().halt(3);
+        }
+        daemon("stdin-watch", () -> {
+            try {
+                String next;
+                while ((next = in.readLine()) != null) {
+                    if (next.trim().equals("STOP")) {
+                        stopped = true; // finish this cycle, then exit
+                    }
+                }
+            } catch (IOException ignored) {
+                // same as end of input
+            }
+            Runtime.getRuntime().halt(3);
+        });
+        return Long.parseLong(line.substring(3).trim());
+    }
+
+    private static void daemon(String name, Runnable r) {
+        Thread t = new Thread(r, name);
+        t.setDaemon(true);
+        t.start();
+    }
+
+    private static void sleep(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}
