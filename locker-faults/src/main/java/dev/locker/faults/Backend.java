@@ -8,9 +8,7 @@ import java.util.List;
  * apply to it and why not the others, and injects the server-side faults it supports.
  *
  * <p>Adding a backend is one small class: a URI, {@link #inapplicable} for the scenarios that make no sense on it, and
- * the server faults it can do. TODO(locker-file): a {@code FileBackend} for the {@code file:DIR} embedded
- * cross-process backend: {@code uri} is {@code file:<run dir>/locks?expiry=..}, no server (so no server faults, no
- * proxy); every worker scenario (kill, stop, clock skew and jump, contention) applies.
+ * the server faults it can do ({@link FileBackend} is the smallest: no server, so no server faults and no proxy).
  */
 public interface Backend extends AutoCloseable {
 

@@ -41,7 +41,8 @@ class TortureTest {
         }
         System.out.println("[locker-faults] profile " + PROFILE.name() + ", seed " + PROFILE.seed()
                 + " (replay: -Dfaults.profile=" + PROFILE.name() + " -Dfaults.seed=" + PROFILE.seed() + ")");
-        List<Function<Path, Backend>> backends = List.of(RedisBackend::new, MongoBackend::new, dir -> new HBaseBackend());
+        List<Function<Path, Backend>> backends = List.of(RedisBackend::new, MongoBackend::new, dir -> new HBaseBackend(),
+                FileBackend::new);
         Set<String> onlyBackends = filter("faults.backends");
         Set<String> onlyScenarios = filter("faults.scenarios");
         List<DynamicTest> tests = new ArrayList<>();
