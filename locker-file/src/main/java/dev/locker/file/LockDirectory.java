@@ -162,9 +162,13 @@ final class LockDirectory {
 
     /**
      * The content of lock file {@code name}, or null when there is none (a lock never taken). A lock file that is not
-     * whole is taken as free with no token: every process sees every renamed file whole (the page cache), so only a
-     * power loss before an unforced rewrite (a renewal, a release) reached the disk leaves one, and no claim outlives
-     * a power loss; the next token is still above every earlier one (never below the time in microseconds).
+     * whole (its checksum fails) is taken as free with no token: every process sees every renamed file whole (the page
+     * cache), so only a power loss before an unforced rewrite (a renewal, a release) reached the disk leaves one, and no
+     * claim outlives a power loss; the next token is still above every earlier one (never below the time in
+     * microseconds). A file written whole in another format (a newer release) is refused: it may hold a live claim
+     * this release cannot read.
+     *
+     * @throws PermanentStoreException when the file is whole but not of this format
      */
     LockFile readLock(String name) {
         byte[] bytes = readBytes(dir.resolve(name));
@@ -173,6 +177,10 @@ final class LockDirectory {
         }
         try {
             return LockFile.fromBytes(bytes);
+        } catch (LockFile.UnknownFormatException e) {
+            throw new PermanentStoreException("the lock file " + dir.resolve(name) + " is not one this release of "
+                    + "locker-file can read: " + e.getMessage() + ". Refused rather than taken as free: every process "
+                    + "sharing the directory must run a release that reads it", e);
         } catch (IllegalArgumentException e) {
             org.slf4j.LoggerFactory.getLogger(LockDirectory.class).warn("Lock file {} is not whole ({}): a power loss "
                     + "before it reached the disk? Taken as free", dir.resolve(name), e.getMessage());
