@@ -68,13 +68,20 @@ public final class FileDoctor implements DeploymentCheck {
                     "check that the directory is on a local disk"));
         }
         progress.accept("the clock");
-        HostClock clock = new HostClock(dev.locker.api.TimeSource.system());
-        out.add(clock.domain().startsWith("boot:")
-                ? Finding.ok("clock", "claims expire on this host's monotonic clock (CLOCK_MONOTONIC), which wall-clock "
-                        + "steps do not move; a claim from an earlier boot (another boot id) is dead")
-                : Finding.warn("clock", "no boot id (not Linux?): claims expire on the wall clock, so a step of the clock "
-                        + "lengthens or shortens every claim", "keep the host's clock slewed (NTP), never stepped, or use Linux"));
+        out.add(clockFinding(dev.locker.api.TimeSource.system()));
         return out;
+    }
+
+    /** Which clock judges claims here. */
+    static Finding clockFinding(dev.locker.api.TimeSource time) {
+        HostClock clock = new HostClock(time, true);
+        if (!clock.domain().startsWith("boot:")) {
+            return Finding.warn("clock", "no boot id (not Linux?): only the wall clock can judge claims here, so lockers "
+                    + "refuse to open unless told wallClock=true, and then a forward step of the clock ends claims early "
+                    + "(two holders of one lock)", "use Linux, or add ?wallClock=true and keep the clock slewed (NTP), never stepped");
+        }
+        return Finding.ok("clock", "claims expire on this host's monotonic clock (CLOCK_MONOTONIC), which wall-clock "
+                + "steps do not move; a claim from an earlier boot (another boot id) is dead");
     }
 
     private static String contents(Path dir) {

@@ -48,7 +48,7 @@ import java.util.TreeSet;
  * </ul>
  *
  * <p>A claim is dead when (1) it expired on the host's clock ({@link HostClock}: {@code CLOCK_MONOTONIC} on Linux,
- * shared by every process of the host, never stepped), or (2) it was written in an earlier boot of the host, or (3)
+ * shared by every process of the host, never stepped; elsewhere the wall clock, only when accepted), or (2) it was written in an earlier boot of the host, or (3)
  * the process of the locker that wrote it is gone: every open locker holds an OS lock on its session file
  * ({@link Sessions}), which the kernel drops when the process ends however it ends, so a SIGKILLed holder's lock is
  * free at once, without trusting process ids.
@@ -76,10 +76,10 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
     private final Sessions session;
     private final long expiryNanos;
 
-    private FileLocker(Builder b, LockDirectory directory) {
+    private FileLocker(Builder b, HostClock clock, LockDirectory directory) {
         super(b);
         this.directory = directory;
-        this.clock = new HostClock(time);
+        this.clock = clock;
         this.expiryNanos = config.expiry().toNanos();
         try {
             this.session = Sessions.start(directory, config.rid(), config.owner(""));
@@ -345,21 +345,44 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
         return t.getEpochSecond() * 1_000_000L + t.getNano() / 1_000;
     }
 
-    /** Options of a {@link FileLocker}: the directory, and the common locker configuration. */
+    /** Options of a {@link FileLocker}: the directory, whether the wall clock may judge claims, and the common configuration. */
     public static final class Builder extends LockerBuilder<Builder> {
         private final Path dir;
+        private boolean wallClock;
 
         private Builder(Path dir) {
             this.dir = Objects.requireNonNull(dir, "dir must not be null");
         }
 
         /**
+         * Accepts the wall clock as the judge of claims where the host offers no shared monotonic clock with a boot id
+         * (anything but Linux). Default false: there, the locker refuses to open. With it, a forward step of the wall
+         * clock ends claims early for the other processes, which may then take a lock whose holder still believes it
+         * valid (two leases); a backward step makes claims last longer. Keep the clock slewed (NTP), never stepped.
+         * Without effect on Linux.
+         *
+         * @param accept true to accept the wall clock off Linux
+         * @return this builder
+         */
+        public Builder wallClock(boolean accept) {
+            this.wallClock = accept;
+            return this;
+        }
+
+        /**
          * Opens the lock directory (created if missing) and starts this locker's session in it.
          *
          * @throws IllegalArgumentException when the directory is on a network or shared file system
-         * @throws PermanentLockingException when it cannot be created or written (permissions, read-only)
+         * @throws PermanentLockingException when it cannot be created or written (permissions, read-only), or when
+         *         the host has no clock every process shares (off Linux, unless {@link #wallClock(boolean)})
          */
         public FileLocker build() {
+            HostClock clock;
+            try {
+                clock = new HostClock(effectiveConfig().timeSource(), wallClock);
+            } catch (IllegalStateException e) {
+                throw new PermanentLockingException(e.getMessage(), null, null, e);
+            }
             LockDirectory d;
             try {
                 d = LockDirectory.open(dir);
@@ -367,7 +390,7 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
                 throw e.isTemporary() ? new TemporaryLockingException(e.getMessage(), null, null, e)
                         : new PermanentLockingException(e.getMessage(), null, null, e);
             }
-            return new FileLocker(this, d);
+            return new FileLocker(this, clock, d);
         }
     }
 }

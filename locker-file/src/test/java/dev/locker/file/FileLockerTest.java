@@ -7,6 +7,8 @@ import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.Lockers;
 import dev.locker.api.TemporaryLockingException;
+import dev.locker.api.TimeSource;
+import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.Test;
 
 import java.io.BufferedReader;
@@ -142,7 +144,7 @@ class FileLockerTest {
             assertThrows(TemporaryLockingException.class, () -> b.acquire(lock, "b"));
             Path file = ((FileLocker) a).fileOf(lock);
             LockFile f = LockFile.fromBytes(Files.readAllBytes(file));
-            String domain = new HostClock(dev.locker.api.TimeSource.system()).domain();
+            String domain = new HostClock(dev.locker.api.TimeSource.system(), true).domain();
             org.junit.jupiter.api.Assumptions.assumeTrue(domain.startsWith("boot:"), "Linux only");
             f.claim = new LockFile.Claim(f.claim.id, f.claim.session, "boot:00000000-0000-0000-0000-000000000000",
                     f.claim.expiresAt, f.claim.lifetimeNanos, f.claim.owner);
@@ -152,5 +154,36 @@ class FileLockerTest {
             }
             held.close();
         }
+    }
+
+    @Test
+    void theClockIsTheOneBehindTheTimeSourceAndTheWallClockOnlyWhenAccepted() {
+        TimeSource system = TimeSource.system();
+        TimeSource wrapped = new TimeSource() {
+            @Override
+            public java.time.Instant now() {
+                return system.now();
+            }
+
+            @Override
+            public long nanoTime() {
+                return system.nanoTime();
+            }
+
+            @Override
+            public void sleep(Duration d) throws InterruptedException {
+                system.sleep(d);
+            }
+        };
+        assertEquals("boot:x", new HostClock(wrapped, false, "x").domain(), "a wrapper of the system clock is it");
+        VirtualClock v1 = new VirtualClock();
+        VirtualClock v2 = new VirtualClock();
+        String d1 = new HostClock(v1, false, "x").domain();
+        assertTrue(d1.startsWith("clock:"), d1);
+        assertEquals(d1, new HostClock(v1, false, "x").domain(), "one virtual clock, one domain");
+        assertNotEquals(d1, new HostClock(v2, false, "x").domain(), "two virtual clocks never share a domain");
+        IllegalStateException refused = assertThrows(IllegalStateException.class, () -> new HostClock(system, false, null));
+        assertTrue(refused.getMessage().contains("wallClock"), refused.getMessage());
+        assertEquals("wall", new HostClock(system, true, null).domain(), "accepted when asked for");
     }
 }

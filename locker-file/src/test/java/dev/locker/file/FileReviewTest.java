@@ -265,8 +265,6 @@ class FileReviewTest {
      * of one program, so two processes with virtual clocks share a domain and compare unrelated instants.)
      */
     @Test
-    @Disabled("finding 6: a claim written under a wrapped time source never expires for the other processes "
-            + "(and theirs never for it); a holder that stops renewing blocks the lock for ever (liveness)")
     void finding6_aClaimOfAnotherClockDomainNeverExpires() throws Exception {
         TimeSource system = TimeSource.system();
         TimeSource wrapped = new TimeSource() {
