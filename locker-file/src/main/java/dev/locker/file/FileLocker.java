@@ -47,8 +47,9 @@ import java.util.TreeSet;
  *   <li>release: only while the claim is ours (compare-and-delete); the token stays.</li>
  * </ul>
  *
- * <p>A claim is dead when (1) it expired on the host's clock ({@link HostClock}: {@code CLOCK_MONOTONIC} on Linux,
- * shared by every process of the host, never stepped; elsewhere the wall clock, only when accepted), or (2) it was written in an earlier boot of the host, or (3)
+ * <p>A claim is dead when (1) it expired on the host's clock ({@link HostClock}: {@code CLOCK_MONOTONIC} on Linux in
+ * the host's terms (a time namespace's offset taken off), shared by every process of the host, never stepped;
+ * elsewhere the wall clock, only when accepted), or (2) it was written in an earlier boot of the host, or (3)
  * the process of the locker that wrote it is gone: every open locker holds an OS lock on its session file
  * ({@link Sessions}), which the kernel drops when the process ends however it ends, so a SIGKILLed holder's lock is
  * free at once, without trusting process ids.
@@ -64,7 +65,7 @@ import java.util.TreeSet;
  * restored lock file does not lower it (unless the wall clock also steps back). Assumptions: a local file system whose
  * OS locks work between the processes that share the directory (not NFS, SMB or a directory shared between a VM and its
  * host: refused when recognised); every process sharing the directory runs on this host's kernel (one monotonic
- * clock, one boot id; not in separate time namespaces); nobody edits the files by hand.
+ * clock, one boot id); nobody edits the files by hand.
  */
 public final class FileLocker extends AbstractLocker<ClaimStatus> {
 

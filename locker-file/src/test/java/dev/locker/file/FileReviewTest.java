@@ -148,8 +148,6 @@ class FileReviewTest {
      * assumption, but nothing checks it (/proc/self/timens_offsets says it).
      */
     @Test
-    @Disabled("finding 3: a process in a time namespace (monotonic offset, same boot id) takes a live holder's lock; "
-            + "the documented assumption is not checked (safety)")
     void finding3_aProcessInAnotherTimeNamespaceTakesALiveHoldersLock() throws Exception {
         Process probe = new ProcessBuilder("unshare", "-T", "--monotonic", "1", "--fork", "true")
                 .redirectErrorStream(true).start();
