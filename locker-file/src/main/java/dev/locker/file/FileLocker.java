@@ -50,9 +50,10 @@ import java.util.TreeSet;
  * <p>A claim is dead when (1) it expired on the host's clock ({@link HostClock}: {@code CLOCK_MONOTONIC} on Linux in
  * the host's terms (a time namespace's offset taken off), shared by every process of the host, never stepped;
  * elsewhere the wall clock, only when accepted), or (2) it was written in an earlier boot of the host, or (3)
- * the process of the locker that wrote it is gone: every open locker holds an OS lock on its session file
- * ({@link Sessions}), which the kernel drops when the process ends however it ends, so a SIGKILLed holder's lock is
- * free at once, without trusting process ids.
+ * the process of the locker that wrote it is gone, proved by taking a shared OS lock on the existing session file
+ * that every open locker keeps locked ({@link Sessions}); the kernel drops that lock when the process ends however it
+ * ends, so a SIGKILLed holder's lock is free at once, without trusting process ids. A missing session file proves
+ * nothing.
  *
  * <p><b>Safety argument.</b> What decides the holder: the read-modify-write of the lock's file under its stripe's
  * exclusive OS lock, which grants only when the recorded claim is absent or dead. Which clock decides expiry: the
@@ -125,6 +126,7 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
             f.token = Math.max(f.token + 1, micros(time.now()));
             f.claim = new LockFile.Claim(id, config.rid(), clock.domain(), clock.now() + expiryNanos, expiryNanos, holder);
             directory.writeLock(name, f, true); // the token survives a power loss before the grant returns
+            session.touch();
             return ClaimStatus.granted(id, f.token, deadline(started, config.expiry()));
         });
     }
@@ -149,6 +151,7 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
             }
             f.claim = f.claim.renewed(clock.now() + expiryNanos);
             directory.writeLock(name, f, false); // a claim does not outlive a power loss anyway
+            session.touch(); // keeps the session file young for age-based cleaners
             return status.renewed(deadline(started, config.expiry()));
         });
     }

@@ -26,9 +26,11 @@ import java.util.concurrent.ConcurrentHashMap;
  * Which lockers are alive, told by the kernel rather than by process ids (pid namespaces and containers sharing a
  * directory make a pid check unsafe): every open locker holds an exclusive OS lock on its own session file
  * {@code DIR/.sessions/<rid>} for its whole life. The kernel drops that lock when the process ends, however it ends
- * (exit, crash, SIGKILL), and at a reboot. A contender that obtains a shared lock on a claim's session file knows
- * that the claim's process is gone: the claim is dead at once, whatever its expiry says. A session file that is
- * missing is a locker that closed (or was cleaned up): dead too.
+ * (exit, crash, SIGKILL), and at a reboot. A contender that <em>takes</em> a shared lock on a claim's existing session
+ * file knows that the claim's process is gone: the claim is dead at once, whatever its expiry says. Nothing else proves
+ * a death: a session file that is missing (deleted by a tmp cleaner or an operator) or cannot be read says nothing, and
+ * the claim lives until its expiry. The session file is touched (through the locker's own channel) as the locker
+ * works, so an age-based cleaner leaves it alone.
  *
  * <p>Within one JVM a session is never probed through the file (the probe's channel, when closed, could drop the
  * owner's lock, and the JDK refuses overlapping locks in one JVM): the rids of this JVM's open lockers are kept in a
@@ -41,6 +43,7 @@ final class Sessions implements AutoCloseable {
 
     /** The rids of the lockers open in this JVM (a rid is unique per instance). */
     private static final Set<String> OPEN_HERE = ConcurrentHashMap.newKeySet();
+    private static final long TOUCH_EVERY_NANOS = java.time.Duration.ofMinutes(10).toNanos();
     private static final Object PROBES = new Object();
     private static final int DEAD_REMEMBERED = 4096;
     private static final Map<String, Boolean> DEAD = Collections.synchronizedMap(new LinkedHashMap<>(64, 0.75f, true) {
@@ -55,13 +58,16 @@ final class Sessions implements AutoCloseable {
     private final Path file;
     private final FileChannel channel;
     private final FileLock lock;
+    private final int length;
+    private volatile long touched = System.nanoTime();
 
-    private Sessions(LockDirectory directory, String rid, Path file, FileChannel channel, FileLock lock) {
+    private Sessions(LockDirectory directory, String rid, Path file, FileChannel channel, FileLock lock, int length) {
         this.directory = directory;
         this.rid = rid;
         this.file = file;
         this.channel = channel;
         this.lock = lock;
+        this.length = length;
     }
 
     /** Starts the session of the locker {@code rid}: creates and locks its session file, which says who it is. */
@@ -81,11 +87,11 @@ final class Sessions implements AutoCloseable {
             if (lock == null) {
                 throw new IOException("the new session file " + fresh + " is locked by another process");
             }
-            String text = "rid=" + rid + "\nhost=" + owner.host() + "\npid=" + owner.pid() + "\nstarted="
-                    + Instant.now() + "\n";
-            ch.write(ByteBuffer.wrap(text.getBytes(StandardCharsets.UTF_8)));
+            byte[] text = ("rid=" + rid + "\nhost=" + owner.host() + "\npid=" + owner.pid() + "\nstarted="
+                    + Instant.now() + "\n").getBytes(StandardCharsets.UTF_8);
+            ch.write(ByteBuffer.wrap(text));
             Files.move(fresh, file, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
-            return new Sessions(directory, rid, file, ch, lock);
+            return new Sessions(directory, rid, file, ch, lock, text.length);
         } catch (IOException | RuntimeException e) {
             OPEN_HERE.remove(rid);
             if (ch != null) {
@@ -97,8 +103,8 @@ final class Sessions implements AutoCloseable {
     }
 
     /**
-     * True when the locker {@code session} may still be running: open in this JVM, or its session file is locked
-     * by a process. False only when that file is missing or no process holds its lock.
+     * True when the locker {@code session} may still be running: open in this JVM, its session file missing or
+     * unreadable, or locked by a process. False only when this process took a shared lock on that file.
      */
     boolean isAlive(String session) {
         if (OPEN_HERE.contains(session)) {
@@ -114,6 +120,7 @@ final class Sessions implements AutoCloseable {
         return alive;
     }
 
+    /** False only when a shared lock on {@code file} was taken (then the file is deleted: its rid never comes back). */
     private static boolean probe(Path file) {
         synchronized (PROBES) {
             try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
@@ -121,21 +128,21 @@ final class Sessions implements AutoCloseable {
                 if (probe == null) {
                     return true;
                 }
+                try {
+                    Files.deleteIfExists(file); // dead for good, deleted while we hold the lock
+                } catch (IOException e) {
+                    log.debug("Could not delete dead session file {}: {}", file, e.toString());
+                }
                 probe.release();
-            } catch (NoSuchFileException e) {
                 return false;
+            } catch (NoSuchFileException e) {
+                return true; // deleted by someone (a tmp cleaner?): proves nothing, the claim's expiry decides
             } catch (OverlappingFileLockException e) {
                 return true; // locked elsewhere in this JVM
             } catch (IOException e) {
                 log.debug("Could not probe session file {}: {}; taking it as alive", file, e.toString());
                 return true;
             }
-            try {
-                Files.deleteIfExists(file); // dead for good: its rid never comes back
-            } catch (IOException e) {
-                log.debug("Could not delete dead session file {}: {}", file, e.toString());
-            }
-            return false;
         }
     }
 
@@ -157,6 +164,24 @@ final class Sessions implements AutoCloseable {
         }
     }
 
+    /**
+     * Touches the session file (at most every 10 minutes), through its own channel: an age-based cleaner
+     * (systemd-tmpfiles) leaves it alone while the locker works. Never through its path: opening and closing another
+     * descriptor of the file would drop its lock.
+     */
+    void touch() {
+        long now = System.nanoTime();
+        if (now - touched < TOUCH_EVERY_NANOS) {
+            return;
+        }
+        touched = now;
+        try {
+            channel.write(ByteBuffer.wrap(new byte[] {'\n'}), length - 1); // the last byte again: a new mtime
+        } catch (IOException e) {
+            log.debug("Could not touch session file {}: {}", file, e.toString());
+        }
+    }
+
     private static Path fileOf(LockDirectory directory, String rid) {
         return directory.sessions.resolve(nameOf(rid));
     }
@@ -172,9 +197,9 @@ final class Sessions implements AutoCloseable {
     @Override
     public void close() {
         try {
+            Files.deleteIfExists(file); // while we hold the lock: no prober can take it before the name is gone
             lock.release();
             channel.close();
-            Files.deleteIfExists(file);
         } catch (IOException e) {
             log.debug("Closing session file {}: {}", file, e.toString());
         } finally {

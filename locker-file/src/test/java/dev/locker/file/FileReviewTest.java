@@ -110,8 +110,6 @@ class FileReviewTest {
      * live holder's locks over its valid leases (and remembers the rid as dead for good).
      */
     @Test
-    @Disabled("finding 2: a deleted session file (tmp cleaner, operator) makes a live holder's claims dead; another "
-            + "process takes its lock while its lease is valid (safety)")
     void finding2_aDeletedSessionFileMakesALiveHoldersClaimsDead() throws Exception {
         KeyColumn lock = KeyColumn.named("session-file-deleted");
         Child holder = start("hold", lock, List.of());
