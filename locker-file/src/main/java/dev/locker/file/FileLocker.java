@@ -124,7 +124,8 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
             byte[] id = new byte[16];
             RANDOM.nextBytes(id);
             f.token = Math.max(f.token + 1, micros(time.now()));
-            f.claim = new LockFile.Claim(id, config.rid(), clock.domain(), clock.now() + expiryNanos, expiryNanos, holder);
+            f.claim = new LockFile.Claim(id, config.rid(), Sessions.PROCESS, clock.domain(), clock.now() + expiryNanos,
+                    expiryNanos, holder);
             directory.writeLock(name, f, true); // the token survives a power loss before the grant returns
             session.touch();
             return ClaimStatus.granted(id, f.token, deadline(started, config.expiry()));
@@ -321,7 +322,7 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
         if (c.domain.equals(clock.domain()) && clock.now() - c.expiresAt >= 0) {
             return false;
         }
-        return session.isAlive(c.session);
+        return session.isAlive(c.session, c.process);
     }
 
     /** How long the claim lasts unless renewed, where this locker's clock can tell. */

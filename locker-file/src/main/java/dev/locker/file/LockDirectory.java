@@ -16,11 +16,10 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.util.Locale;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * A lock directory on a local file system, and the one way its lock files change: read-modify-write under the
@@ -34,9 +33,13 @@ import java.util.concurrent.locks.ReentrantLock;
  * the frequent unforced rewrites of a lock file never put them at risk; {@code DIR/.tmp/} the temporary files;
  * {@code DIR/.sessions/} the session files of open lockers ({@link Sessions}).
  *
- * <p>OS file locks belong to a process, not a thread or a channel, and closing any channel on a file may drop every
- * lock the JVM holds on it; so within one JVM a stripe is entered through a JVM-wide mutex first, and its channel is
- * opened, locked, closed under that mutex only.
+ * <p><b>One JVM.</b> OS file locks belong to a process, not a thread or a channel, and closing any channel on a file
+ * drops every lock the process holds on it. So within a JVM a stripe file is opened, locked, closed only while holding
+ * the stripe's JVM-wide monitor: an interned string naming the directory's file key (device and inode, so two paths to
+ * one directory, a bind mount, share it) and the stripe. The JVM's string table is one for every class loader, and a
+ * thread inside the monitor holds the string, so every copy of this library in the JVM (web applications, plugins)
+ * synchronises on the same object. Nothing waits for another process while holding it: a busy stripe is let go and
+ * tried again.
  */
 final class LockDirectory {
 
@@ -49,9 +52,6 @@ final class LockDirectory {
             "afs", "ncpfs", "ceph", "glusterfs", "lustre", "gpfs", "beegfs", "virtiofs", "vboxsf", "vmhgfs", "prl_fs",
             "davfs", "coda", "ocfs2", "gfs2");
 
-    /** Per lock directory (by real path): what the lockers of this JVM on it share. */
-    private static final ConcurrentHashMap<Path, ReentrantLock[]> MUTEXES = new ConcurrentHashMap<>();
-
     final Path dir;
     final Path stripes;
     final Path tmp;
@@ -59,22 +59,17 @@ final class LockDirectory {
     final Path records;
     /** True on a case-insensitive file system: upper-case letters are escaped in file names. */
     final boolean caseInsensitive;
-    private final ReentrantLock[] mutexes;
+    /** What names the directory in the JVM-wide monitors: its file key (device, inode), else its real path. */
+    private final String key;
 
-    private LockDirectory(Path dir, boolean caseInsensitive) {
+    private LockDirectory(Path dir, boolean caseInsensitive, String key) {
         this.dir = dir;
         this.stripes = dir.resolve(".stripes");
         this.tmp = dir.resolve(".tmp");
         this.sessions = dir.resolve(".sessions");
         this.records = dir.resolve(".records");
         this.caseInsensitive = caseInsensitive;
-        this.mutexes = MUTEXES.computeIfAbsent(dir, d -> {
-            ReentrantLock[] m = new ReentrantLock[STRIPES];
-            for (int i = 0; i < STRIPES; i++) {
-                m[i] = new ReentrantLock();
-            }
-            return m;
-        });
+        this.key = key;
     }
 
     /**
@@ -99,7 +94,8 @@ final class LockDirectory {
             Files.createDirectories(real.resolve(".sessions"));
             Files.createDirectories(real.resolve(".records"));
             boolean caseInsensitive = Files.isDirectory(real.resolve(".SESSIONS"));
-            return new LockDirectory(real, caseInsensitive);
+            Object fileKey = Files.readAttributes(real, BasicFileAttributes.class).fileKey();
+            return new LockDirectory(real, caseInsensitive, fileKey != null ? fileKey.toString() : real.toString());
         } catch (IOException e) {
             throw translate(e, "opening the lock directory " + path);
         }
@@ -117,46 +113,45 @@ final class LockDirectory {
         T apply() throws IOException;
     }
 
-    /** Runs {@code change} while this JVM, and then this process, holds the stripe of {@code name}. */
+    /**
+     * Runs {@code change} while this process holds the stripe of {@code name} (and, while it does, the stripe's
+     * JVM-wide monitor). Fails as temporary when another process keeps the stripe for 2 s (stopped inside a change?).
+     */
     <T> T locked(String name, Change<T> change) {
         int stripe = Math.floorMod(name.hashCode(), STRIPES);
-        ReentrantLock mutex = mutexes[stripe];
-        try {
-            if (!mutex.tryLock(STRIPE_WAIT_NANOS, TimeUnit.NANOSECONDS)) {
-                throw new TemporaryStoreException("stripe " + stripe + " of " + dir + " stayed busy in this process");
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new TemporaryStoreException("interrupted while waiting for stripe " + stripe + " of " + dir, e);
-        }
-        try (FileChannel ch = FileChannel.open(stripes.resolve(String.format("%02x", stripe)), StandardOpenOption.CREATE,
-                StandardOpenOption.WRITE)) {
-            FileLock lock = null;
-            long deadline = System.nanoTime() + STRIPE_WAIT_NANOS;
-            long pause = 1;
-            while ((lock = ch.tryLock()) == null) {
-                if (System.nanoTime() - deadline > 0) {
-                    throw new TemporaryStoreException("stripe " + stripe + " of " + dir + " stayed locked by another "
-                            + "process for " + TimeUnit.NANOSECONDS.toMillis(STRIPE_WAIT_NANOS) + " ms (a process "
-                            + "stopped inside a lock operation?)");
+        Path file = stripes.resolve(String.format("%02x", stripe));
+        String monitor = ("dev.locker.file stripe " + stripe + " of " + key).intern();
+        long deadline = System.nanoTime() + STRIPE_WAIT_NANOS;
+        long pause = 1;
+        while (true) {
+            synchronized (monitor) {
+                try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE)) {
+                    FileLock lock = ch.tryLock();
+                    if (lock != null) {
+                        try {
+                            return change.apply();
+                        } finally {
+                            lock.release();
+                        }
+                    }
+                } catch (IOException e) {
+                    throw translate(e, "changing " + name + " in " + dir);
+                } catch (OverlappingFileLockException e) {
+                    throw new IllegalStateException("stripe " + stripe + " of " + dir + " locked twice in this JVM", e);
                 }
-                Thread.sleep(pause);
-                pause = Math.min(pause * 2, 20);
+            }
+            if (System.nanoTime() - deadline > 0) {
+                throw new TemporaryStoreException("stripe " + stripe + " of " + dir + " stayed locked by another "
+                        + "process for " + TimeUnit.NANOSECONDS.toMillis(STRIPE_WAIT_NANOS) + " ms (a process "
+                        + "stopped inside a lock operation?)");
             }
             try {
-                return change.apply();
-            } finally {
-                lock.release();
+                Thread.sleep(pause);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new TemporaryStoreException("interrupted while waiting for stripe " + stripe + " of " + dir, e);
             }
-        } catch (IOException e) {
-            throw translate(e, "changing " + name + " in " + dir);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new TemporaryStoreException("interrupted while waiting for stripe " + stripe + " of " + dir, e);
-        } catch (OverlappingFileLockException e) {
-            throw new IllegalStateException("stripe " + stripe + " of " + dir + " locked twice in this JVM", e);
-        } finally {
-            mutex.unlock();
+            pause = Math.min(pause * 2, 20);
         }
     }
 

@@ -26,7 +26,8 @@ final class LockFile {
 
     /** "LKF" and the format number in the fourth byte. */
     private static final int TAG = 0x4C4B4600;
-    private static final int FORMAT = 1;
+    /** Format 2: a claim names its locker's process (format 1, without it, was never released). */
+    private static final int FORMAT = 2;
 
     final byte[] lock;
     long token;
@@ -46,20 +47,24 @@ final class LockFile {
     }
 
     /**
-     * One claim: its random id, the session (the rid) of the locker that wrote it, the clock domain and the instant (nanoseconds of that domain) at which it expires
+     * One claim: its random id, the session (the rid) of the locker that wrote it and that locker's process
+     * ({@link Sessions#PROCESS}), the clock domain and the instant (nanoseconds of that domain) at which it expires
      * unless renewed, its lifetime, and the owner's metadata.
      */
     static final class Claim {
         final byte[] id;
         final String session;
+        final String process;
         final String domain;
         final long expiresAt;
         final long lifetimeNanos;
         final LockOwner owner;
 
-        Claim(byte[] id, String session, String domain, long expiresAt, long lifetimeNanos, LockOwner owner) {
+        Claim(byte[] id, String session, String process, String domain, long expiresAt, long lifetimeNanos,
+                LockOwner owner) {
             this.id = id;
             this.session = session;
+            this.process = process;
             this.domain = domain;
             this.expiresAt = expiresAt;
             this.lifetimeNanos = lifetimeNanos;
@@ -67,7 +72,7 @@ final class LockFile {
         }
 
         Claim renewed(long newExpiresAt) {
-            return new Claim(id, session, domain, newExpiresAt, lifetimeNanos, owner);
+            return new Claim(id, session, process, domain, newExpiresAt, lifetimeNanos, owner);
         }
 
         boolean is(byte[] claimId) {
@@ -85,6 +90,7 @@ final class LockFile {
             if (claim != null) {
                 writeBytes(out, claim.id);
                 writeString(out, claim.session);
+                writeString(out, claim.process);
                 writeString(out, claim.domain);
                 out.writeLong(claim.expiresAt);
                 out.writeLong(claim.lifetimeNanos);
@@ -147,11 +153,12 @@ final class LockFile {
             if (buf.get() != 0) {
                 byte[] id = readBytes(buf);
                 String session = readString(buf);
+                String process = readString(buf);
                 String domain = readString(buf);
                 long expiresAt = buf.getLong();
                 long lifetime = buf.getLong();
                 LockOwner owner = LockOwner.fromBytes(readBytes(buf));
-                claim = new Claim(id, session, domain, expiresAt, lifetime, owner);
+                claim = new Claim(id, session, process, domain, expiresAt, lifetime, owner);
             }
             int n = buf.getInt();
             Map<String, byte[]> records = new TreeMap<>();

@@ -16,7 +16,9 @@ import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Optional;
@@ -146,7 +148,7 @@ class FileLockerTest {
             LockFile f = LockFile.fromBytes(Files.readAllBytes(file));
             String domain = new HostClock(dev.locker.api.TimeSource.system(), true).domain();
             org.junit.jupiter.api.Assumptions.assumeTrue(domain.startsWith("boot:"), "Linux only");
-            f.claim = new LockFile.Claim(f.claim.id, f.claim.session, "boot:00000000-0000-0000-0000-000000000000",
+            f.claim = new LockFile.Claim(f.claim.id, f.claim.session, f.claim.process, "boot:00000000-0000-0000-0000-000000000000",
                     f.claim.expiresAt, f.claim.lifetimeNanos, f.claim.owner);
             Files.write(file, f.toBytes());
             try (Lease taken = b.acquire(lock, "after the reboot")) {
@@ -185,5 +187,26 @@ class FileLockerTest {
         IllegalStateException refused = assertThrows(IllegalStateException.class, () -> new HostClock(system, false, null));
         assertTrue(refused.getMessage().contains("wallClock"), refused.getMessage());
         assertEquals("wall", new HostClock(system, true, null).domain(), "accepted when asked for");
+    }
+
+    @Test
+    void deadSessionFilesAndLeftoversOfCrashedStartsAreSweptLiveOnesNot() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(Files.isReadable(Path.of("/proc/locks")), "Linux");
+        Path sessions = fixture.dir().resolve(".sessions");
+        try (Locker live = open("live")) {
+            Files.createDirectories(sessions);
+            Path dead = Files.writeString(sessions.resolve("dead-0123"), "rid=dead-0123\n");
+            Path leftover = Files.writeString(sessions.resolve(".crashed-0123.new"), "");
+            Files.setLastModifiedTime(leftover, FileTime.from(Instant.now().minus(Duration.ofHours(1))));
+            Path young = Files.writeString(sessions.resolve(".starting-0123.new"), "");
+            try (Locker next = open("next")) {
+                assertFalse(Files.exists(dead), "a session file nobody holds a lock on is swept");
+                assertFalse(Files.exists(leftover), "a leftover of a crashed start is swept");
+                assertTrue(Files.exists(young), "a start may be under way: kept");
+                try (var files = Files.list(sessions)) {
+                    assertEquals(3, files.count(), "the two live sessions and the young leftover");
+                }
+            }
+        }
     }
 }

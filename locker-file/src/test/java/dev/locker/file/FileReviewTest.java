@@ -73,8 +73,6 @@ class FileReviewTest {
      * copy 1's stripe lock in the middle of a read-modify-write.)
      */
     @Test
-    @Disabled("finding 1: a second copy of the library in one JVM (another class loader) drops the first copy's "
-            + "session lock; another process then takes a lock whose lease is valid (safety)")
     void finding1_aSecondCopyOfTheLibraryInOneJvmDropsTheFirstCopysSessionLock() throws Exception {
         KeyColumn lock = KeyColumn.named("two-copies");
         try (Locker webapp1 = open("webapp1", Duration.ofSeconds(60)); Lease lease = webapp1.acquire(lock, "webapp 1");
