@@ -9,6 +9,7 @@ import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
 import java.nio.channels.OverlappingFileLockException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.AccessDeniedException;
 import java.nio.file.FileSystemException;
 import java.nio.file.Files;
@@ -22,14 +23,15 @@ import java.util.Set;
 import java.util.concurrent.TimeUnit;
 
 /**
- * A lock directory on a local file system, and the one way its lock files change: read-modify-write under the
- * exclusive OS lock of the lock's stripe, the new content written to a temporary file, then renamed over the old one
+ * A lock directory on a local file system, and the one way its lock files change: read-modify-write under an
+ * exclusive OS lock that belongs to that one lock (a byte range of its stripe file), the new content written to a temporary file, then renamed over the old one
  * (atomic: a reader sees the old file or the new one, never a mix); when the change must survive a power loss (a new
  * fencing token, a record) the temporary file is forced before the rename and the directory after it.
  *
  * <p>Layout: {@code DIR/<lock name>} one file per lock ever taken ({@link FileNames}, so {@code ls DIR} lists the
- * locks legibly); {@code DIR/.stripes/NN} 256 empty files whose OS locks serialise the changes of the locks that hash
- * to them (never renamed, so every process locks the same inode); {@code DIR/.records/<lock name>} the lock's records (run once, forced release), apart so that
+ * locks legibly); {@code DIR/.stripes/NN} 256 files, never renamed, so every process locks the same inodes: a lock
+ * is guarded by a one-byte range of its stripe's file, at a position given by the SHA-256 of its name (so a process
+ * stopped inside a change of one lock holds that lock only, not the other locks of its stripe); {@code DIR/.records/<lock name>} the lock's records (run once, forced release), apart so that
  * the frequent unforced rewrites of a lock file never put them at risk; {@code DIR/.tmp/} the temporary files;
  * {@code DIR/.sessions/} the session files of open lockers ({@link Sessions}).
  *
@@ -38,7 +40,7 @@ import java.util.concurrent.TimeUnit;
  * the stripe's JVM-wide monitor: an interned string naming the directory's file key (device and inode, so two paths to
  * one directory, a bind mount, share it) and the stripe. The JVM's string table is one for every class loader, and a
  * thread inside the monitor holds the string, so every copy of this library in the JVM (web applications, plugins)
- * synchronises on the same object. Nothing waits for another process while holding it: a busy stripe is let go and
+ * synchronises on the same object. Nothing waits for another process while holding it: a busy range is let go and
  * tried again.
  */
 final class LockDirectory {
@@ -113,12 +115,25 @@ final class LockDirectory {
         T apply() throws IOException;
     }
 
+    /** The stripe of lock file {@code name}. */
+    static int stripeOf(String name) {
+        return Math.floorMod(name.hashCode(), STRIPES);
+    }
+
+    /** The position of the byte of its stripe file that guards lock file {@code name}: past the first 2^32, below 2^62. */
+    static long positionOf(String name) {
+        byte[] h = FileNames.sha256(name.getBytes(StandardCharsets.UTF_8));
+        return (1L << 32) + (ByteBuffer.wrap(h).getLong() & ((1L << 61) - 1));
+    }
+
     /**
-     * Runs {@code change} while this process holds the stripe of {@code name} (and, while it does, the stripe's
-     * JVM-wide monitor). Fails as temporary when another process keeps the stripe for 2 s (stopped inside a change?).
+     * Runs {@code change} while this process holds the range of {@code name} in its stripe file (and, while it does,
+     * the stripe's JVM-wide monitor). Fails as temporary when another process keeps that range for 2 s: a process
+     * stopped inside a change of this very lock.
      */
     <T> T locked(String name, Change<T> change) {
-        int stripe = Math.floorMod(name.hashCode(), STRIPES);
+        int stripe = stripeOf(name);
+        long position = positionOf(name);
         Path file = stripes.resolve(String.format("%02x", stripe));
         String monitor = ("dev.locker.file stripe " + stripe + " of " + key).intern();
         long deadline = System.nanoTime() + STRIPE_WAIT_NANOS;
@@ -126,7 +141,7 @@ final class LockDirectory {
         while (true) {
             synchronized (monitor) {
                 try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE)) {
-                    FileLock lock = ch.tryLock();
+                    FileLock lock = ch.tryLock(position, 1, false);
                     if (lock != null) {
                         try {
                             return change.apply();
@@ -141,15 +156,15 @@ final class LockDirectory {
                 }
             }
             if (System.nanoTime() - deadline > 0) {
-                throw new TemporaryStoreException("stripe " + stripe + " of " + dir + " stayed locked by another "
-                        + "process for " + TimeUnit.NANOSECONDS.toMillis(STRIPE_WAIT_NANOS) + " ms (a process "
-                        + "stopped inside a lock operation?)");
+                throw new TemporaryStoreException("lock " + name + " in " + dir + " stayed locked by another process "
+                        + "for " + TimeUnit.NANOSECONDS.toMillis(STRIPE_WAIT_NANOS) + " ms (a process stopped inside an "
+                        + "operation on it?)");
             }
             try {
                 Thread.sleep(pause);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                throw new TemporaryStoreException("interrupted while waiting for stripe " + stripe + " of " + dir, e);
+                throw new TemporaryStoreException("interrupted while waiting for " + name + " in " + dir, e);
             }
             pause = Math.min(pause * 2, 20);
         }

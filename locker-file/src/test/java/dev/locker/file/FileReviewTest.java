@@ -165,8 +165,6 @@ class FileReviewTest {
      * that healthy holders lose their leases to an unrelated stopped process.
      */
     @Test
-    @Disabled("finding 4: a process stopped inside a lock operation makes healthy holders of unrelated locks on its "
-            + "stripe lose their leases (liveness)")
     void finding4_aStoppedProcessMakesHealthyHoldersOfItsStripeLoseTheirLeases() throws Exception {
         KeyColumn churned = KeyColumn.named("churned");
         int stripe = stripeOf(churned);
