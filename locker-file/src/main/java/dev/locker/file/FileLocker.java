@@ -40,9 +40,9 @@ import java.util.TreeSet;
  *
  * <ul>
  *   <li>writeLock: if the lock's claim is absent or dead, write ours with token {@code max(last + 1, wall-clock
- *       microseconds)}, and force it (and the directory entry) to disk before the grant returns (renewals and releases are
- *       not forced: no claim outlives a power loss); otherwise refuse,
- *       naming the holder and how long its claim lasts.</li>
+ *       microseconds, the stripe's high-water mark + 1)}, the mark forced to disk before the grant returns (the lock
+ *       file is not forced: no claim outlives a power loss); otherwise refuse, naming the holder and how long its claim
+ *       lasts.</li>
  *   <li>renew: only while the claim is ours and alive, its expiry moves forward in place (same claim, same token).</li>
  *   <li>release: only while the claim is ours (compare-and-delete); the token stays.</li>
  * </ul>
@@ -61,9 +61,9 @@ import java.util.TreeSet;
  * expiry is set from a reading taken inside the step, so after the holder's own deadline (a reading taken before the
  * step, plus the expiry less 1%). A paused holder (SIGSTOP, a long GC) keeps its session alive but its claim expires;
  * when it resumes, its renewal, check and release find the claim gone or another's, and its late writes carry a
- * fencing token lower than the next holder's. Tokens strictly increase per lock: the last one is in the file, forced
- * to disk before the grant returns, and a new one is never below the wall clock in microseconds, so even a deleted or
- * restored lock file does not lower it (unless the wall clock also steps back). Assumptions: a local file system whose
+ * fencing token lower than the next holder's. Tokens strictly increase per lock: each is above its stripe's high-water
+ * mark, forced to disk before the grant returns, so neither a deleted or restored lock file nor a wall-clock step back
+ * lowers them. Assumptions: a local file system whose
  * OS locks work between the processes that share the directory (not NFS, SMB or a directory shared between a VM and its
  * host: refused when recognised); every process sharing the directory runs on this host's kernel (one monotonic
  * clock, one boot id); nobody edits the files by hand.
@@ -115,7 +115,7 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
         String name = name(lock);
         long started = time.nanoTime();
         LockOwner holder = owner.withSince(time.now());
-        return directory.locked(name, () -> {
+        return directory.locked(name, stripe -> {
             LockFile f = load(name, lock);
             if (alive(f.claim)) {
                 throw new TemporaryLockingException("lock is held by another claim in " + directory, lock, f.claim.owner,
@@ -123,10 +123,12 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
             }
             byte[] id = new byte[16];
             RANDOM.nextBytes(id);
-            f.token = Math.max(f.token + 1, micros(time.now()));
+            // forced to disk as the stripe's high-water mark before the grant goes on: it survives a power loss, and a
+            // lock file lost together with a wall-clock step back
+            f.token = stripe.issue(Math.max(f.token + 1, micros(time.now())));
             f.claim = new LockFile.Claim(id, config.rid(), Sessions.PROCESS, clock.domain(), clock.now() + expiryNanos,
                     expiryNanos, holder);
-            directory.writeLock(name, f, true); // the token survives a power loss before the grant returns
+            directory.writeLock(name, f);
             session.touch();
             return ClaimStatus.granted(id, f.token, deadline(started, config.expiry()));
         });
@@ -145,13 +147,13 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
     protected ClaimStatus renewSingleLock(KeyColumn lock, ClaimStatus status) {
         String name = name(lock);
         long started = time.nanoTime();
-        return directory.locked(name, () -> {
+        return directory.locked(name, stripe -> {
             LockFile f = load(name, lock);
             if (f.claim == null || !f.claim.is(status.claimId()) || !alive(f.claim)) {
                 throw lostClaim(lock, f);
             }
             f.claim = f.claim.renewed(clock.now() + expiryNanos);
-            directory.writeLock(name, f, false); // a claim does not outlive a power loss anyway
+            directory.writeLock(name, f);
             session.touch(); // keeps the session file young for age-based cleaners
             return status.renewed(deadline(started, config.expiry()));
         });
@@ -160,11 +162,11 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
     @Override
     protected void deleteSingleLock(KeyColumn lock, ClaimStatus status) {
         String name = name(lock);
-        directory.locked(name, () -> {
+        directory.locked(name, stripe -> {
             LockFile f = load(name, lock);
             if (f.claim != null && f.claim.is(status.claimId())) {
                 f.claim = null;
-                directory.writeLock(name, f, false);
+                directory.writeLock(name, f);
             }
             return null;
         });
@@ -179,13 +181,13 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
     @Override
     protected boolean deleteAllClaims(KeyColumn lock) {
         String name = name(lock);
-        return directory.locked(name, () -> {
+        return directory.locked(name, stripe -> {
             LockFile f = load(name, lock);
             if (f.claim == null) {
                 return false;
             }
             f.claim = null;
-            directory.writeLock(name, f, false);
+            directory.writeLock(name, f);
             return true;
         });
     }
@@ -200,7 +202,7 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
     @Override
     protected boolean writeRecord(KeyColumn lock, String recordName, byte[] value, ClaimStatus holding) {
         String name = name(lock);
-        return directory.locked(name, () -> {
+        return directory.locked(name, stripe -> {
             LockFile f = load(name, lock);
             if (f.claim == null || !f.claim.is(holding.claimId()) || !alive(f.claim)) {
                 return false;
@@ -215,7 +217,7 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
     @Override
     protected void putRecord(KeyColumn lock, String recordName, byte[] value) {
         String name = name(lock);
-        directory.locked(name, () -> {
+        directory.locked(name, stripe -> {
             LockFile r = records(name, lock);
             r.records.put(recordName, value.clone());
             directory.writeRecords(name, r);

@@ -24,16 +24,22 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * A lock directory on a local file system, and the one way its lock files change: read-modify-write under an
- * exclusive OS lock that belongs to that one lock (a byte range of its stripe file), the new content written to a temporary file, then renamed over the old one
- * (atomic: a reader sees the old file or the new one, never a mix); when the change must survive a power loss (a new
- * fencing token, a record) the temporary file is forced before the rename and the directory after it.
+ * exclusive OS lock that belongs to that one lock, the new content written to a temporary file, then renamed over the
+ * old one (atomic: a reader sees the old file or the new one, never a mix). Records (run once, forced release) are
+ * forced to disk before the rename and the directory after it.
  *
  * <p>Layout: {@code DIR/<lock name>} one file per lock ever taken ({@link FileNames}, so {@code ls DIR} lists the
  * locks legibly); {@code DIR/.stripes/NN} 256 files, never renamed, so every process locks the same inodes: a lock
  * is guarded by a one-byte range of its stripe's file, at a position given by the SHA-256 of its name (so a process
- * stopped inside a change of one lock holds that lock only, not the other locks of its stripe); {@code DIR/.records/<lock name>} the lock's records (run once, forced release), apart so that
- * the frequent unforced rewrites of a lock file never put them at risk; {@code DIR/.tmp/} the temporary files;
- * {@code DIR/.sessions/} the session files of open lockers ({@link Sessions}).
+ * stopped inside a change of one lock holds that lock only, not the other locks of its stripe), and the first
+ * {@value #HEADER} bytes of the file are the stripe's token high-water mark (below); {@code DIR/.records/<lock name>}
+ * the lock's records, apart so that the frequent unforced rewrites of a lock file never put them at risk;
+ * {@code DIR/.tmp/} the temporary files; {@code DIR/.sessions/} the session files of open lockers ({@link Sessions}).
+ *
+ * <p><b>Tokens.</b> A grant issues its token through {@link Stripe#issue}: under the exclusive lock of the stripe
+ * header, the token becomes {@code max(candidate, high-water + 1)} and is written in place as the new high-water mark
+ * and forced to disk before the grant goes on. So no token is ever issued twice or lowered on a lock, even when its
+ * lock file is lost (deleted, or not written whole after a power loss) and the wall clock stepped back meanwhile.
  *
  * <p><b>One JVM.</b> OS file locks belong to a process, not a thread or a channel, and closing any channel on a file
  * drops every lock the process holds on it. So within a JVM a stripe file is opened, locked, closed only while holding
@@ -46,8 +52,13 @@ import java.util.concurrent.TimeUnit;
 final class LockDirectory {
 
     static final int STRIPES = 256;
-    /** The longest a change waits for a stripe held by another process (stopped in its critical section?). */
+    /** The bytes of a stripe file that hold its token high-water mark (the token, then its complement). */
+    static final int HEADER = 16;
+    /** The longest a change waits for a lock (or a stripe header) held by another process (stopped inside?). */
     private static final long STRIPE_WAIT_NANOS = TimeUnit.SECONDS.toNanos(2);
+
+    private static final boolean WINDOWS = System.getProperty("os.name", "").toLowerCase(Locale.ROOT)
+            .startsWith("windows");
 
     /** File system types whose locks or clocks are not those of one host: refused. */
     private static final Set<String> REMOTE = Set.of("nfs", "nfs4", "cifs", "smb", "smb2", "smb3", "smbfs", "9p",
@@ -110,26 +121,83 @@ final class LockDirectory {
                 || t.startsWith("fuse.rclone") || t.startsWith("fuse.s3");
     }
 
-    /** A change of one lock's file. */
-    interface Change<T> {
-        T apply() throws IOException;
-    }
-
     /** The stripe of lock file {@code name}. */
     static int stripeOf(String name) {
         return Math.floorMod(name.hashCode(), STRIPES);
     }
 
-    /** The position of the byte of its stripe file that guards lock file {@code name}: past the first 2^32, below 2^62. */
+    /** The position of the byte of its stripe file that guards lock file {@code name}: past the header, below 2^62. */
     static long positionOf(String name) {
         byte[] h = FileNames.sha256(name.getBytes(StandardCharsets.UTF_8));
         return (1L << 32) + (ByteBuffer.wrap(h).getLong() & ((1L << 61) - 1));
     }
 
+    /** A change of one lock's file. */
+    interface Change<T> {
+        T apply(Stripe stripe) throws IOException;
+    }
+
+    /** The stripe of the lock being changed, while its range is held. */
+    final class Stripe {
+        private final FileChannel channel;
+
+        private Stripe(FileChannel channel) {
+            this.channel = channel;
+        }
+
+        /**
+         * Issues a token: {@code max(candidate, high-water + 1)}, recorded as the stripe's new high-water mark and
+         * forced to disk before it returns.
+         */
+        long issue(long candidate) throws IOException {
+            FileLock header = channel.tryLock(0, HEADER, false);
+            if (header == null) {
+                throw Busy.HEADER;
+            }
+            try {
+                ByteBuffer buf = ByteBuffer.allocate(HEADER);
+                while (buf.hasRemaining() && channel.read(buf, buf.position()) > 0) {
+                    // read on
+                }
+                boolean fresh = buf.position() == 0;
+                long high = 0;
+                if (buf.position() == HEADER && buf.getLong(0) == ~buf.getLong(8)) {
+                    high = buf.getLong(0);
+                } else if (!fresh) {
+                    org.slf4j.LoggerFactory.getLogger(LockDirectory.class).warn("The token high-water mark of {} is "
+                            + "not whole (a torn write at a power loss?): tokens go on from the lock files and the "
+                            + "wall clock", stripes);
+                }
+                long token = Math.max(candidate, high + 1);
+                ByteBuffer out = ByteBuffer.allocate(HEADER).putLong(token).putLong(~token).flip();
+                while (out.hasRemaining()) {
+                    channel.write(out, out.position());
+                }
+                channel.force(false);
+                if (fresh) {
+                    force(stripes); // a new stripe file: its entry must survive a power loss with its mark
+                }
+                return token;
+            } finally {
+                header.release();
+            }
+        }
+    }
+
+    /** Another process holds what a change needs: let go of everything and try again. */
+    private static final class Busy extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+        static final Busy HEADER = new Busy();
+
+        private Busy() {
+            super("the stripe header is busy", null, false, false);
+        }
+    }
+
     /**
      * Runs {@code change} while this process holds the range of {@code name} in its stripe file (and, while it does,
-     * the stripe's JVM-wide monitor). Fails as temporary when another process keeps that range for 2 s: a process
-     * stopped inside a change of this very lock.
+     * the stripe's JVM-wide monitor). Fails as temporary when another process keeps that range (or the stripe header,
+     * for a token) for 2 s: a process stopped inside a change of this very lock.
      */
     <T> T locked(String name, Change<T> change) {
         int stripe = stripeOf(name);
@@ -139,12 +207,19 @@ final class LockDirectory {
         long deadline = System.nanoTime() + STRIPE_WAIT_NANOS;
         long pause = 1;
         while (true) {
+            String busy;
             synchronized (monitor) {
-                try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE)) {
+                try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.READ,
+                        StandardOpenOption.WRITE)) {
                     FileLock lock = ch.tryLock(position, 1, false);
-                    if (lock != null) {
+                    if (lock == null) {
+                        busy = "lock " + name + " in " + dir + " stayed locked by another process";
+                    } else {
                         try {
-                            return change.apply();
+                            return change.apply(new Stripe(ch));
+                        } catch (Busy b) {
+                            busy = "the token high-water mark of stripe " + stripe + " of " + dir + " stayed locked by "
+                                    + "another process";
                         } finally {
                             lock.release();
                         }
@@ -156,9 +231,8 @@ final class LockDirectory {
                 }
             }
             if (System.nanoTime() - deadline > 0) {
-                throw new TemporaryStoreException("lock " + name + " in " + dir + " stayed locked by another process "
-                        + "for " + TimeUnit.NANOSECONDS.toMillis(STRIPE_WAIT_NANOS) + " ms (a process stopped inside an "
-                        + "operation on it?)");
+                throw new TemporaryStoreException(busy + " for " + TimeUnit.NANOSECONDS.toMillis(STRIPE_WAIT_NANOS)
+                        + " ms (a process stopped inside an operation on it?)");
             }
             try {
                 Thread.sleep(pause);
@@ -173,10 +247,9 @@ final class LockDirectory {
     /**
      * The content of lock file {@code name}, or null when there is none (a lock never taken). A lock file that is not
      * whole (its checksum fails) is taken as free with no token: every process sees every renamed file whole (the page
-     * cache), so only a power loss before an unforced rewrite (a renewal, a release) reached the disk leaves one, and no
-     * claim outlives a power loss; the next token is still above every earlier one (never below the time in
-     * microseconds). A file written whole in another format (a newer release) is refused: it may hold a live claim
-     * this release cannot read.
+     * cache), so only a power loss before an unforced rewrite reached the disk leaves one, and no claim outlives a power
+     * loss; the next token is still above every earlier one (the stripe's high-water mark). A file written whole in
+     * another format (a newer release) is refused: it may hold a live claim this release cannot read.
      *
      * @throws PermanentStoreException when the file is whole but not of this format
      */
@@ -226,12 +299,11 @@ final class LockDirectory {
     }
 
     /**
-     * Replaces lock file {@code name} by {@code content} (temporary file, renamed over). With {@code durable}, the
-     * temporary file is forced before the rename and the directory after it, so the new content (a new fencing token)
-     * survives a power loss; renewals and releases skip that (no claim outlives a power loss).
+     * Replaces lock file {@code name} by {@code content} (temporary file, renamed over), not forced to disk: no claim
+     * outlives a power loss, and tokens survive it in the stripe's high-water mark ({@link Stripe#issue}).
      */
-    void writeLock(String name, LockFile content, boolean durable) throws IOException {
-        replace(dir, name, content, durable);
+    void writeLock(String name, LockFile content) throws IOException {
+        replace(dir, name, content, false);
     }
 
     /** Replaces the records of lock {@code name}, always forced to disk (a run once must stay done). */
@@ -257,14 +329,25 @@ final class LockDirectory {
         }
     }
 
-    /** Forces a directory's entries to disk (Linux, macOS); a no-op where the platform cannot open a directory. */
-    static void force(Path directory) {
-        try (FileChannel ch = FileChannel.open(directory, StandardOpenOption.READ)) {
-            ch.force(true);
+    /**
+     * Forces a directory's entries to disk (Linux, macOS); a failure fails the change. A no-op on Windows, which cannot
+     * open a directory as a channel (NTFS journals its renames).
+     */
+    static void force(Path directory) throws IOException {
+        FileChannel ch;
+        try {
+            ch = FileChannel.open(directory, StandardOpenOption.READ);
         } catch (IOException | UnsupportedOperationException e) {
-            // Windows cannot open a directory as a channel; its renames are journaled by NTFS
+            if (WINDOWS) {
+                return;
+            }
+            throw e instanceof IOException ? (IOException) e : new IOException("cannot open " + directory + " to force it", e);
+        }
+        try (ch) {
+            ch.force(true);
         }
     }
+
 
     /** A file system failure as a store failure: refusals and read-only file systems are permanent, the rest temporary. */
     static StoreException translate(IOException e, String action) {

@@ -8,7 +8,6 @@ import dev.locker.api.TemporaryLockingException;
 import dev.locker.api.TimeSource;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.io.BufferedReader;
@@ -297,7 +296,6 @@ class FileReviewTest {
      * high-water mark per stripe kept in the stripe file (forced with the grant) survives both.
      */
     @Test
-    @Disabled("finding 7: a lost lock file plus a wall-clock step back lowers the fencing token (safety, documented)")
     void finding7_aLostLockFileAndAWallClockStepBackLowerTheToken() throws Exception {
         VirtualClock clock = new VirtualClock();
         KeyColumn lock = KeyColumn.named("token-step");
