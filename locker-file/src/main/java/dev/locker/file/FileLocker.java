@@ -33,10 +33,10 @@ import java.util.TreeSet;
  *
  * <p>Each lock is one file in the directory ({@link FileNames}: {@code ls DIR} lists the locks by name) holding the
  * lock's last fencing token and its current claim ({@link LockFile}); its records (run once, forced release) are in
- * {@code DIR/.records/}. Every change of a lock is one read-modify-write under the exclusive OS lock of the lock's
- * stripe, written to a temporary file and renamed over the old file ({@link LockDirectory}); reads need no lock (a
- * rename is atomic). So the directory is an atomic
- * backend: the grant, the token and the removal of a dead claim are one step, and contenders leave nothing behind.
+ * {@code DIR/.records/}. Every change of a lock is one read-modify-write under the exclusive OS lock of the lock's own
+ * byte range in its stripe file, written to a temporary file and renamed over the old file ({@link LockDirectory});
+ * reads need no lock (a rename is atomic). So the directory is an atomic backend: the grant, the token and the removal
+ * of a dead claim are one step, and contenders leave nothing behind.
  *
  * <ul>
  *   <li>writeLock: if the lock's claim is absent or dead, write ours with token {@code max(last + 1, wall-clock
@@ -48,25 +48,26 @@ import java.util.TreeSet;
  * </ul>
  *
  * <p>A claim is dead when (1) it expired on the host's clock ({@link HostClock}: {@code CLOCK_MONOTONIC} on Linux in
- * the host's terms (a time namespace's offset taken off), shared by every process of the host, never stepped;
- * elsewhere the wall clock, only when accepted), or (2) it was written in an earlier boot of the host, or (3)
- * the process of the locker that wrote it is gone, proved by taking a shared OS lock on the existing session file
- * that every open locker keeps locked ({@link Sessions}); the kernel drops that lock when the process ends however it
- * ends, so a SIGKILLed holder's lock is free at once, without trusting process ids. A missing session file proves
- * nothing.
+ * the host's terms, shared by every process of the host, never stepped), or (2) it was written in an earlier boot of
+ * the host, or (3) the process of the locker that wrote it is gone, proved by taking a shared OS lock on the existing
+ * session file that every open locker keeps locked ({@link Sessions}); the kernel drops a process's locks when it
+ * ends however it ends, so a SIGKILLed holder's lock is free at once, without trusting process ids. A missing session
+ * file proves nothing.
  *
- * <p><b>Safety argument.</b> What decides the holder: the read-modify-write of the lock's file under its stripe's
- * exclusive OS lock, which grants only when the recorded claim is absent or dead. Which clock decides expiry: the
- * host's monotonic clock (on Linux; elsewhere the wall clock), one clock for every process of the host; the claim's
- * expiry is set from a reading taken inside the step, so after the holder's own deadline (a reading taken before the
- * step, plus the expiry less 1%). A paused holder (SIGSTOP, a long GC) keeps its session alive but its claim expires;
- * when it resumes, its renewal, check and release find the claim gone or another's, and its late writes carry a
- * fencing token lower than the next holder's. Tokens strictly increase per lock: each is above its stripe's high-water
- * mark, forced to disk before the grant returns, so neither a deleted or restored lock file nor a wall-clock step back
- * lowers them. Assumptions: a local file system whose
- * OS locks work between the processes that share the directory (not NFS, SMB or a directory shared between a VM and its
- * host: refused when recognised); every process sharing the directory runs on this host's kernel (one monotonic
- * clock, one boot id); nobody edits the files by hand.
+ * <p><b>Safety argument.</b> What decides the holder: the read-modify-write of the lock's file under the lock's
+ * exclusive OS range lock, which grants only when the recorded claim is absent or dead. Which clock decides expiry:
+ * the host's monotonic clock (on Linux; elsewhere only the wall clock, accepted only when asked for), one clock for
+ * every process of the host; the claim's expiry is set from a reading taken inside the step, so after the holder's own
+ * deadline (a reading taken before the step, plus the expiry less 1%). A paused holder (SIGSTOP, a long GC) keeps its
+ * session alive but its claim expires; when it resumes, its renewal, check and release find the claim gone or
+ * another's, and its late writes carry a fencing token lower than the next holder's. Tokens strictly increase per
+ * lock: each is above its stripe's high-water mark, forced to disk before the grant returns, so neither a deleted or
+ * restored lock file nor a wall-clock step back lowers them. A process never opens a file it may hold an OS lock on
+ * (closing it would drop the lock): claims of its own process are judged by expiry only, and stripe files are opened
+ * under JVM-wide monitors, so other copies of this library in the JVM do not break it. Assumptions: a local file
+ * system whose OS locks work between the processes that share the directory (not NFS, SMB or a directory shared
+ * between a VM and its host: refused when recognised); every process sharing the directory runs on this host's kernel;
+ * nobody edits the files by hand.
  */
 public final class FileLocker extends AbstractLocker<ClaimStatus> {
 
