@@ -209,4 +209,42 @@ class FileLockerTest {
             }
         }
     }
+
+    /**
+     * Two copies of the library in one JVM (two class loaders: web applications, plugins) on one lock: each copy's
+     * stripe mutex used to be its own, so the other copy's channel on the stripe file met the JDK's overlapping-lock
+     * check (and, closed, could drop the first copy's OS lock). The JVM-wide monitor makes them take turns.
+     */
+    @Test
+    void twoCopiesOfTheLibraryInOneJvmTakeTurnsOnAStripe() throws Exception {
+        java.util.List<java.net.URL> urls = new java.util.ArrayList<>();
+        for (String entry : System.getProperty("java.class.path").split(java.io.File.pathSeparator)) {
+            urls.add(Path.of(entry).toUri().toURL());
+        }
+        var inside = new java.util.concurrent.atomic.AtomicInteger();
+        var violations = new java.util.concurrent.atomic.AtomicInteger();
+        var taken = new java.util.concurrent.atomic.AtomicInteger();
+        var errors = new java.util.concurrent.atomic.AtomicInteger();
+        Path dir = fixture.dir();
+        try (java.net.URLClassLoader copy2 = new java.net.URLClassLoader(urls.toArray(new java.net.URL[0]),
+                ClassLoader.getPlatformClassLoader())) {
+            java.lang.reflect.Method churn2 = copy2.loadClass(CopyWorker.class.getName()).getMethod("churn", Path.class,
+                    String.class, int.class, inside.getClass(), inside.getClass(), inside.getClass(), inside.getClass());
+            assertNotEquals(CopyWorker.class, churn2.getDeclaringClass(), "a second copy");
+            Thread other = new Thread(() -> {
+                try {
+                    churn2.invoke(null, dir, "two-copies", 100, inside, violations, taken, errors);
+                } catch (ReflectiveOperationException e) {
+                    errors.incrementAndGet();
+                    e.printStackTrace();
+                }
+            });
+            other.start();
+            CopyWorker.churn(dir, "two-copies", 100, inside, violations, taken, errors);
+            other.join();
+        }
+        assertEquals(0, errors.get(), "failures other than a busy lock (see the output)");
+        assertEquals(0, violations.get(), "two holders at once");
+        assertTrue(taken.get() > 0, "the lock was taken");
+    }
 }
