@@ -50,6 +50,7 @@ final class Sessions implements AutoCloseable {
     static final String PROCESS = processIdentity();
 
     private static final Path PROC_LOCKS = Path.of("/proc/locks");
+    private static final Path PROC_SELF = Path.of("/proc/self");
     private static final long TOUCH_EVERY_NANOS = Duration.ofMinutes(10).toNanos();
     /** A leftover temporary session file older than this is from a start that crashed. */
     private static final Duration NEW_FILE_AGE = Duration.ofMinutes(10);
@@ -188,9 +189,13 @@ final class Sessions implements AutoCloseable {
         }
     }
 
-    /** The inodes on which this process holds an OS lock, per {@code /proc/locks}. */
+    /**
+     * The inodes on which this process holds an OS lock, per {@code /proc/locks}. Its pids are those of the pid
+     * namespace of the proc mount, which need not be this process's (a container given the host's /proc): this process
+     * is found there as {@code /proc/self} names it.
+     */
     private static Set<Long> lockedHere() throws IOException {
-        String pid = Long.toString(ProcessHandle.current().pid());
+        String pid = Files.readSymbolicLink(PROC_SELF).toString();
         Set<Long> inodes = new HashSet<>();
         for (String line : Files.readAllLines(PROC_LOCKS, StandardCharsets.US_ASCII)) {
             // "1: POSIX  ADVISORY  WRITE 3568 fd:00:1234 0 EOF", or "1: -> POSIX ..." for a waiter
