@@ -68,13 +68,29 @@ public final class FileDoctor implements DeploymentCheck {
                     "check that the directory is on a local disk"));
         }
         progress.accept("the clock");
-        HostClock clock = new HostClock(dev.locker.api.TimeSource.system());
-        out.add(clock.domain().startsWith("boot:")
-                ? Finding.ok("clock", "claims expire on this host's monotonic clock (CLOCK_MONOTONIC), which wall-clock "
-                        + "steps do not move; a claim from an earlier boot (another boot id) is dead")
-                : Finding.warn("clock", "no boot id (not Linux?): claims expire on the wall clock, so a step of the clock "
-                        + "lengthens or shortens every claim", "keep the host's clock slewed (NTP), never stepped, or use Linux"));
+        out.add(clockFinding(dev.locker.api.TimeSource.system()));
         return out;
+    }
+
+    /** Which clock judges claims here, and whether this process reads it shifted (a time namespace). */
+    static Finding clockFinding(dev.locker.api.TimeSource time) {
+        HostClock clock;
+        try {
+            clock = new HostClock(time, true);
+        } catch (IllegalStateException e) {
+            return Finding.fail("clock", e.getMessage(), "run the applications outside a time namespace, or let them "
+                    + "read /proc/self/timens_offsets");
+        }
+        if (!clock.domain().startsWith("boot:")) {
+            return Finding.warn("clock", "no boot id (not Linux?): only the wall clock can judge claims here, so lockers "
+                    + "refuse to open unless told wallClock=true, and then a forward step of the clock ends claims early "
+                    + "(two holders of one lock)", "use Linux, or add ?wallClock=true and keep the clock slewed (NTP), never stepped");
+        }
+        long offset = clock.offsetNanos();
+        return Finding.ok("clock", "claims expire on this host's monotonic clock (CLOCK_MONOTONIC), which wall-clock "
+                + "steps do not move; a claim from an earlier boot (another boot id) is dead"
+                + (offset == 0 ? "" : "; this process is in a time namespace whose monotonic clock reads "
+                        + java.time.Duration.ofNanos(offset) + " off the host's: claims are kept in the host's terms"));
     }
 
     private static String contents(Path dir) {

@@ -33,38 +33,41 @@ import java.util.TreeSet;
  *
  * <p>Each lock is one file in the directory ({@link FileNames}: {@code ls DIR} lists the locks by name) holding the
  * lock's last fencing token and its current claim ({@link LockFile}); its records (run once, forced release) are in
- * {@code DIR/.records/}. Every change of a lock is one read-modify-write under the exclusive OS lock of the lock's
- * stripe, written to a temporary file and renamed over the old file ({@link LockDirectory}); reads need no lock (a
- * rename is atomic). So the directory is an atomic
- * backend: the grant, the token and the removal of a dead claim are one step, and contenders leave nothing behind.
+ * {@code DIR/.records/}. Every change of a lock is one read-modify-write under the exclusive OS lock of the lock's own
+ * byte range in its stripe file, written to a temporary file and renamed over the old file ({@link LockDirectory});
+ * reads need no lock (a rename is atomic). So the directory is an atomic backend: the grant, the token and the removal
+ * of a dead claim are one step, and contenders leave nothing behind.
  *
  * <ul>
  *   <li>writeLock: if the lock's claim is absent or dead, write ours with token {@code max(last + 1, wall-clock
- *       microseconds)}, and force it (and the directory entry) to disk before the grant returns (renewals and releases are
- *       not forced: no claim outlives a power loss); otherwise refuse,
- *       naming the holder and how long its claim lasts.</li>
+ *       microseconds, the stripe's high-water mark + 1)}, the mark forced to disk before the grant returns (the lock
+ *       file is not forced: no claim outlives a power loss); otherwise refuse, naming the holder and how long its claim
+ *       lasts.</li>
  *   <li>renew: only while the claim is ours and alive, its expiry moves forward in place (same claim, same token).</li>
  *   <li>release: only while the claim is ours (compare-and-delete); the token stays.</li>
  * </ul>
  *
- * <p>A claim is dead when (1) it expired on the host's clock ({@link HostClock}: {@code CLOCK_MONOTONIC} on Linux,
- * shared by every process of the host, never stepped), or (2) it was written in an earlier boot of the host, or (3)
- * the process of the locker that wrote it is gone: every open locker holds an OS lock on its session file
- * ({@link Sessions}), which the kernel drops when the process ends however it ends, so a SIGKILLed holder's lock is
- * free at once, without trusting process ids.
+ * <p>A claim is dead when (1) it expired on the host's clock ({@link HostClock}: {@code CLOCK_MONOTONIC} on Linux in
+ * the host's terms, shared by every process of the host, never stepped), or (2) it was written in an earlier boot of
+ * the host, or (3) the process of the locker that wrote it is gone, proved by taking a shared OS lock on the existing
+ * session file that every open locker keeps locked ({@link Sessions}); the kernel drops a process's locks when it
+ * ends however it ends, so a SIGKILLed holder's lock is free at once, without trusting process ids. A missing session
+ * file proves nothing.
  *
- * <p><b>Safety argument.</b> What decides the holder: the read-modify-write of the lock's file under its stripe's
- * exclusive OS lock, which grants only when the recorded claim is absent or dead. Which clock decides expiry: the
- * host's monotonic clock (on Linux; elsewhere the wall clock), one clock for every process of the host; the claim's
- * expiry is set from a reading taken inside the step, so after the holder's own deadline (a reading taken before the
- * step, plus the expiry less 1%). A paused holder (SIGSTOP, a long GC) keeps its session alive but its claim expires;
- * when it resumes, its renewal, check and release find the claim gone or another's, and its late writes carry a
- * fencing token lower than the next holder's. Tokens strictly increase per lock: the last one is in the file, forced
- * to disk before the grant returns, and a new one is never below the wall clock in microseconds, so even a deleted or
- * restored lock file does not lower it (unless the wall clock also steps back). Assumptions: a local file system whose
- * OS locks work between the processes that share the directory (not NFS, SMB or a directory shared between a VM and its
- * host: refused when recognised); every process sharing the directory runs on this host's kernel (one monotonic
- * clock, one boot id; not in separate time namespaces); nobody edits the files by hand.
+ * <p><b>Safety argument.</b> What decides the holder: the read-modify-write of the lock's file under the lock's
+ * exclusive OS range lock, which grants only when the recorded claim is absent or dead. Which clock decides expiry:
+ * the host's monotonic clock (on Linux; elsewhere only the wall clock, accepted only when asked for), one clock for
+ * every process of the host; the claim's expiry is set from a reading taken inside the step, so after the holder's own
+ * deadline (a reading taken before the step, plus the expiry less 1%). A paused holder (SIGSTOP, a long GC) keeps its
+ * session alive but its claim expires; when it resumes, its renewal, check and release find the claim gone or
+ * another's, and its late writes carry a fencing token lower than the next holder's. Tokens strictly increase per
+ * lock: each is above its stripe's high-water mark, forced to disk before the grant returns, so neither a deleted or
+ * restored lock file nor a wall-clock step back lowers them. A process never opens a file it may hold an OS lock on
+ * (closing it would drop the lock): claims of its own process are judged by expiry only, and stripe files are opened
+ * under JVM-wide monitors, so other copies of this library in the JVM do not break it. Assumptions: a local file
+ * system whose OS locks work between the processes that share the directory (not NFS, SMB or a directory shared
+ * between a VM and its host: refused when recognised); every process sharing the directory runs on this host's kernel;
+ * nobody edits the files by hand.
  */
 public final class FileLocker extends AbstractLocker<ClaimStatus> {
 
@@ -76,10 +79,10 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
     private final Sessions session;
     private final long expiryNanos;
 
-    private FileLocker(Builder b, LockDirectory directory) {
+    private FileLocker(Builder b, HostClock clock, LockDirectory directory) {
         super(b);
         this.directory = directory;
-        this.clock = new HostClock(time);
+        this.clock = clock;
         this.expiryNanos = config.expiry().toNanos();
         try {
             this.session = Sessions.start(directory, config.rid(), config.owner(""));
@@ -113,7 +116,7 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
         String name = name(lock);
         long started = time.nanoTime();
         LockOwner holder = owner.withSince(time.now());
-        return directory.locked(name, () -> {
+        return directory.locked(name, stripe -> {
             LockFile f = load(name, lock);
             if (alive(f.claim)) {
                 throw new TemporaryLockingException("lock is held by another claim in " + directory, lock, f.claim.owner,
@@ -121,9 +124,13 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
             }
             byte[] id = new byte[16];
             RANDOM.nextBytes(id);
-            f.token = Math.max(f.token + 1, micros(time.now()));
-            f.claim = new LockFile.Claim(id, config.rid(), clock.domain(), clock.now() + expiryNanos, expiryNanos, holder);
-            directory.writeLock(name, f, true); // the token survives a power loss before the grant returns
+            // forced to disk as the stripe's high-water mark before the grant goes on: it survives a power loss, and a
+            // lock file lost together with a wall-clock step back
+            f.token = stripe.issue(Math.max(f.token + 1, micros(time.now())));
+            f.claim = new LockFile.Claim(id, config.rid(), Sessions.PROCESS, clock.domain(), clock.now() + expiryNanos,
+                    expiryNanos, holder);
+            directory.writeLock(name, f);
+            session.touch();
             return ClaimStatus.granted(id, f.token, deadline(started, config.expiry()));
         });
     }
@@ -141,13 +148,14 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
     protected ClaimStatus renewSingleLock(KeyColumn lock, ClaimStatus status) {
         String name = name(lock);
         long started = time.nanoTime();
-        return directory.locked(name, () -> {
+        return directory.locked(name, stripe -> {
             LockFile f = load(name, lock);
             if (f.claim == null || !f.claim.is(status.claimId()) || !alive(f.claim)) {
                 throw lostClaim(lock, f);
             }
             f.claim = f.claim.renewed(clock.now() + expiryNanos);
-            directory.writeLock(name, f, false); // a claim does not outlive a power loss anyway
+            directory.writeLock(name, f);
+            session.touch(); // keeps the session file young for age-based cleaners
             return status.renewed(deadline(started, config.expiry()));
         });
     }
@@ -155,11 +163,11 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
     @Override
     protected void deleteSingleLock(KeyColumn lock, ClaimStatus status) {
         String name = name(lock);
-        directory.locked(name, () -> {
+        directory.locked(name, stripe -> {
             LockFile f = load(name, lock);
             if (f.claim != null && f.claim.is(status.claimId())) {
                 f.claim = null;
-                directory.writeLock(name, f, false);
+                directory.writeLock(name, f);
             }
             return null;
         });
@@ -174,13 +182,13 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
     @Override
     protected boolean deleteAllClaims(KeyColumn lock) {
         String name = name(lock);
-        return directory.locked(name, () -> {
+        return directory.locked(name, stripe -> {
             LockFile f = load(name, lock);
             if (f.claim == null) {
                 return false;
             }
             f.claim = null;
-            directory.writeLock(name, f, false);
+            directory.writeLock(name, f);
             return true;
         });
     }
@@ -195,7 +203,7 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
     @Override
     protected boolean writeRecord(KeyColumn lock, String recordName, byte[] value, ClaimStatus holding) {
         String name = name(lock);
-        return directory.locked(name, () -> {
+        return directory.locked(name, stripe -> {
             LockFile f = load(name, lock);
             if (f.claim == null || !f.claim.is(holding.claimId()) || !alive(f.claim)) {
                 return false;
@@ -210,7 +218,7 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
     @Override
     protected void putRecord(KeyColumn lock, String recordName, byte[] value) {
         String name = name(lock);
-        directory.locked(name, () -> {
+        directory.locked(name, stripe -> {
             LockFile r = records(name, lock);
             r.records.put(recordName, value.clone());
             directory.writeRecords(name, r);
@@ -317,7 +325,7 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
         if (c.domain.equals(clock.domain()) && clock.now() - c.expiresAt >= 0) {
             return false;
         }
-        return session.isAlive(c.session);
+        return session.isAlive(c.session, c.process);
     }
 
     /** How long the claim lasts unless renewed, where this locker's clock can tell. */
@@ -345,21 +353,44 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
         return t.getEpochSecond() * 1_000_000L + t.getNano() / 1_000;
     }
 
-    /** Options of a {@link FileLocker}: the directory, and the common locker configuration. */
+    /** Options of a {@link FileLocker}: the directory, whether the wall clock may judge claims, and the common configuration. */
     public static final class Builder extends LockerBuilder<Builder> {
         private final Path dir;
+        private boolean wallClock;
 
         private Builder(Path dir) {
             this.dir = Objects.requireNonNull(dir, "dir must not be null");
         }
 
         /**
+         * Accepts the wall clock as the judge of claims where the host offers no shared monotonic clock with a boot id
+         * (anything but Linux). Default false: there, the locker refuses to open. With it, a forward step of the wall
+         * clock ends claims early for the other processes, which may then take a lock whose holder still believes it
+         * valid (two leases); a backward step makes claims last longer. Keep the clock slewed (NTP), never stepped.
+         * Without effect on Linux.
+         *
+         * @param accept true to accept the wall clock off Linux
+         * @return this builder
+         */
+        public Builder wallClock(boolean accept) {
+            this.wallClock = accept;
+            return this;
+        }
+
+        /**
          * Opens the lock directory (created if missing) and starts this locker's session in it.
          *
          * @throws IllegalArgumentException when the directory is on a network or shared file system
-         * @throws PermanentLockingException when it cannot be created or written (permissions, read-only)
+         * @throws PermanentLockingException when it cannot be created or written (permissions, read-only), or when
+         *         the host has no clock every process shares (off Linux, unless {@link #wallClock(boolean)})
          */
         public FileLocker build() {
+            HostClock clock;
+            try {
+                clock = new HostClock(effectiveConfig().timeSource(), wallClock);
+            } catch (IllegalStateException e) {
+                throw new PermanentLockingException(e.getMessage(), null, null, e);
+            }
             LockDirectory d;
             try {
                 d = LockDirectory.open(dir);
@@ -367,7 +398,7 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
                 throw e.isTemporary() ? new TemporaryLockingException(e.getMessage(), null, null, e)
                         : new PermanentLockingException(e.getMessage(), null, null, e);
             }
-            return new FileLocker(this, d);
+            return new FileLocker(this, clock, d);
         }
     }
 }

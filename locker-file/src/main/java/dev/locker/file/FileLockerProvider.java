@@ -26,9 +26,10 @@ public final class FileLockerProvider implements LockerProvider {
 
     @Override
     public Locker open(String uri, LockerConfig config) {
-        UriOptions options = UriOptions.parse(uri).requireKnown(Set.of());
+        UriOptions options = UriOptions.parse(uri).requireKnown(Set.of("wallClock"));
         Path dir = directoryOf(options.base());
-        return FileLocker.builder(dir).config(options.applyTo(config)).build();
+        boolean wallClock = options.getBoolean("wallClock", false);
+        return FileLocker.builder(dir).wallClock(wallClock).config(options.applyTo(config)).build();
     }
 
     /** The directory a {@code file:} URI (without its query) names. */

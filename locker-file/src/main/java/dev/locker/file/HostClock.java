@@ -5,45 +5,81 @@ import dev.locker.api.TimeSource;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.time.Instant;
+import java.util.Collections;
+import java.util.Map;
+import java.util.UUID;
+import java.util.WeakHashMap;
 
 /**
  * The clock on which a lock directory's claims expire, shared by every process of the host, and the name of its
- * domain: two claims' instants are comparable only within one domain.
+ * domain: two claims' instants are comparable only within one domain. The domain is decided by the clock behind the
+ * time source (what it reads), not by which object it is: a wrapper of the system clock (metrics, tracing) is the
+ * system clock.
  *
  * <ul>
- *   <li>{@code boot:<boot id>}: Linux with the system time source. {@link System#nanoTime()} is the kernel's
- *       {@code CLOCK_MONOTONIC} there, the same for every process of the host, never stepped by NTP or an operator,
- *       and restarted at boot; the boot id ({@code /proc/sys/kernel/random/boot_id}) names the boot, so an instant of
- *       an earlier boot is never compared with this boot's: a claim from before a reboot is dead.</li>
- *   <li>{@code wall}: elsewhere with the system time source. The JDK promises no common origin for
- *       {@code nanoTime} across processes off Linux, so expiry is on the wall clock (epoch nanoseconds): a wall-clock
- *       step while claims live moves their expiry (forwards: they die early; backwards: late).</li>
- *   <li>{@code clock:<id>}: any other time source (a test's virtual clock): its own {@code nanoTime}, comparable only
- *       between lockers that share that time source object.</li>
+ *   <li>{@code boot:<boot id>}: Linux, a time source that reads the system's monotonic clock. {@link System#nanoTime()}
+ *       is the kernel's {@code CLOCK_MONOTONIC} there, the same for every process of the host, never stepped by NTP or
+ *       an operator, and restarted at boot; the boot id ({@code /proc/sys/kernel/random/boot_id}) names the boot, so an
+ *       instant of an earlier boot is never compared with this boot's: a claim from before a reboot is dead. A process
+ *       in a time namespace ({@code unshare -T}, a restored container) reads {@code CLOCK_MONOTONIC} shifted by its
+ *       namespace's offset ({@code /proc/self/timens_offsets}): instants are kept in the host's terms (the offset
+ *       subtracted), so every process of the host reads one clock.</li>
+ *   <li>{@code wall}: no boot id (not Linux), only when the locker was told to accept it
+ *       ({@code wallClock(true)}, {@code ?wallClock=true}): the JDK promises no common origin for {@code nanoTime}
+ *       across processes off Linux, so expiry is on the wall clock (epoch nanoseconds), and a wall-clock step while
+ *       claims live moves their expiry (forwards: they die early, and two holders can both believe they hold the lock;
+ *       backwards: late). Without that option a locker refuses to open there.</li>
+ *   <li>{@code clock:<random id>}: a time source that does not read the system clock (a test's virtual clock): its
+ *       own {@code nanoTime}, comparable only between lockers of this JVM that share that time source object. Another
+ *       process never shares such a domain; it judges such claims only by their locker's session.</li>
  * </ul>
  */
 final class HostClock {
 
     private static final Path BOOT_ID = Path.of("/proc/sys/kernel/random/boot_id");
+    private static final Path TIMENS_OFFSETS = Path.of("/proc/self/timens_offsets");
     private static final String BOOT = bootId();
+    /** The domain of each non-system time source in use (weak: a discarded virtual clock is forgotten). */
+    private static final Map<TimeSource, String> VIRTUAL = Collections.synchronizedMap(new WeakHashMap<>());
 
     private final TimeSource time;
     private final String domain;
     private final boolean wall;
+    /** What this process's CLOCK_MONOTONIC reads ahead of the host's (its time namespace's offset), in nanoseconds. */
+    private final long offset;
 
-    HostClock(TimeSource time) {
+    /**
+     * The clock of {@code time}.
+     *
+     * @throws IllegalStateException when the only clock available is the wall clock and {@code allowWall} is false,
+     *         or when this process's time namespace offset cannot be read
+     */
+    HostClock(TimeSource time, boolean allowWall) {
+        this(time, allowWall, BOOT);
+    }
+
+    HostClock(TimeSource time, boolean allowWall, String bootId) {
         this.time = time;
-        if (time != TimeSource.system()) {
-            domain = "clock:" + Integer.toHexString(System.identityHashCode(time));
+        if (!readsSystemClock(time)) {
+            domain = VIRTUAL.computeIfAbsent(time, t -> "clock:" + UUID.randomUUID());
             wall = false;
-        } else if (BOOT != null) {
-            domain = "boot:" + BOOT;
+            offset = 0;
+        } else if (bootId != null) {
+            domain = "boot:" + bootId;
             wall = false;
-        } else {
+            offset = monotonicOffset();
+        } else if (allowWall) {
             domain = "wall";
             wall = true;
+            offset = 0;
+        } else {
+            throw new IllegalStateException("file: needs a clock that every process of the host shares and that no "
+                    + "wall-clock step moves: CLOCK_MONOTONIC with a boot id (Linux). Here there is only the wall clock, "
+                    + "and a forward step of it would end claims early (two holders of one lock); accept that with "
+                    + "wallClock(true) on the builder or ?wallClock=true on the URI");
         }
     }
 
@@ -52,18 +88,71 @@ final class HostClock {
         return domain;
     }
 
-    /** Now, in nanoseconds of this domain. */
+    /** The offset of this process's monotonic clock over the host's (a time namespace), in nanoseconds. */
+    long offsetNanos() {
+        return offset;
+    }
+
+    /** Now, in nanoseconds of this domain (for {@code boot:}, of the host's monotonic clock). */
     long now() {
         if (wall) {
             Instant t = time.now();
             return t.getEpochSecond() * 1_000_000_000L + t.getNano();
         }
-        return time.nanoTime();
+        return time.nanoTime() - offset;
     }
 
     /** True when {@code other} is the domain of an earlier (or later) boot of this host: its instants mean nothing here. */
     boolean isOtherBoot(String other) {
         return domain.startsWith("boot:") && other.startsWith("boot:") && !other.equals(domain);
+    }
+
+    /**
+     * True when {@code time} reads the system's monotonic clock: each of three readings falls between two readings of
+     * {@link System#nanoTime()} taken around it (a virtual clock does not follow the system clock three times over).
+     */
+    static boolean readsSystemClock(TimeSource time) {
+        if (time == TimeSource.system()) {
+            return true;
+        }
+        for (int i = 0; i < 3; i++) {
+            long before = System.nanoTime();
+            long t = time.nanoTime();
+            long after = System.nanoTime();
+            if (t - before < 0 || after - t < 0) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /**
+     * The monotonic offset of this process's time namespace ({@code monotonic <s> <ns>} in
+     * {@code /proc/self/timens_offsets}); 0 on kernels without time namespaces.
+     *
+     * @throws IllegalStateException when the file exists but cannot be read or understood
+     */
+    static long monotonicOffset() {
+        String text;
+        try {
+            text = new String(Files.readAllBytes(TIMENS_OFFSETS), StandardCharsets.US_ASCII);
+        } catch (NoSuchFileException e) {
+            return 0; // a kernel without time namespaces (before 5.6, or CONFIG_TIME_NS off): one monotonic clock
+        } catch (IOException | SecurityException e) {
+            throw new IllegalStateException("cannot read " + TIMENS_OFFSETS + " (" + e + "): file: must know whether "
+                    + "this process's monotonic clock is offset from the host's (a time namespace)", e);
+        }
+        for (String line : text.split("\n")) {
+            String[] f = line.trim().split("\\s+");
+            if (f.length == 3 && (f[0].equals("monotonic") || f[0].equals("1"))) {
+                try {
+                    return Math.addExact(Math.multiplyExact(Long.parseLong(f[1]), 1_000_000_000L), Long.parseLong(f[2]));
+                } catch (NumberFormatException | ArithmeticException e) {
+                    break;
+                }
+            }
+        }
+        throw new IllegalStateException("cannot understand " + TIMENS_OFFSETS + ": " + text.trim());
     }
 
     private static String bootId() {

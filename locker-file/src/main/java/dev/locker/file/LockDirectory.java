@@ -9,6 +9,7 @@ import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
 import java.nio.channels.OverlappingFileLockException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.AccessDeniedException;
 import java.nio.file.FileSystemException;
 import java.nio.file.Files;
@@ -16,41 +17,53 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.util.Locale;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * A lock directory on a local file system, and the one way its lock files change: read-modify-write under the
- * exclusive OS lock of the lock's stripe, the new content written to a temporary file, then renamed over the old one
- * (atomic: a reader sees the old file or the new one, never a mix); when the change must survive a power loss (a new
- * fencing token, a record) the temporary file is forced before the rename and the directory after it.
+ * A lock directory on a local file system, and the one way its lock files change: read-modify-write under an
+ * exclusive OS lock that belongs to that one lock, the new content written to a temporary file, then renamed over the
+ * old one (atomic: a reader sees the old file or the new one, never a mix). Records (run once, forced release) are
+ * forced to disk before the rename and the directory after it.
  *
  * <p>Layout: {@code DIR/<lock name>} one file per lock ever taken ({@link FileNames}, so {@code ls DIR} lists the
- * locks legibly); {@code DIR/.stripes/NN} 256 empty files whose OS locks serialise the changes of the locks that hash
- * to them (never renamed, so every process locks the same inode); {@code DIR/.records/<lock name>} the lock's records (run once, forced release), apart so that
- * the frequent unforced rewrites of a lock file never put them at risk; {@code DIR/.tmp/} the temporary files;
- * {@code DIR/.sessions/} the session files of open lockers ({@link Sessions}).
+ * locks legibly); {@code DIR/.stripes/NN} 256 files, never renamed, so every process locks the same inodes: a lock
+ * is guarded by a one-byte range of its stripe's file, at a position given by the SHA-256 of its name (so a process
+ * stopped inside a change of one lock holds that lock only, not the other locks of its stripe), and the first
+ * {@value #HEADER} bytes of the file are the stripe's token high-water mark (below); {@code DIR/.records/<lock name>}
+ * the lock's records, apart so that the frequent unforced rewrites of a lock file never put them at risk;
+ * {@code DIR/.tmp/} the temporary files; {@code DIR/.sessions/} the session files of open lockers ({@link Sessions}).
  *
- * <p>OS file locks belong to a process, not a thread or a channel, and closing any channel on a file may drop every
- * lock the JVM holds on it; so within one JVM a stripe is entered through a JVM-wide mutex first, and its channel is
- * opened, locked, closed under that mutex only.
+ * <p><b>Tokens.</b> A grant issues its token through {@link Stripe#issue}: under the exclusive lock of the stripe
+ * header, the token becomes {@code max(candidate, high-water + 1)} and is written in place as the new high-water mark
+ * and forced to disk before the grant goes on. So no token is ever issued twice or lowered on a lock, even when its
+ * lock file is lost (deleted, or not written whole after a power loss) and the wall clock stepped back meanwhile.
+ *
+ * <p><b>One JVM.</b> OS file locks belong to a process, not a thread or a channel, and closing any channel on a file
+ * drops every lock the process holds on it. So within a JVM a stripe file is opened, locked, closed only while holding
+ * the stripe's JVM-wide monitor: an interned string naming the directory's file key (device and inode, so two paths to
+ * one directory, a bind mount, share it) and the stripe. The JVM's string table is one for every class loader, and a
+ * thread inside the monitor holds the string, so every copy of this library in the JVM (web applications, plugins)
+ * synchronises on the same object. Nothing waits for another process while holding it: a busy range is let go and
+ * tried again.
  */
 final class LockDirectory {
 
     static final int STRIPES = 256;
-    /** The longest a change waits for a stripe held by another process (stopped in its critical section?). */
+    /** The bytes of a stripe file that hold its token high-water mark (the token, then its complement). */
+    static final int HEADER = 16;
+    /** The longest a change waits for a lock (or a stripe header) held by another process (stopped inside?). */
     private static final long STRIPE_WAIT_NANOS = TimeUnit.SECONDS.toNanos(2);
+
+    private static final boolean WINDOWS = System.getProperty("os.name", "").toLowerCase(Locale.ROOT)
+            .startsWith("windows");
 
     /** File system types whose locks or clocks are not those of one host: refused. */
     private static final Set<String> REMOTE = Set.of("nfs", "nfs4", "cifs", "smb", "smb2", "smb3", "smbfs", "9p",
             "afs", "ncpfs", "ceph", "glusterfs", "lustre", "gpfs", "beegfs", "virtiofs", "vboxsf", "vmhgfs", "prl_fs",
             "davfs", "coda", "ocfs2", "gfs2");
-
-    /** Per lock directory (by real path): what the lockers of this JVM on it share. */
-    private static final ConcurrentHashMap<Path, ReentrantLock[]> MUTEXES = new ConcurrentHashMap<>();
 
     final Path dir;
     final Path stripes;
@@ -59,22 +72,17 @@ final class LockDirectory {
     final Path records;
     /** True on a case-insensitive file system: upper-case letters are escaped in file names. */
     final boolean caseInsensitive;
-    private final ReentrantLock[] mutexes;
+    /** What names the directory in the JVM-wide monitors: its file key (device, inode), else its real path. */
+    private final String key;
 
-    private LockDirectory(Path dir, boolean caseInsensitive) {
+    private LockDirectory(Path dir, boolean caseInsensitive, String key) {
         this.dir = dir;
         this.stripes = dir.resolve(".stripes");
         this.tmp = dir.resolve(".tmp");
         this.sessions = dir.resolve(".sessions");
         this.records = dir.resolve(".records");
         this.caseInsensitive = caseInsensitive;
-        this.mutexes = MUTEXES.computeIfAbsent(dir, d -> {
-            ReentrantLock[] m = new ReentrantLock[STRIPES];
-            for (int i = 0; i < STRIPES; i++) {
-                m[i] = new ReentrantLock();
-            }
-            return m;
-        });
+        this.key = key;
     }
 
     /**
@@ -99,7 +107,8 @@ final class LockDirectory {
             Files.createDirectories(real.resolve(".sessions"));
             Files.createDirectories(real.resolve(".records"));
             boolean caseInsensitive = Files.isDirectory(real.resolve(".SESSIONS"));
-            return new LockDirectory(real, caseInsensitive);
+            Object fileKey = Files.readAttributes(real, BasicFileAttributes.class).fileKey();
+            return new LockDirectory(real, caseInsensitive, fileKey != null ? fileKey.toString() : real.toString());
         } catch (IOException e) {
             throw translate(e, "opening the lock directory " + path);
         }
@@ -112,59 +121,137 @@ final class LockDirectory {
                 || t.startsWith("fuse.rclone") || t.startsWith("fuse.s3");
     }
 
-    /** A change of one lock's file. */
-    interface Change<T> {
-        T apply() throws IOException;
+    /** The stripe of lock file {@code name}. */
+    static int stripeOf(String name) {
+        return Math.floorMod(name.hashCode(), STRIPES);
     }
 
-    /** Runs {@code change} while this JVM, and then this process, holds the stripe of {@code name}. */
-    <T> T locked(String name, Change<T> change) {
-        int stripe = Math.floorMod(name.hashCode(), STRIPES);
-        ReentrantLock mutex = mutexes[stripe];
-        try {
-            if (!mutex.tryLock(STRIPE_WAIT_NANOS, TimeUnit.NANOSECONDS)) {
-                throw new TemporaryStoreException("stripe " + stripe + " of " + dir + " stayed busy in this process");
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new TemporaryStoreException("interrupted while waiting for stripe " + stripe + " of " + dir, e);
+    /** The position of the byte of its stripe file that guards lock file {@code name}: past the header, below 2^62. */
+    static long positionOf(String name) {
+        byte[] h = FileNames.sha256(name.getBytes(StandardCharsets.UTF_8));
+        return (1L << 32) + (ByteBuffer.wrap(h).getLong() & ((1L << 61) - 1));
+    }
+
+    /** A change of one lock's file. */
+    interface Change<T> {
+        T apply(Stripe stripe) throws IOException;
+    }
+
+    /** The stripe of the lock being changed, while its range is held. */
+    final class Stripe {
+        private final FileChannel channel;
+
+        private Stripe(FileChannel channel) {
+            this.channel = channel;
         }
-        try (FileChannel ch = FileChannel.open(stripes.resolve(String.format("%02x", stripe)), StandardOpenOption.CREATE,
-                StandardOpenOption.WRITE)) {
-            FileLock lock = null;
-            long deadline = System.nanoTime() + STRIPE_WAIT_NANOS;
-            long pause = 1;
-            while ((lock = ch.tryLock()) == null) {
-                if (System.nanoTime() - deadline > 0) {
-                    throw new TemporaryStoreException("stripe " + stripe + " of " + dir + " stayed locked by another "
-                            + "process for " + TimeUnit.NANOSECONDS.toMillis(STRIPE_WAIT_NANOS) + " ms (a process "
-                            + "stopped inside a lock operation?)");
-                }
-                Thread.sleep(pause);
-                pause = Math.min(pause * 2, 20);
+
+        /**
+         * Issues a token: {@code max(candidate, high-water + 1)}, recorded as the stripe's new high-water mark and
+         * forced to disk before it returns.
+         */
+        long issue(long candidate) throws IOException {
+            FileLock header = channel.tryLock(0, HEADER, false);
+            if (header == null) {
+                throw Busy.HEADER;
             }
             try {
-                return change.apply();
+                ByteBuffer buf = ByteBuffer.allocate(HEADER);
+                while (buf.hasRemaining() && channel.read(buf, buf.position()) > 0) {
+                    // read on
+                }
+                boolean fresh = buf.position() == 0;
+                long high = 0;
+                if (buf.position() == HEADER && buf.getLong(0) == ~buf.getLong(8)) {
+                    high = buf.getLong(0);
+                } else if (!fresh) {
+                    org.slf4j.LoggerFactory.getLogger(LockDirectory.class).warn("The token high-water mark of {} is "
+                            + "not whole (a torn write at a power loss?): tokens go on from the lock files and the "
+                            + "wall clock", stripes);
+                }
+                long token = Math.max(candidate, high + 1);
+                ByteBuffer out = ByteBuffer.allocate(HEADER).putLong(token).putLong(~token).flip();
+                while (out.hasRemaining()) {
+                    channel.write(out, out.position());
+                }
+                channel.force(false);
+                if (fresh) {
+                    force(stripes); // a new stripe file: its entry must survive a power loss with its mark
+                }
+                return token;
             } finally {
-                lock.release();
+                header.release();
             }
-        } catch (IOException e) {
-            throw translate(e, "changing " + name + " in " + dir);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new TemporaryStoreException("interrupted while waiting for stripe " + stripe + " of " + dir, e);
-        } catch (OverlappingFileLockException e) {
-            throw new IllegalStateException("stripe " + stripe + " of " + dir + " locked twice in this JVM", e);
-        } finally {
-            mutex.unlock();
+        }
+    }
+
+    /** Another process holds what a change needs: let go of everything and try again. */
+    private static final class Busy extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+        static final Busy HEADER = new Busy();
+
+        private Busy() {
+            super("the stripe header is busy", null, false, false);
+        }
+    }
+
+    /**
+     * Runs {@code change} while this process holds the range of {@code name} in its stripe file (and, while it does,
+     * the stripe's JVM-wide monitor). Fails as temporary when another process keeps that range (or the stripe header,
+     * for a token) for 2 s: a process stopped inside a change of this very lock.
+     */
+    <T> T locked(String name, Change<T> change) {
+        int stripe = stripeOf(name);
+        long position = positionOf(name);
+        Path file = stripes.resolve(String.format("%02x", stripe));
+        String monitor = ("dev.locker.file stripe " + stripe + " of " + key).intern();
+        long deadline = System.nanoTime() + STRIPE_WAIT_NANOS;
+        long pause = 1;
+        while (true) {
+            String busy;
+            synchronized (monitor) {
+                try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.READ,
+                        StandardOpenOption.WRITE)) {
+                    FileLock lock = ch.tryLock(position, 1, false);
+                    if (lock == null) {
+                        busy = "lock " + name + " in " + dir + " stayed locked by another process";
+                    } else {
+                        try {
+                            return change.apply(new Stripe(ch));
+                        } catch (Busy b) {
+                            busy = "the token high-water mark of stripe " + stripe + " of " + dir + " stayed locked by "
+                                    + "another process";
+                        } finally {
+                            lock.release();
+                        }
+                    }
+                } catch (IOException e) {
+                    throw translate(e, "changing " + name + " in " + dir);
+                } catch (OverlappingFileLockException e) {
+                    throw new IllegalStateException("stripe " + stripe + " of " + dir + " locked twice in this JVM", e);
+                }
+            }
+            if (System.nanoTime() - deadline > 0) {
+                throw new TemporaryStoreException(busy + " for " + TimeUnit.NANOSECONDS.toMillis(STRIPE_WAIT_NANOS)
+                        + " ms (a process stopped inside an operation on it?)");
+            }
+            try {
+                Thread.sleep(pause);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new TemporaryStoreException("interrupted while waiting for " + name + " in " + dir, e);
+            }
+            pause = Math.min(pause * 2, 20);
         }
     }
 
     /**
      * The content of lock file {@code name}, or null when there is none (a lock never taken). A lock file that is not
-     * whole is taken as free with no token: every process sees every renamed file whole (the page cache), so only a
-     * power loss before an unforced rewrite (a renewal, a release) reached the disk leaves one, and no claim outlives
-     * a power loss; the next token is still above every earlier one (never below the time in microseconds).
+     * whole (its checksum fails) is taken as free with no token: every process sees every renamed file whole (the page
+     * cache), so only a power loss before an unforced rewrite reached the disk leaves one, and no claim outlives a power
+     * loss; the next token is still above every earlier one (the stripe's high-water mark). A file written whole in
+     * another format (a newer release) is refused: it may hold a live claim this release cannot read.
+     *
+     * @throws PermanentStoreException when the file is whole but not of this format
      */
     LockFile readLock(String name) {
         byte[] bytes = readBytes(dir.resolve(name));
@@ -173,6 +260,10 @@ final class LockDirectory {
         }
         try {
             return LockFile.fromBytes(bytes);
+        } catch (LockFile.UnknownFormatException e) {
+            throw new PermanentStoreException("the lock file " + dir.resolve(name) + " is not one this release of "
+                    + "locker-file can read: " + e.getMessage() + ". Refused rather than taken as free: every process "
+                    + "sharing the directory must run a release that reads it", e);
         } catch (IllegalArgumentException e) {
             org.slf4j.LoggerFactory.getLogger(LockDirectory.class).warn("Lock file {} is not whole ({}): a power loss "
                     + "before it reached the disk? Taken as free", dir.resolve(name), e.getMessage());
@@ -208,12 +299,11 @@ final class LockDirectory {
     }
 
     /**
-     * Replaces lock file {@code name} by {@code content} (temporary file, renamed over). With {@code durable}, the
-     * temporary file is forced before the rename and the directory after it, so the new content (a new fencing token)
-     * survives a power loss; renewals and releases skip that (no claim outlives a power loss).
+     * Replaces lock file {@code name} by {@code content} (temporary file, renamed over), not forced to disk: no claim
+     * outlives a power loss, and tokens survive it in the stripe's high-water mark ({@link Stripe#issue}).
      */
-    void writeLock(String name, LockFile content, boolean durable) throws IOException {
-        replace(dir, name, content, durable);
+    void writeLock(String name, LockFile content) throws IOException {
+        replace(dir, name, content, false);
     }
 
     /** Replaces the records of lock {@code name}, always forced to disk (a run once must stay done). */
@@ -239,14 +329,25 @@ final class LockDirectory {
         }
     }
 
-    /** Forces a directory's entries to disk (Linux, macOS); a no-op where the platform cannot open a directory. */
-    static void force(Path directory) {
-        try (FileChannel ch = FileChannel.open(directory, StandardOpenOption.READ)) {
-            ch.force(true);
+    /**
+     * Forces a directory's entries to disk (Linux, macOS); a failure fails the change. A no-op on Windows, which cannot
+     * open a directory as a channel (NTFS journals its renames).
+     */
+    static void force(Path directory) throws IOException {
+        FileChannel ch;
+        try {
+            ch = FileChannel.open(directory, StandardOpenOption.READ);
         } catch (IOException | UnsupportedOperationException e) {
-            // Windows cannot open a directory as a channel; its renames are journaled by NTFS
+            if (WINDOWS) {
+                return;
+            }
+            throw e instanceof IOException ? (IOException) e : new IOException("cannot open " + directory + " to force it", e);
+        }
+        try (ch) {
+            ch.force(true);
         }
     }
+
 
     /** A file system failure as a store failure: refusals and read-only file systems are permanent, the rest temporary. */
     static StoreException translate(IOException e, String action) {

@@ -14,33 +14,46 @@ import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.Collections;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * Which lockers are alive, told by the kernel rather than by process ids (pid namespaces and containers sharing a
  * directory make a pid check unsafe): every open locker holds an exclusive OS lock on its own session file
  * {@code DIR/.sessions/<rid>} for its whole life. The kernel drops that lock when the process ends, however it ends
- * (exit, crash, SIGKILL), and at a reboot. A contender that obtains a shared lock on a claim's session file knows
- * that the claim's process is gone: the claim is dead at once, whatever its expiry says. A session file that is
- * missing is a locker that closed (or was cleaned up): dead too.
+ * (exit, crash, SIGKILL), and at a reboot. A contender that <em>takes</em> a shared lock on a claim's existing session
+ * file knows that the claim's process is gone: the claim is dead at once, whatever its expiry says. Nothing else proves
+ * a death: a session file that is missing (deleted by a tmp cleaner or an operator) or cannot be read says nothing, and
+ * the claim lives until its expiry. The session file is touched (through the locker's own channel) as the locker
+ * works, so an age-based cleaner leaves it alone.
  *
- * <p>Within one JVM a session is never probed through the file (the probe's channel, when closed, could drop the
- * owner's lock, and the JDK refuses overlapping locks in one JVM): the rids of this JVM's open lockers are kept in a
- * set, and they are alive. Probes of other processes' sessions are serialised in the JVM for the same reason. A rid is
- * random per locker instance, so a dead session never comes back: dead rids are remembered (a bounded set).
+ * <p><b>Never a handle on a file this process may hold a lock on.</b> An OS file lock (fcntl) belongs to the process,
+ * and closing <em>any</em> descriptor of the file drops all the process's locks on it; another copy of this library
+ * in the JVM (another class loader), or a second path to the directory (a bind mount), would drop a live session's
+ * lock by probing it. So every claim names its locker's process ({@link #PROCESS}: boot, pid namespace, pid, start
+ * time): a claim of this process is never probed (its expiry decides), and the sweep of dead session files skips every
+ * file this process holds a lock on (Linux {@code /proc/locks}; elsewhere there is no sweep: the dead session files of
+ * crashed lockers are deleted when a claim leads to them).
  */
 final class Sessions implements AutoCloseable {
 
     private static final Logger log = LoggerFactory.getLogger(Sessions.class);
 
-    /** The rids of the lockers open in this JVM (a rid is unique per instance). */
-    private static final Set<String> OPEN_HERE = ConcurrentHashMap.newKeySet();
+    /** This process: the same in every copy of this library in the JVM, different for every other process. */
+    static final String PROCESS = processIdentity();
+
+    private static final Path PROC_LOCKS = Path.of("/proc/locks");
+    private static final Path PROC_SELF = Path.of("/proc/self");
+    private static final long TOUCH_EVERY_NANOS = Duration.ofMinutes(10).toNanos();
+    /** A leftover temporary session file older than this is from a start that crashed. */
+    private static final Duration NEW_FILE_AGE = Duration.ofMinutes(10);
     private static final Object PROBES = new Object();
     private static final int DEAD_REMEMBERED = 4096;
     private static final Map<String, Boolean> DEAD = Collections.synchronizedMap(new LinkedHashMap<>(64, 0.75f, true) {
@@ -55,13 +68,16 @@ final class Sessions implements AutoCloseable {
     private final Path file;
     private final FileChannel channel;
     private final FileLock lock;
+    private final int length;
+    private volatile long touched = System.nanoTime();
 
-    private Sessions(LockDirectory directory, String rid, Path file, FileChannel channel, FileLock lock) {
+    private Sessions(LockDirectory directory, String rid, Path file, FileChannel channel, FileLock lock, int length) {
         this.directory = directory;
         this.rid = rid;
         this.file = file;
         this.channel = channel;
         this.lock = lock;
+        this.length = length;
     }
 
     /** Starts the session of the locker {@code rid}: creates and locks its session file, which says who it is. */
@@ -70,7 +86,6 @@ final class Sessions implements AutoCloseable {
         // locked under a hidden name first, then renamed (the lock stays with the inode): a sweep or a probe never
         // meets a session file that is not locked yet
         Path fresh = directory.sessions.resolve("." + file.getFileName() + ".new");
-        OPEN_HERE.add(rid);
         FileChannel ch = null;
         try {
             if (Files.exists(file)) {
@@ -81,15 +96,14 @@ final class Sessions implements AutoCloseable {
             if (lock == null) {
                 throw new IOException("the new session file " + fresh + " is locked by another process");
             }
-            String text = "rid=" + rid + "\nhost=" + owner.host() + "\npid=" + owner.pid() + "\nstarted="
-                    + Instant.now() + "\n";
-            ch.write(ByteBuffer.wrap(text.getBytes(StandardCharsets.UTF_8)));
-            Files.move(fresh, file, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
-            return new Sessions(directory, rid, file, ch, lock);
+            byte[] text = ("rid=" + rid + "\nhost=" + owner.host() + "\npid=" + owner.pid() + "\nprocess=" + PROCESS
+                    + "\nstarted=" + Instant.now() + "\n").getBytes(StandardCharsets.UTF_8);
+            ch.write(ByteBuffer.wrap(text));
+            Files.move(fresh, file, StandardCopyOption.ATOMIC_MOVE);
+            return new Sessions(directory, rid, file, ch, lock, text.length);
         } catch (IOException | RuntimeException e) {
-            OPEN_HERE.remove(rid);
             if (ch != null) {
-                ch.close();
+                ch.close(); // a file of ours that nobody else opens: closing it drops no other lock
             }
             Files.deleteIfExists(fresh);
             throw e;
@@ -97,12 +111,13 @@ final class Sessions implements AutoCloseable {
     }
 
     /**
-     * True when the locker {@code session} may still be running: open in this JVM, or its session file is locked
-     * by a process. False only when that file is missing or no process holds its lock.
+     * True when the locker {@code session} of process {@code process} may still be running: a locker of this process
+     * (never probed), its session file missing or unreadable, or locked by a process. False only when this process took
+     * a shared lock on that file: then no process holds it.
      */
-    boolean isAlive(String session) {
-        if (OPEN_HERE.contains(session)) {
-            return true;
+    boolean isAlive(String session, String process) {
+        if (PROCESS.equals(process)) {
+            return true; // this process: its session file must not be opened here, and the claim's expiry decides
         }
         if (DEAD.containsKey(session)) {
             return false;
@@ -114,6 +129,7 @@ final class Sessions implements AutoCloseable {
         return alive;
     }
 
+    /** False only when a shared lock on {@code file} was taken (then the file is deleted: its rid never comes back). */
     private static boolean probe(Path file) {
         synchronized (PROBES) {
             try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
@@ -121,39 +137,97 @@ final class Sessions implements AutoCloseable {
                 if (probe == null) {
                     return true;
                 }
+                try {
+                    Files.deleteIfExists(file); // dead for good, deleted while we hold the lock
+                } catch (IOException e) {
+                    log.debug("Could not delete dead session file {}: {}", file, e.toString());
+                }
                 probe.release();
-            } catch (NoSuchFileException e) {
                 return false;
+            } catch (NoSuchFileException e) {
+                return true; // deleted by someone (a tmp cleaner?): proves nothing, the claim's expiry decides
             } catch (OverlappingFileLockException e) {
                 return true; // locked elsewhere in this JVM
             } catch (IOException e) {
                 log.debug("Could not probe session file {}: {}; taking it as alive", file, e.toString());
                 return true;
             }
-            try {
-                Files.deleteIfExists(file); // dead for good: its rid never comes back
-            } catch (IOException e) {
-                log.debug("Could not delete dead session file {}: {}", file, e.toString());
-            }
-            return false;
         }
     }
 
-    /** Deletes up to {@code max} session files of dead lockers (left by crashed processes). */
+    /**
+     * Deletes up to {@code max} session files of dead lockers (left by crashed processes), and temporary ones left by
+     * a start that crashed. Only on Linux: a file this process holds a lock on (per {@code /proc/locks}, read after
+     * the file's inode) is never opened; elsewhere nothing is swept.
+     */
     static void sweep(LockDirectory directory, int max) {
-        int n = 0;
+        if (!Files.isReadable(PROC_LOCKS)) {
+            return;
+        }
+        Map<Path, Long> inodes = new LinkedHashMap<>();
         try (DirectoryStream<Path> files = Files.newDirectoryStream(directory.sessions)) {
             for (Path f : files) {
-                if (n++ >= max) {
+                if (inodes.size() >= max) {
                     break;
                 }
                 String name = f.getFileName().toString();
-                if (!name.startsWith(".") && OPEN_HERE.stream().noneMatch(r -> nameOf(r).equals(name))) {
-                    probe(f);
+                if (!name.startsWith(".") || (name.endsWith(".new") && Files.getLastModifiedTime(f).toInstant()
+                        .isBefore(Instant.now().minus(NEW_FILE_AGE)))) {
+                    inodes.put(f, ((Number) Files.getAttribute(f, "unix:ino")).longValue());
+                }
+            }
+            // read after every inode above: a session file is locked before it gets its name, so one this process
+            // holds a lock on is listed here (and a name never comes to mean another inode: rids never repeat)
+            Set<Long> ours = lockedHere();
+            for (Map.Entry<Path, Long> f : inodes.entrySet()) {
+                if (!ours.contains(f.getValue())) {
+                    probe(f.getKey());
                 }
             }
         } catch (IOException | RuntimeException e) {
             log.debug("Could not sweep {}: {}", directory.sessions, e.toString());
+        }
+    }
+
+    /**
+     * The inodes on which this process holds an OS lock, per {@code /proc/locks}. Its pids are those of the pid
+     * namespace of the proc mount, which need not be this process's (a container given the host's /proc): this process
+     * is found there as {@code /proc/self} names it.
+     */
+    private static Set<Long> lockedHere() throws IOException {
+        String pid = Files.readSymbolicLink(PROC_SELF).toString();
+        Set<Long> inodes = new HashSet<>();
+        for (String line : Files.readAllLines(PROC_LOCKS, StandardCharsets.US_ASCII)) {
+            // "1: POSIX  ADVISORY  WRITE 3568 fd:00:1234 0 EOF", or "1: -> POSIX ..." for a waiter
+            String[] f = line.trim().split("\\s+");
+            int i = f.length > 1 && f[1].equals("->") ? 2 : 1;
+            if (f.length > i + 4 && f[i + 3].equals(pid)) {
+                String dev = f[i + 4];
+                try {
+                    inodes.add(Long.parseLong(dev.substring(dev.lastIndexOf(':') + 1)));
+                } catch (NumberFormatException e) {
+                    throw new IOException("cannot understand " + PROC_LOCKS + ": " + line, e);
+                }
+            }
+        }
+        return inodes;
+    }
+
+    /**
+     * Touches the session file (at most every 10 minutes), through its own channel: an age-based cleaner
+     * (systemd-tmpfiles) leaves it alone while the locker works. Never through its path: opening and closing another
+     * descriptor of the file would drop its lock.
+     */
+    void touch() {
+        long now = System.nanoTime();
+        if (now - touched < TOUCH_EVERY_NANOS) {
+            return;
+        }
+        touched = now;
+        try {
+            channel.write(ByteBuffer.wrap(new byte[] {'\n'}), length - 1); // the last byte again: a new mtime
+        } catch (IOException e) {
+            log.debug("Could not touch session file {}: {}", file, e.toString());
         }
     }
 
@@ -172,13 +246,33 @@ final class Sessions implements AutoCloseable {
     @Override
     public void close() {
         try {
+            Files.deleteIfExists(file); // while we hold the lock: no prober can take it before the name is gone
             lock.release();
             channel.close();
-            Files.deleteIfExists(file);
         } catch (IOException e) {
             log.debug("Closing session file {}: {}", file, e.toString());
-        } finally {
-            OPEN_HERE.remove(rid);
+        }
+    }
+
+    /**
+     * This process's identity: boot id, pid namespace, pid and start time (clock ticks since boot) on Linux, read
+     * from {@code /proc/self}; elsewhere the pid and start instant. Two live processes never share it; every copy of
+     * this library in one process computes the same.
+     */
+    private static String processIdentity() {
+        long pid = ProcessHandle.current().pid();
+        try {
+            String stat = new String(Files.readAllBytes(Path.of("/proc/self/stat")), StandardCharsets.US_ASCII);
+            String[] after = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+            String start = after[19]; // field 22, starttime: the 20th after "(comm) "
+            String ns = Files.readSymbolicLink(Path.of("/proc/self/ns/pid")).toString();
+            String boot = new String(Files.readAllBytes(Path.of("/proc/sys/kernel/random/boot_id")),
+                    StandardCharsets.US_ASCII).trim();
+            return "linux:" + boot + ":" + ns + ":" + pid + ":" + start;
+        } catch (IOException | RuntimeException e) {
+            // no /proc: pid and start instant (without one, a process of the same pid elsewhere is taken as this one,
+            // and its claims are judged by their expiry only: never less safe)
+            return "pid:" + pid + "@" + ProcessHandle.current().info().startInstant().map(Instant::toString).orElse("?");
         }
     }
 

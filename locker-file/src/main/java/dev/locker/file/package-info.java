@@ -3,10 +3,12 @@
  * system, with no server to install.
  *
  * <p>{@link dev.locker.file.FileLocker} is an atomic backend: each change of a lock is one read-modify-write of the
- * lock's file under an OS file lock, written crash-safely (temporary file, forced, renamed). Claims expire on the
- * host's monotonic clock; a holder whose process ended (even by SIGKILL) loses its claims at once, told by the kernel
- * through the OS lock on the locker's session file; a claim from before a reboot is dead. Fencing tokens are forced
- * to disk before a grant returns. {@link dev.locker.file.FileLockerProvider} serves {@code file:DIR} URIs.
- * Local file systems only: NFS, SMB and VM-shared folders are refused.
+ * lock's file under an OS file lock of that lock alone, written atomically (temporary file, renamed). Claims expire on
+ * the host's monotonic clock (in the host's terms, also from a time namespace); a holder whose process ended (even by
+ * SIGKILL) loses its claims at once, told by the kernel through the OS lock on the locker's session file (a missing
+ * session file proves nothing); a claim from before a reboot is dead. Fencing tokens never fall: each is above a
+ * high-water mark forced to disk before a grant returns. {@link dev.locker.file.FileLockerProvider} serves
+ * {@code file:DIR} URIs. Linux (elsewhere only with the wall clock, when accepted) and local file systems only: NFS,
+ * SMB and VM-shared folders are refused.
  */
 package dev.locker.file;

@@ -53,6 +53,20 @@ class FileDoctorTest {
         assertEquals(Level.FAIL, levels.get("directory"), levels.toString());
     }
 
+    @Test
+    void theClockCheckNamesTheOffsetOfATimeNamespace() throws Exception {
+        Process probe = new ProcessBuilder("unshare", "-T", "--monotonic", "1", "--fork", "true")
+                .redirectErrorStream(true).start();
+        org.junit.jupiter.api.Assumptions.assumeTrue(probe.waitFor(10, java.util.concurrent.TimeUnit.SECONDS)
+                && probe.exitValue() == 0, "unshare -T works here (root, Linux >= 5.6)");
+        String jvm = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        Process child = new ProcessBuilder("unshare", "-T", "--monotonic", "100", "--fork", jvm, "-cp",
+                System.getProperty("java.class.path"), DoctorClockChild.class.getName()).redirectErrorStream(true).start();
+        String out = new String(child.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        assertTrue(child.waitFor(60, java.util.concurrent.TimeUnit.SECONDS), out);
+        assertTrue(out.startsWith("OK ") && out.contains("time namespace") && out.contains("PT1M40S"), out);
+    }
+
     private static Map<String, Level> levels(List<Finding> findings) {
         return findings.stream().collect(Collectors.toMap(Finding::check, Finding::level));
     }

@@ -7,6 +7,8 @@ import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.Lockers;
 import dev.locker.api.TemporaryLockingException;
+import dev.locker.api.TimeSource;
+import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.Test;
 
 import java.io.BufferedReader;
@@ -14,7 +16,9 @@ import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Optional;
@@ -142,9 +146,9 @@ class FileLockerTest {
             assertThrows(TemporaryLockingException.class, () -> b.acquire(lock, "b"));
             Path file = ((FileLocker) a).fileOf(lock);
             LockFile f = LockFile.fromBytes(Files.readAllBytes(file));
-            String domain = new HostClock(dev.locker.api.TimeSource.system()).domain();
+            String domain = new HostClock(dev.locker.api.TimeSource.system(), true).domain();
             org.junit.jupiter.api.Assumptions.assumeTrue(domain.startsWith("boot:"), "Linux only");
-            f.claim = new LockFile.Claim(f.claim.id, f.claim.session, "boot:00000000-0000-0000-0000-000000000000",
+            f.claim = new LockFile.Claim(f.claim.id, f.claim.session, f.claim.process, "boot:00000000-0000-0000-0000-000000000000",
                     f.claim.expiresAt, f.claim.lifetimeNanos, f.claim.owner);
             Files.write(file, f.toBytes());
             try (Lease taken = b.acquire(lock, "after the reboot")) {
@@ -152,5 +156,95 @@ class FileLockerTest {
             }
             held.close();
         }
+    }
+
+    @Test
+    void theClockIsTheOneBehindTheTimeSourceAndTheWallClockOnlyWhenAccepted() {
+        TimeSource system = TimeSource.system();
+        TimeSource wrapped = new TimeSource() {
+            @Override
+            public java.time.Instant now() {
+                return system.now();
+            }
+
+            @Override
+            public long nanoTime() {
+                return system.nanoTime();
+            }
+
+            @Override
+            public void sleep(Duration d) throws InterruptedException {
+                system.sleep(d);
+            }
+        };
+        assertEquals("boot:x", new HostClock(wrapped, false, "x").domain(), "a wrapper of the system clock is it");
+        VirtualClock v1 = new VirtualClock();
+        VirtualClock v2 = new VirtualClock();
+        String d1 = new HostClock(v1, false, "x").domain();
+        assertTrue(d1.startsWith("clock:"), d1);
+        assertEquals(d1, new HostClock(v1, false, "x").domain(), "one virtual clock, one domain");
+        assertNotEquals(d1, new HostClock(v2, false, "x").domain(), "two virtual clocks never share a domain");
+        IllegalStateException refused = assertThrows(IllegalStateException.class, () -> new HostClock(system, false, null));
+        assertTrue(refused.getMessage().contains("wallClock"), refused.getMessage());
+        assertEquals("wall", new HostClock(system, true, null).domain(), "accepted when asked for");
+    }
+
+    @Test
+    void deadSessionFilesAndLeftoversOfCrashedStartsAreSweptLiveOnesNot() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(Files.isReadable(Path.of("/proc/locks")), "Linux");
+        Path sessions = fixture.dir().resolve(".sessions");
+        try (Locker live = open("live")) {
+            Files.createDirectories(sessions);
+            Path dead = Files.writeString(sessions.resolve("dead-0123"), "rid=dead-0123\n");
+            Path leftover = Files.writeString(sessions.resolve(".crashed-0123.new"), "");
+            Files.setLastModifiedTime(leftover, FileTime.from(Instant.now().minus(Duration.ofHours(1))));
+            Path young = Files.writeString(sessions.resolve(".starting-0123.new"), "");
+            try (Locker next = open("next")) {
+                assertFalse(Files.exists(dead), "a session file nobody holds a lock on is swept");
+                assertFalse(Files.exists(leftover), "a leftover of a crashed start is swept");
+                assertTrue(Files.exists(young), "a start may be under way: kept");
+                try (var files = Files.list(sessions)) {
+                    assertEquals(3, files.count(), "the two live sessions and the young leftover");
+                }
+            }
+        }
+    }
+
+    /**
+     * Two copies of the library in one JVM (two class loaders: web applications, plugins) on one lock: each copy's
+     * stripe mutex used to be its own, so the other copy's channel on the stripe file met the JDK's overlapping-lock
+     * check (and, closed, could drop the first copy's OS lock). The JVM-wide monitor makes them take turns.
+     */
+    @Test
+    void twoCopiesOfTheLibraryInOneJvmTakeTurnsOnAStripe() throws Exception {
+        java.util.List<java.net.URL> urls = new java.util.ArrayList<>();
+        for (String entry : System.getProperty("java.class.path").split(java.io.File.pathSeparator)) {
+            urls.add(Path.of(entry).toUri().toURL());
+        }
+        var inside = new java.util.concurrent.atomic.AtomicInteger();
+        var violations = new java.util.concurrent.atomic.AtomicInteger();
+        var taken = new java.util.concurrent.atomic.AtomicInteger();
+        var errors = new java.util.concurrent.atomic.AtomicInteger();
+        Path dir = fixture.dir();
+        try (java.net.URLClassLoader copy2 = new java.net.URLClassLoader(urls.toArray(new java.net.URL[0]),
+                ClassLoader.getPlatformClassLoader())) {
+            java.lang.reflect.Method churn2 = copy2.loadClass(CopyWorker.class.getName()).getMethod("churn", Path.class,
+                    String.class, int.class, inside.getClass(), inside.getClass(), inside.getClass(), inside.getClass());
+            assertNotEquals(CopyWorker.class, churn2.getDeclaringClass(), "a second copy");
+            Thread other = new Thread(() -> {
+                try {
+                    churn2.invoke(null, dir, "two-copies", 100, inside, violations, taken, errors);
+                } catch (ReflectiveOperationException e) {
+                    errors.incrementAndGet();
+                    e.printStackTrace();
+                }
+            });
+            other.start();
+            CopyWorker.churn(dir, "two-copies", 100, inside, violations, taken, errors);
+            other.join();
+        }
+        assertEquals(0, errors.get(), "failures other than a busy lock (see the output)");
+        assertEquals(0, violations.get(), "two holders at once");
+        assertTrue(taken.get() > 0, "the lock was taken");
     }
 }
