@@ -5,7 +5,6 @@ import dev.locker.api.KeyColumn;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
-import redis.clients.jedis.util.JedisClusterCRC16;
 
 /**
  * Maps a lock to its Redis keys, legibly: {@code <prefix>{<name>}}, where {@code <name>} is the lock's
@@ -77,35 +76,12 @@ final class RedisKeys {
      * The admission marker of a standalone server (see {@code admit} in {@code common.lua}): {@code <prefix>guard}.
      * No lock's key is like it: a lock's key has a brace right after the prefix.
      */
-    byte[] guardKey() {
-        return concat(prefix, "guard".getBytes(StandardCharsets.US_ASCII));
-    }
-
     /**
-     * The admission marker of the Cluster slot that holds {@code lockKey}: {@code <prefix>guard{<tag>}}, where the
-     * tag is the first of a fixed list of short strings that hashes to that slot. One marker per slot (at most
-     * 16384), so that a script can read it next to the lock's key.
+     * The admission marker's key (single server only): {@code <prefix>{}guard}. No lock or record key can be it (those
+     * have a non-empty name between the braces), and it stays inside the locker's own names even with an empty prefix.
      */
-    byte[] guardKey(byte[] lockKey) {
-        String tag = SlotTags.TAGS[JedisClusterCRC16.getSlot(lockKey)];
-        return concat(prefix, ("guard{" + tag + "}").getBytes(StandardCharsets.US_ASCII));
-    }
-
-    /** For each Cluster slot, the shortest base-36 counter that hashes there: computed once, on first use. */
-    private static final class SlotTags {
-        static final String[] TAGS = new String[16384];
-
-        static {
-            int left = TAGS.length;
-            for (int i = 0; left > 0; i++) {
-                String t = Integer.toString(i, 36);
-                int slot = JedisClusterCRC16.getSlot(t.getBytes(StandardCharsets.US_ASCII));
-                if (TAGS[slot] == null) {
-                    TAGS[slot] = t;
-                    left--;
-                }
-            }
-        }
+    byte[] guardKey() {
+        return concat(prefix, "{}guard".getBytes(StandardCharsets.US_ASCII));
     }
 
     private static byte[] concat(byte[] a, byte[] b) {

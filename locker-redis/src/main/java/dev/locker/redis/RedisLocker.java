@@ -232,7 +232,8 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         }
         List<byte[]> args = List.of(ownField, nonce, millis(config.expiry()), owner.toBytes(), millis(restartGuard),
                 scrub(), evictionCheck.arg, wait == null ? EMPTY : wait.waiterId, millis(queueTtl));
-        List<byte[]> keyList = List.of(key, standalone ? guardKey : keys.guardKey(key));
+        // no marker in Cluster mode: a second key would make the script fail (TRYAGAIN) while the lock's slot migrates
+        List<byte[]> keyList = standalone ? List.of(key, guardKey) : List.of(key);
         long started = time.nanoTime(); // the claim lives from the script's TIME, which comes after this reading
         boolean[] sent = {false}; // did any attempt possibly reach the server (not only the last one)?
         Object reply;

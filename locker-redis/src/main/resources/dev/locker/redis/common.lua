@@ -186,7 +186,8 @@ end
 
 -- Admission of a grant: the restart guard and the eviction check, at no cost per grant in the steady state.
 -- Both need INFO (server: uptime; memory: maxmemory and its policy), which costs several microseconds of server CPU.
--- Their answers are kept in a marker key (KEYS[2]: one per server, or per Cluster slot), "<lastsave> <upsince> <ok>":
+-- Their answers are kept in a marker key (KEYS[2], one per server; none in Cluster mode, where a second key would make
+-- the script fail with TRYAGAIN while its slot migrates), "<lastsave> <upsince> <ok>", never replicated nor in the AOF:
 --   lastsave  LASTSAVE when the marker was written. LASTSAVE is set to the boot time when the server starts (from an
 --             RDB, an AOF or nothing) and moves on with every save, so a marker that survives a restart (in a
 --             snapshot, an AOF) or outlives a save no longer matches, and INFO is read again. A marker is written only
@@ -244,7 +245,12 @@ local function admit(now, guard, check)
   end
   if fresh and upsince and type(saved) == 'number' and marker and type(mem) ~= 'table'
       and math.floor(t / 1000000) > saved then
-    redis.pcall('SET', marker, fmt(saved) .. ' ' .. fmt(upsince) .. ' ' .. (ok and '1' or '0'), 'PX', 1000)
+    -- the marker is a fact about this server alone: it must never reach a replica (which may evict, or have booted in
+    -- the same second) nor the AOF. Where replication cannot be switched off for it, no marker is written.
+    if pcall(redis.set_repl, redis.REPL_NONE) then
+      redis.pcall('SET', marker, fmt(saved) .. ' ' .. fmt(upsince) .. ' ' .. (ok and '1' or '0'), 'PX', 1000)
+      redis.set_repl(redis.REPL_ALL)
+    end
   end
   if guard > 0 then
     -- a server that restarted may have lost claims (no persistence, an older snapshot, the last second of an AOF)

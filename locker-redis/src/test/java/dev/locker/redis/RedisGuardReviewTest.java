@@ -8,7 +8,6 @@ import dev.locker.api.PermanentLockingException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -24,9 +23,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Adversarial review of the admission marker (commit ab00cb4: the restart guard's and the eviction check's answers
- * kept for 1 s in {@code <prefix>guard}, trusted while {@code LASTSAVE} is unchanged). Each test is a finding: it
- * states what should hold and fails on today's code, so it is {@link Disabled} to keep the branch green. Remove the
- * annotation to reproduce. Real {@code redis-server} processes throughout; nothing of the server is faked.
+ * kept for 1 s in a marker key, trusted while {@code LASTSAVE} is unchanged). Each test is a finding of the review,
+ * failing on the code it reviewed and kept as a regression test since the fixes (no marker in Cluster mode, the
+ * marker never replicated, the marker named {@code <prefix>{}guard}). Real {@code redis-server} processes
+ * throughout; nothing of the server is faked.
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class RedisGuardReviewTest {
@@ -76,7 +76,6 @@ class RedisGuardReviewTest {
      * the rest (ASK) to the target, which served them.
      */
     @Test
-    @Disabled("finding 1: acquires in a slot under migration fail with TRYAGAIN for as long as the slot is open")
     void aSlotUnderMigrationStillGrantsLocks() {
         RedisClusterProcess cluster = RedisClusterProcess.start();
         servers.add(cluster);
@@ -119,7 +118,6 @@ class RedisGuardReviewTest {
      * guard the same marker also vouches the master's uptime for a replica that has just restarted.
      */
     @Test
-    @Disabled("finding 2: a replicated marker is trusted by a promoted replica whose LASTSAVE happens to match")
     void aPromotedReplicaThatMayEvictIsRefusedAtOnce() {
         RedisServerProcess master = server(RedisServerProcess.start("--repl-diskless-sync", "no"));
         RedisServerProcess replica = server(RedisServerProcess.start("--replicaof", "127.0.0.1",
@@ -133,11 +131,11 @@ class RedisGuardReviewTest {
 
         RedisLocker onMaster = open(RedisLocker.builder().node("127.0.0.1", master.port()).keyPrefix("promo:")
                 .restartGuard(Duration.ZERO), "m");
-        master.cli("DEL", "promo:guard");
+        master.cli("DEL", "promo:{}guard");
         onMaster.acquire(lock("on-master"), "writes a fresh marker: ok=1 (noeviction)").close();
-        assertEquals("1", master.cli("WAIT", "1", "1000").trim(), "the replica has the marker");
-        assertTrue(replica.cli("GET", "promo:guard").startsWith(Long.toString(masterSave)),
-                "the master's marker reached the replica");
+        assertEquals("1", master.cli("WAIT", "1", "1000").trim(), "the replica has the master's writes");
+        assertTrue(master.cli("GET", "promo:{}guard").startsWith(Long.toString(masterSave)), "the master has its marker");
+        assertEquals("", replica.cli("GET", "promo:{}guard").trim(), "the marker is never replicated");
 
         assertEquals("OK", replica.cli("REPLICAOF", "NO", "ONE").trim()); // failover (what Sentinel does)
         RedisLocker onPromoted = open(RedisLocker.builder().node("127.0.0.1", replica.port()).keyPrefix("promo:")
@@ -154,7 +152,6 @@ class RedisGuardReviewTest {
      * change the locker never wrote a key without its own braces.
      */
     @Test
-    @Disabled("finding 3: with an empty key prefix every grant may overwrite an application key named 'guard'")
     void anEmptyPrefixLeavesOtherKeysAlone() {
         RedisServerProcess s = server(RedisServerProcess.start());
         s.cli("HSET", "guard", "gate", "north"); // an application's data, in the same database
