@@ -32,7 +32,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * <p>A block that declares a public class is compiled as that class's source file, and run if it has a main. Any other
  * block is a fragment: its imports go to the top, its statements become the body of {@link ReadmeContext#run()},
  * which declares what fragments may assume (the README says which); fragments are compiled, and run against a
- * {@code mem:} locker. A block's {@code redis://localhost:6379} runs as {@code mem:}: the test needs no server.
+ * {@code mem:} locker. A block's {@code redis://localhost:6379} runs as {@code mem:}, its {@code file:/tmp/locker-jobs} in a
+ * directory of the test's own: the test needs no server and meets no earlier run's locks.
  */
 class ReadmeSnippetsTest {
 
@@ -49,9 +50,10 @@ class ReadmeSnippetsTest {
         int n = 0;
         while (m.find()) {
             n++;
-            // the blocks name a local Redis; the test runs them on the in-JVM backend (a string literal: the code
-            // compiles the same)
-            String code = m.group(1).replace("\"redis://localhost:6379", "\"mem:readme");
+            // the blocks name a local Redis and a shared /tmp directory; the test runs them on the in-JVM backend and
+            // on a directory of its own (string literals: the code compiles the same), so no earlier run is met
+            String code = m.group(1).replace("\"redis://localhost:6379", "\"mem:readme")
+                    .replace("\"file:/tmp/locker-jobs", "\"file:" + dir.resolve("locker-jobs"));
             Matcher c = PUBLIC_CLASS.matcher(code);
             if (c.find()) {
                 Path src = dir.resolve(c.group(1) + ".java");
