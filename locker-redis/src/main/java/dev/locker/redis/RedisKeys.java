@@ -84,6 +84,14 @@ final class RedisKeys {
         return concat(prefix, "{}guard".getBytes(StandardCharsets.US_ASCII));
     }
 
+    /**
+     * The owner record of a locker instance (see {@link RedisOwners}): {@code <prefix>{}o<instance>}. No lock or record
+     * key can be it (a lock's name is never empty), nor the admission marker.
+     */
+    byte[] ownerKey(String instance) {
+        return concat(prefix, ("{}o" + instance).getBytes(StandardCharsets.UTF_8));
+    }
+
     private static byte[] concat(byte[] a, byte[] b) {
         byte[] out = Arrays.copyOf(a, a.length + b.length);
         System.arraycopy(b, 0, out, a.length, b.length);

@@ -66,8 +66,10 @@ final class RedisListing {
     private final RedisKeys keys;
     private final String server;
     private final Retries retries;
+    private final RedisOwners owners;
 
-    RedisListing(UnifiedJedis client, RedisKeys keys, String server, Retries retries) {
+    RedisListing(UnifiedJedis client, RedisKeys keys, String server, Retries retries, RedisOwners owners) {
+        this.owners = owners;
         this.client = client;
         this.keys = keys;
         this.server = server;
@@ -98,7 +100,7 @@ final class RedisListing {
                     List<Found> found = candidates(batch.getResult(), keyPrefix, after);
                     List<?> claims = found.isEmpty() ? List.of() : n.claims(found.stream().map(f -> f.key).toList());
                     for (int i = 0; i < found.size(); i++) {
-                        LockInfo held = info(found.get(i).lock, claims.get(i));
+                        LockInfo held = info(found.get(i).lock, claims.get(i), owners);
                         if (held == null) {
                             continue;
                         }
@@ -145,29 +147,17 @@ final class RedisListing {
         return out;
     }
 
-    /** A claim value {@code "<written> <expiry> <token> <nonce>\n<owner>"} as a listed lock; null for none. */
-    static LockInfo info(KeyColumn lock, Object claim) {
-        if (!(claim instanceof byte[])) {
+    /** list.lua's {field, value} of a lock's senior claim as a listed lock; null for none. */
+    static LockInfo info(KeyColumn lock, Object claim, RedisOwners owners) {
+        if (!(claim instanceof List<?> pair) || pair.size() != 2 || !(pair.get(0) instanceof byte[] field)
+                || !(pair.get(1) instanceof byte[] value)) {
             return null;
         }
-        byte[] value = (byte[]) claim;
-        int nl = 0;
-        while (nl < value.length && value[nl] != '\n') {
-            nl++;
-        }
-        String[] header = new String(value, 0, nl, StandardCharsets.US_ASCII).split(" ");
-        if (header.length != 4) {
+        RedisOwners.Claim c = RedisOwners.Claim.parse(value);
+        if (c == null) {
             return null;
         }
-        try {
-            long expiry = Long.parseLong(header[1]);
-            long token = Long.parseLong(header[2]);
-            LockOwner owner = RedisLocker.decodeOwner(value);
-            return new LockInfo(lock, owner, token, Instant.ofEpochSecond(Math.floorDiv(expiry, 1_000_000L),
-                    Math.floorMod(expiry, 1_000_000L) * 1000L));
-        } catch (NumberFormatException notOurs) {
-            return null;
-        }
+        return new LockInfo(lock, owners.owner(field, value), c.token(), RedisOwners.micros(c.expiryMicros()));
     }
 
     // ---- nodes ------------------------------------------------------------------------------------------------

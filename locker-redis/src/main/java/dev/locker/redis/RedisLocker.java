@@ -131,10 +131,11 @@ import java.util.function.Supplier;
  * this one, stays in the lock's hash for {@code tombstoneTtl}, so that neither a grant the client never heard of nor
  * a request that reaches the server only after the withdrawal blocks anyone until it expires.
  *
- * <p>Claims live in one field per locker ({@code "c" + rid}), told apart by a nonce per claim: the locker instance
- * (random, so lockers sharing a rid differ) and a counter of its acquires. A live claim in that field with another
- * nonce belongs to another transaction (or to a locker opened with the same rid) and is never overwritten, renewed or
- * deleted by this one.
+ * <p>Claims live in one field per locker instance ({@code "c" + instance}, 16 random hex digits, so lockers sharing
+ * a rid differ), told apart by a nonce per claim: the instance and a counter of its acquires. A live claim in that
+ * field with another nonce belongs to another transaction and is never overwritten, renewed or deleted by this one.
+ * A claim is compact (about 190 bytes of server memory per held lock): the owner's rid, host, pid, thread and reason
+ * are stored once per locker in its owner record ({@link RedisOwners}), and a claim refers to them.
  */
 public final class RedisLocker extends AbstractLocker<ClaimStatus> {
 
@@ -167,6 +168,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     /** A single server (one admission marker for all locks) rather than a Cluster (one per slot). */
     private final boolean standalone;
     private final byte[] guardKey;
+    private final RedisOwners owners;
 
     private RedisLocker(Builder b, LockerConfig config, UnifiedJedis client, boolean ownsClient) {
         super(b);
@@ -181,7 +183,9 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         this.restartGuard = b.restartGuard != null ? b.restartGuard : config.expiry();
         this.tombstoneTtl = b.tombstoneTtl;
         this.evictionCheck = b.evictionCheck;
-        this.ownField = ("c" + this.config.rid()).getBytes(StandardCharsets.UTF_8); // this instance's rid
+        this.ownField = ("c" + instance).getBytes(StandardCharsets.US_ASCII); // this instance's field
+        this.owners = new RedisOwners(client, keys, this::withRetries, time::nanoTime, instance, this.config.rid(),
+                this.config.host(), this.config.pid(), this.config.expiry());
         this.channel = keys.releaseChannel();
         this.queueTtl = Duration.ofMillis(Math.max(300, Math.min(this.config.expiry().toMillis(), 3_000)));
         // the wake-ups' subscription gets a connection of its own, made with these options; with a client the caller
@@ -202,6 +206,11 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     public byte[] redisKey(KeyColumn lock) {
         config.validate(lock);
         return keys.lockKey(lock);
+    }
+
+    /** This locker's claim field in every lock's hash ({@code "c" + instance}), for tests. */
+    byte[] claimField() {
+        return ownField.clone();
     }
 
     /** Who this locker talks to, as named in its error messages (never with a password). */
@@ -230,10 +239,12 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         if (wait != null) {
             wait.beforeAttempt(lock); // a release published from now on wakes the pause after this attempt
         }
-        List<byte[]> args = List.of(ownField, nonce, millis(config.expiry()), owner.toBytes(), millis(restartGuard),
-                scrub(), evictionCheck.arg, wait == null ? EMPTY : wait.waiterId, millis(queueTtl));
-        // no marker in Cluster mode: a second key would make the script fail (TRYAGAIN) while the lock's slot migrates
-        List<byte[]> keyList = standalone ? List.of(key, guardKey) : List.of(key);
+        List<byte[]> args = List.of(ownField, nonce, millis(config.expiry()), owners.claimPart(owner),
+                millis(restartGuard), scrub(), evictionCheck.arg, wait == null ? EMPTY : wait.waiterId,
+                millis(queueTtl), wait == null ? EMPTY : owner.toBytes());
+        // no marker nor owner record in Cluster mode: a second key would make the script fail (TRYAGAIN) while the
+        // lock's slot migrates
+        List<byte[]> keyList = standalone ? List.of(key, guardKey, owners.ownKey()) : List.of(key);
         long started = time.nanoTime(); // the claim lives from the script's TIME, which comes after this reading
         boolean[] sent = {false}; // did any attempt possibly reach the server (not only the last one)?
         Object reply;
@@ -260,8 +271,11 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         List<?> r = (List<?>) reply;
         long code = (Long) r.get(0);
         if (code == 1) {
-            if (r.size() > 3) {
-                warnOfEviction(lock, new String((byte[]) r.get(3), StandardCharsets.UTF_8));
+            if (r.size() > 4) {
+                warnOfEviction(lock, new String((byte[]) r.get(4), StandardCharsets.UTF_8));
+            }
+            if ((Long) r.get(3) == 1L) {
+                owners.rewrite(); // a restart or flush took our owner record: our claims would name only our instance
             }
             long token = (Long) r.get(1);
             ClaimStatus status = ClaimStatus.granted(nonce, token, deadline(started, config.expiry()));
@@ -274,8 +288,8 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         }
         if (code == 0) {
             Duration left = r.size() > 2 ? Duration.ofMillis((Long) r.get(2)) : null;
-            throw new TemporaryLockingException("lock is held on " + server, lock, decodeOwner((byte[]) r.get(1)), left,
-                    null);
+            throw new TemporaryLockingException("lock is held on " + server, lock,
+                    owners.owner((byte[]) r.get(3), (byte[]) r.get(1)), left, null);
         }
         if (code == -5) {
             throw new TemporaryLockingException("lock is free on " + server + " but promised to the first of the "
@@ -321,6 +335,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         long code = (Long) r.get(0);
         if (code == 1) {
             long token = (Long) r.get(1);
+            owners.touch();
             if (token != status.fencingToken()) {
                 throw new ExpiredLockException("our claim on " + server + " carries token " + token + ", not ours ("
                         + status.fencingToken() + ")", lock);
@@ -353,7 +368,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     private ExpiredLockException notOurs(KeyColumn lock, List<?> reply) {
         if ((Long) reply.get(0) == 0) {
             return new ExpiredLockException("our claim was taken over on " + server, lock,
-                    decodeOwner((byte[]) reply.get(1)), null);
+                    owners.owner((byte[]) reply.get(2), (byte[]) reply.get(1)), null);
         }
         return new ExpiredLockException("our claim is gone from " + server + " (expired or force-released); "
                 + "release the transaction's locks and start again", lock);
@@ -371,7 +386,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         byte[] key = keys.lockKey(lock);
         List<?> r = (List<?>) withRetries(() -> RedisScript.HOLDER.run(client, key, List.of(scrub())));
         if ((Long) r.get(0) == 1) {
-            return Optional.of(decodeOwner((byte[]) r.get(1)));
+            return Optional.of(owners.owner((byte[]) r.get(2), (byte[]) r.get(1)));
         }
         return Optional.empty();
     }
@@ -386,7 +401,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     /** SCAN and list.lua; see {@link RedisListing} for what it costs. */
     @Override
     protected LockPage listHeld(byte[] keyPrefix, int limit, String cursor) {
-        return new RedisListing(client, keys, server, this::withRetries).page(keyPrefix, limit, cursor);
+        return new RedisListing(client, keys, server, this::withRetries, owners).page(keyPrefix, limit, cursor);
     }
 
     // ---- records (run once) ---------------------------------------------------------------------------------------
@@ -504,6 +519,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
 
     @Override
     protected void closeBackend() {
+        owners.close();
         if (wakeups != null) {
             wakeups.close();
         }
@@ -645,38 +661,13 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         return Long.toString(Math.max(0, d.toMillis())).getBytes(StandardCharsets.US_ASCII);
     }
 
-    private static Instant micros(long us) {
-        return Instant.ofEpochSecond(Math.floorDiv(us, 1_000_000L), Math.floorMod(us, 1_000_000L) * 1000L);
-    }
 
-    /** A claim's value is {@code "<written> <expiry> <token> <nonce>\n"} followed by the owner's bytes. */
     /** The owner of a queue entry (owner bytes as the waiter wrote them). */
     private static LockOwner queuedOwner(byte[] owner) {
         try {
             return LockOwner.fromBytes(owner);
         } catch (IllegalArgumentException e) {
             return new LockOwner("(unreadable waiter)", "", 0, "", "", null);
-        }
-    }
-
-    static LockOwner decodeOwner(byte[] value) {
-        int nl = 0;
-        while (nl < value.length && value[nl] != '\n') {
-            nl++;
-        }
-        String[] header = new String(value, 0, nl, StandardCharsets.US_ASCII).split(" ");
-        Instant since = null;
-        try {
-            since = micros(Long.parseLong(header[0]));
-        } catch (RuntimeException ignored) {
-            // not written by us: no time to show
-        }
-        byte[] owner = new byte[Math.max(0, value.length - nl - 1)];
-        System.arraycopy(value, Math.min(value.length, nl + 1), owner, 0, owner.length);
-        try {
-            return LockOwner.fromBytes(owner).withSince(since);
-        } catch (IllegalArgumentException e) {
-            return new LockOwner("(unreadable claim)", "", 0, "", "", since);
         }
     }
 

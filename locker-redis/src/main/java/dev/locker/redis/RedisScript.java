@@ -36,6 +36,7 @@ final class RedisScript {
     static final RedisScript LIST = new RedisScript("list");
     static final RedisScript DEQUEUE = new RedisScript("dequeue");
     static final RedisScript RECORD = new RedisScript("record");
+    static final RedisScript OWNER = new RedisScript("owner");
 
     private final String name;
     private final byte[] source;

@@ -1,14 +1,18 @@
 -- writeLock: write our claim and decide the holder in one step.
--- KEYS: 1 the lock's hash, 2 the admission marker (see admit in the prelude)
--- ARGV: 1 our field ("c" .. rid), 2 nonce, 3 expiry ms, 4 owner bytes, 5 restart guard ms, 6 scrub ("1"/"0"),
+-- KEYS: 1 the lock's hash, 2 the admission marker (see admit in the prelude), 3 our owner record (both single server
+--       only)
+-- ARGV: 1 our field ("c" .. instance), 2 nonce, 3 expiry ms, 4 owner part of the claim (a reference into our owner
+--       record, or "=" and the owner's bytes), 5 restart guard ms, 6 scrub ("1"/"0"),
 --       7 eviction check ("fail", "warn" or "off"), 8 waiter id ("" when this acquire does not wait), 9 queue entry
---       ms (how long a waiter's entry lives unless refreshed)
+--       ms (how long a waiter's entry lives unless refreshed), 10 the owner's bytes (for a queue entry)
 -- A waiter that is refused is queued (or its entry refreshed, keeping its place); while a live waiter is queued,
 -- the lock is granted to none but the first of them (no barging: a releaser asking again queues behind them).
 -- A live claim in our field with another nonce is another transaction's and holds the lock like any other; only a
 -- repeat of this request (same nonce, after a lost reply) replaces the claim it wrote.
--- Reply: {1, token, written[, warning]}  granted: our claim is the holder (warning: the server may evict it)
---        {0, holder value, ms}  another live claim holds the lock, for at most ms more unless renewed; ours is not kept
+-- Reply: {1, token, written, owner record missing (1/0)[, warning]}  granted: our claim is the holder (warning: the
+--                             server may evict it; owner record missing: KEYS[3] is gone, its locker rewrites it)
+--        {0, holder value, ms, holder field}  another live claim holds the lock, for at most ms more unless renewed;
+--                             ours is not kept
 --        {-5, owner bytes}    the lock is free but promised to the first waiter queued (whose owner it names)
 --        {-2, ms left}        the server may have started less than the restart guard ago: nothing is granted yet
 --        {-3}                 its client already gave up on this request and withdrew it: nothing is granted
@@ -22,6 +26,7 @@ if s.withdrawn and counter and counter <= s.withdrawn then
   -- a late request (fixed-width hex counters compare as strings): its client no longer waits for the answer
   if s.own then
     -- a repeat of a request whose first attempt was granted: never leave that grant behind
+    keep_token(s, select(3, parse(s.own)))
     redis.call('HDEL', key, own)
   end
   return { -3 }
@@ -29,15 +34,16 @@ end
 if s.senior or (s.head and s.head ~= (waiter and ('q' .. waiter)) and not s.own) then
   if s.own then
     -- this very claim, from an earlier attempt of this request: never leave a losing claim behind
+    keep_token(s, select(3, parse(s.own)))
     redis.call('HDEL', key, own)
   end
   if waiter then
-    local untl = enqueue(s, waiter, now, tonumber(ARGV[9]), ARGV[4])
+    local untl = enqueue(s, waiter, now, tonumber(ARGV[9]), ARGV[10])
     keep_until(math.max(untl, s.maxexp, s.keep), now, expms)
   end
   if s.senior then
     local _, sexp = parse(s.seniorValue)
-    return { 0, s.seniorValue, math.floor((sexp - now) / 1000) + 1 }
+    return { 0, s.seniorValue, math.floor((sexp - now) / 1000) + 1, s.senior }
   end
   return { -5, queued_owner(s.headValue) }
 end
@@ -47,7 +53,10 @@ if refusal then
 end
 local tok = math.max(s.last + 1, now)
 local exp = now + expms * 1000
-redis.call('HSET', key, own, claim_value(now, exp, tok, ARGV[2], ARGV[4]), 't', fmt(tok))
+redis.call('HSET', key, own, claim_value(now, exp, tok, string.sub(ARGV[2], 17), ARGV[4]))
+if s.last > 0 and redis.call('HGET', key, 't') then
+  redis.call('HDEL', key, 't') -- our claim carries the last token now (one field fewer while the lock is held)
+end
 if s.mine then
   redis.call('HDEL', key, 'q' .. waiter) -- served
   if s.waiting <= 1 then
@@ -55,4 +64,5 @@ if s.mine then
   end
 end
 keep_until(math.max(exp, s.maxexp, s.keep), now, expms)
-return { 1, tok, now, warning }
+local missing = (KEYS[3] and not redis.call('HGET', KEYS[3], 'r')) and 1 or 0
+return { 1, tok, now, missing, warning }

@@ -1,11 +1,18 @@
 -- Shared prelude of every RedisLocker script (prepended to each one before it is loaded).
 --
 -- All claims on one lock live in ONE hash, KEYS[1]:
---   field "t"        the last fencing token issued for the lock (survives releases and forced releases)
---   field "c" .. rid one claim per locker instance, value "<written> <expiry> <token> <nonce>\n<owner bytes>"
---                    where <written> and <expiry> are server microseconds (TIME), <token> the claim's fencing token
---                    and <nonce> the claim's id (compare-and-delete matches on it): 16 hex digits naming the locker
---                    instance, then 16 hex digits counting that instance's acquires (see split_nonce)
+--   field "t"        the last fencing token issued for a claim that is no longer in the hash (written when a claim is
+--                    released, withdrawn, forced or scrubbed, so tokens keep rising; a held claim carries its own)
+--   field "c" .. instance  one claim per locker instance (16 hex digits, random per locker), value
+--                    "<written> <expms> <tokdelta> <counter> <owner>", compact so that a held lock's hash stays one
+--                    small listpack (about 190 bytes of server memory per held lock): <written> server microseconds
+--                    (TIME) when the claim was first written (its seniority); <expms> its expiry, in milliseconds after
+--                    <written> (rounded up: the server never lets a claim lapse before its client's deadline);
+--                    <tokdelta> its fencing token minus <written>; <counter> the instance's count of acquires, in hex
+--                    without leading zeros (the claim's nonce is the instance, then the counter in 16 hex digits:
+--                    compare-and-delete matches on it); <owner> either a decimal reference into the instance's owner
+--                    record (the hash "<prefix>{}o" .. instance, written once per locker: rid, host, pid, and each
+--                    thread/reason pair the locker claimed with), or "=" and the owner's bytes in full.
 --   field "w" .. instance  a tombstone, "<until> <counter>": the instance gave up on its acquires of this lock up to
 --                    that counter (timed out, connection lost after sending) and withdrew them; until <until> (server
 --                    microseconds) a late one that still arrives grants nothing. One field per instance, so it stays
@@ -32,21 +39,36 @@ local function fmt(n)
   return string.format('%d', n)
 end
 
--- written, expiry, token, nonce, owner bytes of a claim value; nil when the value is not ours to read
+-- written, expiry, token, counter (16 hex digits, as in a nonce), owner part of a claim value; nil when the value
+-- is not ours to read
 local function parse(v)
-  local nl = string.find(v, '\n', 1, true)
-  if not nl then
+  local ts, expms, tokd, ctr, rest = string.match(v, '^(%d+) (%d+) (%d+) (%x+) ()')
+  if not ts or #ctr > 16 then
     return nil
   end
-  local ts, exp, tok, nonce = string.match(string.sub(v, 1, nl - 1), '^(%d+) (%d+) (%d+) (%S+)$')
-  if not ts then
-    return nil
-  end
-  return tonumber(ts), tonumber(exp), tonumber(tok), nonce, string.sub(v, nl + 1)
+  ts = tonumber(ts)
+  return ts, ts + tonumber(expms) * 1000, ts + tonumber(tokd), string.rep('0', 16 - #ctr) .. ctr, string.sub(v, rest)
 end
 
-local function claim_value(ts, exp, tok, nonce, owner)
-  return fmt(ts) .. ' ' .. fmt(exp) .. ' ' .. fmt(tok) .. ' ' .. nonce .. '\n' .. owner
+-- A claim's value (see the top); ctr is 16 hex digits, owner the owner part as parse returns it.
+local function claim_value(ts, exp, tok, ctr, owner)
+  local c = string.match(ctr, '^0*(%x+)$') or '0'
+  return fmt(ts) .. ' ' .. fmt(math.max(0, math.ceil((exp - ts) / 1000))) .. ' ' .. fmt(tok - ts) .. ' ' .. c .. ' '
+      .. owner
+end
+
+-- True when the claim in field f (parsed counter ctr) is the one the nonce names, field own being the nonce's.
+local function is_nonce(f, ctr, own, nonce)
+  return f == own and nonce ~= nil and ctr == string.sub(nonce, 17)
+end
+
+-- Keeps the token of a claim that leaves the hash in field "t", so the next grant's token is higher. Call it before
+-- the claim's HDEL: the hash is then never emptied and made anew without its TTL.
+local function keep_token(s, tok)
+  if tok and tok > s.last then
+    s.last = tok
+    redis.call('HSET', key, 't', fmt(tok))
+  end
 end
 
 -- The instance and counter parts of a nonce, or nil for a nonce of another shape.
@@ -58,7 +80,7 @@ local function split_nonce(n)
 end
 
 -- One pass over the lock's hash: scrubs dead (or unreadable) claims when asked, and returns
---   last    the last token issued (0 when none)
+--   last    the last token issued (0 when none): field "t" or the highest token of a claim in the hash
 --   size    how many fields the hash had (0: the key did not exist)
 --   own     our claim's value when it is alive: the live claim in our field that carries our nonce. A live claim in
 --           our field with another nonce is another transaction's (of this locker, or of a locker opened with the
@@ -77,17 +99,24 @@ local function scan(now, scrub, own, nonce, waiter)
   local myq = waiter and ('q' .. waiter)
   r.waiting = 0
   local hasN = false
+  local scrubbed, dead = 0, {}
   for i = 1, #all, 2 do
     local f, v = all[i], all[i + 1]
     if f == 't' then
-      r.last = tonumber(v) or 0
+      r.last = math.max(r.last, tonumber(v) or 0)
     elseif string.byte(f, 1) == 99 then -- 'c'
-      local ts, exp, _, n = parse(v)
+      local ts, exp, tok, ctr = parse(v)
+      if tok and tok > r.last then
+        r.last = tok
+      end
       if ts == nil or exp <= now then
         if scrub then
-          redis.call('HDEL', key, f)
+          dead[#dead + 1] = f
+          if tok and tok > scrubbed then
+            scrubbed = tok
+          end
         end
-      elseif f == own and n == nonce then
+      elseif is_nonce(f, ctr, own, nonce) then
         r.own = v
       else
         if r.senior == nil or ts < r.seniorTs or (ts == r.seniorTs and f < r.senior) then
@@ -134,6 +163,13 @@ local function scan(now, scrub, own, nonce, waiter)
         end
       end
     end
+  end
+  if scrubbed > 0 and scrubbed >= r.last then
+    redis.call('HSET', key, 't', fmt(scrubbed)) -- the highest token was a dead claim's: keep it
+  end
+  if #dead > 0 then
+    -- after "t" is written: the hash is never emptied and made anew, so the key keeps its TTL
+    redis.call('HDEL', key, unpack(dead))
   end
   if scrub and hasN and r.waiting == 0 then
     redis.call('HDEL', key, 'n') -- nobody queued: a release need not look for waiters

@@ -3,11 +3,26 @@
 -- ARGV: 1 release channel (waiters queued are woken)
 -- Reply: how many claims there were
 local n = 0
-for _, f in ipairs(redis.call('HKEYS', key)) do
-  if string.byte(f, 1) == 99 then -- 'c'
-    redis.call('HDEL', key, f)
+local all = redis.call('HGETALL', key)
+local last, top, claims = 0, 0, {}
+for i = 1, #all, 2 do
+  local f, v = all[i], all[i + 1]
+  if f == 't' then
+    last = tonumber(v) or 0
+  elseif string.byte(f, 1) == 99 then -- 'c'
+    claims[#claims + 1] = f
     n = n + 1
+    local _, _, tok = parse(v)
+    if tok and tok > top then
+      top = tok
+    end
   end
+end
+if top > last then
+  redis.call('HSET', key, 't', fmt(top)) -- the next grant's token is higher than any forced claim's
+end
+if n > 0 then
+  redis.call('HDEL', key, unpack(claims)) -- after "t": the key keeps its TTL
 end
 if may_have_waiters() then
   wake(scan(server_now(), false, nil, nil, nil), ARGV[1])

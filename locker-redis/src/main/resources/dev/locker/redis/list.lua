@@ -1,7 +1,7 @@
 -- list: the senior live claim of each of several locks, decided on the server's clock exactly as holder.lua decides
 -- it (the prelude's scan, pointed at each key in turn). Changes nothing: dead claims are left for the next acquire.
 -- KEYS: the locks' keys (in Redis Cluster, one key per call: keys of different slots cannot share a script)
--- Reply: one entry per key, in order: the senior live claim's value, or 0 when the lock is free or the key is not a
+-- Reply: one entry per key, in order: {field, value} of the senior live claim, or 0 when the lock is free or the key is not a
 --        lock hash (gone since it was scanned, or another type under the same pattern)
 local now = server_now()
 local out = {}
@@ -11,7 +11,7 @@ for i = 1, #KEYS do
     key = KEYS[i]
     local s = scan(now, false, nil, nil)
     if s.senior then
-      out[i] = s.seniorValue
+      out[i] = { s.senior, s.seniorValue }
     end
   end
 end

@@ -17,8 +17,8 @@ local v = redis.call('HGET', key, ARGV[4])
 if not v then
   return 0
 end
-local _, exp, tok, nonce = parse(v)
-if nonce ~= ARGV[5] or exp == nil or exp <= now or fmt(tok) ~= ARGV[6] then
+local _, exp, tok, ctr = parse(v)
+if exp == nil or not is_nonce(ARGV[4], ctr, ARGV[4], ARGV[5]) or exp <= now or fmt(tok) ~= ARGV[6] then
   return 0
 end
 redis.call('HSET', KEYS[2], name, ARGV[3])

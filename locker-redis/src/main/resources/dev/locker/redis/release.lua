@@ -6,9 +6,14 @@ local v = redis.call('HGET', key, ARGV[1])
 if not v then
   return 0
 end
-local ts, exp, tok, nonce = parse(v)
-if nonce ~= ARGV[2] then
+local ts, exp, tok, ctr = parse(v)
+if not is_nonce(ARGV[1], ctr, ARGV[1], ARGV[2]) then
   return 0
+end
+local t = tonumber(redis.call('HGET', key, 't')) or 0
+if tok > t then
+  -- the next grant's token is higher than ours; written first, so the hash is never emptied (the key keeps its TTL)
+  redis.call('HSET', key, 't', fmt(tok))
 end
 redis.call('HDEL', key, ARGV[1])
 if may_have_waiters() then

@@ -1,16 +1,16 @@
 -- checkLocks of a confirmed claim: is our claim (our field, our nonce) still alive and carrying our token?
 -- Changes nothing. ARGV: 1 our field, 2 nonce, 3 our token
--- Reply: {1} still ours; {0, holder value} another claim holds the lock; {-1} ours is dead or gone
+-- Reply: {1} still ours; {0, holder value, holder field} another claim holds the lock; {-1} ours is dead or gone
 local now = server_now()
 local v = redis.call('HGET', key, ARGV[1])
 if v then
-  local ts, exp, tok, nonce = parse(v)
-  if nonce == ARGV[2] and exp > now and fmt(tok) == ARGV[3] then
+  local ts, exp, tok, ctr = parse(v)
+  if ts and is_nonce(ARGV[1], ctr, ARGV[1], ARGV[2]) and exp > now and fmt(tok) == ARGV[3] then
     return { 1 }
   end
 end
 local s = scan(now, false, nil, nil)
 if s.senior then
-  return { 0, s.seniorValue }
+  return { 0, s.seniorValue, s.senior }
 end
 return { -1 }

@@ -9,8 +9,9 @@ local s = scan(now, ARGV[5] == '1', own, nonce)
 local removed = 0
 local v = redis.call('HGET', key, own)
 if v then
-  local _, _, _, n = parse(v)
-  if n == nonce then
+  local _, _, tok, ctr = parse(v)
+  if ctr and is_nonce(own, ctr, own, nonce) then
+    keep_token(s, tok)
     redis.call('HDEL', key, own)
     removed = 1
   end

@@ -213,11 +213,13 @@ class RedisWaitingReviewTest {
             while (c.hgetAll(key).keySet().stream().noneMatch(f -> f[0] == 'q') && System.nanoTime() < until) {
                 Thread.sleep(5);
             }
-            byte[] ownField = ("c" + a.rid()).getBytes(StandardCharsets.UTF_8);
+            byte[] ownField = a.claimField();
             byte[] value = c.hget(key, ownField);
-            int nl = indexOf(value, (byte) '\n');
-            String nonce = new String(value, 0, nl, StandardCharsets.US_ASCII).split(" ")[3];
-            byte[] owner = Arrays.copyOfRange(value, nl + 1, value.length);
+            String[] header = new String(value, StandardCharsets.US_ASCII).split(" "); // see common.lua
+            String counter = header[3];
+            String nonce = new String(ownField, 1, 16, StandardCharsets.US_ASCII)
+                    + "0".repeat(16 - counter.length()) + counter;
+            byte[] owner = header[4].getBytes(StandardCharsets.US_ASCII);
             byte[] channel = "nc:released".getBytes(StandardCharsets.US_ASCII);
             // a's client gave up on the acquire whose nonce this is (say its reply timed out): it withdraws it
             String withdrawFailure = "none";
@@ -233,7 +235,7 @@ class RedisWaitingReviewTest {
             // the withdrawn request, resent earlier on another connection, arrives only now
             Object late = RedisScript.ACQUIRE.run(c, key, List.of(ownField, nonce.getBytes(StandardCharsets.US_ASCII),
                     "3000".getBytes(), owner, "0".getBytes(), "1".getBytes(), "off".getBytes(), new byte[0],
-                    "1000".getBytes()));
+                    "1000".getBytes(), new byte[0]));
             long code = (Long) ((List<?>) late).get(0);
             assertEquals(-3L, code, "a withdrawn request must grant nothing (tombstone), got code " + code
                     + "; the withdraw failed with: " + withdrawFailure);
