@@ -38,6 +38,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.security.SecureRandom;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -165,10 +166,16 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     private final String instance = HexFormat.of().toHexDigits(new SecureRandom().nextLong());
     /** The second half: counts this instance's acquires, so that a tombstone can cover all those up to one. */
     private final AtomicLong acquires = new AtomicLong();
+    private final byte[] instanceBytes = instance.getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] HEX = "0123456789abcdef".getBytes(StandardCharsets.US_ASCII);
     /** A single server (one admission marker for all locks) rather than a Cluster (one per slot). */
     private final boolean standalone;
     private final byte[] guardKey;
     private final RedisOwners owners;
+    /** The scripts' constant arguments, encoded once (no allocation per acquire). */
+    private final byte[] expiryArg;
+    private final byte[] guardArg;
+    private final byte[] queueArg;
 
     private RedisLocker(Builder b, LockerConfig config, UnifiedJedis client, boolean ownsClient) {
         super(b);
@@ -188,6 +195,9 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
                 this.config.host(), this.config.pid(), this.config.expiry());
         this.channel = keys.releaseChannel();
         this.queueTtl = Duration.ofMillis(Math.max(300, Math.min(this.config.expiry().toMillis(), 3_000)));
+        this.expiryArg = millis(this.config.expiry());
+        this.guardArg = millis(this.restartGuard);
+        this.queueArg = millis(this.queueTtl);
         // the wake-ups' subscription gets a connection of its own, made with these options; with a client the caller
         // manages there are no options to make one with, and waiters poll instead
         this.wakeups = ownsClient ? new RedisWakeups(() -> b.newClient(1, 1), channel, this.config.rid()) : null;
@@ -239,9 +249,9 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         if (wait != null) {
             wait.beforeAttempt(lock); // a release published from now on wakes the pause after this attempt
         }
-        List<byte[]> args = List.of(ownField, nonce, millis(config.expiry()), owners.claimPart(owner),
-                millis(restartGuard), scrub(), evictionCheck.arg, wait == null ? EMPTY : wait.waiterId,
-                millis(queueTtl), wait == null ? EMPTY : owner.toBytes());
+        List<byte[]> args = List.of(ownField, nonce, expiryArg, owners.claimPart(owner), guardArg, scrub(),
+                evictionCheck.arg, wait == null ? EMPTY : wait.waiterId, queueArg,
+                wait == null ? EMPTY : owner.toBytes());
         // no marker nor owner record in Cluster mode: a second key would make the script fail (TRYAGAIN) while the
         // lock's slot migrates
         List<byte[]> keyList = standalone ? List.of(key, guardKey, owners.ownKey()) : List.of(key);
@@ -321,7 +331,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     @Override
     protected ClaimStatus renewSingleLock(KeyColumn lock, ClaimStatus status) {
         byte[] key = keys.lockKey(lock);
-        List<byte[]> args = List.of(ownField, status.claimId(), millis(config.expiry()), scrub());
+        List<byte[]> args = List.of(ownField, status.claimId(), expiryArg, scrub());
         long started = time.nanoTime();
         List<?> r;
         long acks = -1;
@@ -650,7 +660,12 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
 
     /** {@code <instance><counter>}, 16 + 16 hex digits: fixed width, so the script compares counters as strings. */
     private byte[] nextNonce() {
-        return (instance + HexFormat.of().toHexDigits(acquires.incrementAndGet())).getBytes(StandardCharsets.US_ASCII);
+        byte[] out = Arrays.copyOf(instanceBytes, 32);
+        long n = acquires.incrementAndGet();
+        for (int i = 31; i >= 16; i--, n >>>= 4) {
+            out[i] = HEX[(int) (n & 15)];
+        }
+        return out;
     }
 
     private byte[] scrub() {
