@@ -254,7 +254,11 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
                 wait == null ? EMPTY : owner.toBytes());
         // no marker nor owner record in Cluster mode: a second key would make the script fail (TRYAGAIN) while the
         // lock's slot migrates
-        List<byte[]> keyList = standalone ? List.of(key, guardKey, owners.ownKey()) : List.of(key);
+        // the owner record is looked for at most once a second (it is lost only by a restart or a flush)
+        long checkedAt = time.nanoTime();
+        boolean lookForOwner = standalone && owners.checkDue(checkedAt);
+        List<byte[]> keyList = !standalone ? List.of(key)
+                : lookForOwner ? List.of(key, guardKey, owners.ownKey()) : List.of(key, guardKey);
         long started = time.nanoTime(); // the claim lives from the script's TIME, which comes after this reading
         boolean[] sent = {false}; // did any attempt possibly reach the server (not only the last one)?
         Object reply;
@@ -286,6 +290,8 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
             }
             if ((Long) r.get(3) == 1L) {
                 owners.rewrite(); // a restart or flush took our owner record: our claims would name only our instance
+            } else if (lookForOwner) {
+                owners.checked(checkedAt);
             }
             long token = (Long) r.get(1);
             ClaimStatus status = ClaimStatus.granted(nonce, token, deadline(started, config.expiry()));

@@ -21,14 +21,14 @@ import java.util.function.LongSupplier;
  * exceptions that name a holder still show its rid, host, pid, thread and reason.
  *
  * <p>The owner record is a hash, {@code <prefix>{}o<instance>}: {@code r} the rid, {@code h} the host, {@code p} the
- * pid, and one field per (thread, reason) pair the locker claimed with, numbered from 0, valued {@code <length of
- * the thread's name in UTF-8 bytes>:<thread><reason>}. A claim names its pair by that number. Entries are only ever added, so a reader may cache a record and
- * read it again only when it meets a number it does not know. The record lives {@link #ttl} and is written again
- * when a quarter of that has passed since its last writing (by the next acquire or renewal), at once when the acquire
- * script finds it gone (a single server: a restart without persistence, a flush), and its life is cut to twice the
- * expiry when the locker closes. A locker that claims with more than {@link #MAX_REFS} distinct pairs (a reason per
- * acquire, say) stores the owner of the further ones in full in the claim ({@code "="} and the owner's bytes), as one
- * whose host or pid is not its own.
+ * pid, and one field per (thread, reason) pair the locker claimed with, numbered from 0, valued {@code <length of the
+ * thread's name in UTF-8 bytes>:<thread><reason>}. A claim names its pair by that number. Entries are only ever
+ * added, so a reader may cache a record and read it again only when it meets a number it does not know. The record
+ * lives {@link #ttl} and is written again when a quarter of that has passed since its last writing (by the next
+ * acquire or renewal), and when an acquire finds it gone (on a single server the acquire script looks, at most once a
+ * second: a restart without persistence, a flush); its life is cut to twice the expiry when the locker closes. A
+ * locker that claims with more than {@link #MAX_REFS} distinct pairs (a reason per acquire, say) stores the owner of
+ * the further ones in full in the claim ({@code "="} and the owner's bytes), as one whose host or pid is not its own.
  *
  * <p>Owner metadata is for display: no decision of the protocol reads it. A record that is gone (expired, lost in a
  * restart, another Cluster node's failover) leaves the holder named by its instance id only.
@@ -84,6 +84,21 @@ final class RedisOwners {
         Duration four = expiry.multipliedBy(4);
         this.ttl = four.compareTo(day) > 0 ? four : day;
         this.afterClose = expiry.multipliedBy(2).plusSeconds(1);
+    }
+
+    /** When the acquire script last found this locker's record on the server (nanoTime). */
+    private volatile long checkedAt;
+    private volatile boolean everChecked;
+
+    /** True when an acquire at {@code now} (nanoTime) should ask the server whether the record still exists. */
+    boolean checkDue(long now) {
+        return !everChecked || now - checkedAt >= 1_000_000_000L;
+    }
+
+    /** The acquire script found the record at {@code at} (nanoTime, read before the script was sent). */
+    void checked(long at) {
+        checkedAt = at;
+        everChecked = true;
     }
 
     /** This locker's owner record's key (the acquire script tells whether it still exists). */

@@ -54,7 +54,7 @@ end
 local tok = math.max(s.last + 1, now)
 local exp = now + expms * 1000
 redis.call('HSET', key, own, claim_value(now, exp, tok, string.sub(ARGV[2], 17), ARGV[4]))
-if s.last > 0 and redis.call('HGET', key, 't') then
+if s.hasT then
   redis.call('HDEL', key, 't') -- our claim carries the last token now (one field fewer while the lock is held)
 end
 if s.mine then

@@ -81,6 +81,7 @@ end
 
 -- One pass over the lock's hash: scrubs dead (or unreadable) claims when asked, and returns
 --   last    the last token issued (0 when none): field "t" or the highest token of a claim in the hash
+--   hasT    field "t" exists
 --   size    how many fields the hash had (0: the key did not exist)
 --   own     our claim's value when it is alive: the live claim in our field that carries our nonce. A live claim in
 --           our field with another nonce is another transaction's (of this locker, or of a locker opened with the
@@ -104,6 +105,7 @@ local function scan(now, scrub, own, nonce, waiter)
     local f, v = all[i], all[i + 1]
     if f == 't' then
       r.last = math.max(r.last, tonumber(v) or 0)
+      r.hasT = true
     elseif string.byte(f, 1) == 99 then -- 'c'
       local ts, exp, tok, ctr = parse(v)
       if tok and tok > r.last then
