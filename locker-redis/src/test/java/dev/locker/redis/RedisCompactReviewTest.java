@@ -262,6 +262,100 @@ class RedisCompactReviewTest {
         }
     }
 
+    /*
+     * Finding 2c (the worst of the coupling: a held lease is lost): a renewal calls RedisOwners.touch() synchronously,
+     * after the renew script answered and before renewSingleLock returns. Once a quarter of the owner record's TTL has
+     * passed since its last writing (6 hours at the least: TTL = max(4 x expiry, 1 day)), touch() rewrites the whole
+     * record; in Cluster mode that write goes to the owner record's master. If that master is unavailable, the write
+     * blocks for the cluster client's whole retry budget (socketTimeout x retries: 2 s x 3 = 6 s by default), and the
+     * renewal answers that late: with an expiry shorter than that, AbstractLocker finds "the renewal's validity ended
+     * before its answer reached us", loses the hold and withdraws the claim; the server-side claim has expired meanwhile
+     * anyway. Worse, rewrite() leaves the record stale after a failure, so EVERY later renewal (of any lock) of that
+     * locker blocks the same way until the owner master is back: a service that renews short leases loses all of them
+     * because one unrelated master is down, although each lock's own master is healthy. The old layout's renewal touched
+     * only the lock's slot.
+     *
+     * The locker's clock is real time plus an offset the test moves forward (a fake clock, not a fake backend): the
+     * lease (expiry 3 s) is renewed every 2 s of locker time for a little over 6 hours of locker time (about 11,000 real
+     * renewals), so the owner record becomes due while the lease is held, as in a long-running service. The owner
+     * record's master is paused (CLIENT PAUSE WRITE) just before.
+     */
+    @Test
+    @Disabled("finding 2c: in Cluster mode a renewal rewrites the owner record synchronously once it is due (every 6 h "
+            + "or more); with the record's master unavailable, the renewal answers after the cluster client's retry "
+            + "budget and a lease with a shorter expiry is lost, on a healthy master, for every later renewal too")
+    void inAClusterARenewalLosesItsLeaseWhenTheOwnerRecordsMasterIsUnavailable() throws Exception {
+        Assumptions.assumeFalse(RedisTarget.isExternal(), "runs its own cluster");
+        OffsetClock clock = new OffsetClock();
+        try (RedisClusterProcess cluster = RedisClusterProcess.start()) {
+            RedisLocker a = RedisLocker.builder().uri(cluster.uri()).keyPrefix(prefix)
+                    .config(LockerConfig.builder().rid("renewer").expiry(Duration.ofSeconds(3)).timeSource(clock)
+                            .build())
+                    .restartGuard(Duration.ZERO).build();
+            opened.add(a);
+            a.acquire(lock("warm"), "job").close(); // writes the owner record: due again 6 h (locker time) from now
+            String ownerKey = prefix + "{}o" + new String(a.claimField(), 1, 16, StandardCharsets.US_ASCII);
+            RedisServerProcess ownerNode = null;
+            for (RedisServerProcess n : cluster.nodes()) {
+                if (n.cli("EXISTS", ownerKey).trim().equals("1")) {
+                    ownerNode = n;
+                }
+            }
+            assertNotNull(ownerNode);
+            KeyColumn lock = null;
+            for (int i = 0; lock == null; i++) {
+                KeyColumn candidate = lock("elsewhere" + i);
+                a.acquire(candidate, "job").close();
+                if (!ownerNode.cli("EXISTS", new String(a.redisKey(candidate), StandardCharsets.UTF_8)).trim()
+                        .equals("1")) {
+                    lock = candidate;
+                }
+            }
+            dev.locker.api.LockTransaction tx = new dev.locker.api.LockTransaction("job");
+            a.writeLock(lock, tx);
+            a.checkLocks(tx);
+            long step = Duration.ofSeconds(2).toNanos();
+            long almostDue = Duration.ofHours(6).minusMinutes(1).toNanos();
+            while (clock.offset.get() < almostDue) { // a service holding its lease for six hours
+                clock.offset.addAndGet(step);
+                a.renewLocks(tx);
+            }
+            ownerNode.cli("CLIENT", "PAUSE", "30000", "WRITE"); // another master: failing over, say
+            try {
+                for (int i = 0; i < 60; i++) { // two more minutes of locker time: the record becomes due
+                    clock.offset.addAndGet(step);
+                    a.renewLocks(tx);
+                }
+                a.checkLocks(tx);
+                a.deleteLocks(tx);
+            } finally {
+                ownerNode.cli("CLIENT", "UNPAUSE");
+            }
+        }
+    }
+
+    /** Real time plus an offset the test moves forward: a clock that lets real time pass while the test skips hours. */
+    private static final class OffsetClock implements dev.locker.api.TimeSource {
+        final java.util.concurrent.atomic.AtomicLong offset = new java.util.concurrent.atomic.AtomicLong();
+
+        @Override
+        public java.time.Instant now() {
+            return java.time.Instant.now().plusNanos(offset.get());
+        }
+
+        @Override
+        public long nanoTime() {
+            return System.nanoTime() + offset.get();
+        }
+
+        @Override
+        public void sleep(Duration d) throws InterruptedException {
+            if (!d.isNegative() && !d.isZero()) {
+                Thread.sleep(Math.max(1, d.toMillis()));
+            }
+        }
+    }
+
     // ---- finding 3 ------------------------------------------------------------------------------------------------
 
     /*
