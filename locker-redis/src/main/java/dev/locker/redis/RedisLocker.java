@@ -218,6 +218,11 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         return keys.lockKey(lock);
     }
 
+    /** Waits until no write of this locker's owner record is under way, for tests. */
+    void awaitOwnerRecord() throws InterruptedException {
+        owners.awaitWrites();
+    }
+
     /** This locker's claim field in every lock's hash ({@code "c" + instance}), for tests. */
     byte[] claimField() {
         return ownField.clone();
@@ -250,8 +255,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
             wait.beforeAttempt(lock); // a release published from now on wakes the pause after this attempt
         }
         List<byte[]> args = List.of(ownField, nonce, expiryArg, owners.claimPart(owner), guardArg, scrub(),
-                evictionCheck.arg, wait == null ? EMPTY : wait.waiterId, queueArg,
-                wait == null ? EMPTY : owner.toBytes());
+                evictionCheck.arg, wait == null ? EMPTY : wait.waiterId, queueArg, owners.checkField());
         // no marker nor owner record in Cluster mode: a second key would make the script fail (TRYAGAIN) while the
         // lock's slot migrates
         // the owner record is looked for at most once a second (it is lost only by a restart or a flush)
@@ -310,7 +314,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         if (code == -5) {
             throw new TemporaryLockingException("lock is free on " + server + " but promised to the first of the "
                     + "processes queued for it (waiters are served in arrival order)", lock,
-                    queuedOwner((byte[]) r.get(1)), null);
+                    owners.queued((byte[]) r.get(2), (byte[]) r.get(1)), null);
         }
         if (code == -2) {
             long leftMs = (Long) r.get(1);
@@ -682,15 +686,6 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         return Long.toString(Math.max(0, d.toMillis())).getBytes(StandardCharsets.US_ASCII);
     }
 
-
-    /** The owner of a queue entry (owner bytes as the waiter wrote them). */
-    private static LockOwner queuedOwner(byte[] owner) {
-        try {
-            return LockOwner.fromBytes(owner);
-        } catch (IllegalArgumentException e) {
-            return new LockOwner("(unreadable waiter)", "", 0, "", "", null);
-        }
-    }
 
     @Override
     public String toString() {

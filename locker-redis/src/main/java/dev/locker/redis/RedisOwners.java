@@ -13,6 +13,10 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.LongSupplier;
 
 /**
@@ -56,11 +60,28 @@ final class RedisOwners {
     private final Duration afterClose;
 
     private final ConcurrentHashMap<Pair, byte[]> refs = new ConcurrentHashMap<>();
-    private final List<Pair> entries = new ArrayList<>(); // guarded by this
-    /** When the whole record was last written (nanoTime), or stale. */
+    private final List<Pair> entries = new ArrayList<>(); // guarded by this; a number is never given to another pair
+    /** How many of the entries the server is known to have: those a write that succeeded carried. */
+    private volatile int published;
+    /** When the record was last written whole (nanoTime, read before the write was sent). */
     private volatile long writtenAt;
+    /** True when the record may be missing on the server (never written, found gone, a write failed). */
     private volatile boolean stale = true;
+    private final AtomicBoolean writing = new AtomicBoolean();
+    private volatile boolean closed;
+    /** When the acquire script last found this locker's record on the server (nanoTime). */
+    private volatile long checkedAt;
+    private volatile boolean everChecked;
     private final ConcurrentHashMap<String, Record> others = new ConcurrentHashMap<>();
+    /** Records that could not be read, and when (nanoTime): not asked again for a few seconds. */
+    private final ConcurrentHashMap<String, Long> unreadable = new ConcurrentHashMap<>();
+
+    /** Writes owner records off the lock path: a slow or unreachable master delays display, never a lock. */
+    private static final ExecutorService WRITER = Executors.newCachedThreadPool(r -> {
+        Thread t = new Thread(r, "locker-redis-owner-records");
+        t.setDaemon(true);
+        return t;
+    });
 
     private record Pair(String thread, String why) {
     }
@@ -86,16 +107,12 @@ final class RedisOwners {
         this.afterClose = expiry.multipliedBy(2).plusSeconds(1);
     }
 
-    /** When the acquire script last found this locker's record on the server (nanoTime). */
-    private volatile long checkedAt;
-    private volatile boolean everChecked;
-
-    /** True when an acquire at {@code now} (nanoTime) should ask the server whether the record still exists. */
+    /** True when an acquire at {@code now} (nanoTime) should ask the server whether the record is complete. */
     boolean checkDue(long now) {
         return !everChecked || now - checkedAt >= 1_000_000_000L;
     }
 
-    /** The acquire script found the record at {@code at} (nanoTime, read before the script was sent). */
+    /** The acquire script found the record complete at {@code at} (nanoTime, read before the script was sent). */
     void checked(long at) {
         checkedAt = at;
         everChecked = true;
@@ -107,8 +124,18 @@ final class RedisOwners {
     }
 
     /**
-     * The owner part of a claim for {@code owner}: a reference into this locker's record (written first when the pair
-     * is new or the record due), or the owner in full when it is not this locker's or the record is full.
+     * The field of the record an acquire looks for to learn whether the record is complete on the server: the last
+     * pair the server is known to have (a record restored from an older snapshot lacks it), or the rid's.
+     */
+    byte[] checkField() {
+        int n = published;
+        return n == 0 ? new byte[]{'r'} : num(n - 1);
+    }
+
+    /**
+     * The owner part of a claim for {@code owner}: a reference into this locker's record when the server is known to
+     * have that pair, else the owner in full ({@code "="} and its bytes) while the record is written in the
+     * background. Never waits for the server: the record is for display, the claim is what locks.
      */
     byte[] claimPart(LockOwner owner) {
         if (!owner.rid().equals(rid) || !owner.host().equals(host) || owner.pid() != pid) {
@@ -116,65 +143,48 @@ final class RedisOwners {
         }
         Pair pair = new Pair(owner.thread(), owner.why());
         byte[] ref = refs.get(pair);
-        if (ref != null && !stale && nanoTime.getAsLong() - writtenAt < ttl.toNanos() / 4) {
-            return ref;
-        }
-        return slowPart(pair, owner);
-    }
-
-    private synchronized byte[] slowPart(Pair pair, LockOwner owner) {
-        byte[] ref = refs.get(pair);
         boolean due = stale || nanoTime.getAsLong() - writtenAt >= ttl.toNanos() / 4;
         if (ref == null) {
-            if (entries.size() >= MAX_REFS) {
-                if (due) {
-                    writeAll();
-                }
-                return inline(owner);
-            }
-            int n = entries.size();
-            entries.add(pair);
-            try {
-                if (due) {
-                    writeAll();
-                } else {
-                    write(List.of(num(n), entry(pair)));
-                }
-            } catch (RuntimeException e) {
-                entries.remove(n);
-                throw e;
-            }
-            ref = num(n);
-            refs.put(pair, ref);
-            return ref;
+            ref = number(pair);
+            due = true;
+        } else if (index(ref) >= published) {
+            due = true; // numbered after the last write that succeeded began
         }
         if (due) {
-            writeAll();
+            writeSoon();
+        }
+        if (ref != null && !stale && index(ref) < published) {
+            return ref;
+        }
+        return inline(owner);
+    }
+
+    private synchronized byte[] number(Pair pair) {
+        byte[] ref = refs.get(pair);
+        if (ref == null && entries.size() < MAX_REFS) {
+            ref = num(entries.size());
+            entries.add(pair);
+            refs.put(pair, ref);
         }
         return ref;
     }
 
-    /** Writes the whole record again, e.g. when the acquire script found it gone; a failure leaves it due. */
+    /** The acquire script found the record gone or incomplete (a restart, a flush, an older snapshot). */
     void rewrite() {
         stale = true;
-        try {
-            synchronized (this) {
-                writeAll();
-            }
-        } catch (RuntimeException e) {
-            log.debug("Could not write the owner record of {} ({}); the next acquire tries again", rid, e.toString());
-        }
+        writeSoon();
     }
 
     /** Renewals keep the record alive too, for a locker that holds leases for days without acquiring. */
     void touch() {
         if (!refs.isEmpty() && (stale || nanoTime.getAsLong() - writtenAt >= ttl.toNanos() / 4)) {
-            rewrite();
+            writeSoon();
         }
     }
 
     /** The locker closes: its claims live at most one expiry more, so the record need not live much longer. */
     void close() {
+        closed = true;
         if (refs.isEmpty()) {
             return;
         }
@@ -185,29 +195,66 @@ final class RedisOwners {
         }
     }
 
-    private void writeAll() { // holds this
-        List<byte[]> fields = new ArrayList<>(6 + 2 * entries.size());
-        fields.add(new byte[]{'r'});
-        fields.add(utf8(rid));
-        fields.add(new byte[]{'h'});
-        fields.add(utf8(host));
-        fields.add(new byte[]{'p'});
-        fields.add(num(pid));
-        for (int i = 0; i < entries.size(); i++) {
-            fields.add(num(i));
-            fields.add(entry(entries.get(i)));
+    /** Starts writing the whole record on the writer thread, unless a write is under way. */
+    private void writeSoon() {
+        if (closed || !writing.compareAndSet(false, true)) {
+            return;
+        }
+        try {
+            WRITER.execute(() -> {
+                try {
+                    writeAll();
+                } catch (RuntimeException e) {
+                    stale = true;
+                    log.debug("Could not write the owner record of {} ({}); claims carry their owner in full until "
+                            + "it is written", rid, e.toString());
+                } finally {
+                    writing.set(false);
+                }
+            });
+        } catch (RejectedExecutionException e) {
+            writing.set(false);
+        }
+    }
+
+    private void writeAll() {
+        List<byte[]> args;
+        int n;
+        synchronized (this) {
+            n = entries.size();
+            args = new ArrayList<>(7 + 2 * n);
+            args.add(num(ttl.toMillis()));
+            args.add(new byte[]{'r'});
+            args.add(utf8(rid));
+            args.add(new byte[]{'h'});
+            args.add(utf8(host));
+            args.add(new byte[]{'p'});
+            args.add(num(pid));
+            for (int i = 0; i < n; i++) {
+                args.add(num(i));
+                args.add(entry(entries.get(i)));
+            }
         }
         long at = nanoTime.getAsLong();
-        write(fields);
+        retries.run(() -> RedisScript.OWNER.run(client, ownKey, args));
         writtenAt = at;
+        published = Math.max(published, n);
         stale = false;
     }
 
-    private void write(List<byte[]> fields) {
-        List<byte[]> args = new ArrayList<>(fields.size() + 1);
-        args.add(num(ttl.toMillis()));
-        args.addAll(fields);
-        retries.run(() -> RedisScript.OWNER.run(client, ownKey, args));
+    /** For tests: waits until no write of the record is under way. */
+    void awaitWrites() throws InterruptedException {
+        while (writing.get()) {
+            Thread.sleep(1);
+        }
+    }
+
+    private static int index(byte[] ref) {
+        int n = 0;
+        for (byte b : ref) {
+            n = n * 10 + (b - '0');
+        }
+        return n;
     }
 
     // ---- reading --------------------------------------------------------------------------------------------------
@@ -221,8 +268,19 @@ final class RedisOwners {
         if (c == null) {
             return new LockOwner("(unreadable claim)", "", 0, "", "", null);
         }
-        Instant since = micros(c.written);
-        byte[] part = c.owner;
+        String inst = field == null || field.length < 2 ? "" : new String(field, 1, Math.min(16, field.length - 1),
+                StandardCharsets.UTF_8);
+        return ownerOf(inst, c.owner, micros(c.written));
+    }
+
+    /** The owner of a queue entry: {@code field} is {@code "q" + waiter} (the instance, then the wait), {@code part}
+     * the owner part the waiter queued with. */
+    LockOwner queued(byte[] field, byte[] part) {
+        String inst = field == null || field.length < 17 ? "" : new String(field, 1, 16, StandardCharsets.UTF_8);
+        return ownerOf(inst, part, null);
+    }
+
+    private LockOwner ownerOf(String inst, byte[] part, Instant since) {
         if (part.length > 0 && part[0] == '=') {
             try {
                 return LockOwner.fromBytes(Arrays.copyOfRange(part, 1, part.length)).withSince(since);
@@ -236,12 +294,10 @@ final class RedisOwners {
         } catch (NumberFormatException e) {
             return new LockOwner("(unreadable claim)", "", 0, "", "", since);
         }
-        String inst = field == null || field.length < 2 ? "" : new String(field, 1, field.length - 1,
-                StandardCharsets.UTF_8);
         if (inst.equals(instance)) {
             Pair p;
             synchronized (this) {
-                p = ref < entries.size() ? entries.get(ref) : null;
+                p = ref >= 0 && ref < entries.size() ? entries.get(ref) : null;
             }
             if (p != null) {
                 return new LockOwner(rid, host, pid, p.thread, p.why, since);
@@ -255,11 +311,29 @@ final class RedisOwners {
             return new LockOwner("instance:" + inst, "", 0, "", "", since); // its owner record is gone
         }
         Pair p = r.pairs.get(ref);
-        return new LockOwner(r.rid, r.host, r.pid, p == null ? "" : p.thread, p == null ? "" : p.why, since);
+        if (p == null) { // a record restored from an older snapshot, not yet written again by its locker
+            return new LockOwner(r.rid, r.host, r.pid, "(unknown)", "(unknown: not in the owner record)", since);
+        }
+        return new LockOwner(r.rid, r.host, r.pid, p.thread, p.why, since);
     }
 
     private Record read(String inst) {
-        Map<byte[], byte[]> all = retries.run(() -> client.hgetAll(keys.ownerKey(inst)));
+        Long failed = unreadable.get(inst);
+        if (failed != null && nanoTime.getAsLong() - failed < 5_000_000_000L) {
+            return null; // its master did not answer a moment ago: show the instance rather than wait again
+        }
+        Map<byte[], byte[]> all;
+        try {
+            all = retries.run(() -> client.hgetAll(keys.ownerKey(inst)));
+        } catch (RuntimeException e) { // display only: the holder is named by its instance
+            log.debug("Could not read the owner record of instance {} ({})", inst, e.toString());
+            if (unreadable.size() >= MAX_CACHED) {
+                unreadable.clear();
+            }
+            unreadable.put(inst, nanoTime.getAsLong());
+            return null;
+        }
+        unreadable.remove(inst);
         if (all == null || all.isEmpty()) {
             others.remove(inst);
             return null;
@@ -302,6 +376,34 @@ final class RedisOwners {
     record Claim(long written, long expiryMicros, long token, byte[] owner) {
 
         static Claim parse(byte[] v) {
+            Claim c = parseCompact(v);
+            return c != null ? c : parseFormer(v);
+        }
+
+        /** The layout of earlier 0.1.0 snapshots: {@code "<written> <expiry µs> <token> <nonce>\n<owner bytes>"}. */
+        private static Claim parseFormer(byte[] v) {
+            int nl = 0;
+            while (nl < v.length && v[nl] != '\n') {
+                nl++;
+            }
+            if (nl == v.length) {
+                return null;
+            }
+            String[] h = new String(v, 0, nl, StandardCharsets.US_ASCII).split(" ");
+            try {
+                if (h.length != 4) {
+                    return null;
+                }
+                byte[] owner = new byte[v.length - nl];
+                owner[0] = '=';
+                System.arraycopy(v, nl + 1, owner, 1, v.length - nl - 1);
+                return new Claim(Long.parseLong(h[0]), Long.parseLong(h[1]), Long.parseLong(h[2]), owner);
+            } catch (NumberFormatException e) {
+                return null;
+            }
+        }
+
+        private static Claim parseCompact(byte[] v) {
             long[] n = new long[3];
             int at = 0;
             for (int i = 0; i < 3; i++) {
@@ -341,7 +443,12 @@ final class RedisOwners {
 
     private static byte[] entry(Pair p) {
         byte[] t = utf8(p.thread);
-        return utf8(t.length + ":" + p.thread + p.why);
+        byte[] w = utf8(p.why);
+        byte[] len = (t.length + ":").getBytes(StandardCharsets.US_ASCII);
+        byte[] out = Arrays.copyOf(len, len.length + t.length + w.length);
+        System.arraycopy(t, 0, out, len.length, t.length);
+        System.arraycopy(w, 0, out, len.length + t.length, w.length);
+        return out;
     }
 
     private static Pair pair(byte[] v) {

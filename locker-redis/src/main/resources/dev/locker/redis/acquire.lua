@@ -4,7 +4,8 @@
 -- ARGV: 1 our field ("c" .. instance), 2 nonce, 3 expiry ms, 4 owner part of the claim (a reference into our owner
 --       record, or "=" and the owner's bytes), 5 restart guard ms, 6 scrub ("1"/"0"),
 --       7 eviction check ("fail", "warn" or "off"), 8 waiter id ("" when this acquire does not wait), 9 queue entry
---       ms (how long a waiter's entry lives unless refreshed), 10 the owner's bytes (for a queue entry)
+--       ms (how long a waiter's entry lives unless refreshed), 10 the field of our owner record whose absence
+--       means the record is gone or incomplete (with KEYS[3])
 -- A waiter that is refused is queued (or its entry refreshed, keeping its place); while a live waiter is queued,
 -- the lock is granted to none but the first of them (no barging: a releaser asking again queues behind them).
 -- A live claim in our field with another nonce is another transaction's and holds the lock like any other; only a
@@ -13,7 +14,8 @@
 --                             server may evict it; owner record missing: KEYS[3] is gone, its locker rewrites it)
 --        {0, holder value, ms, holder field}  another live claim holds the lock, for at most ms more unless renewed;
 --                             ours is not kept
---        {-5, owner bytes}    the lock is free but promised to the first waiter queued (whose owner it names)
+--        {-5, owner part, queue field}  the lock is free but promised to the first waiter queued (the owner part of
+--                             its entry, as in a claim, and its field "q" .. waiter name it)
 --        {-2, ms left}        the server may have started less than the restart guard ago: nothing is granted yet
 --        {-3}                 its client already gave up on this request and withdrew it: nothing is granted
 --        {-4, policy, maxmemory}  the server may evict keys, ours included, and the check says fail
@@ -38,14 +40,14 @@ if s.senior or (s.head and s.head ~= (waiter and ('q' .. waiter)) and not s.own)
     redis.call('HDEL', key, own)
   end
   if waiter then
-    local untl = enqueue(s, waiter, now, tonumber(ARGV[9]), ARGV[10])
+    local untl = enqueue(s, waiter, now, tonumber(ARGV[9]), ARGV[4])
     keep_until(math.max(untl, s.maxexp, s.keep), now, expms)
   end
   if s.senior then
     local _, sexp = parse(s.seniorValue)
     return { 0, s.seniorValue, math.floor((sexp - now) / 1000) + 1, s.senior }
   end
-  return { -5, queued_owner(s.headValue) }
+  return { -5, queued_owner(s.headValue), s.head }
 end
 local refusal, warning = admit(now, guard, ARGV[7])
 if refusal then
@@ -64,5 +66,5 @@ if s.mine then
   end
 end
 keep_until(math.max(exp, s.maxexp, s.keep), now, expms)
-local missing = (KEYS[3] and not redis.call('HGET', KEYS[3], 'r')) and 1 or 0
+local missing = (KEYS[3] and not redis.call('HGET', KEYS[3], ARGV[10])) and 1 or 0
 return { 1, tok, now, missing, warning }

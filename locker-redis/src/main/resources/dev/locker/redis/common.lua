@@ -17,7 +17,7 @@
 --                    that counter (timed out, connection lost after sending) and withdrew them; until <until> (server
 --                    microseconds) a late one that still arrives grants nothing. One field per instance, so it stays
 --                    small: a later withdrawal raises the counter.
---   field "q" .. waiter  a waiter queued for the lock, "<seq> <until>\n<owner bytes>": a process waiting for it (one
+--   field "q" .. waiter  a waiter queued for the lock, "<seq> <until>\n<owner part>": a process waiting for it (one
 --                    wait: 16 hex digits of its locker instance, 16 of the wait), served in the order of <seq> (from
 --                    field "n", the queue's counter). The entry lives until <until> (server microseconds) unless its
 --                    waiter comes back to refresh it; while a live waiter is queued, nobody who arrived later is granted
@@ -43,7 +43,17 @@ end
 -- is not ours to read
 local function parse(v)
   local ts, expms, tokd, ctr, rest = string.match(v, '^(%d+) (%d+) (%d+) (%x+) ()')
-  if not ts or #ctr > 16 then
+  if not ts then
+    -- the layout of earlier 0.1.0 snapshots, "<written> <expiry> <token> <nonce>\n<owner bytes>": a live claim of an
+    -- older build is a live claim (never scrubbed as unreadable, which would grant its lock to a second holder)
+    local exp, tok, nonce
+    ts, exp, tok, nonce, rest = string.match(v, '^(%d+) (%d+) (%d+) (%x+)\n()')
+    if not ts or #nonce ~= 32 then
+      return nil
+    end
+    return tonumber(ts), tonumber(exp), tonumber(tok), string.sub(nonce, 17), '=' .. string.sub(v, rest)
+  end
+  if #ctr > 16 then
     return nil
   end
   ts = tonumber(ts)
@@ -65,8 +75,9 @@ end
 -- Keeps the token of a claim that leaves the hash in field "t", so the next grant's token is higher. Call it before
 -- the claim's HDEL: the hash is then never emptied and made anew without its TTL.
 local function keep_token(s, tok)
-  if tok and tok > s.last then
-    s.last = tok
+  if tok and tok > s.t then -- compared with field "t" itself: s.last counts the claims' tokens, this one's too
+    s.t = tok
+    s.hasT = true
     redis.call('HSET', key, 't', fmt(tok))
   end
 end
@@ -81,7 +92,7 @@ end
 
 -- One pass over the lock's hash: scrubs dead (or unreadable) claims when asked, and returns
 --   last    the last token issued (0 when none): field "t" or the highest token of a claim in the hash
---   hasT    field "t" exists
+--   hasT    field "t" exists; t its value (0 when none)
 --   size    how many fields the hash had (0: the key did not exist)
 --   own     our claim's value when it is alive: the live claim in our field that carries our nonce. A live claim in
 --           our field with another nonce is another transaction's (of this locker, or of a locker opened with the
@@ -94,7 +105,7 @@ end
 --   waiting how many live queue entries there are
 local function scan(now, scrub, own, nonce, waiter)
   local all = redis.call('HGETALL', key)
-  local r = { last = 0, size = #all / 2, maxexp = 0, keep = 0 }
+  local r = { last = 0, t = 0, size = #all / 2, maxexp = 0, keep = 0 }
   local instance = split_nonce(nonce)
   local tomb = instance and ('w' .. instance)
   local myq = waiter and ('q' .. waiter)
@@ -104,7 +115,8 @@ local function scan(now, scrub, own, nonce, waiter)
   for i = 1, #all, 2 do
     local f, v = all[i], all[i + 1]
     if f == 't' then
-      r.last = math.max(r.last, tonumber(v) or 0)
+      r.t = tonumber(v) or 0
+      r.last = math.max(r.last, r.t)
       r.hasT = true
     elseif string.byte(f, 1) == 99 then -- 'c'
       local ts, exp, tok, ctr = parse(v)
@@ -166,8 +178,10 @@ local function scan(now, scrub, own, nonce, waiter)
       end
     end
   end
-  if scrubbed > 0 and scrubbed >= r.last then
+  if scrubbed > r.t and scrubbed >= r.last then
     redis.call('HSET', key, 't', fmt(scrubbed)) -- the highest token was a dead claim's: keep it
+    r.t = scrubbed
+    r.hasT = true
   end
   if #dead > 0 then
     -- after "t" is written: the hash is never emptied and made anew, so the key keeps its TTL
@@ -193,7 +207,8 @@ local function enqueue(s, waiter, now, ttl_ms, owner)
   return untl
 end
 
--- The owner bytes of a queue entry's value.
+-- The owner part of a queue entry's value (as in a claim: a reference into its locker's owner record, or "=" and the
+-- owner's bytes).
 local function queued_owner(v)
   local nl = string.find(v, '\n', 1, true)
   return string.sub(v, nl + 1)

@@ -160,7 +160,8 @@ class RedisWaitingTest {
         long nowMicros = (Long) admin.eval("local t = redis.call('TIME') return t[1] * 1000000 + t[2]");
         dev.locker.api.LockOwner ghost = new dev.locker.api.LockOwner("ghost-1", "h", 1, "t", "crashed", null);
         byte[] owner = ghost.toBytes();
-        byte[] head = ("0 " + (nowMicros + 1_000_000) + "\n").getBytes(StandardCharsets.US_ASCII);
+        // a queue entry: "<seq> <until>\n<owner part>", the owner part here in full ("=" and its bytes; see common.lua)
+        byte[] head = ("0 " + (nowMicros + 1_000_000) + "\n=").getBytes(StandardCharsets.US_ASCII);
         byte[] value = Arrays.copyOf(head, head.length + owner.length);
         System.arraycopy(owner, 0, value, head.length, owner.length);
         admin.hset(key, "qdeadbeefdeadbeef0000000000000001".getBytes(StandardCharsets.US_ASCII), value);
