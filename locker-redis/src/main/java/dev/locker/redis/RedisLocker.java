@@ -143,6 +143,8 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     private static final byte[] ZERO = {'0'};
     private static final byte[] EMPTY = {};
     private static final Duration DEFAULT_TOMBSTONE_TTL = Duration.ofMinutes(20);
+    /** How long the release subscription outlives the last waiter (see {@link RedisWakeups}). */
+    private static final Duration WAKEUP_LINGER = Duration.ofSeconds(5);
 
     private final UnifiedJedis client;
     private final boolean ownsClient;
@@ -186,7 +188,8 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         this.queueTtl = Duration.ofMillis(Math.max(300, Math.min(this.config.expiry().toMillis(), 3_000)));
         // the wake-ups' subscription gets a connection of its own, made with these options; with a client the caller
         // manages there are no options to make one with, and waiters poll instead
-        this.wakeups = ownsClient ? new RedisWakeups(() -> b.newClient(1, 1), channel, this.config.rid()) : null;
+        this.wakeups = ownsClient ? new RedisWakeups(() -> b.newClient(1, 1), channel, this.config.rid(), this::later,
+                b.wakeupLinger) : null;
     }
 
     public static Builder builder() {
@@ -449,7 +452,8 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
             wakeups.start();
         }
         // wake to refresh our queue entry before it lapses, should no release come
-        watch.await(wait.seen(refusal.lock()), Math.min(maxNanos, queueTtl.toNanos() / 3));
+        long seen = wait.seen(refusal.lock());
+        watch.await(seen, Math.min(maxNanos, queueTtl.toNanos() / 3));
     }
 
     @Override
@@ -744,6 +748,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         private Duration tombstoneTtl = DEFAULT_TOMBSTONE_TTL;
         private EvictionCheck evictionCheck = EvictionCheck.FAIL;
         private String clientName;
+        private Duration wakeupLinger = WAKEUP_LINGER;
         private final List<Consumer<LockerConfig.Builder>> configOverrides = new ArrayList<>();
         private UnifiedJedis client;
 
@@ -930,6 +935,12 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
 
         public Builder clientName(String name) {
             this.clientName = name;
+            return this;
+        }
+
+        /** How long the release subscription outlives the last waiter; default 5 s (for tests). */
+        Builder wakeupLinger(Duration d) {
+            this.wakeupLinger = positive(d, "wakeupLinger");
             return this;
         }
 
