@@ -481,9 +481,19 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         }
     }
 
-    /** True while this locker listens for releases (only while one of its transactions waits); for tests. */
+    /** True while this locker listens for releases (while it waits, and for a linger after); for tests. */
     boolean wakeupsSubscribed() {
         return wakeups != null && wakeups.subscribed();
+    }
+
+    /** How many times this locker subscribed to the release channel; for tests. */
+    long wakeupSubscriptions() {
+        return wakeups == null ? 0 : wakeups.subscriptions();
+    }
+
+    /** How many release messages about a lock one of its transactions waited for this locker received; for tests. */
+    long wakeupMessages() {
+        return wakeups == null ? 0 : wakeups.messages();
     }
 
     /** The queue identity of one wait and what it last saw of each lock's releases. */

@@ -9,6 +9,9 @@ import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BiConsumer;
 
 /**
  * Tells this locker's waiters that a lock they wait for may be free: one subscription per locker, on the release
@@ -35,7 +38,7 @@ final class RedisWakeups implements AutoCloseable {
     private final java.util.function.Supplier<UnifiedJedis> connect;
     private final byte[] channel;
     private final String name;
-    private final java.util.function.BiConsumer<Runnable, Duration> later;
+    private final BiConsumer<Runnable, Duration> later;
     private final long lingerNanos;
     private final ConcurrentHashMap<ByteBuffer, Watch> watches = new ConcurrentHashMap<>();
     private volatile boolean closed;
@@ -45,8 +48,11 @@ final class RedisWakeups implements AutoCloseable {
     /** When the last waiter left (System.nanoTime), for the linger. */
     private volatile long idleSince = System.nanoTime();
     /** True while a check for the linger's end is scheduled (at most one is). */
-    private final java.util.concurrent.atomic.AtomicBoolean lingerArmed = new java.util.concurrent.atomic.AtomicBoolean();
+    private final AtomicBoolean lingerArmed = new AtomicBoolean();
     private Thread thread; // guarded by this
+    /** Subscriptions made, and release messages about a watched lock received (for tests). */
+    private final AtomicLong subscriptions = new AtomicLong();
+    private final AtomicLong messages = new AtomicLong();
 
     /**
      * @param connect makes the subscription's own client (one connection), closed when the subscription ends
@@ -54,7 +60,7 @@ final class RedisWakeups implements AutoCloseable {
      * @param linger how long the subscription outlives the last waiter
      */
     RedisWakeups(java.util.function.Supplier<UnifiedJedis> connect, byte[] channel, String name,
-                 java.util.function.BiConsumer<Runnable, Duration> later, Duration linger) {
+                 BiConsumer<Runnable, Duration> later, Duration linger) {
         this.connect = connect;
         this.channel = channel.clone();
         this.name = name;
@@ -89,6 +95,16 @@ final class RedisWakeups implements AutoCloseable {
         if (watches.isEmpty()) {
             idleSince = System.nanoTime(); // the subscription ends one linger from now, unless a waiter comes
         }
+    }
+
+    /** How many times the subscription was made (for tests). */
+    long subscriptions() {
+        return subscriptions.get();
+    }
+
+    /** How many release messages about a lock some waiter watched were received (for tests). */
+    long messages() {
+        return messages.get();
     }
 
     /** True while the listening thread is subscribed (for tests). */
@@ -234,6 +250,7 @@ final class RedisWakeups implements AutoCloseable {
                 unsubscribe();
                 return;
             }
+            subscriptions.incrementAndGet();
             wakeAll(); // a release may have been published before this subscription: let waiters look again
         }
 
@@ -241,6 +258,7 @@ final class RedisWakeups implements AutoCloseable {
         public void onMessage(byte[] ch, byte[] message) {
             Watch w = watches.get(ByteBuffer.wrap(message));
             if (w != null) {
+                messages.incrementAndGet();
                 w.wake();
             }
         }
