@@ -281,9 +281,11 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
                     null);
         }
         if (code == -5) {
+            // a waiter need not ask again before the first one's release wakes it (or that one gives up, which wakes
+            // it too): only a first waiter that died, whose entry lapses within queueTtl, goes unannounced
             throw new TemporaryLockingException("lock is free on " + server + " but promised to the first of the "
                     + "processes queued for it (waiters are served in arrival order)", lock,
-                    queuedOwner((byte[]) r.get(1)), null);
+                    queuedOwner((byte[]) r.get(1)), wait == null ? null : queueTtl, null);
         }
         if (code == -2) {
             long leftMs = (Long) r.get(1);
