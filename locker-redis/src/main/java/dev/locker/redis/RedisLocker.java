@@ -45,6 +45,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
@@ -454,8 +455,14 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
             wakeups.start();
         }
         // wake to refresh our queue entry before it lapses, should no release come
+        long pause = Math.min(maxNanos, queueTtl.toNanos() / 3);
+        if (!wakeups.subscribed()) {
+            // not listening (the subscription is being made, or was lost): a release now would go unseen, so look
+            // again after a back-off, as on backends without wake-ups. Once made, the subscription wakes us anyway
+            pause = Math.min(pause, wait.nextPollNanos());
+        }
         long seen = wait.seen(refusal.lock());
-        watch.await(seen, Math.min(maxNanos, queueTtl.toNanos() / 3));
+        watch.await(seen, pause);
     }
 
     @Override
@@ -503,6 +510,13 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         final byte[] waiterId;
         final ConcurrentHashMap<KeyColumn, RedisWakeups.Watch> watches = new ConcurrentHashMap<>();
         final ConcurrentHashMap<KeyColumn, Long> attempted = new ConcurrentHashMap<>();
+        /** The pause while not listening for releases: doubles from 2 ms to 200 ms over one wait. */
+        private long pollMillis = 1; // one waiting thread
+
+        long nextPollNanos() {
+            pollMillis = Math.min(pollMillis * 2, 200);
+            return TimeUnit.MILLISECONDS.toNanos(pollMillis);
+        }
 
         WaitState(Waiting waiting) {
             this.waiterId = (instance + HexFormat.of().toHexDigits(waiting.id())).getBytes(StandardCharsets.US_ASCII);
