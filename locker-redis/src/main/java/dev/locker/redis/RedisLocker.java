@@ -46,6 +46,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
@@ -145,6 +146,8 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     private static final byte[] ZERO = {'0'};
     private static final byte[] EMPTY = {};
     private static final Duration DEFAULT_TOMBSTONE_TTL = Duration.ofMinutes(20);
+    /** How long the release subscription outlives the last waiter (see {@link RedisWakeups}). */
+    private static final Duration WAKEUP_LINGER = Duration.ofSeconds(5);
 
     private final UnifiedJedis client;
     private final boolean ownsClient;
@@ -200,7 +203,8 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         this.queueArg = millis(this.queueTtl);
         // the wake-ups' subscription gets a connection of its own, made with these options; with a client the caller
         // manages there are no options to make one with, and waiters poll instead
-        this.wakeups = ownsClient ? new RedisWakeups(() -> b.newClient(1, 1), channel, this.config.rid()) : null;
+        this.wakeups = ownsClient ? new RedisWakeups(() -> b.newClient(1, 1), channel, this.config.rid(), this::later,
+                b.wakeupLinger) : null;
     }
 
     public static Builder builder() {
@@ -312,9 +316,11 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
                     owners.owner((byte[]) r.get(3), (byte[]) r.get(1)), left, null);
         }
         if (code == -5) {
+            // a waiter need not ask again before the first one's release wakes it (or that one gives up, which wakes
+            // it too): only a first waiter that died, whose entry lapses within queueTtl, goes unannounced
             throw new TemporaryLockingException("lock is free on " + server + " but promised to the first of the "
                     + "processes queued for it (waiters are served in arrival order)", lock,
-                    owners.queued((byte[]) r.get(2), (byte[]) r.get(1)), null);
+                    owners.queued((byte[]) r.get(2), (byte[]) r.get(1)), wait == null ? null : queueTtl, null);
         }
         if (code == -2) {
             long leftMs = (Long) r.get(1);
@@ -484,7 +490,14 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
             wakeups.start();
         }
         // wake to refresh our queue entry before it lapses, should no release come
-        watch.await(wait.seen(refusal.lock()), Math.min(maxNanos, queueTtl.toNanos() / 3));
+        long pause = Math.min(maxNanos, queueTtl.toNanos() / 3);
+        if (!wakeups.subscribed()) {
+            // not listening (the subscription is being made, or was lost): a release now would go unseen, so look
+            // again after a back-off, as on backends without wake-ups. Once made, the subscription wakes us anyway
+            pause = Math.min(pause, wait.nextPollNanos());
+        }
+        long seen = wait.seen(refusal.lock());
+        watch.await(seen, pause);
     }
 
     @Override
@@ -512,9 +525,19 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         }
     }
 
-    /** True while this locker listens for releases (only while one of its transactions waits); for tests. */
+    /** True while this locker listens for releases (while it waits, and for a linger after); for tests. */
     boolean wakeupsSubscribed() {
         return wakeups != null && wakeups.subscribed();
+    }
+
+    /** How many times this locker subscribed to the release channel; for tests. */
+    long wakeupSubscriptions() {
+        return wakeups == null ? 0 : wakeups.subscriptions();
+    }
+
+    /** How many release messages about a lock one of its transactions waited for this locker received; for tests. */
+    long wakeupMessages() {
+        return wakeups == null ? 0 : wakeups.messages();
     }
 
     /** The queue identity of one wait and what it last saw of each lock's releases. */
@@ -522,6 +545,13 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         final byte[] waiterId;
         final ConcurrentHashMap<KeyColumn, RedisWakeups.Watch> watches = new ConcurrentHashMap<>();
         final ConcurrentHashMap<KeyColumn, Long> attempted = new ConcurrentHashMap<>();
+        /** The pause while not listening for releases: doubles from 2 ms to 200 ms over one wait. */
+        private long pollMillis = 1; // one waiting thread
+
+        long nextPollNanos() {
+            pollMillis = Math.min(pollMillis * 2, 200);
+            return TimeUnit.MILLISECONDS.toNanos(pollMillis);
+        }
 
         WaitState(Waiting waiting) {
             this.waiterId = (instance + HexFormat.of().toHexDigits(waiting.id())).getBytes(StandardCharsets.US_ASCII);
@@ -751,6 +781,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         private Duration tombstoneTtl = DEFAULT_TOMBSTONE_TTL;
         private EvictionCheck evictionCheck = EvictionCheck.FAIL;
         private String clientName;
+        private Duration wakeupLinger = WAKEUP_LINGER;
         private final List<Consumer<LockerConfig.Builder>> configOverrides = new ArrayList<>();
         private UnifiedJedis client;
 
@@ -937,6 +968,12 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
 
         public Builder clientName(String name) {
             this.clientName = name;
+            return this;
+        }
+
+        /** How long the release subscription outlives the last waiter; default 5 s (for tests). */
+        Builder wakeupLinger(Duration d) {
+            this.wakeupLinger = positive(d, "wakeupLinger");
             return this;
         }
 

@@ -6,16 +6,24 @@ import redis.clients.jedis.BinaryJedisPubSub;
 import redis.clients.jedis.UnifiedJedis;
 
 import java.nio.ByteBuffer;
+import java.time.Duration;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BiConsumer;
 
 /**
  * Tells this locker's waiters that a lock they wait for may be free: one subscription per locker, on the release
  * channel, whose messages are lock keys (published by the release, withdraw, force and dequeue scripts when waiters are
  * queued). Started by the first waiter that finds its lock held, on a daemon thread of its own with a connection of its
- * own (never one of the locker's pool, which renewals and releases need), resubscribing after a lost connection; ended when no waiter is left (so an idle locker holds no extra
- * connection) and by close. The subscription wakes every waiter once it is made, so a release published before it is
- * looked for at once.
+ * own (never one of the locker's pool, which renewals and releases need), resubscribing after a lost connection.
+ * It stays subscribed while any waiter watches and for a {@code linger} after the last one left, so that a locker
+ * that waits again and again (a contended lock taken in turn) is already listening when the next release comes:
+ * made anew for every wait, the subscription took a connection, a thread and a round trip each time, and releases
+ * published meanwhile were seen only once it was made. A locker idle for the linger holds no extra connection or
+ * thread; close ends both at once. The subscription wakes every waiter once it is made, so a release published before
+ * it is looked for at once.
  *
  * <p>Pub/sub delivers at most once: a message lost with a connection, or sent before the subscription was made, is not
  * seen. No waiter relies on it for more than speed: each also wakes when the holder's claim expires and to refresh its
@@ -30,27 +38,47 @@ final class RedisWakeups implements AutoCloseable {
     private final java.util.function.Supplier<UnifiedJedis> connect;
     private final byte[] channel;
     private final String name;
+    private final BiConsumer<Runnable, Duration> later;
+    private final long lingerNanos;
     private final ConcurrentHashMap<ByteBuffer, Watch> watches = new ConcurrentHashMap<>();
     private volatile boolean closed;
     private volatile Subscriber subscriber;
     private volatile UnifiedJedis connection;
     private volatile boolean refused;
+    /** When the last waiter left (System.nanoTime), for the linger. */
+    private volatile long idleSince = System.nanoTime();
+    /** True while a check for the linger's end is scheduled (at most one is). */
+    private final AtomicBoolean lingerArmed = new AtomicBoolean();
     private Thread thread; // guarded by this
+    /** Subscriptions made, and release messages about a watched lock received (for tests). */
+    private final AtomicLong subscriptions = new AtomicLong();
+    private final AtomicLong messages = new AtomicLong();
 
-    /** @param connect makes the subscription's own client (one connection), closed when the subscription ends */
-    RedisWakeups(java.util.function.Supplier<UnifiedJedis> connect, byte[] channel, String name) {
+    /**
+     * @param connect makes the subscription's own client (one connection), closed when the subscription ends
+     * @param later runs a task once after a delay (the locker's background thread): the linger's check
+     * @param linger how long the subscription outlives the last waiter
+     */
+    RedisWakeups(java.util.function.Supplier<UnifiedJedis> connect, byte[] channel, String name,
+                 BiConsumer<Runnable, Duration> later, Duration linger) {
         this.connect = connect;
         this.channel = channel.clone();
         this.name = name;
+        this.later = later;
+        this.lingerNanos = linger.toNanos();
     }
 
     /** Starts listening unless it is already; call it after {@link #watch}. */
-    synchronized void start() {
-        if (thread == null && !closed && !refused) {
+    void start() {
+        synchronized (this) {
+            if (thread != null || closed || refused) {
+                return;
+            }
             thread = new Thread(this::listen, "locker-redis-wakeups-" + name);
             thread.setDaemon(true);
             thread.start();
         }
+        armLinger(lingerNanos);
     }
 
     /** Registers interest in the releases of {@code key}; pair with {@link #unwatch}. */
@@ -65,8 +93,18 @@ final class RedisWakeups implements AutoCloseable {
     void unwatch(byte[] key) {
         watches.computeIfPresent(ByteBuffer.wrap(key), (k, w) -> --w.users == 0 ? null : w);
         if (watches.isEmpty()) {
-            stopListening(); // the thread then ends, unless a waiter came meanwhile
+            idleSince = System.nanoTime(); // the subscription ends one linger from now, unless a waiter comes
         }
+    }
+
+    /** How many times the subscription was made (for tests). */
+    long subscriptions() {
+        return subscriptions.get();
+    }
+
+    /** How many release messages about a lock some waiter watched were received (for tests). */
+    long messages() {
+        return messages.get();
     }
 
     /** True while the listening thread is subscribed (for tests). */
@@ -75,17 +113,55 @@ final class RedisWakeups implements AutoCloseable {
         return s != null && s.isSubscribed();
     }
 
+    /** Checks for the linger's end after {@code delayNanos}, unless a check is pending already. */
+    private void armLinger(long delayNanos) {
+        if (closed || !lingerArmed.compareAndSet(false, true)) {
+            return;
+        }
+        try {
+            later.accept(this::lingerCheck, Duration.ofNanos(Math.max(delayNanos, 1_000_000)));
+        } catch (RuntimeException e) { // the locker is closing: close() ends the subscription
+            lingerArmed.set(false);
+        }
+    }
+
+    /** Ends the subscription once nobody has waited for a linger; else looks again when it could end. */
+    private void lingerCheck() {
+        lingerArmed.set(false);
+        long again;
+        synchronized (this) {
+            if (closed || thread == null) {
+                return; // a thread started later arms its own check
+            }
+            long idle = System.nanoTime() - idleSince;
+            boolean idleLongEnough = watches.isEmpty() && idle >= lingerNanos;
+            if (idleLongEnough && subscribed()) {
+                again = -1;
+            } else {
+                again = watches.isEmpty() && !idleLongEnough ? lingerNanos - idle : lingerNanos;
+            }
+        }
+        if (again >= 0) {
+            armLinger(again);
+            return;
+        }
+        // the thread then ends; should a waiter have come meanwhile, it subscribes again at once (and wakes it)
+        stopListening();
+    }
+
     private void listen() {
         long pauseMillis = 100;
         while (true) {
             synchronized (this) {
-                if (closed || refused || watches.isEmpty()) {
+                if (closed || refused || watches.isEmpty() && System.nanoTime() - idleSince >= lingerNanos) {
                     thread = null;
                     return;
                 }
             }
+            armLinger(lingerNanos);
             Subscriber s = new Subscriber();
             subscriber = s;
+            boolean broke = false;
             try (UnifiedJedis c = connect.get()) {
                 connection = c;
                 if (closed) {
@@ -108,10 +184,11 @@ final class RedisWakeups implements AutoCloseable {
                 // waiters fall back to waking when the holder's claim expires; no WARN flood while the server is down
                 log.debug("Release notifications from Redis interrupted ({}); resubscribing in {} ms", e.toString(),
                         pauseMillis);
+                broke = true;
             }
             wakeAll(); // whatever was published meanwhile is lost: let every waiter look again
-            if (watches.isEmpty()) {
-                continue; // unsubscribed because nobody waits: end
+            if (!broke) {
+                continue; // unsubscribed at the linger's end: the loop ends, or subscribes again at once for a waiter
             }
             try {
                 Thread.sleep(pauseMillis);
@@ -169,10 +246,11 @@ final class RedisWakeups implements AutoCloseable {
     private final class Subscriber extends BinaryJedisPubSub {
         @Override
         public void onSubscribe(byte[] ch, int subscribedChannels) {
-            if (watches.isEmpty() || closed) {
-                unsubscribe(); // the last waiter left while we connected
+            if (closed) {
+                unsubscribe();
                 return;
             }
+            subscriptions.incrementAndGet();
             wakeAll(); // a release may have been published before this subscription: let waiters look again
         }
 
@@ -180,6 +258,7 @@ final class RedisWakeups implements AutoCloseable {
         public void onMessage(byte[] ch, byte[] message) {
             Watch w = watches.get(ByteBuffer.wrap(message));
             if (w != null) {
+                messages.incrementAndGet();
                 w.wake();
             }
         }

@@ -67,13 +67,25 @@ class RedisWaitingTest {
     }
 
     private RedisLocker locker(String name) {
+        return locker(name, Duration.ofSeconds(5));
+    }
+
+    /** A locker whose release subscription outlives its last waiter by {@code linger}. */
+    private RedisLocker locker(String name, Duration linger) {
         RedisLocker l = target.locker(prefix)
                 .config(LockerConfig.builder().rid(name + "-" + LockerConfig.randomRid().substring(0, 8))
                         .expiry(EXPIRY).build())
                 .restartGuard(Duration.ZERO)
+                .wakeupLinger(linger)
                 .build();
         opened.add(l);
         return l;
+    }
+
+    /** True while a thread listens for {@code l}'s releases. */
+    private static boolean listening(RedisLocker l) {
+        return Thread.getAllStackTraces().keySet().stream()
+                .anyMatch(t -> t.getName().equals("locker-redis-wakeups-" + l.rid()) && t.isAlive());
     }
 
     private static KeyColumn lock(String name) {
@@ -187,11 +199,11 @@ class RedisWaitingTest {
         a.acquire(lock, "no one queued: granted at once").close();
     }
 
-    /** The release wake-ups hold a connection only while someone waits. */
+    /** The release wake-ups hold a connection and a thread only while someone waits, and for a linger after. */
     @Test
     void theWakeUpSubscriptionEndsWhenNobodyWaits() throws Exception {
         RedisLocker a = locker("a");
-        RedisLocker b = locker("b");
+        RedisLocker b = locker("b", Duration.ofMillis(200));
         KeyColumn lock = lock("idle");
         Lease held = a.acquire(lock, "first");
         Future<Optional<Lease>> waiting = pool.submit(() -> b.tryAcquire(lock, "patient", Duration.ofSeconds(60)));
@@ -199,10 +211,102 @@ class RedisWaitingTest {
         held.close();
         waiting.get(30, TimeUnit.SECONDS).orElseThrow().close();
         long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (b.wakeupsSubscribed() && System.nanoTime() < until) {
+        while ((b.wakeupsSubscribed() || listening(b)) && System.nanoTime() < until) {
             Thread.sleep(10);
         }
-        assertFalse(b.wakeupsSubscribed(), "unsubscribed once nobody waits");
+        assertFalse(b.wakeupsSubscribed(), "unsubscribed once nobody waited for the linger");
+        assertFalse(listening(b), "the listening thread ended");
+    }
+
+    /**
+     * Two processes take one lock in turn, each waiting for the other's release, as in a contended handoff: each
+     * subscribes once, at its first wait, and stays subscribed between its waits. Made anew for every wait (ended at
+     * every grant), the subscription missed the releases published before it was made (the waiter then saw them only
+     * when the next subscription woke it, up to 100 ms and a new connection later, or at its queue refresh).
+     */
+    @Test
+    void aLockerThatWaitsAgainAndAgainSubscribesOnce() throws Exception {
+        RedisLocker a = locker("a", Duration.ofMinutes(1));
+        RedisLocker b = locker("b", Duration.ofMinutes(1));
+        KeyColumn lock = lock("in-turn");
+        handOver(a, b, lock); // each waits once: its subscription is made then
+        handOver(b, a, lock);
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (!a.wakeupsSubscribed() || !b.wakeupsSubscribed()) {
+            assertTrue(System.nanoTime() < until, "never subscribed");
+            Thread.sleep(5);
+        }
+        long told = a.wakeupMessages() + b.wakeupMessages();
+        int rounds = 20;
+        for (int i = 0; i < rounds; i++) {
+            handOver(i % 2 == 0 ? a : b, i % 2 == 0 ? b : a, lock);
+        }
+        assertEquals(1, a.wakeupSubscriptions(), "a subscribed once for all its waits");
+        assertEquals(1, b.wakeupSubscriptions(), "b subscribed once for all its waits");
+        assertTrue(a.wakeupsSubscribed() && b.wakeupsSubscribed(), "still subscribed within the linger");
+        // each waiter was subscribed before the release it waited for, so each release told it (one may have been
+        // granted on a queue refresh before its subscriber looked at the message)
+        long toldNow = a.wakeupMessages() + b.wakeupMessages() - told;
+        assertTrue(toldNow >= rounds - 1, "told of " + toldNow + " of " + rounds + " releases");
+    }
+
+    /** {@code holder} takes the lock, {@code waiter} queues for it, the holder releases: the waiter is granted. */
+    private void handOver(RedisLocker holder, RedisLocker waiter, KeyColumn lock) throws Exception {
+        Lease held = holder.acquire(lock, "holding");
+        Future<Lease> granted = pool.submit(() -> waiter.tryAcquire(lock, "waiting", Duration.ofSeconds(60))
+                .orElseThrow());
+        awaitQueued(holder, lock, 1);
+        held.close();
+        granted.get(60, TimeUnit.SECONDS).close();
+    }
+
+    /** Closing a locker ends its lingering subscription and thread at once, not at the linger's end. */
+    @Test
+    void closeEndsALingeringSubscription() throws Exception {
+        RedisLocker a = locker("a");
+        RedisLocker b = locker("b", Duration.ofHours(1));
+        KeyColumn lock = lock("close");
+        Lease held = a.acquire(lock, "first");
+        Future<Optional<Lease>> waiting = pool.submit(() -> b.tryAcquire(lock, "patient", Duration.ofSeconds(60)));
+        awaitQueued(a, lock, 1);
+        held.close();
+        waiting.get(30, TimeUnit.SECONDS).orElseThrow().close();
+        assertTrue(listening(b), "lingers after its wait");
+        b.close();
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (listening(b) && System.nanoTime() < until) {
+            Thread.sleep(10);
+        }
+        assertFalse(listening(b), "close ended the listening thread");
+        assertFalse(b.wakeupsSubscribed());
+    }
+
+    /**
+     * The subscription's connection is killed while a waiter waits (a lost message): the waiter is still granted the
+     * lock once it is released, and the locker subscribes again.
+     */
+    @Test
+    void aWaiterWhoseSubscriptionIsKilledIsStillGranted() throws Exception {
+        RedisLocker a = locker("a");
+        RedisLocker b = locker("b", Duration.ofMinutes(1));
+        KeyColumn lock = lock("killed");
+        Lease held = a.acquire(lock, "first");
+        Future<Optional<Lease>> waiting = pool.submit(() -> b.tryAcquire(lock, "patient", Duration.ofSeconds(60)));
+        awaitQueued(a, lock, 1);
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (!b.wakeupsSubscribed()) {
+            assertTrue(System.nanoTime() < until, "never subscribed");
+            Thread.sleep(5);
+        }
+        admin.sendCommand(redis.clients.jedis.Protocol.Command.CLIENT, "KILL", "TYPE", "pubsub");
+        held.close();
+        Lease got = waiting.get(30, TimeUnit.SECONDS).orElseThrow();
+        assertTrue(got.fencingToken() > 0);
+        got.close();
+        while (b.wakeupSubscriptions() < 2) {
+            assertTrue(System.nanoTime() < until, "never subscribed again");
+            Thread.sleep(5);
+        }
     }
 
     /**
