@@ -139,6 +139,8 @@ class RedisCompactReview2Test {
      * lands. One small hash per locker instance for a day: with lockers opened per request or per job, unbounded growth
      * of dead records (memory, and the listing's SCAN walks them). The gate below only holds the writer thread back
      * between taking the job and sending it, as a busy machine or a slow thread start does; the server is real.
+     * Measured without the gate (a fresh RedisLocker: acquire, release, close, on loopback, 40 runs each): the record
+     * was left with its 1-day TTL in 2 of 40 runs with the locker's own client and 1 of 40 with a caller-managed one.
      */
     @Test
     @Disabled("finding 2: a write under way when the locker closes recreates or re-extends the owner record for a "
