@@ -259,14 +259,9 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
             wait.beforeAttempt(lock); // a release published from now on wakes the pause after this attempt
         }
         List<byte[]> args = List.of(ownField, nonce, expiryArg, owners.claimPart(owner), guardArg, scrub(),
-                evictionCheck.arg, wait == null ? EMPTY : wait.waiterId, queueArg, owners.checkField());
-        // no marker nor owner record in Cluster mode: a second key would make the script fail (TRYAGAIN) while the
-        // lock's slot migrates
-        // the owner record is looked for at most once a second (it is lost only by a restart or a flush)
-        long checkedAt = time.nanoTime();
-        boolean lookForOwner = standalone && owners.checkDue(checkedAt);
-        List<byte[]> keyList = !standalone ? List.of(key)
-                : lookForOwner ? List.of(key, guardKey, owners.ownKey()) : List.of(key, guardKey);
+                evictionCheck.arg, wait == null ? EMPTY : wait.waiterId, queueArg);
+        // no marker in Cluster mode: a second key would make the script fail (TRYAGAIN) while the lock's slot migrates
+        List<byte[]> keyList = standalone ? List.of(key, guardKey) : List.of(key);
         long started = time.nanoTime(); // the claim lives from the script's TIME, which comes after this reading
         boolean[] sent = {false}; // did any attempt possibly reach the server (not only the last one)?
         Object reply;
@@ -293,13 +288,8 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         List<?> r = (List<?>) reply;
         long code = (Long) r.get(0);
         if (code == 1) {
-            if (r.size() > 4) {
-                warnOfEviction(lock, new String((byte[]) r.get(4), StandardCharsets.UTF_8));
-            }
-            if ((Long) r.get(3) == 1L) {
-                owners.rewrite(); // a restart or flush took our owner record: our claims would name only our instance
-            } else if (lookForOwner) {
-                owners.checked(checkedAt);
+            if (r.size() > 3) {
+                warnOfEviction(lock, new String((byte[]) r.get(3), StandardCharsets.UTF_8));
             }
             long token = (Long) r.get(1);
             ClaimStatus status = ClaimStatus.granted(nonce, token, deadline(started, config.expiry()));

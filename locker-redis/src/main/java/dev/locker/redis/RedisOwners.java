@@ -27,12 +27,15 @@ import java.util.function.LongSupplier;
  * <p>The owner record is a hash, {@code <prefix>{}o<instance>}: {@code r} the rid, {@code h} the host, {@code p} the
  * pid, and one field per (thread, reason) pair the locker claimed with, numbered from 0, valued {@code <length of the
  * thread's name in UTF-8 bytes>:<thread><reason>}. A claim names its pair by that number. Entries are only ever
- * added, so a reader may cache a record and read it again only when it meets a number it does not know. The record
- * lives {@link #ttl} and is written again when a quarter of that has passed since its last writing (by the next
- * acquire or renewal), and when an acquire finds it gone (on a single server the acquire script looks, at most once a
- * second: a restart without persistence, a flush); its life is cut to twice the expiry when the locker closes. A
- * locker that claims with more than {@link #MAX_REFS} distinct pairs (a reason per acquire, say) stores the owner of
- * the further ones in full in the claim ({@code "="} and the owner's bytes), as one whose host or pid is not its own.
+ * added, so a reader may cache a record and read it again only when it meets a number it does not know. One writer
+ * task per locker (on a shared pool of daemon threads) writes the record: whole when it is new, found lost, or a
+ * quarter of its time to live {@link #ttl} old; else only the pairs the server lacks. A pair's first claim waits for
+ * that write ({@link #FIRST_WRITE_WAIT} at most); the writer also looks, at most once a second while the locker
+ * acquires, whether the server still has the record up to its newest pair (a restart, a flush, an older snapshot, a
+ * failover), on any kind of client and in a Cluster. Closing the locker cuts the record's life to twice the expiry,
+ * also after a write that raced the close. A locker that claims with more than {@link #MAX_REFS} distinct pairs (a
+ * reason per acquire, say) stores the owner of the further ones in full in the claim ({@code "="} and the owner's
+ * bytes), as one whose host or pid is not its own.
  *
  * <p>Owner metadata is for display: no decision of the protocol reads it. A record that is gone (expired, lost in a
  * restart, another Cluster node's failover) leaves the holder named by its instance id only.
@@ -61,17 +64,17 @@ final class RedisOwners {
 
     private final ConcurrentHashMap<Pair, byte[]> refs = new ConcurrentHashMap<>();
     private final List<Pair> entries = new ArrayList<>(); // guarded by this; a number is never given to another pair
-    /** How many of the entries the server is known to have: those a write that succeeded carried. */
+    /** How many of the entries the server is known to have: those writes that succeeded carried. Written holding this. */
     private volatile int published;
     /** When the record was last written whole (nanoTime, read before the write was sent). */
     private volatile long writtenAt;
-    /** True when the record may be missing on the server (never written, found gone, a write failed). */
+    /** True when the record may be missing or incomplete on the server (never written, found so, a write failed). */
     private volatile boolean stale = true;
     private final AtomicBoolean writing = new AtomicBoolean();
     private volatile boolean closed;
-    /** When the acquire script last found this locker's record on the server (nanoTime). */
+    /** When the writer last looked whether the server still has the record (nanoTime). */
     private volatile long checkedAt;
-    private volatile boolean everChecked;
+    private volatile boolean checkWanted;
     private final ConcurrentHashMap<String, Record> others = new ConcurrentHashMap<>();
     /** Records that could not be read, and when (nanoTime): not asked again for a few seconds. */
     private final ConcurrentHashMap<String, Long> unreadable = new ConcurrentHashMap<>();
@@ -107,35 +110,12 @@ final class RedisOwners {
         this.afterClose = expiry.multipliedBy(2).plusSeconds(1);
     }
 
-    /** True when an acquire at {@code now} (nanoTime) should ask the server whether the record is complete. */
-    boolean checkDue(long now) {
-        return !everChecked || now - checkedAt >= 1_000_000_000L;
-    }
-
-    /** The acquire script found the record complete at {@code at} (nanoTime, read before the script was sent). */
-    void checked(long at) {
-        checkedAt = at;
-        everChecked = true;
-    }
-
-    /** This locker's owner record's key (the acquire script tells whether it still exists). */
-    byte[] ownKey() {
-        return ownKey;
-    }
-
     /**
-     * The field of the record an acquire looks for to learn whether the record is complete on the server: the last
-     * pair the server is known to have (a record restored from an older snapshot lacks it), or the rid's.
-     */
-    byte[] checkField() {
-        int n = published;
-        return n == 0 ? new byte[]{'r'} : num(n - 1);
-    }
-
-    /**
-     * The owner part of a claim for {@code owner}: a reference into this locker's record when the server is known to
-     * have that pair, else the owner in full ({@code "="} and its bytes) while the record is written in the
-     * background. Never waits for the server: the record is for display, the claim is what locks.
+     * The owner part of a claim for {@code owner}: a reference into this locker's record, or the owner in full when it
+     * is not this locker's or the record is full ({@link #MAX_REFS}). A pair's first claim waits for the record's write
+     * (one round trip, once per pair) for at most {@link #FIRST_WRITE_WAIT}: a record's master that is slow or down
+     * (another master in a Cluster) delays that claim by so much at most and never fails it, and readers name the
+     * holder by its instance until the record is written.
      */
     byte[] claimPart(LockOwner owner) {
         if (!owner.rid().equals(rid) || !owner.host().equals(host) || owner.pid() != pid) {
@@ -143,21 +123,28 @@ final class RedisOwners {
         }
         Pair pair = new Pair(owner.thread(), owner.why());
         byte[] ref = refs.get(pair);
-        boolean due = stale || nanoTime.getAsLong() - writtenAt >= ttl.toNanos() / 4;
+        long now = nanoTime.getAsLong();
         if (ref == null) {
             ref = number(pair);
-            due = true;
-        } else if (index(ref) >= published) {
-            due = true; // numbered after the last write that succeeded began
-        }
-        if (due) {
+            if (ref == null) {
+                return inline(owner); // the record is full
+            }
             writeSoon();
-        }
-        if (ref != null && !stale && index(ref) < published) {
+            awaitPublished(index(ref), FIRST_WRITE_WAIT);
             return ref;
         }
-        return inline(owner);
+        if (stale || now - writtenAt >= ttl.toNanos() / 4 || index(ref) >= publishedCount()) {
+            writeSoon();
+        } else if (now - checkedAt >= CHECK_EVERY) {
+            checkWanted = true; // look whether a restart, a flush or a failover lost the record: at most once a second
+            writeSoon();
+        }
+        return ref;
     }
+
+    /** A pair's first claim waits this long at most for the record's write. */
+    static final long FIRST_WRITE_WAIT = 200_000_000L;
+    private static final long CHECK_EVERY = 1_000_000_000L;
 
     private synchronized byte[] number(Pair pair) {
         byte[] ref = refs.get(pair);
@@ -169,10 +156,23 @@ final class RedisOwners {
         return ref;
     }
 
-    /** The acquire script found the record gone or incomplete (a restart, a flush, an older snapshot). */
-    void rewrite() {
-        stale = true;
-        writeSoon();
+    private int publishedCount() {
+        return published;
+    }
+
+    private synchronized void awaitPublished(int index, long nanos) {
+        long end = System.nanoTime() + nanos;
+        try {
+            while (published <= index && !closed) {
+                long left = end - System.nanoTime();
+                if (left <= 0) {
+                    return;
+                }
+                wait(Math.max(1, left / 1_000_000));
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     /** Renewals keep the record alive too, for a locker that holds leases for days without acquiring. */
@@ -185,9 +185,16 @@ final class RedisOwners {
     /** The locker closes: its claims live at most one expiry more, so the record need not live much longer. */
     void close() {
         closed = true;
+        synchronized (this) {
+            notifyAll();
+        }
         if (refs.isEmpty()) {
             return;
         }
+        shorten();
+    }
+
+    private void shorten() {
         try {
             client.pexpire(ownKey, afterClose.toMillis());
         } catch (RuntimeException e) {
@@ -195,51 +202,95 @@ final class RedisOwners {
         }
     }
 
-    /** Starts writing the whole record on the writer thread, unless a write is under way. */
+    /** Starts the writer for this record unless it runs: it writes what is due, then looks if a look is wanted. */
     private void writeSoon() {
         if (closed || !writing.compareAndSet(false, true)) {
             return;
         }
         try {
-            WRITER.execute(() -> {
-                try {
-                    writeAll();
-                } catch (RuntimeException e) {
-                    stale = true;
-                    log.debug("Could not write the owner record of {} ({}); claims carry their owner in full until "
-                            + "it is written", rid, e.toString());
-                } finally {
-                    writing.set(false);
-                }
-            });
+            WRITER.execute(this::writer);
         } catch (RejectedExecutionException e) {
             writing.set(false);
         }
     }
 
-    private void writeAll() {
+    private void writer() {
+        try {
+            while (!closed) {
+                if (checkWanted) {
+                    checkWanted = false;
+                    look();
+                }
+                boolean full = stale || nanoTime.getAsLong() - writtenAt >= ttl.toNanos() / 4;
+                if (!full && publishedCount() >= entriesCount()) {
+                    break;
+                }
+                write(full);
+            }
+            if (closed && !refs.isEmpty()) {
+                shorten(); // a write that raced close() must not leave the record its full time to live
+            }
+        } catch (RuntimeException e) {
+            stale = true;
+            log.debug("Could not write the owner record of {} ({}); claims name this locker by its instance until it "
+                    + "is written", rid, e.toString());
+        } finally {
+            writing.set(false);
+        }
+        if (!closed && !stale && (checkWanted || publishedCount() < entriesCount())) {
+            writeSoon(); // asked for while the writer was ending
+        }
+    }
+
+    private synchronized int entriesCount() {
+        return entries.size();
+    }
+
+    /** Whether the server still has the record up to its newest pair (a restart, a flush, an older snapshot). */
+    private void look() {
+        long at = nanoTime.getAsLong();
+        int n = publishedCount();
+        byte[] newest = retries.run(() -> client.hget(ownKey, n == 0 ? new byte[]{'r'} : num(n - 1)));
+        byte[] named = newest == null || n == 0 ? newest : retries.run(() -> client.hget(ownKey, new byte[]{'r'}));
+        checkedAt = at;
+        if (newest == null || named == null) {
+            stale = true; // the next write is a whole one
+        }
+    }
+
+    /** Writes the record whole ({@code full}), or its pairs the server does not have yet; then its time to live. */
+    private void write(boolean full) {
         List<byte[]> args;
         int n;
         synchronized (this) {
             n = entries.size();
-            args = new ArrayList<>(7 + 2 * n);
+            int from = full ? 0 : published;
+            args = new ArrayList<>(7 + 2 * (n - from));
             args.add(num(ttl.toMillis()));
-            args.add(new byte[]{'r'});
-            args.add(utf8(rid));
-            args.add(new byte[]{'h'});
-            args.add(utf8(host));
-            args.add(new byte[]{'p'});
-            args.add(num(pid));
-            for (int i = 0; i < n; i++) {
+            if (full) {
+                args.add(new byte[]{'r'});
+                args.add(utf8(rid));
+                args.add(new byte[]{'h'});
+                args.add(utf8(host));
+                args.add(new byte[]{'p'});
+                args.add(num(pid));
+            }
+            for (int i = from; i < n; i++) {
                 args.add(num(i));
                 args.add(entry(entries.get(i)));
             }
         }
         long at = nanoTime.getAsLong();
         retries.run(() -> RedisScript.OWNER.run(client, ownKey, args));
-        writtenAt = at;
-        published = Math.max(published, n);
-        stale = false;
+        if (full) {
+            writtenAt = at;
+            checkedAt = at;
+            stale = false;
+        }
+        synchronized (this) {
+            published = Math.max(published, n);
+            notifyAll();
+        }
     }
 
     /** For tests: waits until no write of the record is under way. */

@@ -1,17 +1,14 @@
 -- writeLock: write our claim and decide the holder in one step.
--- KEYS: 1 the lock's hash, 2 the admission marker (see admit in the prelude), 3 our owner record (both single server
---       only)
+-- KEYS: 1 the lock's hash, 2 the admission marker (see admit in the prelude; single server only)
 -- ARGV: 1 our field ("c" .. instance), 2 nonce, 3 expiry ms, 4 owner part of the claim (a reference into our owner
 --       record, or "=" and the owner's bytes), 5 restart guard ms, 6 scrub ("1"/"0"),
 --       7 eviction check ("fail", "warn" or "off"), 8 waiter id ("" when this acquire does not wait), 9 queue entry
---       ms (how long a waiter's entry lives unless refreshed), 10 the field of our owner record whose absence
---       means the record is gone or incomplete (with KEYS[3])
+--       ms (how long a waiter's entry lives unless refreshed)
 -- A waiter that is refused is queued (or its entry refreshed, keeping its place); while a live waiter is queued,
 -- the lock is granted to none but the first of them (no barging: a releaser asking again queues behind them).
 -- A live claim in our field with another nonce is another transaction's and holds the lock like any other; only a
 -- repeat of this request (same nonce, after a lost reply) replaces the claim it wrote.
--- Reply: {1, token, written, owner record missing (1/0)[, warning]}  granted: our claim is the holder (warning: the
---                             server may evict it; owner record missing: KEYS[3] is gone, its locker rewrites it)
+-- Reply: {1, token, written[, warning]}  granted: our claim is the holder (warning: the server may evict it)
 --        {0, holder value, ms, holder field}  another live claim holds the lock, for at most ms more unless renewed;
 --                             ours is not kept
 --        {-5, owner part, queue field}  the lock is free but promised to the first waiter queued (the owner part of
@@ -66,5 +63,4 @@ if s.mine then
   end
 end
 keep_until(math.max(exp, s.maxexp, s.keep), now, expms)
-local missing = (KEYS[3] and not redis.call('HGET', KEYS[3], ARGV[10])) and 1 or 0
-return { 1, tok, now, missing, warning }
+return { 1, tok, now, warning }

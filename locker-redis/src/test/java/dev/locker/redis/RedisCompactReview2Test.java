@@ -8,7 +8,6 @@ import dev.locker.api.LockerConfig;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
@@ -99,8 +98,6 @@ class RedisCompactReview2Test {
      * once it is published (it would still not undo the conversion), or keep inline owners out of the lock's hash.
      */
     @Test
-    @Disabled("finding 1: a fresh locker's first claim carries its owner in full and turns the lock's hash into a "
-            + "hashtable for good; renewals keep it inline")
     void aLockTakenByAFreshLockerAndKeptAliveIsACompactListpack() throws Exception {
         RedisLocker a = locker("service-leader");
         KeyColumn leader = lock("leader");
@@ -143,8 +140,6 @@ class RedisCompactReview2Test {
      * was left with its 1-day TTL in 2 of 40 runs with the locker's own client and 1 of 40 with a caller-managed one.
      */
     @Test
-    @Disabled("finding 2: a write under way when the locker closes recreates or re-extends the owner record for a "
-            + "day after close")
     void anOwnerRecordWrittenWhileItsLockerClosesLivesNoLongerThanTheCloseAllows() throws Exception {
         CountDownLatch taken = new CountDownLatch(1);
         CountDownLatch go = new CountDownLatch(1);
@@ -193,8 +188,6 @@ class RedisCompactReview2Test {
      * The test is RedisCompactReviewTest's finding 4 with a plain pooled UnifiedJedis (new UnifiedJedis(new PooledConnectionProvider(...), ...)); it passes with the locker's own client.
      */
     @Test
-    @Disabled("finding 3: with a client that is not a RedisClient (RedisSentinelClient, a plain UnifiedJedis) a record "
-            + "restored without its newer pairs is not written again")
     void aRecordRestoredWithoutItsNewerPairsIsWrittenAgainWithACallerManagedClient() throws Exception {
         org.junit.jupiter.api.Assumptions.assumeFalse(RedisTarget.isExternal(), "restarts its own server");
         RedisServerProcess server = RedisServerProcess.start();
@@ -257,8 +250,6 @@ class RedisCompactReview2Test {
      * hook only counts the writes and the fields they carry.
      */
     @Test
-    @Disabled("finding 4: once the owner record is full, every acquire with an unseen pair rewrites all of its 1027 "
-            + "fields for nothing")
     void aFullOwnerRecordIsNotRewrittenForPairsItCannotHold() throws Exception {
         java.util.concurrent.atomic.AtomicInteger writes = new java.util.concurrent.atomic.AtomicInteger();
         RedisListing.Retries counting = new RedisListing.Retries() {
