@@ -196,12 +196,14 @@ class RedisFailureTest {
      * block every other process until it expires.
      */
     @Test
-    void aTimedOutAcquireThatTheServerGrantedIsWithdrawn() {
+    void aTimedOutAcquireThatTheServerGrantedIsWithdrawn() throws Exception {
         try (StallingProxy proxy = new StallingProxy(server.port())) {
             RedisLocker late = open(RedisLocker.builder().node("127.0.0.1", proxy.port()).keyPrefix("lim:")
                     .password(PASSWORD).socketTimeout(Duration.ofMillis(300)));
             RedisLocker other = open(on(server).password(PASSWORD));
-            late.acquire(KeyColumn.named("warm-up"), "load the scripts").close();
+            // loads the scripts and writes the owner record (the pair's first claim waits for it, on a connection of its own)
+            late.acquire(KeyColumn.named("warm-up"), "reply lost").close();
+            late.awaitOwnerRecord();
             KeyColumn lock = KeyColumn.named("late-reply-" + LockerConfig.randomRid().substring(0, 8));
             proxy.stallRepliesOnOpenConnections(Duration.ofSeconds(2));
             LockingException e = assertThrows(LockingException.class, () -> late.acquire(lock, "reply lost"));
@@ -218,12 +220,14 @@ class RedisFailureTest {
      * nothing: neither another process nor the same locker may find the lock blocked by a claim nobody waits for.
      */
     @Test
-    void aLateAcquireRequestGrantsNothingOnceItWasWithdrawn() {
+    void aLateAcquireRequestGrantsNothingOnceItWasWithdrawn() throws Exception {
         try (StallingProxy proxy = new StallingProxy(server.port())) {
             RedisLocker late = open(RedisLocker.builder().node("127.0.0.1", proxy.port()).keyPrefix("lim:")
                     .password(PASSWORD).socketTimeout(Duration.ofMillis(300)).poolSize(1));
             RedisLocker other = open(on(server).password(PASSWORD));
-            late.acquire(KeyColumn.named("warm-up"), "load the scripts").close(); // its one connection is open now
+            late.acquire(KeyColumn.named("warm-up"), "request held up").close(); // its one connection is open now
+            late.acquire(KeyColumn.named("warm-up"), "the same locker, next attempt").close(); // and the owner record
+            late.awaitOwnerRecord(); // has both pairs: no write of it competes for the connection below
             KeyColumn lock = KeyColumn.named("late-request-" + LockerConfig.randomRid().substring(0, 8));
 
             proxy.holdRequestsOnOpenConnections();
