@@ -72,6 +72,10 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
     protected final TimeSource time;
     protected final LocalLockMediator mediator;
     private final LockProbe probe;
+    /** The configured expiry in nanoseconds (read on every claim). */
+    private final long expiryNanos;
+    /** Told once by each hold when it is lost: one instance for every hold, not a method reference per claim. */
+    private final Consumer<Hold> lostSink = this::lost;
 
     /** The holds of each transaction, keyed by the transaction's identity, in the order they were claimed. */
     private final ConcurrentHashMap<TxKey, Map<KeyColumn, Hold>> txs = new ConcurrentHashMap<>();
@@ -88,7 +92,16 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         this.config = Objects.requireNonNull(config, "config must not be null").forNewInstance();
         this.time = this.config.timeSource();
         this.probe = this.config.probe();
+        this.expiryNanos = nanosOrZero(this.config.expiry());
         this.mediator = mediator != null ? mediator : mediatorOf(this.config);
+    }
+
+    private static long nanosOrZero(Duration d) {
+        try {
+            return d.toNanos();
+        } catch (ArithmeticException tooLong) {
+            return 0;
+        }
     }
 
     private static LocalLockMediator mediatorOf(LockerConfig config) {
@@ -270,8 +283,8 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
                 return; // idempotent: no I/O, no extension
             }
         }
-        Hold hold = new Hold(lock, tx, time.nanoTime() + config.expiry().toNanos(), this::lost);
-        hold.claimedAt = time.now();
+        long expiry = expiryNanos != 0 ? expiryNanos : config.expiry().toNanos(); // an expiry too long for nanoseconds fails here, as before
+        Hold hold = new Hold(lock, tx, time.nanoTime() + expiry, lostSink, time.now());
         if (!takeLocal(hold)) {
             forgetIfEmpty(key, holds);
             Object other = mediator.holder(lock).orElse("another transaction");
@@ -503,7 +516,6 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
             long pauseMillis = 5;
             for (int attempts = 1; ; attempts++) {
                 TemporaryLockingException last;
-                long localReleases = mediator.releases();
                 try {
                     Lease lease = attempt(locks, tx);
                     acquired = true;
@@ -527,7 +539,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
                     }
                     try {
                         if (local) {
-                            mediator.awaitRelease(localReleases, pause);
+                            mediator.awaitRelease(last.lock(), pause);
                         } else {
                             awaitRelease(waiting, last, pause);
                         }
@@ -607,11 +619,11 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
     private void confirm(Object tx, boolean askAgain) {
         ensureOpen();
         for (Hold hold : holdsOf(tx)) {
-            hold.steps.lock();
+            hold.lockSteps();
             try {
                 confirm(hold, askAgain);
             } finally {
-                hold.steps.unlock();
+                hold.unlockSteps();
             }
         }
     }
@@ -656,11 +668,11 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
     }
 
     private void renew(Hold hold) {
-        hold.steps.lock();
+        hold.lockSteps();
         try {
             renewLocked(hold);
         } finally {
-            hold.steps.unlock();
+            hold.unlockSteps();
         }
     }
 
@@ -716,11 +728,11 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
      * final and withdraws what it wrote.
      */
     private void finish(Hold hold, Hold.State before) {
-        hold.steps.lock();
+        hold.lockSteps();
         try {
             releaseHold(hold, before);
         } finally {
-            hold.steps.unlock();
+            hold.unlockSteps();
         }
     }
 
@@ -966,7 +978,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         }
         try {
             Optional<ForcedRelease> forced = readRecord(hold.lock, FORCED).map(ForcedRelease::fromBytes);
-            java.time.Instant claimed = hold.claimedAt;
+            java.time.Instant claimed = hold.claimedAt();
             if (forced.isPresent() && forced.get().released().map(o -> o.rid().equals(config.rid())).orElse(false)
                     && (claimed == null || forced.get().at().isAfter(claimed.minus(config.expiry())))) {
                 return new ExpiredLockException("our claim was " + forced.get(), hold.lock, e.holder(), e,
@@ -1073,7 +1085,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
 
     /** For the keep-alive: renews one hold; false when it is lost (the hold then told its listeners). */
     boolean renewQuietly(Hold hold) {
-        if (!hold.steps.tryLock()) { // a step is in flight on this hold: never block the keep-alive of other holds
+        if (!hold.tryLockSteps()) { // a step is in flight on this hold: never block the keep-alive of other holds
             throw new TemporaryLockingException("a step is in flight on this hold; renewal postponed", hold.lock);
         }
         try {
@@ -1082,7 +1094,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         } catch (ExpiredLockException e) {
             return false;
         } finally {
-            hold.steps.unlock();
+            hold.unlockSteps();
         }
     }
 
