@@ -34,7 +34,6 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
@@ -77,11 +76,11 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
     /** Told once by each hold when it is lost: one instance for every hold, not a method reference per claim. */
     private final Consumer<Hold> lostSink = this::lost;
 
-    /** The holds of each transaction, keyed by the transaction's identity, in the order they were claimed. */
-    private final ConcurrentHashMap<TxKey, Map<KeyColumn, Hold>> txs = new ConcurrentHashMap<>();
+    /** The holds of each transaction, keyed by the transaction's identity ({@link #keyOf}), in the order they were claimed. */
+    private final ConcurrentHashMap<Object, TxHolds> txs = new ConcurrentHashMap<>();
     private final AtomicBoolean closed = new AtomicBoolean();
     /** The transactions of the waits in progress, for {@link #writeSingleLock(KeyColumn, LockOwner, Waiting)}. */
-    private final ConcurrentHashMap<TxKey, Waiting> waits = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<Object, Waiting> waits = new ConcurrentHashMap<>();
 
     /**
      * @param config   the settings; the locker runs with {@link LockerConfig#forNewInstance()} of it, so its rid is its own
@@ -276,12 +275,10 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
             throw new IllegalArgumentException("tx must not be null");
         }
         ensureOpen();
-        TxKey key = new TxKey(tx);
-        Map<KeyColumn, Hold> holds = txs.computeIfAbsent(key, k -> new LinkedHashMap<>());
-        synchronized (holds) {
-            if (holds.containsKey(lock)) {
-                return; // idempotent: no I/O, no extension
-            }
+        Object key = keyOf(tx);
+        TxHolds holds = txs.computeIfAbsent(key, k -> new TxHolds());
+        if (holds.find(lock) != null) {
+            return; // idempotent: no I/O, no extension
         }
         long expiry = expiryNanos != 0 ? expiryNanos : config.expiry().toNanos(); // an expiry too long for nanoseconds fails here, as before
         Hold hold = new Hold(lock, tx, time.nanoTime() + expiry, lostSink, time.now());
@@ -292,9 +289,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
             throw new TemporaryLockingException("lock is held by " + other + " in this process (local contention, "
                     + "no store I/O done)", lock, localHolder, null);
         }
-        synchronized (holds) {
-            holds.put(lock, hold);
-        }
+        holds.add(hold);
         if (txs.get(key) != holds || closed.get()) { // deleteLocks of this transaction, or close, ran meanwhile
             hold.release();
             mediator.release(hold);
@@ -505,7 +500,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         long start = time.nanoTime();
         long deadline = start + maxWait.toNanos();
         LockTransaction tx = new LockTransaction(why);
-        TxKey key = new TxKey(tx);
+        Object key = keyOf(tx);
         Waiting waiting = new Waiting(locks, maxWait.isZero());
         waits.put(key, waiting);
         boolean acquired = false;
@@ -618,7 +613,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
     /** checkLocks (confirmed claims cost no I/O) or verifyLocks (they are asked about again). */
     private void confirm(Object tx, boolean askAgain) {
         ensureOpen();
-        for (Hold hold : holdsOf(tx)) {
+        for (Hold hold : holdsOf(tx)) { // a snapshot: the array is never changed in place
             hold.lockSteps();
             try {
                 confirm(hold, askAgain);
@@ -709,7 +704,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         if (tx == null) {
             return;
         }
-        Map<KeyColumn, Hold> holds = txs.remove(new TxKey(tx));
+        TxHolds holds = txs.remove(keyOf(tx));
         if (holds == null) {
             return;
         }
@@ -717,7 +712,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         if (keepAlive != null) {
             keepAlive.stop(tx);
         }
-        for (Hold hold : snapshot(holds)) {
+        for (Hold hold : holds.all()) {
             finish(hold, hold.release());
         }
     }
@@ -888,10 +883,10 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         if (!closed.compareAndSet(false, true)) {
             return;
         }
-        for (TxKey key : new ArrayList<>(txs.keySet())) {
-            Map<KeyColumn, Hold> holds = txs.remove(key);
+        for (Object key : new ArrayList<>(txs.keySet())) {
+            TxHolds holds = txs.remove(key);
             if (holds != null) {
-                for (Hold hold : snapshot(holds)) {
+                for (Hold hold : holds.all()) {
                     finish(hold, hold.lose(LossReason.LOCKER_CLOSED, "the locker was closed"));
                 }
             }
@@ -1074,13 +1069,15 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
             }
             return;
         }
-        List<Hold> holds = holdsOf(tx);
-        if (holds.isEmpty()) {
+        Hold[] holds = holdsOf(tx);
+        if (holds.length == 0) {
             throw new IllegalStateException("transaction " + tx + " holds no lock to keep alive");
         }
         KeepAlive k = background();
-        k.start(tx, () -> holdsOf(tx));
-        holds.forEach(k::watch);
+        k.start(tx, () -> Arrays.asList(holdsOf(tx)));
+        for (Hold hold : holds) {
+            k.watch(hold);
+        }
     }
 
     /** For the keep-alive: renews one hold; false when it is lost (the hold then told its listeners). */
@@ -1117,12 +1114,10 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         }
     }
 
-    private void drop(TxKey key, Map<KeyColumn, Hold> holds, Hold hold) {
+    private void drop(Object key, TxHolds holds, Hold hold) {
         hold.release();
         mediator.release(hold);
-        synchronized (holds) {
-            holds.remove(hold.lock, hold);
-        }
+        holds.remove(hold);
         forgetIfEmpty(key, holds);
     }
 
@@ -1132,22 +1127,18 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         }
     }
 
-    private List<Hold> holdsOf(Object tx) {
-        Map<KeyColumn, Hold> holds = tx == null ? null : txs.get(new TxKey(tx));
-        return holds == null ? List.of() : snapshot(holds);
+    /** The holds of {@code tx} when this is called, in claim order (an array nobody changes: iterate it freely). */
+    private Hold[] holdsOf(Object tx) {
+        TxHolds holds = tx == null ? null : txs.get(keyOf(tx));
+        return holds == null ? NO_HOLDS : holds.all();
     }
 
     private Hold holdOf(KeyColumn lock, Object tx) {
-        Map<KeyColumn, Hold> holds = tx == null || lock == null ? null : txs.get(new TxKey(tx));
-        if (holds == null) {
-            return null;
-        }
-        synchronized (holds) {
-            return holds.get(lock);
-        }
+        TxHolds holds = tx == null || lock == null ? null : txs.get(keyOf(tx));
+        return holds == null ? null : holds.find(lock);
     }
 
-    private void forgetIfEmpty(TxKey key, Map<KeyColumn, Hold> holds) {
+    private void forgetIfEmpty(Object key, TxHolds holds) {
         synchronized (holds) {
             if (holds.isEmpty()) {
                 txs.remove(key, holds);
@@ -1155,9 +1146,103 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         }
     }
 
-    private static List<Hold> snapshot(Map<KeyColumn, Hold> holds) {
-        synchronized (holds) {
-            return new ArrayList<>(holds.values());
+    private static final Hold[] NO_HOLDS = new Hold[0];
+
+    /**
+     * The key of a transaction in {@link #txs} and {@link #waits}: transactions are compared by identity, whatever
+     * their own equals says. A {@link LockTransaction} (what leases use) is its own key: it keeps Object's identity
+     * equals and hash, and it never equals a {@link TxKey}; any other transaction is wrapped.
+     */
+    private static Object keyOf(Object tx) {
+        return tx instanceof LockTransaction ? tx : new TxKey(tx);
+    }
+
+    /**
+     * The holds of one transaction, in the order they were claimed. Its identity tells {@link #writeLock} whether the
+     * transaction was released (removed from {@link #txs}) while it claimed. Changes take this object's monitor.
+     * Up to {@link #SMALL} holds (nearly every transaction) live in an array that is replaced, never changed in place,
+     * so a reader takes a snapshot by reading one volatile field; beyond that, in a map (claim order kept), so a
+     * transaction with thousands of locks does not pay a copy and a scan per lock.
+     */
+    private static final class TxHolds {
+        private static final int SMALL = 8;
+
+        private volatile Hold[] small = NO_HOLDS;
+        /** Non-null once the transaction claimed more than {@link #SMALL} locks (then {@link #small} is unused). */
+        private LinkedHashMap<KeyColumn, Hold> large;
+
+        Hold[] all() {
+            Hold[] a = small;
+            if (a != null) {
+                return a;
+            }
+            synchronized (this) {
+                return large.values().toArray(NO_HOLDS);
+            }
+        }
+
+        Hold find(KeyColumn lock) {
+            Hold[] a = small;
+            if (a != null) {
+                for (Hold h : a) {
+                    if (h.lock.equals(lock)) {
+                        return h;
+                    }
+                }
+                return null;
+            }
+            synchronized (this) {
+                return large.get(lock);
+            }
+        }
+
+        boolean isEmpty() {
+            Hold[] a = small;
+            if (a != null) {
+                return a.length == 0;
+            }
+            synchronized (this) {
+                return large.isEmpty();
+            }
+        }
+
+        synchronized void add(Hold hold) {
+            Hold[] a = small;
+            if (a == null) {
+                large.put(hold.lock, hold);
+            } else if (a.length < SMALL) {
+                Hold[] b = Arrays.copyOf(a, a.length + 1);
+                b[a.length] = hold;
+                small = b;
+            } else {
+                large = new LinkedHashMap<>();
+                for (Hold h : a) {
+                    large.put(h.lock, h);
+                }
+                large.put(hold.lock, hold);
+                small = null;
+            }
+        }
+
+        synchronized void remove(Hold hold) {
+            Hold[] a = small;
+            if (a == null) {
+                large.remove(hold.lock, hold);
+                return;
+            }
+            for (int i = 0; i < a.length; i++) {
+                if (a[i] == hold) {
+                    if (a.length == 1) {
+                        small = NO_HOLDS;
+                    } else {
+                        Hold[] b = new Hold[a.length - 1];
+                        System.arraycopy(a, 0, b, 0, i);
+                        System.arraycopy(a, i + 1, b, i, a.length - i - 1);
+                        small = b;
+                    }
+                    return;
+                }
+            }
         }
     }
 
