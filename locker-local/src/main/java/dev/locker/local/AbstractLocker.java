@@ -1074,7 +1074,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
             throw new IllegalStateException("transaction " + tx + " holds no lock to keep alive");
         }
         KeepAlive k = background();
-        k.start(tx, () -> Arrays.asList(holdsOf(tx)));
+        k.start(tx);
         for (Hold hold : holds) {
             k.watch(hold);
         }
@@ -1128,7 +1128,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
     }
 
     /** The holds of {@code tx} when this is called, in claim order (an array nobody changes: iterate it freely). */
-    private Hold[] holdsOf(Object tx) {
+    Hold[] holdsOf(Object tx) {
         TxHolds holds = tx == null ? null : txs.get(keyOf(tx));
         return holds == null ? NO_HOLDS : holds.all();
     }
@@ -1153,7 +1153,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
      * their own equals says. A {@link LockTransaction} (what leases use) is its own key: it keeps Object's identity
      * equals and hash, and it never equals a {@link TxKey}; any other transaction is wrapped.
      */
-    private static Object keyOf(Object tx) {
+    static Object keyOf(Object tx) {
         return tx instanceof LockTransaction ? tx : new TxKey(tx);
     }
 

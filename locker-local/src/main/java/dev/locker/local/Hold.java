@@ -25,7 +25,7 @@ import java.util.function.Consumer;
  * (taken over locally after its deadline, released by another thread, or the locker closed) cannot bring it back.
  * The move to LOST happens once and is reported once to the sink given at construction, which tells the listeners.
  */
-final class Hold extends AbstractQueuedSynchronizer {
+final class Hold extends AbstractQueuedSynchronizer implements Timer.Timed {
 
     // Hold extends the synchronizer of its steps (see lockSteps) rather than owning a ReentrantLock: one object per
     // held lock instead of three, which matters with many locks held (client heap per held lock).
@@ -149,6 +149,9 @@ final class Hold extends AbstractQueuedSynchronizer {
     /** The listeners to tell of a loss (guarded by this hold's monitor); null until the first one. */
     private ArrayList<Consumer<LockLost>> listeners;
     private LockLost lost;
+    /** The keep-alive's watchdog slot for this hold (see {@link Timer.Timed}): no object per watched hold. */
+    private int timerIndex = -1;
+    private long timerDue;
 
     /**
      * A hold whose claim is being written; it cannot outlive {@code deadlineNanos} before the write answers.
@@ -172,6 +175,26 @@ final class Hold extends AbstractQueuedSynchronizer {
     /** When the claim was first asked for, or null if not recorded. */
     Instant claimedAt() {
         return claimedKnown ? Instant.ofEpochSecond(claimedSeconds, claimedNano) : null;
+    }
+
+    @Override
+    public int timerIndex() {
+        return timerIndex;
+    }
+
+    @Override
+    public void timerIndex(int i) {
+        timerIndex = i;
+    }
+
+    @Override
+    public long timerDue() {
+        return timerDue;
+    }
+
+    @Override
+    public void timerDue(long due) {
+        timerDue = due;
     }
 
     // ---- the steps: serialises the backend steps of this hold --------------------------------------------------

@@ -12,13 +12,10 @@ import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
-import java.util.function.Supplier;
 
 /**
  * The background work of one locker, created the first time it is needed and stopped by the locker's close:
@@ -40,11 +37,13 @@ final class KeepAlive implements AutoCloseable {
     private final TimeSource time;
     private final long periodNanos;
     private final long marginNanos;
-    private final ScheduledThreadPoolExecutor scheduler;
-    private final ScheduledThreadPoolExecutor watchdogScheduler;
+    /** Renewals and backends' retries: each entry is its own timer slot (no future, no wrapper per schedule). */
+    private final Timer<Timed> scheduler;
+    /** The early lost signal: each watched hold is its own slot in this timer (no object per watched hold). */
+    private final Timer<Hold> watchdogScheduler;
     private final ExecutorService notifier;
-    private final ConcurrentHashMap<Identity, Task> tasks = new ConcurrentHashMap<>();
-    private final ConcurrentHashMap<Hold, ScheduledFuture<?>> watchdogs = new ConcurrentHashMap<>();
+    /** The kept-alive transactions, keyed like the locker's ({@link AbstractLocker#keyOf}). */
+    private final ConcurrentHashMap<Object, Task> tasks = new ConcurrentHashMap<>();
 
     KeepAlive(AbstractLocker<?> locker, LockerConfig config, TimeSource time) {
         this.locker = locker;
@@ -53,11 +52,9 @@ final class KeepAlive implements AutoCloseable {
         this.periodNanos = Math.max(1, expiry / 3);
         this.marginNanos = Math.max(1, Math.min(expiry / 10, Duration.ofSeconds(5).toNanos()));
         long n = THREADS.incrementAndGet();
-        this.scheduler = new ScheduledThreadPoolExecutor(1, r -> daemon(r, "locker-keepalive-" + n));
-        this.scheduler.setRemoveOnCancelPolicy(true);
+        this.scheduler = new Timer<>("locker-keepalive-" + n, Timed::run);
         // apart from renewals: a renewal blocked on an unreachable backend must not delay the early lost signal
-        this.watchdogScheduler = new ScheduledThreadPoolExecutor(1, r -> daemon(r, "locker-deadline-watch-" + n));
-        this.watchdogScheduler.setRemoveOnCancelPolicy(true);
+        this.watchdogScheduler = new Timer<>("locker-deadline-watch-" + n, this::fire);
         this.notifier = new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(),
                 r -> daemon(r, "locker-lost-listeners-" + n));
     }
@@ -69,16 +66,19 @@ final class KeepAlive implements AutoCloseable {
     }
 
     /** Renews {@code tx}'s holds in the background until {@link #stop} (or they are lost). */
-    void start(Object tx, Supplier<List<Hold>> holds) {
-        Identity id = new Identity(tx);
-        Task task = new Task(id, holds);
-        if (tasks.putIfAbsent(id, task) == null) {
+    void start(Object tx) {
+        Object key = AbstractLocker.keyOf(tx);
+        if (tasks.containsKey(key)) {
+            return;
+        }
+        Task task = new Task(key, tx);
+        if (tasks.putIfAbsent(key, task) == null) {
             task.schedule(task.nextDelay());
         }
     }
 
     void stop(Object tx) {
-        Task t = tasks.remove(new Identity(tx));
+        Task t = tasks.remove(AbstractLocker.keyOf(tx));
         if (t != null) {
             t.cancel();
         }
@@ -86,15 +86,11 @@ final class KeepAlive implements AutoCloseable {
 
     /** Runs {@code task} once after {@code delay} on the keep-alive thread (backends' background retries). */
     void later(Runnable task, Duration delay) {
-        try {
-            scheduler.schedule(task, delay.toNanos(), TimeUnit.NANOSECONDS);
-        } catch (java.util.concurrent.RejectedExecutionException closed) {
-            // the locker is closing
-        }
+        scheduler.schedule(new Later(task), delay.toNanos()); // refused (false) when the locker is closing
     }
 
     private boolean watched(Hold hold) {
-        return hold.hasListeners() || tasks.containsKey(new Identity(hold.tx));
+        return hold.hasListeners() || tasks.containsKey(AbstractLocker.keyOf(hold.tx));
     }
 
     /** Arms (again) the early lost signal of {@code hold}, if it has listeners or is kept alive. */
@@ -108,21 +104,12 @@ final class KeepAlive implements AutoCloseable {
         }
         // at least 1 ms apart: a virtual clock standing just outside the margin must not spin this thread
         long delay = Math.max(Duration.ofMillis(1).toNanos(), s.deadlineNanos() - marginNanos - time.nanoTime());
-        try {
-            ScheduledFuture<?> f = watchdogScheduler.schedule(() -> fire(hold), Math.max(0, delay), TimeUnit.NANOSECONDS);
-            ScheduledFuture<?> old = watchdogs.put(hold, f);
-            if (old != null) {
-                old.cancel(false);
-            }
-        } catch (java.util.concurrent.RejectedExecutionException closed) {
-            // the locker is closing
-        }
+        watchdogScheduler.schedule(hold, Math.max(0, delay)); // moves an earlier watch; refused when closing
     }
 
     private void fire(Hold hold) {
         Hold.State s = hold.state();
         if (s.isFinal() || !watched(hold)) { // lost, released, or neither listened to nor kept alive any more
-            watchdogs.remove(hold);
             return;
         }
         long left = s.deadlineNanos() - time.nanoTime();
@@ -130,7 +117,6 @@ final class KeepAlive implements AutoCloseable {
             watch(hold); // still being written, renewed meanwhile, or a virtual clock that has not moved: look again then
             return;
         }
-        watchdogs.remove(hold);
         if (!hold.loseIf(s, LossReason.EXPIRED, "no successful renewal; the claim's validity ends in "
                 + Duration.ofNanos(Math.max(0, left)) + " by this process's monotonic clock")) {
             watch(hold); // renewed (or lost) while we judged: judge the new state
@@ -172,46 +158,85 @@ final class KeepAlive implements AutoCloseable {
         }
     }
 
-    /** One kept-alive transaction. */
-    private final class Task implements Runnable {
-        final Identity id;
-        final Supplier<List<Hold>> holds;
-        volatile ScheduledFuture<?> next;
+    /** An entry of the keep-alive thread's timer: its two slot fields, and what to do when due. */
+    private abstract static class Timed implements Timer.Timed {
+        private int timerIndex = -1;
+        private long timerDue;
+
+        abstract void run();
+
+        @Override
+        public final int timerIndex() {
+            return timerIndex;
+        }
+
+        @Override
+        public final void timerIndex(int i) {
+            timerIndex = i;
+        }
+
+        @Override
+        public final long timerDue() {
+            return timerDue;
+        }
+
+        @Override
+        public final void timerDue(long due) {
+            timerDue = due;
+        }
+    }
+
+    /** A backend's task to run once (see {@link #later}). */
+    private static final class Later extends Timed {
+        private final Runnable task;
+
+        Later(Runnable task) {
+            this.task = task;
+        }
+
+        @Override
+        void run() {
+            task.run();
+        }
+    }
+
+    /** One kept-alive transaction: its holds are read from the locker at each run (holds claimed later count). */
+    private final class Task extends Timed {
+        final Object id;
+        final Object tx;
         volatile boolean cancelled;
 
-        Task(Identity id, Supplier<List<Hold>> holds) {
+        Task(Object id, Object tx) {
             this.id = id;
-            this.holds = holds;
+            this.tx = tx;
         }
 
         void schedule(long delayNanos) {
             if (cancelled) {
                 return;
             }
-            try {
-                next = scheduler.schedule(this, Math.max(0, delayNanos), TimeUnit.NANOSECONDS);
-            } catch (java.util.concurrent.RejectedExecutionException closed) {
+            if (!scheduler.schedule(this, Math.max(0, delayNanos))) {
                 cancelled = true;
+            }
+            if (cancelled) { // cancelled while it was being scheduled: take it out again
+                scheduler.cancel(this);
             }
         }
 
         void cancel() {
             cancelled = true;
-            ScheduledFuture<?> f = next;
-            if (f != null) {
-                f.cancel(false);
-            }
+            scheduler.cancel(this);
         }
 
         @Override
-        public void run() {
+        void run() {
             if (cancelled) {
                 return;
             }
             boolean anyLive = false;
             boolean failed = false;
             long soonest = Long.MAX_VALUE;
-            for (Hold hold : holds.get()) {
+            for (Hold hold : locker.holdsOf(tx)) {
                 Hold.State state = hold.state();
                 if (state.isFinal()) {
                     continue;
@@ -254,26 +279,13 @@ final class KeepAlive implements AutoCloseable {
         long nextDelay() {
             long now = time.nanoTime();
             long d = periodNanos;
-            for (Hold h : holds.get()) {
+            for (Hold h : locker.holdsOf(tx)) {
                 Hold.State s = h.state();
                 if (!s.isFinal() && s.status() != null) {
                     d = Math.min(d, Math.max(Duration.ofMillis(10).toNanos(), (s.deadlineNanos() - marginNanos - now) / 2));
                 }
             }
             return d;
-        }
-    }
-
-    /** A transaction compared by identity. */
-    private record Identity(Object tx) {
-        @Override
-        public boolean equals(Object o) {
-            return o instanceof Identity && ((Identity) o).tx == tx;
-        }
-
-        @Override
-        public int hashCode() {
-            return System.identityHashCode(tx);
         }
     }
 }
