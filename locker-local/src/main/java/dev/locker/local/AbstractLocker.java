@@ -276,7 +276,14 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         }
         ensureOpen();
         Object key = keyOf(tx);
-        TxHolds holds = txs.computeIfAbsent(key, k -> new TxHolds());
+        TxHolds holds = txs.get(key);
+        if (holds == null) { // get, then putIfAbsent: no reservation node and no lambda when the transaction is new
+            TxHolds fresh = new TxHolds();
+            holds = txs.putIfAbsent(key, fresh);
+            if (holds == null) {
+                holds = fresh;
+            }
+        }
         if (holds.find(lock) != null) {
             return; // idempotent: no I/O, no extension
         }
@@ -299,7 +306,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         Hold.State claiming = hold.state();
         S status;
         try {
-            status = step(LockProbe.Step.WRITE, lock, "writing a claim", () -> writeSingleLock(lock, config.owner(whyOf(tx)), waits.get(key)));
+            status = write(lock, tx, key);
         } catch (LockingException e) {
             drop(key, holds, hold);
             throw e;
@@ -467,8 +474,8 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
     /** One attempt: claims every lock for {@code tx}, checks them, keeps them alive; all or nothing. */
     private Lease attempt(List<KeyColumn> locks, LockTransaction tx) {
         try {
-            for (KeyColumn l : locks) {
-                writeLock(l, tx);
+            for (int i = 0, n = locks.size(); i < n; i++) { // no iterator per attempt
+                writeLock(locks.get(i), tx);
             }
             checkLocks(tx);
             keepAlive(tx, true);
@@ -934,6 +941,20 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
                 return false;
             }
             pauseMillis = Math.min(pauseMillis * 2, 50);
+        }
+    }
+
+    /** The write step of {@link #writeLock}: {@link #step} written out, so the hot path makes no lambda per claim. */
+    private S write(KeyColumn lock, Object tx, Object key) {
+        probe.before(LockProbe.Step.WRITE, lock, config.rid());
+        try {
+            S result = writeSingleLock(lock, config.owner(whyOf(tx)), waits.get(key));
+            probe.after(LockProbe.Step.WRITE, lock, config.rid(), null);
+            return result;
+        } catch (RuntimeException e) {
+            LockingException t = translate(e, lock, "writing a claim");
+            probe.after(LockProbe.Step.WRITE, lock, config.rid(), t);
+            throw t;
         }
     }
 

@@ -32,6 +32,8 @@ final class KeepAlive implements AutoCloseable {
 
     private static final Logger log = LoggerFactory.getLogger(KeepAlive.class);
     private static final AtomicLong THREADS = new AtomicLong();
+    private static final long ONE_MS = TimeUnit.MILLISECONDS.toNanos(1);
+    private static final long TEN_MS = TimeUnit.MILLISECONDS.toNanos(10);
 
     private final AbstractLocker<?> locker;
     private final TimeSource time;
@@ -103,7 +105,7 @@ final class KeepAlive implements AutoCloseable {
             return;
         }
         // at least 1 ms apart: a virtual clock standing just outside the margin must not spin this thread
-        long delay = Math.max(Duration.ofMillis(1).toNanos(), s.deadlineNanos() - marginNanos - time.nanoTime());
+        long delay = Math.max(ONE_MS, s.deadlineNanos() - marginNanos - time.nanoTime());
         watchdogScheduler.schedule(hold, Math.max(0, delay)); // moves an earlier watch; refused when closing
     }
 
@@ -269,7 +271,7 @@ final class KeepAlive implements AutoCloseable {
                 tasks.remove(id, this);
                 return;
             }
-            schedule(failed ? Math.max(Duration.ofMillis(10).toNanos(), Math.min(periodNanos / 3, soonest / 4)) : nextDelay());
+            schedule(failed ? Math.max(TEN_MS, Math.min(periodNanos / 3, soonest / 4)) : nextDelay());
         }
 
         /**
@@ -282,7 +284,7 @@ final class KeepAlive implements AutoCloseable {
             for (Hold h : locker.holdsOf(tx)) {
                 Hold.State s = h.state();
                 if (!s.isFinal() && s.status() != null) {
-                    d = Math.min(d, Math.max(Duration.ofMillis(10).toNanos(), (s.deadlineNanos() - marginNanos - now) / 2));
+                    d = Math.min(d, Math.max(TEN_MS, (s.deadlineNanos() - marginNanos - now) / 2));
                 }
             }
             return d;

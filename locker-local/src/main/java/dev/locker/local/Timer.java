@@ -43,6 +43,13 @@ final class Timer<E extends Timer.Timed> {
     private int size;
     private boolean shutdown;
     private Thread thread;
+    /**
+     * When the thread's current wait ends by itself: it is signalled only for an entry due before that (else it
+     * would wake, find nothing due, and wait again: a wake-up and a condition node per schedule for nothing).
+     * {@code Long.MAX_VALUE} with {@link #idle}: it waits for a signal.
+     */
+    private long wakesAt;
+    private boolean idle;
 
     Timer(String threadName, Consumer<E> handler) {
         this.threadName = threadName;
@@ -76,7 +83,7 @@ final class Timer<E extends Timer.Timed> {
                 siftUp(i);
                 siftDown(e.timerIndex());
             }
-            if (heap[0] == e) {
+            if (heap[0] == e && (idle || due - wakesAt < 0)) {
                 changed.signal();
             }
             return true;
@@ -138,15 +145,22 @@ final class Timer<E extends Timer.Timed> {
                         return;
                     }
                     if (size == 0) {
-                        changed.awaitUninterruptibly();
+                        idle = true;
+                        try {
+                            changed.awaitUninterruptibly();
+                        } finally {
+                            idle = false;
+                        }
                         continue;
                     }
-                    long wait = heap[0].timerDue() - System.nanoTime();
+                    long now = System.nanoTime();
+                    long wait = heap[0].timerDue() - now;
                     if (wait <= 0) {
                         next = (E) heap[0];
                         removeAt(0);
                         break;
                     }
+                    wakesAt = now + wait;
                     try {
                         changed.awaitNanos(wait);
                     } catch (InterruptedException e) {
