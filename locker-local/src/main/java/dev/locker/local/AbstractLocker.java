@@ -448,7 +448,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
                 // loss) may have landed when another process already held the job (MongoDB, wait-and-read-back check
                 // then write); that run is not ours to report
                 Hold.State after = hold.state();
-                if (after.isFinal() || time.nanoTime() - after.deadlineNanos() >= 0) {
+                if (after.isFinal() || time.nanoTime() - hold.deadlineOf(after) >= 0) {
                     throw new ExpiredLockException("the job's lock was lost while its run was recorded", job);
                 }
             } catch (LockingException e) {
@@ -643,7 +643,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
                 ? step(LockProbe.Step.VERIFY, hold.lock, "verifying a claim", () -> verifySingleLock(hold.lock, status), hold)
                 : step(LockProbe.Step.CHECK, hold.lock, "checking a claim", () -> checkSingleLock(hold.lock, status), hold);
         String problem = null;
-        if (time.nanoTime() - s.deadlineNanos() >= 0) {
+        if (time.nanoTime() - hold.deadlineOf(s) >= 0) {
             problem = "our claim's validity ended while it was checked";
         } else if (!hold.update(s, checked, true)) { // only a final state gets in between (steps are serialised)
             problem = "while our claim was checked, " + hold.state().lostWhy();
@@ -684,7 +684,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         S renewed = step(LockProbe.Step.RENEW, hold.lock, "renewing a claim", () -> renewSingleLock(hold.lock, status), hold);
         String problem = null;
         long now = time.nanoTime();
-        if (now - s.deadlineNanos() >= 0) {
+        if (now - hold.deadlineOf(s) >= 0) {
             // Answered after our former deadline: the claim may have been judged dead meanwhile (and a claimant may be
             // about to scrub it), so the renewal cannot count, even if the backend accepted it. A renewal that answers
             // before it landed while the claim was alive on every clock that agrees with ours.
@@ -1016,7 +1016,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         if (s.status() == null) {
             throw new IllegalStateException("the claim on " + hold.lock + " is still being written by another thread");
         }
-        if (time.nanoTime() - s.deadlineNanos() >= 0) {
+        if (time.nanoTime() - hold.deadlineOf(s) >= 0) {
             throw lost(hold, "our claim's validity ended (by this process's monotonic clock)");
         }
         return (S) s.status();

@@ -37,7 +37,9 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.Timed {
      * An immutable snapshot. {@code status} is null while CLAIMING and may be null after that if the claim was never
      * written; {@code reported} is true once a checkLocks call told the caller the claim is held. A live or released
      * state without a loss is a plain {@code State}; a state that carries a loss is an {@link Ended} (smaller
-     * snapshots for the common case: each step of an uncontended acquire makes one).
+     * snapshots for the common case: each step of an uncontended acquire makes one). The deadline of a state is
+     * {@link Hold#deadlineOf}: the one recorded with its status, or the hold's provisional deadline while no status
+     * was recorded, so the CLAIMING state, and the RELEASED state of a claim never written, are shared constants.
      */
     static class State {
         private final Phase phase;
@@ -58,10 +60,6 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.Timed {
 
         LockStatus status() {
             return status;
-        }
-
-        long deadlineNanos() {
-            return deadlineNanos;
         }
 
         boolean reported() {
@@ -124,6 +122,11 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.Timed {
         }
     }
 
+    /** The state of every hold whose claim is being written (its deadline: {@link #provisionalDeadline}). */
+    private static final State CLAIMING = new State(Phase.CLAIMING, null, 0, false);
+    /** The state of every hold released before any status was recorded. */
+    private static final State RELEASED_UNWRITTEN = new State(Phase.RELEASED, null, 0, false);
+
     private static final VarHandle STATE;
 
     static {
@@ -142,13 +145,17 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.Timed {
      * the hold is published to other threads.
      */
     private final long claimedSeconds;
+    /** -1 when the instant was not recorded. */
     private final int claimedNano;
-    private final boolean claimedKnown;
+    /** The deadline of the states that carry no status (while the claim is written, and if it never was). */
+    private final long provisionalDeadline;
     private volatile State state;
     private final Consumer<Hold> lostSink;
-    /** The listeners to tell of a loss (guarded by this hold's monitor); null until the first one. */
-    private ArrayList<Consumer<LockLost>> listeners;
-    private LockLost lost;
+    /**
+     * Guarded by this hold's monitor: null, then the listeners to tell of a loss (an ArrayList), then, once the loss is
+     * recorded, the {@link LockLost} itself (one field for both: a hold is kept per held lock).
+     */
+    private Object listeners;
     /** The keep-alive's watchdog slot for this hold (see {@link Timer.Timed}): no object per watched hold. */
     private int timerIndex = -1;
     private long timerDue;
@@ -166,15 +173,23 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.Timed {
         this.lock = lock;
         this.tx = tx;
         this.lostSink = lostSink;
-        this.claimedKnown = claimedAt != null;
         this.claimedSeconds = claimedAt != null ? claimedAt.getEpochSecond() : 0;
-        this.claimedNano = claimedAt != null ? claimedAt.getNano() : 0;
-        this.state = new State(Phase.CLAIMING, null, deadlineNanos, false);
+        this.claimedNano = claimedAt != null ? claimedAt.getNano() : -1;
+        this.provisionalDeadline = deadlineNanos;
+        this.state = CLAIMING;
     }
 
     /** When the claim was first asked for, or null if not recorded. */
     Instant claimedAt() {
-        return claimedKnown ? Instant.ofEpochSecond(claimedSeconds, claimedNano) : null;
+        return claimedNano >= 0 ? Instant.ofEpochSecond(claimedSeconds, claimedNano) : null;
+    }
+
+    /**
+     * The deadline of {@code s} (a state of this hold) on the monotonic clock: the one recorded with its status, or,
+     * when it has none, the provisional deadline the hold was made with.
+     */
+    long deadlineOf(State s) {
+        return s.status != null ? s.deadlineNanos : provisionalDeadline;
     }
 
     @Override
@@ -320,9 +335,9 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.Timed {
                 return true;
             }
             if (s.phase == Phase.RELEASED) {
-                return nowNanos - s.deadlineNanos >= 0;
+                return nowNanos - deadlineOf(s) >= 0;
             }
-            if (nowNanos - s.deadlineNanos < 0) {
+            if (nowNanos - deadlineOf(s) < 0) {
                 return false;
             }
             if (cas(s, new Ended(Phase.LOST, s.status, s.deadlineNanos, s.reported, LossReason.EXPIRED, why, null))) {
@@ -340,7 +355,8 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.Timed {
                 return s;
             }
             State released = s.lostWhy() == null && s.reason() == null && s.newHolder() == null
-                    ? new State(Phase.RELEASED, s.status, s.deadlineNanos, s.reported) // lostWhy() is "released"
+                    ? (s.status == null && !s.reported ? RELEASED_UNWRITTEN // lostWhy() is "released"
+                            : new State(Phase.RELEASED, s.status, s.deadlineNanos, s.reported))
                     : new Ended(Phase.RELEASED, s.status, s.deadlineNanos, s.reported, s.reason(),
                             s.lostWhy() != null ? s.lostWhy() : "released", s.newHolder());
             if (cas(s, released)) {
@@ -351,34 +367,37 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.Timed {
 
     boolean isLiveAt(long nowNanos) {
         State s = state;
-        return !s.isFinal() && nowNanos - s.deadlineNanos < 0;
+        return !s.isFinal() && nowNanos - deadlineOf(s) < 0;
     }
 
     /** Adds a listener; returns the loss to tell it at once if the hold was already lost, else null. */
+    @SuppressWarnings("unchecked")
     synchronized LockLost addListener(Consumer<LockLost> listener) {
-        if (lost != null) {
-            return lost;
+        Object l = listeners;
+        if (l instanceof LockLost) {
+            return (LockLost) l;
         }
-        if (listeners == null) {
-            listeners = new ArrayList<>(1);
+        if (l == null) {
+            l = new ArrayList<Consumer<LockLost>>(1);
+            listeners = l;
         }
-        listeners.add(listener);
+        ((ArrayList<Consumer<LockLost>>) l).add(listener);
         return null;
     }
 
     synchronized boolean hasListeners() {
-        return listeners != null && !listeners.isEmpty();
+        return listeners instanceof ArrayList && !((ArrayList<?>) listeners).isEmpty();
     }
 
     /** Records the loss and hands out the listeners to tell (each once). */
+    @SuppressWarnings("unchecked")
     synchronized List<Consumer<LockLost>> takeListeners(LockLost loss) {
-        lost = loss;
-        if (listeners == null) {
+        Object l = listeners;
+        listeners = loss;
+        if (!(l instanceof ArrayList)) {
             return List.of();
         }
-        List<Consumer<LockLost>> out = new ArrayList<>(listeners);
-        listeners.clear();
-        return out;
+        return (List<Consumer<LockLost>>) l; // nobody else holds it: handed out whole
     }
 
     @Override

@@ -105,7 +105,7 @@ final class KeepAlive implements AutoCloseable {
             return;
         }
         // at least 1 ms apart: a virtual clock standing just outside the margin must not spin this thread
-        long delay = Math.max(ONE_MS, s.deadlineNanos() - marginNanos - time.nanoTime());
+        long delay = Math.max(ONE_MS, hold.deadlineOf(s) - marginNanos - time.nanoTime());
         watchdogScheduler.schedule(hold, Math.max(0, delay)); // moves an earlier watch; refused when closing
     }
 
@@ -114,7 +114,7 @@ final class KeepAlive implements AutoCloseable {
         if (s.isFinal() || !watched(hold)) { // lost, released, or neither listened to nor kept alive any more
             return;
         }
-        long left = s.deadlineNanos() - time.nanoTime();
+        long left = hold.deadlineOf(s) - time.nanoTime();
         if (s.status() == null || left > marginNanos) {
             watch(hold); // still being written, renewed meanwhile, or a virtual clock that has not moved: look again then
             return;
@@ -259,11 +259,11 @@ final class KeepAlive implements AutoCloseable {
                     }
                     anyLive = true;
                     failed = true;
-                    soonest = Math.min(soonest, hold.state().deadlineNanos() - time.nanoTime());
+                    soonest = Math.min(soonest, hold.deadlineOf(hold.state()) - time.nanoTime());
                 } catch (RuntimeException e) { // unreachable, slow, refused, busy: retry sooner; the watchdog tells if too late
                     anyLive = true;
                     failed = true;
-                    soonest = Math.min(soonest, hold.state().deadlineNanos() - time.nanoTime());
+                    soonest = Math.min(soonest, hold.deadlineOf(hold.state()) - time.nanoTime());
                     log.debug("Keep-alive renewal of {} failed, retrying: {}", hold.lock, e.toString());
                 }
             }
@@ -284,7 +284,7 @@ final class KeepAlive implements AutoCloseable {
             for (Hold h : locker.holdsOf(tx)) {
                 Hold.State s = h.state();
                 if (!s.isFinal() && s.status() != null) {
-                    d = Math.min(d, Math.max(TEN_MS, (s.deadlineNanos() - marginNanos - now) / 2));
+                    d = Math.min(d, Math.max(TEN_MS, (h.deadlineOf(s) - marginNanos - now) / 2));
                 }
             }
             return d;
