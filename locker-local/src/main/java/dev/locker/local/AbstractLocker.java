@@ -717,7 +717,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         }
         KeepAlive keepAlive = this.background;
         if (keepAlive != null) {
-            keepAlive.stop(tx);
+            keepAlive.stop(holds);
         }
         for (Hold hold : holds.all()) {
             finish(hold, hold.release());
@@ -1083,19 +1083,20 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
     @Override
     public void keepAlive(Object tx, boolean on) {
         ensureOpen();
+        TxHolds kept = tx == null ? null : txs.get(keyOf(tx));
         if (!on) {
             KeepAlive k = background;
-            if (k != null) {
-                k.stop(tx);
+            if (k != null && kept != null) {
+                k.stop(kept);
             }
             return;
         }
-        Hold[] holds = holdsOf(tx);
+        Hold[] holds = kept == null ? NO_HOLDS : kept.all();
         if (holds.length == 0) {
             throw new IllegalStateException("transaction " + tx + " holds no lock to keep alive");
         }
         KeepAlive k = background();
-        k.start(tx);
+        k.start(kept);
         for (Hold hold : holds) {
             k.watch(hold);
         }
@@ -1149,9 +1150,15 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
     }
 
     /** The holds of {@code tx} when this is called, in claim order (an array nobody changes: iterate it freely). */
-    Hold[] holdsOf(Object tx) {
+    private Hold[] holdsOf(Object tx) {
         TxHolds holds = tx == null ? null : txs.get(keyOf(tx));
         return holds == null ? NO_HOLDS : holds.all();
+    }
+
+    /** For the keep-alive: is {@code tx} kept alive now? */
+    boolean keptAlive(Object tx) {
+        TxHolds kept = tx == null ? null : txs.get(keyOf(tx));
+        return kept != null && kept.keptAlive;
     }
 
     private Hold holdOf(KeyColumn lock, Object tx) {
@@ -1174,7 +1181,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
      * their own equals says. A {@link LockTransaction} (what leases use) is its own key: it keeps Object's identity
      * equals and hash, and it never equals a {@link TxKey}; any other transaction is wrapped.
      */
-    static Object keyOf(Object tx) {
+    private static Object keyOf(Object tx) {
         return tx instanceof LockTransaction ? tx : new TxKey(tx);
     }
 
@@ -1183,14 +1190,25 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
      * transaction was released (removed from {@link #txs}) while it claimed. Changes take this object's monitor.
      * Up to {@link #SMALL} holds (nearly every transaction) live in an array that is replaced, never changed in place,
      * so a reader takes a snapshot by reading one volatile field; beyond that, in a map (claim order kept), so a
-     * transaction with thousands of locks does not pay a copy and a scan per lock.
+     * transaction with thousands of locks does not pay a copy and a scan per lock. It is also the transaction's
+     * keep-alive record and renewal entry ({@link KeepAlive.Kept}).
      */
-    private static final class TxHolds {
+    private final class TxHolds extends KeepAlive.Kept {
         private static final int SMALL = 8;
 
         private volatile Hold[] small = NO_HOLDS;
         /** Non-null once the transaction claimed more than {@link #SMALL} locks (then {@link #small} is unused). */
         private LinkedHashMap<KeyColumn, Hold> large;
+
+        @Override
+        Hold[] holds() {
+            return all();
+        }
+
+        @Override
+        KeepAlive keepAlive() {
+            return background;
+        }
 
         Hold[] all() {
             Hold[] a = small;

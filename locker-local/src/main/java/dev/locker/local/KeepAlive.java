@@ -9,7 +9,6 @@ import org.slf4j.LoggerFactory;
 
 import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
@@ -44,8 +43,6 @@ final class KeepAlive implements AutoCloseable {
     /** The early lost signal: each watched hold is its own slot in this timer (no object per watched hold). */
     private final Timer<Hold> watchdogScheduler;
     private final ExecutorService notifier;
-    /** The kept-alive transactions, keyed like the locker's ({@link AbstractLocker#keyOf}). */
-    private final ConcurrentHashMap<Object, Task> tasks = new ConcurrentHashMap<>();
 
     KeepAlive(AbstractLocker<?> locker, LockerConfig config, TimeSource time) {
         this.locker = locker;
@@ -67,22 +64,31 @@ final class KeepAlive implements AutoCloseable {
         return t;
     }
 
-    /** Renews {@code tx}'s holds in the background until {@link #stop} (or they are lost). */
-    void start(Object tx) {
-        Object key = AbstractLocker.keyOf(tx);
-        if (tasks.containsKey(key)) {
-            return;
+    /** Renews the holds of a transaction in the background until {@link #stop} (or none of them is live). */
+    void start(Kept kept) {
+        synchronized (kept) {
+            if (kept.keptAlive) {
+                return;
+            }
+            kept.keptAlive = true;
         }
-        Task task = new Task(key, tx);
-        if (tasks.putIfAbsent(key, task) == null) {
-            task.schedule(task.nextDelay());
-        }
+        schedule(kept, nextDelay(kept));
     }
 
-    void stop(Object tx) {
-        Task t = tasks.remove(AbstractLocker.keyOf(tx));
-        if (t != null) {
-            t.cancel();
+    void stop(Kept kept) {
+        kept.keptAlive = false;
+        scheduler.cancel(kept);
+    }
+
+    private void schedule(Kept kept, long delayNanos) {
+        if (!kept.keptAlive) {
+            return;
+        }
+        if (!scheduler.schedule(kept, Math.max(0, delayNanos))) {
+            kept.keptAlive = false; // the locker is closing
+        }
+        if (!kept.keptAlive) { // stopped while it was being scheduled: take it out again
+            scheduler.cancel(kept);
         }
     }
 
@@ -92,7 +98,7 @@ final class KeepAlive implements AutoCloseable {
     }
 
     private boolean watched(Hold hold) {
-        return hold.hasListeners() || tasks.containsKey(AbstractLocker.keyOf(hold.tx));
+        return hold.hasListeners() || locker.keptAlive(hold.tx);
     }
 
     /** Arms (again) the early lost signal of {@code hold}, if it has listeners or is kept alive. */
@@ -148,9 +154,7 @@ final class KeepAlive implements AutoCloseable {
     /** Stops renewals and watchdogs; listeners already told run to the end (briefly awaited). */
     @Override
     public void close() {
-        tasks.values().forEach(Task::cancel);
-        tasks.clear();
-        scheduler.shutdownNow();
+        scheduler.shutdownNow(); // drops every scheduled renewal
         watchdogScheduler.shutdownNow();
         notifier.shutdown();
         try {
@@ -202,92 +206,86 @@ final class KeepAlive implements AutoCloseable {
         }
     }
 
-    /** One kept-alive transaction: its holds are read from the locker at each run (holds claimed later count). */
-    private final class Task extends Timed {
-        final Object id;
-        final Object tx;
-        volatile boolean cancelled;
+    /**
+     * What the keep-alive keeps of a transaction: the locker's record of its holds is also its renewal's timer entry
+     * (no task object and no map entry per kept-alive transaction). Its holds are read at each run (holds claimed
+     * later count).
+     */
+    abstract static class Kept extends Timed {
+        /** True from {@link #start} until {@link #stop}, or until a renewal finds none of its holds live. */
+        volatile boolean keptAlive;
 
-        Task(Object id, Object tx) {
-            this.id = id;
-            this.tx = tx;
-        }
+        /** The transaction's holds now. */
+        abstract Hold[] holds();
 
-        void schedule(long delayNanos) {
-            if (cancelled) {
-                return;
-            }
-            if (!scheduler.schedule(this, Math.max(0, delayNanos))) {
-                cancelled = true;
-            }
-            if (cancelled) { // cancelled while it was being scheduled: take it out again
-                scheduler.cancel(this);
-            }
-        }
-
-        void cancel() {
-            cancelled = true;
-            scheduler.cancel(this);
-        }
+        /** The keep-alive of the locker that keeps it, or null. */
+        abstract KeepAlive keepAlive();
 
         @Override
-        void run() {
-            if (cancelled) {
-                return;
+        final void run() {
+            KeepAlive k = keepAlive();
+            if (k != null) {
+                k.renew(this);
             }
-            boolean anyLive = false;
-            boolean failed = false;
-            long soonest = Long.MAX_VALUE;
-            for (Hold hold : locker.holdsOf(tx)) {
-                Hold.State state = hold.state();
-                if (state.isFinal()) {
-                    continue;
-                }
-                if (state.status() == null) { // still being written: nothing to renew yet
-                    anyLive = true;
-                    continue;
-                }
-                try {
-                    if (locker.renewQuietly(hold)) {
-                        anyLive = true;
-                    }
-                } catch (IllegalStateException e) {
-                    if (locker.isClosed()) {
-                        cancelled = true;
-                        tasks.remove(id, this);
-                        return;
-                    }
-                    anyLive = true;
-                    failed = true;
-                    soonest = Math.min(soonest, hold.deadlineOf(hold.state()) - time.nanoTime());
-                } catch (RuntimeException e) { // unreachable, slow, refused, busy: retry sooner; the watchdog tells if too late
-                    anyLive = true;
-                    failed = true;
-                    soonest = Math.min(soonest, hold.deadlineOf(hold.state()) - time.nanoTime());
-                    log.debug("Keep-alive renewal of {} failed, retrying: {}", hold.lock, e.toString());
-                }
-            }
-            if (!anyLive) {
-                tasks.remove(id, this);
-                return;
-            }
-            schedule(failed ? Math.max(TEN_MS, Math.min(periodNanos / 3, soonest / 4)) : nextDelay());
         }
+    }
 
-        /**
-         * A third of the expiry, but never later than halfway to the earliest point where a hold of the transaction
-         * would be declared lost (a short validity, as wait-and-read-back leaves after its lock-wait, needs it sooner).
-         */
-        long nextDelay() {
-            long now = time.nanoTime();
-            long d = periodNanos;
-            for (Hold h : locker.holdsOf(tx)) {
-                Hold.State s = h.state();
-                if (!s.isFinal() && s.status() != null) {
-                    d = Math.min(d, Math.max(TEN_MS, (h.deadlineOf(s) - marginNanos - now) / 2));
-                }
-            }
-            return d;
+    /** One renewal of a kept-alive transaction, on the keep-alive thread. */
+    private void renew(Kept kept) {
+        if (!kept.keptAlive) {
+            return;
         }
+        boolean anyLive = false;
+        boolean failed = false;
+        long soonest = Long.MAX_VALUE;
+        for (Hold hold : kept.holds()) {
+            Hold.State state = hold.state();
+            if (state.isFinal()) {
+                continue;
+            }
+            if (state.status() == null) { // still being written: nothing to renew yet
+                anyLive = true;
+                continue;
+            }
+            try {
+                if (locker.renewQuietly(hold)) {
+                    anyLive = true;
+                }
+            } catch (IllegalStateException e) {
+                if (locker.isClosed()) {
+                    kept.keptAlive = false;
+                    return;
+                }
+                anyLive = true;
+                failed = true;
+                soonest = Math.min(soonest, hold.deadlineOf(hold.state()) - time.nanoTime());
+            } catch (RuntimeException e) { // unreachable, slow, refused, busy: retry sooner; the watchdog tells if too late
+                anyLive = true;
+                failed = true;
+                soonest = Math.min(soonest, hold.deadlineOf(hold.state()) - time.nanoTime());
+                log.debug("Keep-alive renewal of {} failed, retrying: {}", hold.lock, e.toString());
+            }
+        }
+        if (!anyLive) {
+            kept.keptAlive = false;
+            return;
+        }
+        schedule(kept, failed ? Math.max(TEN_MS, Math.min(periodNanos / 3, soonest / 4)) : nextDelay(kept));
+    }
+
+    /**
+     * A third of the expiry, but never later than halfway to the earliest point where a hold of the transaction
+     * would be declared lost (a short validity, as wait-and-read-back leaves after its lock-wait, needs it sooner).
+     */
+    private long nextDelay(Kept kept) {
+        long now = time.nanoTime();
+        long d = periodNanos;
+        for (Hold h : kept.holds()) {
+            Hold.State s = h.state();
+            if (!s.isFinal() && s.status() != null) {
+                d = Math.min(d, Math.max(TEN_MS, (h.deadlineOf(s) - marginNanos - now) / 2));
+            }
+        }
+        return d;
     }
 }
