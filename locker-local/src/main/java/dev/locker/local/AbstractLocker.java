@@ -744,10 +744,16 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         try {
             if (before.status() != null && before.phase() != Hold.Phase.RELEASED) {
                 S status = (S) before.status();
-                step(LockProbe.Step.RELEASE, hold.lock, "deleting a claim", () -> {
+                // step(RELEASE, ...) written out: no capturing lambda per release
+                probe.before(LockProbe.Step.RELEASE, hold.lock, config.rid());
+                try {
                     deleteSingleLock(hold.lock, status);
-                    return status;
-                });
+                    probe.after(LockProbe.Step.RELEASE, hold.lock, config.rid(), null);
+                } catch (RuntimeException e) {
+                    LockingException t = translate(e, hold.lock, "deleting a claim");
+                    probe.after(LockProbe.Step.RELEASE, hold.lock, config.rid(), t);
+                    throw t;
+                }
             }
         } catch (LockingException ex) {
             log.warn("Could not delete our claim on {} (locker {}); it expires on its own: {}", hold.lock, config.rid(),
