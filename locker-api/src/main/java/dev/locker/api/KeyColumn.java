@@ -39,7 +39,14 @@ public final class KeyColumn implements Comparable<KeyColumn> {
         if (key.length == 0) {
             throw new IllegalArgumentException("key must not be empty");
         }
-        return new KeyColumn(key.clone(), column.clone());
+        return new KeyColumn(key.clone(), copy(column));
+    }
+
+    /** No lock's arrays are ever changed or handed out, so every empty part can be the same array. */
+    private static final byte[] EMPTY = new byte[0];
+
+    private static byte[] copy(byte[] part) {
+        return part.length == 0 ? EMPTY : part.clone();
     }
 
     /**
@@ -53,7 +60,12 @@ public final class KeyColumn implements Comparable<KeyColumn> {
     public static KeyColumn of(String key, String column) {
         requirePart(key, "key");
         requirePart(column, "column");
-        return of(utf8(key, "key"), utf8(column, "column"));
+        byte[] k = utf8(key, "key");
+        byte[] c = utf8(column, "column");
+        if (k.length == 0) {
+            throw new IllegalArgumentException("key must not be empty");
+        }
+        return new KeyColumn(k, c); // both arrays are fresh (or the shared empty one): no second copy
     }
 
     /** A null part is the caller's argument error, like a null lock anywhere else: IllegalArgumentException. */
@@ -74,6 +86,13 @@ public final class KeyColumn implements Comparable<KeyColumn> {
     }
 
     private static byte[] utf8(String s, String what) {
+        if (s.isEmpty()) {
+            return EMPTY;
+        }
+        if (!hasSurrogate(s)) {
+            // without surrogates every char is a scalar value: String's own encoder is exact, and makes no buffers
+            return s.getBytes(StandardCharsets.UTF_8);
+        }
         try {
             ByteBuffer buf = StandardCharsets.UTF_8.newEncoder()
                     .onMalformedInput(CodingErrorAction.REPORT)
@@ -85,6 +104,15 @@ public final class KeyColumn implements Comparable<KeyColumn> {
         } catch (CharacterCodingException e) {
             throw new IllegalArgumentException(what + " is not valid UTF-16 (lone surrogate?): cannot encode it as UTF-8", e);
         }
+    }
+
+    private static boolean hasSurrogate(String s) {
+        for (int i = 0, n = s.length(); i < n; i++) {
+            if (Character.isSurrogate(s.charAt(i))) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** {@return a copy of the key bytes (never empty)} */
@@ -186,7 +214,7 @@ public final class KeyColumn implements Comparable<KeyColumn> {
         int keep = Math.min(key.length, maxBytes - DIGEST_MARKER.length - digest.length);
         byte[] k = ByteBuffer.allocate(keep + DIGEST_MARKER.length + digest.length)
                 .put(key, 0, keep).put(DIGEST_MARKER).put(digest).array();
-        return new KeyColumn(k, new byte[0]);
+        return new KeyColumn(k, EMPTY);
     }
 
     /**
@@ -217,7 +245,7 @@ public final class KeyColumn implements Comparable<KeyColumn> {
         }
         byte[] k = new byte[keyLen];
         buf.get(k);
-        byte[] c = new byte[buf.remaining()];
+        byte[] c = buf.remaining() == 0 ? EMPTY : new byte[buf.remaining()];
         buf.get(c);
         return new KeyColumn(k, c);
     }

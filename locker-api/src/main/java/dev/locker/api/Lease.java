@@ -1,8 +1,10 @@
 package dev.locker.api;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicBoolean;
+
 
 /**
  * One held lock (or one set of locks held together, from {@link Locker#acquireAll}), released by {@link #close()}:
@@ -17,9 +19,21 @@ public final class Lease implements AutoCloseable {
 
     private final Locker locker;
     private final KeyColumn lock;
-    private final List<KeyColumn> locks;
+    /** Every lock, for a lease on several; null for a lease on one lock (the common case keeps no list). */
+    private final List<KeyColumn> several;
     private final Object tx;
-    private final AtomicBoolean closed = new AtomicBoolean();
+    /** 1 once {@link #close()} was called (a field, not an AtomicBoolean: a lease is kept per held lock). */
+    private volatile int closed;
+
+    private static final VarHandle CLOSED;
+
+    static {
+        try {
+            CLOSED = MethodHandles.lookup().findVarHandle(Lease.class, "closed", int.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
 
     /**
      * For {@link Locker} implementations: the lease on {@code locks}, which {@code tx} holds (claimed and checked) on
@@ -32,7 +46,10 @@ public final class Lease implements AutoCloseable {
     public Lease(Locker locker, List<KeyColumn> locks, Object tx) {
         this.locker = locker;
         this.lock = locks.get(0);
-        this.locks = List.copyOf(locks);
+        this.several = locks.size() == 1 ? null : List.copyOf(locks);
+        if (several == null && lock == null) {
+            throw new NullPointerException("locks must not contain null");
+        }
         this.tx = tx;
     }
 
@@ -51,7 +68,7 @@ public final class Lease implements AutoCloseable {
      * @return every lock this lease holds, in canonical order
      */
     public List<KeyColumn> locks() {
-        return locks;
+        return several != null ? several : List.of(lock);
     }
 
     /**
@@ -61,8 +78,8 @@ public final class Lease implements AutoCloseable {
      * @return the lock's fencing token: pass it to the guarded resource along with every write
      */
     public long fencingToken() {
-        if (locks.size() > 1) {
-            throw new IllegalStateException("this lease holds " + locks.size() + " locks, each with its own token: "
+        if (several != null) {
+            throw new IllegalStateException("this lease holds " + several.size() + " locks, each with its own token: "
                     + "call fencingToken(lock)");
         }
         return fencingToken(lock);
@@ -75,10 +92,10 @@ public final class Lease implements AutoCloseable {
      * @return the fencing token of one of this lease's locks
      */
     public long fencingToken(KeyColumn which) {
-        if (!locks.contains(which)) {
+        if (several != null ? !several.contains(which) : !lock.equals(which)) {
             throw new IllegalArgumentException("this lease does not hold " + which);
         }
-        if (closed.get()) {
+        if (isClosed()) {
             throw new IllegalStateException("lease on " + lock + " is closed");
         }
         return locker.fencingToken(which, tx);
@@ -103,10 +120,10 @@ public final class Lease implements AutoCloseable {
      * renewal, or its locker closed), before its validity ends where that can be foreseen; at once if it already is
      */
     public Lease onLost(java.util.function.Consumer<LockLost> listener) {
-        if (closed.get()) {
+        if (isClosed()) {
             throw new IllegalStateException("lease on " + lock + " is closed");
         }
-        for (KeyColumn l : locks) {
+        for (KeyColumn l : locks()) {
             locker.whenLost(l, tx, listener);
         }
         return this;
@@ -119,7 +136,7 @@ public final class Lease implements AutoCloseable {
      * @return this lease
      */
     public Lease keepAlive(boolean on) {
-        if (closed.get()) {
+        if (isClosed()) {
             throw new IllegalStateException("lease on " + lock + " is closed");
         }
         locker.keepAlive(tx, on);
@@ -132,7 +149,7 @@ public final class Lease implements AutoCloseable {
      * @throws ExpiredLockException when it has already expired or was force-released
      */
     public void renew() {
-        if (closed.get()) {
+        if (isClosed()) {
             throw new IllegalStateException("lease on " + lock + " is closed");
         }
         locker.renewLocks(tx);
@@ -145,7 +162,7 @@ public final class Lease implements AutoCloseable {
      * @throws IllegalStateException when the lease or its locker is closed
      */
     public void check() {
-        if (closed.get()) {
+        if (isClosed()) {
             throw new IllegalStateException("lease on " + lock + " is closed");
         }
         locker.verifyLocks(tx);
@@ -168,40 +185,50 @@ public final class Lease implements AutoCloseable {
      * @return how long this process may still act under the lease (zero when it is closed, lost or past its deadline)
      */
     public Duration remaining() {
-        if (closed.get()) {
+        if (isClosed()) {
             return Duration.ZERO;
         }
         long now = locker.config().timeSource().nanoTime();
-        long least = Long.MAX_VALUE;
-        for (KeyColumn l : locks) {
-            LockStatus s;
-            try {
-                s = locker.status(l, tx).orElse(null);
-            } catch (IllegalStateException closedLocker) {
-                return Duration.ZERO;
+        long least = several == null ? leftOn(lock, now) : Long.MAX_VALUE;
+        if (several != null) {
+            for (KeyColumn l : several) {
+                least = Math.min(least, leftOn(l, now));
+                if (least <= 0) {
+                    break;
+                }
             }
-            if (s == null || !s.isHeld()) {
-                return Duration.ZERO;
-            }
-            least = Math.min(least, s.deadlineNanos() - now);
         }
         return least > 0 ? Duration.ofNanos(least) : Duration.ZERO;
     }
 
+    /** Nanoseconds left on one lock at {@code now}; 0 when it is not held (or the locker is closed). */
+    private long leftOn(KeyColumn l, long now) {
+        LockStatus s;
+        try {
+            s = locker.status(l, tx).orElse(null);
+        } catch (IllegalStateException closedLocker) {
+            return 0;
+        }
+        if (s == null || !s.isHeld()) {
+            return 0;
+        }
+        return s.deadlineNanos() - now;
+    }
+
     /** {@return whether {@link #close()} was called} */
     public boolean isClosed() {
-        return closed.get();
+        return closed != 0;
     }
 
     @Override
     public void close() {
-        if (closed.compareAndSet(false, true)) {
+        if (CLOSED.compareAndSet(this, 0, 1)) {
             locker.deleteLocks(tx);
         }
     }
 
     @Override
     public String toString() {
-        return "Lease[" + (locks.size() == 1 ? lock : locks) + ", " + tx + (closed.get() ? ", closed" : "") + "]";
+        return "Lease[" + (several == null ? lock : several) + ", " + tx + (isClosed() ? ", closed" : "") + "]";
     }
 }

@@ -20,6 +20,8 @@ public final class LockOwner {
     private final String thread;
     private final String why;
     private final Instant since;
+    /** {@link #toBytes()}, made on its first call (the fields are final: it never changes). */
+    private volatile byte[] encoded;
 
     /**
      * Owner metadata as a claim records it.
@@ -89,6 +91,15 @@ public final class LockOwner {
      * @return compact binary form (length-prefixed UTF-8 fields), for backends that store owner metadata as bytes
      */
     public byte[] toBytes() {
+        byte[] e = encoded;
+        if (e == null) {
+            e = encode();
+            encoded = e;
+        }
+        return e.clone();
+    }
+
+    private byte[] encode() {
         ByteArrayOutputStream out = new ByteArrayOutputStream(64);
         writeString(out, rid);
         writeString(out, host);

@@ -47,6 +47,8 @@ public final class LockerConfig {
     private final TimeSource timeSource;
     private final LockProbe probe;
     private final LocalArbitration localArbitration;
+    /** The owner each thread built last (see {@link #owner}); per thread, so threads do not contend on it. */
+    private final ThreadLocal<LockOwner> lastOwner = new ThreadLocal<>();
 
     private LockerConfig(Builder b) {
         this.expiry = b.expiry;
@@ -235,8 +237,17 @@ public final class LockerConfig {
      * @return the owner metadata a claim written now, by the current thread, for {@code reason} carries
      */
     public LockOwner owner(String reason) {
-        return new LockOwner(rid, host, pid, Thread.currentThread().getName(),
-                reason == null || reason.isEmpty() ? why : reason, null);
+        String thread = Thread.currentThread().getName();
+        String w = reason == null || reason.isEmpty() ? why : reason;
+        // the owner is immutable and compared by content: the one this thread built last serves again while its
+        // thread name and reason are the same (an acquire builds none, and its encoding is kept: LockOwner#toBytes)
+        LockOwner last = lastOwner.get();
+        if (last != null && last.thread().equals(thread) && last.why().equals(w)) {
+            return last;
+        }
+        LockOwner made = new LockOwner(rid, host, pid, thread, w, null);
+        lastOwner.set(made);
+        return made;
     }
 
     /**

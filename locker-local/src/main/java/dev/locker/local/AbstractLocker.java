@@ -34,7 +34,6 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
@@ -72,12 +71,16 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
     protected final TimeSource time;
     protected final LocalLockMediator mediator;
     private final LockProbe probe;
+    /** The configured expiry in nanoseconds (read on every claim). */
+    private final long expiryNanos;
+    /** Told once by each hold when it is lost: one instance for every hold, not a method reference per claim. */
+    private final Consumer<Hold> lostSink = this::lost;
 
-    /** The holds of each transaction, keyed by the transaction's identity, in the order they were claimed. */
-    private final ConcurrentHashMap<TxKey, Map<KeyColumn, Hold>> txs = new ConcurrentHashMap<>();
+    /** The holds of each transaction, keyed by the transaction's identity ({@link #keyOf}), in the order they were claimed. */
+    private final ConcurrentHashMap<Object, TxHolds> txs = new ConcurrentHashMap<>();
     private final AtomicBoolean closed = new AtomicBoolean();
     /** The transactions of the waits in progress, for {@link #writeSingleLock(KeyColumn, LockOwner, Waiting)}. */
-    private final ConcurrentHashMap<TxKey, Waiting> waits = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<Object, Waiting> waits = new ConcurrentHashMap<>();
 
     /**
      * @param config   the settings; the locker runs with {@link LockerConfig#forNewInstance()} of it, so its rid is its own
@@ -88,7 +91,16 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         this.config = Objects.requireNonNull(config, "config must not be null").forNewInstance();
         this.time = this.config.timeSource();
         this.probe = this.config.probe();
+        this.expiryNanos = nanosOrZero(this.config.expiry());
         this.mediator = mediator != null ? mediator : mediatorOf(this.config);
+    }
+
+    private static long nanosOrZero(Duration d) {
+        try {
+            return d.toNanos();
+        } catch (ArithmeticException tooLong) {
+            return 0;
+        }
     }
 
     private static LocalLockMediator mediatorOf(LockerConfig config) {
@@ -263,15 +275,20 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
             throw new IllegalArgumentException("tx must not be null");
         }
         ensureOpen();
-        TxKey key = new TxKey(tx);
-        Map<KeyColumn, Hold> holds = txs.computeIfAbsent(key, k -> new LinkedHashMap<>());
-        synchronized (holds) {
-            if (holds.containsKey(lock)) {
-                return; // idempotent: no I/O, no extension
+        Object key = keyOf(tx);
+        TxHolds holds = txs.get(key);
+        if (holds == null) { // get, then putIfAbsent: no reservation node and no lambda when the transaction is new
+            TxHolds fresh = new TxHolds();
+            holds = txs.putIfAbsent(key, fresh);
+            if (holds == null) {
+                holds = fresh;
             }
         }
-        Hold hold = new Hold(lock, tx, time.nanoTime() + config.expiry().toNanos(), this::lost);
-        hold.claimedAt = time.now();
+        if (holds.find(lock) != null) {
+            return; // idempotent: no I/O, no extension
+        }
+        long expiry = expiryNanos != 0 ? expiryNanos : config.expiry().toNanos(); // an expiry too long for nanoseconds fails here, as before
+        Hold hold = new Hold(lock, tx, time.nanoTime() + expiry, lostSink, time.now());
         if (!takeLocal(hold)) {
             forgetIfEmpty(key, holds);
             Object other = mediator.holder(lock).orElse("another transaction");
@@ -279,9 +296,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
             throw new TemporaryLockingException("lock is held by " + other + " in this process (local contention, "
                     + "no store I/O done)", lock, localHolder, null);
         }
-        synchronized (holds) {
-            holds.put(lock, hold);
-        }
+        holds.add(hold);
         if (txs.get(key) != holds || closed.get()) { // deleteLocks of this transaction, or close, ran meanwhile
             hold.release();
             mediator.release(hold);
@@ -291,7 +306,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         Hold.State claiming = hold.state();
         S status;
         try {
-            status = step(LockProbe.Step.WRITE, lock, "writing a claim", () -> writeSingleLock(lock, config.owner(whyOf(tx)), waits.get(key)));
+            status = write(lock, tx, key);
         } catch (LockingException e) {
             drop(key, holds, hold);
             throw e;
@@ -433,7 +448,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
                 // loss) may have landed when another process already held the job (MongoDB, wait-and-read-back check
                 // then write); that run is not ours to report
                 Hold.State after = hold.state();
-                if (after.isFinal() || time.nanoTime() - after.deadlineNanos() >= 0) {
+                if (after.isFinal() || time.nanoTime() - hold.deadlineOf(after) >= 0) {
                     throw new ExpiredLockException("the job's lock was lost while its run was recorded", job);
                 }
             } catch (LockingException e) {
@@ -459,8 +474,8 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
     /** One attempt: claims every lock for {@code tx}, checks them, keeps them alive; all or nothing. */
     private Lease attempt(List<KeyColumn> locks, LockTransaction tx) {
         try {
-            for (KeyColumn l : locks) {
-                writeLock(l, tx);
+            for (int i = 0, n = locks.size(); i < n; i++) { // no iterator per attempt
+                writeLock(locks.get(i), tx);
             }
             checkLocks(tx);
             keepAlive(tx, true);
@@ -492,7 +507,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         long start = time.nanoTime();
         long deadline = start + maxWait.toNanos();
         LockTransaction tx = new LockTransaction(why);
-        TxKey key = new TxKey(tx);
+        Object key = keyOf(tx);
         Waiting waiting = new Waiting(locks, maxWait.isZero());
         waits.put(key, waiting);
         boolean acquired = false;
@@ -503,7 +518,6 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
             long pauseMillis = 5;
             for (int attempts = 1; ; attempts++) {
                 TemporaryLockingException last;
-                long localReleases = mediator.releases();
                 try {
                     Lease lease = attempt(locks, tx);
                     acquired = true;
@@ -527,7 +541,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
                     }
                     try {
                         if (local) {
-                            mediator.awaitRelease(localReleases, pause);
+                            mediator.awaitRelease(last.lock(), pause);
                         } else {
                             awaitRelease(waiting, last, pause);
                         }
@@ -606,12 +620,12 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
     /** checkLocks (confirmed claims cost no I/O) or verifyLocks (they are asked about again). */
     private void confirm(Object tx, boolean askAgain) {
         ensureOpen();
-        for (Hold hold : holdsOf(tx)) {
-            hold.steps.lock();
+        for (Hold hold : holdsOf(tx)) { // a snapshot: the array is never changed in place
+            hold.lockSteps();
             try {
                 confirm(hold, askAgain);
             } finally {
-                hold.steps.unlock();
+                hold.unlockSteps();
             }
         }
     }
@@ -629,7 +643,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
                 ? step(LockProbe.Step.VERIFY, hold.lock, "verifying a claim", () -> verifySingleLock(hold.lock, status), hold)
                 : step(LockProbe.Step.CHECK, hold.lock, "checking a claim", () -> checkSingleLock(hold.lock, status), hold);
         String problem = null;
-        if (time.nanoTime() - s.deadlineNanos() >= 0) {
+        if (time.nanoTime() - hold.deadlineOf(s) >= 0) {
             problem = "our claim's validity ended while it was checked";
         } else if (!hold.update(s, checked, true)) { // only a final state gets in between (steps are serialised)
             problem = "while our claim was checked, " + hold.state().lostWhy();
@@ -656,11 +670,11 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
     }
 
     private void renew(Hold hold) {
-        hold.steps.lock();
+        hold.lockSteps();
         try {
             renewLocked(hold);
         } finally {
-            hold.steps.unlock();
+            hold.unlockSteps();
         }
     }
 
@@ -670,7 +684,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         S renewed = step(LockProbe.Step.RENEW, hold.lock, "renewing a claim", () -> renewSingleLock(hold.lock, status), hold);
         String problem = null;
         long now = time.nanoTime();
-        if (now - s.deadlineNanos() >= 0) {
+        if (now - hold.deadlineOf(s) >= 0) {
             // Answered after our former deadline: the claim may have been judged dead meanwhile (and a claimant may be
             // about to scrub it), so the renewal cannot count, even if the backend accepted it. A renewal that answers
             // before it landed while the claim was alive on every clock that agrees with ours.
@@ -697,15 +711,15 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         if (tx == null) {
             return;
         }
-        Map<KeyColumn, Hold> holds = txs.remove(new TxKey(tx));
+        TxHolds holds = txs.remove(keyOf(tx));
         if (holds == null) {
             return;
         }
         KeepAlive keepAlive = this.background;
         if (keepAlive != null) {
-            keepAlive.stop(tx);
+            keepAlive.stop(holds);
         }
-        for (Hold hold : snapshot(holds)) {
+        for (Hold hold : holds.all()) {
             finish(hold, hold.release());
         }
     }
@@ -716,11 +730,11 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
      * final and withdraws what it wrote.
      */
     private void finish(Hold hold, Hold.State before) {
-        hold.steps.lock();
+        hold.lockSteps();
         try {
             releaseHold(hold, before);
         } finally {
-            hold.steps.unlock();
+            hold.unlockSteps();
         }
     }
 
@@ -730,10 +744,16 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         try {
             if (before.status() != null && before.phase() != Hold.Phase.RELEASED) {
                 S status = (S) before.status();
-                step(LockProbe.Step.RELEASE, hold.lock, "deleting a claim", () -> {
+                // step(RELEASE, ...) written out: no capturing lambda per release
+                probe.before(LockProbe.Step.RELEASE, hold.lock, config.rid());
+                try {
                     deleteSingleLock(hold.lock, status);
-                    return status;
-                });
+                    probe.after(LockProbe.Step.RELEASE, hold.lock, config.rid(), null);
+                } catch (RuntimeException e) {
+                    LockingException t = translate(e, hold.lock, "deleting a claim");
+                    probe.after(LockProbe.Step.RELEASE, hold.lock, config.rid(), t);
+                    throw t;
+                }
             }
         } catch (LockingException ex) {
             log.warn("Could not delete our claim on {} (locker {}); it expires on its own: {}", hold.lock, config.rid(),
@@ -876,10 +896,10 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         if (!closed.compareAndSet(false, true)) {
             return;
         }
-        for (TxKey key : new ArrayList<>(txs.keySet())) {
-            Map<KeyColumn, Hold> holds = txs.remove(key);
+        for (Object key : new ArrayList<>(txs.keySet())) {
+            TxHolds holds = txs.remove(key);
             if (holds != null) {
-                for (Hold hold : snapshot(holds)) {
+                for (Hold hold : holds.all()) {
                     finish(hold, hold.lose(LossReason.LOCKER_CLOSED, "the locker was closed"));
                 }
             }
@@ -930,6 +950,20 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         }
     }
 
+    /** The write step of {@link #writeLock}: {@link #step} written out, so the hot path makes no lambda per claim. */
+    private S write(KeyColumn lock, Object tx, Object key) {
+        probe.before(LockProbe.Step.WRITE, lock, config.rid());
+        try {
+            S result = writeSingleLock(lock, config.owner(whyOf(tx)), waits.get(key));
+            probe.after(LockProbe.Step.WRITE, lock, config.rid(), null);
+            return result;
+        } catch (RuntimeException e) {
+            LockingException t = translate(e, lock, "writing a claim");
+            probe.after(LockProbe.Step.WRITE, lock, config.rid(), t);
+            throw t;
+        }
+    }
+
     /** Runs one backend step between the probe's two calls, translating its failure. */
     private <T> T step(LockProbe.Step step, KeyColumn lock, String action, Supplier<T> op) {
         probe.before(step, lock, config.rid());
@@ -966,7 +1000,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         }
         try {
             Optional<ForcedRelease> forced = readRecord(hold.lock, FORCED).map(ForcedRelease::fromBytes);
-            java.time.Instant claimed = hold.claimedAt;
+            java.time.Instant claimed = hold.claimedAt();
             if (forced.isPresent() && forced.get().released().map(o -> o.rid().equals(config.rid())).orElse(false)
                     && (claimed == null || forced.get().at().isAfter(claimed.minus(config.expiry())))) {
                 return new ExpiredLockException("our claim was " + forced.get(), hold.lock, e.holder(), e,
@@ -988,7 +1022,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         if (s.status() == null) {
             throw new IllegalStateException("the claim on " + hold.lock + " is still being written by another thread");
         }
-        if (time.nanoTime() - s.deadlineNanos() >= 0) {
+        if (time.nanoTime() - hold.deadlineOf(s) >= 0) {
             throw lost(hold, "our claim's validity ended (by this process's monotonic clock)");
         }
         return (S) s.status();
@@ -1055,25 +1089,28 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
     @Override
     public void keepAlive(Object tx, boolean on) {
         ensureOpen();
+        TxHolds kept = tx == null ? null : txs.get(keyOf(tx));
         if (!on) {
             KeepAlive k = background;
-            if (k != null) {
-                k.stop(tx);
+            if (k != null && kept != null) {
+                k.stop(kept);
             }
             return;
         }
-        List<Hold> holds = holdsOf(tx);
-        if (holds.isEmpty()) {
+        Hold[] holds = kept == null ? NO_HOLDS : kept.all();
+        if (holds.length == 0) {
             throw new IllegalStateException("transaction " + tx + " holds no lock to keep alive");
         }
         KeepAlive k = background();
-        k.start(tx, () -> holdsOf(tx));
-        holds.forEach(k::watch);
+        k.start(kept);
+        for (Hold hold : holds) {
+            k.watch(hold);
+        }
     }
 
     /** For the keep-alive: renews one hold; false when it is lost (the hold then told its listeners). */
     boolean renewQuietly(Hold hold) {
-        if (!hold.steps.tryLock()) { // a step is in flight on this hold: never block the keep-alive of other holds
+        if (!hold.tryLockSteps()) { // a step is in flight on this hold: never block the keep-alive of other holds
             throw new TemporaryLockingException("a step is in flight on this hold; renewal postponed", hold.lock);
         }
         try {
@@ -1082,7 +1119,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         } catch (ExpiredLockException e) {
             return false;
         } finally {
-            hold.steps.unlock();
+            hold.unlockSteps();
         }
     }
 
@@ -1105,12 +1142,10 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         }
     }
 
-    private void drop(TxKey key, Map<KeyColumn, Hold> holds, Hold hold) {
+    private void drop(Object key, TxHolds holds, Hold hold) {
         hold.release();
         mediator.release(hold);
-        synchronized (holds) {
-            holds.remove(hold.lock, hold);
-        }
+        holds.remove(hold);
         forgetIfEmpty(key, holds);
     }
 
@@ -1120,22 +1155,24 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         }
     }
 
-    private List<Hold> holdsOf(Object tx) {
-        Map<KeyColumn, Hold> holds = tx == null ? null : txs.get(new TxKey(tx));
-        return holds == null ? List.of() : snapshot(holds);
+    /** The holds of {@code tx} when this is called, in claim order (an array nobody changes: iterate it freely). */
+    private Hold[] holdsOf(Object tx) {
+        TxHolds holds = tx == null ? null : txs.get(keyOf(tx));
+        return holds == null ? NO_HOLDS : holds.all();
+    }
+
+    /** For the keep-alive: is {@code tx} kept alive now? */
+    boolean keptAlive(Object tx) {
+        TxHolds kept = tx == null ? null : txs.get(keyOf(tx));
+        return kept != null && kept.keptAlive;
     }
 
     private Hold holdOf(KeyColumn lock, Object tx) {
-        Map<KeyColumn, Hold> holds = tx == null || lock == null ? null : txs.get(new TxKey(tx));
-        if (holds == null) {
-            return null;
-        }
-        synchronized (holds) {
-            return holds.get(lock);
-        }
+        TxHolds holds = tx == null || lock == null ? null : txs.get(keyOf(tx));
+        return holds == null ? null : holds.find(lock);
     }
 
-    private void forgetIfEmpty(TxKey key, Map<KeyColumn, Hold> holds) {
+    private void forgetIfEmpty(Object key, TxHolds holds) {
         synchronized (holds) {
             if (holds.isEmpty()) {
                 txs.remove(key, holds);
@@ -1143,9 +1180,114 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         }
     }
 
-    private static List<Hold> snapshot(Map<KeyColumn, Hold> holds) {
-        synchronized (holds) {
-            return new ArrayList<>(holds.values());
+    private static final Hold[] NO_HOLDS = new Hold[0];
+
+    /**
+     * The key of a transaction in {@link #txs} and {@link #waits}: transactions are compared by identity, whatever
+     * their own equals says. A {@link LockTransaction} (what leases use) is its own key: it keeps Object's identity
+     * equals and hash, and it never equals a {@link TxKey}; any other transaction is wrapped.
+     */
+    private static Object keyOf(Object tx) {
+        return tx instanceof LockTransaction ? tx : new TxKey(tx);
+    }
+
+    /**
+     * The holds of one transaction, in the order they were claimed. Its identity tells {@link #writeLock} whether the
+     * transaction was released (removed from {@link #txs}) while it claimed. Changes take this object's monitor.
+     * Up to {@link #SMALL} holds (nearly every transaction) live in an array that is replaced, never changed in place,
+     * so a reader takes a snapshot by reading one volatile field; beyond that, in a map (claim order kept), so a
+     * transaction with thousands of locks does not pay a copy and a scan per lock. It is also the transaction's
+     * keep-alive record and renewal entry ({@link KeepAlive.Kept}).
+     */
+    private final class TxHolds extends KeepAlive.Kept {
+        private static final int SMALL = 8;
+
+        private volatile Hold[] small = NO_HOLDS;
+        /** Non-null once the transaction claimed more than {@link #SMALL} locks (then {@link #small} is unused). */
+        private LinkedHashMap<KeyColumn, Hold> large;
+
+        @Override
+        Hold[] holds() {
+            return all();
+        }
+
+        @Override
+        KeepAlive keepAlive() {
+            return background;
+        }
+
+        Hold[] all() {
+            Hold[] a = small;
+            if (a != null) {
+                return a;
+            }
+            synchronized (this) {
+                return large.values().toArray(NO_HOLDS);
+            }
+        }
+
+        Hold find(KeyColumn lock) {
+            Hold[] a = small;
+            if (a != null) {
+                for (Hold h : a) {
+                    if (h.lock.equals(lock)) {
+                        return h;
+                    }
+                }
+                return null;
+            }
+            synchronized (this) {
+                return large.get(lock);
+            }
+        }
+
+        boolean isEmpty() {
+            Hold[] a = small;
+            if (a != null) {
+                return a.length == 0;
+            }
+            synchronized (this) {
+                return large.isEmpty();
+            }
+        }
+
+        synchronized void add(Hold hold) {
+            Hold[] a = small;
+            if (a == null) {
+                large.put(hold.lock, hold);
+            } else if (a.length < SMALL) {
+                Hold[] b = Arrays.copyOf(a, a.length + 1);
+                b[a.length] = hold;
+                small = b;
+            } else {
+                large = new LinkedHashMap<>();
+                for (Hold h : a) {
+                    large.put(h.lock, h);
+                }
+                large.put(hold.lock, hold);
+                small = null;
+            }
+        }
+
+        synchronized void remove(Hold hold) {
+            Hold[] a = small;
+            if (a == null) {
+                large.remove(hold.lock, hold);
+                return;
+            }
+            for (int i = 0; i < a.length; i++) {
+                if (a[i] == hold) {
+                    if (a.length == 1) {
+                        small = NO_HOLDS;
+                    } else {
+                        Hold[] b = new Hold[a.length - 1];
+                        System.arraycopy(a, 0, b, 0, i);
+                        System.arraycopy(a, i + 1, b, i, a.length - i - 1);
+                        small = b;
+                    }
+                    return;
+                }
+            }
         }
     }
 

@@ -6,10 +6,12 @@ import dev.locker.api.LockOwner;
 import dev.locker.api.LockStatus;
 import dev.locker.api.LossReason;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicReference;
-import java.util.concurrent.locks.ReentrantLock;
+import java.util.concurrent.locks.AbstractQueuedSynchronizer;
 import java.util.function.Consumer;
 
 /**
@@ -23,50 +25,262 @@ import java.util.function.Consumer;
  * (taken over locally after its deadline, released by another thread, or the locker closed) cannot bring it back.
  * The move to LOST happens once and is reported once to the sink given at construction, which tells the listeners.
  */
-final class Hold {
+final class Hold extends AbstractQueuedSynchronizer implements Timer.Timed {
+
+    // Hold extends the synchronizer of its steps (see lockSteps) rather than owning a ReentrantLock: one object per
+    // held lock instead of three, which matters with many locks held (client heap per held lock).
+    private static final long serialVersionUID = 1L;
 
     enum Phase { CLAIMING, CLAIMED, LOST, RELEASED }
 
     /**
      * An immutable snapshot. {@code status} is null while CLAIMING and may be null after that if the claim was never
-     * written; {@code reported} is true once a checkLocks call told the caller the claim is held.
+     * written; {@code reported} is true once a checkLocks call told the caller the claim is held. A live or released
+     * state without a loss is a plain {@code State}; a state that carries a loss is an {@link Ended} (smaller
+     * snapshots for the common case: each step of an uncontended acquire makes one). The deadline of a state is
+     * {@link Hold#deadlineOf}: the one recorded with its status, or the hold's provisional deadline while no status
+     * was recorded, so the CLAIMING state, and the RELEASED state of a claim never written, are shared constants.
      */
-    record State(Phase phase, LockStatus status, long deadlineNanos, boolean reported, LossReason reason,
-                 String lostWhy, LockOwner newHolder) {
+    static class State {
+        private final Phase phase;
+        private final LockStatus status;
+        private final long deadlineNanos;
+        private final boolean reported;
+
+        State(Phase phase, LockStatus status, long deadlineNanos, boolean reported) {
+            this.phase = phase;
+            this.status = status;
+            this.deadlineNanos = deadlineNanos;
+            this.reported = reported;
+        }
+
+        Phase phase() {
+            return phase;
+        }
+
+        LockStatus status() {
+            return status;
+        }
+
+        boolean reported() {
+            return reported;
+        }
+
+        /** Why the hold was lost, or null. */
+        LossReason reason() {
+            return null;
+        }
+
+        /** Why the hold ended: the loss's explanation, "released" for a plain release, else null. */
+        String lostWhy() {
+            return phase == Phase.RELEASED ? "released" : null;
+        }
+
+        /** The new holder where the loss named one, else null. */
+        LockOwner newHolder() {
+            return null;
+        }
 
         boolean isFinal() {
             return phase == Phase.LOST || phase == Phase.RELEASED;
+        }
+
+        @Override
+        public String toString() {
+            return "State[" + phase + ", " + status + ", reported=" + reported + (lostWhy() != null ? ", " + lostWhy() : "")
+                    + "]";
+        }
+    }
+
+    /** A final state that carries a loss: LOST, or RELEASED after a loss. */
+    static final class Ended extends State {
+        private final LossReason reason;
+        private final String lostWhy;
+        private final LockOwner newHolder;
+
+        Ended(Phase phase, LockStatus status, long deadlineNanos, boolean reported, LossReason reason, String lostWhy,
+              LockOwner newHolder) {
+            super(phase, status, deadlineNanos, reported);
+            this.reason = reason;
+            this.lostWhy = lostWhy;
+            this.newHolder = newHolder;
+        }
+
+        @Override
+        LossReason reason() {
+            return reason;
+        }
+
+        @Override
+        String lostWhy() {
+            return lostWhy;
+        }
+
+        @Override
+        LockOwner newHolder() {
+            return newHolder;
+        }
+    }
+
+    /** The state of every hold whose claim is being written (its deadline: {@link #provisionalDeadline}). */
+    private static final State CLAIMING = new State(Phase.CLAIMING, null, 0, false);
+    /** The state of every hold released before any status was recorded. */
+    private static final State RELEASED_UNWRITTEN = new State(Phase.RELEASED, null, 0, false);
+
+    private static final VarHandle STATE;
+
+    static {
+        try {
+            STATE = MethodHandles.lookup().findVarHandle(Hold.class, "state", State.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
         }
     }
 
     final KeyColumn lock;
     final Object tx;
-    /** When the claim was first asked for, by this process's wall clock (to tell a forced release's record apart). */
-    volatile java.time.Instant claimedAt;
     /**
-     * Serialises the backend steps of this hold (check, verify, renew: e.g. the keep-alive thread and the holder's own
-     * check), so that a failed compare-and-set on the state always means the hold became final (lost or released),
-     * never that another step of the same holder got there first. Release and loss do not take it.
+     * When the claim was first asked for, by this process's wall clock (to tell a forced release's record apart): the
+     * instant's seconds and nanoseconds, kept as numbers rather than as an object per held lock. Written once, before
+     * the hold is published to other threads.
      */
-    final ReentrantLock steps = new ReentrantLock();
-    private final AtomicReference<State> state;
+    private final long claimedSeconds;
+    /** -1 when the instant was not recorded. */
+    private final int claimedNano;
+    /** The deadline of the states that carry no status (while the claim is written, and if it never was). */
+    private final long provisionalDeadline;
+    private volatile State state;
     private final Consumer<Hold> lostSink;
-    private final List<Consumer<LockLost>> listeners = new ArrayList<>(1);
-    private LockLost lost;
+    /**
+     * Guarded by this hold's monitor: null, then the listeners to tell of a loss (an ArrayList), then, once the loss is
+     * recorded, the {@link LockLost} itself (one field for both: a hold is kept per held lock).
+     */
+    private Object listeners;
+    /** The keep-alive's watchdog slot for this hold (see {@link Timer.Timed}): no object per watched hold. */
+    private int timerIndex = -1;
+    private long timerDue;
 
     /**
      * A hold whose claim is being written; it cannot outlive {@code deadlineNanos} before the write answers.
      * {@code lostSink} is told once when the hold is lost.
      */
     Hold(KeyColumn lock, Object tx, long deadlineNanos, Consumer<Hold> lostSink) {
+        this(lock, tx, deadlineNanos, lostSink, null);
+    }
+
+    /** Likewise, recording {@code claimedAt}: when the claim was first asked for, by this process's wall clock. */
+    Hold(KeyColumn lock, Object tx, long deadlineNanos, Consumer<Hold> lostSink, Instant claimedAt) {
         this.lock = lock;
         this.tx = tx;
         this.lostSink = lostSink;
-        this.state = new AtomicReference<>(new State(Phase.CLAIMING, null, deadlineNanos, false, null, null, null));
+        this.claimedSeconds = claimedAt != null ? claimedAt.getEpochSecond() : 0;
+        this.claimedNano = claimedAt != null ? claimedAt.getNano() : -1;
+        this.provisionalDeadline = deadlineNanos;
+        this.state = CLAIMING;
     }
 
+    /** When the claim was first asked for, or null if not recorded. */
+    Instant claimedAt() {
+        return claimedNano >= 0 ? Instant.ofEpochSecond(claimedSeconds, claimedNano) : null;
+    }
+
+    /**
+     * The deadline of {@code s} (a state of this hold) on the monotonic clock: the one recorded with its status, or,
+     * when it has none, the provisional deadline the hold was made with.
+     */
+    long deadlineOf(State s) {
+        return s.status != null ? s.deadlineNanos : provisionalDeadline;
+    }
+
+    @Override
+    public int timerIndex() {
+        return timerIndex;
+    }
+
+    @Override
+    public void timerIndex(int i) {
+        timerIndex = i;
+    }
+
+    @Override
+    public long timerDue() {
+        return timerDue;
+    }
+
+    @Override
+    public void timerDue(long due) {
+        timerDue = due;
+    }
+
+    // ---- the steps: serialises the backend steps of this hold --------------------------------------------------
+
+    /*
+     * Serialises the backend steps of this hold (check, verify, renew: e.g. the keep-alive thread and the holder's own
+     * check), so that a failed compare-and-set on the state always means the hold became final (lost or released),
+     * never that another step of the same holder got there first. Release and loss do not take it. Reentrant, like the
+     * ReentrantLock it replaces: the synchronizer's state counts the owner's holds.
+     */
+
+    /** Takes the steps lock, waiting for a step in flight. */
+    void lockSteps() {
+        if (!tryLockSteps()) {
+            acquire(1);
+        }
+    }
+
+    /** Takes the steps lock if no other thread has it; false at once otherwise. */
+    boolean tryLockSteps() {
+        return tryAcquire(1);
+    }
+
+    void unlockSteps() {
+        release(1);
+    }
+
+    @Override
+    protected boolean tryAcquire(int n) {
+        Thread me = Thread.currentThread();
+        int c = getState();
+        if (c == 0) {
+            if (compareAndSetState(0, n)) {
+                setExclusiveOwnerThread(me);
+                return true;
+            }
+            return false;
+        }
+        if (getExclusiveOwnerThread() == me) {
+            setState(c + n);
+            return true;
+        }
+        return false;
+    }
+
+    @Override
+    protected boolean tryRelease(int n) {
+        if (getExclusiveOwnerThread() != Thread.currentThread()) {
+            throw new IllegalMonitorStateException("the steps of " + lock + " are not held by this thread");
+        }
+        int c = getState() - n;
+        if (c == 0) {
+            setExclusiveOwnerThread(null);
+        }
+        setState(c);
+        return c == 0;
+    }
+
+    @Override
+    protected boolean isHeldExclusively() {
+        return getExclusiveOwnerThread() == Thread.currentThread();
+    }
+
+    // ---- the state ---------------------------------------------------------------------------------------------
+
     State state() {
-        return state.get();
+        return state;
+    }
+
+    private boolean cas(State expected, State next) {
+        return STATE.compareAndSet(this, expected, next);
     }
 
     /** Records a backend status (with its deadline) if the state is still {@code expected}; false if it moved on. */
@@ -74,7 +288,7 @@ final class Hold {
         if (expected.isFinal()) {
             return false;
         }
-        return state.compareAndSet(expected, new State(Phase.CLAIMED, status, status.deadlineNanos(), reported, null, null, null));
+        return cas(expected, new State(Phase.CLAIMED, status, status.deadlineNanos(), reported));
     }
 
     /** Marks the hold lost (unless it is already final); returns the state before. */
@@ -85,11 +299,11 @@ final class Hold {
     /** Marks the hold lost, naming the new holder where known (unless it is already final); returns the state before. */
     State lose(LossReason reason, String why, LockOwner newHolder) {
         while (true) {
-            State s = state.get();
+            State s = state;
             if (s.isFinal()) {
                 return s;
             }
-            if (state.compareAndSet(s, new State(Phase.LOST, s.status, s.deadlineNanos, s.reported, reason, why, newHolder))) {
+            if (cas(s, new Ended(Phase.LOST, s.status, s.deadlineNanos, s.reported, reason, why, newHolder))) {
                 lostSink.accept(this);
                 return s;
             }
@@ -101,8 +315,8 @@ final class Hold {
         if (expected.isFinal()) {
             return false;
         }
-        if (state.compareAndSet(expected, new State(Phase.LOST, expected.status, expected.deadlineNanos, expected.reported,
-                reason, why, null))) {
+        if (cas(expected, new Ended(Phase.LOST, expected.status, expected.deadlineNanos, expected.reported, reason, why,
+                null))) {
             lostSink.accept(this);
             return true;
         }
@@ -116,17 +330,17 @@ final class Hold {
      */
     boolean loseIfPast(long nowNanos, String why) {
         while (true) {
-            State s = state.get();
+            State s = state;
             if (s.phase == Phase.LOST) {
                 return true;
             }
             if (s.phase == Phase.RELEASED) {
-                return nowNanos - s.deadlineNanos >= 0;
+                return nowNanos - deadlineOf(s) >= 0;
             }
-            if (nowNanos - s.deadlineNanos < 0) {
+            if (nowNanos - deadlineOf(s) < 0) {
                 return false;
             }
-            if (state.compareAndSet(s, new State(Phase.LOST, s.status, s.deadlineNanos, s.reported, LossReason.EXPIRED, why, null))) {
+            if (cas(s, new Ended(Phase.LOST, s.status, s.deadlineNanos, s.reported, LossReason.EXPIRED, why, null))) {
                 lostSink.accept(this);
                 return true;
             }
@@ -136,47 +350,59 @@ final class Hold {
     /** Marks the hold released; returns the state before (whose status, if any, is the claim to delete). */
     State release() {
         while (true) {
-            State s = state.get();
+            State s = state;
             if (s.phase == Phase.RELEASED) {
                 return s;
             }
-            State released = new State(Phase.RELEASED, s.status, s.deadlineNanos, s.reported, s.reason,
-                    s.lostWhy != null ? s.lostWhy : "released", s.newHolder);
-            if (state.compareAndSet(s, released)) {
+            State released = s.lostWhy() == null && s.reason() == null && s.newHolder() == null
+                    ? (s.status == null && !s.reported ? RELEASED_UNWRITTEN // lostWhy() is "released"
+                            : new State(Phase.RELEASED, s.status, s.deadlineNanos, s.reported))
+                    : new Ended(Phase.RELEASED, s.status, s.deadlineNanos, s.reported, s.reason(),
+                            s.lostWhy() != null ? s.lostWhy() : "released", s.newHolder());
+            if (cas(s, released)) {
                 return s;
             }
         }
     }
 
     boolean isLiveAt(long nowNanos) {
-        State s = state.get();
-        return !s.isFinal() && nowNanos - s.deadlineNanos < 0;
+        State s = state;
+        return !s.isFinal() && nowNanos - deadlineOf(s) < 0;
     }
 
     /** Adds a listener; returns the loss to tell it at once if the hold was already lost, else null. */
+    @SuppressWarnings("unchecked")
     synchronized LockLost addListener(Consumer<LockLost> listener) {
-        if (lost != null) {
-            return lost;
+        Object l = listeners;
+        if (l instanceof LockLost) {
+            return (LockLost) l;
         }
-        listeners.add(listener);
+        if (l == null) {
+            l = new ArrayList<Consumer<LockLost>>(1);
+            listeners = l;
+        }
+        ((ArrayList<Consumer<LockLost>>) l).add(listener);
         return null;
     }
 
     synchronized boolean hasListeners() {
-        return !listeners.isEmpty();
+        return listeners instanceof ArrayList && !((ArrayList<?>) listeners).isEmpty();
     }
 
     /** Records the loss and hands out the listeners to tell (each once). */
+    @SuppressWarnings("unchecked")
     synchronized List<Consumer<LockLost>> takeListeners(LockLost loss) {
-        lost = loss;
-        List<Consumer<LockLost>> out = new ArrayList<>(listeners);
-        listeners.clear();
-        return out;
+        Object l = listeners;
+        listeners = loss;
+        if (!(l instanceof ArrayList)) {
+            return List.of();
+        }
+        return (List<Consumer<LockLost>>) l; // nobody else holds it: handed out whole
     }
 
     @Override
     public String toString() {
-        State s = state.get();
-        return "Hold[" + lock + ", " + tx + ", " + s.phase + (s.lostWhy != null ? " (" + s.lostWhy + ")" : "") + "]";
+        State s = state;
+        return "Hold[" + lock + ", " + tx + ", " + s.phase + (s.lostWhy() != null ? " (" + s.lostWhy() + ")" : "") + "]";
     }
 }

@@ -9,16 +9,12 @@ import org.slf4j.LoggerFactory;
 
 import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
-import java.util.function.Supplier;
 
 /**
  * The background work of one locker, created the first time it is needed and stopped by the locker's close:
@@ -35,16 +31,18 @@ final class KeepAlive implements AutoCloseable {
 
     private static final Logger log = LoggerFactory.getLogger(KeepAlive.class);
     private static final AtomicLong THREADS = new AtomicLong();
+    private static final long ONE_MS = TimeUnit.MILLISECONDS.toNanos(1);
+    private static final long TEN_MS = TimeUnit.MILLISECONDS.toNanos(10);
 
     private final AbstractLocker<?> locker;
     private final TimeSource time;
     private final long periodNanos;
     private final long marginNanos;
-    private final ScheduledThreadPoolExecutor scheduler;
-    private final ScheduledThreadPoolExecutor watchdogScheduler;
+    /** Renewals and backends' retries: each entry is its own timer slot (no future, no wrapper per schedule). */
+    private final Timer<Timed> scheduler;
+    /** The early lost signal: each watched hold is its own slot in this timer (no object per watched hold). */
+    private final Timer<Hold> watchdogScheduler;
     private final ExecutorService notifier;
-    private final ConcurrentHashMap<Identity, Task> tasks = new ConcurrentHashMap<>();
-    private final ConcurrentHashMap<Hold, ScheduledFuture<?>> watchdogs = new ConcurrentHashMap<>();
 
     KeepAlive(AbstractLocker<?> locker, LockerConfig config, TimeSource time) {
         this.locker = locker;
@@ -53,11 +51,9 @@ final class KeepAlive implements AutoCloseable {
         this.periodNanos = Math.max(1, expiry / 3);
         this.marginNanos = Math.max(1, Math.min(expiry / 10, Duration.ofSeconds(5).toNanos()));
         long n = THREADS.incrementAndGet();
-        this.scheduler = new ScheduledThreadPoolExecutor(1, r -> daemon(r, "locker-keepalive-" + n));
-        this.scheduler.setRemoveOnCancelPolicy(true);
+        this.scheduler = new Timer<>("locker-keepalive-" + n, Timed::run);
         // apart from renewals: a renewal blocked on an unreachable backend must not delay the early lost signal
-        this.watchdogScheduler = new ScheduledThreadPoolExecutor(1, r -> daemon(r, "locker-deadline-watch-" + n));
-        this.watchdogScheduler.setRemoveOnCancelPolicy(true);
+        this.watchdogScheduler = new Timer<>("locker-deadline-watch-" + n, this::fire);
         this.notifier = new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(),
                 r -> daemon(r, "locker-lost-listeners-" + n));
     }
@@ -68,33 +64,41 @@ final class KeepAlive implements AutoCloseable {
         return t;
     }
 
-    /** Renews {@code tx}'s holds in the background until {@link #stop} (or they are lost). */
-    void start(Object tx, Supplier<List<Hold>> holds) {
-        Identity id = new Identity(tx);
-        Task task = new Task(id, holds);
-        if (tasks.putIfAbsent(id, task) == null) {
-            task.schedule(task.nextDelay());
+    /** Renews the holds of a transaction in the background until {@link #stop} (or none of them is live). */
+    void start(Kept kept) {
+        synchronized (kept) {
+            if (kept.keptAlive) {
+                return;
+            }
+            kept.keptAlive = true;
         }
+        schedule(kept, nextDelay(kept));
     }
 
-    void stop(Object tx) {
-        Task t = tasks.remove(new Identity(tx));
-        if (t != null) {
-            t.cancel();
+    void stop(Kept kept) {
+        kept.keptAlive = false;
+        scheduler.cancel(kept);
+    }
+
+    private void schedule(Kept kept, long delayNanos) {
+        if (!kept.keptAlive) {
+            return;
+        }
+        if (!scheduler.schedule(kept, Math.max(0, delayNanos))) {
+            kept.keptAlive = false; // the locker is closing
+        }
+        if (!kept.keptAlive) { // stopped while it was being scheduled: take it out again
+            scheduler.cancel(kept);
         }
     }
 
     /** Runs {@code task} once after {@code delay} on the keep-alive thread (backends' background retries). */
     void later(Runnable task, Duration delay) {
-        try {
-            scheduler.schedule(task, delay.toNanos(), TimeUnit.NANOSECONDS);
-        } catch (java.util.concurrent.RejectedExecutionException closed) {
-            // the locker is closing
-        }
+        scheduler.schedule(new Later(task), delay.toNanos()); // refused (false) when the locker is closing
     }
 
     private boolean watched(Hold hold) {
-        return hold.hasListeners() || tasks.containsKey(new Identity(hold.tx));
+        return hold.hasListeners() || locker.keptAlive(hold.tx);
     }
 
     /** Arms (again) the early lost signal of {@code hold}, if it has listeners or is kept alive. */
@@ -107,30 +111,20 @@ final class KeepAlive implements AutoCloseable {
             return;
         }
         // at least 1 ms apart: a virtual clock standing just outside the margin must not spin this thread
-        long delay = Math.max(Duration.ofMillis(1).toNanos(), s.deadlineNanos() - marginNanos - time.nanoTime());
-        try {
-            ScheduledFuture<?> f = watchdogScheduler.schedule(() -> fire(hold), Math.max(0, delay), TimeUnit.NANOSECONDS);
-            ScheduledFuture<?> old = watchdogs.put(hold, f);
-            if (old != null) {
-                old.cancel(false);
-            }
-        } catch (java.util.concurrent.RejectedExecutionException closed) {
-            // the locker is closing
-        }
+        long delay = Math.max(ONE_MS, hold.deadlineOf(s) - marginNanos - time.nanoTime());
+        watchdogScheduler.schedule(hold, Math.max(0, delay)); // moves an earlier watch; refused when closing
     }
 
     private void fire(Hold hold) {
         Hold.State s = hold.state();
         if (s.isFinal() || !watched(hold)) { // lost, released, or neither listened to nor kept alive any more
-            watchdogs.remove(hold);
             return;
         }
-        long left = s.deadlineNanos() - time.nanoTime();
+        long left = hold.deadlineOf(s) - time.nanoTime();
         if (s.status() == null || left > marginNanos) {
             watch(hold); // still being written, renewed meanwhile, or a virtual clock that has not moved: look again then
             return;
         }
-        watchdogs.remove(hold);
         if (!hold.loseIf(s, LossReason.EXPIRED, "no successful renewal; the claim's validity ends in "
                 + Duration.ofNanos(Math.max(0, left)) + " by this process's monotonic clock")) {
             watch(hold); // renewed (or lost) while we judged: judge the new state
@@ -160,9 +154,7 @@ final class KeepAlive implements AutoCloseable {
     /** Stops renewals and watchdogs; listeners already told run to the end (briefly awaited). */
     @Override
     public void close() {
-        tasks.values().forEach(Task::cancel);
-        tasks.clear();
-        scheduler.shutdownNow();
+        scheduler.shutdownNow(); // drops every scheduled renewal
         watchdogScheduler.shutdownNow();
         notifier.shutdown();
         try {
@@ -172,108 +164,128 @@ final class KeepAlive implements AutoCloseable {
         }
     }
 
-    /** One kept-alive transaction. */
-    private final class Task implements Runnable {
-        final Identity id;
-        final Supplier<List<Hold>> holds;
-        volatile ScheduledFuture<?> next;
-        volatile boolean cancelled;
+    /** An entry of the keep-alive thread's timer: its two slot fields, and what to do when due. */
+    private abstract static class Timed implements Timer.Timed {
+        private int timerIndex = -1;
+        private long timerDue;
 
-        Task(Identity id, Supplier<List<Hold>> holds) {
-            this.id = id;
-            this.holds = holds;
-        }
+        abstract void run();
 
-        void schedule(long delayNanos) {
-            if (cancelled) {
-                return;
-            }
-            try {
-                next = scheduler.schedule(this, Math.max(0, delayNanos), TimeUnit.NANOSECONDS);
-            } catch (java.util.concurrent.RejectedExecutionException closed) {
-                cancelled = true;
-            }
-        }
-
-        void cancel() {
-            cancelled = true;
-            ScheduledFuture<?> f = next;
-            if (f != null) {
-                f.cancel(false);
-            }
+        @Override
+        public final int timerIndex() {
+            return timerIndex;
         }
 
         @Override
-        public void run() {
-            if (cancelled) {
-                return;
-            }
-            boolean anyLive = false;
-            boolean failed = false;
-            long soonest = Long.MAX_VALUE;
-            for (Hold hold : holds.get()) {
-                Hold.State state = hold.state();
-                if (state.isFinal()) {
-                    continue;
-                }
-                if (state.status() == null) { // still being written: nothing to renew yet
-                    anyLive = true;
-                    continue;
-                }
-                try {
-                    if (locker.renewQuietly(hold)) {
-                        anyLive = true;
-                    }
-                } catch (IllegalStateException e) {
-                    if (locker.isClosed()) {
-                        cancelled = true;
-                        tasks.remove(id, this);
-                        return;
-                    }
-                    anyLive = true;
-                    failed = true;
-                    soonest = Math.min(soonest, hold.state().deadlineNanos() - time.nanoTime());
-                } catch (RuntimeException e) { // unreachable, slow, refused, busy: retry sooner; the watchdog tells if too late
-                    anyLive = true;
-                    failed = true;
-                    soonest = Math.min(soonest, hold.state().deadlineNanos() - time.nanoTime());
-                    log.debug("Keep-alive renewal of {} failed, retrying: {}", hold.lock, e.toString());
-                }
-            }
-            if (!anyLive) {
-                tasks.remove(id, this);
-                return;
-            }
-            schedule(failed ? Math.max(Duration.ofMillis(10).toNanos(), Math.min(periodNanos / 3, soonest / 4)) : nextDelay());
+        public final void timerIndex(int i) {
+            timerIndex = i;
         }
 
-        /**
-         * A third of the expiry, but never later than halfway to the earliest point where a hold of the transaction
-         * would be declared lost (a short validity, as wait-and-read-back leaves after its lock-wait, needs it sooner).
-         */
-        long nextDelay() {
-            long now = time.nanoTime();
-            long d = periodNanos;
-            for (Hold h : holds.get()) {
-                Hold.State s = h.state();
-                if (!s.isFinal() && s.status() != null) {
-                    d = Math.min(d, Math.max(Duration.ofMillis(10).toNanos(), (s.deadlineNanos() - marginNanos - now) / 2));
-                }
-            }
-            return d;
+        @Override
+        public final long timerDue() {
+            return timerDue;
+        }
+
+        @Override
+        public final void timerDue(long due) {
+            timerDue = due;
         }
     }
 
-    /** A transaction compared by identity. */
-    private record Identity(Object tx) {
-        @Override
-        public boolean equals(Object o) {
-            return o instanceof Identity && ((Identity) o).tx == tx;
+    /** A backend's task to run once (see {@link #later}). */
+    private static final class Later extends Timed {
+        private final Runnable task;
+
+        Later(Runnable task) {
+            this.task = task;
         }
 
         @Override
-        public int hashCode() {
-            return System.identityHashCode(tx);
+        void run() {
+            task.run();
         }
+    }
+
+    /**
+     * What the keep-alive keeps of a transaction: the locker's record of its holds is also its renewal's timer entry
+     * (no task object and no map entry per kept-alive transaction). Its holds are read at each run (holds claimed
+     * later count).
+     */
+    abstract static class Kept extends Timed {
+        /** True from {@link #start} until {@link #stop}, or until a renewal finds none of its holds live. */
+        volatile boolean keptAlive;
+
+        /** The transaction's holds now. */
+        abstract Hold[] holds();
+
+        /** The keep-alive of the locker that keeps it, or null. */
+        abstract KeepAlive keepAlive();
+
+        @Override
+        final void run() {
+            KeepAlive k = keepAlive();
+            if (k != null) {
+                k.renew(this);
+            }
+        }
+    }
+
+    /** One renewal of a kept-alive transaction, on the keep-alive thread. */
+    private void renew(Kept kept) {
+        if (!kept.keptAlive) {
+            return;
+        }
+        boolean anyLive = false;
+        boolean failed = false;
+        long soonest = Long.MAX_VALUE;
+        for (Hold hold : kept.holds()) {
+            Hold.State state = hold.state();
+            if (state.isFinal()) {
+                continue;
+            }
+            if (state.status() == null) { // still being written: nothing to renew yet
+                anyLive = true;
+                continue;
+            }
+            try {
+                if (locker.renewQuietly(hold)) {
+                    anyLive = true;
+                }
+            } catch (IllegalStateException e) {
+                if (locker.isClosed()) {
+                    kept.keptAlive = false;
+                    return;
+                }
+                anyLive = true;
+                failed = true;
+                soonest = Math.min(soonest, hold.deadlineOf(hold.state()) - time.nanoTime());
+            } catch (RuntimeException e) { // unreachable, slow, refused, busy: retry sooner; the watchdog tells if too late
+                anyLive = true;
+                failed = true;
+                soonest = Math.min(soonest, hold.deadlineOf(hold.state()) - time.nanoTime());
+                log.debug("Keep-alive renewal of {} failed, retrying: {}", hold.lock, e.toString());
+            }
+        }
+        if (!anyLive) {
+            kept.keptAlive = false;
+            return;
+        }
+        schedule(kept, failed ? Math.max(TEN_MS, Math.min(periodNanos / 3, soonest / 4)) : nextDelay(kept));
+    }
+
+    /**
+     * A third of the expiry, but never later than halfway to the earliest point where a hold of the transaction
+     * would be declared lost (a short validity, as wait-and-read-back leaves after its lock-wait, needs it sooner).
+     */
+    private long nextDelay(Kept kept) {
+        long now = time.nanoTime();
+        long d = periodNanos;
+        for (Hold h : kept.holds()) {
+            Hold.State s = h.state();
+            if (!s.isFinal() && s.status() != null) {
+                d = Math.min(d, Math.max(TEN_MS, (h.deadlineOf(s) - marginNanos - now) / 2));
+            }
+        }
+        return d;
     }
 }

@@ -4,13 +4,13 @@ import dev.locker.api.KeyColumn;
 import dev.locker.api.LocalArbitration;
 import dev.locker.api.TimeSource;
 
+import java.lang.invoke.VarHandle;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Arbitrates the transactions of one JVM before any of them goes to the backend, so that two threads of one process
@@ -27,9 +27,10 @@ public final class LocalLockMediator implements LocalArbitration {
     private final String namespace;
     private final TimeSource time;
     private final ConcurrentHashMap<KeyColumn, Hold> holds = new ConcurrentHashMap<>();
-    /** Counts the entries removed, so that a waiter can tell whether one was removed since it last looked. */
-    private final AtomicLong releases = new AtomicLong();
-    /** Threads in {@link #awaitRelease}: a release takes the monitor only when there is one. */
+    /**
+     * Threads in {@link #awaitRelease}: a release takes the monitor only when there is one. No counter of releases is
+     * kept: a waiter looks at the entry of the lock it waits for, so a release writes nothing shared but the map.
+     */
     private final AtomicInteger sleepers = new AtomicInteger();
     private final Object monitor = new Object();
 
@@ -73,7 +74,9 @@ public final class LocalLockMediator implements LocalArbitration {
     /** Removes {@code hold} if it is still the entry for its lock. */
     void release(Hold hold) {
         if (holds.remove(hold.lock, hold)) {
-            releases.incrementAndGet();
+            // Pairs with the waiter's registration in awaitRelease (store, fence, load on both sides): either the
+            // waiter sees the entry gone, or this release sees the waiter and wakes it.
+            VarHandle.fullFence();
             if (sleepers.get() > 0) {
                 synchronized (monitor) {
                     monitor.notifyAll();
@@ -82,25 +85,22 @@ public final class LocalLockMediator implements LocalArbitration {
         }
     }
 
-    /** How many entries were removed so far: read it before an attempt, then {@link #awaitRelease} after it. */
-    long releases() {
-        return releases.get();
-    }
-
     /**
-     * Waits up to {@code nanos} until an entry is removed after {@link #releases()} read {@code seen}. On a time
-     * source other than the system's (a virtual clock in tests) it sleeps {@code nanos} on that source instead.
+     * Waits up to {@code nanos} until the entry that holds {@code lock} now is removed (or replaced); returns at once
+     * when the lock has no entry. On a time source other than the system's (a virtual clock in tests) it sleeps
+     * {@code nanos} on that source instead.
      */
-    void awaitRelease(long seen, long nanos) throws InterruptedException {
+    void awaitRelease(KeyColumn lock, long nanos) throws InterruptedException {
         if (time != TimeSource.system()) {
             time.sleep(Duration.ofNanos(nanos));
             return;
         }
-        sleepers.incrementAndGet();
+        sleepers.incrementAndGet(); // before looking at the entry: a release from now on sees us (see release)
         try {
             long end = System.nanoTime() + nanos;
             synchronized (monitor) {
-                while (releases.get() == seen) {
+                Hold seen = holds.get(lock);
+                while (seen != null && holds.get(lock) == seen) {
                     long left = end - System.nanoTime();
                     if (left <= 0) {
                         return;

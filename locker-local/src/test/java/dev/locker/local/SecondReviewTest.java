@@ -88,12 +88,12 @@ class SecondReviewTest {
     private static Hold onlyHold(Locker l) throws Exception {
         Field f = AbstractLocker.class.getDeclaredField("txs");
         f.setAccessible(true);
-        Map<Object, Map<KeyColumn, Hold>> txs = (Map<Object, Map<KeyColumn, Hold>>) f.get(l);
+        Map<Object, Object> txs = (Map<Object, Object>) f.get(l);
         assertEquals(1, txs.size());
-        Map<KeyColumn, Hold> holds = txs.values().iterator().next();
-        synchronized (holds) {
-            return holds.values().iterator().next();
-        }
+        Object holds = txs.values().iterator().next(); // the transaction's holds (AbstractLocker.TxHolds)
+        java.lang.reflect.Method all = holds.getClass().getDeclaredMethod("all");
+        all.setAccessible(true);
+        return ((Hold[]) all.invoke(holds))[0];
     }
 
     // =================================================================================================================
