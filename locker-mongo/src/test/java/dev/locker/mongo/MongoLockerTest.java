@@ -520,8 +520,9 @@ class MongoLockerTest {
     void anOperationTimeoutAfterTheWriteTakesTheClaimBack() throws Exception {
         CuttingProxy proxy = new CuttingProxy(new java.net.InetSocketAddress("127.0.0.1", mongo.port()));
         toClose.add(proxy);
+        // timeoutMS leaves room for opening the collection on a loaded host
         MongoLocker a = MongoLockerProvider.builder("mongodb://" + proxy.address()
-                        + "/?serverSelectionTimeoutMS=2000&timeoutMS=300")
+                        + "/?serverSelectionTimeoutMS=2000&timeoutMS=1500")
                 .collection(collection).config(config("a").retries(3).build()).build();
         toClose.add(0, a);
         KeyColumn lock = lock("timed-out");
