@@ -383,4 +383,46 @@ class AllocReviewTest {
             timer.shutdownNow();
         }
     }
+
+    // =================================================================================================================
+    // Checked and sound: keep-alive and the deadline watch across a wrap of the monotonic clock
+    // =================================================================================================================
+
+    /**
+     * The monotonic clock is only ever compared by difference: a time source whose nanoTime wraps past
+     * Long.MAX_VALUE half a second after the lease is taken (the real clock, shifted) keeps the lease renewed for
+     * three expiries, with no false loss from the watchdog and a positive remaining time.
+     */
+    @Test
+    void sound_aLeaseIsKeptAliveAcrossAWrapOfTheMonotonicClock() throws Exception {
+        long shift = Long.MAX_VALUE - System.nanoTime() - TimeUnit.MILLISECONDS.toNanos(500);
+        dev.locker.api.TimeSource wrapping = new dev.locker.api.TimeSource() {
+            @Override
+            public java.time.Instant now() {
+                return java.time.Instant.now();
+            }
+
+            @Override
+            public long nanoTime() {
+                return System.nanoTime() + shift; // overflows half a second from now
+            }
+
+            @Override
+            public void sleep(Duration d) throws InterruptedException {
+                TimeUnit.NANOSECONDS.sleep(d.toNanos());
+            }
+        };
+        Duration expiry = Duration.ofMillis(1500);
+        Locker l = locker("alloc-wrap", LockerConfig.builder().expiry(expiry).lockWait(Duration.ofMillis(5))
+                .timeSource(wrapping));
+        Lease lease = l.acquire(KeyColumn.named("wrap"), "wrap");
+        List<LockLost> lost = new CopyOnWriteArrayList<>();
+        lease.onLost(lost::add);
+        Thread.sleep(expiry.toMillis() * 3);
+        assertTrue(wrapping.nanoTime() < 0, "the clock wrapped");
+        assertTrue(lost.isEmpty(), "no loss across the wrap: " + lost);
+        assertTrue(lease.remaining().compareTo(Duration.ZERO) > 0);
+        lease.check();
+        lease.close();
+    }
 }
