@@ -52,7 +52,7 @@ import java.util.concurrent.CompletableFuture;
 /**
  * Runs every workload, each against its baselines measured in the same run with the rounds interleaved, and prints one
  * table (markdown) of medians, spreads and ratios. {@code --quick} for a couple of minutes, the default for the full
- * run (under 15 minutes); {@code --only=redis,handoff,held,alloc,mongo,mediator,metrics} picks sections.
+ * run (under 15 minutes); {@code --only=redis,handoff,held,alloc,mongo,hbase,janusgraph,mediator,metrics} picks sections.
  */
 public final class BenchMain {
 
@@ -79,7 +79,7 @@ public final class BenchMain {
                 only.addAll(Arrays.asList(a.substring(7).split(",")));
             } else {
                 throw new IllegalArgumentException("usage: bench/run [--quick] [--only=redis,alloc,held,handoff,mongo,"
-                        + "mediator,metrics]; unknown argument " + a);
+                        + "hbase,janusgraph,mediator,metrics]; unknown argument " + a);
             }
         }
         new BenchMain(quick, only).run();
@@ -101,35 +101,35 @@ public final class BenchMain {
         if (wants("metrics")) {
             metrics("mem:bench-metrics?expiry=60s&lockWait=1ms", "mem: (lockWait=1ms)");
         }
-        if (!(wants("redis") || wants("metrics") || wants("alloc") || wants("handoff") || wants("held"))) {
-            if (wants("mongo")) {
-                mongo();
-            }
-            System.out.println();
-            System.out.println(table.render());
-            return;
-        }
-        try (RedisServer redis = RedisServer.start()) {
-            System.out.println("redis-server " + redisVersion(redis.port()) + " on port " + redis.port());
-            awaitGrants(redis.port());
-            if (wants("redis")) {
-                uncontended(redis.port());
-            }
-            if (wants("metrics")) {
-                metrics("redis://127.0.0.1:" + redis.port() + "?expiry=60s", "Redis");
-            }
-            if (wants("alloc")) {
-                allocation(redis.port());
-            }
-            if (wants("handoff")) {
-                handoff(redis.port());
-            }
-            if (wants("held")) {
-                held(redis.port());
+        if (wants("redis") || wants("metrics") || wants("alloc") || wants("handoff") || wants("held")) {
+            try (RedisServer redis = RedisServer.start()) {
+                System.out.println("redis-server " + redisVersion(redis.port()) + " on port " + redis.port());
+                awaitGrants(redis.port());
+                if (wants("redis")) {
+                    uncontended(redis.port());
+                }
+                if (wants("metrics")) {
+                    metrics("redis://127.0.0.1:" + redis.port() + "?expiry=60s", "Redis");
+                }
+                if (wants("alloc")) {
+                    allocation(redis.port());
+                }
+                if (wants("handoff")) {
+                    handoff(redis.port());
+                }
+                if (wants("held")) {
+                    held(redis.port());
+                }
             }
         }
         if (wants("mongo")) {
             mongo();
+        }
+        if (wants("hbase")) {
+            hbase();
+        }
+        if (wants("janusgraph")) {
+            new JanusGraphBench(quick, rounds, slice).run(table);
         }
         System.out.println();
         System.out.println(table.render());
@@ -423,6 +423,15 @@ public final class BenchMain {
                     Better.HIGHER, null, false));
         } finally {
             server.shutdownNow();
+        }
+    }
+
+    // ---- HBase (the mini cluster, started once) ----------------------------------------------------------------------
+
+    private void hbase() throws Exception {
+        try (HBaseBench hbase = HBaseBench.start()) {
+            hbase.uncontended(table, rounds, slice);
+            hbase.held(table, quick ? new int[]{1, 2_000} : new int[]{1, 10_000, 50_000}, slice, rounds);
         }
     }
 

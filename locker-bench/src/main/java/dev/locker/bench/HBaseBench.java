@@ -1,0 +1,278 @@
+package dev.locker.bench;
+
+import dev.locker.api.KeyColumn;
+import dev.locker.api.Lease;
+import dev.locker.api.LockerConfig;
+import dev.locker.bench.Table.Better;
+import dev.locker.bench.Table.Row;
+import dev.locker.hbase.HBaseLocker;
+import dev.locker.hbase.HBaseOptions;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.hbase.HBaseTestingUtility;
+import org.apache.hadoop.hbase.HConstants;
+import org.apache.hadoop.hbase.StartMiniClusterOption;
+import org.apache.hadoop.hbase.TableName;
+import org.apache.hadoop.hbase.client.Admin;
+import org.apache.hadoop.hbase.client.CheckAndMutate;
+import org.apache.hadoop.hbase.client.ColumnFamilyDescriptorBuilder;
+import org.apache.hadoop.hbase.client.Connection;
+import org.apache.hadoop.hbase.client.ConnectionFactory;
+import org.apache.hadoop.hbase.client.Delete;
+import org.apache.hadoop.hbase.client.Put;
+import org.apache.hadoop.hbase.client.TableDescriptorBuilder;
+import org.apache.hadoop.hbase.util.Bytes;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.Stream;
+
+/**
+ * The HBase rows: the real HBase 2.6 mini cluster (master, region server and ZooKeeper in this JVM, data in a
+ * temporary directory), started once for the section, with {@link HBaseLocker} against a raw checkAndMutate floor.
+ */
+final class HBaseBench implements AutoCloseable {
+
+    private static final byte[] RAW_FAMILY = Bytes.toBytes("f");
+    private static final byte[] RAW_COLUMN = Bytes.toBytes("o");
+
+    private final Path dir;
+    private final HBaseTestingUtility util;
+    private final Connection connection;
+
+    private HBaseBench() throws Exception {
+        long t0 = System.nanoTime();
+        dir = Files.createTempDirectory("locker-bench-hbase");
+        System.setProperty("test.build.data.basedirectory", dir.toString());
+        util = new HBaseTestingUtility();
+        Configuration conf = util.getConfiguration();
+        // as locker-hbase's HBaseTestCluster: local file system instead of HDFS, no web UIs, fast region server reports
+        conf.setBoolean("hbase.unsafe.stream.capability.enforce", false);
+        conf.set("hbase.wal.provider", "filesystem");
+        conf.setInt(HConstants.MASTER_INFO_PORT, -1);
+        conf.setInt(HConstants.REGIONSERVER_INFO_PORT, -1);
+        conf.setInt("hbase.regionserver.msginterval", 100);
+        conf.setInt(HConstants.REGION_SERVER_HANDLER_COUNT, 10);
+        util.startMiniZKCluster();
+        util.startMiniHBaseCluster(StartMiniClusterOption.builder().numMasters(1).numRegionServers(1).build());
+        connection = ConnectionFactory.createConnection(conf);
+        System.out.printf(Locale.ROOT, "HBase %s mini cluster up in %.1f s%n",
+                org.apache.hadoop.hbase.util.VersionInfo.getVersion(), (System.nanoTime() - t0) / 1e9);
+    }
+
+    static HBaseBench start() throws Exception {
+        return new HBaseBench();
+    }
+
+    // ---- contenders ---------------------------------------------------------------------------------------------
+
+    /** Locker's HBaseLocker: one checkAndMutate per grant (claim + fencing token), one per release. */
+    private HBaseLocker locker(String table, Duration expiry) {
+        return HBaseLocker.builder(connection)
+                .options(HBaseOptions.builder().table(table).ttl(Duration.ofHours(2)).build())
+                .config(LockerConfig.builder().expiry(expiry).build())
+                .build();
+    }
+
+    private static void pair(HBaseLocker locker, KeyColumn lock) {
+        try (Lease lease = locker.acquire(lock, "bench")) {
+            if (lease.fencingToken() <= 0) {
+                throw new IllegalStateException("no token");
+            }
+        }
+    }
+
+    /**
+     * The floor: what a careful hand-written HBase lock does. Put-if-absent of one cell holding a unique owner token
+     * ({@code checkAndMutate ifNotExists -> Put}), then compare-and-delete ({@code checkAndMutate ifEquals -> Delete}),
+     * on one {@code Table} kept for the thread. No fencing token, no expiry, no holder metadata. The family has
+     * NEW_VERSION_BEHAVIOR on: without it the delete marker of a release hides a Put of the next acquire that lands in
+     * the same millisecond, and the floor itself would lose its locks.
+     */
+    private final class Raw implements AutoCloseable {
+        private final org.apache.hadoop.hbase.client.Table table;
+        private final AtomicLong tokens = new AtomicLong();
+        private final String instance = Long.toHexString(System.nanoTime());
+
+        Raw(TableName name) throws IOException {
+            this.table = connection.getTable(name);
+        }
+
+        byte[] acquire(byte[] row) throws IOException {
+            byte[] token = Bytes.toBytes(instance + ":" + tokens.incrementAndGet());
+            if (!table.checkAndMutate(CheckAndMutate.newBuilder(row).ifNotExists(RAW_FAMILY, RAW_COLUMN)
+                    .build(new Put(row).addColumn(RAW_FAMILY, RAW_COLUMN, token))).isSuccess()) {
+                throw new IllegalStateException("raw lock " + Bytes.toString(row) + " is held");
+            }
+            return token;
+        }
+
+        void release(byte[] row, byte[] token) throws IOException {
+            if (!table.checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(RAW_FAMILY, RAW_COLUMN, token)
+                    .build(new Delete(row).addColumns(RAW_FAMILY, RAW_COLUMN))).isSuccess()) {
+                throw new IllegalStateException("raw lock " + Bytes.toString(row) + " was lost");
+            }
+        }
+
+        void pair(byte[] row) {
+            try {
+                release(row, acquire(row));
+            } catch (IOException e) {
+                throw new IllegalStateException(e);
+            }
+        }
+
+        @Override
+        public void close() throws IOException {
+            table.close();
+        }
+    }
+
+    private TableName rawTable(String name) throws IOException {
+        TableName t = TableName.valueOf(name);
+        try (Admin admin = connection.getAdmin()) {
+            if (!admin.tableExists(t)) {
+                admin.createTable(TableDescriptorBuilder.newBuilder(t).setColumnFamily(ColumnFamilyDescriptorBuilder
+                        .newBuilder(RAW_FAMILY).setMaxVersions(1).setInMemory(true).setNewVersionBehavior(true)
+                        .build()).build());
+            }
+        }
+        return t;
+    }
+
+    // ---- workloads ----------------------------------------------------------------------------------------------
+
+    /** Uncontended acquire+release, 1 thread, Locker against the floor, rounds interleaved. */
+    void uncontended(Table out, int rounds, Duration slice) throws Exception {
+        try (HBaseLocker ours = locker("bench_locks", Duration.ofSeconds(60)); Raw raw = new Raw(rawTable("bench_raw"))) {
+            KeyColumn lock = KeyColumn.named("u-0");
+            byte[] rawRow = Bytes.toBytes("u-0");
+            Map<String, Runnable> ops = new LinkedHashMap<>();
+            ops.put("locker", () -> pair(ours, lock));
+            ops.put("raw", () -> raw.pair(rawRow));
+            Map<String, Samples> rates = interleaved(ops, rounds, slice);
+            out.add(new Row("HBase acquire+release, 1 thread (mini cluster)", "pairs/s", rates.get("locker"),
+                    "raw checkAndMutate put-if-absent + checkAndDelete", rates.get("raw"), Better.HIGHER, 0.85, false));
+        }
+    }
+
+    /**
+     * Time per acquire+release while N other locks are held (Locker's, and as many raw cells for the floor), from 1
+     * to {@code steps}' last, against the same with 1 held.
+     */
+    void held(Table out, int[] steps, Duration slice, int rounds) throws Exception {
+        try (HBaseLocker ours = locker("bench_held", Duration.ofSeconds(60));
+             HBaseLocker holder = locker("bench_held", Duration.ofHours(1));
+             Raw raw = new Raw(rawTable("bench_held_raw"))) {
+            KeyColumn probe = KeyColumn.named("probe");
+            byte[] rawProbe = Bytes.toBytes("probe");
+            Map<String, Runnable> ops = new LinkedHashMap<>();
+            ops.put("locker", () -> pair(ours, probe));
+            ops.put("raw", () -> raw.pair(rawProbe));
+            List<Lease> kept = new ArrayList<>();
+            int held = 0;
+            Map<String, Samples> base = null;
+            for (int n : steps) {
+                long t0 = System.nanoTime();
+                holdMore(holder, raw, kept, held, n);
+                double seconds = (System.nanoTime() - t0) / 1e9;
+                held = n;
+                Map<String, Samples> rates = interleaved(ops, rounds, slice);
+                System.out.printf(Locale.ROOT, "    HBase with %d held (%.1f s to take %d more): Locker %.0f pairs/s, "
+                        + "raw %.0f pairs/s%n", n, seconds, n, rates.get("locker").median(), rates.get("raw").median());
+                if (base == null) {
+                    base = rates;
+                    continue;
+                }
+                String nHeld = n >= 1000 ? (n / 1000) + "k" : Integer.toString(n);
+                out.add(new Row("HBase time per pair with " + nHeld + " held ÷ with 1 held (1 thread)", "x",
+                        slowdown(base.get("locker"), rates.get("locker")), "raw checkAndMutate",
+                        slowdown(base.get("raw"), rates.get("raw")), Better.LOWER, 1.2, true));
+            }
+            for (Lease l : kept) {
+                l.close();
+            }
+        }
+    }
+
+    /** Takes locks {@code from}..{@code to}-1 with 8 threads: a Locker lease and a raw cell each. */
+    private static void holdMore(HBaseLocker holder, Raw raw, List<Lease> kept, int from, int to) throws Exception {
+        Lease[] got = new Lease[to - from];
+        AtomicInteger next = new AtomicInteger(from);
+        List<Thread> ts = new ArrayList<>();
+        List<Throwable> failures = java.util.Collections.synchronizedList(new ArrayList<>());
+        for (int t = 0; t < 8; t++) {
+            Thread th = new Thread(() -> {
+                try {
+                    for (int i; (i = next.getAndIncrement()) < to; ) {
+                        got[i - from] = holder.acquire(KeyColumn.named("held-" + i), "bench");
+                        raw.acquire(("held-" + i).getBytes(StandardCharsets.US_ASCII));
+                    }
+                } catch (Throwable e) {
+                    failures.add(e);
+                }
+            });
+            th.start();
+            ts.add(th);
+        }
+        for (Thread t : ts) {
+            t.join();
+        }
+        if (!failures.isEmpty()) {
+            throw new IllegalStateException("holding HBase locks failed", failures.get(0));
+        }
+        kept.addAll(List.of(got));
+    }
+
+    /** Per-round time ratios (rate with 1 held ÷ rate with N held), paired by round. */
+    private static Samples slowdown(Samples base, Samples now) {
+        return Samples.ratios(base, now);
+    }
+
+    /** Runs each operation for {@code slice} per round, rounds interleaved (a different order each round). */
+    static Map<String, Samples> interleaved(Map<String, Runnable> given, int rounds, Duration slice) throws Exception {
+        Map<String, Runnable> ops = new LinkedHashMap<>();
+        given.forEach((name, op) -> ops.put(name, () -> {
+            try {
+                op.run();
+            } catch (RuntimeException e) {
+                throw new IllegalStateException(name + ": " + e.getMessage(), e);
+            }
+        }));
+        Map<String, Samples> rates = new LinkedHashMap<>();
+        for (Map.Entry<String, Runnable> e : ops.entrySet()) {
+            rates.put(e.getKey(), new Samples());
+            Bench.rate(1, slice, t -> i -> e.getValue().run()); // warm-up
+        }
+        List<String> names = new ArrayList<>(ops.keySet());
+        for (int r = 0; r < rounds; r++) {
+            for (int k = 0; k < names.size(); k++) {
+                String name = names.get((k + r) % names.size());
+                rates.get(name).add(Bench.rate(1, slice, t -> i -> ops.get(name).run()));
+            }
+        }
+        return rates;
+    }
+
+    @Override
+    public void close() throws Exception {
+        try {
+            connection.close();
+            util.shutdownMiniCluster();
+        } finally {
+            try (Stream<Path> files = Files.walk(dir)) {
+                files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            }
+        }
+    }
+}
