@@ -430,7 +430,7 @@ public final class BenchMain {
 
     private void hbase() throws Exception {
         try (HBaseBench hbase = HBaseBench.start()) {
-            hbase.uncontended(table, rounds, slice);
+            hbase.uncontended(table, rounds, slice, Duration.ofSeconds(quick ? 5 : 10));
             hbase.held(table, quick ? new int[]{1, 2_000} : new int[]{1, 10_000, 50_000}, slice, rounds);
         }
     }
