@@ -188,19 +188,19 @@ final class HBaseBench implements AutoCloseable {
      * Uncontended acquire+release, 1 thread, Locker against both floors, rounds interleaved, after a warm-up of
      * {@code warmUp} (the region server's code is compiled while the cluster is fresh).
      */
-    void uncontended(Table out, int rounds, Duration slice, Duration warmUp) throws Exception {
+    void uncontended(Table out, int rounds, Duration slice, Duration warmUp, int cpuOps) throws Exception {
         try (HBaseLocker ours = locker("bench_locks", Duration.ofSeconds(60));
              Raw clear = new Raw(rawTable("bench_raw"), false);
              Raw delete = new Raw(rawTable("bench_raw"), true)) {
-            KeyColumn lock = KeyColumn.named("u-0");
-            byte[] clearRow = Bytes.toBytes("c-0");
-            byte[] deleteRow = Bytes.toBytes("d-0");
+            // every measured slice on fresh rows: a hot row piles up one version per write in the memstore (only a
+            // flush or a compaction keeps just the newest), and each read of the row walks past them, so a slice on
+            // an old row would pay for the writes of the slices before it
+            Rows rows = new Rows(4 * rounds * 2 + 4);
             Map<String, Runnable> ops = new LinkedHashMap<>();
-            KeyColumn lock3 = KeyColumn.named("u-3");
-            ops.put("locker", () -> pair(ours, lock));
-            ops.put("three-phase", () -> threePhase(ours, lock3));
-            ops.put("clear", () -> clear.pair(clearRow));
-            ops.put("delete", () -> delete.pair(deleteRow));
+            ops.put("locker", () -> pair(ours, rows.lock("u")));
+            ops.put("three-phase", () -> threePhase(ours, rows.lock("t")));
+            ops.put("clear", () -> clear.pair(rows.row("c")));
+            ops.put("delete", () -> delete.pair(rows.row("d")));
             long end = System.nanoTime() + warmUp.toNanos();
             while (System.nanoTime() - end < 0) {
                 for (Runnable op : ops.values()) {
@@ -211,7 +211,8 @@ final class HBaseBench implements AutoCloseable {
             }
             long lost0 = delete.lost.get();
             long pairs0 = delete.tokens.get();
-            Map<String, Samples> rates = interleaved(ops, rounds, slice);
+            Map<String, Samples> rates = interleaved(ops, rounds, slice, rows::next);
+            Map<String, Samples> cpu = cpuPerOp(ops, rounds, cpuOps, rows::next);
             long lost = delete.lost.get() - lost0;
             long pairs = delete.tokens.get() - pairs0;
             System.out.printf(Locale.ROOT, "    raw put-if-absent + checkAndDelete: %d of %d releases (%.0f%%) found "
@@ -226,7 +227,35 @@ final class HBaseBench implements AutoCloseable {
             out.add(new Row("HBase writeLock+checkLocks+deleteLocks (no lease, no keep-alive), 1 thread", "pairs/s",
                     rates.get("three-phase"), "raw put-if-empty + compare-and-clear", rates.get("clear"),
                     Better.HIGHER, 0.85, false));
+            // steadier than a rate on a shared machine: what a pair costs the client and the region server together
+            out.add(new Row("HBase CPU per acquire+release (client + mini cluster, one JVM), 1 thread", "us",
+                    cpu.get("locker"), "raw put-if-empty + compare-and-clear", cpu.get("clear"), Better.LOWER,
+                    1 / 0.85, false));
         }
+    }
+
+    /**
+     * Microseconds of this JVM's CPU time (every thread: the client's and the mini cluster's) per call, over
+     * {@code n} calls per round, rounds interleaved.
+     */
+    private static Map<String, Samples> cpuPerOp(Map<String, Runnable> ops, int rounds, int n, Runnable beforeEach) {
+        com.sun.management.OperatingSystemMXBean os = (com.sun.management.OperatingSystemMXBean)
+                java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        Map<String, Samples> cpu = new LinkedHashMap<>();
+        List<String> names = new ArrayList<>(ops.keySet());
+        for (int r = 0; r < rounds; r++) {
+            for (int k = 0; k < names.size(); k++) {
+                String name = names.get((k + r) % names.size());
+                Runnable op = ops.get(name);
+                beforeEach.run();
+                long c0 = os.getProcessCpuTime();
+                for (int i = 0; i < n; i++) {
+                    op.run();
+                }
+                cpu.computeIfAbsent(name, x -> new Samples()).add((os.getProcessCpuTime() - c0) / (n * 1000.0));
+            }
+        }
+        return cpu;
     }
 
     /**
@@ -237,11 +266,10 @@ final class HBaseBench implements AutoCloseable {
         try (HBaseLocker ours = locker("bench_held", Duration.ofSeconds(60));
              HBaseLocker holder = locker("bench_held", Duration.ofHours(1));
              Raw raw = new Raw(rawTable("bench_held_raw"), false)) {
-            KeyColumn probe = KeyColumn.named("probe");
-            byte[] rawProbe = Bytes.toBytes("probe");
+            Rows rows = new Rows(steps.length * (2 * rounds + 2) + 2);
             Map<String, Runnable> ops = new LinkedHashMap<>();
-            ops.put("locker", () -> pair(ours, probe));
-            ops.put("raw", () -> raw.pair(rawProbe));
+            ops.put("locker", () -> pair(ours, rows.lock("probe")));
+            ops.put("raw", () -> raw.pair(rows.row("probe")));
             List<Lease> kept = new ArrayList<>();
             int held = 0;
             Map<String, Samples> base = null;
@@ -250,7 +278,7 @@ final class HBaseBench implements AutoCloseable {
                 holdMore(holder, raw, kept, held, n);
                 double seconds = (System.nanoTime() - t0) / 1e9;
                 held = n;
-                Map<String, Samples> rates = interleaved(ops, rounds, slice);
+                Map<String, Samples> rates = interleaved(ops, rounds, slice, rows::next);
                 System.out.printf(Locale.ROOT, "    HBase with %d held (%.1f s to take %d more): Locker %.0f pairs/s, "
                         + "raw %.0f pairs/s%n", n, seconds, n, rates.get("locker").median(), rates.get("raw").median());
                 if (base == null) {
@@ -297,6 +325,42 @@ final class HBaseBench implements AutoCloseable {
         kept.addAll(List.of(got));
     }
 
+    /** Lock names and raw rows per measured slice ({@link #next} moves on to fresh ones). */
+    private static final class Rows {
+        private final Map<String, KeyColumn[]> locks = new LinkedHashMap<>();
+        private final Map<String, byte[][]> rows = new LinkedHashMap<>();
+        private final int slots;
+        private int slot;
+
+        Rows(int slots) {
+            this.slots = slots;
+        }
+
+        void next() {
+            slot = (slot + 1) % slots;
+        }
+
+        KeyColumn lock(String prefix) {
+            return locks.computeIfAbsent(prefix, p -> {
+                KeyColumn[] a = new KeyColumn[slots];
+                for (int i = 0; i < slots; i++) {
+                    a[i] = KeyColumn.named(p + "-" + i);
+                }
+                return a;
+            })[slot];
+        }
+
+        byte[] row(String prefix) {
+            return rows.computeIfAbsent(prefix, p -> {
+                byte[][] a = new byte[slots][];
+                for (int i = 0; i < slots; i++) {
+                    a[i] = Bytes.toBytes("raw-" + p + "-" + i);
+                }
+                return a;
+            })[slot];
+        }
+    }
+
     /** Per-round time ratios (rate with 1 held ÷ rate with N held), paired by round. */
     private static Samples slowdown(Samples base, Samples now) {
         return Samples.ratios(base, now);
@@ -304,6 +368,12 @@ final class HBaseBench implements AutoCloseable {
 
     /** Runs each operation for {@code slice} per round, rounds interleaved (a different order each round). */
     static Map<String, Samples> interleaved(Map<String, Runnable> given, int rounds, Duration slice) throws Exception {
+        return interleaved(given, rounds, slice, () -> { });
+    }
+
+    /** As above, running {@code beforeEach} before every measured slice. */
+    static Map<String, Samples> interleaved(Map<String, Runnable> given, int rounds, Duration slice,
+                                            Runnable beforeEach) throws Exception {
         Map<String, Runnable> ops = new LinkedHashMap<>();
         given.forEach((name, op) -> ops.put(name, () -> {
             try {
@@ -321,6 +391,7 @@ final class HBaseBench implements AutoCloseable {
         for (int r = 0; r < rounds; r++) {
             for (int k = 0; k < names.size(); k++) {
                 String name = names.get((k + r) % names.size());
+                beforeEach.run();
                 rates.get(name).add(Bench.rate(1, slice, t -> i -> ops.get(name).run()));
             }
         }
