@@ -434,7 +434,7 @@ public final class BenchMain {
         int hbaseRounds = quick ? 5 : 7;
         Duration hbaseSlice = Duration.ofMillis(quick ? 500 : 1500);
         try (HBaseBench hbase = HBaseBench.start()) {
-            hbase.uncontended(table, hbaseRounds, hbaseSlice, Duration.ofSeconds(quick ? 5 : 10), quick ? 500 : 1500);
+            hbase.uncontended(table, hbaseRounds, hbaseSlice, Duration.ofSeconds(quick ? 5 : 10), quick ? 500 : 1000);
             hbase.held(table, quick ? new int[]{1, 2_000} : new int[]{1, 10_000, 30_000}, hbaseSlice, hbaseRounds);
         }
     }

@@ -231,6 +231,9 @@ final class HBaseBench implements AutoCloseable {
             out.add(new Row("HBase CPU per acquire+release (client + mini cluster, one JVM), 1 thread", "us",
                     cpu.get("locker"), "raw put-if-empty + compare-and-clear", cpu.get("clear"), Better.LOWER,
                     1 / 0.85, false));
+            out.add(new Row("HBase CPU per writeLock+checkLocks+deleteLocks (no lease), 1 thread", "us",
+                    cpu.get("three-phase"), "raw put-if-empty + compare-and-clear", cpu.get("clear"), Better.LOWER,
+                    1 / 0.85, false));
         }
     }
 
