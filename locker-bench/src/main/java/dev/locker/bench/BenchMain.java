@@ -52,7 +52,8 @@ import java.util.concurrent.CompletableFuture;
 /**
  * Runs every workload, each against its baselines measured in the same run with the rounds interleaved, and prints one
  * table (markdown) of medians, spreads and ratios. {@code --quick} for a couple of minutes, the default for the full
- * run (under 15 minutes); {@code --only=redis,handoff,held,alloc,mongo,hbase,janusgraph,mediator,metrics} picks sections.
+ * run (under 15 minutes); {@code --only=redis,handoff,held,alloc,mongo,hbase,janusgraph,mediator,metrics} picks
+ * sections.
  */
 public final class BenchMain {
 
@@ -426,7 +427,7 @@ public final class BenchMain {
         }
     }
 
-    // ---- HBase (the mini cluster, started once) ----------------------------------------------------------------------
+    // ---- HBase (the mini cluster, started once) --------------------------------------------------------------------
 
     private void hbase() throws Exception {
         // more, shorter rounds than elsewhere: a round trip to the in-JVM mini cluster is mostly CPU and thread

@@ -280,10 +280,12 @@ final class HBaseBench implements AutoCloseable {
                 long t0 = System.nanoTime();
                 holdMore(holder, raw, kept, held, n);
                 double seconds = (System.nanoTime() - t0) / 1e9;
+                int more = n - held;
                 held = n;
                 Map<String, Samples> rates = interleaved(ops, rounds, slice, rows::next);
                 System.out.printf(Locale.ROOT, "    HBase with %d held (%.1f s to take %d more): Locker %.0f pairs/s, "
-                        + "raw %.0f pairs/s%n", n, seconds, n, rates.get("locker").median(), rates.get("raw").median());
+                        + "raw %.0f pairs/s%n", n, seconds, more, rates.get("locker").median(),
+                        rates.get("raw").median());
                 if (base == null) {
                     base = rates;
                     continue;

@@ -51,7 +51,8 @@ final class JanusGraphBench {
             // JanusGraph's locker, as a graph instance builds it for a store's lock store
             KeyColumnValueStore theirStore = manager.openDatabase("bench_lock_");
             org.janusgraph.diskstorage.locking.consistentkey.ConsistentKeyLocker theirs =
-                    new org.janusgraph.diskstorage.locking.consistentkey.ConsistentKeyLocker.Builder(theirStore, manager)
+                    new org.janusgraph.diskstorage.locking.consistentkey.ConsistentKeyLocker
+                            .Builder(theirStore, manager)
                             .times(TimestampProviders.MICRO)
                             .rid(StaticArrayBuffer.of("bench-janusgraph".getBytes(StandardCharsets.US_ASCII)))
                             .mediatorName("bench-janusgraph")
@@ -145,7 +146,8 @@ final class JanusGraphBench {
                 List<Entry> out = new ArrayList<>();
                 for (org.janusgraph.diskstorage.Entry e : store.getSlice(new KeySliceQuery(StaticArrayBuffer.of(key),
                         StaticArrayBuffer.of(start), end.length == 0 ? NO_END : StaticArrayBuffer.of(end)), tx)) {
-                    out.add(new Entry(e.getColumnAs(StaticBuffer.ARRAY_FACTORY), e.getValueAs(StaticBuffer.ARRAY_FACTORY)));
+                    out.add(new Entry(e.getColumnAs(StaticBuffer.ARRAY_FACTORY),
+                            e.getValueAs(StaticBuffer.ARRAY_FACTORY)));
                 }
                 return out;
             } catch (BackendException e) {
