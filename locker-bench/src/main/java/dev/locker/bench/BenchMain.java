@@ -52,7 +52,8 @@ import java.util.concurrent.CompletableFuture;
 /**
  * Runs every workload, each against its baselines measured in the same run with the rounds interleaved, and prints one
  * table (markdown) of medians, spreads and ratios. {@code --quick} for a couple of minutes, the default for the full
- * run (under 15 minutes); {@code --only=redis,handoff,held,alloc,mongo,mediator,metrics} picks sections.
+ * run (under 15 minutes); {@code --only=redis,handoff,held,alloc,mongo,hbase,janusgraph,mediator,metrics} picks
+ * sections.
  */
 public final class BenchMain {
 
@@ -79,7 +80,7 @@ public final class BenchMain {
                 only.addAll(Arrays.asList(a.substring(7).split(",")));
             } else {
                 throw new IllegalArgumentException("usage: bench/run [--quick] [--only=redis,alloc,held,handoff,mongo,"
-                        + "mediator,metrics]; unknown argument " + a);
+                        + "hbase,janusgraph,mediator,metrics]; unknown argument " + a);
             }
         }
         new BenchMain(quick, only).run();
@@ -101,35 +102,35 @@ public final class BenchMain {
         if (wants("metrics")) {
             metrics("mem:bench-metrics?expiry=60s&lockWait=1ms", "mem: (lockWait=1ms)");
         }
-        if (!(wants("redis") || wants("metrics") || wants("alloc") || wants("handoff") || wants("held"))) {
-            if (wants("mongo")) {
-                mongo();
-            }
-            System.out.println();
-            System.out.println(table.render());
-            return;
-        }
-        try (RedisServer redis = RedisServer.start()) {
-            System.out.println("redis-server " + redisVersion(redis.port()) + " on port " + redis.port());
-            awaitGrants(redis.port());
-            if (wants("redis")) {
-                uncontended(redis.port());
-            }
-            if (wants("metrics")) {
-                metrics("redis://127.0.0.1:" + redis.port() + "?expiry=60s", "Redis");
-            }
-            if (wants("alloc")) {
-                allocation(redis.port());
-            }
-            if (wants("handoff")) {
-                handoff(redis.port());
-            }
-            if (wants("held")) {
-                held(redis.port());
+        if (wants("redis") || wants("metrics") || wants("alloc") || wants("handoff") || wants("held")) {
+            try (RedisServer redis = RedisServer.start()) {
+                System.out.println("redis-server " + redisVersion(redis.port()) + " on port " + redis.port());
+                awaitGrants(redis.port());
+                if (wants("redis")) {
+                    uncontended(redis.port());
+                }
+                if (wants("metrics")) {
+                    metrics("redis://127.0.0.1:" + redis.port() + "?expiry=60s", "Redis");
+                }
+                if (wants("alloc")) {
+                    allocation(redis.port());
+                }
+                if (wants("handoff")) {
+                    handoff(redis.port());
+                }
+                if (wants("held")) {
+                    held(redis.port());
+                }
             }
         }
         if (wants("mongo")) {
             mongo();
+        }
+        if (wants("hbase")) {
+            hbase();
+        }
+        if (wants("janusgraph")) {
+            new JanusGraphBench(quick, rounds, slice).run(table);
         }
         System.out.println();
         System.out.println(table.render());
@@ -426,6 +427,19 @@ public final class BenchMain {
                     Better.HIGHER, null, false));
         } finally {
             server.shutdownNow();
+        }
+    }
+
+    // ---- HBase (the mini cluster, started once) --------------------------------------------------------------------
+
+    private void hbase() throws Exception {
+        // more, shorter rounds than elsewhere: a round trip to the in-JVM mini cluster is mostly CPU and thread
+        // switches, so its rates swing with the load of the machine, and the median needs more rounds to settle
+        int hbaseRounds = quick ? 5 : 7;
+        Duration hbaseSlice = Duration.ofMillis(quick ? 500 : 1500);
+        try (HBaseBench hbase = HBaseBench.start()) {
+            hbase.uncontended(table, hbaseRounds, hbaseSlice, Duration.ofSeconds(quick ? 5 : 10), quick ? 500 : 1000);
+            hbase.held(table, quick ? new int[]{1, 2_000} : new int[]{1, 10_000, 30_000}, hbaseSlice, hbaseRounds);
         }
     }
 

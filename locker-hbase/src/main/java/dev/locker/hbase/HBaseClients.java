@@ -5,9 +5,15 @@ import org.apache.hadoop.hbase.HBaseConfiguration;
 import org.apache.hadoop.hbase.HConstants;
 import org.apache.hadoop.hbase.client.Connection;
 import org.apache.hadoop.hbase.client.ConnectionFactory;
+import org.apache.hadoop.hbase.client.TableBuilder;
+import org.apache.hadoop.hbase.TableName;
 
 import java.io.IOException;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.AbstractExecutorService;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.TimeUnit;
 
 /**
  * Builds HBase client configurations and connections that fail fast. HBase's own defaults retry an operation 15
@@ -64,6 +70,52 @@ public final class HBaseClients {
         String port = conf.get(HConstants.ZOOKEEPER_CLIENT_PORT, "2181");
         String parent = conf.get(HConstants.ZOOKEEPER_ZNODE_PARENT, "/hbase");
         return "HBase cluster " + quorum + (quorum.contains(":") ? "" : ":" + port) + parent + " table " + table;
+    }
+
+    /**
+     * Builds the tables of a locker or store: {@code Table}s whose multi-action calls (an atomic {@code RowMutations},
+     * conditional or not) run in the calling thread. By default HBase's blocking client hands every such call to the
+     * connection's batch pool and waits for it, two thread switches per call; on a loaded host that cost as much as a
+     * second round trip (a grant is a conditional {@code RowMutations}: claim and fencing counter). Single mutations
+     * and gets run in the calling thread either way. A {@code Table} stays per call (it is not thread-safe); the
+     * builder is.
+     */
+    static TableBuilder tables(Connection connection, TableName table) {
+        return connection.getTableBuilder(table, IN_CALLING_THREAD);
+    }
+
+    private static final ExecutorService IN_CALLING_THREAD = new InCallingThread();
+
+    /** Runs each task at once in the thread that submits it; never shut down (it owns no thread). */
+    private static final class InCallingThread extends AbstractExecutorService {
+        @Override
+        public void execute(Runnable task) {
+            task.run();
+        }
+
+        @Override
+        public void shutdown() {
+        }
+
+        @Override
+        public List<Runnable> shutdownNow() {
+            return List.of();
+        }
+
+        @Override
+        public boolean isShutdown() {
+            return false;
+        }
+
+        @Override
+        public boolean isTerminated() {
+            return false;
+        }
+
+        @Override
+        public boolean awaitTermination(long timeout, TimeUnit unit) {
+            return false;
+        }
     }
 
     /** Opens a connection; the caller closes it. Connecting is lazy: the cluster is contacted by the first call. */

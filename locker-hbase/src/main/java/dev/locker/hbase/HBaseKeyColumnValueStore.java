@@ -18,6 +18,7 @@ import org.apache.hadoop.hbase.client.ResultScanner;
 import org.apache.hadoop.hbase.client.RowMutations;
 import org.apache.hadoop.hbase.client.Scan;
 import org.apache.hadoop.hbase.client.Table;
+import org.apache.hadoop.hbase.client.TableBuilder;
 import org.apache.hadoop.hbase.client.TableDescriptor;
 import org.apache.hadoop.hbase.filter.ColumnRangeFilter;
 import org.apache.hadoop.hbase.filter.FilterList;
@@ -71,6 +72,8 @@ public final class HBaseKeyColumnValueStore implements KeyColumnValueStore {
     private final Connection connection;
     private final boolean ownsConnection;
     private final TableName tableName;
+    /** Tables whose multi-action calls run in the calling thread ({@link HBaseClients#tables}). */
+    private final TableBuilder tables;
     private final byte[] family;
     private final String name;
 
@@ -79,6 +82,7 @@ public final class HBaseKeyColumnValueStore implements KeyColumnValueStore {
         this.connection = connection;
         this.ownsConnection = ownsConnection;
         this.tableName = tableName;
+        this.tables = HBaseClients.tables(connection, tableName);
         this.family = family;
         this.name = name;
     }
@@ -154,7 +158,7 @@ public final class HBaseKeyColumnValueStore implements KeyColumnValueStore {
             get.setFilter(new ColumnRangeFilter(start.length == 0 ? null : start, true, end.length == 0 ? null : end, false));
         }
         Result r;
-        try (Table t = connection.getTable(tableName)) {
+        try (Table t = tables.build()) {
             r = t.get(get);
         } catch (IOException e) {
             throw HBaseErrors.translate(e, "get of row " + printable(key), name);
@@ -198,7 +202,7 @@ public final class HBaseKeyColumnValueStore implements KeyColumnValueStore {
             }
             delete.addColumns(family, col);
         }
-        try (Table t = connection.getTable(tableName)) {
+        try (Table t = tables.build()) {
             if (delete != null && put != null) {
                 RowMutations rm = new RowMutations(key, 2);
                 rm.add(delete);
@@ -237,7 +241,7 @@ public final class HBaseKeyColumnValueStore implements KeyColumnValueStore {
             scan.withStopRow(end, false);
         }
         List<byte[]> out = new ArrayList<>(Math.min(limit, 64));
-        try (Table t = connection.getTable(tableName); ResultScanner rs = t.getScanner(scan)) {
+        try (Table t = tables.build(); ResultScanner rs = t.getScanner(scan)) {
             for (Result r = rs.next(); r != null; r = rs.next()) {
                 out.add(r.getRow());
                 if (out.size() == limit) {

@@ -32,6 +32,7 @@ import org.apache.hadoop.hbase.client.ResultScanner;
 import org.apache.hadoop.hbase.client.RowMutations;
 import org.apache.hadoop.hbase.client.Scan;
 import org.apache.hadoop.hbase.client.Table;
+import org.apache.hadoop.hbase.client.TableBuilder;
 import org.apache.hadoop.hbase.client.TableDescriptor;
 import org.apache.hadoop.hbase.filter.BinaryComparator;
 import org.apache.hadoop.hbase.filter.SingleColumnValueFilter;
@@ -104,6 +105,8 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
     private final Connection connection;
     private final boolean ownsConnection;
     private final TableName tableName;
+    /** Tables whose multi-action calls run in the calling thread ({@link HBaseClients#tables}). */
+    private final TableBuilder tables;
     private final byte[] family;
     private final byte[] tokenFamily;
     private final String where;
@@ -113,6 +116,7 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
         this.connection = b.connection;
         this.ownsConnection = b.closeConnectionOnClose;
         this.tableName = tableName;
+        this.tables = HBaseClients.tables(b.connection, tableName);
         this.family = b.options.familyBytes();
         this.tokenFamily = b.options.tokenFamilyBytes();
         this.where = where;
@@ -259,7 +263,7 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
     @Override
     protected Optional<byte[]> readRecord(KeyColumn lock, String name) {
         Get get = new Get(row(lock)).addColumn(tokenFamily, recordColumn(name));
-        try (Table t = connection.getTable(tableName)) {
+        try (Table t = tables.build()) {
             return Optional.ofNullable(t.get(get).getValue(tokenFamily, recordColumn(name)));
         } catch (IOException e) {
             throw HBaseErrors.translate(e, "get", where);
@@ -268,7 +272,7 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
 
     @Override
     protected void putRecord(KeyColumn lock, String name, byte[] value) {
-        try (Table t = connection.getTable(tableName)) {
+        try (Table t = tables.build()) {
             t.put(new Put(row(lock)).addColumn(tokenFamily, recordColumn(name), value));
         } catch (IOException e) {
             throw HBaseErrors.translate(e, "put", where);
@@ -344,7 +348,7 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
         }
         List<LockInfo> out = new ArrayList<>();
         int rows = 0;
-        try (Table t = connection.getTable(tableName); ResultScanner rs = t.getScanner(scan)) {
+        try (Table t = tables.build(); ResultScanner rs = t.getScanner(scan)) {
             for (Result r = rs.next(); r != null; r = rs.next()) {
                 rows++;
                 after = r.getRow();
@@ -399,7 +403,7 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
     }
 
     private CheckAndMutateResult checkAndMutate(CheckAndMutate cam, String action) {
-        try (Table t = connection.getTable(tableName)) {
+        try (Table t = tables.build()) {
             return t.checkAndMutate(cam);
         } catch (IOException e) {
             throw HBaseErrors.translate(e, action, where);
@@ -436,7 +440,7 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
     private RowState read(byte[] row, String action) {
         Get get = new Get(row).addColumn(family, HOLDER).addColumn(tokenFamily, COUNTER);
         Result r;
-        try (Table t = connection.getTable(tableName)) {
+        try (Table t = tables.build()) {
             r = t.get(get);
         } catch (IOException e) {
             throw HBaseErrors.translate(e, action, where);
