@@ -760,6 +760,10 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
                     ex.getMessage(), ex);
         } finally {
             mediator.release(hold);
+            KeepAlive k = background;
+            if (k != null) { // made on first use: without it nothing watches this hold
+                k.unwatch(hold);
+            }
         }
     }
 
@@ -1253,6 +1257,16 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
 
         synchronized void add(Hold hold) {
             Hold[] a = small;
+            if (a != null) {
+                for (int i = 0; i < a.length; i++) {
+                    if (a[i].lock.equals(hold.lock)) { // a takeover within the transaction: the new hold replaces it
+                        Hold[] b = a.clone();
+                        b[i] = hold;
+                        small = b;
+                        return;
+                    }
+                }
+            }
             if (a == null) {
                 large.put(hold.lock, hold);
             } else if (a.length < SMALL) {

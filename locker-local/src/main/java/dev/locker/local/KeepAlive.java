@@ -115,6 +115,11 @@ final class KeepAlive implements AutoCloseable {
         watchdogScheduler.schedule(hold, Math.max(0, delay)); // moves an earlier watch; refused when closing
     }
 
+    /** Drops the early lost signal of a released hold, so the hold is not kept reachable until its deadline. */
+    void unwatch(Hold hold) {
+        watchdogScheduler.cancel(hold);
+    }
+
     private void fire(Hold hold) {
         Hold.State s = hold.state();
         if (s.isFinal() || !watched(hold)) { // lost, released, or neither listened to nor kept alive any more

@@ -64,7 +64,7 @@ final class Timer<E extends Timer.Timed> {
             if (shutdown) {
                 return false;
             }
-            if (thread == null) {
+            if (thread == null || !thread.isAlive()) { // none yet, or it died (it must not, see work)
                 thread = new Thread(this::work, threadName);
                 thread.setDaemon(true);
                 thread.start();
@@ -174,7 +174,8 @@ final class Timer<E extends Timer.Timed> {
                 handler.accept(next);
             } catch (RuntimeException e) {
                 log.debug("A timed task on {} failed: {}", threadName, e.toString(), e);
-            } catch (Error e) {
+            } catch (Throwable e) { // an Error, or a checked exception thrown undeclared (Kotlin, sneaky throws): the
+                // one thread of every later entry must live on
                 log.warn("A timed task on {} failed: {}", threadName, e.toString(), e);
             }
             if (Thread.interrupted() && isShutdown()) {

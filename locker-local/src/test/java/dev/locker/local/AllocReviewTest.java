@@ -7,7 +7,6 @@ import dev.locker.api.LockProbe;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -87,7 +86,6 @@ class AllocReviewTest {
      * future and replaced a dead worker.
      */
     @Test
-    @Disabled("finding 1: a sneaky checked exception kills the Timer thread for good; later entries never run")
     void f1_timerDiesOnACheckedThrowableAndNeverRunsAnotherEntry() throws Exception {
         CountDownLatch ranAfter = new CountDownLatch(1);
         Timer<TimerTest.Entry> timer = new Timer<>("alloc-review-timer", e -> {
@@ -116,7 +114,6 @@ class AllocReviewTest {
      * stayed in its ScheduledFuture and only that one transaction's renewals stopped.
      */
     @Test
-    @Disabled("finding 1: one checked throwable on the keep-alive thread stops every later lease's renewal")
     void f1_oneThrowableOnTheKeepAliveThreadStopsTheRenewalsOfEveryLaterLease() throws Exception {
         AtomicBoolean thrown = new AtomicBoolean();
         CountDownLatch threw = new CountDownLatch(1);
@@ -159,7 +156,6 @@ class AllocReviewTest {
      * could cancel it. (The executor before had the same retention, through its futures.)
      */
     @Test
-    @Disabled("finding 2: closed leases' holds stay in the deadline-watch timer until ~0.9 x expiry (heap retention)")
     void f2_closedLeasesStayInTheDeadlineWatchHeapUntilTheirDeadline() throws Exception {
         Locker l = locker("alloc-f2", LockerConfig.builder().expiry(Duration.ofMinutes(10)).lockWait(Duration.ofMillis(1)));
         int n = 200;
@@ -246,7 +242,6 @@ class AllocReviewTest {
      * the mediator has one entry, the store one live claim.)
      */
     @Test
-    @Disabled("finding 3: a local takeover within one tx leaves [lost hA, live hB] for one lock; find() returns the lost one")
     void f3_aTakeoverWithinOneTransactionHidesTheLiveHoldBehindTheLostOne() throws Exception {
         dev.locker.testkit.VirtualClock clock = new dev.locker.testkit.VirtualClock();
         CountDownLatch t2Waits = new CountDownLatch(1);
