@@ -67,9 +67,10 @@ local function claim_value(ts, exp, tok, ctr, owner)
       .. owner
 end
 
--- True when the claim in field f (parsed counter ctr) is the one the nonce names, field own being the nonce's.
-local function is_nonce(f, ctr, own, nonce)
-  return f == own and nonce ~= nil and ctr == string.sub(nonce, 17)
+-- True when a claim's counter (as parse returns it) is the nonce's: with the claim in the nonce's own field, the
+-- claim is the one the nonce names.
+local function is_nonce(ctr, nonce)
+  return nonce ~= nil and ctr == string.sub(nonce, 17)
 end
 
 -- Keeps the token of a claim that leaves the hash in field "t", so the next grant's token is higher. Call it before
@@ -130,7 +131,7 @@ local function scan(now, scrub, own, nonce, waiter)
             scrubbed = tok
           end
         end
-      elseif is_nonce(f, ctr, own, nonce) then
+      elseif f == own and is_nonce(ctr, nonce) then
         r.own = v
       else
         if r.senior == nil or ts < r.seniorTs or (ts == r.seniorTs and f < r.senior) then

@@ -18,7 +18,7 @@ if not v then
   return 0
 end
 local _, exp, tok, ctr = parse(v)
-if exp == nil or not is_nonce(ARGV[4], ctr, ARGV[4], ARGV[5]) or exp <= now or fmt(tok) ~= ARGV[6] then
+if exp == nil or not is_nonce(ctr, ARGV[5]) or exp <= now or fmt(tok) ~= ARGV[6] then
   return 0
 end
 redis.call('HSET', KEYS[2], name, ARGV[3])

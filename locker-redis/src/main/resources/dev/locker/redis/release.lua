@@ -20,7 +20,7 @@ if not v then
   return 0
 end
 local ts, exp, tok, ctr = parse(v)
-if not is_nonce(ARGV[1], ctr, ARGV[1], ARGV[2]) then
+if not is_nonce(ctr, ARGV[2]) then
   return 0
 end
 local t = tonumber(got[2]) or 0

@@ -5,7 +5,7 @@ local now = server_now()
 local v = redis.call('HGET', key, ARGV[1])
 if v then
   local ts, exp, tok, ctr = parse(v)
-  if ts and is_nonce(ARGV[1], ctr, ARGV[1], ARGV[2]) and exp > now and fmt(tok) == ARGV[3] then
+  if ts and is_nonce(ctr, ARGV[2]) and exp > now and fmt(tok) == ARGV[3] then
     return { 1 }
   end
 end

@@ -10,7 +10,7 @@ local removed = 0
 local v = redis.call('HGET', key, own)
 if v then
   local _, _, tok, ctr = parse(v)
-  if ctr and is_nonce(own, ctr, own, nonce) then
+  if ctr and is_nonce(ctr, nonce) then
     keep_token(s, tok)
     redis.call('HDEL', key, own)
     removed = 1
