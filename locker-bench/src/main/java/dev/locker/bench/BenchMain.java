@@ -48,6 +48,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 
 /**
  * Runs every workload, each against its baselines measured in the same run with the rounds interleaved, and prints one
@@ -338,8 +339,17 @@ public final class BenchMain {
         Map<String, double[]> results = new LinkedHashMap<>();
         for (String c : List.of("locker", "raw", "redisson")) {
             flush(port);
-            List<String> out = peer("held", c, Integer.toString(port), Integer.toString(n), "8",
-                    Integer.toString((int) slice.toMillis() * 2)).get();
+            List<String> out;
+            try {
+                out = peer("held", c, Integer.toString(port), Integer.toString(n), "8",
+                        Integer.toString((int) slice.toMillis() * 2)).get();
+            } catch (ExecutionException e) {
+                // one contender giving out (Redisson's client at a million held locks, on a loaded host) must not
+                // cost the run its other rows: its figures are left out (n/a), and the run says so
+                System.out.printf(Locale.ROOT, "    held %s: FAILED (%s), its figures are left out%n", c,
+                        e.getCause().getMessage());
+                continue;
+            }
             double[] v = null;
             for (String line : out) {
                 if (line.startsWith("RESULT ")) {
@@ -347,7 +357,9 @@ public final class BenchMain {
                 }
             }
             if (v == null) {
-                throw new IllegalStateException("the held peer for " + c + " printed no result: " + out);
+                System.out.printf(Locale.ROOT, "    held %s: printed no result, its figures are left out: %s%n", c,
+                        out);
+                continue;
             }
             results.put(c, v);
             System.out.printf(Locale.ROOT, "    held %s: %d locks in %.1f s; server %.0f B/lock, heap %.0f B/lock, "
@@ -360,13 +372,21 @@ public final class BenchMain {
             double[] theirs = results.get(base);
             String name = base.equals("raw") ? "raw SET" : "Redisson RFencedLock";
             table.add(new Row("Redis memory per held lock (INFO used_memory delta, " + nHeld + " held; 1 run)", "B",
-                    one(ours[1]), name, one(theirs[1]), Better.LOWER, 200.0, true));
+                    one(ours, 1), name, one(theirs, 1), Better.LOWER, 200.0, true));
         }
-        table.add(new Row("client heap per held lock (" + nHeld + " held; 1 run)", "B", one(ours[2]),
-                "Redisson RFencedLock", one(results.get("redisson")[2]), Better.LOWER, 300.0, true));
+        table.add(new Row("client heap per held lock (" + nHeld + " held; 1 run)", "B", one(ours, 2),
+                "Redisson RFencedLock", one(results.get("redisson"), 2), Better.LOWER, 300.0, true));
         table.add(new Row("Redis time per pair with " + nHeld + " held ÷ with none (1 thread; 1 run)", "x",
-                one(ours[3] / ours[4]), "raw SET NX PX", one(results.get("raw")[3] / results.get("raw")[4]),
-                Better.LOWER, 1.2, true));
+                slowdown(ours), "raw SET NX PX", slowdown(results.get("raw")), Better.LOWER, 1.2, true));
+    }
+
+    /** Figure {@code i} of a held peer's result, none when that peer failed. */
+    private static Samples one(double[] result, int i) {
+        return result == null ? new Samples() : one(result[i]);
+    }
+
+    private static Samples slowdown(double[] result) {
+        return result == null ? new Samples() : one(result[3] / result[4]);
     }
 
     private static Samples one(double v) {

@@ -47,8 +47,11 @@ public final class Peer {
     private static void held(String contender, int port, int n, int threads, int measureMs) throws Exception {
         // equal settings: Redisson holds its locks with a 30-minute lease time and no watchdog, so Locker's leases live
         // 30 minutes too (their keep-alive then renews each one every 10 minutes, never while this measures)
-        RedisContender c = contender.equals("locker") ? new RedisContender.Ours(port, Duration.ofMinutes(30))
-                : RedisContender.of(contender, port);
+        RedisContender c = switch (contender) {
+            case "locker" -> new RedisContender.Ours(port, Duration.ofMinutes(30));
+            case "redisson" -> new RedisContender.Theirs(port, Duration.ofSeconds(30));
+            default -> RedisContender.of(contender, port);
+        };
         for (int i = 0; i < 3000; i++) {
             c.pair("warm-" + (i % 16));
         }

@@ -22,7 +22,7 @@ final class Table {
 
         /** met / MISSED against the target ratio, or "" when the row has none. */
         String verdict() {
-            if (target == null || ours.isEmpty() || theirs.isEmpty()) {
+            if (target == null || ours.isEmpty() || theirs.isEmpty() && !targetOnValue) {
                 return "";
             }
             double r = targetOnValue ? ours.median() : ratios().median();
