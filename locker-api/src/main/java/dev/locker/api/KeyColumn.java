@@ -323,6 +323,58 @@ public final class KeyColumn implements Comparable<KeyColumn> {
     }
 
     /**
+     * The length of {@link #legible()}, in characters (= bytes: the name is ASCII), computed without building it.
+     *
+     * @return the legible name's length
+     */
+    public int legibleLength() {
+        int n = escapedLength(key);
+        return column.length > 0 ? n + 1 + escapedLength(column) : n;
+    }
+
+    /**
+     * Writes {@link #legible()} as ASCII bytes into {@code out} at {@code offset}, without building the string (for a
+     * backend that puts the name inside a key of its own on every call).
+     *
+     * @param out where to write; needs {@link #legibleLength()} bytes from {@code offset}
+     * @param offset where the name starts in {@code out}
+     * @return the offset just after the name
+     * @throws IndexOutOfBoundsException when {@code out} is too short
+     */
+    public int writeLegible(byte[] out, int offset) {
+        Objects.checkFromIndexSize(offset, legibleLength(), out.length);
+        int p = escape(key, out, offset);
+        if (column.length > 0) {
+            out[p++] = '#';
+            p = escape(column, out, p);
+        }
+        return p;
+    }
+
+    private static int escapedLength(byte[] bytes) {
+        int n = 0;
+        for (byte x : bytes) {
+            int b = x & 0xff;
+            n += b < 128 && LEGIBLE[b] ? 1 : 3;
+        }
+        return n;
+    }
+
+    private static int escape(byte[] bytes, byte[] out, int p) {
+        for (byte x : bytes) {
+            int b = x & 0xff;
+            if (b < 128 && LEGIBLE[b]) {
+                out[p++] = (byte) b;
+            } else {
+                out[p++] = '%';
+                out[p++] = (byte) HEX[b >>> 4];
+                out[p++] = (byte) HEX[b & 0xf];
+            }
+        }
+        return p;
+    }
+
+    /**
      * The legible form of a key prefix: what the {@link #legible()} name of every lock whose key starts with
      * {@code keyPrefix} starts with.
      *

@@ -126,6 +126,30 @@ class KeyColumnTest {
     }
 
     @Test
+    void writeLegibleWritesExactlyTheLegibleNameAndChecksRoom() {
+        java.util.Random r = new java.util.Random(7);
+        for (int i = 0; i < 5000; i++) {
+            byte[] k = new byte[1 + r.nextInt(6)];
+            byte[] c = new byte[r.nextInt(4)];
+            r.nextBytes(k);
+            r.nextBytes(c);
+            KeyColumn lock = KeyColumn.of(k, c);
+            String legible = lock.legible();
+            assertEquals(legible.length(), lock.legibleLength());
+            byte[] out = new byte[legible.length() + 4];
+            out[0] = 'x';
+            out[out.length - 1] = 'y';
+            assertEquals(2 + legible.length(), lock.writeLegible(out, 2));
+            assertEquals(legible, new String(out, 2, legible.length(), java.nio.charset.StandardCharsets.US_ASCII));
+            assertEquals('x', out[0]);
+            assertEquals('y', out[out.length - 1]);
+        }
+        KeyColumn lock = KeyColumn.of("a b", "c");
+        assertThrows(IndexOutOfBoundsException.class, () -> lock.writeLegible(new byte[6], 0));
+        assertThrows(IndexOutOfBoundsException.class, () -> lock.writeLegible(new byte[7], 1));
+    }
+
+    @Test
     void theLegibleNameIsReadableInjectiveAndRoundTripsAnyBytes() {
         assertEquals("migration-7", KeyColumn.named("migration-7").legible());
         assertEquals("vertex:42#name", KeyColumn.of("vertex:42", "name").legible());

@@ -24,6 +24,7 @@ import redis.clients.jedis.SslOptions;
 import redis.clients.jedis.SslVerifyMode;
 import redis.clients.jedis.Response;
 import redis.clients.jedis.UnifiedJedis;
+import redis.clients.jedis.args.Rawable;
 import redis.clients.jedis.exceptions.JedisClusterOperationException;
 import redis.clients.jedis.exceptions.JedisConnectionException;
 import redis.clients.jedis.exceptions.JedisException;
@@ -145,6 +146,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     private static final byte[] ONE = {'1'};
     private static final byte[] ZERO = {'0'};
     private static final byte[] EMPTY = {};
+    private static final Rawable EMPTY_ARG = RedisScript.arg(EMPTY);
     private static final Duration DEFAULT_TOMBSTONE_TTL = Duration.ofMinutes(20);
     /** How long the release subscription outlives the last waiter (see {@link RedisWakeups}). */
     private static final Duration WAKEUP_LINGER = Duration.ofSeconds(5);
@@ -175,10 +177,15 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     private final boolean standalone;
     private final byte[] guardKey;
     private final RedisOwners owners;
-    /** The scripts' constant arguments, encoded once (no allocation per acquire). */
-    private final byte[] expiryArg;
-    private final byte[] guardArg;
-    private final byte[] queueArg;
+    /** The scripts' constant arguments, encoded once and passed as they are (see {@link RedisScript#arg}). */
+    private final Rawable expiryArg;
+    private final Rawable guardArg;
+    private final Rawable queueArg;
+    private final Rawable fieldArg;
+    private final Rawable scrubArg;
+    private final Rawable evictionArg;
+    private final Rawable channelArg;
+    private final Rawable guardKeyArg;
 
     private RedisLocker(Builder b, LockerConfig config, UnifiedJedis client, boolean ownsClient) {
         super(b);
@@ -198,9 +205,14 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
                 this.config.host(), this.config.pid(), this.config.expiry());
         this.channel = keys.releaseChannel();
         this.queueTtl = Duration.ofMillis(Math.max(300, Math.min(this.config.expiry().toMillis(), 3_000)));
-        this.expiryArg = millis(this.config.expiry());
-        this.guardArg = millis(this.restartGuard);
-        this.queueArg = millis(this.queueTtl);
+        this.expiryArg = RedisScript.arg(millis(this.config.expiry()));
+        this.guardArg = RedisScript.arg(millis(this.restartGuard));
+        this.queueArg = RedisScript.arg(millis(this.queueTtl));
+        this.fieldArg = RedisScript.arg(ownField);
+        this.scrubArg = RedisScript.arg(scrub());
+        this.evictionArg = RedisScript.arg(evictionCheck.arg);
+        this.channelArg = RedisScript.arg(channel);
+        this.guardKeyArg = RedisScript.arg(guardKey);
         // the wake-ups' subscription gets a connection of its own, made with these options; with a client the caller
         // manages there are no options to make one with, and waiters poll instead
         this.wakeups = ownsClient ? new RedisWakeups(() -> b.newClient(1, 1), channel, this.config.rid(), this::later,
@@ -258,21 +270,33 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         if (wait != null) {
             wait.beforeAttempt(lock); // a release published from now on wakes the pause after this attempt
         }
-        List<byte[]> args = List.of(ownField, nonce, expiryArg, owners.claimPart(owner), guardArg, scrub(),
-                evictionCheck.arg, wait == null ? EMPTY : wait.waiterId, queueArg);
         // no marker in Cluster mode: a second key would make the script fail (TRYAGAIN) while the lock's slot migrates
-        List<byte[]> keyList = standalone ? List.of(key, guardKey) : List.of(key);
+        int keyCount = standalone ? 2 : 1;
+        Rawable[] call = new Rawable[keyCount + 9];
+        call[0] = RedisScript.arg(key);
+        if (standalone) {
+            call[1] = guardKeyArg;
+        }
+        call[keyCount] = fieldArg;
+        call[keyCount + 1] = RedisScript.arg(nonce);
+        call[keyCount + 2] = expiryArg;
+        call[keyCount + 3] = RedisScript.arg(owners.claimPart(owner));
+        call[keyCount + 4] = guardArg;
+        call[keyCount + 5] = scrubArg;
+        call[keyCount + 6] = evictionArg;
+        call[keyCount + 7] = wait == null ? EMPTY_ARG : wait.waiterIdArg;
+        call[keyCount + 8] = queueArg;
         long started = time.nanoTime(); // the claim lives from the script's TIME, which comes after this reading
         boolean[] sent = {false}; // did any attempt possibly reach the server (not only the last one)?
         Object reply;
         long acks = -1;
         try {
             if (replicas > 0) {
-                Object[] both = withRetries(() -> runAndWait(RedisScript.ACQUIRE, keyList, args), sent);
+                Object[] both = withRetries(() -> runAndWait(RedisScript.ACQUIRE, keyCount, call), sent);
                 reply = both[0];
                 acks = (Long) both[1];
             } else {
-                reply = withRetries(() -> RedisScript.ACQUIRE.run(client, keyList, args), sent);
+                reply = withRetries(() -> RedisScript.ACQUIRE.run(client, keyCount, call), sent);
             }
         } catch (JedisConnectionException | JedisClusterOperationException e) {
             if (sent[0] || mayHaveReachedTheServer(e)) { // the script may have run, or may still run: withdraw it
@@ -337,16 +361,16 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     @Override
     protected ClaimStatus renewSingleLock(KeyColumn lock, ClaimStatus status) {
         byte[] key = keys.lockKey(lock);
-        List<byte[]> args = List.of(ownField, status.claimId(), expiryArg, scrub());
+        Rawable[] call = {RedisScript.arg(key), fieldArg, RedisScript.arg(status.claimId()), expiryArg, scrubArg};
         long started = time.nanoTime();
         List<?> r;
         long acks = -1;
         if (replicas > 0) {
-            Object[] both = withRetries(() -> runAndWait(RedisScript.RENEW, List.of(key), args));
+            Object[] both = withRetries(() -> runAndWait(RedisScript.RENEW, 1, call));
             r = (List<?>) both[0];
             acks = (Long) both[1];
         } else {
-            r = (List<?>) withRetries(() -> RedisScript.RENEW.run(client, key, args));
+            r = (List<?>) withRetries(() -> RedisScript.RENEW.run(client, 1, call));
         }
         long code = (Long) r.get(0);
         if (code == 1) {
@@ -393,8 +417,8 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     @Override
     protected void deleteSingleLock(KeyColumn lock, ClaimStatus status) {
         byte[] key = keys.lockKey(lock);
-        List<byte[]> args = List.of(ownField, status.claimId(), channel);
-        withRetries(() -> RedisScript.RELEASE.run(client, key, args));
+        Rawable[] call = {RedisScript.arg(key), fieldArg, RedisScript.arg(status.claimId()), channelArg};
+        withRetries(() -> RedisScript.RELEASE.run(client, 1, call));
     }
 
     @Override
@@ -533,6 +557,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     /** The queue identity of one wait and what it last saw of each lock's releases. */
     private final class WaitState {
         final byte[] waiterId;
+        final Rawable waiterIdArg;
         final ConcurrentHashMap<KeyColumn, RedisWakeups.Watch> watches = new ConcurrentHashMap<>();
         final ConcurrentHashMap<KeyColumn, Long> attempted = new ConcurrentHashMap<>();
         /** The pause while not listening for releases: doubles from 2 ms to 200 ms over one wait. */
@@ -545,6 +570,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
 
         WaitState(Waiting waiting) {
             this.waiterId = (instance + HexFormat.of().toHexDigits(waiting.id())).getBytes(StandardCharsets.US_ASCII);
+            this.waiterIdArg = RedisScript.arg(waiterId);
         }
 
         void beforeAttempt(KeyColumn lock) {
@@ -584,7 +610,12 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     // ---- helpers ----------------------------------------------------------------------------------------------
 
     /** A script and WAIT, pipelined on one connection so that WAIT counts this write's replication. */
-    private Object[] runAndWait(RedisScript lua, List<byte[]> keyList, List<byte[]> args) {
+    private Object[] runAndWait(RedisScript lua, int keyCount, Rawable[] keysAndArgs) {
+        List<byte[]> keyList = new ArrayList<>();
+        List<byte[]> args = new ArrayList<>();
+        for (int i = 0; i < keysAndArgs.length; i++) {
+            (i < keyCount ? keyList : args).add(keysAndArgs[i].getRaw());
+        }
         byte[] key = keyList.get(0);
         for (int attempt = 0; ; attempt++) {
             Response<Object> script;

@@ -1,6 +1,11 @@
 package dev.locker.redis;
 
+import redis.clients.jedis.BuilderFactory;
+import redis.clients.jedis.CommandArguments;
+import redis.clients.jedis.CommandObject;
+import redis.clients.jedis.Protocol;
 import redis.clients.jedis.UnifiedJedis;
+import redis.clients.jedis.args.Rawable;
 import redis.clients.jedis.commands.ScriptingKeyBinaryCommands;
 import redis.clients.jedis.exceptions.JedisNoScriptException;
 
@@ -38,14 +43,81 @@ final class RedisScript {
     static final RedisScript RECORD = new RedisScript("record");
     static final RedisScript OWNER = new RedisScript("owner");
 
+    /** The key counts a script call gives, as arguments. */
+    private static final Rawable[] KEY_COUNTS = {arg(new byte[]{'0'}), arg(new byte[]{'1'}), arg(new byte[]{'2'})};
+
     private final String name;
     private final byte[] source;
     private final byte[] sha;
+    private final Rawable sourceArg;
+    private final Rawable shaArg;
 
     private RedisScript(String name) {
         this.name = name;
         this.source = (PRELUDE + "\n" + resource(name + ".lua")).getBytes(StandardCharsets.UTF_8);
         this.sha = sha1Hex(source).getBytes(StandardCharsets.US_ASCII);
+        this.sourceArg = arg(source);
+        this.shaArg = arg(sha);
+    }
+
+    /**
+     * A script argument (or key) sent as it is. Jedis copies every {@code byte[]} it is given into an argument object
+     * of its own, and does not copy a {@link Rawable}: the scripts of the lock path (an acquire and a release per
+     * pair, a dozen arguments) pass their constants as Rawables made once and their per-call bytes wrapped, not
+     * copied. The bytes must not change while a call uses them (every caller passes a fresh or a constant array).
+     */
+    static Rawable arg(byte[] bytes) {
+        return new Arg(bytes);
+    }
+
+    /** See {@link #arg}. */
+    private static final class Arg implements Rawable {
+        private final byte[] raw;
+
+        Arg(byte[] raw) {
+            this.raw = java.util.Objects.requireNonNull(raw, "raw");
+        }
+
+        @Override
+        public byte[] getRaw() {
+            return raw;
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof Arg a && java.util.Arrays.equals(raw, a.raw);
+        }
+
+        @Override
+        public int hashCode() {
+            return java.util.Arrays.hashCode(raw);
+        }
+    }
+
+    /**
+     * Runs the script on the node that owns its keys (the first {@code keyCount} of {@code keysAndArgs}; in Cluster
+     * mode they must share a slot): EVALSHA, or EVAL once if the server lacks it. What {@link #run(UnifiedJedis,
+     * byte[], List)} does, without copying an argument.
+     */
+    Object run(UnifiedJedis client, int keyCount, Rawable... keysAndArgs) {
+        try {
+            return client.executeCommand(call(Protocol.Command.EVALSHA, shaArg, keyCount, keysAndArgs));
+        } catch (JedisNoScriptException e) {
+            return client.executeCommand(call(Protocol.Command.EVAL, sourceArg, keyCount, keysAndArgs));
+        }
+    }
+
+    private static CommandObject<Object> call(Protocol.Command command, Rawable script, int keyCount,
+                                              Rawable[] keysAndArgs) {
+        CommandArguments a = new CommandArguments(command).add(script).add(KEY_COUNTS[keyCount]);
+        for (int i = 0; i < keysAndArgs.length; i++) {
+            if (i < keyCount) {
+                a.key(keysAndArgs[i]); // marks it a key: Cluster mode routes by its slot
+            } else {
+                a.add(keysAndArgs[i]);
+            }
+        }
+        return new CommandObject<>(a, BuilderFactory.RAW_OBJECT);
     }
 
     String name() {
