@@ -107,10 +107,14 @@ final class RedisWakeups implements AutoCloseable {
         return messages.get();
     }
 
-    /** True while the listening thread is subscribed (for tests). */
+    /**
+     * True while the listening thread is subscribed: the server confirmed the subscription and its connection has not
+     * broken since. False while a subscription is being made, or made again after its connection broke (a waiter then
+     * polls with a back-off, as a release published meanwhile would go unseen).
+     */
     boolean subscribed() {
         Subscriber s = subscriber;
-        return s != null && s.isSubscribed();
+        return s != null && s.confirmed && s.isSubscribed();
     }
 
     /** Checks for the linger's end after {@code delayNanos}, unless a check is pending already. */
@@ -170,6 +174,7 @@ final class RedisWakeups implements AutoCloseable {
                 c.subscribe(s, channel); // blocks until unsubscribed or the connection breaks
                 pauseMillis = 100;
             } catch (RuntimeException e) {
+                subscriber = null; // no longer listening: Jedis leaves the channel count as it was when the read failed
                 if (closed) {
                     continue;
                 }
@@ -181,11 +186,15 @@ final class RedisWakeups implements AutoCloseable {
                     wakeAll();
                     continue;
                 }
+                if (s.confirmed) {
+                    pauseMillis = 100; // this one worked: its break is a new incident, not a server that stays down
+                }
                 // waiters fall back to waking when the holder's claim expires; no WARN flood while the server is down
                 log.debug("Release notifications from Redis interrupted ({}); resubscribing in {} ms", e.toString(),
                         pauseMillis);
                 broke = true;
             }
+            subscriber = null;
             wakeAll(); // whatever was published meanwhile is lost: let every waiter look again
             if (!broke) {
                 continue; // unsubscribed at the linger's end: the loop ends, or subscribes again at once for a waiter
@@ -244,12 +253,16 @@ final class RedisWakeups implements AutoCloseable {
     }
 
     private final class Subscriber extends BinaryJedisPubSub {
+        /** The server confirmed this subscription. */
+        volatile boolean confirmed;
+
         @Override
         public void onSubscribe(byte[] ch, int subscribedChannels) {
             if (closed) {
                 unsubscribe();
                 return;
             }
+            confirmed = true;
             subscriptions.incrementAndGet();
             wakeAll(); // a release may have been published before this subscription: let waiters look again
         }

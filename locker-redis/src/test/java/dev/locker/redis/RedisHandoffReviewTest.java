@@ -219,8 +219,6 @@ class RedisHandoffReviewTest {
      * subscribed while the server has no subscriber for it.
      */
     @Test
-    @Disabled("finding 2: subscribed() stays true while a broken subscription is being made again, so the "
-            + "unsubscribed back-off never applies; the reconnect pause grows to 2 s for good")
     void aLockerWhoseSubscriptionBrokeDoesNotClaimToBeSubscribed() throws Exception {
         RedisLocker a = locker("a", Duration.ofMinutes(5));
         RedisLocker b = locker("b", Duration.ofMinutes(5));
