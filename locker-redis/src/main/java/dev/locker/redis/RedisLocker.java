@@ -15,6 +15,7 @@ import dev.locker.local.LockerBuilder;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import redis.clients.jedis.AbstractPipeline;
+import redis.clients.jedis.Connection;
 import redis.clients.jedis.ConnectionPoolConfig;
 import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
@@ -203,8 +204,9 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         this.queueArg = millis(this.queueTtl);
         // the wake-ups' subscription gets a connection of its own, made with these options; with a client the caller
         // manages there are no options to make one with, and waiters poll instead
-        this.wakeups = ownsClient ? new RedisWakeups(() -> b.newClient(1, 1), channel, this.config.rid(), this::later,
-                b.wakeupLinger) : null;
+        AtomicLong subscriptionsMade = new AtomicLong();
+        this.wakeups = ownsClient ? new RedisWakeups(() -> b.newConnection(subscriptionsMade.getAndIncrement()),
+                channel, this.config.rid(), this::later, b.wakeupLinger, b.wakeupHealthCheck()) : null;
     }
 
     public static Builder builder() {
@@ -772,6 +774,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         private EvictionCheck evictionCheck = EvictionCheck.FAIL;
         private String clientName;
         private Duration wakeupLinger = WAKEUP_LINGER;
+        private Duration wakeupHealthCheck;
         private final List<Consumer<LockerConfig.Builder>> configOverrides = new ArrayList<>();
         private UnifiedJedis client;
 
@@ -967,6 +970,22 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
             return this;
         }
 
+        /**
+         * How often the release subscription must answer, and how long it has to (see {@link RedisWakeups}); default
+         * the socket timeout, at least 2 s (for tests).
+         */
+        Builder wakeupHealthCheck(Duration d) {
+            this.wakeupHealthCheck = positive(d, "wakeupHealthCheck");
+            return this;
+        }
+
+        Duration wakeupHealthCheck() {
+            if (wakeupHealthCheck != null) {
+                return wakeupHealthCheck;
+            }
+            return socketTimeout.compareTo(Duration.ofSeconds(2)) > 0 ? socketTimeout : Duration.ofSeconds(2);
+        }
+
         /** A change to the locker config that comes from the URI (expiry, retries...); applied over {@link #config}. */
         /** The options a deployment check judges ({@link RedisDoctor}): restart guard (null: the expiry), replicas. */
         Duration restartGuardOption() {
@@ -1034,19 +1053,8 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
             if (clusterMode && database != 0) {
                 throw new IllegalArgumentException("Redis Cluster has only database 0, not " + database);
             }
-            Duration effectiveSocketTimeout = replicas > 0 ? socketTimeout.plus(replicaTimeout) : socketTimeout;
-            DefaultJedisClientConfig.Builder cc = DefaultJedisClientConfig.builder()
-                    .connectionTimeoutMillis(toIntMillis(connectTimeout))
-                    .socketTimeoutMillis(toIntMillis(effectiveSocketTimeout))
-                    .user(user)
-                    .password(password)
-                    .clientName(clientName);
-            if (!clusterMode) {
-                cc.database(database);
-            }
-            if (tls) {
-                configureTls(cc);
-            }
+            Duration effectiveSocketTimeout = effectiveSocketTimeout();
+            DefaultJedisClientConfig.Builder cc = clientConfig(clusterMode);
             ConnectionPoolConfig pool = new ConnectionPoolConfig();
             pool.setMaxTotal(connections);
             pool.setMaxIdle(connections);
@@ -1074,6 +1082,38 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
                 throw classify(e, null, "connecting", describe());
             }
             return c;
+        }
+
+        /**
+         * One connection, made now, with these options, outside any pool (the release subscription's: its owner closes
+         * it, or its socket to end a read blocked on it): to the single server, or to the {@code n}-th of the Cluster's
+         * nodes given, in turn (a message published on any node reaches the subscribers of every one).
+         */
+        Connection newConnection(long n) {
+            List<HostAndPort> targets = nodes.isEmpty() ? List.of(new HostAndPort("localhost", 6379)) : nodes;
+            boolean clusterMode = cluster != null ? cluster : targets.size() > 1;
+            return new Connection(targets.get((int) Math.floorMod(n, (long) targets.size())),
+                    clientConfig(clusterMode).build());
+        }
+
+        private Duration effectiveSocketTimeout() {
+            return replicas > 0 ? socketTimeout.plus(replicaTimeout) : socketTimeout;
+        }
+
+        private DefaultJedisClientConfig.Builder clientConfig(boolean clusterMode) {
+            DefaultJedisClientConfig.Builder cc = DefaultJedisClientConfig.builder()
+                    .connectionTimeoutMillis(toIntMillis(connectTimeout))
+                    .socketTimeoutMillis(toIntMillis(effectiveSocketTimeout()))
+                    .user(user)
+                    .password(password)
+                    .clientName(clientName);
+            if (!clusterMode) {
+                cc.database(database);
+            }
+            if (tls) {
+                configureTls(cc);
+            }
+            return cc;
         }
 
         private void configureTls(DefaultJedisClientConfig.Builder cc) {

@@ -95,12 +95,20 @@ class RedisHandoffReviewTest {
 
     /** A locker on 127.0.0.1:{@code port} (the server, or a proxy in front of it). */
     private RedisLocker locker(String name, Duration linger, int port) {
-        RedisLocker l = RedisLocker.builder().node("127.0.0.1", port).keyPrefix(prefix)
+        return locker(name, linger, port, EXPIRY, null);
+    }
+
+    /** Also with this expiry (the queue entries live min(expiry, 3 s)) and health check (null: the default). */
+    private RedisLocker locker(String name, Duration linger, int port, Duration expiry, Duration healthCheck) {
+        RedisLocker.Builder builder = RedisLocker.builder().node("127.0.0.1", port).keyPrefix(prefix)
                 .config(LockerConfig.builder().rid(name + "-" + LockerConfig.randomRid().substring(0, 8))
-                        .expiry(EXPIRY).build())
+                        .expiry(expiry).build())
                 .restartGuard(Duration.ZERO)
-                .wakeupLinger(linger)
-                .build();
+                .wakeupLinger(linger);
+        if (healthCheck != null) {
+            builder.wakeupHealthCheck(healthCheck);
+        }
+        RedisLocker l = builder.build();
         opened.add(l);
         return l;
     }
@@ -170,15 +178,17 @@ class RedisHandoffReviewTest {
      * The server still counts the subscriber and PUBLISH reports a receiver: nothing outside shows the loss either.
      * Expected: a health check on the subscription (a PING every few seconds, with a read timeout), or a read timeout
      * on the subscription socket, so a silent connection is replaced.
+     *
+     * <p>Fixed: RedisWakeups asks the subscription to answer every {@code wakeupHealthCheck} (250 ms here) and closes
+     * a connection that answered nothing for as long; the new connection passes (the proxy silences the connections
+     * it had when told to, as a NAT that lost its state does; a new connection makes new state).
      */
     @Test
-    @Disabled("finding 1: a silent (half-open) subscription connection is never detected: no wake-up ever again, "
-            + "the thread and connection outlive the linger")
     void aSilentSubscriptionConnectionIsReplaced() throws Exception {
         SilencingProxy proxy = new SilencingProxy(server.port());
         closeables.add(proxy);
         RedisLocker a = locker("a", Duration.ofMillis(300));
-        RedisLocker b = locker("b", Duration.ofMillis(300), proxy.port());
+        RedisLocker b = locker("b", Duration.ofMillis(300), proxy.port(), EXPIRY, Duration.ofMillis(250));
         KeyColumn lock = lock("silent");
         handOver(a, b, lock); // b subscribes (through the proxy)
         awaitTrue(b::wakeupsSubscribed, "never subscribed");
@@ -204,6 +214,14 @@ class RedisHandoffReviewTest {
         assertTrue(told > 0 || b.wakeupSubscriptions() > 1,
                 "after its subscription went silent, b was never told of a release again nor subscribed anew");
         assertEquals(0, listeners(b), "the listening thread (and its connection) outlived the linger");
+        long toldNow = b.wakeupMessages();
+        Lease held = a.acquire(lock, "holding");
+        Future<Lease> granted = pool.submit(() -> b.tryAcquire(lock, "waiting", Duration.ofSeconds(20)).orElseThrow());
+        awaitQueued(a, lock, 1);
+        awaitTrue(b::wakeupsSubscribed, "b did not subscribe anew"); // on a connection that works
+        held.close();
+        granted.get(30, TimeUnit.SECONDS).close();
+        assertTrue(b.wakeupMessages() > toldNow, "b's new subscription was not told of the release");
     }
 
     /**
@@ -432,15 +450,15 @@ class RedisHandoffReviewTest {
     }
 
     /**
-     * A TCP proxy that passes everything until {@link #silenceSubscriptions()}; from then on the connections that sent
-     * a SUBSCRIBE pass nothing either way and stay open (a half-open connection as a client sees it), while the others
-     * pass freely.
+     * A TCP proxy that passes everything until {@link #silenceSubscriptions()}; from then on the connections that had
+     * sent a SUBSCRIBE by then pass nothing either way and stay open (a half-open connection as a client sees it),
+     * while the others, and the connections made later, pass freely.
      */
     static final class SilencingProxy implements AutoCloseable {
         private final ServerSocket listener;
         private final int targetPort;
         private final List<Socket> sockets = new CopyOnWriteArrayList<>();
-        private volatile boolean silenced;
+        private final List<boolean[]> silencers = new CopyOnWriteArrayList<>();
 
         SilencingProxy(int targetPort) throws IOException {
             this.targetPort = targetPort;
@@ -453,7 +471,11 @@ class RedisHandoffReviewTest {
         }
 
         void silenceSubscriptions() {
-            silenced = true;
+            for (boolean[] s : silencers) {
+                synchronized (s) {
+                    s[1] = s[0];
+                }
+            }
         }
 
         private void accept() {
@@ -465,7 +487,8 @@ class RedisHandoffReviewTest {
                     server.setTcpNoDelay(true);
                     sockets.add(client);
                     sockets.add(server);
-                    boolean[] subscriber = {false};
+                    boolean[] subscriber = {false, false}; // sent SUBSCRIBE, silenced
+                    silencers.add(subscriber);
                     daemon("silencing-proxy-up", () -> pump(client, server, subscriber, true));
                     daemon("silencing-proxy-down", () -> pump(server, client, subscriber, false));
                 } catch (IOException e) {
@@ -489,7 +512,7 @@ class RedisHandoffReviewTest {
                     }
                     boolean drop;
                     synchronized (subscriber) {
-                        drop = silenced && subscriber[0];
+                        drop = subscriber[1];
                     }
                     if (!drop) {
                         out.write(buf, 0, n);
@@ -501,7 +524,7 @@ class RedisHandoffReviewTest {
             } finally {
                 boolean keep;
                 synchronized (subscriber) {
-                    keep = silenced && subscriber[0]; // a silent connection stays open, as a half-open one does
+                    keep = subscriber[1]; // a silent connection stays open, as a half-open one does
                 }
                 if (!keep) {
                     close(from);
