@@ -166,6 +166,8 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     /** How long a waiter's queue entry lives unless the waiter refreshes it (see acquire.lua). */
     private final Duration queueTtl;
     private final RedisWakeups wakeups;
+    /** The waits in progress (from startWaiting to the end of stopWaiting); close() lets them leave their queues. */
+    private final Set<WaitState> waitsInProgress = ConcurrentHashMap.newKeySet();
     /** The first half of every nonce: this instance, even among lockers sharing a rid. */
     private final String instance = HexFormat.of().toHexDigits(new SecureRandom().nextLong());
     /** The second half: counts this instance's acquires, so that a tombstone can cover all those up to one. */
@@ -459,6 +461,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     protected void startWaiting(Waiting waiting) {
         WaitState wait = new WaitState(waiting);
         waiting.backendState = wait;
+        waitsInProgress.add(wait);
         if (!toldOfReleases()) {
             return;
         }
@@ -470,6 +473,9 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     @Override
     protected void awaitRelease(Waiting waiting, TemporaryLockingException refusal, long maxNanos)
             throws InterruptedException {
+        if (isClosed()) {
+            return; // the waiting loop ends; close() waits for the wait to leave its queues
+        }
         WaitState wait = (WaitState) waiting.backendState;
         RedisWakeups.Watch watch = wait == null || refusal.lock() == null ? null : wait.watches.get(refusal.lock());
         if (watch == null) {
@@ -498,6 +504,17 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         if (wait == null) {
             return;
         }
+        try {
+            leaveQueues(waiting, wait, acquired);
+        } finally {
+            synchronized (waitsInProgress) {
+                waitsInProgress.remove(wait);
+                waitsInProgress.notifyAll();
+            }
+        }
+    }
+
+    private void leaveQueues(Waiting waiting, WaitState wait, boolean acquired) {
         for (KeyColumn lock : wait.watches.keySet()) {
             wakeups.unwatch(keys.lockKey(lock)); // watches exist only when wakeups does
         }
@@ -563,10 +580,37 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     protected void closeBackend() {
         owners.close();
         if (wakeups != null) {
-            wakeups.close();
+            wakeups.close(); // wakes every waiter: each sees the locker closed and leaves its queues
         }
         if (ownsClient) {
+            awaitWaitsEnded();
             client.close();
+        }
+    }
+
+    /**
+     * Waits, for at most queueTtl, until the waits in progress left their queues (DEQUEUE, which tells the waiters
+     * behind them when the lock is free): on a closed client they could not, and their entries would hold the next
+     * waiter off a free lock until they lapse (queueTtl), as a dead process's do. Woken by close, a waiter leaves after
+     * its current attempt, if any; one that takes longer leaves its entries to lapse.
+     */
+    private void awaitWaitsEnded() {
+        long end = System.nanoTime() + queueTtl.toNanos();
+        synchronized (waitsInProgress) {
+            while (!waitsInProgress.isEmpty()) {
+                long left = end - System.nanoTime();
+                if (left <= 0) {
+                    log.debug("Closing with {} wait(s) still under way: their queue entries lapse within {}",
+                            waitsInProgress.size(), queueTtl);
+                    return;
+                }
+                try {
+                    TimeUnit.NANOSECONDS.timedWait(waitsInProgress, left);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return;
+                }
+            }
         }
     }
 

@@ -278,10 +278,11 @@ class RedisHandoffReviewTest {
      * the first of the processes queued") and, since b56fe2d, pauses in queueTtl / 3 steps for that whole time, as
      * nobody announces the lapse. b56fe2d's reasoning ("only a first waiter that died goes unannounced") misses this
      * case. Expected: close() withdraws its waiters' queue entries (DEQUEUE, which publishes) before closing the client.
+     *
+     * <p>Fixed: close() wakes the waiters and waits (at most queueTtl) until each left its queues before it closes the
+     * client.
      */
     @Test
-    @Disabled("finding 3: a locker closed while it waits leaves its queue entry; the next waiter is held off a free "
-            + "lock until the entry lapses")
     void closingAWaitingLockerLeavesNoQueueEntry() throws Exception {
         RedisLocker a = locker("a", Duration.ofSeconds(5));
         RedisLocker c = locker("c", Duration.ofSeconds(5));
