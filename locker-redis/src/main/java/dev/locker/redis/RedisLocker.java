@@ -577,6 +577,11 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         return wakeups == null ? 0 : wakeups.subscriptions();
     }
 
+    /** The pause before the wake-ups' last attempt to subscribe again after a broken connection, in ms; for tests. */
+    long wakeupReconnectPauseMillis() {
+        return wakeups == null ? 0 : wakeups.lastPauseMillis();
+    }
+
     /** How many release messages about a lock one of its transactions waited for this locker received; for tests. */
     long wakeupMessages() {
         return wakeups == null ? 0 : wakeups.messages();

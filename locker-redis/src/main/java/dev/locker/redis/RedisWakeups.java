@@ -63,6 +63,8 @@ final class RedisWakeups implements AutoCloseable {
     /** Subscriptions made, and release messages about a watched lock received (for tests). */
     private final AtomicLong subscriptions = new AtomicLong();
     private final AtomicLong messages = new AtomicLong();
+    /** The pause before the last attempt to subscribe again after a broken connection, in ms (for tests). */
+    private volatile long lastPauseMillis;
 
     /**
      * @param connect makes the subscription's own connection (connected), closed when the subscription ends
@@ -112,6 +114,11 @@ final class RedisWakeups implements AutoCloseable {
     /** How many times the subscription was made (for tests). */
     long subscriptions() {
         return subscriptions.get();
+    }
+
+    /** The pause before the last attempt to subscribe again after a broken connection, in ms (for tests). */
+    long lastPauseMillis() {
+        return lastPauseMillis;
     }
 
     /** How many release messages about a lock some waiter watched were received (for tests). */
@@ -246,6 +253,7 @@ final class RedisWakeups implements AutoCloseable {
                 continue; // unsubscribed at the linger's end: the loop ends, or subscribes again at once for a waiter
             }
             try {
+                lastPauseMillis = pauseMillis;
                 Thread.sleep(pauseMillis);
             } catch (InterruptedException ie) {
                 synchronized (this) {
