@@ -15,6 +15,7 @@ import dev.locker.local.LockerBuilder;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import redis.clients.jedis.AbstractPipeline;
+import redis.clients.jedis.Connection;
 import redis.clients.jedis.ConnectionPoolConfig;
 import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
@@ -167,6 +168,8 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     /** How long a waiter's queue entry lives unless the waiter refreshes it (see acquire.lua). */
     private final Duration queueTtl;
     private final RedisWakeups wakeups;
+    /** The waits in progress (from startWaiting to the end of stopWaiting); close() lets them leave their queues. */
+    private final Set<WaitState> waitsInProgress = ConcurrentHashMap.newKeySet();
     /** The first half of every nonce: this instance, even among lockers sharing a rid. */
     private final String instance = HexFormat.of().toHexDigits(new SecureRandom().nextLong());
     /** The second half: counts this instance's acquires, so that a tombstone can cover all those up to one. */
@@ -215,8 +218,9 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         this.guardKeyArg = RedisScript.arg(guardKey);
         // the wake-ups' subscription gets a connection of its own, made with these options; with a client the caller
         // manages there are no options to make one with, and waiters poll instead
-        this.wakeups = ownsClient ? new RedisWakeups(() -> b.newClient(1, 1), channel, this.config.rid(), this::later,
-                b.wakeupLinger) : null;
+        AtomicLong subscriptionsMade = new AtomicLong();
+        this.wakeups = ownsClient ? new RedisWakeups(() -> b.newConnection(subscriptionsMade.getAndIncrement()),
+                channel, this.config.rid(), this::later, b.wakeupLinger, b.wakeupHealthCheck()) : null;
     }
 
     public static Builder builder() {
@@ -311,6 +315,13 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         }
         List<?> r = (List<?>) reply;
         long code = (Long) r.get(0);
+        if (wait != null) {
+            if (code == 1) {
+                wait.queued.remove(lock); // the grant removed our entry
+            } else if (code == 0 || code == -5) {
+                queuedOn(lock, wait);
+            }
+        }
         if (code == 1) {
             if (r.size() > 3) {
                 warnOfEviction(lock, new String((byte[]) r.get(3), StandardCharsets.UTF_8));
@@ -331,7 +342,8 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         }
         if (code == -5) {
             // a waiter need not ask again before the first one's release wakes it (or that one gives up, which wakes
-            // it too): only a first waiter that died, whose entry lapses within queueTtl, goes unannounced
+            // it too, as does a multi-lock waiter that waits for another of its locks now): only a first waiter that
+            // died, whose entry lapses within queueTtl, goes unannounced
             throw new TemporaryLockingException("lock is free on " + server + " but promised to the first of the "
                     + "processes queued for it (waiters are served in arrival order)", lock,
                     owners.queued((byte[]) r.get(2), (byte[]) r.get(1)), wait == null ? null : queueTtl, null);
@@ -481,6 +493,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     protected void startWaiting(Waiting waiting) {
         WaitState wait = new WaitState(waiting);
         waiting.backendState = wait;
+        waitsInProgress.add(wait);
         if (!toldOfReleases()) {
             return;
         }
@@ -492,6 +505,9 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     @Override
     protected void awaitRelease(Waiting waiting, TemporaryLockingException refusal, long maxNanos)
             throws InterruptedException {
+        if (isClosed()) {
+            return; // the waiting loop ends; close() waits for the wait to leave its queues
+        }
         WaitState wait = (WaitState) waiting.backendState;
         RedisWakeups.Watch watch = wait == null || refusal.lock() == null ? null : wait.watches.get(refusal.lock());
         if (watch == null) {
@@ -520,6 +536,17 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         if (wait == null) {
             return;
         }
+        try {
+            leaveQueues(waiting, wait, acquired);
+        } finally {
+            synchronized (waitsInProgress) {
+                waitsInProgress.remove(wait);
+                waitsInProgress.notifyAll();
+            }
+        }
+    }
+
+    private void leaveQueues(Waiting waiting, WaitState wait, boolean acquired) {
         for (KeyColumn lock : wait.watches.keySet()) {
             wakeups.unwatch(keys.lockKey(lock)); // watches exist only when wakeups does
         }
@@ -527,15 +554,40 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
             return; // each grant removed our entry from its lock's queue
         }
         for (KeyColumn lock : waiting.locks()) {
-            if (!wait.attempted.containsKey(lock)) {
-                continue;
+            if (wait.attempted.containsKey(lock)) {
+                dequeue(lock, wait);
             }
-            try { // one attempt, no retries: an entry we fail to remove lapses within queueTtl
-                RedisScript.DEQUEUE.run(client, keys.lockKey(lock), List.of(wait.waiterId, channel));
-            } catch (RuntimeException e) {
-                log.debug("Could not leave the queue of {} at {} (it lapses within {}): {}", lock, server, queueTtl,
-                        e.toString());
+        }
+    }
+
+    /**
+     * The waiter {@code wait} was refused {@code lock} and queued for it. A multi-lock waiter (tryAcquireAll) that
+     * waits for another of its locks than before leaves the queues of the others: it asks for them no more until it
+     * has this one, so its entries there would hold those locks, free perhaps, for nobody, unannounced until they
+     * lapse (queueTtl). Leaving tells the waiters behind it when such a lock is free. It queues there again, at the
+     * back, when its attempt reaches that lock again (all or nothing: holding places on several locks at once would
+     * only make convoys).
+     */
+    private void queuedOn(KeyColumn lock, WaitState wait) {
+        wait.queued.add(lock);
+        if (wait.queued.size() == 1) {
+            return;
+        }
+        for (KeyColumn other : wait.queued) {
+            if (!other.equals(lock)) {
+                wait.queued.remove(other);
+                dequeue(other, wait);
             }
+        }
+    }
+
+    /** Removes our queue entry on {@code lock}, if any, telling the waiters behind it when the lock is free. */
+    private void dequeue(KeyColumn lock, WaitState wait) {
+        try { // one attempt, no retries: an entry we fail to remove lapses within queueTtl
+            RedisScript.DEQUEUE.run(client, keys.lockKey(lock), List.of(wait.waiterId, channel));
+        } catch (RuntimeException e) {
+            log.debug("Could not leave the queue of {} at {} (it lapses within {}): {}", lock, server, queueTtl,
+                    e.toString());
         }
     }
 
@@ -549,6 +601,11 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         return wakeups == null ? 0 : wakeups.subscriptions();
     }
 
+    /** The pause before the wake-ups' last attempt to subscribe again after a broken connection, in ms; for tests. */
+    long wakeupReconnectPauseMillis() {
+        return wakeups == null ? 0 : wakeups.lastPauseMillis();
+    }
+
     /** How many release messages about a lock one of its transactions waited for this locker received; for tests. */
     long wakeupMessages() {
         return wakeups == null ? 0 : wakeups.messages();
@@ -560,6 +617,8 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         final Rawable waiterIdArg;
         final ConcurrentHashMap<KeyColumn, RedisWakeups.Watch> watches = new ConcurrentHashMap<>();
         final ConcurrentHashMap<KeyColumn, Long> attempted = new ConcurrentHashMap<>();
+        /** The locks this wait is queued for, as far as it knows (their entries may have lapsed). */
+        final Set<KeyColumn> queued = ConcurrentHashMap.newKeySet();
         /** The pause while not listening for releases: doubles from 2 ms to 200 ms over one wait. */
         private long pollMillis = 1; // one waiting thread
 
@@ -587,10 +646,37 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     protected void closeBackend() {
         owners.close();
         if (wakeups != null) {
-            wakeups.close();
+            wakeups.close(); // wakes every waiter: each sees the locker closed and leaves its queues
         }
         if (ownsClient) {
+            awaitWaitsEnded();
             client.close();
+        }
+    }
+
+    /**
+     * Waits, for at most queueTtl, until the waits in progress left their queues (DEQUEUE, which tells the waiters
+     * behind them when the lock is free): on a closed client they could not, and their entries would hold the next
+     * waiter off a free lock until they lapse (queueTtl), as a dead process's do. Woken by close, a waiter leaves after
+     * its current attempt, if any; one that takes longer leaves its entries to lapse.
+     */
+    private void awaitWaitsEnded() {
+        long end = System.nanoTime() + queueTtl.toNanos();
+        synchronized (waitsInProgress) {
+            while (!waitsInProgress.isEmpty()) {
+                long left = end - System.nanoTime();
+                if (left <= 0) {
+                    log.debug("Closing with {} wait(s) still under way: their queue entries lapse within {}",
+                            waitsInProgress.size(), queueTtl);
+                    return;
+                }
+                try {
+                    TimeUnit.NANOSECONDS.timedWait(waitsInProgress, left);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return;
+                }
+            }
         }
     }
 
@@ -803,6 +889,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         private EvictionCheck evictionCheck = EvictionCheck.FAIL;
         private String clientName;
         private Duration wakeupLinger = WAKEUP_LINGER;
+        private Duration wakeupHealthCheck;
         private final List<Consumer<LockerConfig.Builder>> configOverrides = new ArrayList<>();
         private UnifiedJedis client;
 
@@ -998,6 +1085,22 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
             return this;
         }
 
+        /**
+         * How often the release subscription must answer, and how long it has to (see {@link RedisWakeups}); default
+         * the socket timeout, at least 2 s (for tests).
+         */
+        Builder wakeupHealthCheck(Duration d) {
+            this.wakeupHealthCheck = positive(d, "wakeupHealthCheck");
+            return this;
+        }
+
+        Duration wakeupHealthCheck() {
+            if (wakeupHealthCheck != null) {
+                return wakeupHealthCheck;
+            }
+            return socketTimeout.compareTo(Duration.ofSeconds(2)) > 0 ? socketTimeout : Duration.ofSeconds(2);
+        }
+
         /** A change to the locker config that comes from the URI (expiry, retries...); applied over {@link #config}. */
         /** The options a deployment check judges ({@link RedisDoctor}): restart guard (null: the expiry), replicas. */
         Duration restartGuardOption() {
@@ -1065,19 +1168,8 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
             if (clusterMode && database != 0) {
                 throw new IllegalArgumentException("Redis Cluster has only database 0, not " + database);
             }
-            Duration effectiveSocketTimeout = replicas > 0 ? socketTimeout.plus(replicaTimeout) : socketTimeout;
-            DefaultJedisClientConfig.Builder cc = DefaultJedisClientConfig.builder()
-                    .connectionTimeoutMillis(toIntMillis(connectTimeout))
-                    .socketTimeoutMillis(toIntMillis(effectiveSocketTimeout))
-                    .user(user)
-                    .password(password)
-                    .clientName(clientName);
-            if (!clusterMode) {
-                cc.database(database);
-            }
-            if (tls) {
-                configureTls(cc);
-            }
+            Duration effectiveSocketTimeout = effectiveSocketTimeout();
+            DefaultJedisClientConfig.Builder cc = clientConfig(clusterMode);
             ConnectionPoolConfig pool = new ConnectionPoolConfig();
             pool.setMaxTotal(connections);
             pool.setMaxIdle(connections);
@@ -1105,6 +1197,38 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
                 throw classify(e, null, "connecting", describe());
             }
             return c;
+        }
+
+        /**
+         * One connection, made now, with these options, outside any pool (the release subscription's: its owner closes
+         * it, or its socket to end a read blocked on it): to the single server, or to the {@code n}-th of the Cluster's
+         * nodes given, in turn (a message published on any node reaches the subscribers of every one).
+         */
+        Connection newConnection(long n) {
+            List<HostAndPort> targets = nodes.isEmpty() ? List.of(new HostAndPort("localhost", 6379)) : nodes;
+            boolean clusterMode = cluster != null ? cluster : targets.size() > 1;
+            return new Connection(targets.get((int) Math.floorMod(n, (long) targets.size())),
+                    clientConfig(clusterMode).build());
+        }
+
+        private Duration effectiveSocketTimeout() {
+            return replicas > 0 ? socketTimeout.plus(replicaTimeout) : socketTimeout;
+        }
+
+        private DefaultJedisClientConfig.Builder clientConfig(boolean clusterMode) {
+            DefaultJedisClientConfig.Builder cc = DefaultJedisClientConfig.builder()
+                    .connectionTimeoutMillis(toIntMillis(connectTimeout))
+                    .socketTimeoutMillis(toIntMillis(effectiveSocketTimeout()))
+                    .user(user)
+                    .password(password)
+                    .clientName(clientName);
+            if (!clusterMode) {
+                cc.database(database);
+            }
+            if (tls) {
+                configureTls(cc);
+            }
+            return cc;
         }
 
         private void configureTls(DefaultJedisClientConfig.Builder cc) {

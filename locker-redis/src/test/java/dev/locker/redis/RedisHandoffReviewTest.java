@@ -1,0 +1,588 @@
+package dev.locker.redis;
+
+import dev.locker.api.KeyColumn;
+import dev.locker.api.Lease;
+import dev.locker.api.Locker;
+import dev.locker.api.LockerConfig;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.Timeout;
+import redis.clients.jedis.Protocol;
+import redis.clients.jedis.UnifiedJedis;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Adversarial review of the Redis handoff changes (issue 14: 42b9924 the lingering wake-up subscription, b56fe2d a
+ * waiter refused with -5 pauses until a wake-up, f5984be the 2-200 ms back-off while unsubscribed, 66c2426 their
+ * tests). Real redis-server processes only; each finding is a failing test, disabled so the build stays green; the
+ * cases checked and found sound run.
+ *
+ * <p>Design bound that limits every finding: a waiter never sleeps past a third of its queue entry's life
+ * ({@code queueTtl / 3}, 500 ms with the 1.5 s expiry here, 1 s by default) before it asks again, so no lost wake-up
+ * can make a wait run out a long timeout while the lock is free. The findings are lost wake-ups that turn a sub-ms
+ * handoff into that fallback for good, leaks, and a queue entry left behind.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@Timeout(value = 180, unit = TimeUnit.SECONDS)
+class RedisHandoffReviewTest {
+
+    private static final Duration EXPIRY = Duration.ofMillis(1500);
+
+    private RedisServerProcess server;
+    private UnifiedJedis admin;
+    private final String prefix = "rhr-" + LockerConfig.randomRid().substring(0, 8) + ":";
+    private final List<Locker> opened = new ArrayList<>();
+    private final List<AutoCloseable> closeables = new ArrayList<>();
+    private final ExecutorService pool = Executors.newCachedThreadPool();
+
+    @BeforeAll
+    void start() {
+        Assumptions.assumeFalse(RedisTarget.isExternal(), "kills clients and servers: needs a server of its own");
+        server = RedisServerProcess.start();
+        admin = RedisLocker.builder().uri(server.uri()).newClient(1);
+    }
+
+    @AfterEach
+    void closeLockers() throws Exception {
+        opened.forEach(Locker::close);
+        opened.clear();
+        for (AutoCloseable c : closeables) {
+            c.close();
+        }
+        closeables.clear();
+    }
+
+    @AfterAll
+    void stop() {
+        pool.shutdownNow();
+        if (admin != null) {
+            admin.close();
+        }
+        if (server != null) {
+            server.close();
+        }
+    }
+
+    private RedisLocker locker(String name, Duration linger) {
+        return locker(name, linger, server.port());
+    }
+
+    /** A locker on 127.0.0.1:{@code port} (the server, or a proxy in front of it). */
+    private RedisLocker locker(String name, Duration linger, int port) {
+        return locker(name, linger, port, EXPIRY, null);
+    }
+
+    /** Also with this expiry (the queue entries live min(expiry, 3 s)) and health check (null: the default). */
+    private RedisLocker locker(String name, Duration linger, int port, Duration expiry, Duration healthCheck) {
+        RedisLocker.Builder builder = RedisLocker.builder().node("127.0.0.1", port).keyPrefix(prefix)
+                .config(LockerConfig.builder().rid(name + "-" + LockerConfig.randomRid().substring(0, 8))
+                        .expiry(expiry).build())
+                .restartGuard(Duration.ZERO)
+                .wakeupLinger(linger);
+        if (healthCheck != null) {
+            builder.wakeupHealthCheck(healthCheck);
+        }
+        RedisLocker l = builder.build();
+        opened.add(l);
+        return l;
+    }
+
+    private static KeyColumn lock(String name) {
+        return KeyColumn.named(name + "-" + LockerConfig.randomRid().substring(0, 6));
+    }
+
+    /** How many live threads listen for {@code l}'s releases. */
+    private static long listeners(RedisLocker l) {
+        return Thread.getAllStackTraces().keySet().stream()
+                .filter(t -> t.getName().equals("locker-redis-wakeups-" + l.rid()) && t.isAlive()).count();
+    }
+
+    /** How many connections the server counts as subscribed to this class's release channel. */
+    private long subscribersOnServer() {
+        List<?> r = (List<?>) admin.sendCommand(Protocol.Command.PUBSUB, "NUMSUB", prefix + "released");
+        return (Long) r.get(1);
+    }
+
+    /** The queue entries in the lock's hash ("q" fields). */
+    private List<String> queued(RedisLocker l, KeyColumn lock) {
+        List<String> out = new ArrayList<>();
+        for (Map.Entry<byte[], byte[]> e : admin.hgetAll(l.redisKey(lock)).entrySet()) {
+            if (e.getKey().length > 0 && e.getKey()[0] == 'q') {
+                out.add(new String(e.getKey(), StandardCharsets.US_ASCII));
+            }
+        }
+        return out;
+    }
+
+    private void awaitQueued(RedisLocker l, KeyColumn lock, int n) throws InterruptedException {
+        awaitTrue(() -> queued(l, lock).size() >= n, "never saw " + n + " queued");
+    }
+
+    private static void awaitTrue(java.util.function.BooleanSupplier done, String failure) throws InterruptedException {
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (!done.getAsBoolean()) {
+            assertTrue(System.nanoTime() < until, failure);
+            Thread.sleep(5);
+        }
+    }
+
+    /** {@code holder} takes the lock, {@code waiter} queues for it, the holder releases: the waiter is granted. */
+    private void handOver(RedisLocker holder, RedisLocker waiter, KeyColumn lock) throws Exception {
+        Lease held = holder.acquire(lock, "holding");
+        Future<Lease> granted = pool.submit(() -> waiter.tryAcquire(lock, "waiting", Duration.ofSeconds(20))
+                .orElseThrow());
+        awaitQueued(holder, lock, 1);
+        held.close();
+        granted.get(30, TimeUnit.SECONDS).close();
+    }
+
+    // ---- findings ---------------------------------------------------------------------------------------------
+
+    /**
+     * Finding 1: a subscription connection that goes silent (half-open TCP: a NAT or firewall drops its state, a
+     * partition, a hung proxy; no RST, no FIN) is never noticed. Jedis subscribes with an infinite read timeout and
+     * RedisWakeups never PINGs it, so the listening thread blocks forever, {@code subscribed()} stays true, and:
+     * <ul>
+     *   <li>no release ever wakes a waiter of this locker again: every handoff to it falls back to its queue
+     *       refresh (queueTtl / 3: 500 ms here, 1 s by default) instead of sub-millisecond, for the locker's whole
+     *       life; the f5984be back-off does not apply either, since the locker believes it is subscribed;</li>
+     *   <li>the linger's end sends UNSUBSCRIBE into the void and arms no further check, so the thread and the
+     *       connection outlive the linger (until close), and no new subscription is ever made.</li>
+     * </ul>
+     * The server still counts the subscriber and PUBLISH reports a receiver: nothing outside shows the loss either.
+     * Expected: a health check on the subscription (a PING every few seconds, with a read timeout), or a read timeout
+     * on the subscription socket, so a silent connection is replaced.
+     *
+     * <p>Fixed: RedisWakeups asks the subscription to answer every {@code wakeupHealthCheck} (250 ms here) and closes
+     * a connection that answered nothing for as long; the new connection passes (the proxy silences the connections
+     * it had when told to, as a NAT that lost its state does; a new connection makes new state).
+     */
+    @Test
+    void aSilentSubscriptionConnectionIsReplaced() throws Exception {
+        SilencingProxy proxy = new SilencingProxy(server.port());
+        closeables.add(proxy);
+        RedisLocker a = locker("a", Duration.ofMillis(300));
+        RedisLocker b = locker("b", Duration.ofMillis(300), proxy.port(), EXPIRY, Duration.ofMillis(250));
+        KeyColumn lock = lock("silent");
+        handOver(a, b, lock); // b subscribes (through the proxy)
+        awaitTrue(b::wakeupsSubscribed, "never subscribed");
+        assertEquals(1, b.wakeupSubscriptions());
+        proxy.silenceSubscriptions(); // the subscription's connection goes silent, both ways; nothing is closed
+
+        long toldBefore = b.wakeupMessages();
+        int rounds = 5;
+        long slowest = 0;
+        for (int i = 0; i < rounds; i++) {
+            long t0 = System.nanoTime();
+            handOver(a, b, lock); // still granted, on its queue refresh
+            slowest = Math.max(slowest, System.nanoTime() - t0);
+        }
+        long told = b.wakeupMessages() - toldBefore;
+        System.out.printf("finding 1: %d handoffs after the silence: told of %d releases, %d subscriptions in all, "
+                + "slowest handoff %d ms, server counts %d subscriber(s)%n", rounds, told, b.wakeupSubscriptions(),
+                TimeUnit.NANOSECONDS.toMillis(slowest), subscribersOnServer());
+        // nobody waits now; well past the 300 ms linger, the thread and its connection should be gone
+        Thread.sleep(3_000);
+        System.out.printf("finding 1: 3 s after the last wait (linger 300 ms): %d listening thread(s), subscribed()=%s%n",
+                listeners(b), b.wakeupsSubscribed());
+        assertTrue(told > 0 || b.wakeupSubscriptions() > 1,
+                "after its subscription went silent, b was never told of a release again nor subscribed anew");
+        assertEquals(0, listeners(b), "the listening thread (and its connection) outlived the linger");
+        long toldNow = b.wakeupMessages();
+        Lease held = a.acquire(lock, "holding");
+        Future<Lease> granted = pool.submit(() -> b.tryAcquire(lock, "waiting", Duration.ofSeconds(20)).orElseThrow());
+        awaitQueued(a, lock, 1);
+        awaitTrue(b::wakeupsSubscribed, "b did not subscribe anew"); // on a connection that works
+        held.close();
+        granted.get(30, TimeUnit.SECONDS).close();
+        assertTrue(b.wakeupMessages() > toldNow, "b's new subscription was not told of the release");
+    }
+
+    /**
+     * Finding 2: while the subscription's connection is being made again after it broke (CLIENT KILL, a server
+     * restart, a network error), {@code wakeups.subscribed()} still says true: Jedis leaves the subscriber's channel
+     * count as it was when the read fails, and {@code subscriber} keeps pointing at the dead subscriber until the
+     * reconnect pause is over. So f5984be's back-off ("while the locker is not subscribed ... or the connection was
+     * lost and is being made again ... look again after 2-200 ms") never applies to a lost connection: a release
+     * published in the pause is seen only at the queue refresh (queueTtl / 3) or the next subscription's wake-all.
+     * Worse, that pause only grows: {@code pauseMillis} is reset to 100 ms only when {@code subscribe} returns
+     * normally, which a broken connection never does, so each kill (however far apart, with a good subscription in
+     * between) doubles it, up to 2 s. The test kills the subscription six times and shows the locker claiming to be
+     * subscribed while the server has no subscriber for it.
+     *
+     * <p>Fixed: subscribed() is true only from the server's confirmation until the subscription ends, and the pause is
+     * back at 100 ms after a subscription that worked. (A sample taken between the kill and the client reading the
+     * end of its connection may still say subscribed: no client can know sooner.)
+     */
+    @Test
+    void aLockerWhoseSubscriptionBrokeDoesNotClaimToBeSubscribed() throws Exception {
+        RedisLocker a = locker("a", Duration.ofMinutes(5));
+        RedisLocker b = locker("b", Duration.ofMinutes(5));
+        KeyColumn lock = lock("stale");
+        Lease held = a.acquire(lock, "holding"); // renewed in the background for the whole test
+        Future<Optional<Lease>> waiting = pool.submit(() -> b.tryAcquire(lock, "waiting", Duration.ofSeconds(60)));
+        awaitQueued(a, lock, 1);
+        awaitTrue(b::wakeupsSubscribed, "never subscribed");
+        long staleSamples = 0;
+        long samples = 0;
+        int neverUnsubscribed = 0;
+        List<Long> reconnectMillis = new ArrayList<>();
+        List<Long> pauses = new ArrayList<>();
+        for (int kill = 1; kill <= 6; kill++) {
+            long subs = b.wakeupSubscriptions();
+            boolean saidUnsubscribed = false;
+            admin.sendCommand(Protocol.Command.CLIENT, "KILL", "TYPE", "pubsub");
+            long t0 = System.nanoTime();
+            awaitTrue(() -> subscribersOnServer() == 0, "the kill did not take");
+            while (b.wakeupSubscriptions() == subs) { // until the locker subscribed again
+                samples++;
+                boolean said = b.wakeupsSubscribed();
+                saidUnsubscribed |= !said;
+                if (said && subscribersOnServer() == 0 && b.wakeupSubscriptions() == subs) {
+                    staleSamples++; // the first samples may come before the client read the end of its connection
+                }
+                assertTrue(System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(30), "never subscribed again");
+                Thread.sleep(5);
+            }
+            reconnectMillis.add(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0));
+            pauses.add(b.wakeupReconnectPauseMillis());
+            if (!saidUnsubscribed) {
+                neverUnsubscribed++;
+            }
+        }
+        System.out.printf("finding 2: resubscribed after each kill in %s ms (pauses %s ms); %d of %d samples in the "
+                + "gaps said subscribed with no subscriber on the server%n", reconnectMillis, pauses, staleSamples,
+                samples);
+        held.close();
+        assertTrue(waiting.get(30, TimeUnit.SECONDS).isPresent());
+        assertEquals(0, neverUnsubscribed, "the locker said it was subscribed all the while its subscription was being "
+                + "made again");
+        assertEquals(List.of(100L, 100L, 100L, 100L, 100L, 100L), pauses,
+                "the reconnect pause grew although each subscription before the kill had worked");
+    }
+
+    /**
+     * Finding 3: close() racing a wait leaves the waiter's queue entry behind. close() ends the wake-ups (which wakes
+     * the waiter) and closes the client right after; the waiter's stopWaiting then runs its DEQUEUE on a closed client,
+     * which fails (logged at DEBUG only), so the entry stays until it lapses (queueTtl, 3 s by default). A process that
+     * shuts down gracefully thus holds up a free lock like a dead one: the next waiter is refused with -5 ("promised to
+     * the first of the processes queued") and, since b56fe2d, pauses in queueTtl / 3 steps for that whole time, as
+     * nobody announces the lapse. b56fe2d's reasoning ("only a first waiter that died goes unannounced") misses this
+     * case. Expected: close() withdraws its waiters' queue entries (DEQUEUE, which publishes) before closing the client.
+     *
+     * <p>Fixed: close() wakes the waiters and waits (at most queueTtl) until each left its queues before it closes the
+     * client.
+     */
+    @Test
+    void closingAWaitingLockerLeavesNoQueueEntry() throws Exception {
+        RedisLocker a = locker("a", Duration.ofSeconds(5));
+        RedisLocker c = locker("c", Duration.ofSeconds(5));
+        int rounds = 5;
+        int left = 0;
+        long slowestMs = 0;
+        for (int i = 0; i < rounds; i++) {
+            RedisLocker b = locker("b" + i, Duration.ofSeconds(5));
+            KeyColumn lock = lock("closing");
+            Lease held = a.acquire(lock, "holding");
+            Future<Optional<Lease>> bWaits = pool.submit(() -> b.tryAcquire(lock, "first", Duration.ofSeconds(20)));
+            awaitQueued(a, lock, 1);
+            String bEntry = queued(a, lock).get(0);
+            Future<Optional<Lease>> cWaits = pool.submit(() -> c.tryAcquire(lock, "second", Duration.ofSeconds(20)));
+            awaitQueued(a, lock, 2);
+            b.close(); // b's process shuts down while b waits
+            assertFalse(bWaits.get(30, TimeUnit.SECONDS).isPresent());
+            if (queued(a, lock).contains(bEntry)) {
+                left++;
+            }
+            long t0 = System.nanoTime();
+            held.close(); // the lock is free now; c is the only live waiter
+            cWaits.get(30, TimeUnit.SECONDS).orElseThrow().close();
+            slowestMs = Math.max(slowestMs, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0));
+        }
+        System.out.printf("finding 3: %d of %d closed waiters left their queue entry; the live waiter took the free "
+                + "lock up to %d ms after its release (queueTtl %d ms)%n", left, rounds, slowestMs, EXPIRY.toMillis());
+        assertEquals(0, left, "a waiter whose locker was closed left its queue entry behind");
+    }
+
+    /**
+     * Finding 4 (low; mostly the queue's design, made a little slower by b56fe2d): b56fe2d reasons that a waiter
+     * refused with -5 need not poll because "only a first waiter that died goes unannounced". A live multi-lock waiter
+     * (tryAcquireAll) goes unannounced too: B, waiting for {L1, L2}, is queued first on L2, is woken by L2's release,
+     * finds L1 taken meanwhile and waits on L1 instead, leaving its L2 entry to lapse silently (queueTtl). C, the only
+     * other waiter for the free L2, is refused with -5 all that time and, since b56fe2d, sleeps in queueTtl / 3 steps
+     * (1 s by default) instead of polling, so it takes L2 up to queueTtl + queueTtl / 3 after it became free while B,
+     * alive, never takes it. Shown by order: C is granted only after B's L2 entry is gone, although B was never granted.
+     *
+     * <p>Fixed: a multi-lock waiter refused on one lock leaves the queues of its others (DEQUEUE, which tells the
+     * waiters behind it when the lock is free). Shown on the server's clock: C is granted L2 before B's entry there
+     * would have lapsed, while B still waits.
+     */
+    @Test
+    void aLiveMultiLockWaiterDoesNotHoldAFreeLockUnannounced() throws Exception {
+        // queue entries live 3 s (min(expiry, 3 s)): a stale one lapses at least 2 s after B last asked for L2
+        Duration expiry = Duration.ofSeconds(6);
+        RedisLocker x = locker("x", Duration.ofSeconds(5), server.port(), expiry, null);
+        RedisLocker y = locker("y", Duration.ofSeconds(5), server.port(), expiry, null);
+        RedisLocker b = locker("b", Duration.ofSeconds(5), server.port(), expiry, null);
+        RedisLocker c = locker("c", Duration.ofSeconds(5), server.port(), expiry, null);
+        KeyColumn l1 = lock("multi-1");
+        KeyColumn l2 = lock("multi-2");
+        Lease yHolds = y.acquire(l2, "holding l2");
+        Future<Optional<Lease>> bWaits = pool.submit(() -> b.tryAcquireAll(List.of(l1, l2), "both",
+                Duration.ofSeconds(20)));
+        awaitQueued(y, l2, 1); // B took L1, was refused L2, queued on L2 and let L1 go
+        String bEntry = queued(y, l2).get(0);
+        // L1 is free but for the moments B holds it again while it asks for L2 anew: x waits those out
+        Lease xHolds = x.tryAcquire(l1, "holding l1", Duration.ofSeconds(20)).orElseThrow();
+        Future<Optional<Lease>> cWaits = pool.submit(() -> c.tryAcquire(l2, "only l2", Duration.ofSeconds(20)));
+        awaitTrue(() -> queued(y, l2).stream().anyMatch(e -> !e.equals(bEntry)), "C never queued on L2");
+        // when B's entry on L2 would lapse (server microseconds), were it left there: its latest value
+        byte[] entry = admin.hget(y.redisKey(l2), bEntry.getBytes(StandardCharsets.US_ASCII));
+        long lapsesAt = entry == null ? Long.MAX_VALUE : Long.parseLong(
+                new String(entry, StandardCharsets.US_ASCII).split("\n", 2)[0].split(" ")[1]);
+        long t0 = System.nanoTime();
+        yHolds.close(); // L2 free; B waits for L1 (refused there when it next asks), C for L2
+        Lease cGot = cWaits.get(30, TimeUnit.SECONDS).orElseThrow();
+        long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+        List<?> now = (List<?>) admin.sendCommand(Protocol.Command.TIME);
+        long serverMicros = Long.parseLong(new String((byte[]) now.get(0), StandardCharsets.US_ASCII)) * 1_000_000
+                + Long.parseLong(new String((byte[]) now.get(1), StandardCharsets.US_ASCII));
+        boolean bStillWaits = !bWaits.isDone();
+        cGot.close();
+        xHolds.close();
+        assertTrue(bWaits.get(30, TimeUnit.SECONDS).isPresent(), "B was not granted both locks at last");
+        bWaits.get().ifPresent(Lease::close);
+        System.out.printf("finding 4: C took the free L2 %d ms after its release (queueTtl 3000 ms)%n", ms);
+        assertTrue(bStillWaits, "B was granted before C although L1 was held");
+        assertTrue(serverMicros < lapsesAt, "C was granted the free lock only once B's stale entry had lapsed");
+        assertFalse(queued(y, l2).contains(bEntry), "B's stale entry on L2 is still there");
+    }
+
+    // ---- checked and found sound ------------------------------------------------------------------------------
+
+    /**
+     * Repeated waits with a linger far shorter than the gaps between them: at most one listening thread per locker at
+     * any time, and once nobody has waited for the linger, no thread and no subscription left (no pile-up).
+     */
+    @Test
+    void repeatedWaitsLeaveNoThreadsOrSubscriptions() throws Exception {
+        RedisLocker a = locker("a", Duration.ofMillis(20));
+        RedisLocker b = locker("b", Duration.ofMillis(20));
+        KeyColumn lock = lock("pile");
+        long most = 0;
+        for (int i = 0; i < 30; i++) {
+            handOver(i % 2 == 0 ? a : b, i % 2 == 0 ? b : a, lock);
+            most = Math.max(most, Math.max(listeners(a), listeners(b)));
+            if (i % 3 == 0) {
+                Thread.sleep(60); // let the linger end sometimes, so that the next wait subscribes anew
+            }
+        }
+        assertTrue(most <= 1, "at most one listening thread per locker, saw " + most);
+        awaitTrue(() -> listeners(a) + listeners(b) == 0 && subscribersOnServer() == 0,
+                "threads or subscriptions left after the linger");
+        assertTrue(a.wakeupSubscriptions() + b.wakeupSubscriptions() > 2, "the linger did end between waits");
+    }
+
+    /**
+     * The linger ends while waiters keep coming (1 ms linger: the check races every registration): every wait is
+     * still granted, well within its timeout, and nothing is left afterwards. A waiter registering as the linger ends
+     * is either seen by the listening loop (it subscribes again) or starts a new thread; one that slept on a subscriber
+     * that is being unsubscribed is woken by the wake-all after it.
+     */
+    @Test
+    void theLingerEndingWhileWaitersRegisterLosesNoWaiter() throws Exception {
+        RedisLocker a = locker("a", Duration.ofMillis(1));
+        RedisLocker b = locker("b", Duration.ofMillis(1));
+        KeyColumn lock = lock("linger-race");
+        long slowest = 0;
+        for (int i = 0; i < 40; i++) {
+            long t0 = System.nanoTime();
+            handOver(i % 2 == 0 ? a : b, i % 2 == 0 ? b : a, lock);
+            slowest = Math.max(slowest, System.nanoTime() - t0);
+        }
+        System.out.printf("linger race: 40 handoffs, slowest %d ms; %d + %d subscriptions%n",
+                TimeUnit.NANOSECONDS.toMillis(slowest), a.wakeupSubscriptions(), b.wakeupSubscriptions());
+        awaitTrue(() -> listeners(a) + listeners(b) == 0 && subscribersOnServer() == 0, "left after the linger");
+    }
+
+    /** close() racing a wait that is subscribing, or a lingering subscription: no thread nor subscription survives. */
+    @Test
+    void closeRacingWaitsLeavesNothing() throws Exception {
+        RedisLocker a = locker("a", Duration.ofSeconds(5));
+        KeyColumn lock = lock("close-race");
+        Lease held = a.acquire(lock, "holding");
+        List<RedisLocker> closed = new ArrayList<>();
+        for (int i = 0; i < 10; i++) {
+            RedisLocker b = locker("b" + i, Duration.ofHours(1));
+            Future<Optional<Lease>> w = pool.submit(() -> b.tryAcquire(lock, "waiting", Duration.ofSeconds(20)));
+            if (i % 2 == 0) {
+                awaitQueued(a, lock, 1); // else: close while the first attempt or the subscription is under way
+            }
+            b.close();
+            try {
+                assertFalse(w.get(30, TimeUnit.SECONDS).isPresent(), "a closed locker's wait ends without a lease");
+            } catch (java.util.concurrent.ExecutionException e) {
+                // closed before the wait began: refused at once, as it should be
+                assertTrue(e.getCause() instanceof IllegalStateException, e.toString());
+            }
+            closed.add(b);
+        }
+        held.close();
+        awaitTrue(() -> closed.stream().mapToLong(RedisHandoffReviewTest::listeners).sum() == 0
+                && subscribersOnServer() == 0, "a closed locker's listening thread or subscription survived");
+    }
+
+    /**
+     * A waiter whose lock is released while the server restarts (the subscription breaks, the lock's data is lost):
+     * granted within its timeout, and the locker subscribes again. Own server, killed and started again.
+     */
+    @Test
+    void aServerRestartDuringAWaitIsSurvived() throws Exception {
+        RedisServerProcess own = RedisServerProcess.start();
+        try {
+            RedisLocker a = locker("a", Duration.ofSeconds(5), own.port());
+            RedisLocker b = locker("b", Duration.ofSeconds(30), own.port());
+            KeyColumn lock = lock("restart");
+            Lease held = a.acquire(lock, "holding");
+            Future<Optional<Lease>> w = pool.submit(() -> b.tryAcquire(lock, "waiting", Duration.ofSeconds(20)));
+            awaitTrue(b::wakeupsSubscribed, "never subscribed");
+            own.restart(); // the claim and the queue are gone with the data
+            Lease got = w.get(30, TimeUnit.SECONDS).orElseThrow(() -> new AssertionError("not granted after restart"));
+            got.close();
+            awaitTrue(() -> b.wakeupSubscriptions() >= 2, "never subscribed again after the restart");
+            held.close();
+        } finally {
+            own.close();
+        }
+    }
+
+    /**
+     * A TCP proxy that passes everything until {@link #silenceSubscriptions()}; from then on the connections that had
+     * sent a SUBSCRIBE by then pass nothing either way and stay open (a half-open connection as a client sees it),
+     * while the others, and the connections made later, pass freely.
+     */
+    static final class SilencingProxy implements AutoCloseable {
+        private final ServerSocket listener;
+        private final int targetPort;
+        private final List<Socket> sockets = new CopyOnWriteArrayList<>();
+        private final List<boolean[]> silencers = new CopyOnWriteArrayList<>();
+
+        SilencingProxy(int targetPort) throws IOException {
+            this.targetPort = targetPort;
+            this.listener = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+            daemon("silencing-proxy-accept", this::accept);
+        }
+
+        int port() {
+            return listener.getLocalPort();
+        }
+
+        void silenceSubscriptions() {
+            for (boolean[] s : silencers) {
+                synchronized (s) {
+                    s[1] = s[0];
+                }
+            }
+        }
+
+        private void accept() {
+            while (!listener.isClosed()) {
+                try {
+                    Socket client = listener.accept();
+                    Socket server = new Socket(InetAddress.getLoopbackAddress(), targetPort);
+                    client.setTcpNoDelay(true);
+                    server.setTcpNoDelay(true);
+                    sockets.add(client);
+                    sockets.add(server);
+                    boolean[] subscriber = {false, false}; // sent SUBSCRIBE, silenced
+                    silencers.add(subscriber);
+                    daemon("silencing-proxy-up", () -> pump(client, server, subscriber, true));
+                    daemon("silencing-proxy-down", () -> pump(server, client, subscriber, false));
+                } catch (IOException e) {
+                    return;
+                }
+            }
+        }
+
+        private void pump(Socket from, Socket to, boolean[] subscriber, boolean up) {
+            byte[] buf = new byte[16 * 1024];
+            try (InputStream in = from.getInputStream(); OutputStream out = to.getOutputStream()) {
+                while (true) {
+                    int n = in.read(buf);
+                    if (n < 0) {
+                        break;
+                    }
+                    if (up && new String(buf, 0, n, StandardCharsets.ISO_8859_1).toUpperCase().contains("SUBSCRIBE")) {
+                        synchronized (subscriber) {
+                            subscriber[0] = true;
+                        }
+                    }
+                    boolean drop;
+                    synchronized (subscriber) {
+                        drop = subscriber[1];
+                    }
+                    if (!drop) {
+                        out.write(buf, 0, n);
+                        out.flush();
+                    }
+                }
+            } catch (IOException e) {
+                // closed
+            } finally {
+                boolean keep;
+                synchronized (subscriber) {
+                    keep = subscriber[1]; // a silent connection stays open, as a half-open one does
+                }
+                if (!keep) {
+                    close(from);
+                    close(to);
+                }
+            }
+        }
+
+        private static void daemon(String name, Runnable r) {
+            Thread t = new Thread(r, name);
+            t.setDaemon(true);
+            t.start();
+        }
+
+        private static void close(Socket s) {
+            try {
+                s.close();
+            } catch (IOException ignored) {
+                // closing anyway
+            }
+        }
+
+        @Override
+        public void close() throws IOException {
+            listener.close();
+            sockets.forEach(SilencingProxy::close);
+        }
+    }
+}
