@@ -345,10 +345,31 @@ class RedisHandoffReview2Test {
                 "the listening thread outlived close()");
     }
 
-    /** The release channel's subscriber count on the server (for the TLS check). */
-    @SuppressWarnings("unused")
-    private long subscribersOnServer(UnifiedJedis on) {
-        List<?> r = (List<?>) on.sendCommand(Protocol.Command.PUBSUB, "NUMSUB", prefix + "released");
-        return (Long) r.get(1);
+    /**
+     * The subscription's own Connection (outside the pool) is made with the locker's options: on a server with a
+     * password it authenticates (else it could not subscribe), carries the client name, and is the one connection
+     * the server counts on the release channel.
+     */
+    @Test
+    void theSubscriptionConnectionAuthenticatesAndIsNamed() throws Exception {
+        RedisServerProcess secured = RedisServerProcess.start("--requirepass", "s3cret-pw");
+        closeables.add(secured);
+        RedisLocker a = open(builder("a", secured.port(), EXPIRY).password("s3cret-pw"));
+        RedisLocker b = open(builder("b", secured.port(), EXPIRY).password("s3cret-pw").clientName("review2-b"));
+        KeyColumn lock = lock("auth");
+        Lease held = a.acquire(lock, "holding");
+        Future<Optional<Lease>> waits = pool.submit(() -> b.tryAcquire(lock, "waiting", Duration.ofSeconds(20)));
+        awaitTrue(b::wakeupsSubscribed, "never subscribed on a server with a password");
+        try (UnifiedJedis on = RedisLocker.builder().node("127.0.0.1", secured.port()).password("s3cret-pw")
+                .newClient(1)) {
+            String clients = new String((byte[]) on.sendCommand(Protocol.Command.CLIENT, "LIST"),
+                    StandardCharsets.UTF_8);
+            assertTrue(clients.lines().anyMatch(c -> c.contains("name=review2-b") && c.contains("sub=1")), clients);
+            List<?> r = (List<?>) on.sendCommand(Protocol.Command.PUBSUB, "NUMSUB", prefix + "released");
+            assertEquals(1L, r.get(1));
+        }
+        held.close();
+        assertTrue(waits.get(30, TimeUnit.SECONDS).isPresent());
+        assertTrue(b.wakeupMessages() > 0, "the authenticated subscription was not told of the release");
     }
 }
