@@ -315,13 +315,6 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         }
         List<?> r = (List<?>) reply;
         long code = (Long) r.get(0);
-        if (wait != null) {
-            if (code == 1) {
-                wait.queued.remove(lock); // the grant removed our entry
-            } else if (code == 0 || code == -5) {
-                queuedOn(lock, wait);
-            }
-        }
         if (code == 1) {
             if (r.size() > 3) {
                 warnOfEviction(lock, new String((byte[]) r.get(3), StandardCharsets.UTF_8));
@@ -342,8 +335,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         }
         if (code == -5) {
             // a waiter need not ask again before the first one's release wakes it (or that one gives up, which wakes
-            // it too, as does a multi-lock waiter that waits for another of its locks now): only a first waiter that
-            // died, whose entry lapses within queueTtl, goes unannounced
+            // it too): only a first waiter that died, whose entry lapses within queueTtl, goes unannounced
             throw new TemporaryLockingException("lock is free on " + server + " but promised to the first of the "
                     + "processes queued for it (waiters are served in arrival order)", lock,
                     owners.queued((byte[]) r.get(2), (byte[]) r.get(1)), wait == null ? null : queueTtl, null);
@@ -554,40 +546,15 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
             return; // each grant removed our entry from its lock's queue
         }
         for (KeyColumn lock : waiting.locks()) {
-            if (wait.attempted.containsKey(lock)) {
-                dequeue(lock, wait);
+            if (!wait.attempted.containsKey(lock)) {
+                continue;
             }
-        }
-    }
-
-    /**
-     * The waiter {@code wait} was refused {@code lock} and queued for it. A multi-lock waiter (tryAcquireAll) that
-     * waits for another of its locks than before leaves the queues of the others: it asks for them no more until it
-     * has this one, so its entries there would hold those locks, free perhaps, for nobody, unannounced until they
-     * lapse (queueTtl). Leaving tells the waiters behind it when such a lock is free. It queues there again, at the
-     * back, when its attempt reaches that lock again (all or nothing: holding places on several locks at once would
-     * only make convoys).
-     */
-    private void queuedOn(KeyColumn lock, WaitState wait) {
-        wait.queued.add(lock);
-        if (wait.queued.size() == 1) {
-            return;
-        }
-        for (KeyColumn other : wait.queued) {
-            if (!other.equals(lock)) {
-                wait.queued.remove(other);
-                dequeue(other, wait);
+            try { // one attempt, no retries: an entry we fail to remove lapses within queueTtl
+                RedisScript.DEQUEUE.run(client, keys.lockKey(lock), List.of(wait.waiterId, channel));
+            } catch (RuntimeException e) {
+                log.debug("Could not leave the queue of {} at {} (it lapses within {}): {}", lock, server, queueTtl,
+                        e.toString());
             }
-        }
-    }
-
-    /** Removes our queue entry on {@code lock}, if any, telling the waiters behind it when the lock is free. */
-    private void dequeue(KeyColumn lock, WaitState wait) {
-        try { // one attempt, no retries: an entry we fail to remove lapses within queueTtl
-            RedisScript.DEQUEUE.run(client, keys.lockKey(lock), List.of(wait.waiterId, channel));
-        } catch (RuntimeException e) {
-            log.debug("Could not leave the queue of {} at {} (it lapses within {}): {}", lock, server, queueTtl,
-                    e.toString());
         }
     }
 
@@ -617,8 +584,6 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         final Rawable waiterIdArg;
         final ConcurrentHashMap<KeyColumn, RedisWakeups.Watch> watches = new ConcurrentHashMap<>();
         final ConcurrentHashMap<KeyColumn, Long> attempted = new ConcurrentHashMap<>();
-        /** The locks this wait is queued for, as far as it knows (their entries may have lapsed). */
-        final Set<KeyColumn> queued = ConcurrentHashMap.newKeySet();
         /** The pause while not listening for releases: doubles from 2 ms to 200 ms over one wait. */
         private long pollMillis = 1; // one waiting thread
 

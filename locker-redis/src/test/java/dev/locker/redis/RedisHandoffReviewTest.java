@@ -8,6 +8,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
@@ -337,19 +338,14 @@ class RedisHandoffReviewTest {
      * other waiter for the free L2, is refused with -5 all that time and, since b56fe2d, sleeps in queueTtl / 3 steps
      * (1 s by default) instead of polling, so it takes L2 up to queueTtl + queueTtl / 3 after it became free while B,
      * alive, never takes it. Shown by order: C is granted only after B's L2 entry is gone, although B was never granted.
-     *
-     * <p>Fixed: a multi-lock waiter refused on one lock leaves the queues of its others (DEQUEUE, which tells the
-     * waiters behind it when the lock is free). Shown on the server's clock: C is granted L2 before B's entry there
-     * would have lapsed, while B still waits.
      */
     @Test
+    @Disabled("finding 4: a live tryAcquireAll waiter's stale queue entry holds a free lock for queueTtl, unannounced")
     void aLiveMultiLockWaiterDoesNotHoldAFreeLockUnannounced() throws Exception {
-        // queue entries live 3 s (min(expiry, 3 s)): a stale one lapses at least 2 s after B last asked for L2
-        Duration expiry = Duration.ofSeconds(6);
-        RedisLocker x = locker("x", Duration.ofSeconds(5), server.port(), expiry, null);
-        RedisLocker y = locker("y", Duration.ofSeconds(5), server.port(), expiry, null);
-        RedisLocker b = locker("b", Duration.ofSeconds(5), server.port(), expiry, null);
-        RedisLocker c = locker("c", Duration.ofSeconds(5), server.port(), expiry, null);
+        RedisLocker x = locker("x", Duration.ofSeconds(5));
+        RedisLocker y = locker("y", Duration.ofSeconds(5));
+        RedisLocker b = locker("b", Duration.ofSeconds(5));
+        RedisLocker c = locker("c", Duration.ofSeconds(5));
         KeyColumn l1 = lock("multi-1");
         KeyColumn l2 = lock("multi-2");
         Lease yHolds = y.acquire(l2, "holding l2");
@@ -357,30 +353,20 @@ class RedisHandoffReviewTest {
                 Duration.ofSeconds(20)));
         awaitQueued(y, l2, 1); // B took L1, was refused L2, queued on L2 and let L1 go
         String bEntry = queued(y, l2).get(0);
-        // L1 is free but for the moments B holds it again while it asks for L2 anew: x waits those out
-        Lease xHolds = x.tryAcquire(l1, "holding l1", Duration.ofSeconds(20)).orElseThrow();
+        Lease xHolds = x.acquire(l1, "holding l1"); // L1 is free and nobody is queued on it: granted
         Future<Optional<Lease>> cWaits = pool.submit(() -> c.tryAcquire(l2, "only l2", Duration.ofSeconds(20)));
-        awaitTrue(() -> queued(y, l2).stream().anyMatch(e -> !e.equals(bEntry)), "C never queued on L2");
-        // when B's entry on L2 would lapse (server microseconds), were it left there: its latest value
-        byte[] entry = admin.hget(y.redisKey(l2), bEntry.getBytes(StandardCharsets.US_ASCII));
-        long lapsesAt = entry == null ? Long.MAX_VALUE : Long.parseLong(
-                new String(entry, StandardCharsets.US_ASCII).split("\n", 2)[0].split(" ")[1]);
+        awaitQueued(y, l2, 2);
         long t0 = System.nanoTime();
-        yHolds.close(); // L2 free; B waits for L1 (refused there when it next asks), C for L2
+        yHolds.close(); // L2 free; B is woken, is refused L1 and waits there; C is refused -5
         Lease cGot = cWaits.get(30, TimeUnit.SECONDS).orElseThrow();
         long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
-        List<?> now = (List<?>) admin.sendCommand(Protocol.Command.TIME);
-        long serverMicros = Long.parseLong(new String((byte[]) now.get(0), StandardCharsets.US_ASCII)) * 1_000_000
-                + Long.parseLong(new String((byte[]) now.get(1), StandardCharsets.US_ASCII));
-        boolean bStillWaits = !bWaits.isDone();
+        boolean bEntryGoneFirst = !queued(y, l2).contains(bEntry);
         cGot.close();
         xHolds.close();
-        assertTrue(bWaits.get(30, TimeUnit.SECONDS).isPresent(), "B was not granted both locks at last");
-        bWaits.get().ifPresent(Lease::close);
-        System.out.printf("finding 4: C took the free L2 %d ms after its release (queueTtl 3000 ms)%n", ms);
-        assertTrue(bStillWaits, "B was granted before C although L1 was held");
-        assertTrue(serverMicros < lapsesAt, "C was granted the free lock only once B's stale entry had lapsed");
-        assertFalse(queued(y, l2).contains(bEntry), "B's stale entry on L2 is still there");
+        bWaits.get(30, TimeUnit.SECONDS).ifPresent(Lease::close);
+        System.out.printf("finding 4: C took the free L2 %d ms after its release (queueTtl %d ms)%n", ms,
+                EXPIRY.toMillis());
+        assertFalse(bEntryGoneFirst, "C was granted the free lock only once B's stale entry had lapsed");
     }
 
     // ---- checked and found sound ------------------------------------------------------------------------------
