@@ -627,20 +627,26 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
      */
     private void awaitWaitsEnded() {
         long end = System.nanoTime() + queueTtl.toNanos();
-        synchronized (waitsInProgress) {
-            while (!waitsInProgress.isEmpty()) {
-                long left = end - System.nanoTime();
-                if (left <= 0) {
-                    log.debug("Closing with {} wait(s) still under way: their queue entries lapse within {}",
-                            waitsInProgress.size(), queueTtl);
-                    return;
+        boolean interrupted = false; // shutdown code often runs interrupted: the wait is bounded, so it is kept
+        try {
+            synchronized (waitsInProgress) {
+                while (!waitsInProgress.isEmpty()) {
+                    long left = end - System.nanoTime();
+                    if (left <= 0) {
+                        log.debug("Closing with {} wait(s) still under way: their queue entries lapse within {}",
+                                waitsInProgress.size(), queueTtl);
+                        return;
+                    }
+                    try {
+                        TimeUnit.NANOSECONDS.timedWait(waitsInProgress, left);
+                    } catch (InterruptedException e) {
+                        interrupted = true;
+                    }
                 }
-                try {
-                    TimeUnit.NANOSECONDS.timedWait(waitsInProgress, left);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    return;
-                }
+            }
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
             }
         }
     }

@@ -7,7 +7,6 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
@@ -157,8 +156,6 @@ class RedisHandoffReview2Test {
      * Here: two lockers take turns on each lock, 20 ms holds; B asks for both with 10 s: it is refused.
      */
     @Test
-    @Disabled("finding 1: a tryAcquireAll waiter is starved while each of its locks is contended (975c00e makes it "
-            + "leave its place on one lock whenever it queues on another)")
     void aMultiLockWaiterIsNotStarvedByContentionOnEachOfItsLocks() throws Exception {
         Duration expiry = Duration.ofSeconds(6); // queue entries live 3 s
         KeyColumn l1 = lock("starve-1");
@@ -196,7 +193,6 @@ class RedisHandoffReview2Test {
      * interrupt, and restore the interrupt flag afterwards.
      */
     @Test
-    @Disabled("finding 2: close() from an interrupted thread skips the wait of f5c6878 and leaves queue entries")
     void closingFromAnInterruptedThreadLeavesNoQueueEntry() throws Exception {
         RedisLocker a = locker("a", EXPIRY);
         RedisLocker b = locker("b", EXPIRY);
