@@ -50,16 +50,16 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalLong;
-import java.util.concurrent.TimeUnit;
 
 /**
  * Locks in an HBase table, decided by the region server in one atomic row operation.
  *
  * <p>The lock's row is its {@link KeyColumn#legible()} name ({@code vertex:42#name}, as {@code hbase shell} shows it;
  * injective, printable ASCII for any bytes, and a key prefix is a row prefix). Its claims family holds one cell, the holder claim (owner
- * metadata and a random claim id; empty means free), written with a per-cell TTL of {@code expiry}: the region server
- * hides it once its own clock passes the cell's timestamp plus that TTL, so a dead claim is absent to every read and
- * every check, whatever the clients' clocks say. The token family (no TTL) holds the lock's fencing counter.
+ * metadata and a random claim id; empty means free), written with a per-cell TTL of {@code expiry + serverClockSkew}
+ * ({@link HBaseOptions#serverClockSkew()}): the region server hides it once its own clock passes the cell's timestamp
+ * plus that TTL, so a dead claim is absent to every read and every check, whatever the clients' clocks say. The token
+ * family (no TTL) holds the lock's fencing counter.
  *
  * <ul>
  *   <li>writeLock = one {@code checkAndMutate}: if the holder cell is absent, expired or empty, write our claim and
@@ -87,9 +87,28 @@ import java.util.concurrent.TimeUnit;
  * paused holder can and cannot do: its deadline is one monotonic reading taken before the granting (or renewing) call
  * plus the expiry, less a drift allowance, compared again after each call; a grant that answered after longer than the
  * expiry is given back; renewal and release compare the holder cell with our claim's value, so after an expiry or a
- * takeover a late one changes nothing. Assumptions: the region server's clock does not step while claims live (a
- * forward step expires them early); writes acknowledged by the region server survive (the WAL, HBase's default
- * durability); the token family keeps no TTL (checked when the locker opens).
+ * takeover a late one changes nothing. Assumptions: writes acknowledged by the region server survive (the WAL, HBase's
+ * default durability); the token family keeps no TTL (checked when the locker opens); and the clocks below.
+ *
+ * <p><b>Clocks.</b> Cells are stamped, and their TTL judged, by the clock of the region server that serves the lock's
+ * region at that moment; a region moves between region servers (balancing, a crash, a split), and HBase lets their
+ * clocks differ from the master's by up to {@code hbase.master.maxclockskew} (30 s). What that does:
+ * <ul>
+ *   <li>A clock behind, or stepped back, cannot hide a write. Every write of the holder cell is a check-and-mutate on
+ *       that cell, and the region server stamps such a Put with max(now, the checked cell's timestamp)
+ *       ({@code HRegion.checkAndMutateInternal}, HBASE-14054); an Increment gets max(now, the counter's timestamp + 1).
+ *       So a grant after a release, a renewal, a release are each the cell's newest version (a tie in timestamp goes
+ *       to the later write), and the fencing counter only grows ({@code HBaseServerClockTest}). Never write the holder
+ *       cell with a blind Put: that rule holds only for the checked cell.</li>
+ *   <li>A clock behind makes claims live longer than their expiry (by the difference): liveness only.</li>
+ *   <li>A clock ahead, or stepped forward, makes claims die early by the difference: a region moved to a region
+ *       server 20 s ahead would drop a 60 s claim 20 s before its holder stops trusting it, and grant it to a second
+ *       holder. So the cell's TTL is the expiry plus {@code serverClockSkew} (default 10 s), while a holder's validity
+ *       stays the expiry (less the drift allowance) on its own monotonic clock: safe while the region servers' clocks
+ *       (and any forward step of one) differ by at most {@code serverClockSkew}. The cost is liveness: the lock of a
+ *       holder that crashed is free {@code expiry + serverClockSkew} after its last grant or renewal.
+ *       {@link HBaseDoctor} measures the region servers' clocks against that allowance.</li>
+ * </ul>
  */
 public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
 
@@ -109,6 +128,8 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
     private final TableBuilder tables;
     private final byte[] family;
     private final byte[] tokenFamily;
+    /** The holder cell's TTL on the region server: the expiry plus the region servers' clock allowance. */
+    private final long cellTtlMillis;
     private final String where;
 
     private HBaseLocker(Builder b, TableName tableName, String where) {
@@ -119,6 +140,7 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
         this.tables = HBaseClients.tables(b.connection, tableName);
         this.family = b.options.familyBytes();
         this.tokenFamily = b.options.tokenFamilyBytes();
+        this.cellTtlMillis = cellTtl(config.expiry(), b.options.serverClockSkew()).toMillis();
         this.where = where;
     }
 
@@ -159,13 +181,14 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
     protected ClaimStatus writeSingleLock(KeyColumn lock, LockOwner owner) {
         byte[] row = row(lock);
         long ttl = ttlMillis();
+        long expiryNanos = config.expiry().toNanos();
         for (int attempt = 1; ; attempt++) {
             long started = time.nanoTime(); // the cell's TTL runs on the region server from after this reading
             Instant before = time.now();
-            HolderClaim claim = HolderClaim.create(owner, before, config.expiry());
+            HolderClaim claim = HolderClaim.create(owner, before, Duration.ofMillis(ttl));
             OptionalLong token = claim(lock, row, claim, ttl);
             if (token.isPresent()) {
-                if (time.nanoTime() - started < TimeUnit.MILLISECONDS.toNanos(ttl)) {
+                if (time.nanoTime() - started < expiryNanos) {
                     return ClaimStatus.granted(claim.value, token.getAsLong(), deadline(started, config.expiry()));
                 }
                 // Not trusted: our claim may have expired on the server during the call, another holder been granted
@@ -399,7 +422,12 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
     // ---- HBase access -------------------------------------------------------------------------------------------
 
     private long ttlMillis() {
-        return Math.max(1L, config.expiry().toMillis());
+        return cellTtlMillis;
+    }
+
+    /** The holder cell's TTL: {@code expiry + serverClockSkew}, at least 1 ms (an expiry beyond it fails at build). */
+    static Duration cellTtl(Duration expiry, Duration serverClockSkew) {
+        return Duration.ofMillis(Math.max(1L, expiry.plus(serverClockSkew).toMillis()));
     }
 
     private CheckAndMutateResult checkAndMutate(CheckAndMutate cam, String action) {
@@ -530,11 +558,13 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
                 throw e.isTemporary() ? new TemporaryLockingException(e.getMessage(), null, null, e)
                         : new PermanentLockingException(e.getMessage(), null, null, e);
             }
+            Duration cellTtl = cellTtl(config.expiry(), options.serverClockSkew());
             int claimsTtl = d.getColumnFamily(options.familyBytes()).getTimeToLive();
-            if (claimsTtl != HConstants.FOREVER && Duration.ofSeconds(claimsTtl).compareTo(config.expiry()) <= 0) {
+            if (claimsTtl != HConstants.FOREVER && Duration.ofSeconds(claimsTtl).compareTo(cellTtl) <= 0) {
                 throw new PermanentLockingException("the claims family '" + options.family() + "' of " + where + " has a TTL of "
-                        + claimsTtl + " s, not longer than the claim expiry " + config.expiry() + ": claims would vanish "
-                        + "while held; raise the family TTL or shorten the expiry", null);
+                        + claimsTtl + " s, not longer than the claim expiry " + config.expiry() + " plus the region "
+                        + "servers' clock allowance " + options.serverClockSkew() + ": claims would vanish while held; "
+                        + "raise the family TTL or shorten the expiry", null);
             }
             int tokenTtl = d.getColumnFamily(options.tokenFamilyBytes()).getTimeToLive();
             if (tokenTtl != HConstants.FOREVER) {
