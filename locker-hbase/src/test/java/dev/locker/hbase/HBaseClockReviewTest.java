@@ -221,17 +221,19 @@ class HBaseClockReviewTest {
     }
 
     /**
-     * Finding 4 (regression in 57e0040, low). writeSingleLock now computes {@code config.expiry().toNanos()} (before:
-     * TimeUnit.MILLISECONDS.toNanos(ttl), which saturates). LockerConfig accepts any positive expiry, AbstractLocker's
-     * deadline() explicitly tolerates one beyond Long.MAX_VALUE nanoseconds (~292 years), and the builder accepts it on
-     * a table whose claims family has no TTL (which the builder and the doctor both call fine). Then every writeLock
-     * fails with an ArithmeticException ("failed unexpectedly"), after the locker opened; no clear error before I/O.
-     * (Past ~292 million years, cellTtl's own toMillis overflows too; and a TTL within a few ms of Long.MAX_VALUE
-     * would make HBase's ts + ttl overflow and expire the cell at once.)
+     * Finding 4 (TTL arithmetic, lowest; mostly not HBase's own). LockerConfig accepts any positive expiry and the HBase
+     * builder opens on a claims family without TTL (the builder and the doctor both call that fine), but an expiry
+     * above Long.MAX_VALUE nanoseconds (~292 years) makes every writeLock throw a raw ArithmeticException ("long
+     * overflow", not a LockingException) after the locker opened: first in AbstractLocker.writeLock (shared code, its
+     * comment says "as before"), and 57e0040 added a second spot in HBaseLocker.writeSingleLock
+     * ({@code config.expiry().toNanos()}; the old TimeUnit.MILLISECONDS.toNanos(ttl) saturated). Further out,
+     * cellTtl's {@code expiry.plus(skew).toMillis()} overflows at build, after the table I/O; and a cell TTL within a
+     * few ms of Long.MAX_VALUE would make HBase's {@code ts + ttl < now} overflow and expire the claim at once.
+     * Wanted: a clear IllegalArgumentException before any I/O (e.g. an upper bound on expiry), or saturation.
      */
     @Test
     @Disabled("finding 4: an expiry above ~292 years opens fine on a claims family without TTL, then every writeLock "
-            + "fails with an ArithmeticException (Duration.toNanos in writeSingleLock)")
+            + "throws a raw ArithmeticException (Duration.toNanos in AbstractLocker.writeLock, and now in writeSingleLock)")
     void aVeryLongExpiryIsEitherRefusedClearlyAtBuildOrWorks() throws Exception {
         String table = "locker_review_forever";
         try (Admin admin = connection.getAdmin()) {
