@@ -425,9 +425,14 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
         return cellTtlMillis;
     }
 
-    /** The holder cell's TTL: {@code expiry + serverClockSkew}, at least 1 ms (an expiry beyond it fails at build). */
+    /**
+     * The holder cell's TTL: {@code expiry + serverClockSkew} rounded up to whole milliseconds (HBase's unit), at least
+     * 1 ms: never shorter than the validity its holder trusts (an expiry beyond it fails at build).
+     */
     static Duration cellTtl(Duration expiry, Duration serverClockSkew) {
-        return Duration.ofMillis(Math.max(1L, expiry.plus(serverClockSkew).toMillis()));
+        Duration total = expiry.plus(serverClockSkew);
+        long millis = total.toMillis() + (total.getNano() % 1_000_000 == 0 ? 0 : 1);
+        return Duration.ofMillis(Math.max(1L, millis));
     }
 
     private CheckAndMutateResult checkAndMutate(CheckAndMutate cam, String action) {

@@ -209,15 +209,17 @@ class HBaseClockReviewTest {
      * expiry with a sub-millisecond part gets a cell TTL shorter than the expiry the holder trusts (less 1%): 10.9 ms
      * gives a 10 ms TTL while the holder trusts 10.79 ms from before the call. HBase expires at ts + ttl < now on
      * a millisecond ts that floors the apply time, so the cell can die ~0.8 ms before its holder stops trusting it.
-     * Round up instead (and the claim's recorded lifetime with it).
+     * Round up instead (and the claim's recorded lifetime with it). Fixed: cellTtl rounds the sum up.
      */
     @Test
-    @Disabled("finding 3: cellTtl truncates a sub-millisecond expiry; with serverClockSkew=0 the cell TTL is shorter "
-            + "than the validity the holder trusts")
     void theCellTtlIsNeverShorterThanTheExpiry() {
         Duration expiry = Duration.ofNanos(10_900_000);
         Duration ttl = HBaseLocker.cellTtl(expiry, Duration.ZERO);
         assertTrue(ttl.compareTo(expiry) >= 0, "cell TTL " + ttl + " shorter than the expiry " + expiry);
+        assertEquals(Duration.ofMillis(11), ttl, "rounded up to the next millisecond, no further");
+        assertEquals(Duration.ofMillis(10), HBaseLocker.cellTtl(Duration.ofMillis(10), Duration.ZERO), "whole ms kept");
+        assertEquals(Duration.ofMillis(3_002), HBaseLocker.cellTtl(Duration.ofNanos(1_000_000_001),
+                Duration.ofMillis(2_001)), "the sum is rounded, not each part");
     }
 
     /**
