@@ -120,6 +120,11 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
     static final byte[] COUNTER = Bytes.toBytes("n");
     private static final byte[] FREE = new byte[0];
     private static final String LIST_CURSOR_TAG = "hbase1";
+    /**
+     * The longest holder cell TTL (~73 million years): a cell's timestamp plus its TTL stays far inside the long range
+     * of milliseconds, where HBase's expiry test {@code timestamp + ttl < now} would overflow and drop the cell at once.
+     */
+    static final Duration MAX_CELL_TTL = Duration.ofMillis(Long.MAX_VALUE / 4);
 
     private final Connection connection;
     private final boolean ownsConnection;
@@ -181,7 +186,7 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
     protected ClaimStatus writeSingleLock(KeyColumn lock, LockOwner owner) {
         byte[] row = row(lock);
         long ttl = ttlMillis();
-        long expiryNanos = config.expiry().toNanos();
+        long expiryNanos = saturatedNanos(config.expiry()); // an expiry above ~292 years must not overflow
         for (int attempt = 1; ; attempt++) {
             long started = time.nanoTime(); // the cell's TTL runs on the region server from after this reading
             Instant before = time.now();
@@ -428,9 +433,21 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
     /**
      * The holder cell's TTL: {@code expiry + serverClockSkew} rounded up to whole milliseconds (HBase's unit), at least
      * 1 ms: never shorter than the validity its holder trusts (an expiry beyond it fails at build).
+     *
+     * @throws IllegalArgumentException when the sum exceeds {@link #MAX_CELL_TTL} (HBase judges a cell dead once
+     *                                  {@code timestamp + ttl < now}, which overflows near the long range)
      */
     static Duration cellTtl(Duration expiry, Duration serverClockSkew) {
-        Duration total = expiry.plus(serverClockSkew);
+        Duration total;
+        try {
+            total = expiry.plus(serverClockSkew);
+        } catch (ArithmeticException overflow) {
+            total = null;
+        }
+        if (total == null || total.compareTo(MAX_CELL_TTL) > 0) {
+            throw new IllegalArgumentException("expiry " + expiry + " plus serverClockSkew " + serverClockSkew
+                    + " is too long for an HBase cell TTL: at most " + MAX_CELL_TTL.toDays() + " days");
+        }
         long millis = total.toMillis() + (total.getNano() % 1_000_000 == 0 ? 0 : 1);
         return Duration.ofMillis(Math.max(1L, millis));
     }
@@ -545,10 +562,13 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
          * Finds (or creates) the lock table and checks its families: the claims family's TTL must exceed the expiry,
          * and the token family must have none.
          *
+         * @throws IllegalArgumentException   before any I/O, when the expiry plus serverClockSkew exceeds the longest
+         *                                    cell TTL (~73 million years) or maxKeyBytes the longest row
          * @throws PermanentLockingException when the table or a family is missing, or the TTLs are unsafe
          * @throws TemporaryLockingException when the cluster cannot be reached within the operation timeout
          */
         public HBaseLocker build() {
+            Duration cellTtl = cellTtl(config.expiry(), options.serverClockSkew()); // refuses an absurd expiry, before I/O
             if (3L * config.maxKeyBytes() + 1 > HConstants.MAX_ROW_LENGTH) {
                 throw new IllegalArgumentException("maxKeyBytes " + config.maxKeyBytes() + " is too large for HBase: a lock "
                         + "row (its legible name, up to 3 characters per byte, plus '#') must fit in "
@@ -563,7 +583,6 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
                 throw e.isTemporary() ? new TemporaryLockingException(e.getMessage(), null, null, e)
                         : new PermanentLockingException(e.getMessage(), null, null, e);
             }
-            Duration cellTtl = cellTtl(config.expiry(), options.serverClockSkew());
             int claimsTtl = d.getColumnFamily(options.familyBytes()).getTimeToLive();
             if (claimsTtl != HConstants.FOREVER && Duration.ofSeconds(claimsTtl).compareTo(cellTtl) <= 0) {
                 throw new PermanentLockingException("the claims family '" + options.family() + "' of " + where + " has a TTL of "

@@ -232,10 +232,10 @@ class HBaseClockReviewTest {
      * cellTtl's {@code expiry.plus(skew).toMillis()} overflows at build, after the table I/O; and a cell TTL within a
      * few ms of Long.MAX_VALUE would make HBase's {@code ts + ttl < now} overflow and expire the claim at once.
      * Wanted: a clear IllegalArgumentException before any I/O (e.g. an upper bound on expiry), or saturation.
+     * Fixed: both nanosecond spots saturate (AbstractLocker.saturatedNanos); an expiry plus allowance beyond
+     * HBaseLocker.MAX_CELL_TTL (~73 million years) is refused by the builder before any I/O (second part below).
      */
     @Test
-    @Disabled("finding 4: an expiry above ~292 years opens fine on a claims family without TTL, then every writeLock "
-            + "throws a raw ArithmeticException (Duration.toNanos in AbstractLocker.writeLock, and now in writeSingleLock)")
     void aVeryLongExpiryIsEitherRefusedClearlyAtBuildOrWorks() throws Exception {
         String table = "locker_review_forever";
         try (Admin admin = connection.getAdmin()) {
@@ -258,7 +258,21 @@ class HBaseClockReviewTest {
         KeyColumn lock = lock("forever");
         Object ta = new Object();
         assertDoesNotThrow(() -> a.writeLock(lock, ta), "a locker that opened takes an uncontended lock");
+        a.checkLocks(ta);
         a.deleteLocks(ta);
+    }
+
+    /** An expiry whose cell TTL would overflow HBase's {@code ts + ttl < now} is refused, naming it, before any I/O. */
+    @Test
+    void anExpiryBeyondTheLongestCellTtlIsRefusedBeforeAnyIo() throws Exception {
+        String table = "locker_review_never_created";
+        LockerConfig config = LockerConfig.builder().rid("a").expiry(Duration.ofSeconds(Long.MAX_VALUE / 2)).build();
+        IllegalArgumentException refused = assertThrows(IllegalArgumentException.class, () -> HBaseLocker
+                .builder(connection).options(options(table, Duration.ofSeconds(10))).config(config).build());
+        assertTrue(refused.getMessage().contains("too long for an HBase cell TTL"), refused::getMessage);
+        try (Admin admin = connection.getAdmin()) {
+            assertTrue(!admin.tableExists(TableName.valueOf(table)), "refused before creating the table");
+        }
     }
 
     private static void sleep(long millis) {
