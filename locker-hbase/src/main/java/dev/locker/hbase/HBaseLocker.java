@@ -108,6 +108,9 @@ import java.util.OptionalLong;
  *       (and any forward step of one) differ by at most {@code serverClockSkew}. The cost is liveness: the lock of a
  *       holder that crashed is free {@code expiry + serverClockSkew} after its last grant or renewal.
  *       {@link HBaseDoctor} measures the region servers' clocks against that allowance.</li>
+ *   <li>Records (run and forced-release) are ordered by no clock: a record cell's timestamp is
+ *       {@link #RECORD_TIMESTAMP_BASE} plus the fencing token it was written under (a forced release: the counter read
+ *       before it), so a record written under a higher token is never hidden by one written under a lower one.</li>
  * </ul>
  */
 public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
@@ -283,6 +286,19 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
 
     // ---- records (run once) ---------------------------------------------------------------------------------------
 
+    /**
+     * The timestamp base of a record cell: records are ordered by the fencing token they were written under, not by a
+     * region server's clock, so a record cell's timestamp is this base plus that token ({@link #recordTimestamp}).
+     * Far above any clock (2^62 ms, ~146 million years from 1970), so the first record of this layout outranks a
+     * record of the previous one, stamped by a region server's clock, and is read instead of it.
+     */
+    static final long RECORD_TIMESTAMP_BASE = 1L << 62;
+
+    /** A record cell's timestamp: ordered by the fencing token, whatever the region servers' clocks do. */
+    static long recordTimestamp(long token) {
+        return RECORD_TIMESTAMP_BASE + Math.max(0L, token);
+    }
+
     /** A record is a cell of the token family (no TTL, like the token counter) in the lock's row: {@code r<name>}. */
     private static byte[] recordColumn(String name) {
         return Bytes.toBytes("r" + name);
@@ -298,21 +314,34 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
         }
     }
 
+    /**
+     * An operator's record (a forced release), written whoever holds the lock: timestamped with the lock's fencing
+     * counter as read just before, so that it outranks every record of an earlier holder's time (a tie, two forced
+     * releases with no grant between them, goes to the later write).
+     */
     @Override
     protected void putRecord(KeyColumn lock, String name, byte[] value) {
+        byte[] row = row(lock);
+        long counter = read(row, "get").counter;
         try (Table t = tables.build()) {
-            t.put(new Put(row(lock)).addColumn(tokenFamily, recordColumn(name), value));
+            t.put(new Put(row).addColumn(tokenFamily, recordColumn(name), recordTimestamp(counter), value));
         } catch (IOException e) {
             throw HBaseErrors.translate(e, "put", where);
         }
     }
 
-    /** Atomic: a check-and-mutate on our holder cell (alive, by its TTL on the region server's clock). */
+    /**
+     * Atomic: a check-and-mutate on our holder cell (alive, by its TTL on the region server's clock). The record cell
+     * carries an explicit timestamp derived from our fencing token (the region server stamps only cells without one),
+     * so a record written under a higher token is never hidden by one written under a lower token, whichever clocks
+     * stamped the holder cell meanwhile.
+     */
     @Override
     protected boolean writeRecord(KeyColumn lock, String name, byte[] value, ClaimStatus holding) {
         byte[] row = row(lock);
-        return checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, holding.claimId())
-                .build(new Put(row).addColumn(tokenFamily, recordColumn(name), value)), "checkAndMutate").isSuccess();
+        Put put = new Put(row).addColumn(tokenFamily, recordColumn(name), recordTimestamp(holding.fencingToken()), value);
+        return checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, holding.claimId()).build(put),
+                "checkAndMutate").isSuccess();
     }
 
     @Override
