@@ -35,10 +35,9 @@ import java.util.function.Consumer;
  * cluster (version, live region servers), the lock table, its claims and token families, the claims family's TTL
  * against the expiry plus the region servers' clock allowance (a shorter TTL drops held claims), the token family's
  * TTL (any TTL restarts fencing counters), NEW_VERSION_BEHAVIOR (not needed by {@link HBaseLocker}, which never
- * deletes its holder cell; needed by the key-column-value adapter's tables), and the region servers' clocks: how far
- * apart they are, against {@link HBaseOptions#serverClockSkew()} (the cell TTL judges expiry on the clock of
- * whichever region server serves the lock's region, so a region that moves to a server whose clock is ahead drops
- * claims early by the difference).
+ * deletes its holder cell; needed by the key-column-value adapter's tables), and the region servers' clocks against
+ * the condition {@link HBaseOptions#serverClockSkew()} states: each within half the allowance of true time (this
+ * host's clock stands for it), since a claim stamped by a clock behind and judged by one ahead dies early by the sum.
  */
 public final class HBaseDoctor implements DeploymentCheck {
 
@@ -170,10 +169,15 @@ public final class HBaseDoctor implements DeploymentCheck {
      * server's clock at the end of the report ({@code ServerMetrics.getReportTimestamp()}), which is the clock that
      * stamps cells and judges their TTL. One reading of a server's clock against ours is a lower bound (the report
      * aged before we read it); polling the master for two report intervals catches a fresh report of every server, so
-     * the highest bound seen is within about one poll of the truth. A spread between region servers above the
-     * allowance fails: a region moving between them expires claims early by up to that spread. A region server far
-     * from this client's clock is a warning only (client clocks decide nothing here), as a sign that the deployment's
-     * clocks are not kept in sync.
+     * the highest bound seen is within about one poll of the truth.
+     *
+     * <p>What safety needs ({@link HBaseOptions#serverClockSkew()}): every region server within half the allowance of
+     * true time for a claim's whole life, since a claim stamped by a clock behind and judged (after a step, or on
+     * another server) by a clock ahead dies early by the sum of the two. This host's clock stands for true time. So:
+     * region servers further apart than the whole allowance fail (no time is within half of each); with several
+     * servers, one further than half the allowance from this host's clock fails too (a region moves between them); a
+     * lone server further than half behind fails (its correction forward expires claims early), ahead it is a warning
+     * (its correction back only prolongs claims, but it tells of clocks not kept in sync).
      */
     static Finding serverClocks(Admin admin, Duration allowance) throws IOException {
         Map<String, Long> aheadOfUs = new TreeMap<>();
@@ -220,26 +224,39 @@ public final class HBaseDoctor implements DeploymentCheck {
         long min = Collections.min(aheadOfUs.values());
         long spread = max - min;
         long farthest = Math.max(Math.abs(max), Math.abs(min));
+        boolean several = aheadOfUs.size() > 1;
         String seen = aheadOfUs.size() + " region server clock(s), measured from their reports to the master to within "
-                + "~" + error + " ms: " + (aheadOfUs.size() > 1 ? "spread " + spread + " ms, " : "")
+                + "~" + error + " ms: " + (several ? "spread " + spread + " ms, " : "")
                 + "against this client's clock " + signed(min) + (min == max ? "" : ".." + signed(max)) + " ms";
         long allowed = allowance.toMillis();
-        if (aheadOfUs.size() > 1 && spread > allowed + error) {
-            return Finding.fail("server-clocks", seen + ": above the allowance serverClockSkew=" + allowance.toMillis()
-                    + "ms, so a region moving between these servers can expire claims while their holders still trust "
-                    + "them", "keep the region servers' clocks in sync (NTP or chrony), or raise serverClockSkew above "
-                    + "the spread");
+        long half = allowed / 2;
+        String condition = "safety needs every region server within serverClockSkew/2=" + half + "ms of true time for "
+                + "a claim's whole life (a claim stamped by a clock behind and judged by one ahead dies early by the sum)";
+        String fix = "keep the region servers' clocks in sync (NTP or chrony), or raise serverClockSkew to at least "
+                + "twice the largest distance";
+        if (several && spread > allowed + error) {
+            return Finding.fail("server-clocks", seen + ": further apart than serverClockSkew=" + allowed + "ms, so no "
+                    + "time is within half of it from each; " + condition, fix);
         }
-        if (allowed == 0 && aheadOfUs.size() > 1) {
+        if (several && farthest > half + error) {
+            return Finding.fail("server-clocks", seen + ": one is further than serverClockSkew/2 from this host's clock, "
+                    + "which stands for true time (if this host's clock is the one off, run the doctor from a host kept "
+                    + "in sync); " + condition, fix);
+        }
+        if (!several && -min > half + error) {
+            return Finding.fail("server-clocks", seen + ": behind this host's clock by more than serverClockSkew/2, so "
+                    + "its correction forward would expire claims early (if this host's clock is the one off, run the "
+                    + "doctor from a host kept in sync); " + condition, fix);
+        }
+        if (allowed == 0 && several) {
             return Finding.warn("server-clocks", seen + ", and serverClockSkew=0: a region moving between servers "
                     + "expires claims early by their clocks' difference", "set serverClockSkew (default 10s)");
         }
-        if (farthest > Math.max(allowed, 1_000) + error) {
-            return Finding.warn("server-clocks", seen + ": the deployment's clocks are not kept in sync (only the "
-                    + "region servers' clocks judge expiry, but one that steps forward by more than serverClockSkew="
-                    + allowance.toMillis() + "ms expires claims early)", "keep every host's clock in sync (NTP or chrony)");
+        if (farthest > Math.max(half, 1_000) + error) {
+            return Finding.warn("server-clocks", seen + ": the deployment's clocks are not kept in sync (" + condition
+                    + ")", "keep every host's clock in sync (NTP or chrony)");
         }
-        return Finding.ok("server-clocks", seen + ", within the allowance serverClockSkew=" + allowance.toMillis() + "ms");
+        return Finding.ok("server-clocks", seen + ", within serverClockSkew/2=" + half + "ms of this host's clock");
     }
 
     private static String signed(long millis) {

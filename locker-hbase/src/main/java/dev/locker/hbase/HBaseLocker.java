@@ -100,14 +100,19 @@ import java.util.OptionalLong;
  *       So a grant after a release, a renewal, a release are each the cell's newest version (a tie in timestamp goes
  *       to the later write), and the fencing counter only grows ({@code HBaseServerClockTest}). Never write the holder
  *       cell with a blind Put: that rule holds only for the checked cell.</li>
- *   <li>A clock behind makes claims live longer than their expiry (by the difference): liveness only.</li>
+ *   <li>A clock behind makes claims live longer than their expiry (by the difference) while it stays behind: liveness
+ *       only. But a claim it stamped and a clock ahead then judges (after a correction forward, or on another region
+ *       server) dies early by the two distances added up.</li>
  *   <li>A clock ahead, or stepped forward, makes claims die early by the difference: a region moved to a region
  *       server 20 s ahead would drop a 60 s claim 20 s before its holder stops trusting it, and grant it to a second
  *       holder. So the cell's TTL is the expiry plus {@code serverClockSkew} (default 10 s), while a holder's validity
- *       stays the expiry (less the drift allowance) on its own monotonic clock: safe while the region servers' clocks
- *       (and any forward step of one) differ by at most {@code serverClockSkew}. The cost is liveness: the lock of a
- *       holder that crashed is free {@code expiry + serverClockSkew} after its last grant or renewal.
- *       {@link HBaseDoctor} measures the region servers' clocks against that allowance.</li>
+ *       stays the expiry (less the drift allowance) on its own monotonic clock. Safe while every region server that
+ *       serves the lock's region during a claim's life keeps its clock within {@code serverClockSkew / 2} of true
+ *       time: then the clock that judges a claim's TTL is never more than {@code serverClockSkew} ahead of the clock
+ *       that stamped it (a bound on the spread between servers, or on one step, is not enough: a clock behind at
+ *       stamping and later forward steps add up). The cost is liveness: the lock of a holder that crashed is free
+ *       {@code expiry + serverClockSkew} after its last grant or renewal. {@link HBaseDoctor} measures the region
+ *       servers' clocks against half the allowance.</li>
  *   <li>Records (run and forced-release) are ordered by no clock: a record cell's timestamp is
  *       {@link #RECORD_TIMESTAMP_BASE} plus the fencing token it was written under (a forced release: the counter read
  *       before it), so a record written under a higher token is never hidden by one written under a lower one.</li>

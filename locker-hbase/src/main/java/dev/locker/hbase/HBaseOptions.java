@@ -171,9 +171,10 @@ public final class HBaseOptions {
     }
 
     /**
-     * How far the clocks of the region servers that may serve the lock table can disagree (or one of them step
-     * forward) while a claim lives. A claim's cell TTL on the region server is the expiry plus this allowance, so that a
-     * region moved to a server whose clock is ahead does not drop a claim before its holder stops trusting it.
+     * How far ahead of the clock that stamped a claim the clock that judges it may run: safe while every region server
+     * that may serve the lock table keeps its clock within half of this of true time for a claim's whole life (a clock
+     * behind at stamping and later forward steps, or a move to a server ahead, add up). A claim's cell TTL on the region
+     * server is the expiry plus this allowance, so that such a claim is not dropped before its holder stops trusting it.
      */
     public Duration serverClockSkew() {
         return serverClockSkew;
@@ -232,8 +233,9 @@ public final class HBaseOptions {
         /** The claims family's TTL when this library creates the table: the safety net, far above any expiry. */
         private Duration ttl = Duration.ofDays(7);
         /**
-         * The region servers' clock disagreement a claim survives: HBase warns at 10 s
-         * ({@code hbase.master.warningclockskew}) and refuses a region server 30 s off the master's clock.
+         * Twice the distance from true time that every region server's clock keeps: 10 s assumes each within 5 s (NTP
+         * or chrony do far better); HBase itself only warns at 10 s off the master's clock
+         * ({@code hbase.master.warningclockskew}) and refuses a region server 30 s off.
          */
         private Duration serverClockSkew = Duration.ofSeconds(10);
         /** One RPC's timeout. */
@@ -309,10 +311,11 @@ public final class HBaseOptions {
         }
 
         /**
-         * The clock disagreement between region servers (or forward clock step of one) that a claim survives; added to
-         * the claim's cell TTL on the region server, so a crashed holder's lock is free {@code expiry + serverClockSkew}
-         * after its last grant or renewal. Zero only where one region server with a clock that never steps serves the
-         * table. Default 10 s.
+         * Twice the distance from true time within which every region server that may serve the lock table keeps its
+         * clock for a claim's whole life (what safety needs: then the clock that judges a claim's TTL is at most this far
+         * ahead of the clock that stamped it); added to the claim's cell TTL on the region server, so a crashed
+         * holder's lock is free {@code expiry + serverClockSkew} after its last grant or renewal. Zero only where one
+         * region server with a clock that never steps serves the table. Default 10 s.
          */
         public Builder serverClockSkew(Duration d) {
             Objects.requireNonNull(d, "serverClockSkew must not be null");
