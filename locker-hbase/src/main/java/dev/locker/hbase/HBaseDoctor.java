@@ -24,6 +24,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
@@ -169,7 +170,8 @@ public final class HBaseDoctor implements DeploymentCheck {
      * server's clock at the end of the report ({@code ServerMetrics.getReportTimestamp()}), which is the clock that
      * stamps cells and judges their TTL. One reading of a server's clock against ours is a lower bound (the report
      * aged before we read it); polling the master for two report intervals catches a fresh report of every server, so
-     * the highest bound seen is within about one poll of the truth.
+     * the highest bound seen is within about one poll of the truth. A server that sent no report while we polled is not
+     * judged (its old report would read as a clock behind), only named in a warning.
      *
      * <p>What safety needs ({@link HBaseOptions#serverClockSkew()}): every region server within half the allowance of
      * true time for a claim's whole life, since a claim stamped by a clock behind and judged (after a step, or on
@@ -181,6 +183,8 @@ public final class HBaseDoctor implements DeploymentCheck {
      */
     static Finding serverClocks(Admin admin, Duration allowance) throws IOException {
         Map<String, Long> aheadOfUs = new TreeMap<>();
+        Map<String, Long> firstReport = new TreeMap<>();
+        Set<String> reportedDuring = new TreeSet<>();
         long interval = 0;
         long pollStart = System.nanoTime();
         long worstGapNanos = 0;
@@ -201,7 +205,11 @@ public final class HBaseDoctor implements DeploymentCheck {
                 if (last > 0 && reported > last) {
                     interval = Math.max(interval, Math.min(reported - last, 5_000));
                 }
-                aheadOfUs.merge(e.getKey().getServerName(), reported - now, Math::max);
+                String server = e.getKey().getServerName();
+                if (firstReport.putIfAbsent(server, reported) != null && firstReport.get(server) != reported) {
+                    reportedDuring.add(server); // a report made during the check: its clock reading is fresh
+                }
+                aheadOfUs.merge(server, reported - now, Math::max);
             }
             // two report intervals (a report can be late), at least one second
             long pollFor = TimeUnit.MILLISECONDS.toNanos(Math.max(1_000, 2 * (interval == 0 ? 3_000 : interval) + 200));
@@ -214,6 +222,14 @@ public final class HBaseDoctor implements DeploymentCheck {
                 Thread.currentThread().interrupt();
                 throw new InterruptedIOException("interrupted while reading the region servers' clocks");
             }
+        }
+        // a server that sent no report during the check shows an old report, which reads as a clock behind: not judged
+        Set<String> late = new TreeSet<>(aheadOfUs.keySet());
+        late.removeAll(reportedDuring);
+        aheadOfUs.keySet().retainAll(reportedDuring);
+        if (aheadOfUs.isEmpty() && !late.isEmpty()) {
+            return Finding.warn("server-clocks", late.size() + " region server(s) sent the master no report during the "
+                    + "check (" + String.join(", ", late) + "): their clocks were not judged", "run the doctor again");
         }
         if (aheadOfUs.isEmpty()) {
             return Finding.warn("server-clocks", "no region server has reported to the master yet: their clocks were not "
@@ -255,6 +271,10 @@ public final class HBaseDoctor implements DeploymentCheck {
         if (farthest > Math.max(half, 1_000) + error) {
             return Finding.warn("server-clocks", seen + ": the deployment's clocks are not kept in sync (" + condition
                     + ")", "keep every host's clock in sync (NTP or chrony)");
+        }
+        if (!late.isEmpty()) {
+            return Finding.warn("server-clocks", seen + "; " + late.size() + " other region server(s) sent the master no "
+                    + "report during the check (" + String.join(", ", late) + "): not judged", "run the doctor again");
         }
         return Finding.ok("server-clocks", seen + ", within serverClockSkew/2=" + half + "ms of this host's clock");
     }
