@@ -98,7 +98,9 @@ public final class HBaseBackend implements Backend {
     public String uri(String hostPort) {
         Configuration conf = util.getConfiguration();
         return "hbase://" + conf.get(HConstants.ZOOKEEPER_QUORUM) + ":" + conf.getInt(HConstants.ZOOKEEPER_CLIENT_PORT, -1)
-                + "/" + TABLE + "?expiry=" + expiry.toMillis() + "ms&operationTimeout=3s&rpcTimeout=1s&clientRetries=2";
+                + "/" + TABLE + "?expiry=" + expiry.toMillis() + "ms&operationTimeout=3s&rpcTimeout=1s&clientRetries=2"
+                // every region server of this mini cluster runs in this JVM, on one clock: no disagreement to allow for
+                + "&serverClockSkew=0s";
     }
 
     @Override

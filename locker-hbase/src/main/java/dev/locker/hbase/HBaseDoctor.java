@@ -15,11 +15,16 @@ import org.apache.hadoop.hbase.client.Connection;
 import org.apache.hadoop.hbase.client.TableDescriptor;
 
 import java.io.IOException;
+import java.io.InterruptedIOException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.EnumSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
@@ -29,9 +34,11 @@ import java.util.function.Consumer;
 /**
  * The {@code hbase://} deployment checks ({@code locker doctor}), read-only (it never creates the table): the
  * cluster (version, live region servers), the lock table, its claims and token families, the claims family's TTL
- * against the expiry (a TTL not longer than the expiry drops held claims), the token family's TTL (any TTL restarts
- * fencing counters), and NEW_VERSION_BEHAVIOR (not needed by {@link HBaseLocker}, which never deletes its holder
- * cell; needed by the key-column-value adapter's tables).
+ * against the expiry plus the region servers' clock allowance (a shorter TTL drops held claims), the token family's
+ * TTL (any TTL restarts fencing counters), NEW_VERSION_BEHAVIOR (not needed by {@link HBaseLocker}, which never
+ * deletes its holder cell; needed by the key-column-value adapter's tables), and the region servers' clocks against
+ * the condition {@link HBaseOptions#serverClockSkew()} states: each within half the allowance of true time (this
+ * host's clock stands for it), since a claim stamped by a clock behind and judged by one ahead dies early by the sum.
  */
 public final class HBaseDoctor implements DeploymentCheck {
 
@@ -94,6 +101,10 @@ public final class HBaseDoctor implements DeploymentCheck {
                 + (m.getDeadServerNames().isEmpty() ? "" : ", " + m.getDeadServerNames().size() + " dead");
         out.add(live == 0 ? Finding.fail("cluster", cluster + ": no region server serves the lock table",
                 "start the region servers") : Finding.ok("cluster", cluster));
+        if (live > 0) {
+            progress.accept("reading the region servers' clocks from their reports to the master");
+            out.add(serverClocks(admin, options.serverClockSkew()));
+        }
         progress.accept("reading table " + options.table());
         TableName name = TableName.valueOf(options.table());
         if (!admin.tableExists(name)) {
@@ -127,15 +138,18 @@ public final class HBaseDoctor implements DeploymentCheck {
                 + options.tokenFamily() + "' are there"));
         int claimsTtl = claims.getTimeToLive();
         Duration expiry = config.expiry();
-        if (claimsTtl != HConstants.FOREVER && Duration.ofSeconds(claimsTtl).compareTo(expiry) <= 0) {
+        Duration cellTtl = HBaseLocker.cellTtl(expiry, options.serverClockSkew());
+        if (claimsTtl != HConstants.FOREVER && Duration.ofSeconds(claimsTtl).compareTo(cellTtl) <= 0) {
             out.add(Finding.fail("claims-ttl", "the claims family's TTL (" + claimsTtl + " s) is not longer than the "
-                    + "expiry (" + expiry.toSeconds() + " s): held claims would vanish, and lockers refuse to open",
+                    + "expiry plus the region servers' clock allowance (" + expiry.toSeconds() + " s + "
+                    + options.serverClockSkew().toSeconds() + " s): held claims would vanish, and lockers refuse to open",
                     "alter '" + name + "', {NAME => '" + options.family() + "', TTL => " + Math.max(604800,
-                    expiry.toSeconds() * 2) + "}"));
+                    cellTtl.toSeconds() * 2) + "}"));
         } else {
             out.add(Finding.ok("claims-ttl", "the claims family's TTL (" + (claimsTtl == HConstants.FOREVER ? "none"
-                    : claimsTtl + " s") + ") outlasts the expiry (" + expiry.toSeconds() + " s); expiry itself is the "
-                    + "per-cell TTL on the region server's clock"));
+                    : claimsTtl + " s") + ") outlasts a claim's cell TTL (expiry " + expiry.toSeconds() + " s + clock "
+                    + "allowance " + options.serverClockSkew().toSeconds() + " s), which judges expiry on the region "
+                    + "server's clock"));
         }
         int tokenTtl = tokens.getTimeToLive();
         if (tokenTtl != HConstants.FOREVER) {
@@ -149,5 +163,123 @@ public final class HBaseDoctor implements DeploymentCheck {
                 + claims.isNewVersionBehavior() + ": not needed by the hbase:// locker, which never deletes its holder "
                 + "cell (tables of the key-column-value adapter need it: HBaseKeyColumnValueStore)"));
         return out;
+    }
+
+    /**
+     * The live region servers' clocks, read from the reports they send the master: each report carries its region
+     * server's clock at the end of the report ({@code ServerMetrics.getReportTimestamp()}), which is the clock that
+     * stamps cells and judges their TTL. One reading of a server's clock against ours is a lower bound (the report
+     * aged before we read it); polling the master for two report intervals catches a fresh report of every server, so
+     * the highest bound seen is within about one poll of the truth. A server that sent no report while we polled is not
+     * judged (its old report would read as a clock behind), only named in a warning.
+     *
+     * <p>What safety needs ({@link HBaseOptions#serverClockSkew()}): every region server within half the allowance of
+     * true time for a claim's whole life, since a claim stamped by a clock behind and judged (after a step, or on
+     * another server) by a clock ahead dies early by the sum of the two. This host's clock stands for true time. So:
+     * region servers further apart than the whole allowance fail (no time is within half of each); with several
+     * servers, one further than half the allowance from this host's clock fails too (a region moves between them); a
+     * lone server further than half behind fails (its correction forward expires claims early), ahead it is a warning
+     * (its correction back only prolongs claims, but it tells of clocks not kept in sync).
+     */
+    static Finding serverClocks(Admin admin, Duration allowance) throws IOException {
+        Map<String, Long> aheadOfUs = new TreeMap<>();
+        Map<String, Long> firstReport = new TreeMap<>();
+        Set<String> reportedDuring = new TreeSet<>();
+        long interval = 0;
+        long pollStart = System.nanoTime();
+        long worstGapNanos = 0;
+        long lastSampleNanos = pollStart;
+        while (true) {
+            long asked = System.nanoTime();
+            ClusterMetrics m = admin.getClusterMetrics(EnumSet.of(ClusterMetrics.Option.LIVE_SERVERS));
+            long now = System.currentTimeMillis();
+            long answered = System.nanoTime();
+            worstGapNanos = Math.max(worstGapNanos, answered - lastSampleNanos);
+            lastSampleNanos = asked;
+            for (var e : m.getLiveServerMetrics().entrySet()) {
+                long reported = e.getValue().getReportTimestamp();
+                if (reported <= 0) {
+                    continue;
+                }
+                long last = e.getValue().getLastReportTimestamp();
+                if (last > 0 && reported > last) {
+                    interval = Math.max(interval, Math.min(reported - last, 5_000));
+                }
+                String server = e.getKey().getServerName();
+                if (firstReport.putIfAbsent(server, reported) != null && firstReport.get(server) != reported) {
+                    reportedDuring.add(server); // a report made during the check: its clock reading is fresh
+                }
+                aheadOfUs.merge(server, reported - now, Math::max);
+            }
+            // two report intervals (a report can be late), at least one second
+            long pollFor = TimeUnit.MILLISECONDS.toNanos(Math.max(1_000, 2 * (interval == 0 ? 3_000 : interval) + 200));
+            if (answered - pollStart >= pollFor) {
+                break;
+            }
+            try {
+                Thread.sleep(50);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new InterruptedIOException("interrupted while reading the region servers' clocks");
+            }
+        }
+        // a server that sent no report during the check shows an old report, which reads as a clock behind: not judged
+        Set<String> late = new TreeSet<>(aheadOfUs.keySet());
+        late.removeAll(reportedDuring);
+        aheadOfUs.keySet().retainAll(reportedDuring);
+        if (aheadOfUs.isEmpty() && !late.isEmpty()) {
+            return Finding.warn("server-clocks", late.size() + " region server(s) sent the master no report during the "
+                    + "check (" + String.join(", ", late) + "): their clocks were not judged", "run the doctor again");
+        }
+        if (aheadOfUs.isEmpty()) {
+            return Finding.warn("server-clocks", "no region server has reported to the master yet: their clocks were not "
+                    + "checked", "run the doctor again once the region servers are up");
+        }
+        long error = TimeUnit.NANOSECONDS.toMillis(worstGapNanos) + 100;
+        long max = Collections.max(aheadOfUs.values());
+        long min = Collections.min(aheadOfUs.values());
+        long spread = max - min;
+        long farthest = Math.max(Math.abs(max), Math.abs(min));
+        boolean several = aheadOfUs.size() > 1;
+        String seen = aheadOfUs.size() + " region server clock(s), measured from their reports to the master to within "
+                + "~" + error + " ms: " + (several ? "spread " + spread + " ms, " : "")
+                + "against this client's clock " + signed(min) + (min == max ? "" : ".." + signed(max)) + " ms";
+        long allowed = allowance.toMillis();
+        long half = allowed / 2;
+        String condition = "safety needs every region server within serverClockSkew/2=" + half + "ms of true time for "
+                + "a claim's whole life (a claim stamped by a clock behind and judged by one ahead dies early by the sum)";
+        String fix = "keep the region servers' clocks in sync (NTP or chrony), or raise serverClockSkew to at least "
+                + "twice the largest distance";
+        if (several && spread > allowed + error) {
+            return Finding.fail("server-clocks", seen + ": further apart than serverClockSkew=" + allowed + "ms, so no "
+                    + "time is within half of it from each; " + condition, fix);
+        }
+        if (several && farthest > half + error) {
+            return Finding.fail("server-clocks", seen + ": one is further than serverClockSkew/2 from this host's clock, "
+                    + "which stands for true time (if this host's clock is the one off, run the doctor from a host kept "
+                    + "in sync); " + condition, fix);
+        }
+        if (!several && -min > half + error) {
+            return Finding.fail("server-clocks", seen + ": behind this host's clock by more than serverClockSkew/2, so "
+                    + "its correction forward would expire claims early (if this host's clock is the one off, run the "
+                    + "doctor from a host kept in sync); " + condition, fix);
+        }
+        if (allowed == 0 && several) {
+            return Finding.warn("server-clocks", seen + ", and serverClockSkew=0: a region moving between servers "
+                    + "expires claims early by their clocks' difference", "set serverClockSkew (default 10s)");
+        }
+        if (farthest > Math.max(half, 1_000) + error) {
+            return Finding.warn("server-clocks", seen + ": the deployment's clocks are not kept in sync (" + condition
+                    + ")", "keep every host's clock in sync (NTP or chrony)");
+        }
+        if (!late.isEmpty()) {
+            return Finding.warn("server-clocks", seen + "; " + late.size() + " other region server(s) sent the master no "
+                    + "report during the check (" + String.join(", ", late) + "): not judged", "run the doctor again");
+        }
+        return Finding.ok("server-clocks", seen + ", within serverClockSkew/2=" + half + "ms of this host's clock");
+    }
+
+    private static String signed(long millis) {
+        return millis > 0 ? "+" + millis : Long.toString(millis);
     }
 }

@@ -50,16 +50,16 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalLong;
-import java.util.concurrent.TimeUnit;
 
 /**
  * Locks in an HBase table, decided by the region server in one atomic row operation.
  *
  * <p>The lock's row is its {@link KeyColumn#legible()} name ({@code vertex:42#name}, as {@code hbase shell} shows it;
  * injective, printable ASCII for any bytes, and a key prefix is a row prefix). Its claims family holds one cell, the holder claim (owner
- * metadata and a random claim id; empty means free), written with a per-cell TTL of {@code expiry}: the region server
- * hides it once its own clock passes the cell's timestamp plus that TTL, so a dead claim is absent to every read and
- * every check, whatever the clients' clocks say. The token family (no TTL) holds the lock's fencing counter.
+ * metadata and a random claim id; empty means free), written with a per-cell TTL of {@code expiry + serverClockSkew}
+ * ({@link HBaseOptions#serverClockSkew()}): the region server hides it once its own clock passes the cell's timestamp
+ * plus that TTL, so a dead claim is absent to every read and every check, whatever the clients' clocks say. The token
+ * family (no TTL) holds the lock's fencing counter.
  *
  * <ul>
  *   <li>writeLock = one {@code checkAndMutate}: if the holder cell is absent, expired or empty, write our claim and
@@ -87,9 +87,36 @@ import java.util.concurrent.TimeUnit;
  * paused holder can and cannot do: its deadline is one monotonic reading taken before the granting (or renewing) call
  * plus the expiry, less a drift allowance, compared again after each call; a grant that answered after longer than the
  * expiry is given back; renewal and release compare the holder cell with our claim's value, so after an expiry or a
- * takeover a late one changes nothing. Assumptions: the region server's clock does not step while claims live (a
- * forward step expires them early); writes acknowledged by the region server survive (the WAL, HBase's default
- * durability); the token family keeps no TTL (checked when the locker opens).
+ * takeover a late one changes nothing. Assumptions: writes acknowledged by the region server survive (the WAL, HBase's
+ * default durability); the token family keeps no TTL (checked when the locker opens); and the clocks below.
+ *
+ * <p><b>Clocks.</b> Cells are stamped, and their TTL judged, by the clock of the region server that serves the lock's
+ * region at that moment; a region moves between region servers (balancing, a crash, a split), and HBase lets their
+ * clocks differ from the master's by up to {@code hbase.master.maxclockskew} (30 s). What that does:
+ * <ul>
+ *   <li>A clock behind, or stepped back, cannot hide a write. Every write of the holder cell is a check-and-mutate on
+ *       that cell, and the region server stamps such a Put with max(now, the checked cell's timestamp)
+ *       ({@code HRegion.checkAndMutateInternal}, HBASE-14054); an Increment gets max(now, the counter's timestamp + 1).
+ *       So a grant after a release, a renewal, a release are each the cell's newest version (a tie in timestamp goes
+ *       to the later write), and the fencing counter only grows ({@code HBaseServerClockTest}). Never write the holder
+ *       cell with a blind Put: that rule holds only for the checked cell.</li>
+ *   <li>A clock behind makes claims live longer than their expiry (by the difference) while it stays behind: liveness
+ *       only. But a claim it stamped and a clock ahead then judges (after a correction forward, or on another region
+ *       server) dies early by the two distances added up.</li>
+ *   <li>A clock ahead, or stepped forward, makes claims die early by the difference: a region moved to a region
+ *       server 20 s ahead would drop a 60 s claim 20 s before its holder stops trusting it, and grant it to a second
+ *       holder. So the cell's TTL is the expiry plus {@code serverClockSkew} (default 10 s), while a holder's validity
+ *       stays the expiry (less the drift allowance) on its own monotonic clock. Safe while every region server that
+ *       serves the lock's region during a claim's life keeps its clock within {@code serverClockSkew / 2} of true
+ *       time: then the clock that judges a claim's TTL is never more than {@code serverClockSkew} ahead of the clock
+ *       that stamped it (a bound on the spread between servers, or on one step, is not enough: a clock behind at
+ *       stamping and later forward steps add up). The cost is liveness: the lock of a holder that crashed is free
+ *       {@code expiry + serverClockSkew} after its last grant or renewal. {@link HBaseDoctor} measures the region
+ *       servers' clocks against half the allowance.</li>
+ *   <li>Records (run and forced-release) are ordered by no clock: a record cell's timestamp is
+ *       {@link #RECORD_TIMESTAMP_BASE} plus the fencing token it was written under (a forced release: the counter read
+ *       before it), so a record written under a higher token is never hidden by one written under a lower one.</li>
+ * </ul>
  */
 public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
 
@@ -101,6 +128,11 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
     static final byte[] COUNTER = Bytes.toBytes("n");
     private static final byte[] FREE = new byte[0];
     private static final String LIST_CURSOR_TAG = "hbase1";
+    /**
+     * The longest holder cell TTL (~73 million years): a cell's timestamp plus its TTL stays far inside the long range
+     * of milliseconds, where HBase's expiry test {@code timestamp + ttl < now} would overflow and drop the cell at once.
+     */
+    static final Duration MAX_CELL_TTL = Duration.ofMillis(Long.MAX_VALUE / 4);
 
     private final Connection connection;
     private final boolean ownsConnection;
@@ -109,6 +141,8 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
     private final TableBuilder tables;
     private final byte[] family;
     private final byte[] tokenFamily;
+    /** The holder cell's TTL on the region server: the expiry plus the region servers' clock allowance. */
+    private final long cellTtlMillis;
     private final String where;
 
     private HBaseLocker(Builder b, TableName tableName, String where) {
@@ -119,6 +153,7 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
         this.tables = HBaseClients.tables(b.connection, tableName);
         this.family = b.options.familyBytes();
         this.tokenFamily = b.options.tokenFamilyBytes();
+        this.cellTtlMillis = cellTtl(config.expiry(), b.options.serverClockSkew()).toMillis();
         this.where = where;
     }
 
@@ -159,13 +194,14 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
     protected ClaimStatus writeSingleLock(KeyColumn lock, LockOwner owner) {
         byte[] row = row(lock);
         long ttl = ttlMillis();
+        long expiryNanos = saturatedNanos(config.expiry()); // an expiry above ~292 years must not overflow
         for (int attempt = 1; ; attempt++) {
             long started = time.nanoTime(); // the cell's TTL runs on the region server from after this reading
             Instant before = time.now();
-            HolderClaim claim = HolderClaim.create(owner, before, config.expiry());
+            HolderClaim claim = HolderClaim.create(owner, before, Duration.ofMillis(ttl));
             OptionalLong token = claim(lock, row, claim, ttl);
             if (token.isPresent()) {
-                if (time.nanoTime() - started < TimeUnit.MILLISECONDS.toNanos(ttl)) {
+                if (time.nanoTime() - started < expiryNanos) {
                     return ClaimStatus.granted(claim.value, token.getAsLong(), deadline(started, config.expiry()));
                 }
                 // Not trusted: our claim may have expired on the server during the call, another holder been granted
@@ -255,6 +291,19 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
 
     // ---- records (run once) ---------------------------------------------------------------------------------------
 
+    /**
+     * The timestamp base of a record cell: records are ordered by the fencing token they were written under, not by a
+     * region server's clock, so a record cell's timestamp is this base plus that token ({@link #recordTimestamp}).
+     * Far above any clock (2^62 ms, ~146 million years from 1970), so the first record of this layout outranks a
+     * record of the previous one, stamped by a region server's clock, and is read instead of it.
+     */
+    static final long RECORD_TIMESTAMP_BASE = 1L << 62;
+
+    /** A record cell's timestamp: ordered by the fencing token, whatever the region servers' clocks do. */
+    static long recordTimestamp(long token) {
+        return RECORD_TIMESTAMP_BASE + Math.max(0L, token);
+    }
+
     /** A record is a cell of the token family (no TTL, like the token counter) in the lock's row: {@code r<name>}. */
     private static byte[] recordColumn(String name) {
         return Bytes.toBytes("r" + name);
@@ -270,21 +319,34 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
         }
     }
 
+    /**
+     * An operator's record (a forced release), written whoever holds the lock: timestamped with the lock's fencing
+     * counter as read just before, so that it outranks every record of an earlier holder's time (a tie, two forced
+     * releases with no grant between them, goes to the later write).
+     */
     @Override
     protected void putRecord(KeyColumn lock, String name, byte[] value) {
+        byte[] row = row(lock);
+        long counter = read(row, "get").counter;
         try (Table t = tables.build()) {
-            t.put(new Put(row(lock)).addColumn(tokenFamily, recordColumn(name), value));
+            t.put(new Put(row).addColumn(tokenFamily, recordColumn(name), recordTimestamp(counter), value));
         } catch (IOException e) {
             throw HBaseErrors.translate(e, "put", where);
         }
     }
 
-    /** Atomic: a check-and-mutate on our holder cell (alive, by its TTL on the region server's clock). */
+    /**
+     * Atomic: a check-and-mutate on our holder cell (alive, by its TTL on the region server's clock). The record cell
+     * carries an explicit timestamp derived from our fencing token (the region server stamps only cells without one),
+     * so a record written under a higher token is never hidden by one written under a lower token, whichever clocks
+     * stamped the holder cell meanwhile.
+     */
     @Override
     protected boolean writeRecord(KeyColumn lock, String name, byte[] value, ClaimStatus holding) {
         byte[] row = row(lock);
-        return checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, holding.claimId())
-                .build(new Put(row).addColumn(tokenFamily, recordColumn(name), value)), "checkAndMutate").isSuccess();
+        Put put = new Put(row).addColumn(tokenFamily, recordColumn(name), recordTimestamp(holding.fencingToken()), value);
+        return checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, holding.claimId()).build(put),
+                "checkAndMutate").isSuccess();
     }
 
     @Override
@@ -399,7 +461,29 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
     // ---- HBase access -------------------------------------------------------------------------------------------
 
     private long ttlMillis() {
-        return Math.max(1L, config.expiry().toMillis());
+        return cellTtlMillis;
+    }
+
+    /**
+     * The holder cell's TTL: {@code expiry + serverClockSkew} rounded up to whole milliseconds (HBase's unit), at least
+     * 1 ms: never shorter than the validity its holder trusts (an expiry beyond it fails at build).
+     *
+     * @throws IllegalArgumentException when the sum exceeds {@link #MAX_CELL_TTL} (HBase judges a cell dead once
+     *                                  {@code timestamp + ttl < now}, which overflows near the long range)
+     */
+    static Duration cellTtl(Duration expiry, Duration serverClockSkew) {
+        Duration total;
+        try {
+            total = expiry.plus(serverClockSkew);
+        } catch (ArithmeticException overflow) {
+            total = null;
+        }
+        if (total == null || total.compareTo(MAX_CELL_TTL) > 0) {
+            throw new IllegalArgumentException("expiry " + expiry + " plus serverClockSkew " + serverClockSkew
+                    + " is too long for an HBase cell TTL: at most " + MAX_CELL_TTL.toDays() + " days");
+        }
+        long millis = total.toMillis() + (total.getNano() % 1_000_000 == 0 ? 0 : 1);
+        return Duration.ofMillis(Math.max(1L, millis));
     }
 
     private CheckAndMutateResult checkAndMutate(CheckAndMutate cam, String action) {
@@ -512,10 +596,13 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
          * Finds (or creates) the lock table and checks its families: the claims family's TTL must exceed the expiry,
          * and the token family must have none.
          *
+         * @throws IllegalArgumentException   before any I/O, when the expiry plus serverClockSkew exceeds the longest
+         *                                    cell TTL (~73 million years) or maxKeyBytes the longest row
          * @throws PermanentLockingException when the table or a family is missing, or the TTLs are unsafe
          * @throws TemporaryLockingException when the cluster cannot be reached within the operation timeout
          */
         public HBaseLocker build() {
+            Duration cellTtl = cellTtl(config.expiry(), options.serverClockSkew()); // refuses an absurd expiry, before I/O
             if (3L * config.maxKeyBytes() + 1 > HConstants.MAX_ROW_LENGTH) {
                 throw new IllegalArgumentException("maxKeyBytes " + config.maxKeyBytes() + " is too large for HBase: a lock "
                         + "row (its legible name, up to 3 characters per byte, plus '#') must fit in "
@@ -531,10 +618,11 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
                         : new PermanentLockingException(e.getMessage(), null, null, e);
             }
             int claimsTtl = d.getColumnFamily(options.familyBytes()).getTimeToLive();
-            if (claimsTtl != HConstants.FOREVER && Duration.ofSeconds(claimsTtl).compareTo(config.expiry()) <= 0) {
+            if (claimsTtl != HConstants.FOREVER && Duration.ofSeconds(claimsTtl).compareTo(cellTtl) <= 0) {
                 throw new PermanentLockingException("the claims family '" + options.family() + "' of " + where + " has a TTL of "
-                        + claimsTtl + " s, not longer than the claim expiry " + config.expiry() + ": claims would vanish "
-                        + "while held; raise the family TTL or shorten the expiry", null);
+                        + claimsTtl + " s, not longer than the claim expiry " + config.expiry() + " plus the region "
+                        + "servers' clock allowance " + options.serverClockSkew() + ": claims would vanish while held; "
+                        + "raise the family TTL or shorten the expiry", null);
             }
             int tokenTtl = d.getColumnFamily(options.tokenFamilyBytes()).getTimeToLive();
             if (tokenTtl != HConstants.FOREVER) {

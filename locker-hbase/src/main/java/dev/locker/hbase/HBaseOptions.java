@@ -20,7 +20,7 @@ public final class HBaseOptions {
 
     /** The backend's own URI options (the common ones — expiry, retries... — are handled by {@link UriOptions}). */
     static final Set<String> URI_OPTIONS = Set.of("znodeParent", "family", "tokenFamily", "createTable", "ttl",
-            "rpcTimeout", "operationTimeout", "clientRetries", "clientPause");
+            "serverClockSkew", "rpcTimeout", "operationTimeout", "clientRetries", "clientPause");
 
     private final String zkQuorum;
     private final int zkPort;
@@ -30,6 +30,7 @@ public final class HBaseOptions {
     private final String tokenFamily;
     private final boolean createTable;
     private final Duration ttl;
+    private final Duration serverClockSkew;
     private final Duration rpcTimeout;
     private final Duration operationTimeout;
     private final int clientRetries;
@@ -45,6 +46,7 @@ public final class HBaseOptions {
         this.tokenFamily = b.tokenFamily;
         this.createTable = b.createTable;
         this.ttl = b.ttl;
+        this.serverClockSkew = b.serverClockSkew;
         this.rpcTimeout = b.rpcTimeout;
         this.operationTimeout = b.operationTimeout;
         this.clientRetries = b.clientRetries;
@@ -120,6 +122,7 @@ public final class HBaseOptions {
         b.tokenFamily(q.get("tokenFamily", b.tokenFamily));
         b.createTable(q.getBoolean("createTable", b.createTable));
         b.ttl(q.getDuration("ttl", b.ttl));
+        b.serverClockSkew(q.getDuration("serverClockSkew", b.serverClockSkew));
         b.rpcTimeout(q.getDuration("rpcTimeout", b.rpcTimeout));
         b.operationTimeout(q.getDuration("operationTimeout", b.operationTimeout));
         b.clientRetries(q.getInt("clientRetries", b.clientRetries));
@@ -167,6 +170,16 @@ public final class HBaseOptions {
         return ttl;
     }
 
+    /**
+     * How far ahead of the clock that stamped a claim the clock that judges it may run: safe while every region server
+     * that may serve the lock table keeps its clock within half of this of true time for a claim's whole life (a clock
+     * behind at stamping and later forward steps, or a move to a server ahead, add up). A claim's cell TTL on the region
+     * server is the expiry plus this allowance, so that such a claim is not dropped before its holder stops trusting it.
+     */
+    public Duration serverClockSkew() {
+        return serverClockSkew;
+    }
+
     public Duration rpcTimeout() {
         return rpcTimeout;
     }
@@ -196,7 +209,8 @@ public final class HBaseOptions {
     @Override
     public String toString() {
         return "HBaseOptions{" + describe() + ", family=" + family + ", tokenFamily=" + tokenFamily + ", createTable="
-                + createTable + ", ttl=" + ttl + ", rpcTimeout=" + rpcTimeout + ", operationTimeout=" + operationTimeout
+                + createTable + ", ttl=" + ttl + ", serverClockSkew=" + serverClockSkew + ", rpcTimeout=" + rpcTimeout
+                + ", operationTimeout=" + operationTimeout
                 + ", clientRetries=" + clientRetries + ", clientPause=" + clientPause + "}";
     }
 
@@ -218,6 +232,12 @@ public final class HBaseOptions {
         private boolean createTable = true;
         /** The claims family's TTL when this library creates the table: the safety net, far above any expiry. */
         private Duration ttl = Duration.ofDays(7);
+        /**
+         * Twice the distance from true time that every region server's clock keeps: 10 s assumes each within 5 s (NTP
+         * or chrony do far better); HBase itself only warns at 10 s off the master's clock
+         * ({@code hbase.master.warningclockskew}) and refuses a region server 30 s off.
+         */
+        private Duration serverClockSkew = Duration.ofSeconds(10);
         /** One RPC's timeout. */
         private Duration rpcTimeout = Duration.ofSeconds(3);
         /** One operation's timeout, retries included: the longest a call can block on a dead cluster. */
@@ -287,6 +307,25 @@ public final class HBaseOptions {
             if (d.toSeconds() < 1) {
                 throw new IllegalArgumentException("ttl must be at least 1 s (HBase TTLs are whole seconds), was " + d);
             }
+            return this;
+        }
+
+        /**
+         * Twice the distance from true time within which every region server that may serve the lock table keeps its
+         * clock for a claim's whole life (what safety needs: then the clock that judges a claim's TTL is at most this far
+         * ahead of the clock that stamped it); added to the claim's cell TTL on the region server, so a crashed
+         * holder's lock is free {@code expiry + serverClockSkew} after its last grant or renewal. Zero only where one
+         * region server with a clock that never steps serves the table. Default 10 s.
+         */
+        public Builder serverClockSkew(Duration d) {
+            Objects.requireNonNull(d, "serverClockSkew must not be null");
+            if (d.isNegative()) {
+                throw new IllegalArgumentException("serverClockSkew must not be negative, was " + d);
+            }
+            if (d.compareTo(Duration.ofDays(1)) > 0) {
+                throw new IllegalArgumentException("serverClockSkew must be at most 1 day, was " + d);
+            }
+            this.serverClockSkew = d;
             return this;
         }
 

@@ -9,7 +9,8 @@ import java.time.Instant;
 
 /**
  * The value of a lock row's holder cell: a format byte, a 16-byte random claim id (so that two successive claims of
- * one locker never compare equal), the claim's lifetime in milliseconds, and the owner metadata. The value never
+ * one locker never compare equal), the claim's lifetime in milliseconds (its cell's TTL on the region server: the
+ * expiry plus the region servers' clock allowance), and the owner metadata. The value never
  * changes while the claim lives (renewal rewrites the same bytes with a new cell TTL), so compare-and-set on it
  * identifies the claim. An empty value means "free".
  */

@@ -23,7 +23,8 @@ final class HBaseLockerFixture implements LockerFixture {
 
     HBaseLockerFixture(String table) {
         this.connection = cluster.newConnection(Duration.ofSeconds(3));
-        this.options = HBaseOptions.builder().table(table).ttl(Duration.ofHours(1)).build();
+        // one region server whose clock never steps: no allowance for clock disagreement (HBaseServerClockTest has one)
+        this.options = HBaseOptions.builder().table(table).ttl(Duration.ofHours(1)).serverClockSkew(Duration.ZERO).build();
     }
 
     HBaseOptions options() {

@@ -23,7 +23,7 @@ class HBaseLockerProviderTest {
     void theUriNamesQuorumPortTableAndOptions() {
         HBaseOptions o = HBaseOptions.fromUri("hbase://zk1,zk2,zk3:2182/ns:locks?znodeParent=/hbase-unsecure&family=c"
                 + "&tokenFamily=f&createTable=false&ttl=2h&rpcTimeout=2s&operationTimeout=10s&clientRetries=5"
-                + "&clientPause=50ms&expiry=30s");
+                + "&clientPause=50ms&serverClockSkew=2s&expiry=30s");
         assertEquals("zk1,zk2,zk3:2182", o.zkQuorum());
         assertEquals(2182, o.zkPort());
         assertEquals("/hbase-unsecure", o.znodeParent());
@@ -36,6 +36,7 @@ class HBaseLockerProviderTest {
         assertEquals(Duration.ofSeconds(10), o.operationTimeout());
         assertEquals(5, o.clientRetries());
         assertEquals(Duration.ofMillis(50), o.clientPause());
+        assertEquals(Duration.ofSeconds(2), o.serverClockSkew());
     }
 
     @Test
@@ -52,6 +53,7 @@ class HBaseLockerProviderTest {
         assertEquals(Duration.ofSeconds(10), o.operationTimeout());
         assertEquals(Duration.ofSeconds(3), o.rpcTimeout());
         assertEquals(3, o.clientRetries());
+        assertEquals(Duration.ofSeconds(10), o.serverClockSkew());
     }
 
     @Test
@@ -67,6 +69,8 @@ class HBaseLockerProviderTest {
         e = assertThrows(IllegalArgumentException.class, () -> HBaseOptions.fromUri("hbase://zk/t?family=t"));
         assertTrue(e.getMessage().contains("differ"), e.getMessage());
         assertThrows(IllegalArgumentException.class, () -> HBaseOptions.fromUri("hbase://zk/t?ttl=soon"));
+        e = assertThrows(IllegalArgumentException.class, () -> HBaseOptions.fromUri("hbase://zk/t?serverClockSkew=-1s"));
+        assertTrue(e.getMessage().contains("serverClockSkew"), e.getMessage());
     }
 
     @Test

@@ -56,7 +56,9 @@ class HBaseLockerTest {
         conf.setBoolean("hbase.client.metrics.enable", true);
         HBaseClients.applyTimeouts(conf, HBaseOptions.builder().operationTimeout(Duration.ofSeconds(5)).build());
         connection = org.apache.hadoop.hbase.client.ConnectionFactory.createConnection(conf);
-        options = HBaseOptions.builder().table("locker_test_locks").ttl(Duration.ofHours(1)).build();
+        // one region server whose clock never steps: no allowance for clock disagreement (HBaseServerClockTest has one)
+        options = HBaseOptions.builder().table("locker_test_locks").ttl(Duration.ofHours(1)).serverClockSkew(Duration.ZERO)
+                .build();
         table = connection.getTable(TableName.valueOf(options.table()));
     }
 
@@ -219,7 +221,8 @@ class HBaseLockerTest {
 
     @Test
     void tokensKeepIncreasingWhenTheFamilyTtlSafetyNetRemovesClaims() throws Exception {
-        HBaseOptions shortTtl = HBaseOptions.builder().table("locker_test_short_ttl").ttl(Duration.ofSeconds(2)).build();
+        HBaseOptions shortTtl = HBaseOptions.builder().table("locker_test_short_ttl").ttl(Duration.ofSeconds(2))
+                .serverClockSkew(Duration.ZERO).build();
         LockerConfig config = LockerConfig.builder().expiry(Duration.ofSeconds(1)).build();
         try (Locker a = HBaseLocker.builder(connection).options(shortTtl).config(config).build();
              Table t = connection.getTable(TableName.valueOf(shortTtl.table()))) {
@@ -356,7 +359,7 @@ class HBaseLockerTest {
     }
 
     private HBaseOptions lossyTable(String name) throws Exception {
-        HBaseOptions lossy = HBaseOptions.builder().table(name).build();
+        HBaseOptions lossy = HBaseOptions.builder().table(name).serverClockSkew(Duration.ZERO).build();
         try (Admin admin = connection.getAdmin()) {
             TableDescriptorBuilder d = TableDescriptorBuilder.newBuilder(TableName.valueOf(name))
                     .setCoprocessor(LostReplyObserver.class.getName());

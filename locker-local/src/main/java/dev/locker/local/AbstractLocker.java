@@ -91,15 +91,19 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         this.config = Objects.requireNonNull(config, "config must not be null").forNewInstance();
         this.time = this.config.timeSource();
         this.probe = this.config.probe();
-        this.expiryNanos = nanosOrZero(this.config.expiry());
+        this.expiryNanos = saturatedNanos(this.config.expiry());
         this.mediator = mediator != null ? mediator : mediatorOf(this.config);
     }
 
-    private static long nanosOrZero(Duration d) {
+    /**
+     * {@code d} in nanoseconds, saturated at a quarter of the long range (~73 years) either way, so that a monotonic
+     * reading plus it cannot overflow (an expiry above ~292 years is accepted by {@link LockerConfig}).
+     */
+    protected static long saturatedNanos(Duration d) {
         try {
-            return d.toNanos();
-        } catch (ArithmeticException tooLong) {
-            return 0;
+            return Math.max(Long.MIN_VALUE / 4, Math.min(Long.MAX_VALUE / 4, d.toNanos()));
+        } catch (ArithmeticException overflow) {
+            return d.isNegative() ? Long.MIN_VALUE / 4 : Long.MAX_VALUE / 4;
         }
     }
 
@@ -257,12 +261,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
      * percent of the validity is kept back for the rate at which two hosts' clocks may drift apart meanwhile.
      */
     protected final long deadline(long startNanos, Duration validity) {
-        long nanos;
-        try {
-            nanos = validity.toNanos();
-        } catch (ArithmeticException overflow) {
-            nanos = validity.isNegative() ? Long.MIN_VALUE / 4 : Long.MAX_VALUE / 4;
-        }
+        long nanos = saturatedNanos(validity);
         return startNanos + Math.max(0, nanos - nanos / 100);
     }
 
@@ -287,8 +286,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         if (holds.find(lock) != null) {
             return; // idempotent: no I/O, no extension
         }
-        long expiry = expiryNanos != 0 ? expiryNanos : config.expiry().toNanos(); // an expiry too long for nanoseconds fails here, as before
-        Hold hold = new Hold(lock, tx, time.nanoTime() + expiry, lostSink, time.now());
+        Hold hold = new Hold(lock, tx, time.nanoTime() + expiryNanos, lostSink, time.now());
         if (!takeLocal(hold)) {
             forgetIfEmpty(key, holds);
             Object other = mediator.holder(lock).orElse("another transaction");

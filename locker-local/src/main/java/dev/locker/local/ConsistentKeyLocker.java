@@ -704,9 +704,9 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
             // half a lockWait, plus 1000 ppm of the time since the last reading for ordinary slewing (NTP slews at most
             // 500), but never more than the slack a holder's deadline keeps (1% of expiry - lockWait): an idle locker
             // must not grow an allowance that hides a real step (second review, N1); more drift only costs liveness
-            long slackMicros = config.expiry().minus(config.lockWait()).toNanos() / 100_000;
+            long slackMicros = saturatedNanos(config.expiry().minus(config.lockWait())) / 100_000;
             if (jump > Math.min(config.lockWait().toNanos() / 2_000 + elapsedMicros / 1_000, slackMicros)) {
-                stepMicros = (nanos - stepSeenAtNanos < config.expiry().toNanos() ? stepMicros : 0) + jump;
+                stepMicros = (nanos - stepSeenAtNanos < saturatedNanos(config.expiry()) ? stepMicros : 0) + jump;
                 stepSeenAtNanos = nanos;
                 log.warn("The wall clock of locker {} stepped forward by {}: other claims' expiry is judged {} "
                         + "earlier for one expiry", config.rid(), Duration.ofNanos(jump * 1_000),
@@ -714,7 +714,7 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
             }
             lastWallMicros = wallMicros;
             lastNanos = nanos;
-            if (stepMicros != 0 && nanos - stepSeenAtNanos < config.expiry().toNanos()) {
+            if (stepMicros != 0 && nanos - stepSeenAtNanos < saturatedNanos(config.expiry())) {
                 return wall.minusNanos(stepMicros * 1_000);
             }
             stepMicros = 0;

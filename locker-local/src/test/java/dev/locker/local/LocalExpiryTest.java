@@ -52,4 +52,21 @@ class LocalExpiryTest {
             a.checkLocks(fresh);
         }
     }
+
+    @Test
+    void anExpiryTooLongForNanosecondsIsHeldNotAnOverflow() {
+        VirtualClock clock = new VirtualClock();
+        InMemoryStore store = new InMemoryStore("local-forever");
+        Duration forever = Duration.ofDays(365L * 300); // above Long.MAX_VALUE nanoseconds (~292 years)
+        try (Locker a = ConsistentKeyLocker.builder(store)
+                .config(LockerConfig.builder().rid("a").expiry(forever).timeSource(clock).build()).build()) {
+            KeyColumn lock = KeyColumn.of("k", "c");
+            Object tx = new Object();
+            a.writeLock(lock, tx); // threw ArithmeticException (Duration.toNanos) before
+            a.checkLocks(tx);
+            clock.advance(Duration.ofDays(365));
+            a.checkLocks(tx);
+            a.deleteLocks(tx);
+        }
+    }
 }
