@@ -4,7 +4,6 @@ import dev.locker.api.KeyColumn;
 import dev.locker.api.LocalArbitration;
 import dev.locker.api.TimeSource;
 
-import java.lang.invoke.VarHandle;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
@@ -28,11 +27,11 @@ public final class LocalLockMediator implements LocalArbitration {
     private final TimeSource time;
     private final ConcurrentHashMap<KeyColumn, Hold> holds = new ConcurrentHashMap<>();
     /**
-     * Threads in {@link #awaitRelease}: a release takes the monitor only when there is one. No counter of releases is
-     * kept: a waiter looks at the entry of the lock it waits for, so a release writes nothing shared but the map.
+     * Threads in {@link #awaitRelease}. Only waiters write it; a release or takeover reads it to learn whether to take
+     * the monitor of the hold it removed. No counter of releases is kept and no fence is needed: take and release
+     * write nothing shared but the map (see {@link #awaitRelease} for why the read is enough).
      */
     private final AtomicInteger sleepers = new AtomicInteger();
-    private final Object monitor = new Object();
 
     LocalLockMediator(String namespace, TimeSource time) {
         this.namespace = namespace;
@@ -66,6 +65,7 @@ public final class LocalLockMediator implements LocalArbitration {
                 return false;
             }
             if (holds.replace(hold.lock, current, hold)) {
+                wake(current);
                 return true;
             }
         }
@@ -74,13 +74,15 @@ public final class LocalLockMediator implements LocalArbitration {
     /** Removes {@code hold} if it is still the entry for its lock. */
     void release(Hold hold) {
         if (holds.remove(hold.lock, hold)) {
-            // Pairs with the waiter's registration in awaitRelease (store, fence, load on both sides): either the
-            // waiter sees the entry gone, or this release sees the waiter and wakes it.
-            VarHandle.fullFence();
-            if (sleepers.get() > 0) {
-                synchronized (monitor) {
-                    monitor.notifyAll();
-                }
+            wake(hold);
+        }
+    }
+
+    /** Wakes the threads waiting in {@link #awaitRelease} for {@code gone}, which its lock's entry just stopped being. */
+    private void wake(Hold gone) {
+        if (sleepers.get() > 0) {
+            synchronized (gone) {
+                gone.notifyAll();
             }
         }
     }
@@ -89,23 +91,38 @@ public final class LocalLockMediator implements LocalArbitration {
      * Waits up to {@code nanos} until the entry that holds {@code lock} now is removed (or replaced); returns at once
      * when the lock has no entry. On a time source other than the system's (a virtual clock in tests) it sleeps
      * {@code nanos} on that source instead.
+     *
+     * <p>Why a release never leaves us sleeping: we count ourselves in {@link #sleepers}, then register by putting the
+     * entry we saw back in place of itself ({@code replace(lock, seen, seen)}), holding {@code seen}'s monitor from
+     * before that until we wait on it. The map orders the updates of one key, so the removal (or takeover) of
+     * {@code seen} comes either before our replace, which then fails and we return, or after it; then our increment
+     * happens-before the remover's read of {@link #sleepers} (what a thread does before placing an element in a
+     * concurrent collection happens-before what another does after removing it), so the remover sees a sleeper
+     * (we decrement only once we stop waiting) and takes {@code seen}'s monitor, which it gets only once we wait,
+     * and wakes us; we then see the entry gone. The remover needs no fence: the ordering is the map's, per key.
      */
     void awaitRelease(KeyColumn lock, long nanos) throws InterruptedException {
         if (time != TimeSource.system()) {
             time.sleep(Duration.ofNanos(nanos));
             return;
         }
-        sleepers.incrementAndGet(); // before looking at the entry: a release from now on sees us (see release)
+        long end = System.nanoTime() + nanos;
+        sleepers.incrementAndGet(); // before registering (see above)
         try {
-            long end = System.nanoTime() + nanos;
-            synchronized (monitor) {
-                Hold seen = holds.get(lock);
-                while (seen != null && holds.get(lock) == seen) {
+            Hold seen = holds.get(lock);
+            if (seen == null) {
+                return;
+            }
+            synchronized (seen) {
+                if (!holds.replace(lock, seen, seen)) {
+                    return; // removed or replaced already
+                }
+                while (holds.get(lock) == seen) {
                     long left = end - System.nanoTime();
                     if (left <= 0) {
                         return;
                     }
-                    TimeUnit.NANOSECONDS.timedWait(monitor, left);
+                    TimeUnit.NANOSECONDS.timedWait(seen, left);
                 }
             }
         } finally {
