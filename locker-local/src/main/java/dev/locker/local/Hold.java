@@ -176,7 +176,9 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.Timed {
         this.claimedSeconds = claimedAt != null ? claimedAt.getEpochSecond() : 0;
         this.claimedNano = claimedAt != null ? claimedAt.getNano() : -1;
         this.provisionalDeadline = deadlineNanos;
-        this.state = CLAIMING;
+        // a plain store, not a volatile one (which costs a full fence per acquire): a hold reaches other threads only
+        // through the mediator's map, a transaction's holds or the keep-alive, each of which publishes it safely
+        STATE.set(this, CLAIMING);
     }
 
     /** When the claim was first asked for, or null if not recorded. */
