@@ -4,12 +4,13 @@ import dev.locker.api.KeyColumn;
 import dev.locker.api.LocalArbitration;
 import dev.locker.api.TimeSource;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * Arbitrates the transactions of one JVM before any of them goes to the backend, so that two threads of one process
@@ -36,9 +37,20 @@ public final class LocalLockMediator implements LocalArbitration {
     /**
      * Threads in {@link #awaitRelease}. Only waiters write it; a release or takeover reads it to learn whether to take
      * the monitor of the hold it removed. No counter of releases is kept and no fence is needed: take and release
-     * write nothing shared but the map (see {@link #awaitRelease} for why the read is enough).
+     * write nothing shared but the map (see {@link #awaitRelease} for why the read is enough). A field of the mediator,
+     * not an object of its own: the release reads it from the line it reads {@link #holds} from.
      */
-    private final AtomicInteger sleepers = new AtomicInteger();
+    private volatile int sleepers;
+
+    private static final VarHandle SLEEPERS;
+
+    static {
+        try {
+            SLEEPERS = MethodHandles.lookup().findVarHandle(LocalLockMediator.class, "sleepers", int.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
 
     LocalLockMediator(String namespace, TimeSource time) {
         this.namespace = namespace;
@@ -87,7 +99,7 @@ public final class LocalLockMediator implements LocalArbitration {
 
     /** Wakes the threads waiting in {@link #awaitRelease} for {@code gone}, which its lock's entry just stopped being. */
     private void wake(Hold gone) {
-        if (sleepers.get() > 0) {
+        if (sleepers > 0) {
             synchronized (gone) {
                 gone.notifyAll();
             }
@@ -114,7 +126,7 @@ public final class LocalLockMediator implements LocalArbitration {
             return;
         }
         long end = System.nanoTime() + nanos;
-        sleepers.incrementAndGet(); // before registering (see above)
+        SLEEPERS.getAndAdd(this, 1); // before registering (see above)
         try {
             Hold seen = holds.get(lock);
             if (seen == null) {
@@ -133,7 +145,7 @@ public final class LocalLockMediator implements LocalArbitration {
                 }
             }
         } finally {
-            sleepers.decrementAndGet();
+            SLEEPERS.getAndAdd(this, -1);
         }
     }
 
