@@ -20,11 +20,24 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 
 /**
- * One uncontended take-and-release of a lock in the {@link LocalLockMediator} (what every acquire pays before any
- * I/O: a new hold record, {@code putIfAbsent}, {@code remove}) against the floor: {@code putIfAbsent} and
- * {@code remove} of a fresh value on a bare {@link ConcurrentHashMap}. Each thread has its own lock; run at 1 and 2
- * threads ({@code -t}). The mediator's entry points are package-private, so they are reached through method handles
- * (a constant handle is inlined like a direct call).
+ * One uncontended take-and-release of a lock in the {@link LocalLockMediator} against the floor, a bare
+ * {@link ConcurrentHashMap}. Each thread has its own lock; run at 1 and 2 threads ({@code -t}).
+ *
+ * <ul>
+ *   <li>{@link #mediator}: the mediator's own work for one acquire and its release: its entry (a new hold record),
+ *       {@code take} and {@code release}.</li>
+ *   <li>{@link #bareMap}, the floor: its entry (a new value), {@code putIfAbsent} and {@code remove}, on a map of the
+ *       same initial capacity as the mediator's (like with like: the table's size decides which locks share a cache
+ *       line of it, see {@code LocalLockMediator.INITIAL_CAPACITY}).</li>
+ *   <li>{@link #acquirePath}: {@link #mediator} plus what an acquire and its release pay around it, for the record:
+ *       the clock reading that gives the hold its deadline ({@code writeLock} reads it whether or not another
+ *       transaction ever looks at the entry; about 20-25 ns on a VM) and the hold's release, a compare-and-set of its
+ *       state ({@code deleteLocks}: the transaction's record, which the lease and the keep-alive watch). Neither is
+ *       the mediator's, and the floor has neither a deadline nor a state, so the target row leaves both out.</li>
+ * </ul>
+ *
+ * <p>The mediator's entry points are package-private, so they are reached through method handles (a constant handle
+ * is inlined like a direct call).
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.AverageTime)
@@ -35,6 +48,7 @@ public class MediatorBench {
     private static final MethodHandle TAKE;
     private static final MethodHandle RELEASE;
     private static final MethodHandle HOLD_RELEASE;
+    private static final int CAPACITY;
 
     static {
         try {
@@ -50,34 +64,48 @@ public class MediatorBench {
             Class<?> state = Class.forName("dev.locker.local.Hold$State");
             HOLD_RELEASE = in.findVirtual(hold, "release", MethodType.methodType(state))
                     .asType(MethodType.methodType(Object.class, Object.class));
-        } catch (ReflectiveOperationException e) {
+            CAPACITY = (int) in.findStaticGetter(LocalLockMediator.class, "INITIAL_CAPACITY", int.class).invokeExact();
+        } catch (Throwable e) {
             throw new ExceptionInInitializerError(e);
         }
     }
 
+    private static final long MINUTE = 60_000_000_000L;
+
     private final LocalLockMediator mediator = LocalLockMediator.standalone("bench", TimeSource.system());
-    private final ConcurrentHashMap<KeyColumn, Object> map = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<KeyColumn, Object> map = new ConcurrentHashMap<>(CAPACITY);
     private final AtomicInteger threads = new AtomicInteger();
 
-    /** Each thread's own lock. */
+    /** Each thread's own lock, transaction and deadline. */
     @State(Scope.Thread)
     public static class Mine {
         KeyColumn lock;
         final Object tx = new Object();
+        /** The hold's deadline, read from the clock once (see the class comment): far enough ahead to stay live. */
+        long deadline;
 
         @Setup
         public void setUp(MediatorBench bench) {
             lock = KeyColumn.of("bench-" + bench.threads.incrementAndGet(), "c");
+            deadline = System.nanoTime() + 60 * MINUTE;
         }
     }
 
     private static final Consumer<Object> NO_LOSS = h -> { };
 
-    /** What an acquire and a release cost in the mediator. */
+    /** What the mediator costs an acquire and its release: its entry, take, release. */
     @Benchmark
     public boolean mediator(Mine mine) throws Throwable {
-        Object hold = NEW_HOLD.invokeExact(mine.lock, mine.tx, System.nanoTime() + 60_000_000_000L,
-                (Consumer) NO_LOSS);
+        Object hold = NEW_HOLD.invokeExact(mine.lock, mine.tx, mine.deadline, (Consumer) NO_LOSS);
+        boolean taken = (boolean) TAKE.invokeExact(mediator, hold);
+        RELEASE.invokeExact(mediator, hold);
+        return taken;
+    }
+
+    /** The same with what writeLock and deleteLocks do around it: a clock reading for the deadline, the hold's release. */
+    @Benchmark
+    public boolean acquirePath(Mine mine) throws Throwable {
+        Object hold = NEW_HOLD.invokeExact(mine.lock, mine.tx, System.nanoTime() + MINUTE, (Consumer) NO_LOSS);
         boolean taken = (boolean) TAKE.invokeExact(mediator, hold);
         Object before = HOLD_RELEASE.invokeExact(hold);
         RELEASE.invokeExact(mediator, hold);

@@ -932,12 +932,12 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
 
     /** Takes the mediator entry, waiting up to {@code localWait} (on the monotonic clock) for another transaction. */
     private boolean takeLocal(Hold hold) {
+        if (mediator.take(hold)) {
+            return true; // the common case reads no clock
+        }
         long deadline = time.nanoTime() + config.localWait().toNanos();
         long pauseMillis = 1;
         while (true) {
-            if (mediator.take(hold)) {
-                return true;
-            }
             long left = deadline - time.nanoTime();
             if (left <= 0) {
                 return false;
@@ -949,6 +949,9 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
                 return false;
             }
             pauseMillis = Math.min(pauseMillis * 2, 50);
+            if (mediator.take(hold)) {
+                return true;
+            }
         }
     }
 

@@ -153,7 +153,8 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.Timed {
     private final Consumer<Hold> lostSink;
     /**
      * Guarded by this hold's monitor: null, then the listeners to tell of a loss (an ArrayList), then, once the loss is
-     * recorded, the {@link LockLost} itself (one field for both: a hold is kept per held lock).
+     * recorded, the {@link LockLost} itself (one field for both: a hold is kept per held lock). The same monitor is
+     * where {@link LocalLockMediator#awaitRelease} waits for this hold to stop being its lock's entry.
      */
     private Object listeners;
     /** The keep-alive's watchdog slot for this hold (see {@link Timer.Timed}): no object per watched hold. */
@@ -176,7 +177,9 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.Timed {
         this.claimedSeconds = claimedAt != null ? claimedAt.getEpochSecond() : 0;
         this.claimedNano = claimedAt != null ? claimedAt.getNano() : -1;
         this.provisionalDeadline = deadlineNanos;
-        this.state = CLAIMING;
+        // a plain store, not a volatile one (which costs a full fence per acquire): a hold reaches other threads only
+        // through the mediator's map, a transaction's holds or the keep-alive, each of which publishes it safely
+        STATE.set(this, CLAIMING);
     }
 
     /** When the claim was first asked for, or null if not recorded. */

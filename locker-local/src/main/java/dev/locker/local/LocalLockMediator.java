@@ -4,13 +4,13 @@ import dev.locker.api.KeyColumn;
 import dev.locker.api.LocalArbitration;
 import dev.locker.api.TimeSource;
 
+import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * Arbitrates the transactions of one JVM before any of them goes to the backend, so that two threads of one process
@@ -24,15 +24,33 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 public final class LocalLockMediator implements LocalArbitration {
 
+    /**
+     * The map's initial capacity (256 bins, 1 KB, made on the first take). With the default 16 bins every lock's bin
+     * lies in one or two cache lines, so threads taking different locks write the same lines on every take and
+     * release; with 256 bins (16 lines) two locks share a line far less often.
+     */
+    static final int INITIAL_CAPACITY = 128;
+
     private final String namespace;
     private final TimeSource time;
-    private final ConcurrentHashMap<KeyColumn, Hold> holds = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<KeyColumn, Hold> holds = new ConcurrentHashMap<>(INITIAL_CAPACITY);
     /**
-     * Threads in {@link #awaitRelease}: a release takes the monitor only when there is one. No counter of releases is
-     * kept: a waiter looks at the entry of the lock it waits for, so a release writes nothing shared but the map.
+     * Threads in {@link #awaitRelease}. Only waiters write it; a release or takeover reads it to learn whether to take
+     * the monitor of the hold it removed. No counter of releases is kept and no fence is needed: take and release
+     * write nothing shared but the map (see {@link #awaitRelease} for why the read is enough). A field of the mediator,
+     * not an object of its own: the release reads it from the line it reads {@link #holds} from.
      */
-    private final AtomicInteger sleepers = new AtomicInteger();
-    private final Object monitor = new Object();
+    private volatile int sleepers;
+
+    private static final VarHandle SLEEPERS;
+
+    static {
+        try {
+            SLEEPERS = MethodHandles.lookup().findVarHandle(LocalLockMediator.class, "sleepers", int.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
 
     LocalLockMediator(String namespace, TimeSource time) {
         this.namespace = namespace;
@@ -66,6 +84,7 @@ public final class LocalLockMediator implements LocalArbitration {
                 return false;
             }
             if (holds.replace(hold.lock, current, hold)) {
+                wake(current);
                 return true;
             }
         }
@@ -74,13 +93,15 @@ public final class LocalLockMediator implements LocalArbitration {
     /** Removes {@code hold} if it is still the entry for its lock. */
     void release(Hold hold) {
         if (holds.remove(hold.lock, hold)) {
-            // Pairs with the waiter's registration in awaitRelease (store, fence, load on both sides): either the
-            // waiter sees the entry gone, or this release sees the waiter and wakes it.
-            VarHandle.fullFence();
-            if (sleepers.get() > 0) {
-                synchronized (monitor) {
-                    monitor.notifyAll();
-                }
+            wake(hold);
+        }
+    }
+
+    /** Wakes the threads waiting in {@link #awaitRelease} for {@code gone}, which its lock's entry just stopped being. */
+    private void wake(Hold gone) {
+        if (sleepers > 0) {
+            synchronized (gone) {
+                gone.notifyAll();
             }
         }
     }
@@ -89,27 +110,42 @@ public final class LocalLockMediator implements LocalArbitration {
      * Waits up to {@code nanos} until the entry that holds {@code lock} now is removed (or replaced); returns at once
      * when the lock has no entry. On a time source other than the system's (a virtual clock in tests) it sleeps
      * {@code nanos} on that source instead.
+     *
+     * <p>Why a release never leaves us sleeping: we count ourselves in {@link #sleepers}, then register by putting the
+     * entry we saw back in place of itself ({@code replace(lock, seen, seen)}), holding {@code seen}'s monitor from
+     * before that until we wait on it. The map orders the updates of one key, so the removal (or takeover) of
+     * {@code seen} comes either before our replace, which then fails and we return, or after it; then our increment
+     * happens-before the remover's read of {@link #sleepers} (what a thread does before placing an element in a
+     * concurrent collection happens-before what another does after removing it), so the remover sees a sleeper
+     * (we decrement only once we stop waiting) and takes {@code seen}'s monitor, which it gets only once we wait,
+     * and wakes us; we then see the entry gone. The remover needs no fence: the ordering is the map's, per key.
      */
     void awaitRelease(KeyColumn lock, long nanos) throws InterruptedException {
         if (time != TimeSource.system()) {
             time.sleep(Duration.ofNanos(nanos));
             return;
         }
-        sleepers.incrementAndGet(); // before looking at the entry: a release from now on sees us (see release)
+        long end = System.nanoTime() + nanos;
+        SLEEPERS.getAndAdd(this, 1); // before registering (see above)
         try {
-            long end = System.nanoTime() + nanos;
-            synchronized (monitor) {
-                Hold seen = holds.get(lock);
-                while (seen != null && holds.get(lock) == seen) {
+            Hold seen = holds.get(lock);
+            if (seen == null) {
+                return;
+            }
+            synchronized (seen) {
+                if (!holds.replace(lock, seen, seen)) {
+                    return; // removed or replaced already
+                }
+                while (holds.get(lock) == seen) {
                     long left = end - System.nanoTime();
                     if (left <= 0) {
                         return;
                     }
-                    TimeUnit.NANOSECONDS.timedWait(monitor, left);
+                    TimeUnit.NANOSECONDS.timedWait(seen, left);
                 }
             }
         } finally {
-            sleepers.decrementAndGet();
+            SLEEPERS.getAndAdd(this, -1);
         }
     }
 

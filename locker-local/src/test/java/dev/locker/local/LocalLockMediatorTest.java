@@ -1,12 +1,17 @@
 package dev.locker.local;
 
 import dev.locker.api.KeyColumn;
+import dev.locker.api.TimeSource;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -94,6 +99,85 @@ class LocalLockMediatorTest {
         try (LocalLockMediators g1 = new LocalLockMediators(clock); LocalLockMediators g2 = new LocalLockMediators(clock)) {
             assertSame(g1.forNamespace("ns"), g1.forNamespace("ns"));
             assertNotSame(g1.forNamespace("ns"), g2.forNamespace("ns"));
+        }
+    }
+
+    // ---- waiting for a release (system time: a virtual clock makes awaitRelease a plain sleep) ------------------------
+
+    /** Longer than any test runs: a waiter still asleep when its release came would outlast the generous bound. */
+    private static final long FOREVER = Duration.ofMinutes(10).toNanos();
+
+    @Test
+    void aWaiterReturnsAtOnceWhenTheLockHasNoEntry() throws Exception {
+        LocalLockMediator sys = LocalLockMediator.standalone("sys", TimeSource.system());
+        ExecutorService pool = Executors.newSingleThreadExecutor();
+        try {
+            pool.submit(() -> {
+                sys.awaitRelease(lock, FOREVER);
+                return null;
+            }).get(60, TimeUnit.SECONDS);
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    @Test
+    void aReleaseRacingWaitersRegistrationNeverLeavesThemAsleep() throws Exception {
+        LocalLockMediator sys = LocalLockMediator.standalone("sys", TimeSource.system());
+        int waiters = 2;
+        ExecutorService pool = Executors.newFixedThreadPool(waiters);
+        try {
+            for (int i = 0; i < 5_000; i++) {
+                Hold h = new Hold(lock, "tx" + i, System.nanoTime() + FOREVER, x -> { });
+                assertTrue(sys.take(h));
+                CyclicBarrier start = new CyclicBarrier(waiters + 1);
+                List<Future<?>> asleep = new ArrayList<>();
+                for (int w = 0; w < waiters; w++) {
+                    asleep.add(pool.submit(() -> {
+                        start.await();
+                        sys.awaitRelease(lock, FOREVER);
+                        return null;
+                    }));
+                }
+                start.await();
+                sys.release(h); // before, during or after the waiters register
+                for (Future<?> f : asleep) {
+                    f.get(60, TimeUnit.SECONDS); // woken (or never slept), not left asleep
+                }
+                assertEquals(0, sys.size());
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    @Test
+    void aTakeoverRacingAWaitersRegistrationNeverLeavesItAsleep() throws Exception {
+        LocalLockMediator sys = LocalLockMediator.standalone("sys", TimeSource.system());
+        ExecutorService pool = Executors.newSingleThreadExecutor();
+        try {
+            for (int i = 0; i < 5_000; i++) {
+                // already past its deadline: the next take replaces it (marked lost first) instead of failing
+                Hold stalled = new Hold(lock, "stalled" + i, System.nanoTime() - 1, x -> { });
+                assertTrue(sys.take(stalled));
+                CyclicBarrier start = new CyclicBarrier(2);
+                Future<?> asleep = pool.submit(() -> {
+                    start.await();
+                    sys.awaitRelease(lock, FOREVER); // on the stalled entry, or on the next one if it came first
+                    return null;
+                });
+                start.await();
+                Hold next = new Hold(lock, "next" + i, System.nanoTime() + FOREVER, x -> { });
+                assertTrue(sys.take(next), "a past-deadline entry is taken over");
+                assertEquals(Hold.Phase.LOST, stalled.state().phase(), "marked lost before it was replaced");
+                sys.release(stalled);
+                assertSame(next.tx, sys.holder(lock).orElseThrow(), "only its own hold removes an entry");
+                sys.release(next); // the takeover woke a waiter on the stalled entry; this wakes one on the next
+                asleep.get(60, TimeUnit.SECONDS);
+                assertEquals(0, sys.size());
+            }
+        } finally {
+            pool.shutdownNow();
         }
     }
 }
