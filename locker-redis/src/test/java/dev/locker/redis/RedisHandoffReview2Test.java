@@ -2,6 +2,7 @@ package dev.locker.redis;
 
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
+import dev.locker.testkit.FreezingProxy;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -257,7 +258,7 @@ class RedisHandoffReview2Test {
      */
     @Test
     void replacingASilentSubscriptionLosesNoLease() throws Exception {
-        RedisHandoffReviewTest.SilencingProxy proxy = new RedisHandoffReviewTest.SilencingProxy(fixture.server().port());
+        FreezingProxy proxy = new FreezingProxy("127.0.0.1", fixture.server().port(), "SUBSCRIBE");
         fixture.closeAfterTest(proxy);
         RedisLocker a = locker("a", EXPIRY);
         RedisLocker b = fixture.open(builder("b", proxy.port(), EXPIRY).wakeupHealthCheck(Duration.ofMillis(250)));
@@ -270,7 +271,7 @@ class RedisHandoffReview2Test {
         awaitTrue(b::wakeupsSubscribed, "never subscribed");
         for (int i = 0; i < 4; i++) {
             long subs = b.wakeupSubscriptions();
-            proxy.silenceSubscriptions();
+            proxy.freezeMarked();
             awaitTrue(() -> b.wakeupSubscriptions() > subs, "the silent subscription was never replaced");
         }
         held.close();

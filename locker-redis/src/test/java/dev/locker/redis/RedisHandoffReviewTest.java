@@ -2,6 +2,7 @@ package dev.locker.redis;
 
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
+import dev.locker.testkit.FreezingProxy;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -11,18 +12,10 @@ import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
 import redis.clients.jedis.Protocol;
 
-import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
-import java.net.InetAddress;
-import java.net.ServerSocket;
-import java.net.Socket;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
@@ -111,12 +104,12 @@ class RedisHandoffReviewTest {
      * on the subscription socket, so a silent connection is replaced.
      *
      * <p>Fixed: RedisWakeups asks the subscription to answer every {@code wakeupHealthCheck} (250 ms here) and closes
-     * a connection that answered nothing for as long; the new connection passes (the proxy silences the connections
-     * it had when told to, as a NAT that lost its state does; a new connection makes new state).
+     * a connection that answered nothing for as long; the new connection passes (the proxy freezes the connections
+     * that had sent a SUBSCRIBE when told to, as a NAT that lost their state does; a new connection makes new state).
      */
     @Test
     void aSilentSubscriptionConnectionIsReplaced() throws Exception {
-        SilencingProxy proxy = new SilencingProxy(fixture.server().port());
+        FreezingProxy proxy = new FreezingProxy("127.0.0.1", fixture.server().port(), "SUBSCRIBE");
         fixture.closeAfterTest(proxy);
         RedisLocker a = locker("a", Duration.ofMillis(300));
         RedisLocker b = locker("b", Duration.ofMillis(300), proxy.port(), EXPIRY, Duration.ofMillis(250));
@@ -124,7 +117,7 @@ class RedisHandoffReviewTest {
         handOver(a, b, lock); // b subscribes (through the proxy)
         awaitTrue(b::wakeupsSubscribed, "never subscribed");
         assertEquals(1, b.wakeupSubscriptions());
-        proxy.silenceSubscriptions(); // the subscription's connection goes silent, both ways; nothing is closed
+        proxy.freezeMarked(); // the subscription's connection goes silent, both ways; nothing is closed
 
         long toldBefore = b.wakeupMessages();
         int rounds = 5;
@@ -400,111 +393,6 @@ class RedisHandoffReviewTest {
             held.close();
         } finally {
             own.close();
-        }
-    }
-
-    /**
-     * A TCP proxy that passes everything until {@link #silenceSubscriptions()}; from then on the connections that had
-     * sent a SUBSCRIBE by then pass nothing either way and stay open (a half-open connection as a client sees it),
-     * while the others, and the connections made later, pass freely.
-     */
-    static final class SilencingProxy implements AutoCloseable {
-        private final ServerSocket listener;
-        private final int targetPort;
-        private final List<Socket> sockets = new CopyOnWriteArrayList<>();
-        private final List<boolean[]> silencers = new CopyOnWriteArrayList<>();
-
-        SilencingProxy(int targetPort) throws IOException {
-            this.targetPort = targetPort;
-            this.listener = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
-            daemon("silencing-proxy-accept", this::accept);
-        }
-
-        int port() {
-            return listener.getLocalPort();
-        }
-
-        void silenceSubscriptions() {
-            for (boolean[] s : silencers) {
-                synchronized (s) {
-                    s[1] = s[0];
-                }
-            }
-        }
-
-        private void accept() {
-            while (!listener.isClosed()) {
-                try {
-                    Socket client = listener.accept();
-                    Socket server = new Socket(InetAddress.getLoopbackAddress(), targetPort);
-                    client.setTcpNoDelay(true);
-                    server.setTcpNoDelay(true);
-                    sockets.add(client);
-                    sockets.add(server);
-                    boolean[] subscriber = {false, false}; // sent SUBSCRIBE, silenced
-                    silencers.add(subscriber);
-                    daemon("silencing-proxy-up", () -> pump(client, server, subscriber, true));
-                    daemon("silencing-proxy-down", () -> pump(server, client, subscriber, false));
-                } catch (IOException e) {
-                    return;
-                }
-            }
-        }
-
-        private void pump(Socket from, Socket to, boolean[] subscriber, boolean up) {
-            byte[] buf = new byte[16 * 1024];
-            try (InputStream in = from.getInputStream(); OutputStream out = to.getOutputStream()) {
-                while (true) {
-                    int n = in.read(buf);
-                    if (n < 0) {
-                        break;
-                    }
-                    if (up && new String(buf, 0, n, StandardCharsets.ISO_8859_1).toUpperCase().contains("SUBSCRIBE")) {
-                        synchronized (subscriber) {
-                            subscriber[0] = true;
-                        }
-                    }
-                    boolean drop;
-                    synchronized (subscriber) {
-                        drop = subscriber[1];
-                    }
-                    if (!drop) {
-                        out.write(buf, 0, n);
-                        out.flush();
-                    }
-                }
-            } catch (IOException e) {
-                // closed
-            } finally {
-                boolean keep;
-                synchronized (subscriber) {
-                    keep = subscriber[1]; // a silent connection stays open, as a half-open one does
-                }
-                if (!keep) {
-                    close(from);
-                    close(to);
-                }
-            }
-        }
-
-        private static void daemon(String name, Runnable r) {
-            Thread t = new Thread(r, name);
-            t.setDaemon(true);
-            t.start();
-        }
-
-        private static void close(Socket s) {
-            try {
-                s.close();
-            } catch (IOException ignored) {
-                // closing anyway
-            }
-        }
-
-        @Override
-        public void close() throws IOException {
-            listener.close();
-            sockets.forEach(SilencingProxy::close);
         }
     }
 }
