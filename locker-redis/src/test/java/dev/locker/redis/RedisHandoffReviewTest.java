@@ -3,13 +3,11 @@ package dev.locker.redis;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.testkit.FreezingProxy;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import redis.clients.jedis.Protocol;
 
 import java.time.Duration;
@@ -44,24 +42,8 @@ class RedisHandoffReviewTest {
 
     private static final Duration EXPIRY = Duration.ofMillis(1500);
 
-    private RedisWaitingFixture fixture;
-
-    @BeforeAll
-    void start() {
-        fixture = RedisWaitingFixture.ownServer("rhr");
-    }
-
-    @AfterEach
-    void closeLockers() throws Exception {
-        fixture.afterEach();
-    }
-
-    @AfterAll
-    void stop() {
-        if (fixture != null) {
-            fixture.close();
-        }
-    }
+    @RegisterExtension
+    static final RedisWaitingFixture fixture = RedisWaitingFixture.ownServer("rhr");
 
     private RedisLocker locker(String name, Duration linger) {
         return locker(name, linger, fixture.server().port());

@@ -4,6 +4,10 @@ import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.LockerConfig;
 import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.extension.AfterAllCallback;
+import org.junit.jupiter.api.extension.AfterEachCallback;
+import org.junit.jupiter.api.extension.BeforeAllCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
 import redis.clients.jedis.Protocol;
 import redis.clients.jedis.UnifiedJedis;
 
@@ -25,27 +29,28 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * What the tests of waiting and handoff on Redis share: one server, a key prefix of the test class's own, the lockers
  * a test opens (closed after it, with whatever else it asked to be closed), a pool for the waits, and the views of a
- * lock's queue and of a locker's wake-up subscription that their scenarios assert on. Made in a test class's
- * {@code @BeforeAll}; {@link #afterEach()} and {@link #close()} from its {@code @AfterEach} and {@code @AfterAll}.
+ * lock's queue and of a locker's wake-up subscription that their scenarios assert on. A JUnit extension, registered
+ * in a static field of the test class ({@code @RegisterExtension}): the server starts before the class's tests, the
+ * lockers are closed after each test, the server stops after the class.
  */
-final class RedisWaitingFixture implements AutoCloseable {
+final class RedisWaitingFixture implements BeforeAllCallback, AfterEachCallback, AfterAllCallback {
 
-    private final RedisTarget target;
-    private final UnifiedJedis admin;
+    private final boolean ownServer;
     private final String prefix;
     private final List<RedisLocker> opened = new ArrayList<>();
     private final List<AutoCloseable> closeables = new ArrayList<>();
-    private final ExecutorService pool = Executors.newCachedThreadPool();
+    private RedisTarget target;
+    private UnifiedJedis admin;
+    private ExecutorService pool;
 
-    private RedisWaitingFixture(RedisTarget target, String stem) {
-        this.target = target;
-        this.admin = target.admin();
+    private RedisWaitingFixture(boolean ownServer, String stem) {
+        this.ownServer = ownServer;
         this.prefix = stem + "-" + LockerConfig.randomRid().substring(0, 8) + ":";
     }
 
     /** On {@link RedisTarget} (the server of {@code LOCKER_REDIS_URI}, if set); keys under {@code stem-<random>:}. */
     static RedisWaitingFixture onTarget(String stem) {
-        return new RedisWaitingFixture(RedisTarget.start(), stem);
+        return new RedisWaitingFixture(false, stem);
     }
 
     /**
@@ -53,8 +58,7 @@ final class RedisWaitingFixture implements AutoCloseable {
      * assumption fails) when {@code LOCKER_REDIS_URI} names an external server.
      */
     static RedisWaitingFixture ownServer(String stem) {
-        Assumptions.assumeFalse(RedisTarget.isExternal(), "kills clients and servers: needs a server of its own");
-        return new RedisWaitingFixture(RedisTarget.start(), stem);
+        return new RedisWaitingFixture(true, stem);
     }
 
     /** The server's process ({@link #ownServer} only). */
@@ -180,8 +184,19 @@ final class RedisWaitingFixture implements AutoCloseable {
 
     // ---- lifecycle ----------------------------------------------------------------------------------------------
 
+    @Override
+    public void beforeAll(ExtensionContext context) {
+        if (ownServer) {
+            Assumptions.assumeFalse(RedisTarget.isExternal(), "kills clients and servers: needs a server of its own");
+        }
+        target = RedisTarget.start();
+        admin = target.admin();
+        pool = Executors.newCachedThreadPool();
+    }
+
     /** Closes the test's lockers, then what it asked to be closed. */
-    void afterEach() throws Exception {
+    @Override
+    public void afterEach(ExtensionContext context) throws Exception {
         opened.forEach(RedisLocker::close);
         opened.clear();
         for (AutoCloseable c : closeables) {
@@ -191,7 +206,10 @@ final class RedisWaitingFixture implements AutoCloseable {
     }
 
     @Override
-    public void close() {
+    public void afterAll(ExtensionContext context) {
+        if (target == null) {
+            return; // skipped
+        }
         pool.shutdownNow();
         admin.close();
         target.close();

@@ -4,12 +4,10 @@ import dev.locker.api.Acquisition;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.TemporaryLockingException;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -39,22 +37,8 @@ class RedisWaitingTest {
 
     private static final Duration EXPIRY = Duration.ofMillis(1500);
 
-    private RedisWaitingFixture fixture;
-
-    @BeforeAll
-    void start() {
-        fixture = RedisWaitingFixture.onTarget("rwt");
-    }
-
-    @AfterEach
-    void closeLockers() throws Exception {
-        fixture.afterEach();
-    }
-
-    @AfterAll
-    void stop() {
-        fixture.close();
-    }
+    @RegisterExtension
+    static final RedisWaitingFixture fixture = RedisWaitingFixture.onTarget("rwt");
 
     private RedisLocker locker(String name) {
         return locker(name, Duration.ofSeconds(5));
