@@ -9,13 +9,10 @@ import dev.locker.api.RunRecord;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.spi.DeploymentCheck.Finding;
 import dev.locker.spi.DeploymentCheck.Level;
-import org.apache.hadoop.hbase.ClusterMetrics;
 import org.apache.hadoop.hbase.TableName;
 import org.apache.hadoop.hbase.client.Admin;
 import org.apache.hadoop.hbase.client.ColumnFamilyDescriptorBuilder;
-import org.apache.hadoop.hbase.client.Connection;
 import org.apache.hadoop.hbase.client.TableDescriptorBuilder;
-import org.apache.hadoop.hbase.util.EnvironmentEdge;
 import org.apache.hadoop.hbase.util.EnvironmentEdgeManager;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
@@ -24,11 +21,11 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.EnumSet;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 
+import static dev.locker.hbase.HBaseClockFixture.finding;
+import static dev.locker.hbase.HBaseClockFixture.options;
 import static org.junit.jupiter.api.Assertions.assertAll;
 import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -46,24 +43,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class HBaseClockReviewTest {
 
-    /** The region server's clock: the system clock plus an offset the test steps. */
-    private static final class SteppedClock implements EnvironmentEdge {
-        volatile long offsetMillis;
-
-        @Override
-        public long currentTime() {
-            return System.currentTimeMillis() + offsetMillis;
-        }
-    }
-
-    private final HBaseTestCluster cluster = HBaseTestCluster.get();
-    private final List<Locker> opened = new ArrayList<>();
     private final SteppedClock serverClock = new SteppedClock();
-    private Connection connection;
+    private HBaseClockFixture fixture;
 
     @BeforeAll
     void connect() {
-        connection = cluster.newConnection(Duration.ofSeconds(5));
+        fixture = new HBaseClockFixture("hbase-clock-review/");
     }
 
     @AfterEach
@@ -73,33 +58,7 @@ class HBaseClockReviewTest {
 
     @AfterAll
     void close() throws Exception {
-        EnvironmentEdgeManager.reset();
-        for (Locker l : opened) {
-            try {
-                l.close();
-            } catch (RuntimeException ignored) {
-                // best effort
-            }
-        }
-        connection.close();
-    }
-
-    private static HBaseOptions options(String table, Duration serverClockSkew) {
-        return HBaseOptions.builder().table(table).ttl(Duration.ofHours(1)).serverClockSkew(serverClockSkew).build();
-    }
-
-    private Locker locker(HBaseOptions options, LockerConfig config) {
-        Locker l = HBaseLocker.builder(connection).options(options).config(config).build();
-        opened.add(l);
-        return l;
-    }
-
-    private Locker locker(HBaseOptions options, String rid, Duration expiry) {
-        return locker(options, LockerConfig.builder().rid(rid).expiry(expiry).build());
-    }
-
-    private static KeyColumn lock(String name) {
-        return KeyColumn.of("hbase-clock-review/" + name + "-" + LockerConfig.randomRid().substring(0, 8), "c");
+        fixture.closeQuietly();
     }
 
     /**
@@ -132,9 +91,9 @@ class HBaseClockReviewTest {
     @Test
     void aClaimStampedBehindAndJudgedAheadWithinTheStatedBoundsIsNotGrantedTwice() throws Exception {
         HBaseOptions options = options("locker_review_excursion", Duration.ofSeconds(3));
-        Locker a = locker(options, "a", Duration.ofSeconds(5));
-        Locker b = locker(options, "b", Duration.ofSeconds(5));
-        KeyColumn lock = lock("excursion");
+        Locker a = fixture.locker(options, "a", Duration.ofSeconds(5));
+        Locker b = fixture.locker(options, "b", Duration.ofSeconds(5));
+        KeyColumn lock = fixture.lock("excursion");
         EnvironmentEdgeManager.injectEdge(serverClock);
         serverClock.offsetMillis = -1_500; // S1, 1.5 s behind: serverClockSkew/2, the most the condition allows
         Object ta = new Object();
@@ -158,7 +117,7 @@ class HBaseClockReviewTest {
      */
     @Test
     void theDoctorJudgesEachRegionServerClockAgainstHalfTheAllowance() throws Exception {
-        String uri = cluster.uri("locker_review_doctor", "expiry=30s&serverClockSkew=3s");
+        String uri = fixture.cluster().uri("locker_review_doctor", "expiry=30s&serverClockSkew=3s");
         EnvironmentEdgeManager.injectEdge(serverClock);
         serverClock.offsetMillis = -2_500;
         awaitReports(-2_500);
@@ -176,23 +135,12 @@ class HBaseClockReviewTest {
 
     /** Waits until every region server's last report to the master was made on a clock {@code offset} ms off ours. */
     private void awaitReports(long offsetMillis) throws Exception {
-        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-        int fresh = 0;
-        try (Admin admin = connection.getAdmin()) {
-            while (fresh < 3) { // three readings in a row, so that no report of the old clock is left
-                long now = System.currentTimeMillis();
-                boolean seen = admin.getClusterMetrics(EnumSet.of(ClusterMetrics.Option.LIVE_SERVERS))
-                        .getLiveServerMetrics().values().stream()
-                        .allMatch(m -> Math.abs(m.getReportTimestamp() - (now + offsetMillis)) < 400);
-                fresh = seen ? fresh + 1 : 0;
-                assertTrue(System.nanoTime() - deadline < 0, "the region server never reported on its new clock");
-                Thread.sleep(100);
-            }
-        }
+        // three readings in a row, so that no report of the old clock is left
+        fixture.awaitReports(3, off -> Math.abs(off - offsetMillis) < 400);
     }
 
     private static Finding serverClocks(List<Finding> findings) {
-        return findings.stream().filter(f -> f.check().equals("server-clocks")).findFirst().orElseThrow();
+        return finding(findings, "server-clocks");
     }
 
     /**
@@ -228,11 +176,11 @@ class HBaseClockReviewTest {
                 }
             }
         };
-        Locker a = locker(options, LockerConfig.builder().rid("a").expiry(Duration.ofSeconds(30))
+        Locker a = fixture.locker(options, LockerConfig.builder().rid("a").expiry(Duration.ofSeconds(30))
                 .probe(stepBackAfterRecording).build());
-        Locker b = locker(options, "b", Duration.ofSeconds(30));
-        Locker c = locker(options, "c", Duration.ofSeconds(30));
-        KeyColumn job = lock("job");
+        Locker b = fixture.locker(options, "b", Duration.ofSeconds(30));
+        Locker c = fixture.locker(options, "c", Duration.ofSeconds(30));
+        KeyColumn job = fixture.lock("job");
         Duration period = Duration.ofSeconds(2);
         EnvironmentEdgeManager.injectEdge(serverClock);
 
@@ -288,7 +236,7 @@ class HBaseClockReviewTest {
     @Test
     void aVeryLongExpiryIsEitherRefusedClearlyAtBuildOrWorks() throws Exception {
         String table = "locker_review_forever";
-        try (Admin admin = connection.getAdmin()) {
+        try (Admin admin = fixture.connection().getAdmin()) {
             TableName name = TableName.valueOf(table);
             if (!admin.tableExists(name)) {
                 admin.createTable(TableDescriptorBuilder.newBuilder(name)
@@ -301,11 +249,11 @@ class HBaseClockReviewTest {
         Duration expiry = Duration.ofDays(365L * 300);
         Locker a;
         try {
-            a = locker(options, "a", expiry);
+            a = fixture.locker(options, "a", expiry);
         } catch (IllegalArgumentException clearRefusal) {
             return; // refused at build, naming the expiry: fine
         }
-        KeyColumn lock = lock("forever");
+        KeyColumn lock = fixture.lock("forever");
         Object ta = new Object();
         assertDoesNotThrow(() -> a.writeLock(lock, ta), "a locker that opened takes an uncontended lock");
         a.checkLocks(ta);
@@ -318,9 +266,9 @@ class HBaseClockReviewTest {
         String table = "locker_review_never_created";
         LockerConfig config = LockerConfig.builder().rid("a").expiry(Duration.ofSeconds(Long.MAX_VALUE / 2)).build();
         IllegalArgumentException refused = assertThrows(IllegalArgumentException.class, () -> HBaseLocker
-                .builder(connection).options(options(table, Duration.ofSeconds(10))).config(config).build());
+                .builder(fixture.connection()).options(options(table, Duration.ofSeconds(10))).config(config).build());
         assertTrue(refused.getMessage().contains("too long for an HBase cell TTL"), refused::getMessage);
-        try (Admin admin = connection.getAdmin()) {
+        try (Admin admin = fixture.connection().getAdmin()) {
             assertTrue(!admin.tableExists(TableName.valueOf(table)), "refused before creating the table");
         }
     }
@@ -332,8 +280,8 @@ class HBaseClockReviewTest {
     @Test
     void aRecordOfThePreviousLayoutIsReadAndTheNextRunReplacesIt() throws Exception {
         HBaseOptions options = options("locker_review_records_layout", Duration.ofSeconds(10));
-        Locker a = locker(options, "a", Duration.ofSeconds(30));
-        KeyColumn job = lock("layout");
+        Locker a = fixture.locker(options, "a", Duration.ofSeconds(30));
+        KeyColumn job = fixture.lock("layout");
         Object warmUp = new Object();
         a.writeLock(job, warmUp); // creates the table and the job's fencing counter (token 1)
         a.deleteLocks(warmUp);
@@ -342,7 +290,8 @@ class HBaseClockReviewTest {
                 new dev.locker.api.LockOwner("old-layout", "h", 1, "main", "review", anHourAgo));
         EnvironmentEdgeManager.injectEdge(serverClock);
         serverClock.offsetMillis = Duration.ofDays(1).toMillis();
-        try (org.apache.hadoop.hbase.client.Table t = connection.getTable(TableName.valueOf(options.table()))) {
+        try (org.apache.hadoop.hbase.client.Table t = fixture.connection()
+                .getTable(TableName.valueOf(options.table()))) {
             t.put(new org.apache.hadoop.hbase.client.Put(HBaseLocker.row(job))
                     .addColumn(options.tokenFamilyBytes(), "rdone".getBytes(), old.toBytes())); // the old layout's Put
         }

@@ -2,18 +2,11 @@ package dev.locker.hbase;
 
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Locker;
-import dev.locker.api.LockerConfig;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.spi.DeploymentCheck.Finding;
 import dev.locker.spi.DeploymentCheck.Level;
-import org.apache.hadoop.hbase.ClusterMetrics;
 import org.apache.hadoop.hbase.TableName;
 import org.apache.hadoop.hbase.client.Admin;
-import org.apache.hadoop.hbase.client.Connection;
-import org.apache.hadoop.hbase.client.Get;
-import org.apache.hadoop.hbase.client.Result;
-import org.apache.hadoop.hbase.client.Table;
-import org.apache.hadoop.hbase.util.EnvironmentEdge;
 import org.apache.hadoop.hbase.util.EnvironmentEdgeManager;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
@@ -22,10 +15,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.EnumSet;
 import java.util.List;
 
+import static dev.locker.hbase.HBaseClockFixture.finding;
+import static dev.locker.hbase.HBaseClockFixture.options;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -42,25 +35,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class HBaseServerClockTest {
 
-    /** The region server's clock: the system clock plus an offset the test steps. */
-    private static final class SteppedClock implements EnvironmentEdge {
-        volatile long offsetMillis;
-
-        @Override
-        public long currentTime() {
-            return System.currentTimeMillis() + offsetMillis;
-        }
-    }
-
-    private final HBaseTestCluster cluster = HBaseTestCluster.get();
-    private final List<Locker> opened = new ArrayList<>();
     private final SteppedClock serverClock = new SteppedClock();
-    private Connection connection;
-    private Table table;
+    private HBaseClockFixture fixture;
 
     @BeforeAll
     void connect() {
-        connection = cluster.newConnection(Duration.ofSeconds(5));
+        fixture = new HBaseClockFixture("hbase-clock/");
     }
 
     @AfterEach
@@ -70,33 +50,11 @@ class HBaseServerClockTest {
 
     @AfterAll
     void close() throws Exception {
-        EnvironmentEdgeManager.reset();
-        for (Locker l : opened) {
-            l.close();
-        }
-        if (table != null) {
-            table.close();
-        }
-        connection.close();
-    }
-
-    private HBaseOptions options(String tableName, Duration serverClockSkew) {
-        return HBaseOptions.builder().table(tableName).ttl(Duration.ofHours(1)).serverClockSkew(serverClockSkew).build();
-    }
-
-    private Locker locker(HBaseOptions options, String name, Duration expiry) {
-        Locker l = HBaseLocker.builder(connection).options(options)
-                .config(LockerConfig.builder().rid(name).expiry(expiry).build()).build();
-        opened.add(l);
-        return l;
-    }
-
-    private static KeyColumn lock(String name) {
-        return KeyColumn.of("hbase-clock/" + name + "-" + LockerConfig.randomRid().substring(0, 8), "c");
+        fixture.close();
     }
 
     private void flush(HBaseOptions options) throws Exception {
-        try (Admin admin = connection.getAdmin()) {
+        try (Admin admin = fixture.connection().getAdmin()) {
             admin.flush(TableName.valueOf(options.table()));
         }
     }
@@ -112,10 +70,10 @@ class HBaseServerClockTest {
     @Test
     void aClaimWrittenAfterTheServerClockSteppedBackIsNotHiddenByTheFreeMarker() throws Exception {
         HBaseOptions options = options("locker_clock_back", Duration.ZERO);
-        Locker a = locker(options, "a", Duration.ofSeconds(60));
-        Locker b = locker(options, "b", Duration.ofSeconds(60));
-        Locker c = locker(options, "c", Duration.ofSeconds(60));
-        KeyColumn lock = lock("back");
+        Locker a = fixture.locker(options, "a", Duration.ofSeconds(60));
+        Locker b = fixture.locker(options, "b", Duration.ofSeconds(60));
+        Locker c = fixture.locker(options, "c", Duration.ofSeconds(60));
+        KeyColumn lock = fixture.lock("back");
         Object ta = new Object();
         a.writeLock(lock, ta);
         long first = a.fencingToken(lock, ta);
@@ -154,9 +112,9 @@ class HBaseServerClockTest {
     @Test
     void aRegionServerClockAheadWithinTheAllowanceDoesNotExpireAClaimBeforeItsHolderStopsTrustingIt() throws Exception {
         HBaseOptions options = options("locker_clock_ahead", Duration.ofSeconds(3));
-        Locker a = locker(options, "a", Duration.ofSeconds(3));
-        Locker b = locker(options, "b", Duration.ofSeconds(3));
-        KeyColumn lock = lock("ahead");
+        Locker a = fixture.locker(options, "a", Duration.ofSeconds(3));
+        Locker b = fixture.locker(options, "b", Duration.ofSeconds(3));
+        KeyColumn lock = fixture.lock("ahead");
         Object ta = new Object();
         long started = System.nanoTime();
         a.writeLock(lock, ta);
@@ -178,12 +136,12 @@ class HBaseServerClockTest {
      */
     @Test
     void theDoctorReadsTheRegionServersClocksFromTheirReports() throws Exception {
-        String uri = cluster.uri("locker_clock_doctor", "expiry=30s");
+        String uri = fixture.cluster().uri("locker_clock_doctor", "expiry=30s");
         // after an earlier test stepped the clock back, the region server's next report can wait that long: the doctor
         // now judges a lone server behind by more than half the allowance, so wait for a report on the true clock
         awaitReportAhead(Duration.ofMillis(-400));
         List<Finding> inSync = new HBaseDoctor().check(uri, s -> { });
-        Finding clocks = find(inSync, "server-clocks");
+        Finding clocks = finding(inSync, "server-clocks");
         assertEquals(Level.OK, clocks.level(), clocks::toString);
 
         serverClock.offsetMillis = 25_000;
@@ -192,30 +150,12 @@ class HBaseServerClockTest {
         // report can wait that long; the doctor reads what the master has, so wait for a report on the new clock
         awaitReportAhead(Duration.ofSeconds(20));
         List<Finding> ahead = new HBaseDoctor().check(uri, s -> { });
-        clocks = find(ahead, "server-clocks");
+        clocks = finding(ahead, "server-clocks");
         assertEquals(Level.WARN, clocks.level(), clocks::toString);
         assertTrue(clocks.why().contains("against this client's clock +2"), clocks::toString);
     }
 
     private void awaitReportAhead(Duration ahead) throws Exception {
-        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-        try (Admin admin = connection.getAdmin()) {
-            while (true) {
-                long now = System.currentTimeMillis();
-                boolean seen = admin.getClusterMetrics(EnumSet.of(ClusterMetrics.Option.LIVE_SERVERS))
-                        .getLiveServerMetrics().values().stream()
-                        .allMatch(m -> m.getReportTimestamp() > now + ahead.toMillis());
-                if (seen) {
-                    return;
-                }
-                assertTrue(System.nanoTime() - deadline < 0, "the region server never reported on its new clock");
-                Thread.sleep(100);
-            }
-        }
-    }
-
-    private static Finding find(List<Finding> findings, String check) {
-        return findings.stream().filter(f -> f.check().equals(check)).findFirst()
-                .orElseThrow(() -> new AssertionError("no " + check + " in " + findings));
+        fixture.awaitReports(1, off -> off > ahead.toMillis());
     }
 }

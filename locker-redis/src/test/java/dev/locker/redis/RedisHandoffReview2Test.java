@@ -2,14 +2,11 @@ package dev.locker.redis;
 
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
-import dev.locker.api.LockerConfig;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.BeforeAll;
+import dev.locker.testkit.FreezingProxy;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import redis.clients.jedis.Protocol;
 import redis.clients.jedis.UnifiedJedis;
 
@@ -17,15 +14,16 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 
+import static dev.locker.redis.RedisWaitingFixture.awaitTrue;
+import static dev.locker.redis.RedisWaitingFixture.configured;
+import static dev.locker.redis.RedisWaitingFixture.listeners;
+import static dev.locker.redis.RedisWaitingFixture.lock;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -44,85 +42,20 @@ class RedisHandoffReview2Test {
 
     private static final Duration EXPIRY = Duration.ofMillis(1500);
 
-    private RedisServerProcess server;
-    private UnifiedJedis admin;
-    private final String prefix = "rhr2-" + LockerConfig.randomRid().substring(0, 8) + ":";
-    private final List<RedisLocker> opened = new ArrayList<>();
-    private final List<AutoCloseable> closeables = new ArrayList<>();
-    private final ExecutorService pool = Executors.newCachedThreadPool();
-
-    @BeforeAll
-    void start() {
-        Assumptions.assumeFalse(RedisTarget.isExternal(), "kills clients and servers: needs a server of its own");
-        server = RedisServerProcess.start();
-        admin = RedisLocker.builder().uri(server.uri()).newClient(1);
-    }
-
-    @AfterEach
-    void closeLockers() throws Exception {
-        opened.forEach(RedisLocker::close);
-        opened.clear();
-        for (AutoCloseable c : closeables) {
-            c.close();
-        }
-        closeables.clear();
-    }
-
-    @AfterAll
-    void stop() {
-        pool.shutdownNow();
-        if (admin != null) {
-            admin.close();
-        }
-        if (server != null) {
-            server.close();
-        }
-    }
+    @RegisterExtension
+    static final RedisWaitingFixture fixture = RedisWaitingFixture.ownServer("rhr2");
 
     private RedisLocker.Builder builder(String name, int port, Duration expiry) {
-        return RedisLocker.builder().node("127.0.0.1", port).keyPrefix(prefix)
-                .config(LockerConfig.builder().rid(name + "-" + LockerConfig.randomRid().substring(0, 8))
-                        .expiry(expiry).build())
-                .restartGuard(Duration.ZERO)
-                .wakeupLinger(Duration.ofSeconds(5));
-    }
-
-    private RedisLocker open(RedisLocker.Builder b) {
-        RedisLocker l = b.build();
-        opened.add(l);
-        return l;
+        return configured(fixture.on(port), name, expiry, Duration.ofSeconds(5));
     }
 
     private RedisLocker locker(String name, Duration expiry) {
-        return open(builder(name, server.port(), expiry));
-    }
-
-    private static KeyColumn lock(String name) {
-        return KeyColumn.named(name + "-" + LockerConfig.randomRid().substring(0, 6));
-    }
-
-    /** The queue entries in the lock's hash ("q" fields). */
-    private List<String> queued(RedisLocker l, KeyColumn lock) {
-        List<String> out = new ArrayList<>();
-        for (Map.Entry<byte[], byte[]> e : admin.hgetAll(l.redisKey(lock)).entrySet()) {
-            if (e.getKey().length > 0 && e.getKey()[0] == 'q') {
-                out.add(new String(e.getKey(), StandardCharsets.US_ASCII));
-            }
-        }
-        return out;
-    }
-
-    private static void awaitTrue(java.util.function.BooleanSupplier done, String failure) throws InterruptedException {
-        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (!done.getAsBoolean()) {
-            assertTrue(System.nanoTime() < until, failure);
-            Thread.sleep(5);
-        }
+        return fixture.open(builder(name, fixture.server().port(), expiry));
     }
 
     /** A locker that takes {@code lock} again and again (a short hold each time), queueing for it, until stopped. */
     private Future<Long> stream(RedisLocker l, KeyColumn lock, AtomicBoolean stop) {
-        return pool.submit(() -> {
+        return fixture.submit(() -> {
             long holds = 0;
             while (!stop.get()) {
                 Optional<Lease> got = l.tryAcquire(lock, "stream", Duration.ofSeconds(20));
@@ -198,16 +131,16 @@ class RedisHandoffReview2Test {
         RedisLocker b = locker("b", EXPIRY);
         KeyColumn lock = lock("closing-interrupted");
         Lease held = a.acquire(lock, "holding");
-        Future<Optional<Lease>> bWaits = pool.submit(() -> b.tryAcquire(lock, "first", Duration.ofSeconds(20)));
-        awaitTrue(() -> queued(a, lock).size() == 1, "b never queued");
-        String bEntry = queued(a, lock).get(0);
-        pool.submit(() -> {
+        Future<Optional<Lease>> bWaits = fixture.submit(() -> b.tryAcquire(lock, "first", Duration.ofSeconds(20)));
+        awaitTrue(() -> fixture.queued(a, lock).size() == 1, "b never queued");
+        String bEntry = fixture.queued(a, lock).get(0);
+        fixture.submit(() -> {
             Thread.currentThread().interrupt(); // a shutdown that interrupted this thread first
             b.close();
             return null;
         }).get(30, TimeUnit.SECONDS);
         assertFalse(bWaits.get(30, TimeUnit.SECONDS).isPresent());
-        boolean left = queued(a, lock).contains(bEntry);
+        boolean left = fixture.queued(a, lock).contains(bEntry);
         held.close();
         System.out.printf("finding 2: closed from an interrupted thread, the waiter %s its queue entry%n",
                 left ? "left" : "removed");
@@ -224,33 +157,33 @@ class RedisHandoffReview2Test {
     @Test
     void everyLockPathCallRunsAfterAScriptFlushWithAReplica() throws Exception {
         RedisServerProcess replica = RedisServerProcess.start("--replicaof", "127.0.0.1",
-                Integer.toString(server.port()));
-        closeables.add(replica);
+                Integer.toString(fixture.server().port()));
+        fixture.closeAfterTest(replica);
         try (UnifiedJedis r = RedisLocker.builder().uri(replica.uri()).newClient(1)) {
             awaitTrue(() -> String.valueOf(r.info("replication")).contains("master_link_status:up"),
                     "the replica never linked");
         }
-        RedisLocker a = open(builder("a", server.port(), Duration.ofSeconds(5)).replicas(1)
+        RedisLocker a = fixture.open(builder("a", fixture.server().port(), Duration.ofSeconds(5)).replicas(1)
                 .replicaTimeout(Duration.ofSeconds(2)));
         RedisLocker b = locker("b", Duration.ofSeconds(5));
         KeyColumn lock = lock("flushed");
-        admin.scriptFlush();
+        fixture.admin().scriptFlush();
         Lease lease = a.acquire(lock, "after a flush");
-        assertTrue(admin.exists(a.redisKey(lock)), "no claim on the master");
-        admin.scriptFlush();
+        assertTrue(fixture.admin().exists(a.redisKey(lock)), "no claim on the master");
+        fixture.admin().scriptFlush();
         lease.renew();
         assertTrue(lease.isValid());
-        admin.scriptFlush();
+        fixture.admin().scriptFlush();
         lease.close();
         Optional<Lease> next = b.tryAcquire(lock, "next", Duration.ZERO);
         assertTrue(next.isPresent(), "the release after a flush did not free the lock");
         next.get().close();
         // and the Rawable path without replicas, flushed before each call
-        admin.scriptFlush();
+        fixture.admin().scriptFlush();
         Lease plain = b.acquire(lock, "plain");
-        admin.scriptFlush();
+        fixture.admin().scriptFlush();
         plain.renew();
-        admin.scriptFlush();
+        fixture.admin().scriptFlush();
         plain.close();
         assertTrue(a.tryAcquire(lock, "again", Duration.ZERO).map(l -> {
             l.close();
@@ -266,17 +199,18 @@ class RedisHandoffReview2Test {
     @Test
     void aBusyHealthySubscriptionIsKeptAndRenewalsGoOn() throws Exception {
         RedisLocker a = locker("a", EXPIRY);
-        RedisLocker b = open(builder("b", server.port(), EXPIRY).wakeupHealthCheck(Duration.ofMillis(200)));
+        RedisLocker b = fixture.open(builder("b", fixture.server().port(), EXPIRY)
+                .wakeupHealthCheck(Duration.ofMillis(200)));
         KeyColumn lock = lock("busy");
         KeyColumn kept = lock("kept");
         AtomicLong lost = new AtomicLong();
         Lease keptLease = b.acquire(kept, "kept alive");
         keptLease.onLost(x -> lost.incrementAndGet());
         AtomicBoolean stop = new AtomicBoolean();
-        byte[] channel = (prefix + "released").getBytes(StandardCharsets.US_ASCII);
-        Future<Long> flood = pool.submit(() -> {
+        byte[] channel = (fixture.prefix() + "released").getBytes(StandardCharsets.US_ASCII);
+        Future<Long> flood = fixture.submit(() -> {
             long n = 0;
-            try (UnifiedJedis p = RedisLocker.builder().uri(server.uri()).newClient(1)) {
+            try (UnifiedJedis p = RedisLocker.builder().uri(fixture.server().uri()).newClient(1)) {
                 while (!stop.get()) {
                     p.publish(channel, ("noise-" + n++).getBytes(StandardCharsets.US_ASCII));
                 }
@@ -286,12 +220,7 @@ class RedisHandoffReview2Test {
         long t0 = System.nanoTime();
         int rounds = 0;
         while (System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(4)) {
-            Lease held = a.acquire(lock, "holding");
-            Future<Lease> granted = pool.submit(() -> b.tryAcquire(lock, "waiting", Duration.ofSeconds(20))
-                    .orElseThrow());
-            awaitTrue(() -> queued(a, lock).size() >= 1, "never queued");
-            held.close();
-            granted.get(30, TimeUnit.SECONDS).close();
+            fixture.handOver(a, b, lock, Duration.ofSeconds(20), Duration.ofSeconds(30));
             rounds++;
         }
         stop.set(true);
@@ -311,20 +240,20 @@ class RedisHandoffReview2Test {
      */
     @Test
     void replacingASilentSubscriptionLosesNoLease() throws Exception {
-        RedisHandoffReviewTest.SilencingProxy proxy = new RedisHandoffReviewTest.SilencingProxy(server.port());
-        closeables.add(proxy);
+        FreezingProxy proxy = new FreezingProxy("127.0.0.1", fixture.server().port(), "SUBSCRIBE");
+        fixture.closeAfterTest(proxy);
         RedisLocker a = locker("a", EXPIRY);
-        RedisLocker b = open(builder("b", proxy.port(), EXPIRY).wakeupHealthCheck(Duration.ofMillis(250)));
+        RedisLocker b = fixture.open(builder("b", proxy.port(), EXPIRY).wakeupHealthCheck(Duration.ofMillis(250)));
         KeyColumn lock = lock("silent");
         AtomicLong lost = new AtomicLong();
         Lease keptLease = b.acquire(lock("kept"), "kept alive");
         keptLease.onLost(x -> lost.incrementAndGet());
         Lease held = a.acquire(lock, "holding");
-        Future<Optional<Lease>> waits = pool.submit(() -> b.tryAcquire(lock, "waiting", Duration.ofSeconds(30)));
+        Future<Optional<Lease>> waits = fixture.submit(() -> b.tryAcquire(lock, "waiting", Duration.ofSeconds(30)));
         awaitTrue(b::wakeupsSubscribed, "never subscribed");
         for (int i = 0; i < 4; i++) {
             long subs = b.wakeupSubscriptions();
-            proxy.silenceSubscriptions();
+            proxy.freezeMarked();
             awaitTrue(() -> b.wakeupSubscriptions() > subs, "the silent subscription was never replaced");
         }
         held.close();
@@ -336,9 +265,7 @@ class RedisHandoffReview2Test {
         b.close();
         System.out.printf("silent subscription replaced 4 times; close() took %d ms%n",
                 TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0));
-        awaitTrue(() -> Thread.getAllStackTraces().keySet().stream()
-                .noneMatch(t -> t.getName().equals("locker-redis-wakeups-" + b.rid()) && t.isAlive()),
-                "the listening thread outlived close()");
+        awaitTrue(() -> listeners(b) == 0, "the listening thread outlived close()");
     }
 
     /**
@@ -349,20 +276,20 @@ class RedisHandoffReview2Test {
     @Test
     void theSubscriptionConnectionAuthenticatesAndIsNamed() throws Exception {
         RedisServerProcess secured = RedisServerProcess.start("--requirepass", "s3cret-pw");
-        closeables.add(secured);
-        RedisLocker a = open(builder("a", secured.port(), EXPIRY).password("s3cret-pw"));
-        RedisLocker b = open(builder("b", secured.port(), EXPIRY).password("s3cret-pw").clientName("review2-b"));
+        fixture.closeAfterTest(secured);
+        RedisLocker a = fixture.open(builder("a", secured.port(), EXPIRY).password("s3cret-pw"));
+        RedisLocker b = fixture.open(builder("b", secured.port(), EXPIRY).password("s3cret-pw")
+                .clientName("review2-b"));
         KeyColumn lock = lock("auth");
         Lease held = a.acquire(lock, "holding");
-        Future<Optional<Lease>> waits = pool.submit(() -> b.tryAcquire(lock, "waiting", Duration.ofSeconds(20)));
+        Future<Optional<Lease>> waits = fixture.submit(() -> b.tryAcquire(lock, "waiting", Duration.ofSeconds(20)));
         awaitTrue(b::wakeupsSubscribed, "never subscribed on a server with a password");
         try (UnifiedJedis on = RedisLocker.builder().node("127.0.0.1", secured.port()).password("s3cret-pw")
                 .newClient(1)) {
             String clients = new String((byte[]) on.sendCommand(Protocol.Command.CLIENT, "LIST"),
                     StandardCharsets.UTF_8);
             assertTrue(clients.lines().anyMatch(c -> c.contains("name=review2-b") && c.contains("sub=1")), clients);
-            List<?> r = (List<?>) on.sendCommand(Protocol.Command.PUBSUB, "NUMSUB", prefix + "released");
-            assertEquals(1L, r.get(1));
+            assertEquals(1L, fixture.subscribers(on));
         }
         held.close();
         assertTrue(waits.get(30, TimeUnit.SECONDS).isPresent());

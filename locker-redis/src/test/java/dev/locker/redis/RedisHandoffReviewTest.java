@@ -2,37 +2,25 @@ package dev.locker.redis;
 
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
-import dev.locker.api.Locker;
-import dev.locker.api.LockerConfig;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.BeforeAll;
+import dev.locker.testkit.FreezingProxy;
 import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import redis.clients.jedis.Protocol;
-import redis.clients.jedis.UnifiedJedis;
 
-import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
-import java.net.InetAddress;
-import java.net.ServerSocket;
-import java.net.Socket;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
+import static dev.locker.redis.RedisWaitingFixture.awaitTrue;
+import static dev.locker.redis.RedisWaitingFixture.configured;
+import static dev.locker.redis.RedisWaitingFixture.listeners;
+import static dev.locker.redis.RedisWaitingFixture.lock;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -54,43 +42,11 @@ class RedisHandoffReviewTest {
 
     private static final Duration EXPIRY = Duration.ofMillis(1500);
 
-    private RedisServerProcess server;
-    private UnifiedJedis admin;
-    private final String prefix = "rhr-" + LockerConfig.randomRid().substring(0, 8) + ":";
-    private final List<Locker> opened = new ArrayList<>();
-    private final List<AutoCloseable> closeables = new ArrayList<>();
-    private final ExecutorService pool = Executors.newCachedThreadPool();
-
-    @BeforeAll
-    void start() {
-        Assumptions.assumeFalse(RedisTarget.isExternal(), "kills clients and servers: needs a server of its own");
-        server = RedisServerProcess.start();
-        admin = RedisLocker.builder().uri(server.uri()).newClient(1);
-    }
-
-    @AfterEach
-    void closeLockers() throws Exception {
-        opened.forEach(Locker::close);
-        opened.clear();
-        for (AutoCloseable c : closeables) {
-            c.close();
-        }
-        closeables.clear();
-    }
-
-    @AfterAll
-    void stop() {
-        pool.shutdownNow();
-        if (admin != null) {
-            admin.close();
-        }
-        if (server != null) {
-            server.close();
-        }
-    }
+    @RegisterExtension
+    static final RedisWaitingFixture fixture = RedisWaitingFixture.ownServer("rhr");
 
     private RedisLocker locker(String name, Duration linger) {
-        return locker(name, linger, server.port());
+        return locker(name, linger, fixture.server().port());
     }
 
     /** A locker on 127.0.0.1:{@code port} (the server, or a proxy in front of it). */
@@ -100,66 +56,16 @@ class RedisHandoffReviewTest {
 
     /** Also with this expiry (the queue entries live min(expiry, 3 s)) and health check (null: the default). */
     private RedisLocker locker(String name, Duration linger, int port, Duration expiry, Duration healthCheck) {
-        RedisLocker.Builder builder = RedisLocker.builder().node("127.0.0.1", port).keyPrefix(prefix)
-                .config(LockerConfig.builder().rid(name + "-" + LockerConfig.randomRid().substring(0, 8))
-                        .expiry(expiry).build())
-                .restartGuard(Duration.ZERO)
-                .wakeupLinger(linger);
+        RedisLocker.Builder builder = configured(fixture.on(port), name, expiry, linger);
         if (healthCheck != null) {
             builder.wakeupHealthCheck(healthCheck);
         }
-        RedisLocker l = builder.build();
-        opened.add(l);
-        return l;
-    }
-
-    private static KeyColumn lock(String name) {
-        return KeyColumn.named(name + "-" + LockerConfig.randomRid().substring(0, 6));
-    }
-
-    /** How many live threads listen for {@code l}'s releases. */
-    private static long listeners(RedisLocker l) {
-        return Thread.getAllStackTraces().keySet().stream()
-                .filter(t -> t.getName().equals("locker-redis-wakeups-" + l.rid()) && t.isAlive()).count();
-    }
-
-    /** How many connections the server counts as subscribed to this class's release channel. */
-    private long subscribersOnServer() {
-        List<?> r = (List<?>) admin.sendCommand(Protocol.Command.PUBSUB, "NUMSUB", prefix + "released");
-        return (Long) r.get(1);
-    }
-
-    /** The queue entries in the lock's hash ("q" fields). */
-    private List<String> queued(RedisLocker l, KeyColumn lock) {
-        List<String> out = new ArrayList<>();
-        for (Map.Entry<byte[], byte[]> e : admin.hgetAll(l.redisKey(lock)).entrySet()) {
-            if (e.getKey().length > 0 && e.getKey()[0] == 'q') {
-                out.add(new String(e.getKey(), StandardCharsets.US_ASCII));
-            }
-        }
-        return out;
-    }
-
-    private void awaitQueued(RedisLocker l, KeyColumn lock, int n) throws InterruptedException {
-        awaitTrue(() -> queued(l, lock).size() >= n, "never saw " + n + " queued");
-    }
-
-    private static void awaitTrue(java.util.function.BooleanSupplier done, String failure) throws InterruptedException {
-        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (!done.getAsBoolean()) {
-            assertTrue(System.nanoTime() < until, failure);
-            Thread.sleep(5);
-        }
+        return fixture.open(builder);
     }
 
     /** {@code holder} takes the lock, {@code waiter} queues for it, the holder releases: the waiter is granted. */
     private void handOver(RedisLocker holder, RedisLocker waiter, KeyColumn lock) throws Exception {
-        Lease held = holder.acquire(lock, "holding");
-        Future<Lease> granted = pool.submit(() -> waiter.tryAcquire(lock, "waiting", Duration.ofSeconds(20))
-                .orElseThrow());
-        awaitQueued(holder, lock, 1);
-        held.close();
-        granted.get(30, TimeUnit.SECONDS).close();
+        fixture.handOver(holder, waiter, lock, Duration.ofSeconds(20), Duration.ofSeconds(30));
     }
 
     // ---- findings ---------------------------------------------------------------------------------------------
@@ -180,20 +86,20 @@ class RedisHandoffReviewTest {
      * on the subscription socket, so a silent connection is replaced.
      *
      * <p>Fixed: RedisWakeups asks the subscription to answer every {@code wakeupHealthCheck} (250 ms here) and closes
-     * a connection that answered nothing for as long; the new connection passes (the proxy silences the connections
-     * it had when told to, as a NAT that lost its state does; a new connection makes new state).
+     * a connection that answered nothing for as long; the new connection passes (the proxy freezes the connections
+     * that had sent a SUBSCRIBE when told to, as a NAT that lost their state does; a new connection makes new state).
      */
     @Test
     void aSilentSubscriptionConnectionIsReplaced() throws Exception {
-        SilencingProxy proxy = new SilencingProxy(server.port());
-        closeables.add(proxy);
+        FreezingProxy proxy = new FreezingProxy("127.0.0.1", fixture.server().port(), "SUBSCRIBE");
+        fixture.closeAfterTest(proxy);
         RedisLocker a = locker("a", Duration.ofMillis(300));
         RedisLocker b = locker("b", Duration.ofMillis(300), proxy.port(), EXPIRY, Duration.ofMillis(250));
         KeyColumn lock = lock("silent");
         handOver(a, b, lock); // b subscribes (through the proxy)
         awaitTrue(b::wakeupsSubscribed, "never subscribed");
         assertEquals(1, b.wakeupSubscriptions());
-        proxy.silenceSubscriptions(); // the subscription's connection goes silent, both ways; nothing is closed
+        proxy.freezeMarked(); // the subscription's connection goes silent, both ways; nothing is closed
 
         long toldBefore = b.wakeupMessages();
         int rounds = 5;
@@ -206,7 +112,7 @@ class RedisHandoffReviewTest {
         long told = b.wakeupMessages() - toldBefore;
         System.out.printf("finding 1: %d handoffs after the silence: told of %d releases, %d subscriptions in all, "
                 + "slowest handoff %d ms, server counts %d subscriber(s)%n", rounds, told, b.wakeupSubscriptions(),
-                TimeUnit.NANOSECONDS.toMillis(slowest), subscribersOnServer());
+                TimeUnit.NANOSECONDS.toMillis(slowest), fixture.subscribersOnServer());
         // nobody waits now; well past the 300 ms linger, the thread and its connection should be gone
         Thread.sleep(3_000);
         System.out.printf("finding 1: 3 s after the last wait (linger 300 ms): %d listening thread(s), subscribed()=%s%n",
@@ -216,8 +122,9 @@ class RedisHandoffReviewTest {
         assertEquals(0, listeners(b), "the listening thread (and its connection) outlived the linger");
         long toldNow = b.wakeupMessages();
         Lease held = a.acquire(lock, "holding");
-        Future<Lease> granted = pool.submit(() -> b.tryAcquire(lock, "waiting", Duration.ofSeconds(20)).orElseThrow());
-        awaitQueued(a, lock, 1);
+        Future<Lease> granted = fixture.submit(() -> b.tryAcquire(lock, "waiting", Duration.ofSeconds(20))
+                .orElseThrow());
+        fixture.awaitQueued(a, lock, 1);
         awaitTrue(b::wakeupsSubscribed, "b did not subscribe anew"); // on a connection that works
         held.close();
         granted.get(30, TimeUnit.SECONDS).close();
@@ -246,8 +153,8 @@ class RedisHandoffReviewTest {
         RedisLocker b = locker("b", Duration.ofMinutes(5));
         KeyColumn lock = lock("stale");
         Lease held = a.acquire(lock, "holding"); // renewed in the background for the whole test
-        Future<Optional<Lease>> waiting = pool.submit(() -> b.tryAcquire(lock, "waiting", Duration.ofSeconds(60)));
-        awaitQueued(a, lock, 1);
+        Future<Optional<Lease>> waiting = fixture.submit(() -> b.tryAcquire(lock, "waiting", Duration.ofSeconds(60)));
+        fixture.awaitQueued(a, lock, 1);
         awaitTrue(b::wakeupsSubscribed, "never subscribed");
         long staleSamples = 0;
         long samples = 0;
@@ -257,14 +164,14 @@ class RedisHandoffReviewTest {
         for (int kill = 1; kill <= 6; kill++) {
             long subs = b.wakeupSubscriptions();
             boolean saidUnsubscribed = false;
-            admin.sendCommand(Protocol.Command.CLIENT, "KILL", "TYPE", "pubsub");
+            fixture.admin().sendCommand(Protocol.Command.CLIENT, "KILL", "TYPE", "pubsub");
             long t0 = System.nanoTime();
-            awaitTrue(() -> subscribersOnServer() == 0, "the kill did not take");
+            awaitTrue(() -> fixture.subscribersOnServer() == 0, "the kill did not take");
             while (b.wakeupSubscriptions() == subs) { // until the locker subscribed again
                 samples++;
                 boolean said = b.wakeupsSubscribed();
                 saidUnsubscribed |= !said;
-                if (said && subscribersOnServer() == 0 && b.wakeupSubscriptions() == subs) {
+                if (said && fixture.subscribersOnServer() == 0 && b.wakeupSubscriptions() == subs) {
                     staleSamples++; // the first samples may come before the client read the end of its connection
                 }
                 assertTrue(System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(30), "never subscribed again");
@@ -310,14 +217,14 @@ class RedisHandoffReviewTest {
             RedisLocker b = locker("b" + i, Duration.ofSeconds(5));
             KeyColumn lock = lock("closing");
             Lease held = a.acquire(lock, "holding");
-            Future<Optional<Lease>> bWaits = pool.submit(() -> b.tryAcquire(lock, "first", Duration.ofSeconds(20)));
-            awaitQueued(a, lock, 1);
-            String bEntry = queued(a, lock).get(0);
-            Future<Optional<Lease>> cWaits = pool.submit(() -> c.tryAcquire(lock, "second", Duration.ofSeconds(20)));
-            awaitQueued(a, lock, 2);
+            Future<Optional<Lease>> bWaits = fixture.submit(() -> b.tryAcquire(lock, "first", Duration.ofSeconds(20)));
+            fixture.awaitQueued(a, lock, 1);
+            String bEntry = fixture.queued(a, lock).get(0);
+            Future<Optional<Lease>> cWaits = fixture.submit(() -> c.tryAcquire(lock, "second", Duration.ofSeconds(20)));
+            fixture.awaitQueued(a, lock, 2);
             b.close(); // b's process shuts down while b waits
             assertFalse(bWaits.get(30, TimeUnit.SECONDS).isPresent());
-            if (queued(a, lock).contains(bEntry)) {
+            if (fixture.queued(a, lock).contains(bEntry)) {
                 left++;
             }
             long t0 = System.nanoTime();
@@ -352,18 +259,18 @@ class RedisHandoffReviewTest {
         KeyColumn l1 = lock("multi-1");
         KeyColumn l2 = lock("multi-2");
         Lease yHolds = y.acquire(l2, "holding l2");
-        Future<Optional<Lease>> bWaits = pool.submit(() -> b.tryAcquireAll(List.of(l1, l2), "both",
+        Future<Optional<Lease>> bWaits = fixture.submit(() -> b.tryAcquireAll(List.of(l1, l2), "both",
                 Duration.ofSeconds(20)));
-        awaitQueued(y, l2, 1); // B took L1, was refused L2, queued on L2 and let L1 go
-        String bEntry = queued(y, l2).get(0);
+        fixture.awaitQueued(y, l2, 1); // B took L1, was refused L2, queued on L2 and let L1 go
+        String bEntry = fixture.queued(y, l2).get(0);
         Lease xHolds = x.acquire(l1, "holding l1"); // L1 is free and nobody is queued on it: granted
-        Future<Optional<Lease>> cWaits = pool.submit(() -> c.tryAcquire(l2, "only l2", Duration.ofSeconds(20)));
-        awaitQueued(y, l2, 2);
+        Future<Optional<Lease>> cWaits = fixture.submit(() -> c.tryAcquire(l2, "only l2", Duration.ofSeconds(20)));
+        fixture.awaitQueued(y, l2, 2);
         long t0 = System.nanoTime();
         yHolds.close(); // L2 free; B is woken, is refused L1 and waits there; C is refused -5
         Lease cGot = cWaits.get(30, TimeUnit.SECONDS).orElseThrow();
         long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
-        boolean bEntryGoneFirst = !queued(y, l2).contains(bEntry);
+        boolean bEntryGoneFirst = !fixture.queued(y, l2).contains(bEntry);
         cGot.close();
         xHolds.close();
         bWaits.get(30, TimeUnit.SECONDS).ifPresent(Lease::close);
@@ -392,7 +299,7 @@ class RedisHandoffReviewTest {
             }
         }
         assertTrue(most <= 1, "at most one listening thread per locker, saw " + most);
-        awaitTrue(() -> listeners(a) + listeners(b) == 0 && subscribersOnServer() == 0,
+        awaitTrue(() -> listeners(a) + listeners(b) == 0 && fixture.subscribersOnServer() == 0,
                 "threads or subscriptions left after the linger");
         assertTrue(a.wakeupSubscriptions() + b.wakeupSubscriptions() > 2, "the linger did end between waits");
     }
@@ -416,7 +323,8 @@ class RedisHandoffReviewTest {
         }
         System.out.printf("linger race: 40 handoffs, slowest %d ms; %d + %d subscriptions%n",
                 TimeUnit.NANOSECONDS.toMillis(slowest), a.wakeupSubscriptions(), b.wakeupSubscriptions());
-        awaitTrue(() -> listeners(a) + listeners(b) == 0 && subscribersOnServer() == 0, "left after the linger");
+        awaitTrue(() -> listeners(a) + listeners(b) == 0 && fixture.subscribersOnServer() == 0,
+                "left after the linger");
     }
 
     /** close() racing a wait that is subscribing, or a lingering subscription: no thread nor subscription survives. */
@@ -428,9 +336,9 @@ class RedisHandoffReviewTest {
         List<RedisLocker> closed = new ArrayList<>();
         for (int i = 0; i < 10; i++) {
             RedisLocker b = locker("b" + i, Duration.ofHours(1));
-            Future<Optional<Lease>> w = pool.submit(() -> b.tryAcquire(lock, "waiting", Duration.ofSeconds(20)));
+            Future<Optional<Lease>> w = fixture.submit(() -> b.tryAcquire(lock, "waiting", Duration.ofSeconds(20)));
             if (i % 2 == 0) {
-                awaitQueued(a, lock, 1); // else: close while the first attempt or the subscription is under way
+                fixture.awaitQueued(a, lock, 1); // else: close while the first attempt or the subscription is under way
             }
             b.close();
             try {
@@ -442,8 +350,8 @@ class RedisHandoffReviewTest {
             closed.add(b);
         }
         held.close();
-        awaitTrue(() -> closed.stream().mapToLong(RedisHandoffReviewTest::listeners).sum() == 0
-                && subscribersOnServer() == 0, "a closed locker's listening thread or subscription survived");
+        awaitTrue(() -> closed.stream().mapToLong(RedisWaitingFixture::listeners).sum() == 0
+                && fixture.subscribersOnServer() == 0, "a closed locker's listening thread or subscription survived");
     }
 
     /**
@@ -458,7 +366,7 @@ class RedisHandoffReviewTest {
             RedisLocker b = locker("b", Duration.ofSeconds(30), own.port());
             KeyColumn lock = lock("restart");
             Lease held = a.acquire(lock, "holding");
-            Future<Optional<Lease>> w = pool.submit(() -> b.tryAcquire(lock, "waiting", Duration.ofSeconds(20)));
+            Future<Optional<Lease>> w = fixture.submit(() -> b.tryAcquire(lock, "waiting", Duration.ofSeconds(20)));
             awaitTrue(b::wakeupsSubscribed, "never subscribed");
             own.restart(); // the claim and the queue are gone with the data
             Lease got = w.get(30, TimeUnit.SECONDS).orElseThrow(() -> new AssertionError("not granted after restart"));
@@ -467,111 +375,6 @@ class RedisHandoffReviewTest {
             held.close();
         } finally {
             own.close();
-        }
-    }
-
-    /**
-     * A TCP proxy that passes everything until {@link #silenceSubscriptions()}; from then on the connections that had
-     * sent a SUBSCRIBE by then pass nothing either way and stay open (a half-open connection as a client sees it),
-     * while the others, and the connections made later, pass freely.
-     */
-    static final class SilencingProxy implements AutoCloseable {
-        private final ServerSocket listener;
-        private final int targetPort;
-        private final List<Socket> sockets = new CopyOnWriteArrayList<>();
-        private final List<boolean[]> silencers = new CopyOnWriteArrayList<>();
-
-        SilencingProxy(int targetPort) throws IOException {
-            this.targetPort = targetPort;
-            this.listener = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
-            daemon("silencing-proxy-accept", this::accept);
-        }
-
-        int port() {
-            return listener.getLocalPort();
-        }
-
-        void silenceSubscriptions() {
-            for (boolean[] s : silencers) {
-                synchronized (s) {
-                    s[1] = s[0];
-                }
-            }
-        }
-
-        private void accept() {
-            while (!listener.isClosed()) {
-                try {
-                    Socket client = listener.accept();
-                    Socket server = new Socket(InetAddress.getLoopbackAddress(), targetPort);
-                    client.setTcpNoDelay(true);
-                    server.setTcpNoDelay(true);
-                    sockets.add(client);
-                    sockets.add(server);
-                    boolean[] subscriber = {false, false}; // sent SUBSCRIBE, silenced
-                    silencers.add(subscriber);
-                    daemon("silencing-proxy-up", () -> pump(client, server, subscriber, true));
-                    daemon("silencing-proxy-down", () -> pump(server, client, subscriber, false));
-                } catch (IOException e) {
-                    return;
-                }
-            }
-        }
-
-        private void pump(Socket from, Socket to, boolean[] subscriber, boolean up) {
-            byte[] buf = new byte[16 * 1024];
-            try (InputStream in = from.getInputStream(); OutputStream out = to.getOutputStream()) {
-                while (true) {
-                    int n = in.read(buf);
-                    if (n < 0) {
-                        break;
-                    }
-                    if (up && new String(buf, 0, n, StandardCharsets.ISO_8859_1).toUpperCase().contains("SUBSCRIBE")) {
-                        synchronized (subscriber) {
-                            subscriber[0] = true;
-                        }
-                    }
-                    boolean drop;
-                    synchronized (subscriber) {
-                        drop = subscriber[1];
-                    }
-                    if (!drop) {
-                        out.write(buf, 0, n);
-                        out.flush();
-                    }
-                }
-            } catch (IOException e) {
-                // closed
-            } finally {
-                boolean keep;
-                synchronized (subscriber) {
-                    keep = subscriber[1]; // a silent connection stays open, as a half-open one does
-                }
-                if (!keep) {
-                    close(from);
-                    close(to);
-                }
-            }
-        }
-
-        private static void daemon(String name, Runnable r) {
-            Thread t = new Thread(r, name);
-            t.setDaemon(true);
-            t.start();
-        }
-
-        private static void close(Socket s) {
-            try {
-                s.close();
-            } catch (IOException ignored) {
-                // closing anyway
-            }
-        }
-
-        @Override
-        public void close() throws IOException {
-            listener.close();
-            sockets.forEach(SilencingProxy::close);
         }
     }
 }

@@ -3,29 +3,25 @@ package dev.locker.redis;
 import dev.locker.api.Acquisition;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
-import dev.locker.api.Locker;
-import dev.locker.api.LockerConfig;
 import dev.locker.api.TemporaryLockingException;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
-import redis.clients.jedis.UnifiedJedis;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
+import static dev.locker.redis.RedisWaitingFixture.awaitTrue;
+import static dev.locker.redis.RedisWaitingFixture.configured;
+import static dev.locker.redis.RedisWaitingFixture.listeners;
+import static dev.locker.redis.RedisWaitingFixture.lock;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -41,30 +37,8 @@ class RedisWaitingTest {
 
     private static final Duration EXPIRY = Duration.ofMillis(1500);
 
-    private RedisTarget target;
-    private UnifiedJedis admin;
-    private final String prefix = "rwt-" + LockerConfig.randomRid().substring(0, 8) + ":";
-    private final List<Locker> opened = new ArrayList<>();
-    private final ExecutorService pool = Executors.newCachedThreadPool();
-
-    @BeforeAll
-    void start() {
-        target = RedisTarget.start();
-        admin = target.admin();
-    }
-
-    @AfterEach
-    void closeLockers() {
-        opened.forEach(Locker::close);
-        opened.clear();
-    }
-
-    @AfterAll
-    void stop() {
-        pool.shutdownNow();
-        admin.close();
-        target.close();
-    }
+    @RegisterExtension
+    static final RedisWaitingFixture fixture = RedisWaitingFixture.onTarget("rwt");
 
     private RedisLocker locker(String name) {
         return locker(name, Duration.ofSeconds(5));
@@ -72,43 +46,12 @@ class RedisWaitingTest {
 
     /** A locker whose release subscription outlives its last waiter by {@code linger}. */
     private RedisLocker locker(String name, Duration linger) {
-        RedisLocker l = target.locker(prefix)
-                .config(LockerConfig.builder().rid(name + "-" + LockerConfig.randomRid().substring(0, 8))
-                        .expiry(EXPIRY).build())
-                .restartGuard(Duration.ZERO)
-                .wakeupLinger(linger)
-                .build();
-        opened.add(l);
-        return l;
+        return fixture.open(configured(fixture.onTarget(), name, EXPIRY, linger));
     }
 
     /** True while a thread listens for {@code l}'s releases. */
     private static boolean listening(RedisLocker l) {
-        return Thread.getAllStackTraces().keySet().stream()
-                .anyMatch(t -> t.getName().equals("locker-redis-wakeups-" + l.rid()) && t.isAlive());
-    }
-
-    private static KeyColumn lock(String name) {
-        return KeyColumn.named(name + "-" + LockerConfig.randomRid().substring(0, 6));
-    }
-
-    /** The queue entries in the lock's hash ("q" fields), by field. */
-    private List<String> queued(RedisLocker l, KeyColumn lock) {
-        List<String> out = new ArrayList<>();
-        for (Map.Entry<byte[], byte[]> e : admin.hgetAll(l.redisKey(lock)).entrySet()) {
-            if (e.getKey().length > 0 && e.getKey()[0] == 'q') {
-                out.add(new String(e.getKey(), StandardCharsets.US_ASCII));
-            }
-        }
-        return out;
-    }
-
-    private void awaitQueued(RedisLocker l, KeyColumn lock, int n) throws InterruptedException {
-        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (queued(l, lock).size() < n) {
-            assertTrue(System.nanoTime() < until, "never saw " + n + " queued: " + queued(l, lock));
-            Thread.sleep(5);
-        }
+        return listeners(l) > 0;
     }
 
     /**
@@ -121,15 +64,15 @@ class RedisWaitingTest {
         RedisLocker b = locker("b");
         KeyColumn lock = lock("fifo");
         Lease held = a.acquire(lock, "first");
-        Future<Optional<Lease>> waiting = pool.submit(() -> b.tryAcquire(lock, "patient", Duration.ofSeconds(60)));
-        awaitQueued(a, lock, 1);
+        Future<Optional<Lease>> waiting = fixture.submit(() -> b.tryAcquire(lock, "patient", Duration.ofSeconds(60)));
+        fixture.awaitQueued(a, lock, 1);
         held.close();
         TemporaryLockingException refused = assertThrows(TemporaryLockingException.class,
                 () -> a.acquire(lock, "again").close());
         assertEquals(b.rid(), refused.holder().rid(), "names the waiter it is promised to or the new holder: " + refused);
         Lease got = waiting.get(30, TimeUnit.SECONDS).orElseThrow();
         assertTrue(got.fencingToken() > 0);
-        assertEquals(List.of(), queued(a, lock), "served: the waiter left the queue");
+        assertEquals(List.of(), fixture.queued(a, lock), "served: the waiter left the queue");
         got.close();
     }
 
@@ -144,13 +87,13 @@ class RedisWaitingTest {
         for (int i = 1; i <= 3; i++) {
             RedisLocker w = locker("w" + i);
             String name = "w" + i;
-            waiters.add(pool.submit(() -> {
+            waiters.add(fixture.submit(() -> {
                 Lease l = w.tryAcquire(lock, name, Duration.ofSeconds(60)).orElseThrow();
                 served.add(name);
                 l.close();
                 return null;
             }));
-            awaitQueued(holder, lock, i);
+            fixture.awaitQueued(holder, lock, i);
         }
         held.close();
         for (Future<?> f : waiters) {
@@ -169,14 +112,14 @@ class RedisWaitingTest {
         KeyColumn lock = lock("dead-waiter");
         a.acquire(lock, "create the hash").close();
         byte[] key = a.redisKey(lock);
-        long nowMicros = (Long) admin.eval("local t = redis.call('TIME') return t[1] * 1000000 + t[2]");
+        long nowMicros = (Long) fixture.admin().eval("local t = redis.call('TIME') return t[1] * 1000000 + t[2]");
         dev.locker.api.LockOwner ghost = new dev.locker.api.LockOwner("ghost-1", "h", 1, "t", "crashed", null);
         byte[] owner = ghost.toBytes();
         // a queue entry: "<seq> <until>\n<owner part>", the owner part here in full ("=" and its bytes; see common.lua)
         byte[] head = ("0 " + (nowMicros + 1_000_000) + "\n=").getBytes(StandardCharsets.US_ASCII);
         byte[] value = Arrays.copyOf(head, head.length + owner.length);
         System.arraycopy(owner, 0, value, head.length, owner.length);
-        admin.hset(key, "qdeadbeefdeadbeef0000000000000001".getBytes(StandardCharsets.US_ASCII), value);
+        fixture.admin().hset(key, "qdeadbeefdeadbeef0000000000000001".getBytes(StandardCharsets.US_ASCII), value);
         TemporaryLockingException promised = assertThrows(TemporaryLockingException.class,
                 () -> a.acquire(lock, "one shot").close());
         assertEquals("ghost-1", promised.holder().rid(), promised.toString());
@@ -194,7 +137,7 @@ class RedisWaitingTest {
         Lease held = a.acquire(lock, "first");
         Acquisition busy = b.acquireWithin(lock, "short wait", Duration.ofMillis(300));
         assertEquals(Acquisition.Outcome.BUSY, busy.outcome(), busy.toString());
-        assertEquals(List.of(), queued(a, lock), "left the queue when its wait ended");
+        assertEquals(List.of(), fixture.queued(a, lock), "left the queue when its wait ended");
         held.close();
         a.acquire(lock, "no one queued: granted at once").close();
     }
@@ -206,8 +149,8 @@ class RedisWaitingTest {
         RedisLocker b = locker("b", Duration.ofMillis(200));
         KeyColumn lock = lock("idle");
         Lease held = a.acquire(lock, "first");
-        Future<Optional<Lease>> waiting = pool.submit(() -> b.tryAcquire(lock, "patient", Duration.ofSeconds(60)));
-        awaitQueued(a, lock, 1);
+        Future<Optional<Lease>> waiting = fixture.submit(() -> b.tryAcquire(lock, "patient", Duration.ofSeconds(60)));
+        fixture.awaitQueued(a, lock, 1);
         held.close();
         waiting.get(30, TimeUnit.SECONDS).orElseThrow().close();
         long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
@@ -231,11 +174,7 @@ class RedisWaitingTest {
         KeyColumn lock = lock("in-turn");
         handOver(a, b, lock); // each waits once: its subscription is made then
         handOver(b, a, lock);
-        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (!a.wakeupsSubscribed() || !b.wakeupsSubscribed()) {
-            assertTrue(System.nanoTime() < until, "never subscribed");
-            Thread.sleep(5);
-        }
+        awaitTrue(() -> a.wakeupsSubscribed() && b.wakeupsSubscribed(), "never subscribed");
         long told = a.wakeupMessages() + b.wakeupMessages();
         int rounds = 20;
         for (int i = 0; i < rounds; i++) {
@@ -252,12 +191,7 @@ class RedisWaitingTest {
 
     /** {@code holder} takes the lock, {@code waiter} queues for it, the holder releases: the waiter is granted. */
     private void handOver(RedisLocker holder, RedisLocker waiter, KeyColumn lock) throws Exception {
-        Lease held = holder.acquire(lock, "holding");
-        Future<Lease> granted = pool.submit(() -> waiter.tryAcquire(lock, "waiting", Duration.ofSeconds(60))
-                .orElseThrow());
-        awaitQueued(holder, lock, 1);
-        held.close();
-        granted.get(60, TimeUnit.SECONDS).close();
+        fixture.handOver(holder, waiter, lock, Duration.ofSeconds(60), Duration.ofSeconds(60));
     }
 
     /** Closing a locker ends its lingering subscription and thread at once, not at the linger's end. */
@@ -267,8 +201,8 @@ class RedisWaitingTest {
         RedisLocker b = locker("b", Duration.ofHours(1));
         KeyColumn lock = lock("close");
         Lease held = a.acquire(lock, "first");
-        Future<Optional<Lease>> waiting = pool.submit(() -> b.tryAcquire(lock, "patient", Duration.ofSeconds(60)));
-        awaitQueued(a, lock, 1);
+        Future<Optional<Lease>> waiting = fixture.submit(() -> b.tryAcquire(lock, "patient", Duration.ofSeconds(60)));
+        fixture.awaitQueued(a, lock, 1);
         held.close();
         waiting.get(30, TimeUnit.SECONDS).orElseThrow().close();
         assertTrue(listening(b), "lingers after its wait");
@@ -291,14 +225,14 @@ class RedisWaitingTest {
         RedisLocker b = locker("b", Duration.ofMinutes(1));
         KeyColumn lock = lock("killed");
         Lease held = a.acquire(lock, "first");
-        Future<Optional<Lease>> waiting = pool.submit(() -> b.tryAcquire(lock, "patient", Duration.ofSeconds(60)));
-        awaitQueued(a, lock, 1);
+        Future<Optional<Lease>> waiting = fixture.submit(() -> b.tryAcquire(lock, "patient", Duration.ofSeconds(60)));
+        fixture.awaitQueued(a, lock, 1);
         long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (!b.wakeupsSubscribed()) {
             assertTrue(System.nanoTime() < until, "never subscribed");
             Thread.sleep(5);
         }
-        admin.sendCommand(redis.clients.jedis.Protocol.Command.CLIENT, "KILL", "TYPE", "pubsub");
+        fixture.admin().sendCommand(redis.clients.jedis.Protocol.Command.CLIENT, "KILL", "TYPE", "pubsub");
         held.close();
         Lease got = waiting.get(30, TimeUnit.SECONDS).orElseThrow();
         assertTrue(got.fencingToken() > 0);
@@ -325,18 +259,18 @@ class RedisWaitingTest {
             RedisLocker holder = i % 2 == 0 ? a : b;
             RedisLocker waiter = i % 2 == 0 ? b : a;
             Lease held = holder.acquire(lock, "holding");
-            Future<Long> granted = pool.submit(() -> {
+            Future<Long> granted = fixture.submit(() -> {
                 Lease l = waiter.tryAcquire(lock, "waiting", Duration.ofSeconds(30)).orElseThrow();
                 long at = System.nanoTime();
                 l.close();
                 return at;
             });
-            awaitQueued(holder, lock, 1);
+            fixture.awaitQueued(holder, lock, 1);
             long released = System.nanoTime();
             held.close();
             handoff[i] = granted.get(30, TimeUnit.SECONDS) - released;
             long p = System.nanoTime();
-            admin.ping();
+            fixture.admin().ping();
             rtt[i] = System.nanoTime() - p;
         }
         Arrays.sort(handoff);

@@ -1,0 +1,217 @@
+package dev.locker.redis;
+
+import dev.locker.api.KeyColumn;
+import dev.locker.api.Lease;
+import dev.locker.api.LockerConfig;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.extension.AfterAllCallback;
+import org.junit.jupiter.api.extension.AfterEachCallback;
+import org.junit.jupiter.api.extension.BeforeAllCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
+import redis.clients.jedis.Protocol;
+import redis.clients.jedis.UnifiedJedis;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * What the tests of waiting and handoff on Redis share: one server, a key prefix of the test class's own, the lockers
+ * a test opens (closed after it, with whatever else it asked to be closed), a pool for the waits, and the views of a
+ * lock's queue and of a locker's wake-up subscription that their scenarios assert on. A JUnit extension, registered
+ * in a static field of the test class ({@code @RegisterExtension}): the server starts before the class's tests, the
+ * lockers are closed after each test, the server stops after the class.
+ */
+final class RedisWaitingFixture implements BeforeAllCallback, AfterEachCallback, AfterAllCallback {
+
+    private final boolean ownServer;
+    private final String prefix;
+    private final List<RedisLocker> opened = new ArrayList<>();
+    private final List<AutoCloseable> closeables = new ArrayList<>();
+    private RedisTarget target;
+    private UnifiedJedis admin;
+    private ExecutorService pool;
+
+    private RedisWaitingFixture(boolean ownServer, String stem) {
+        this.ownServer = ownServer;
+        this.prefix = stem + "-" + LockerConfig.randomRid().substring(0, 8) + ":";
+    }
+
+    /** On {@link RedisTarget} (the server of {@code LOCKER_REDIS_URI}, if set); keys under {@code stem-<random>:}. */
+    static RedisWaitingFixture onTarget(String stem) {
+        return new RedisWaitingFixture(false, stem);
+    }
+
+    /**
+     * On a redis-server of the class's own, for tests that kill clients and servers: the class is skipped (an
+     * assumption fails) when {@code LOCKER_REDIS_URI} names an external server.
+     */
+    static RedisWaitingFixture ownServer(String stem) {
+        return new RedisWaitingFixture(true, stem);
+    }
+
+    /** The server's process ({@link #ownServer} only). */
+    RedisServerProcess server() {
+        return target.process();
+    }
+
+    /** A plain client for looking at the server. */
+    UnifiedJedis admin() {
+        return admin;
+    }
+
+    /** The key prefix of this fixture's lockers. */
+    String prefix() {
+        return prefix;
+    }
+
+    // ---- lockers ------------------------------------------------------------------------------------------------
+
+    /** A builder on this server by its URI, with the fixture's key prefix. */
+    RedisLocker.Builder onTarget() {
+        return target.locker(prefix);
+    }
+
+    /** A builder on 127.0.0.1:{@code port} (this server, another one, or a proxy in front of one), same prefix. */
+    RedisLocker.Builder on(int port) {
+        return RedisLocker.builder().node("127.0.0.1", port).keyPrefix(prefix);
+    }
+
+    /** {@code b} for a locker called {@code name} (its rid: name-random), no restart guard, and this linger. */
+    static RedisLocker.Builder configured(RedisLocker.Builder b, String name, Duration expiry, Duration linger) {
+        return b.config(LockerConfig.builder().rid(name + "-" + LockerConfig.randomRid().substring(0, 8))
+                        .expiry(expiry).build())
+                .restartGuard(Duration.ZERO)
+                .wakeupLinger(linger);
+    }
+
+    /** Builds the locker, to be closed after the test. */
+    RedisLocker open(RedisLocker.Builder b) {
+        RedisLocker l = b.build();
+        opened.add(l);
+        return l;
+    }
+
+    /** {@code c} is closed after the test, after its lockers. */
+    <T extends AutoCloseable> T closeAfterTest(T c) {
+        closeables.add(c);
+        return c;
+    }
+
+    /** A lock of its own: {@code name} and a random suffix. */
+    static KeyColumn lock(String name) {
+        return KeyColumn.named(name + "-" + LockerConfig.randomRid().substring(0, 6));
+    }
+
+    /** Runs {@code task} on the fixture's pool. */
+    <T> Future<T> submit(Callable<T> task) {
+        return pool.submit(task);
+    }
+
+    // ---- views --------------------------------------------------------------------------------------------------
+
+    /** The queue entries in the lock's hash ("q" fields), by field. */
+    List<String> queued(RedisLocker l, KeyColumn lock) {
+        List<String> out = new ArrayList<>();
+        for (Map.Entry<byte[], byte[]> e : admin.hgetAll(l.redisKey(lock)).entrySet()) {
+            if (e.getKey().length > 0 && e.getKey()[0] == 'q') {
+                out.add(new String(e.getKey(), StandardCharsets.US_ASCII));
+            }
+        }
+        return out;
+    }
+
+    /** Waits (30 s at most) until at least {@code n} are queued for {@code lock}. */
+    void awaitQueued(RedisLocker l, KeyColumn lock, int n) throws InterruptedException {
+        awaitTrue(() -> queued(l, lock).size() >= n, () -> "never saw " + n + " queued: " + queued(l, lock));
+    }
+
+    /** How many live threads listen for {@code l}'s releases. */
+    static long listeners(RedisLocker l) {
+        return Thread.getAllStackTraces().keySet().stream()
+                .filter(t -> t.getName().equals("locker-redis-wakeups-" + l.rid()) && t.isAlive()).count();
+    }
+
+    /** How many connections {@code on} counts as subscribed to the release channel of this fixture's prefix. */
+    long subscribers(UnifiedJedis on) {
+        List<?> r = (List<?>) on.sendCommand(Protocol.Command.PUBSUB, "NUMSUB", prefix + "released");
+        return (Long) r.get(1);
+    }
+
+    /** {@link #subscribers} on this fixture's server. */
+    long subscribersOnServer() {
+        return subscribers(admin);
+    }
+
+    // ---- waiting ------------------------------------------------------------------------------------------------
+
+    /** Waits (30 s at most, looking every 5 ms) until {@code done}; else fails with {@code failure}. */
+    static void awaitTrue(BooleanSupplier done, String failure) throws InterruptedException {
+        awaitTrue(done, () -> failure);
+    }
+
+    static void awaitTrue(BooleanSupplier done, Supplier<String> failure) throws InterruptedException {
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (!done.getAsBoolean()) {
+            assertTrue(System.nanoTime() < until, failure);
+            Thread.sleep(5);
+        }
+    }
+
+    /**
+     * {@code holder} takes the lock, {@code waiter} queues for it (waiting up to {@code wait}), the holder releases:
+     * the waiter is granted (within {@code granted}), and releases.
+     */
+    void handOver(RedisLocker holder, RedisLocker waiter, KeyColumn lock, Duration wait, Duration granted)
+            throws Exception {
+        Lease held = holder.acquire(lock, "holding");
+        Future<Lease> grant = submit(() -> waiter.tryAcquire(lock, "waiting", wait).orElseThrow());
+        awaitQueued(holder, lock, 1);
+        held.close();
+        grant.get(granted.toMillis(), TimeUnit.MILLISECONDS).close();
+    }
+
+    // ---- lifecycle ----------------------------------------------------------------------------------------------
+
+    @Override
+    public void beforeAll(ExtensionContext context) {
+        if (ownServer) {
+            Assumptions.assumeFalse(RedisTarget.isExternal(), "kills clients and servers: needs a server of its own");
+        }
+        target = RedisTarget.start();
+        admin = target.admin();
+        pool = Executors.newCachedThreadPool();
+    }
+
+    /** Closes the test's lockers, then what it asked to be closed. */
+    @Override
+    public void afterEach(ExtensionContext context) throws Exception {
+        opened.forEach(RedisLocker::close);
+        opened.clear();
+        for (AutoCloseable c : closeables) {
+            c.close();
+        }
+        closeables.clear();
+    }
+
+    @Override
+    public void afterAll(ExtensionContext context) {
+        if (target == null) {
+            return; // skipped
+        }
+        pool.shutdownNow();
+        admin.close();
+        target.close();
+    }
+}
