@@ -287,7 +287,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
             return; // idempotent: no I/O, no extension
         }
         Hold hold = new Hold(lock, tx, time.nanoTime() + expiryNanos, lostSink, time.now());
-        if (!takeLocal(hold)) {
+        if (!takeLocal(hold, expiryNanos)) {
             forgetIfEmpty(key, holds);
             Object other = mediator.holder(lock).orElse("another transaction");
             LockOwner localHolder = new LockOwner(config.rid(), config.host(), config.pid(), "", whyOf(other), null);
@@ -931,7 +931,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
     }
 
     /** Takes the mediator entry, waiting up to {@code localWait} (on the monotonic clock) for another transaction. */
-    private boolean takeLocal(Hold hold) {
+    private boolean takeLocal(Hold hold, long expiryNanos) {
         if (mediator.take(hold)) {
             return true; // the common case reads no clock
         }
@@ -949,6 +949,9 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
                 return false;
             }
             pauseMillis = Math.min(pauseMillis * 2, 50);
+            // the hold's deadline counts from the take that makes it the entry, not from before the wait: a hold
+            // that waited longer than the expiry would be the entry already past it, and taken over at once
+            hold.restartProvisionalDeadline(time.nanoTime() + expiryNanos);
             if (mediator.take(hold)) {
                 return true;
             }

@@ -148,7 +148,11 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.Timed {
     /** -1 when the instant was not recorded. */
     private final int claimedNano;
     /** The deadline of the states that carry no status (while the claim is written, and if it never was). */
-    private final long provisionalDeadline;
+    /**
+     * Set once when the hold is made, and again only by {@link #restartProvisionalDeadline} while no other thread can
+     * see the hold (before the mediator first takes it); published with the hold.
+     */
+    private long provisionalDeadline;
     private volatile State state;
     private final Consumer<Hold> lostSink;
     /**
@@ -180,6 +184,15 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.Timed {
         // a plain store, not a volatile one (which costs a full fence per acquire): a hold reaches other threads only
         // through the mediator's map, a transaction's holds or the keep-alive, each of which publishes it safely
         STATE.set(this, CLAIMING);
+    }
+
+    /**
+     * Counts the provisional deadline from now again: for a hold that waited in this process before the mediator took
+     * it, so that it does not become the entry already past its deadline (another transaction would take it over
+     * while its claim is written). Only before the hold is first taken: it is not shared with any thread yet.
+     */
+    void restartProvisionalDeadline(long deadlineNanos) {
+        this.provisionalDeadline = deadlineNanos;
     }
 
     /** When the claim was first asked for, or null if not recorded. */

@@ -8,7 +8,6 @@ import dev.locker.api.LockingException;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.api.TimeSource;
 import dev.locker.testkit.VirtualClock;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.lang.invoke.MethodHandles;
@@ -132,8 +131,6 @@ class MediatorReviewTest {
      * afford the clock read). Deterministic: a virtual clock, one thread; the probe (the locker's own hook, called
      * just before the claim's write) runs another transaction's writeLock at the moment the entry was won.
      */
-    @Disabled("finding 1: a hold that wins the entry after a local wait longer than the expiry starts past its "
-            + "deadline and is taken over before its claim is written")
     @Test
     void aHoldThatWonAfterALocalWaitIsNotTakenOverBeforeItsClaimIsWritten() {
         VirtualClock clock = new VirtualClock();
