@@ -177,8 +177,8 @@ public final class BenchMain {
                     byName.get("mediator"), "bare ConcurrentHashMap", byName.get("bareMap"), Better.LOWER, 1 / 0.9,
                     false));
             table.add(new Row("the same as an acquire pays it, " + t + " (+ the hold's clock reading and state change)",
-                    "ns", byName.get("acquirePath"), "bare ConcurrentHashMap", byName.get("bareMap"), Better.LOWER, null,
-                    false));
+                    "ns", byName.get("acquirePath"), "bare ConcurrentHashMap", byName.get("bareMap"), Better.LOWER,
+                    1 / 0.9, false)); // the target as first measured (the review of a58df72: both rows are judged)
         }
     }
 
