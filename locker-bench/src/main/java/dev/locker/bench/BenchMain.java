@@ -529,7 +529,10 @@ public final class BenchMain {
                 "-cp", System.getProperty("java.class.path"), "-Xmx4g", "-XX:+UseParallelGC",
                 "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", Peer.class.getName()));
         cmd.addAll(List.of(args));
-        Process p = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        // a peer's stderr goes to a file: a client that gives out can print a stack trace per request (Redisson at a
+        // million held locks printed 170k lines); a failure names its last lines
+        Path err = Files.createTempFile("locker-bench-peer", ".err");
+        Process p = new ProcessBuilder(cmd).redirectError(err.toFile()).start();
         return CompletableFuture.supplyAsync(() -> {
             List<String> lines = new ArrayList<>();
             try (BufferedReader in = new BufferedReader(new InputStreamReader(p.getInputStream(),
@@ -538,10 +541,18 @@ public final class BenchMain {
                     lines.add(line);
                 }
                 if (p.waitFor() != 0) {
-                    throw new IllegalStateException("peer " + String.join(" ", args) + " failed");
+                    List<String> errors = Files.readAllLines(err, StandardCharsets.UTF_8);
+                    throw new IllegalStateException("peer " + String.join(" ", args) + " failed: "
+                            + String.join(" | ", errors.subList(Math.max(0, errors.size() - 3), errors.size())));
                 }
             } catch (IOException | InterruptedException e) {
                 throw new IllegalStateException(e);
+            } finally {
+                try {
+                    Files.deleteIfExists(err);
+                } catch (IOException ignored) {
+                    // a temporary file left behind
+                }
             }
             return lines;
         });

@@ -150,7 +150,10 @@ abstract class RedisContender implements AutoCloseable {
             Config c = new Config();
             var server = c.useSingleServer().setAddress("redis://127.0.0.1:" + port);
             if (timeout != null) {
-                server.setTimeout((int) timeout.toMillis());
+                // holding a million locks: patient replies, more connections and retries (with Redisson's defaults
+                // its pool gave out, "Unable to acquire connection", on this 2-CPU host)
+                server.setTimeout((int) timeout.toMillis()).setConnectionPoolSize(128).setConnectionMinimumIdleSize(8)
+                        .setRetryAttempts(10);
             }
             redisson = Redisson.create(c);
         }

@@ -925,6 +925,21 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
 
     // ---- helpers ------------------------------------------------------------------------------------------------
 
+    /**
+     * {@link ClaimStatus#granted} without copying {@code claimId}, for a backend on a hot path that made the bytes for
+     * this claim alone and never changes them afterwards.
+     */
+    protected static ClaimStatus grantedOwning(byte[] claimId, long fencingToken, long deadlineNanos) {
+        return ClaimStatus.grantedOwning(claimId, fencingToken, deadlineNanos);
+    }
+
+    /**
+     * {@link ClaimStatus#claimId} without the copy, for a backend that only sends the bytes (and never changes them).
+     */
+    protected static byte[] claimIdOf(ClaimStatus status) {
+        return status.claimIdShared();
+    }
+
     /** The reason recorded with a transaction's claims: the {@link LockTransaction}'s, or the configured default. */
     protected static String whyOf(Object tx) {
         return tx instanceof LockTransaction ? ((LockTransaction) tx).why() : "";

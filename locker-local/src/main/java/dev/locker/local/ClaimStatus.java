@@ -31,6 +31,16 @@ public final class ClaimStatus implements LockStatus {
         return new ClaimStatus(Objects.requireNonNull(claimId, "claimId").clone(), fencingToken, deadlineNanos);
     }
 
+    /** {@link #granted} without the copy: {@code claimId} is made for this claim alone and never changed. */
+    static ClaimStatus grantedOwning(byte[] claimId, long fencingToken, long deadlineNanos) {
+        return new ClaimStatus(Objects.requireNonNull(claimId, "claimId"), fencingToken, deadlineNanos);
+    }
+
+    /** {@link #claimId} without the copy, for a caller that never changes it. */
+    byte[] claimIdShared() {
+        return claimId;
+    }
+
     /** The same claim with the deadline of a renewal (same token, same seniority). */
     public ClaimStatus renewed(long newDeadlineNanos) {
         return new ClaimStatus(claimId, fencingToken, newDeadlineNanos);

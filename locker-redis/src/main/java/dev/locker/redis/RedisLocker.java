@@ -320,7 +320,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
                 warnOfEviction(lock, new String((byte[]) r.get(3), StandardCharsets.UTF_8));
             }
             long token = (Long) r.get(1);
-            ClaimStatus status = ClaimStatus.granted(nonce, token, deadline(started, config.expiry()));
+            ClaimStatus status = grantedOwning(nonce, token, deadline(started, config.expiry())); // a fresh nonce
             if (replicas > 0 && acks < replicas) {
                 withdraw(lock, key, nonce, "only " + acks + " of " + replicas + " replicas acknowledged it");
                 throw new TemporaryLockingException("only " + acks + " of " + replicas + " replicas of " + server
@@ -365,7 +365,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     @Override
     protected ClaimStatus renewSingleLock(KeyColumn lock, ClaimStatus status) {
         byte[] key = keys.lockKey(lock);
-        Rawable[] call = {RedisScript.arg(key), fieldArg, RedisScript.arg(status.claimId()), expiryArg, scrubArg};
+        Rawable[] call = {RedisScript.arg(key), fieldArg, RedisScript.arg(claimIdOf(status)), expiryArg, scrubArg};
         long started = time.nanoTime();
         List<?> r;
         long acks = -1;
@@ -421,7 +421,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     @Override
     protected void deleteSingleLock(KeyColumn lock, ClaimStatus status) {
         byte[] key = keys.lockKey(lock);
-        Rawable[] call = {RedisScript.arg(key), fieldArg, RedisScript.arg(status.claimId()), channelArg};
+        Rawable[] call = {RedisScript.arg(key), fieldArg, RedisScript.arg(claimIdOf(status)), channelArg};
         withRetries(() -> RedisScript.RELEASE.run(client, 1, call));
     }
 
