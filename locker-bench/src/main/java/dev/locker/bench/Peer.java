@@ -9,6 +9,7 @@ import java.lang.management.ManagementFactory;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.Optional;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -50,7 +51,7 @@ public final class Peer {
         // 30 minutes too (their keep-alive then renews each one every 10 minutes, never while this measures)
         RedisContender c = switch (contender) {
             case "locker" -> new RedisContender.Ours(port, Duration.ofMinutes(30));
-            case "redisson" -> new RedisContender.Theirs(port, Duration.ofSeconds(30));
+            case "redisson" -> new RedisContender.Theirs(port, Duration.ofSeconds(10));
             default -> RedisContender.of(contender, port);
         };
         // warmed up as the rows of the uncontended section are (a JIT-cold first slice ran at a third of the warm
@@ -64,10 +65,14 @@ public final class Peer {
         Object[] kept = new Object[n];
         AtomicInteger next = new AtomicInteger();
         long t0 = System.nanoTime();
+        long giveUpAt = t0 + TimeUnit.SECONDS.toNanos(180);
         Thread[] ts = new Thread[threads];
         for (int t = 0; t < threads; t++) {
             ts[t] = new Thread(() -> {
                 for (int i; (i = next.getAndIncrement()) < n; ) {
+                    if (System.nanoTime() - giveUpAt > 0) { // a contender that cannot hold them costs the run 3 min
+                        throw new IllegalStateException("gave up: " + i + " of " + n + " held after 180 s");
+                    }
                     kept[i] = c.hold("held-" + i);
                 }
             });

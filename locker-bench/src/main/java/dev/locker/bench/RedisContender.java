@@ -153,7 +153,7 @@ abstract class RedisContender implements AutoCloseable {
                 // holding a million locks: patient replies, more connections and retries (with Redisson's defaults
                 // its pool gave out, "Unable to acquire connection", on this 2-CPU host)
                 server.setTimeout((int) timeout.toMillis()).setConnectionPoolSize(128).setConnectionMinimumIdleSize(8)
-                        .setRetryAttempts(10);
+                        .setRetryAttempts(3);
             }
             redisson = Redisson.create(c);
         }
