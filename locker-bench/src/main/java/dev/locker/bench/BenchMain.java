@@ -51,7 +51,7 @@ import java.util.concurrent.ExecutionException;
 /**
  * Runs every workload, each against its baselines measured in the same run with the rounds interleaved, and prints one
  * table (markdown) of medians, spreads and ratios. {@code --quick} for a couple of minutes, the default for the full
- * run (under 15 minutes); {@code --only=redis,handoff,held,alloc,mongo,hbase,janusgraph,mediator,metrics} picks
+ * run (about 22 minutes on a 2-CPU host); {@code --only=redis,handoff,held,alloc,mongo,hbase,janusgraph,mediator,metrics} picks
  * sections.
  */
 public final class BenchMain {
