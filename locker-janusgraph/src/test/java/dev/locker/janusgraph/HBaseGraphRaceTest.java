@@ -7,6 +7,6 @@ class HBaseGraphRaceTest extends GraphRaceTest {
 
     @Override
     String lockerUri() {
-        return HBaseTestCluster.get().uri("janusgraph_race", "");
+        return HBaseTestCluster.get().uri("janusgraph_race", "serverClockSkew=0s");
     }
 }

@@ -7,6 +7,6 @@ class HBaseLockStoreTest extends AtomicLockerLockStoreTest {
 
     @Override
     String lockerUri() {
-        return HBaseTestCluster.get().uri("janusgraph_locks", "");
+        return HBaseTestCluster.get().uri("janusgraph_locks", "serverClockSkew=0s");
     }
 }
