@@ -4,15 +4,12 @@ import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.LockInfo;
 import dev.locker.api.LockOwner;
-import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.TemporaryLockingException;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import redis.clients.jedis.RedisClient;
 import redis.clients.jedis.UnifiedJedis;
 
@@ -22,6 +19,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
+import static dev.locker.redis.RedisWaitingFixture.lock;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -38,41 +36,23 @@ class RedisCompactClaimTest {
 
     private static final String LONG = "x".repeat(300);
 
-    private RedisTarget target;
-    private UnifiedJedis admin;
-    private final String prefix = "cct-" + LockerConfig.randomRid().substring(0, 8) + ":";
-    private final List<Locker> opened = new ArrayList<>();
+    @RegisterExtension
+    static final RedisWaitingFixture fixture = RedisWaitingFixture.onTarget("cct");
 
-    @BeforeAll
-    void start() {
-        target = RedisTarget.start();
-        admin = target.admin();
-    }
+    private final String prefix = fixture.prefix();
 
-    @AfterEach
-    void closeLockers() {
-        opened.forEach(Locker::close);
-        opened.clear();
-    }
-
-    @AfterAll
-    void stop() {
-        admin.close();
-        target.close();
+    private static UnifiedJedis admin() {
+        return fixture.admin();
     }
 
     private RedisLocker locker(String name, Duration expiry) {
-        RedisLocker l = target.locker(prefix)
+        RedisLocker l = fixture.onTarget()
                 .config(LockerConfig.builder().rid(name + "-" + LONG.substring(0, 40)).host("host-" + LONG)
                         .expiry(expiry).build())
                 .restartGuard(Duration.ZERO)
                 .build();
-        opened.add(l);
+        fixture.adopt(l);
         return l;
-    }
-
-    private static KeyColumn lock(String name) {
-        return KeyColumn.named(name + "-" + LockerConfig.randomRid().substring(0, 6));
     }
 
     @Test
@@ -89,10 +69,10 @@ class RedisCompactClaimTest {
             }
             try (Lease lease = a.acquire(lock, "why " + LONG)) {
                 byte[] key = a.redisKey(lock);
-                assertEquals(1, admin.hlen(key), "one field: the claim, carrying its token");
-                byte[] value = admin.hget(key, a.claimField());
+                assertEquals(1, admin().hlen(key), "one field: the claim, carrying its token");
+                byte[] value = admin().hget(key, a.claimField());
                 assertTrue(value.length < 48, "a compact claim: " + new String(value, StandardCharsets.UTF_8));
-                String encoding = new String((byte[]) admin.sendCommand(redis.clients.jedis.Protocol.Command.OBJECT,
+                String encoding = new String((byte[]) admin().sendCommand(redis.clients.jedis.Protocol.Command.OBJECT,
                         "ENCODING".getBytes(StandardCharsets.US_ASCII), key), StandardCharsets.US_ASCII);
                 assertTrue(encoding.equals("listpack") || encoding.equals("ziplist"), encoding);
                 LockOwner seen = locker("b", Duration.ofSeconds(30)).holder(lock).orElseThrow();
@@ -141,7 +121,7 @@ class RedisCompactClaimTest {
         a.awaitOwnerRecord();
         try (Lease lease = a.acquire(lock, "one reason too many")) {
             assertEquals("one reason too many", b.holder(lock).orElseThrow().why());
-            byte[] value = admin.hget(a.redisKey(lock), a.claimField());
+            byte[] value = admin().hget(a.redisKey(lock), a.claimField());
             assertTrue(new String(value, StandardCharsets.ISO_8859_1).contains(" ="), "the owner in full");
         }
         try (Lease lease = a.acquire(lock, "reason 7")) {
@@ -160,17 +140,17 @@ class RedisCompactClaimTest {
         a.awaitOwnerRecord();
         try (Lease one = a.acquire(first, "kept")) {
             byte[] record = prefixed("{}o" + new String(a.claimField(), 1, 16, StandardCharsets.US_ASCII));
-            assertTrue(admin.exists(record));
-            admin.del(record); // a flush, a restart without persistence
+            assertTrue(admin().exists(record));
+            admin().del(record); // a flush, a restart without persistence
             assertEquals("instance:" + new String(a.claimField(), 1, 16, StandardCharsets.US_ASCII),
                     b.holder(first).orElseThrow().rid(), "without its record a holder is named by its instance");
             Thread.sleep(1_100); // an acquire looks for its locker's record at most once a second
             try (Lease two = a.acquire(second, "kept")) {
                 a.awaitOwnerRecord();
-                assertTrue(admin.exists(record), "the acquire found the record gone and wrote it again");
-                assertTrue(admin.pttl(record) > 0, "with a time to live");
-                assertEquals(a.rid(), new RedisLockerBuilderAccess(target, prefix).fresh().holder(first)
-                        .orElseThrow().rid());
+                assertTrue(admin().exists(record), "the acquire found the record gone and wrote it again");
+                assertTrue(admin().pttl(record) > 0, "with a time to live");
+                RedisLocker fresh = fixture.open(fixture.onTarget().restartGuard(Duration.ZERO)); // no cached records
+                assertEquals(a.rid(), fresh.holder(first).orElseThrow().rid());
             }
         }
     }
@@ -195,35 +175,18 @@ class RedisCompactClaimTest {
         assertTrue(a.fencingToken(lock, dead) > last);
         last = a.fencingToken(lock, dead);
         byte[] key = a.redisKey(lock);
-        assertFalse(admin.hexists(key, "t".getBytes(StandardCharsets.US_ASCII)),
+        assertFalse(admin().hexists(key, "t".getBytes(StandardCharsets.US_ASCII)),
                 "while held, the claim carries the last token");
         Thread.sleep(400); // the claim dies unreleased
         assertTrue(b.holder(lock).isEmpty()); // a scrubbing read: the dead claim's token goes to field t
-        assertTrue(admin.pttl(key) > 0, "the key keeps its time to live");
+        assertTrue(admin().pttl(key) > 0, "the key keeps its time to live");
         try (Lease l = b.acquire(lock, "4")) {
             assertTrue(l.fencingToken() > last, l.fencingToken() + " > " + last);
         }
-        assertTrue(admin.pttl(key) > 0, "released: the token field lives on with the key's time to live");
+        assertTrue(admin().pttl(key) > 0, "released: the token field lives on with the key's time to live");
     }
 
     private byte[] prefixed(String tail) {
         return (prefix + tail).getBytes(StandardCharsets.UTF_8);
-    }
-
-    /** A locker of a fresh JVM-like reader: no cached owner records. */
-    private final class RedisLockerBuilderAccess {
-        private final RedisTarget t;
-        private final String p;
-
-        RedisLockerBuilderAccess(RedisTarget t, String p) {
-            this.t = t;
-            this.p = p;
-        }
-
-        RedisLocker fresh() {
-            RedisLocker l = t.locker(p).restartGuard(Duration.ZERO).build();
-            opened.add(l);
-            return l;
-        }
     }
 }

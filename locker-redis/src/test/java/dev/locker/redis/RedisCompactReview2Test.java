@@ -3,25 +3,22 @@ package dev.locker.redis;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.LockOwner;
-import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import redis.clients.jedis.Protocol;
 import redis.clients.jedis.UnifiedJedis;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 
+import static dev.locker.redis.RedisWaitingFixture.lock;
+import static dev.locker.redis.RedisWaitingFixture.withRid;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -35,43 +32,21 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class RedisCompactReview2Test {
 
-    private RedisTarget target;
-    private UnifiedJedis admin;
-    private final String prefix = "crv2-" + LockerConfig.randomRid().substring(0, 8) + ":";
-    private final List<Locker> opened = new ArrayList<>();
+    @RegisterExtension
+    static final RedisWaitingFixture fixture = RedisWaitingFixture.onTarget("crv2");
 
-    @BeforeAll
-    void start() {
-        target = RedisTarget.start();
-        admin = target.admin();
-    }
+    private final String prefix = fixture.prefix();
 
-    @AfterEach
-    void closeLockers() {
-        opened.forEach(Locker::close);
-        opened.clear();
-    }
-
-    @AfterAll
-    void stop() {
-        admin.close();
-        target.close();
+    private static UnifiedJedis admin() {
+        return fixture.admin();
     }
 
     private RedisLocker locker(String rid) {
-        RedisLocker l = target.locker(prefix)
-                .config(LockerConfig.builder().rid(rid).expiry(Duration.ofSeconds(30)).build())
-                .restartGuard(Duration.ZERO).build();
-        opened.add(l);
-        return l;
-    }
-
-    private static KeyColumn lock(String name) {
-        return KeyColumn.named(name + "-" + LockerConfig.randomRid().substring(0, 6));
+        return fixture.open(withRid(fixture.onTarget(), rid, Duration.ofSeconds(30)));
     }
 
     private String encoding(byte[] key) {
-        return new String((byte[]) admin.sendCommand(Protocol.Command.OBJECT,
+        return new String((byte[]) admin().sendCommand(Protocol.Command.OBJECT,
                 "ENCODING".getBytes(StandardCharsets.US_ASCII), key), StandardCharsets.US_ASCII);
     }
 
@@ -107,17 +82,17 @@ class RedisCompactReview2Test {
         try (Lease l = a.acquire(leader, "leading")) { // the locker's first acquire: its record is not written yet
             a.awaitOwnerRecord(); // the record is on the server now
             l.renew(); // a keep-alive renewal, long after the record was written
-            held = ascii(admin.hget(key, a.claimField()));
+            held = ascii(admin().hget(key, a.claimField()));
             heldEncoding = encoding(key);
         }
         // the next holder (same locker and pair: its reference is published) in the same key
         try (Lease again = a.acquire(leader, "leading")) {
-            assertEquals(1, admin.hlen(key), "one field: the claim");
+            assertEquals(1, admin().hlen(key), "one field: the claim");
             String encoding = encoding(key);
             assertTrue(heldEncoding.equals("listpack") && encoding.equals("listpack"),
                     "a held lock's hash is the compact listpack (while held and renewed: " + heldEncoding
                             + ", claim " + held + "; held again: " + encoding + ", claim "
-                            + ascii(admin.hget(key, a.claimField())) + ")");
+                            + ascii(admin().hget(key, a.claimField())) + ")");
         }
     }
 
@@ -158,14 +133,14 @@ class RedisCompactReview2Test {
         String instance = "00c1053d00000001";
         RedisKeys keys = new RedisKeys(prefix);
         Duration expiry = Duration.ofSeconds(30);
-        RedisOwners owners = new RedisOwners(admin, keys, gated, System::nanoTime, instance, "short-lived", "host", 7,
+        RedisOwners owners = new RedisOwners(admin(), keys, gated, System::nanoTime, instance, "short-lived", "host", 7,
                 expiry);
         owners.claimPart(new LockOwner("short-lived", "host", 7, "main", "a short job", null)); // the first acquire
         assertTrue(taken.await(30, TimeUnit.SECONDS), "the writer took the job");
         owners.close(); // the job is done: the record should live at most 2 x expiry + 1 s more
         go.countDown();
         owners.awaitWrites();
-        long pttl = admin.pttl(keys.ownerKey(instance));
+        long pttl = admin().pttl(keys.ownerKey(instance));
         long allowed = expiry.multipliedBy(2).plusSeconds(1).toMillis();
         assertTrue(pttl <= allowed, "the closed locker's owner record lives " + pttl + " ms more (allowed: " + allowed
                 + " ms)");
@@ -197,7 +172,7 @@ class RedisCompactReview2Test {
             RedisLocker a = RedisLocker.builder().client(shared).keyPrefix(prefix)
                     .config(LockerConfig.builder().rid("restarted").expiry(Duration.ofSeconds(30)).build())
                     .restartGuard(Duration.ZERO).build();
-            opened.add(a);
+            fixture.adopt(a);
             a.acquire(lock("first"), "the first reason").close(); // record: 0
             a.awaitOwnerRecord();
             server.cli("SAVE"); // the snapshot the server will restart from
@@ -215,7 +190,7 @@ class RedisCompactReview2Test {
             RedisLocker reader = RedisLocker.builder().uri(server.uri()).keyPrefix(prefix)
                     .config(LockerConfig.builder().rid("reader").expiry(Duration.ofSeconds(30)).build())
                     .restartGuard(Duration.ZERO).build();
-            opened.add(reader);
+            fixture.adopt(reader);
             KeyColumn lock = lock("third");
             Thread.sleep(1_100); // an acquire looks for its record's newest pair at most once a second
             try (Lease l = a.acquire(lock, "the second reason")) {
@@ -227,8 +202,7 @@ class RedisCompactReview2Test {
                 assertEquals("the second reason", seen.why(), "the holder's reason (seen: " + seen + ")");
             }
         } finally {
-            opened.forEach(Locker::close);
-            opened.clear();
+            fixture.closeLockers();
             server.close();
         }
     }
@@ -261,13 +235,13 @@ class RedisCompactReview2Test {
         };
         String instance = "00f0110000000002";
         RedisKeys keys = new RedisKeys(prefix);
-        RedisOwners owners = new RedisOwners(admin, keys, counting, System::nanoTime, instance, "reasons", "host", 7,
+        RedisOwners owners = new RedisOwners(admin(), keys, counting, System::nanoTime, instance, "reasons", "host", 7,
                 Duration.ofSeconds(30));
         for (int i = 0; i < RedisOwners.MAX_REFS; i++) { // a reason per acquire
             owners.claimPart(new LockOwner("reasons", "host", 7, "worker", "order " + i, null));
             owners.awaitWrites();
         }
-        assertEquals(RedisOwners.MAX_REFS + 3, admin.hlen(keys.ownerKey(instance)), "the record is full");
+        assertEquals(RedisOwners.MAX_REFS + 3, admin().hlen(keys.ownerKey(instance)), "the record is full");
         int before = writes.get();
         for (int i = 0; i < 100; i++) { // the next 100 acquires, each with a reason of its own
             byte[] part = owners.claimPart(new LockOwner("reasons", "host", 7, "worker", "order " + (5000 + i), null));
@@ -276,7 +250,7 @@ class RedisCompactReview2Test {
         }
         int useless = writes.get() - before;
         owners.close();
-        admin.del(keys.ownerKey(instance));
+        admin().del(keys.ownerKey(instance));
         assertEquals(0, useless, "whole-record writes (" + (RedisOwners.MAX_REFS + 3) + " fields each) started by "
                 + "100 acquires whose pairs the full record cannot take");
     }

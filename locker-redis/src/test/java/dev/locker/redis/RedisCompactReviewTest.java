@@ -3,25 +3,22 @@ package dev.locker.redis;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.LockOwner;
-import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.TemporaryLockingException;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import redis.clients.jedis.UnifiedJedis;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 
+import static dev.locker.redis.RedisWaitingFixture.lock;
+import static dev.locker.redis.RedisWaitingFixture.withRid;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -37,46 +34,25 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class RedisCompactReviewTest {
 
-    private RedisTarget target;
-    private UnifiedJedis admin;
-    private final String prefix = "crv-" + LockerConfig.randomRid().substring(0, 8) + ":";
-    private final List<Locker> opened = new ArrayList<>();
+    @RegisterExtension
+    static final RedisWaitingFixture fixture = RedisWaitingFixture.onTarget("crv");
 
-    @BeforeAll
-    void start() {
-        target = RedisTarget.start();
-        admin = target.admin();
-    }
+    private final String prefix = fixture.prefix();
 
-    @AfterEach
-    void closeLockers() {
-        opened.forEach(Locker::close);
-        opened.clear();
-    }
-
-    @AfterAll
-    void stop() {
-        admin.close();
-        target.close();
+    private static UnifiedJedis admin() {
+        return fixture.admin();
     }
 
     private RedisLocker open(RedisLocker.Builder b, String rid) {
-        RedisLocker l = b.config(LockerConfig.builder().rid(rid).expiry(Duration.ofSeconds(30)).build())
-                .restartGuard(Duration.ZERO).build();
-        opened.add(l);
-        return l;
+        return fixture.open(withRid(b, rid, Duration.ofSeconds(30)));
     }
 
     private RedisLocker locker(String rid) {
-        return open(target.locker(prefix), rid);
-    }
-
-    private static KeyColumn lock(String name) {
-        return KeyColumn.named(name + "-" + LockerConfig.randomRid().substring(0, 6));
+        return open(fixture.onTarget(), rid);
     }
 
     private long serverMicros() {
-        Object t = admin.eval("local t = redis.call('TIME') return tonumber(t[1]) * 1000000 + tonumber(t[2])");
+        Object t = admin().eval("local t = redis.call('TIME') return tonumber(t[1]) * 1000000 + tonumber(t[2])");
         return (Long) t;
     }
 
@@ -108,20 +84,20 @@ class RedisCompactReviewTest {
     @Test
     void aWithdrawnGrantForgetsTheLastTokenAndTokensGoBackwardsAfterAClockStepBack() {
         RedisLocker a = locker("holder");
-        RedisLocker unacknowledged = open(target.locker(prefix).replicas(1).replicaTimeout(Duration.ofMillis(10)),
+        RedisLocker unacknowledged = open(fixture.onTarget().replicas(1).replicaTimeout(Duration.ofMillis(10)),
                 "unacknowledged");
         KeyColumn lock = lock("withdrawn");
         byte[] key = a.redisKey(lock);
         // the lock's hash as the server's clock stepping back an hour leaves it: its last token is ahead of TIME
-        admin.hset(key, "t".getBytes(StandardCharsets.US_ASCII),
+        admin().hset(key, "t".getBytes(StandardCharsets.US_ASCII),
                 Long.toString(serverMicros() + 3_600_000_000L).getBytes(StandardCharsets.US_ASCII));
-        admin.pexpire(key, 600_000);
+        admin().pexpire(key, 600_000);
         long previous;
         try (Lease l = a.acquire(lock, "fenced writer")) {
             previous = l.fencingToken(); // last + 1, as it must be
         }
         assertThrows(TemporaryLockingException.class, () -> unacknowledged.acquire(lock, "granted, then withdrawn"));
-        byte[] t = admin.hget(key, "t".getBytes(StandardCharsets.US_ASCII));
+        byte[] t = admin().hget(key, "t".getBytes(StandardCharsets.US_ASCII));
         try (Lease l = a.acquire(lock, "next writer")) {
             assertTrue(l.fencingToken() > previous, "the token went backwards: " + l.fencingToken() + " after "
                     + previous + " (field t after the withdrawal: "
@@ -279,7 +255,7 @@ class RedisCompactReviewTest {
                     .config(LockerConfig.builder().rid("renewer").expiry(Duration.ofSeconds(3)).timeSource(clock)
                             .build())
                     .restartGuard(Duration.ZERO).build();
-            opened.add(a);
+            fixture.adopt(a);
             a.acquire(lock("warm"), "job").close(); // writes the owner record: due again 6 h (locker time) from now
             String ownerKey = prefix + "{}o" + new String(a.claimField(), 1, 16, StandardCharsets.US_ASCII);
             RedisServerProcess ownerNode = null;
@@ -361,13 +337,13 @@ class RedisCompactReviewTest {
     @Test
     void aTimedOutOwnerWriteLetsANumberNameTwoPairs() throws Exception {
         Assumptions.assumeFalse(RedisTarget.isExternal(), "keeps the server busy");
-        RedisLocker a = open(target.locker(prefix).socketTimeout(Duration.ofMillis(300)), "writer");
+        RedisLocker a = open(fixture.onTarget().socketTimeout(Duration.ofMillis(300)), "writer");
         RedisLocker reader = locker("reader");
         KeyColumn held = lock("held");
         try (Lease l = a.acquire(held, "pair zero")) { // record: 0 = pair zero
             AtomicReference<Throwable> busyFailed = new AtomicReference<>();
             Thread busy = new Thread(() -> {
-                try (UnifiedJedis c = target.admin()) {
+                try (UnifiedJedis c = fixture.target().admin()) {
                     c.eval("local function us() local t = redis.call('TIME') return t[1] * 1000000 + t[2] end "
                             + "local s = us() while us() < s + 1200000 do end return 1"); // 1.2 s
                 } catch (Throwable e) {
@@ -492,7 +468,7 @@ class RedisCompactReviewTest {
                 "waiter");
         waiter.start();
         long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (admin.hkeys(key).stream().noneMatch(f -> f.length > 0 && f[0] == 'q')) {
+        while (admin().hkeys(key).stream().noneMatch(f -> f.length > 0 && f[0] == 'q')) {
             assertTrue(System.nanoTime() < until, "the waiter never queued");
             Thread.sleep(5);
         }
@@ -500,8 +476,8 @@ class RedisCompactReviewTest {
         waiter.join();
         got.get().close();
         try (Lease again = a.acquire(lock, "first")) {
-            assertEquals(1, admin.hlen(key), "one field again: the claim");
-            String encoding = new String((byte[]) admin.sendCommand(redis.clients.jedis.Protocol.Command.OBJECT,
+            assertEquals(1, admin().hlen(key), "one field again: the claim");
+            String encoding = new String((byte[]) admin().sendCommand(redis.clients.jedis.Protocol.Command.OBJECT,
                     "ENCODING".getBytes(StandardCharsets.US_ASCII), key), StandardCharsets.US_ASCII);
             assertEquals("listpack", encoding, "a held lock's hash is the compact listpack");
         }
@@ -530,9 +506,10 @@ class RedisCompactReviewTest {
         byte[] value = new byte[head.length + owner.length];
         System.arraycopy(head, 0, value, 0, head.length);
         System.arraycopy(owner, 0, value, head.length, owner.length);
-        admin.hset(key, "cold-build".getBytes(StandardCharsets.US_ASCII), value); // as the old build writes it
-        admin.hset(key, "t".getBytes(StandardCharsets.US_ASCII), Long.toString(now).getBytes(StandardCharsets.US_ASCII));
-        admin.pexpire(key, 120_000);
+        admin().hset(key, "cold-build".getBytes(StandardCharsets.US_ASCII), value); // as the old build writes it
+        admin().hset(key, "t".getBytes(StandardCharsets.US_ASCII),
+                Long.toString(now).getBytes(StandardCharsets.US_ASCII));
+        admin().pexpire(key, 120_000);
         assertThrows(TemporaryLockingException.class, () -> a.acquire(lock, "new work").close(),
                 "the old build's live claim holds the lock");
     }

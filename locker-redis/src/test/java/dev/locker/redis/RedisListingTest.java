@@ -7,13 +7,11 @@ import dev.locker.api.LockTransaction;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.PermanentLockingException;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import redis.clients.jedis.AbstractPipeline;
 import redis.clients.jedis.Protocol;
 import redis.clients.jedis.UnifiedJedis;
@@ -26,6 +24,7 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 
+import static dev.locker.redis.RedisWaitingFixture.withRid;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -38,34 +37,17 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class RedisListingTest {
 
-    private RedisTarget target;
-    private UnifiedJedis admin;
-    private final String prefix = "rls-" + LockerConfig.randomRid().substring(0, 8) + ":";
-    private final List<Locker> opened = new ArrayList<>();
+    @RegisterExtension
+    static final RedisWaitingFixture fixture = RedisWaitingFixture.onTarget("rls");
 
-    @BeforeAll
-    void start() {
-        target = RedisTarget.start();
-        admin = target.admin();
-    }
+    private final String prefix = fixture.prefix();
 
-    @AfterEach
-    void closeLockers() {
-        opened.forEach(Locker::close);
-        opened.clear();
-    }
-
-    @AfterAll
-    void stop() {
-        admin.close();
-        target.close();
+    private static UnifiedJedis admin() {
+        return fixture.admin();
     }
 
     private RedisLocker locker(String name, RedisLocker.Builder b) {
-        RedisLocker l = b.config(LockerConfig.builder().rid(name).expiry(Duration.ofSeconds(30)).build())
-                .restartGuard(Duration.ZERO).build();
-        opened.add(l);
-        return l;
+        return fixture.open(withRid(b, name, Duration.ofSeconds(30)));
     }
 
     private static LockTransaction take(Locker l, KeyColumn lock) {
@@ -82,9 +64,9 @@ class RedisListingTest {
     @Test
     void aListingWalksTheDatabaseInBoundedCallsOfScansAndOneScriptPerBatch() {
         Assumptions.assumeFalse(RedisTarget.isExternal(), "an external server may have other traffic");
-        RedisLocker a = locker("a", target.locker(prefix));
+        RedisLocker a = locker("a", fixture.onTarget());
         String scenario = "bounded-" + LockerConfig.randomRid().substring(0, 6) + "/";
-        try (AbstractPipeline p = admin.pipelined()) {
+        try (AbstractPipeline p = admin().pipelined()) {
             for (int i = 0; i < 5000; i++) {
                 p.set(prefix + "other:" + i, "x");
             }
@@ -118,10 +100,10 @@ class RedisListingTest {
     /** A string stored under the very key a lock would use matches the pattern and the tag: list.lua skips it. */
     @Test
     void aKeyOfAnotherTypeWhereALockWouldLiveIsNotListed() {
-        RedisLocker a = locker("a", target.locker(prefix));
+        RedisLocker a = locker("a", fixture.onTarget());
         String scenario = "typed-" + LockerConfig.randomRid().substring(0, 6) + "/";
         KeyColumn squatted = KeyColumn.of(scenario + "string", "c");
-        admin.set(a.redisKey(squatted), "not a lock hash".getBytes(StandardCharsets.US_ASCII));
+        admin().set(a.redisKey(squatted), "not a lock hash".getBytes(StandardCharsets.US_ASCII));
         KeyColumn held = KeyColumn.of(scenario + "held", "c");
         take(a, held);
         List<LockInfo> listed = listAll(a, scenario);
@@ -131,7 +113,7 @@ class RedisListingTest {
     /** The listed token is the holder's, and the expiry is the claim's, both written by the script on server time. */
     @Test
     void theListedTokenAndExpiryAreTheClaimsOnTheServersClock() {
-        RedisLocker a = locker("a", target.locker(prefix));
+        RedisLocker a = locker("a", fixture.onTarget());
         KeyColumn lock = KeyColumn.of("clock-" + LockerConfig.randomRid().substring(0, 6), "c");
         LockTransaction tx = take(a, lock);
         LockInfo info = listAll(a, new String(lock.key(), StandardCharsets.UTF_8)).get(0);
@@ -153,8 +135,8 @@ class RedisListingTest {
                 "+hget", "+hset", "+hdel", "+hkeys", "+pexpire", "+info");
         aclSetUser("lister", "on", ">pw", "resetkeys", keys, "-@all", "+evalsha", "+eval", "+time", "+hgetall",
                 "+hget", "+hset", "+hdel", "+hkeys", "+pexpire", "+info", "+scan", "+type");
-        RedisLocker locking = locker("locking", target.locker(prefix).user("locking").password("pw"));
-        RedisLocker lister = locker("lister", target.locker(prefix).user("lister").password("pw"));
+        RedisLocker locking = locker("locking", fixture.onTarget().user("locking").password("pw"));
+        RedisLocker lister = locker("lister", fixture.onTarget().user("lister").password("pw"));
         KeyColumn lock = KeyColumn.of("acl-" + LockerConfig.randomRid().substring(0, 6), "c");
         take(locking, lock);
         PermanentLockingException e = assertThrows(PermanentLockingException.class, () -> locking.list("", 10, null));
@@ -182,17 +164,17 @@ class RedisListingTest {
         for (String r : rules) {
             args.add(r.getBytes(StandardCharsets.UTF_8));
         }
-        admin.sendCommand(Protocol.Command.ACL, args.toArray(new byte[0][]));
+        admin().sendCommand(Protocol.Command.ACL, args.toArray(new byte[0][]));
     }
 
     @SuppressWarnings("deprecation")
     private void resetStats() {
-        admin.sendCommand(Protocol.Command.CONFIG, "RESETSTAT".getBytes(StandardCharsets.US_ASCII));
+        admin().sendCommand(Protocol.Command.CONFIG, "RESETSTAT".getBytes(StandardCharsets.US_ASCII));
     }
 
     /** Calls of {@code command} since the last CONFIG RESETSTAT (0 when none). */
     private long calls(String command) {
-        for (String line : admin.info("commandstats").split("\r?\n")) {
+        for (String line : admin().info("commandstats").split("\r?\n")) {
             if (line.startsWith("cmdstat_" + command + ":")) {
                 return Long.parseLong(line.replaceAll("^[^:]*:calls=(\\d+),.*", "$1"));
             }

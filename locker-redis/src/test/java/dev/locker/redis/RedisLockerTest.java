@@ -13,13 +13,11 @@ import dev.locker.api.TimeSource;
 import dev.locker.testkit.Pause;
 import dev.locker.testkit.StepPauses;
 import dev.locker.testkit.VirtualClock;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import redis.clients.jedis.Protocol;
 import redis.clients.jedis.UnifiedJedis;
 
@@ -37,6 +35,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
+import static dev.locker.redis.RedisWaitingFixture.withRid;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -51,37 +50,18 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class RedisLockerTest {
 
-    private RedisTarget target;
-    private UnifiedJedis admin;
-    private final String prefix = "rlt-" + LockerConfig.randomRid().substring(0, 8) + ":";
-    private final List<Locker> opened = new ArrayList<>();
+    @RegisterExtension
+    static final RedisWaitingFixture fixture = RedisWaitingFixture.onTarget("rlt");
 
-    @BeforeAll
-    void start() {
-        target = RedisTarget.start();
-        admin = target.admin();
-    }
+    private final String prefix = fixture.prefix();
 
-    @AfterEach
-    void closeLockers() {
-        opened.forEach(Locker::close);
-        opened.clear();
-    }
-
-    @AfterAll
-    void stop() {
-        admin.close();
-        target.close();
+    private static UnifiedJedis admin() {
+        return fixture.admin();
     }
 
     private RedisLocker locker(String name, Duration expiry) {
-        RedisLocker l = target.locker(prefix)
-                .config(LockerConfig.builder().rid(name + "-" + LockerConfig.randomRid().substring(0, 8))
-                        .expiry(expiry).build())
-                .restartGuard(Duration.ZERO)
-                .build();
-        opened.add(l);
-        return l;
+        String rid = name + "-" + LockerConfig.randomRid().substring(0, 8);
+        return fixture.open(withRid(fixture.onTarget(), rid, expiry));
     }
 
     private static KeyColumn lock(String name) {
@@ -125,8 +105,8 @@ class RedisLockerTest {
         }
 
         take(a, hostile);
-        assertTrue(admin.exists(key), "the claim lives under exactly that key");
-        assertThrows(IllegalArgumentException.class, () -> target.locker("bad{prefix}"));
+        assertTrue(admin().exists(key), "the claim lives under exactly that key");
+        assertThrows(IllegalArgumentException.class, () -> fixture.target().locker("bad{prefix}"));
     }
 
     @Test
@@ -136,8 +116,8 @@ class RedisLockerTest {
         Object t1 = take(a, lock);
         long first = a.fencingToken(lock, t1);
         a.deleteLocks(t1);
-        assertEquals(1, admin.hlen(a.redisKey(lock)), "after release only the last token is left");
-        admin.del(a.redisKey(lock)); // what the safety-net PEXPIRE (or a restart without data) does
+        assertEquals(1, admin().hlen(a.redisKey(lock)), "after release only the last token is left");
+        admin().del(a.redisKey(lock)); // what the safety-net PEXPIRE (or a restart without data) does
         Object t2 = take(a, lock);
         long second = a.fencingToken(lock, t2);
         assertTrue(second > first, second + " > " + first);
@@ -151,12 +131,12 @@ class RedisLockerTest {
         RedisLocker a = locker("a", Duration.ofSeconds(5));
         KeyColumn lock = lock("ttl");
         Object tx = take(a, lock);
-        long pttl = admin.pttl(a.redisKey(lock));
+        long pttl = admin().pttl(a.redisKey(lock));
         assertTrue(pttl > 5_000 && pttl <= 10_001, "PTTL " + pttl);
         a.renewLocks(tx);
-        assertTrue(admin.pttl(a.redisKey(lock)) > 5_000);
+        assertTrue(admin().pttl(a.redisKey(lock)) > 5_000);
         a.deleteLocks(tx);
-        assertTrue(admin.pttl(a.redisKey(lock)) > 0, "the token field keeps a TTL: abandoned keys vanish");
+        assertTrue(admin().pttl(a.redisKey(lock)) > 0, "the token field keeps a TTL: abandoned keys vanish");
     }
 
     @Test
@@ -166,10 +146,10 @@ class RedisLockerTest {
         KeyColumn lock = lock("scrub");
         take(crashed, lock); // never released
         byte[] key = crashed.redisKey(lock);
-        assertEquals(1, admin.hlen(key), "one claim (it carries its token)");
+        assertEquals(1, admin().hlen(key), "one claim (it carries its token)");
         Thread.sleep(400);
         assertEquals(Optional.empty(), b.holder(lock));
-        assertEquals(1, admin.hlen(key), "the holder read removed the dead claim");
+        assertEquals(1, admin().hlen(key), "the holder read removed the dead claim");
         Object tb = take(b, lock);
         assertTrue(b.status(lock, tb).orElseThrow().isHeld());
     }
@@ -195,10 +175,10 @@ class RedisLockerTest {
         KeyColumn lock = lock("renew");
         Object tx = take(a, lock);
         byte[] field = a.claimField();
-        String[] before = header(admin.hget(a.redisKey(lock), field));
+        String[] before = header(admin().hget(a.redisKey(lock), field));
         Thread.sleep(50);
         a.renewLocks(tx);
-        String[] after = header(admin.hget(a.redisKey(lock), field));
+        String[] after = header(admin().hget(a.redisKey(lock), field));
         assertEquals(before[0], after[0], "written time (seniority) unchanged");
         // "<written> <expms> <tokdelta> <counter> <owner>" (common.lua): expms counts from the written time
         assertTrue(Long.parseLong(after[1]) > Long.parseLong(before[1]), "server-side expiry moved forward");
@@ -214,10 +194,10 @@ class RedisLockerTest {
     @Test
     void twoLockersOpenedWithOneConfigNeverBothHold() {
         LockerConfig shared = LockerConfig.builder().expiry(Duration.ofSeconds(5)).build();
-        RedisLocker a = target.locker(prefix).config(shared).restartGuard(Duration.ZERO).build();
-        opened.add(a);
-        RedisLocker b = target.locker(prefix).config(shared).restartGuard(Duration.ZERO).build();
-        opened.add(b);
+        RedisLocker a = fixture.onTarget().config(shared).restartGuard(Duration.ZERO).build();
+        fixture.adopt(a);
+        RedisLocker b = fixture.onTarget().config(shared).restartGuard(Duration.ZERO).build();
+        fixture.adopt(b);
         KeyColumn lock = lock("shared-config");
         Object ta = take(a, lock);
         TemporaryLockingException e = assertThrows(TemporaryLockingException.class, () -> take(b, lock));
@@ -239,10 +219,10 @@ class RedisLockerTest {
     void aSecondTransactionOfTheSameLockerCannotTakeOverTheFirstOnesLiveClaim() throws Exception {
         VirtualClock clock = new VirtualClock(Instant.now());
         StepPauses pauses = new StepPauses();
-        RedisLocker a = target.locker(prefix)
+        RedisLocker a = fixture.onTarget()
                 .config(LockerConfig.builder().expiry(Duration.ofSeconds(5)).timeSource(clock).probe(pauses).build())
                 .restartGuard(Duration.ZERO).build();
-        opened.add(a);
+        fixture.adopt(a);
         KeyColumn lock = lock("same-locker");
         LockTransaction first = new LockTransaction("first");
         a.writeLock(lock, first);
@@ -276,16 +256,17 @@ class RedisLockerTest {
     void scriptsAreLoadedAgainAfterTheServerForgotThem() {
         RedisLocker a = locker("a", Duration.ofSeconds(5));
         take(a, lock("before-flush"));
-        admin.scriptFlush();
+        admin().scriptFlush();
         KeyColumn after = lock("after-flush");
         Object tx = take(a, after);
         assertTrue(a.status(after, tx).orElseThrow().isHeld());
-        assertTrue(admin.scriptExists(RedisScript.ACQUIRE.sha(), "any"), "EVAL loaded it again");
+        assertTrue(admin().scriptExists(RedisScript.ACQUIRE.sha(), "any"), "EVAL loaded it again");
     }
 
     @Test
     void theProviderOpensARedisLockerFromAUri() {
-        String uri = target.uri() + (target.uri().contains("?") ? "&" : "?") + "prefix=" + prefix
+        String target = fixture.target().uri();
+        String uri = target + (target.contains("?") ? "&" : "?") + "prefix=" + prefix
                 + "&restartGuard=0&expiry=7s&why=from-uri";
         try (Locker l = Lockers.open(uri, LockerConfig.builder().rid("provider-test").build())) {
             assertInstanceOf(RedisLocker.class, l);
@@ -309,10 +290,10 @@ class RedisLockerTest {
     @Test
     void oneRoundTripPerAcquireAndPerRelease() {
         Assumptions.assumeFalse(RedisTarget.isExternal(), "an external server may have other traffic");
-        RedisTarget.awaitUptime(admin, Duration.ofSeconds(1));
-        RedisLocker a = target.locker(prefix).config(LockerConfig.builder().expiry(Duration.ofSeconds(30)).build())
+        RedisTarget.awaitUptime(admin(), Duration.ofSeconds(1));
+        RedisLocker a = fixture.onTarget().config(LockerConfig.builder().expiry(Duration.ofSeconds(30)).build())
                 .restartGuard(Duration.ofSeconds(1)).build(); // the guard's INFO is part of a production acquire
-        opened.add(a);
+        fixture.adopt(a);
         RedisLocker b = locker("b", Duration.ofSeconds(30));
         KeyColumn warm = lock("warm");
         for (int i = 0; i < 5; i++) {
@@ -364,7 +345,7 @@ class RedisLockerTest {
 
     @SuppressWarnings("deprecation") // Jedis has no typed CONFIG RESETSTAT on its unified client
     private void resetStats() {
-        admin.sendCommand(Protocol.Command.CONFIG, "RESETSTAT".getBytes(StandardCharsets.US_ASCII));
+        admin().sendCommand(Protocol.Command.CONFIG, "RESETSTAT".getBytes(StandardCharsets.US_ASCII));
     }
 
     /**
@@ -375,7 +356,7 @@ class RedisLockerTest {
 
     private Map<String, Long> commandCalls() {
         Map<String, Long> out = new LinkedHashMap<>();
-        for (String line : admin.info("commandstats").split("\r?\n")) {
+        for (String line : admin().info("commandstats").split("\r?\n")) {
             if (line.startsWith("cmdstat_")) {
                 String name = line.substring(8, line.indexOf(':'));
                 long calls = Long.parseLong(line.replaceAll("^[^:]*:calls=(\\d+),.*", "$1"));
@@ -399,26 +380,26 @@ class RedisLockerTest {
     @Test
     void tombstonesAreOnePerInstanceAndVanishAfterTheirTtl() throws Exception {
         LockerConfig config = LockerConfig.builder().expiry(Duration.ofSeconds(5)).build();
-        RedisLocker unacknowledged = target.locker(prefix).config(config).restartGuard(Duration.ZERO)
+        RedisLocker unacknowledged = fixture.onTarget().config(config).restartGuard(Duration.ZERO)
                 .replicas(1).replicaTimeout(Duration.ofMillis(10)).tombstoneTtl(Duration.ofMillis(500)).build();
-        opened.add(unacknowledged);
-        RedisLocker sameRid = target.locker(prefix).config(config).restartGuard(Duration.ZERO).build();
-        opened.add(sameRid);
+        fixture.adopt(unacknowledged);
+        RedisLocker sameRid = fixture.onTarget().config(config).restartGuard(Duration.ZERO).build();
+        fixture.adopt(sameRid);
         KeyColumn lock = lock("tombstones");
         for (int i = 0; i < 3; i++) {
             assertThrows(TemporaryLockingException.class, () -> take(unacknowledged, lock));
         }
         byte[] key = unacknowledged.redisKey(lock);
-        Map<byte[], byte[]> fields = admin.hgetAll(key);
+        Map<byte[], byte[]> fields = admin().hgetAll(key);
         List<String> tombs = fields.keySet().stream().map(f -> new String(f, StandardCharsets.US_ASCII))
                 .filter(f -> f.startsWith("w")).toList();
         assertEquals(1, tombs.size(), "one tombstone for three withdrawals: " + tombs);
-        assertTrue(admin.pttl(key) > 0, "the key lives at least as long as its tombstone");
+        assertTrue(admin().pttl(key) > 0, "the key lives at least as long as its tombstone");
         Object tx = take(sameRid, lock); // another instance, the same rid: its acquires are not covered
         sameRid.deleteLocks(tx);
         Thread.sleep(600); // past tombstoneTtl on the server's clock
         assertEquals(Optional.empty(), sameRid.holder(lock)); // a scrubbing pass
-        assertFalse(admin.hkeys(key).stream().anyMatch(f -> f[0] == 'w'), "the expired tombstone was scrubbed");
+        assertFalse(admin().hkeys(key).stream().anyMatch(f -> f[0] == 'w'), "the expired tombstone was scrubbed");
     }
 
     @Test
@@ -431,9 +412,9 @@ class RedisLockerTest {
                 () -> take(b, lock));
         assertEquals(a.rid(), e.holder().rid());
         assertNotNull(e.holder().since(), "since = the claim's server time");
-        assertTrue(e.getMessage().contains(target.process() == null ? "Redis" : ":" + target.process().port()),
-                e.getMessage());
-        assertEquals(1, admin.hlen(a.redisKey(lock)), "only the holder's claim: b left nothing");
-        assertNotEquals(0, admin.pttl(a.redisKey(lock)));
+        RedisServerProcess server = fixture.target().process();
+        assertTrue(e.getMessage().contains(server == null ? "Redis" : ":" + server.port()), e.getMessage());
+        assertEquals(1, admin().hlen(a.redisKey(lock)), "only the holder's claim: b left nothing");
+        assertNotEquals(0, admin().pttl(a.redisKey(lock)));
     }
 }

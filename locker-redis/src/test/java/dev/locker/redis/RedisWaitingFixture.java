@@ -27,9 +27,10 @@ import java.util.function.Supplier;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * What the tests of waiting and handoff on Redis share: one server, a key prefix of the test class's own, the lockers
- * a test opens (closed after it, with whatever else it asked to be closed), a pool for the waits, and the views of a
- * lock's queue and of a locker's wake-up subscription that their scenarios assert on. A JUnit extension, registered
+ * What the Redis test classes on one server share (waiting and handoff, the compact claim, listing, the locker's own
+ * behaviour): one server, a key prefix of the test class's own, the lockers a test opens (closed after it, with
+ * whatever else it asked to be closed), a pool for the waits, and the views of a lock's queue and of a locker's
+ * wake-up subscription that the waiting scenarios assert on. A JUnit extension, registered
  * in a static field of the test class ({@code @RegisterExtension}): the server starts before the class's tests, the
  * lockers are closed after each test, the server stops after the class.
  */
@@ -66,6 +67,11 @@ final class RedisWaitingFixture implements BeforeAllCallback, AfterEachCallback,
         return target.process();
     }
 
+    /** The server (its URI, and its process unless it is external). */
+    RedisTarget target() {
+        return target;
+    }
+
     /** A plain client for looking at the server. */
     UnifiedJedis admin() {
         return admin;
@@ -90,17 +96,29 @@ final class RedisWaitingFixture implements BeforeAllCallback, AfterEachCallback,
 
     /** {@code b} for a locker called {@code name} (its rid: name-random), no restart guard, and this linger. */
     static RedisLocker.Builder configured(RedisLocker.Builder b, String name, Duration expiry, Duration linger) {
-        return b.config(LockerConfig.builder().rid(name + "-" + LockerConfig.randomRid().substring(0, 8))
-                        .expiry(expiry).build())
-                .restartGuard(Duration.ZERO)
-                .wakeupLinger(linger);
+        return withRid(b, name + "-" + LockerConfig.randomRid().substring(0, 8), expiry).wakeupLinger(linger);
+    }
+
+    /** {@code b} for a locker whose rid is {@code rid} exactly, with this expiry and no restart guard. */
+    static RedisLocker.Builder withRid(RedisLocker.Builder b, String rid, Duration expiry) {
+        return b.config(LockerConfig.builder().rid(rid).expiry(expiry).build()).restartGuard(Duration.ZERO);
     }
 
     /** Builds the locker, to be closed after the test. */
     RedisLocker open(RedisLocker.Builder b) {
-        RedisLocker l = b.build();
+        return adopt(b.build());
+    }
+
+    /** {@code l}, built by the test, is closed after it with the lockers it opened (in the order they came). */
+    RedisLocker adopt(RedisLocker l) {
         opened.add(l);
         return l;
+    }
+
+    /** Closes the lockers opened so far in this test (what {@link #afterEach} does first). */
+    void closeLockers() {
+        opened.forEach(RedisLocker::close);
+        opened.clear();
     }
 
     /** {@code c} is closed after the test, after its lockers. */
@@ -197,8 +215,7 @@ final class RedisWaitingFixture implements BeforeAllCallback, AfterEachCallback,
     /** Closes the test's lockers, then what it asked to be closed. */
     @Override
     public void afterEach(ExtensionContext context) throws Exception {
-        opened.forEach(RedisLocker::close);
-        opened.clear();
+        closeLockers();
         for (AutoCloseable c : closeables) {
             c.close();
         }
