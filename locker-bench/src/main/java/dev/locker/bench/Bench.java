@@ -81,4 +81,21 @@ final class Bench {
         }
         return sum;
     }
+
+    /**
+     * JanusGraph's three phases on {@code lock} in a fresh transaction (writeLock, checkLocks, deleteLocks; no lease,
+     * so no keep-alive), with the fencing token read.
+     */
+    static void threePhases(dev.locker.api.Locker locker, dev.locker.api.KeyColumn lock) {
+        Object tx = new Object();
+        try {
+            locker.writeLock(lock, tx);
+            locker.checkLocks(tx);
+            if (locker.fencingToken(lock, tx) <= 0) {
+                throw new IllegalStateException("no token");
+            }
+        } finally {
+            locker.deleteLocks(tx);
+        }
+    }
 }

@@ -88,20 +88,6 @@ final class HBaseBench implements AutoCloseable {
                 .build();
     }
 
-    /** The three phases of JanusGraph's contract (no lease, so no keep-alive), with the fencing token read. */
-    private static void threePhase(HBaseLocker locker, KeyColumn lock) {
-        Object tx = new Object();
-        try {
-            locker.writeLock(lock, tx);
-            locker.checkLocks(tx);
-            if (locker.fencingToken(lock, tx) <= 0) {
-                throw new IllegalStateException("no token");
-            }
-        } finally {
-            locker.deleteLocks(tx);
-        }
-    }
-
     private static void pair(HBaseLocker locker, KeyColumn lock) {
         try (Lease lease = locker.acquire(lock, "bench")) {
             if (lease.fencingToken() <= 0) {
@@ -198,7 +184,7 @@ final class HBaseBench implements AutoCloseable {
             Rows rows = new Rows(4 * rounds * 2 + 4);
             Map<String, Runnable> ops = new LinkedHashMap<>();
             ops.put("locker", () -> pair(ours, rows.lock("u")));
-            ops.put("three-phase", () -> threePhase(ours, rows.lock("t")));
+            ops.put("three-phase", () -> Bench.threePhases(ours, rows.lock("t")));
             ops.put("clear", () -> clear.pair(rows.row("c")));
             ops.put("delete", () -> delete.pair(rows.row("d")));
             long end = System.nanoTime() + warmUp.toNanos();

@@ -68,8 +68,8 @@ final class JanusGraphBench {
                  JanusStore adapted = new JanusStore(manager.openDatabase("bench_generic_lock_"), manager);
                  Locker generic = ConsistentKeyLocker.builder(adapted).config(config).build()) {
                 Map<String, Runnable> ops = new LinkedHashMap<>();
-                ops.put("mem", () -> ours(mem, ourLock));
-                ops.put("generic", () -> ours(generic, ourLock));
+                ops.put("mem", () -> Bench.threePhases(mem, ourLock));
+                ops.put("generic", () -> Bench.threePhases(generic, ourLock));
                 ops.put("janusgraph", () -> theirs(theirs, theirLock, manager));
                 Map<String, Samples> rates = HBaseBench.interleaved(ops, rounds, slice);
                 String settings = "lockWait 1 ms, expiry 60 s, 1 thread";
@@ -82,20 +82,6 @@ final class JanusGraphBench {
             }
         } finally {
             manager.close();
-        }
-    }
-
-    /** Our three phases, with the fencing token read (JanusGraph's locker has none). */
-    private static void ours(Locker locker, dev.locker.api.KeyColumn lock) {
-        Object tx = new Object();
-        try {
-            locker.writeLock(lock, tx);
-            locker.checkLocks(tx);
-            if (locker.fencingToken(lock, tx) <= 0) {
-                throw new IllegalStateException("no token");
-            }
-        } finally {
-            locker.deleteLocks(tx);
         }
     }
 
