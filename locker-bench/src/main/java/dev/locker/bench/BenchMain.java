@@ -408,22 +408,14 @@ public final class BenchMain {
         return lat.stream().mapToLong(Long::longValue).sorted().toArray();
     }
 
-    /** " (200k held)" when a contender held fewer locks than the row's count, else nothing. */
-    private static String heldAt(int held, int n) {
-        return held == n ? "" : " (" + (held >= 1_000_000 ? held / 1_000_000 + "M" : held / 1000 + "k") + " held)";
-    }
-
     private void held(int port) throws Exception {
         int n = quick ? 50_000 : 1_000_000;
         Map<String, double[]> results = new LinkedHashMap<>();
-        // Redisson's client gives out before a million held locks on this host (its pool times out, the peer retries
-        // for minutes): it holds at most 200k, and its rows say so
-        int theirsHeld = Math.min(n, 200_000);
         for (String c : List.of("locker", "raw", "redisson")) {
             flush(port);
             List<String> out;
             try {
-                out = peer("held", c, Integer.toString(port), Integer.toString(c.equals("redisson") ? theirsHeld : n), "8",
+                out = peer("held", c, Integer.toString(port), Integer.toString(n), "8",
                         Integer.toString((int) slice.toMillis() * 2)).get();
             } catch (ExecutionException e) {
                 // one contender giving out (Redisson's client at a million held locks, on a loaded host) must not
@@ -452,12 +444,12 @@ public final class BenchMain {
         double[] ours = results.get("locker");
         for (String base : List.of("redisson", "raw")) {
             double[] theirs = results.get(base);
-            String name = base.equals("raw") ? "raw SET" : "Redisson RFencedLock" + heldAt(theirsHeld, n);
+            String name = base.equals("raw") ? "raw SET" : "Redisson RFencedLock";
             table.add(new Row("Redis memory per held lock (INFO used_memory delta, " + nHeld + " held; 1 run)", "B",
                     one(ours, 1), name, one(theirs, 1), Better.LOWER, 200.0, true));
         }
         table.add(new Row("client heap per held lock (" + nHeld + " held; 1 run)", "B", one(ours, 2),
-                "Redisson RFencedLock" + heldAt(theirsHeld, n), one(results.get("redisson"), 2), Better.LOWER, 300.0,
+                "Redisson RFencedLock", one(results.get("redisson"), 2), Better.LOWER, 300.0,
                 true));
         table.add(new Row("Redis time per pair with " + nHeld + " held ÷ with none (1 thread; 1 run)", "x",
                 slowdown(ours), "raw SET NX PX", slowdown(results.get("raw")), Better.LOWER, 1.2, true));

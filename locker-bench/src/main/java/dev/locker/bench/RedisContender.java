@@ -154,6 +154,11 @@ abstract class RedisContender implements AutoCloseable {
                 // its pool gave out, "Unable to acquire connection", on this 2-CPU host)
                 server.setTimeout((int) timeout.toMillis()).setConnectionPoolSize(128).setConnectionMinimumIdleSize(8)
                         .setRetryAttempts(3);
+                // Redisson 3.52 schedules its renewal task for a fenced lock taken with a lease time too, and renews
+                // every held lock in batches each third of the watchdog timeout (30 s by default): at 50k held locks
+                // those batches failed and logged every lock's name per failure until the heap ran out. Holding
+                // locks for 30 minutes, as Locker's leases here, its watchdog period is 30 minutes too
+                c.setLockWatchdogTimeout(Duration.ofMinutes(30).toMillis());
             }
             redisson = Redisson.create(c);
         }
