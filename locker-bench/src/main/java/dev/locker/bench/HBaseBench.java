@@ -7,10 +7,8 @@ import dev.locker.bench.Table.Better;
 import dev.locker.bench.Table.Row;
 import dev.locker.hbase.HBaseLocker;
 import dev.locker.hbase.HBaseOptions;
-import org.apache.hadoop.conf.Configuration;
+import dev.locker.hbase.HBaseTestCluster;
 import org.apache.hadoop.hbase.HBaseTestingUtility;
-import org.apache.hadoop.hbase.HConstants;
-import org.apache.hadoop.hbase.StartMiniClusterOption;
 import org.apache.hadoop.hbase.TableName;
 import org.apache.hadoop.hbase.client.Admin;
 import org.apache.hadoop.hbase.client.CheckAndMutate;
@@ -54,18 +52,8 @@ final class HBaseBench implements AutoCloseable {
         long t0 = System.nanoTime();
         dir = Files.createTempDirectory("locker-bench-hbase");
         System.setProperty("test.build.data.basedirectory", dir.toString());
-        util = new HBaseTestingUtility();
-        Configuration conf = util.getConfiguration();
-        // as locker-hbase's HBaseTestCluster: local file system instead of HDFS, no web UIs, fast region server reports
-        conf.setBoolean("hbase.unsafe.stream.capability.enforce", false);
-        conf.set("hbase.wal.provider", "filesystem");
-        conf.setInt(HConstants.MASTER_INFO_PORT, -1);
-        conf.setInt(HConstants.REGIONSERVER_INFO_PORT, -1);
-        conf.setInt("hbase.regionserver.msginterval", 100);
-        conf.setInt(HConstants.REGION_SERVER_HANDLER_COUNT, 10);
-        util.startMiniZKCluster();
-        util.startMiniHBaseCluster(StartMiniClusterOption.builder().numMasters(1).numRegionServers(1).build());
-        connection = ConnectionFactory.createConnection(conf);
+        util = HBaseTestCluster.startMiniCluster(); // locker-hbase's test harness settings
+        connection = ConnectionFactory.createConnection(util.getConfiguration());
         System.out.printf(Locale.ROOT, "HBase %s mini cluster up in %.1f s%n",
                 org.apache.hadoop.hbase.util.VersionInfo.getVersion(), (System.nanoTime() - t0) / 1e9);
     }

@@ -3,12 +3,12 @@ package dev.locker.faults;
 import dev.locker.api.LockerConfig;
 import dev.locker.hbase.HBaseLocker;
 import dev.locker.hbase.HBaseOptions;
+import dev.locker.hbase.HBaseTestCluster;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hbase.HBaseTestingUtility;
 import org.apache.hadoop.hbase.HConstants;
 import org.apache.hadoop.hbase.MiniHBaseCluster;
 import org.apache.hadoop.hbase.ServerName;
-import org.apache.hadoop.hbase.StartMiniClusterOption;
 import org.apache.hadoop.hbase.TableName;
 import org.apache.hadoop.hbase.client.Admin;
 import org.apache.hadoop.hbase.client.Connection;
@@ -74,16 +74,7 @@ public final class HBaseBackend implements Backend {
 
     private void start() {
         try {
-            util = new HBaseTestingUtility();
-            Configuration conf = util.getConfiguration();
-            conf.setBoolean("hbase.unsafe.stream.capability.enforce", false);
-            conf.set("hbase.wal.provider", "filesystem");
-            conf.setInt(HConstants.MASTER_INFO_PORT, -1);
-            conf.setInt(HConstants.REGIONSERVER_INFO_PORT, -1);
-            conf.setInt("hbase.regionserver.msginterval", 100);
-            conf.setInt(HConstants.REGION_SERVER_HANDLER_COUNT, 10);
-            util.startMiniZKCluster();
-            util.startMiniHBaseCluster(StartMiniClusterOption.builder().numMasters(1).numRegionServers(1).build());
+            util = HBaseTestCluster.startMiniCluster(); // locker-hbase's test harness settings
             // create the lock table now, so that a region server abort can move it first
             try (var locker = HBaseLocker.builder(util.getConnection()).options(HBaseOptions.builder().table(TABLE).build())
                     .config(LockerConfig.defaults()).build()) {

@@ -32,23 +32,32 @@ public final class HBaseTestCluster {
 
     private HBaseTestCluster() throws Exception {
         long t0 = System.nanoTime();
-        util = new HBaseTestingUtility();
+        util = startMiniCluster();
+        connection = ConnectionFactory.createConnection(util.getConfiguration());
+        startTime = Duration.ofNanos(System.nanoTime() - t0);
+        log.info("HBase mini cluster up in {} ms (ZooKeeper {}:{})", startTime.toMillis(), zkQuorum(), zkPort());
+        System.out.println("[locker-hbase] HBase mini cluster started in " + startTime.toMillis() + " ms");
+        Runtime.getRuntime().addShutdownHook(new Thread(this::stop, "hbase-mini-cluster-stop"));
+    }
+
+    /**
+     * Starts a mini cluster (ZooKeeper, one master, one region server) with the settings of every harness of this
+     * project (this shared one, locker-faults' and locker-bench's, which need clusters of their own): the local file
+     * system instead of HDFS (which has no hflush/hsync, so HBase must be told to accept it), no web UIs, and region
+     * servers that report at once, so the cluster is up in seconds instead of ~17 s.
+     */
+    public static HBaseTestingUtility startMiniCluster() throws Exception {
+        HBaseTestingUtility util = new HBaseTestingUtility();
         Configuration conf = util.getConfiguration();
-        // local file system instead of HDFS: it has no hflush/hsync, which HBase must be told to accept
         conf.setBoolean("hbase.unsafe.stream.capability.enforce", false);
         conf.set("hbase.wal.provider", "filesystem");
-        // no web UIs, and region servers that report at once: the cluster is up in seconds instead of ~17 s
         conf.setInt(HConstants.MASTER_INFO_PORT, -1);
         conf.setInt(HConstants.REGIONSERVER_INFO_PORT, -1);
         conf.setInt("hbase.regionserver.msginterval", 100);
         conf.setInt(HConstants.REGION_SERVER_HANDLER_COUNT, 10);
         util.startMiniZKCluster();
         util.startMiniHBaseCluster(StartMiniClusterOption.builder().numMasters(1).numRegionServers(1).build());
-        connection = ConnectionFactory.createConnection(conf);
-        startTime = Duration.ofNanos(System.nanoTime() - t0);
-        log.info("HBase mini cluster up in {} ms (ZooKeeper {}:{})", startTime.toMillis(), zkQuorum(), zkPort());
-        System.out.println("[locker-hbase] HBase mini cluster started in " + startTime.toMillis() + " ms");
-        Runtime.getRuntime().addShutdownHook(new Thread(this::stop, "hbase-mini-cluster-stop"));
+        return util;
     }
 
     /** The cluster, started on first call. */
