@@ -934,7 +934,22 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
     }
 
     /**
-     * {@link ClaimStatus#claimId} without the copy, for a backend that only sends the bytes (and never changes them).
+     * A granted claim whose id is {@link #countedClaimId countedClaimId(sharedPrefix, counter)}, kept without bytes of
+     * its own (see {@link ClaimStatus}): {@code sharedPrefix} is never changed afterwards.
+     */
+    protected static ClaimStatus grantedCounted(byte[] sharedPrefix, long counter, long fencingToken,
+                                                long deadlineNanos) {
+        return ClaimStatus.grantedCounted(sharedPrefix, counter, fencingToken, deadlineNanos);
+    }
+
+    /** The claim id {@code prefix} followed by {@code counter} as 16 lower-case hex digits (a new array). */
+    protected static byte[] countedClaimId(byte[] prefix, long counter) {
+        return ClaimStatus.countedId(prefix, counter);
+    }
+
+    /**
+     * {@link ClaimStatus#claimId} without the copy where it can, for a backend that only sends the bytes (and never
+     * changes them).
      */
     protected static byte[] claimIdOf(ClaimStatus status) {
         return status.claimIdShared();
