@@ -24,8 +24,14 @@ import java.util.function.Consumer;
  * are final); every change is a compare-and-set on the whole state, so an operation that ran while the hold was lost
  * (taken over locally after its deadline, released by another thread, or the locker closed) cannot bring it back.
  * The move to LOST happens once and is reported once to the sink given at construction, which tells the listeners.
+ *
+ * <p>A hold of a single-lock lease ({@code acquire(lock)}, the common case) is also its own transaction
+ * ({@link #ownTransaction}): it is what the lease passes to its locker, the transaction's record of its one hold, and
+ * its keep-alive renewal's timer entry (its second timer slot), so a held lease costs no transaction object, no
+ * record of the transaction's holds and no map entry besides this one. {@link #markDone} then plays the part the
+ * removal of a transaction's record plays for other transactions: the one release (or close) that deletes its claim.
  */
-final class Hold extends AbstractQueuedSynchronizer implements Timer.Timed {
+final class Hold extends AbstractQueuedSynchronizer implements Timer.TwoSlots, KeepAlive.Kept {
 
     // Hold extends the synchronizer of its steps (see lockSteps) rather than owning a ReentrantLock: one object per
     // held lock instead of three, which matters with many locks held (client heap per held lock).
@@ -128,25 +134,31 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.Timed {
     private static final State RELEASED_UNWRITTEN = new State(Phase.RELEASED, null, 0, false);
 
     private static final VarHandle STATE;
+    private static final VarHandle DONE;
 
     static {
         try {
             STATE = MethodHandles.lookup().findVarHandle(Hold.class, "state", State.class);
+            DONE = MethodHandles.lookup().findVarHandle(Hold.class, "done", boolean.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
     }
 
+    /** {@link #claimedEpochNanos} when the instant was not recorded (or lies beyond the years 1677 to 2262). */
+    private static final long NOT_RECORDED = Long.MIN_VALUE;
+
     final KeyColumn lock;
+    /** The transaction that claimed the lock: this hold itself when it is its own ({@link #ownTransaction}). */
     final Object tx;
+    /** The reason its claim records, for a hold that is its own transaction; else null (the transaction's). */
+    final String why;
     /**
      * When the claim was first asked for, by this process's wall clock (to tell a forced release's record apart): the
-     * instant's seconds and nanoseconds, kept as numbers rather than as an object per held lock. Written once, before
-     * the hold is published to other threads.
+     * instant in nanoseconds since the epoch, kept as a number rather than as an object per held lock. Written once,
+     * before the hold is published to other threads.
      */
-    private final long claimedSeconds;
-    /** -1 when the instant was not recorded. */
-    private final int claimedNano;
+    private final long claimedEpochNanos;
     /** The deadline of the states that carry no status (while the claim is written, and if it never was). */
     /**
      * Set once when the hold is made, and again only by {@link #restartProvisionalDeadline} while no other thread can
@@ -164,6 +176,13 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.Timed {
     /** The keep-alive's watchdog slot for this hold (see {@link Timer.Timed}): no object per watched hold. */
     private int timerIndex = -1;
     private long timerDue;
+    /** The renewal's slot, for a hold that is its own transaction (see {@link Timer.TwoSlots}). */
+    private int timerIndex2 = -1;
+    private long timerDue2;
+    /** For a hold that is its own transaction: is it kept alive ({@link KeepAlive.Kept})? */
+    private volatile boolean keptAlive;
+    /** For a hold that is its own transaction: set once, by the release or close that finishes it. */
+    private volatile boolean done;
 
     /**
      * A hold whose claim is being written; it cannot outlive {@code deadlineNanos} before the write answers.
@@ -175,11 +194,21 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.Timed {
 
     /** Likewise, recording {@code claimedAt}: when the claim was first asked for, by this process's wall clock. */
     Hold(KeyColumn lock, Object tx, long deadlineNanos, Consumer<Hold> lostSink, Instant claimedAt) {
+        this(lock, tx, null, deadlineNanos, lostSink, claimedAt);
+    }
+
+    /** A hold that is its own transaction, whose claim records {@code why} (see {@link #ownTransaction}). */
+    static Hold forLease(KeyColumn lock, String why, long deadlineNanos, Consumer<Hold> lostSink, Instant claimedAt) {
+        return new Hold(lock, null, why == null ? "" : why, deadlineNanos, lostSink, claimedAt);
+    }
+
+    private Hold(KeyColumn lock, Object tx, String why, long deadlineNanos, Consumer<Hold> lostSink,
+                 Instant claimedAt) {
         this.lock = lock;
-        this.tx = tx;
+        this.tx = why != null ? this : tx;
+        this.why = why;
         this.lostSink = lostSink;
-        this.claimedSeconds = claimedAt != null ? claimedAt.getEpochSecond() : 0;
-        this.claimedNano = claimedAt != null ? claimedAt.getNano() : -1;
+        this.claimedEpochNanos = epochNanos(claimedAt);
         this.provisionalDeadline = deadlineNanos;
         // a plain store, not a volatile one (which costs a full fence per acquire): a hold reaches other threads only
         // through the mediator's map, a transaction's holds or the keep-alive, each of which publishes it safely
@@ -195,9 +224,79 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.Timed {
         this.provisionalDeadline = deadlineNanos;
     }
 
+    private static long epochNanos(Instant at) {
+        if (at == null) {
+            return NOT_RECORDED;
+        }
+        try {
+            long n = Math.addExact(Math.multiplyExact(at.getEpochSecond(), 1_000_000_000L), at.getNano());
+            return n == NOT_RECORDED ? NOT_RECORDED + 1 : n;
+        } catch (ArithmeticException beyondTheRange) {
+            return NOT_RECORDED;
+        }
+    }
+
     /** When the claim was first asked for, or null if not recorded. */
     Instant claimedAt() {
-        return claimedNano >= 0 ? Instant.ofEpochSecond(claimedSeconds, claimedNano) : null;
+        return claimedEpochNanos == NOT_RECORDED ? null
+                : Instant.ofEpochSecond(Math.floorDiv(claimedEpochNanos, 1_000_000_000L),
+                        Math.floorMod(claimedEpochNanos, 1_000_000_000L));
+    }
+
+    /** True for the hold of a single-lock lease, which is its own transaction ({@code tx == this}). */
+    boolean ownTransaction() {
+        return tx == this;
+    }
+
+    /** Is {@code sink} the one this hold reports its loss to (is it a hold of that sink's locker)? */
+    boolean reportsTo(Consumer<Hold> sink) {
+        return lostSink == sink;
+    }
+
+    /** For a hold that is its own transaction: true for the one caller that finishes it (release or close). */
+    boolean markDone() {
+        return DONE.compareAndSet(this, false, true);
+    }
+
+    /** For a hold that is its own transaction: was it finished (or is it being)? */
+    boolean isDone() {
+        return done;
+    }
+
+    @Override
+    public boolean keptAlive() {
+        return keptAlive;
+    }
+
+    @Override
+    public void keptAlive(boolean on) {
+        keptAlive = on;
+    }
+
+    /** As its own transaction's record: its one hold. */
+    @Override
+    public Hold[] holds() {
+        return new Hold[] {this};
+    }
+
+    @Override
+    public int timerIndex2() {
+        return timerIndex2;
+    }
+
+    @Override
+    public void timerIndex2(int i) {
+        timerIndex2 = i;
+    }
+
+    @Override
+    public long timerDue2() {
+        return timerDue2;
+    }
+
+    @Override
+    public void timerDue2(long due) {
+        timerDue2 = due;
     }
 
     /**
@@ -416,8 +515,16 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.Timed {
         return (List<Consumer<LockLost>>) l; // nobody else holds it: handed out whole
     }
 
+    /**
+     * A hold that is its own transaction prints as that transaction (it is what messages name as the transaction, e.g.
+     * the local holder); any other as {@code Hold[lock, tx, phase]}.
+     */
     @Override
     public String toString() {
+        if (tx == this) {
+            return why.isEmpty() ? "lease-tx@" + Integer.toHexString(System.identityHashCode(this))
+                    : "lease-tx(" + why + ")";
+        }
         State s = state;
         return "Hold[" + lock + ", " + tx + ", " + s.phase + (s.lostWhy() != null ? " (" + s.lostWhy() + ")" : "") + "]";
     }

@@ -44,7 +44,13 @@ public final class HeapProbe {
         for (int t = 0; t < ts.length; t++) {
             ts[t] = new Thread(() -> {
                 for (int i; (i = next.getAndIncrement()) < n; ) {
-                    kept[i] = locker.acquire(keys[i], "bench");
+                    while (kept[i] == null) {
+                        try {
+                            kept[i] = locker.acquire(keys[i], "bench");
+                        } catch (dev.locker.api.TemporaryLockingException e) {
+                            // mem: with a 1 ms lock-wait under load: try again
+                        }
+                    }
                 }
             });
             ts[t].start();
