@@ -40,28 +40,26 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.TwoSlots, K
     enum Phase { CLAIMING, CLAIMED, LOST, RELEASED }
 
     /**
-     * An immutable snapshot. {@code status} is null while CLAIMING and may be null after that if the claim was never
-     * written; {@code reported} is true once a checkLocks call told the caller the claim is held. A live or released
-     * state without a loss is a plain {@code State}; a state that carries a loss is an {@link Ended} (smaller
-     * snapshots for the common case: each step of an uncontended acquire makes one). The deadline of a state is
-     * {@link Hold#deadlineOf}: the one recorded with its status, or the hold's provisional deadline while no status
-     * was recorded, so the CLAIMING state, and the RELEASED state of a claim never written, are shared constants.
+     * An immutable snapshot of a hold. {@code status} is null while CLAIMING and may be null after that if the claim
+     * was never written; {@code reported} is true once a checkLocks call told the caller the claim is held. The
+     * deadline of a state is {@link Hold#deadlineOf}: its status's, or the hold's provisional deadline while no
+     * status was recorded, so the CLAIMING state, and the RELEASED state of a claim never written, are shared
+     * constants.
+     *
+     * <p>A {@code State} itself is the steady state of a held lock: CLAIMED, reported, and nothing but its status (a
+     * snapshot per held lock: the smallest one). The others are subclasses: {@link Unreported} (CLAIMED, its claim
+     * not reported yet), {@link Snapshot} (any phase, without a loss), {@link Ended} (a final state with a loss).
      */
     static class State {
-        private final Phase phase;
         private final LockStatus status;
-        private final long deadlineNanos;
-        private final boolean reported;
 
-        State(Phase phase, LockStatus status, long deadlineNanos, boolean reported) {
-            this.phase = phase;
+        /** CLAIMED with {@code status}, reported. */
+        State(LockStatus status) {
             this.status = status;
-            this.deadlineNanos = deadlineNanos;
-            this.reported = reported;
         }
 
         Phase phase() {
-            return phase;
+            return Phase.CLAIMED;
         }
 
         LockStatus status() {
@@ -69,7 +67,7 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.TwoSlots, K
         }
 
         boolean reported() {
-            return reported;
+            return true;
         }
 
         /** Why the hold was lost, or null. */
@@ -79,7 +77,7 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.TwoSlots, K
 
         /** Why the hold ended: the loss's explanation, "released" for a plain release, else null. */
         String lostWhy() {
-            return phase == Phase.RELEASED ? "released" : null;
+            return phase() == Phase.RELEASED ? "released" : null;
         }
 
         /** The new holder where the loss named one, else null. */
@@ -88,25 +86,60 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.TwoSlots, K
         }
 
         boolean isFinal() {
+            Phase phase = phase();
             return phase == Phase.LOST || phase == Phase.RELEASED;
         }
 
         @Override
         public String toString() {
-            return "State[" + phase + ", " + status + ", reported=" + reported + (lostWhy() != null ? ", " + lostWhy() : "")
-                    + "]";
+            return "State[" + phase() + ", " + status + ", reported=" + reported()
+                    + (lostWhy() != null ? ", " + lostWhy() : "") + "]";
+        }
+    }
+
+    /** CLAIMED with a status that no checkLocks reported yet (the claim was just written). */
+    static final class Unreported extends State {
+        Unreported(LockStatus status) {
+            super(status);
+        }
+
+        @Override
+        boolean reported() {
+            return false;
+        }
+    }
+
+    /** A state of any phase, without a loss. */
+    static class Snapshot extends State {
+        private final Phase phase;
+        private final boolean reported;
+
+        Snapshot(Phase phase, LockStatus status, boolean reported) {
+            super(status);
+            this.phase = phase;
+            this.reported = reported;
+        }
+
+        @Override
+        Phase phase() {
+            return phase;
+        }
+
+        @Override
+        boolean reported() {
+            return reported;
         }
     }
 
     /** A final state that carries a loss: LOST, or RELEASED after a loss. */
-    static final class Ended extends State {
+    static final class Ended extends Snapshot {
         private final LossReason reason;
         private final String lostWhy;
         private final LockOwner newHolder;
 
-        Ended(Phase phase, LockStatus status, long deadlineNanos, boolean reported, LossReason reason, String lostWhy,
+        Ended(Phase phase, LockStatus status, boolean reported, LossReason reason, String lostWhy,
               LockOwner newHolder) {
-            super(phase, status, deadlineNanos, reported);
+            super(phase, status, reported);
             this.reason = reason;
             this.lostWhy = lostWhy;
             this.newHolder = newHolder;
@@ -129,9 +162,9 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.TwoSlots, K
     }
 
     /** The state of every hold whose claim is being written (its deadline: {@link #provisionalDeadline}). */
-    private static final State CLAIMING = new State(Phase.CLAIMING, null, 0, false);
+    private static final State CLAIMING = new Snapshot(Phase.CLAIMING, null, false);
     /** The state of every hold released before any status was recorded. */
-    private static final State RELEASED_UNWRITTEN = new State(Phase.RELEASED, null, 0, false);
+    private static final State RELEASED_UNWRITTEN = new Snapshot(Phase.RELEASED, null, false);
 
     private static final VarHandle STATE;
     private static final VarHandle DONE;
@@ -304,7 +337,8 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.TwoSlots, K
      * when it has none, the provisional deadline the hold was made with.
      */
     long deadlineOf(State s) {
-        return s.status != null ? s.deadlineNanos : provisionalDeadline;
+        LockStatus status = s.status();
+        return status != null ? status.deadlineNanos() : provisionalDeadline;
     }
 
     @Override
@@ -403,7 +437,7 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.TwoSlots, K
         if (expected.isFinal()) {
             return false;
         }
-        return cas(expected, new State(Phase.CLAIMED, status, status.deadlineNanos(), reported));
+        return cas(expected, reported ? new State(status) : new Unreported(status));
     }
 
     /** Marks the hold lost (unless it is already final); returns the state before. */
@@ -418,7 +452,7 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.TwoSlots, K
             if (s.isFinal()) {
                 return s;
             }
-            if (cas(s, new Ended(Phase.LOST, s.status, s.deadlineNanos, s.reported, reason, why, newHolder))) {
+            if (cas(s, new Ended(Phase.LOST, s.status(), s.reported(), reason, why, newHolder))) {
                 lostSink.accept(this);
                 return s;
             }
@@ -430,8 +464,7 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.TwoSlots, K
         if (expected.isFinal()) {
             return false;
         }
-        if (cas(expected, new Ended(Phase.LOST, expected.status, expected.deadlineNanos, expected.reported, reason, why,
-                null))) {
+        if (cas(expected, new Ended(Phase.LOST, expected.status(), expected.reported(), reason, why, null))) {
             lostSink.accept(this);
             return true;
         }
@@ -446,16 +479,17 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.TwoSlots, K
     boolean loseIfPast(long nowNanos, String why) {
         while (true) {
             State s = state;
-            if (s.phase == Phase.LOST) {
+            Phase phase = s.phase();
+            if (phase == Phase.LOST) {
                 return true;
             }
-            if (s.phase == Phase.RELEASED) {
+            if (phase == Phase.RELEASED) {
                 return nowNanos - deadlineOf(s) >= 0;
             }
             if (nowNanos - deadlineOf(s) < 0) {
                 return false;
             }
-            if (cas(s, new Ended(Phase.LOST, s.status, s.deadlineNanos, s.reported, LossReason.EXPIRED, why, null))) {
+            if (cas(s, new Ended(Phase.LOST, s.status(), s.reported(), LossReason.EXPIRED, why, null))) {
                 lostSink.accept(this);
                 return true;
             }
@@ -466,13 +500,13 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.TwoSlots, K
     State release() {
         while (true) {
             State s = state;
-            if (s.phase == Phase.RELEASED) {
+            if (s.phase() == Phase.RELEASED) {
                 return s;
             }
             State released = s.lostWhy() == null && s.reason() == null && s.newHolder() == null
-                    ? (s.status == null && !s.reported ? RELEASED_UNWRITTEN // lostWhy() is "released"
-                            : new State(Phase.RELEASED, s.status, s.deadlineNanos, s.reported))
-                    : new Ended(Phase.RELEASED, s.status, s.deadlineNanos, s.reported, s.reason(),
+                    ? (s.status() == null && !s.reported() ? RELEASED_UNWRITTEN // lostWhy() is "released"
+                            : new Snapshot(Phase.RELEASED, s.status(), s.reported()))
+                    : new Ended(Phase.RELEASED, s.status(), s.reported(), s.reason(),
                             s.lostWhy() != null ? s.lostWhy() : "released", s.newHolder());
             if (cas(s, released)) {
                 return s;
@@ -526,6 +560,6 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.TwoSlots, K
                     : "lease-tx(" + why + ")";
         }
         State s = state;
-        return "Hold[" + lock + ", " + tx + ", " + s.phase + (s.lostWhy() != null ? " (" + s.lostWhy() + ")" : "") + "]";
+        return "Hold[" + lock + ", " + tx + ", " + s.phase() + (s.lostWhy() != null ? " (" + s.lostWhy() + ")" : "") + "]";
     }
 }
