@@ -15,8 +15,11 @@ import java.util.Objects;
  * instance, then acquire number) is kept as the shared prefix and the number ({@link #grantedCounted}), not as bytes
  * of its own: a claim is kept per held lock, and its id's bytes were the largest part of it. The bytes are made
  * again, the same every time, when a backend sends them.
+ *
+ * <p>A claim status is also the steady state of the hold that holds it (CLAIMED, reported, this status; see
+ * {@code Hold.State}): a held lock then keeps no snapshot object besides it.
  */
-public final class ClaimStatus implements LockStatus {
+public final class ClaimStatus extends Hold.State implements LockStatus {
 
     /** {@link #counter} of a claim whose {@link #claimId} is the whole id. */
     private static final long WHOLE = Long.MIN_VALUE;
@@ -84,6 +87,12 @@ public final class ClaimStatus implements LockStatus {
     /** The bytes that identify our claim in the backend. */
     public byte[] claimId() {
         return counter == WHOLE ? claimId.clone() : countedId(claimId, counter);
+    }
+
+    /** As the steady state of its hold: its status is itself. */
+    @Override
+    LockStatus status() {
+        return this;
     }
 
     @Override

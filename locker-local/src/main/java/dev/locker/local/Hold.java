@@ -46,24 +46,18 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.TwoSlots, K
      * status was recorded, so the CLAIMING state, and the RELEASED state of a claim never written, are shared
      * constants.
      *
-     * <p>A {@code State} itself is the steady state of a held lock: CLAIMED, reported, and nothing but its status (a
-     * snapshot per held lock: the smallest one). The others are subclasses: {@link Unreported} (CLAIMED, its claim
-     * not reported yet), {@link Snapshot} (any phase, without a loss), {@link Ended} (a final state with a loss).
+     * <p>The steady state of a held lock is CLAIMED, reported, and nothing but its status: the smallest snapshot, as
+     * there is one per held lock. A status that is a {@code State} itself ({@link ClaimStatus},
+     * {@link ConsistentKeyClaim}) is that state ({@link #steady}), so it costs no snapshot at all; any other is wrapped
+     * in a {@link Held}. The other states: {@link Unreported} (CLAIMED, the claim not reported yet),
+     * {@link Snapshot} (any phase, without a loss), {@link Ended} (a final state with a loss).
      */
-    static class State {
-        private final LockStatus status;
+    abstract static class State {
 
-        /** CLAIMED with {@code status}, reported. */
-        State(LockStatus status) {
-            this.status = status;
-        }
+        abstract LockStatus status();
 
         Phase phase() {
             return Phase.CLAIMED;
-        }
-
-        LockStatus status() {
-            return status;
         }
 
         boolean reported() {
@@ -90,15 +84,39 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.TwoSlots, K
             return phase == Phase.LOST || phase == Phase.RELEASED;
         }
 
-        @Override
-        public String toString() {
-            return "State[" + phase() + ", " + status + ", reported=" + reported()
+        /** The steady state of {@code status}: itself if it is a state, else a {@link Held}. */
+        static State steady(LockStatus status) {
+            return status instanceof State ? (State) status : new Held(status);
+        }
+
+        /** For a status that is its own steady state, whose toString is its own. */
+        final String describe() {
+            return "State[" + phase() + ", " + status() + ", reported=" + reported()
                     + (lostWhy() != null ? ", " + lostWhy() : "") + "]";
         }
     }
 
+    /** CLAIMED with {@code status}, reported: the steady state of a status that is not a state itself. */
+    static class Held extends State {
+        private final LockStatus status;
+
+        Held(LockStatus status) {
+            this.status = status;
+        }
+
+        @Override
+        LockStatus status() {
+            return status;
+        }
+
+        @Override
+        public String toString() {
+            return describe();
+        }
+    }
+
     /** CLAIMED with a status that no checkLocks reported yet (the claim was just written). */
-    static final class Unreported extends State {
+    static final class Unreported extends Held {
         Unreported(LockStatus status) {
             super(status);
         }
@@ -110,7 +128,7 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.TwoSlots, K
     }
 
     /** A state of any phase, without a loss. */
-    static class Snapshot extends State {
+    static class Snapshot extends Held {
         private final Phase phase;
         private final boolean reported;
 
@@ -437,7 +455,7 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.TwoSlots, K
         if (expected.isFinal()) {
             return false;
         }
-        return cas(expected, reported ? new State(status) : new Unreported(status));
+        return cas(expected, reported ? State.steady(status) : new Unreported(status));
     }
 
     /** Marks the hold lost (unless it is already final); returns the state before. */
