@@ -4,6 +4,7 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.time.Duration;
 import java.util.List;
+import java.util.Objects;
 
 
 /**
@@ -17,19 +18,18 @@ import java.util.List;
  */
 public final class Lease implements AutoCloseable {
 
+    // Three fields (24 bytes): a lease is kept per held lock, and applications may hold very many.
     private final Locker locker;
-    private final KeyColumn lock;
-    /** Every lock, for a lease on several; null for a lease on one lock (the common case keeps no list). */
-    private final List<KeyColumn> several;
-    private final Object tx;
-    /** 1 once {@link #close()} was called (a field, not an AtomicBoolean: a lease is kept per held lock). */
-    private volatile int closed;
+    /** The lock ({@link KeyColumn}) of a lease on one lock (the common case keeps no list), else the list of them. */
+    private final Object locks;
+    /** The transaction that holds the locks; null once {@link #close()} was called (so no closed flag is kept). */
+    private volatile Object tx;
 
-    private static final VarHandle CLOSED;
+    private static final VarHandle TX;
 
     static {
         try {
-            CLOSED = MethodHandles.lookup().findVarHandle(Lease.class, "closed", int.class);
+            TX = MethodHandles.lookup().findVarHandle(Lease.class, "tx", Object.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -45,12 +45,30 @@ public final class Lease implements AutoCloseable {
      */
     public Lease(Locker locker, List<KeyColumn> locks, Object tx) {
         this.locker = locker;
-        this.lock = locks.get(0);
-        this.several = locks.size() == 1 ? null : List.copyOf(locks);
-        if (several == null && lock == null) {
-            throw new NullPointerException("locks must not contain null");
+        if (locks.size() == 1) {
+            this.locks = Objects.requireNonNull(locks.get(0), "locks must not contain null");
+        } else {
+            this.locks = List.copyOf(locks);
+            if (locks.isEmpty()) {
+                throw new IllegalArgumentException("locks must not be empty");
+            }
         }
-        this.tx = tx;
+        this.tx = Objects.requireNonNull(tx, "tx");
+    }
+
+    /** The locks of a lease on several, else null. */
+    @SuppressWarnings("unchecked")
+    private List<KeyColumn> several() {
+        return locks instanceof KeyColumn ? null : (List<KeyColumn>) locks;
+    }
+
+    /** The transaction, or an {@link IllegalStateException} when the lease is closed. */
+    private Object openTx() {
+        Object t = tx;
+        if (t == null) {
+            throw new IllegalStateException("lease on " + lock() + " is closed");
+        }
+        return t;
     }
 
     /**
@@ -59,7 +77,7 @@ public final class Lease implements AutoCloseable {
      * @return the lock (for a set of locks: the first in their canonical order)
      */
     public KeyColumn lock() {
-        return lock;
+        return locks instanceof KeyColumn ? (KeyColumn) locks : several().get(0);
     }
 
     /**
@@ -68,7 +86,8 @@ public final class Lease implements AutoCloseable {
      * @return every lock this lease holds, in canonical order
      */
     public List<KeyColumn> locks() {
-        return several != null ? several : List.of(lock);
+        List<KeyColumn> several = several();
+        return several != null ? several : List.of((KeyColumn) locks);
     }
 
     /**
@@ -78,11 +97,12 @@ public final class Lease implements AutoCloseable {
      * @return the lock's fencing token: pass it to the guarded resource along with every write
      */
     public long fencingToken() {
+        List<KeyColumn> several = several();
         if (several != null) {
             throw new IllegalStateException("this lease holds " + several.size() + " locks, each with its own token: "
                     + "call fencingToken(lock)");
         }
-        return fencingToken(lock);
+        return fencingToken((KeyColumn) locks);
     }
 
     /**
@@ -92,13 +112,11 @@ public final class Lease implements AutoCloseable {
      * @return the fencing token of one of this lease's locks
      */
     public long fencingToken(KeyColumn which) {
-        if (several != null ? !several.contains(which) : !lock.equals(which)) {
+        List<KeyColumn> several = several();
+        if (several != null ? !several.contains(which) : !locks.equals(which)) {
             throw new IllegalArgumentException("this lease does not hold " + which);
         }
-        if (isClosed()) {
-            throw new IllegalStateException("lease on " + lock + " is closed");
-        }
-        return locker.fencingToken(which, tx);
+        return locker.fencingToken(which, openTx());
     }
 
     /**
@@ -107,7 +125,8 @@ public final class Lease implements AutoCloseable {
      * @return the current status (expiry moves with each renewal)
      */
     public LockStatus status() {
-        return locker.status(lock, tx).orElseThrow(() -> new IllegalStateException("lease on " + lock + " is closed"));
+        return locker.status(lock(), openTx())
+                .orElseThrow(() -> new IllegalStateException("lease on " + lock() + " is closed"));
     }
 
     /**
@@ -120,11 +139,9 @@ public final class Lease implements AutoCloseable {
      * renewal, or its locker closed), before its validity ends where that can be foreseen; at once if it already is
      */
     public Lease onLost(java.util.function.Consumer<LockLost> listener) {
-        if (isClosed()) {
-            throw new IllegalStateException("lease on " + lock + " is closed");
-        }
+        Object t = openTx();
         for (KeyColumn l : locks()) {
-            locker.whenLost(l, tx, listener);
+            locker.whenLost(l, t, listener);
         }
         return this;
     }
@@ -136,10 +153,7 @@ public final class Lease implements AutoCloseable {
      * @return this lease
      */
     public Lease keepAlive(boolean on) {
-        if (isClosed()) {
-            throw new IllegalStateException("lease on " + lock + " is closed");
-        }
-        locker.keepAlive(tx, on);
+        locker.keepAlive(openTx(), on);
         return this;
     }
 
@@ -149,10 +163,7 @@ public final class Lease implements AutoCloseable {
      * @throws ExpiredLockException when it has already expired or was force-released
      */
     public void renew() {
-        if (isClosed()) {
-            throw new IllegalStateException("lease on " + lock + " is closed");
-        }
-        locker.renewLocks(tx);
+        locker.renewLocks(openTx());
     }
 
     /**
@@ -162,10 +173,7 @@ public final class Lease implements AutoCloseable {
      * @throws IllegalStateException when the lease or its locker is closed
      */
     public void check() {
-        if (isClosed()) {
-            throw new IllegalStateException("lease on " + lock + " is closed");
-        }
-        locker.verifyLocks(tx);
+        locker.verifyLocks(openTx());
     }
 
     /**
@@ -185,14 +193,16 @@ public final class Lease implements AutoCloseable {
      * @return how long this process may still act under the lease (zero when it is closed, lost or past its deadline)
      */
     public Duration remaining() {
-        if (isClosed()) {
+        Object t = tx;
+        if (t == null) {
             return Duration.ZERO;
         }
         long now = locker.config().timeSource().nanoTime();
-        long least = several == null ? leftOn(lock, now) : Long.MAX_VALUE;
+        List<KeyColumn> several = several();
+        long least = several == null ? leftOn((KeyColumn) locks, t, now) : Long.MAX_VALUE;
         if (several != null) {
             for (KeyColumn l : several) {
-                least = Math.min(least, leftOn(l, now));
+                least = Math.min(least, leftOn(l, t, now));
                 if (least <= 0) {
                     break;
                 }
@@ -202,10 +212,10 @@ public final class Lease implements AutoCloseable {
     }
 
     /** Nanoseconds left on one lock at {@code now}; 0 when it is not held (or the locker is closed). */
-    private long leftOn(KeyColumn l, long now) {
+    private long leftOn(KeyColumn l, Object t, long now) {
         LockStatus s;
         try {
-            s = locker.status(l, tx).orElse(null);
+            s = locker.status(l, t).orElse(null);
         } catch (IllegalStateException closedLocker) {
             return 0;
         }
@@ -217,18 +227,20 @@ public final class Lease implements AutoCloseable {
 
     /** {@return whether {@link #close()} was called} */
     public boolean isClosed() {
-        return closed != 0;
+        return tx == null;
     }
 
     @Override
     public void close() {
-        if (CLOSED.compareAndSet(this, 0, 1)) {
-            locker.deleteLocks(tx);
+        Object t = tx;
+        if (t != null && TX.compareAndSet(this, t, null)) { // once: the transaction is forgotten as it is released
+            locker.deleteLocks(t);
         }
     }
 
     @Override
     public String toString() {
-        return "Lease[" + (several == null ? lock : several) + ", " + tx + (isClosed() ? ", closed" : "") + "]";
+        Object t = tx;
+        return "Lease[" + locks + ", " + (t == null ? "closed" : t) + "]";
     }
 }

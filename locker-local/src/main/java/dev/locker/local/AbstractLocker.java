@@ -76,11 +76,19 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
     /** Told once by each hold when it is lost: one instance for every hold, not a method reference per claim. */
     private final Consumer<Hold> lostSink = this::lost;
 
-    /** The holds of each transaction, keyed by the transaction's identity ({@link #keyOf}), in the order they were claimed. */
+    /**
+     * The holds of each transaction, keyed by the transaction's identity ({@link #keyOf}), in the order they were
+     * claimed; not the holds of single-lock leases, which are their own transactions ({@link Hold#ownTransaction}):
+     * while one is live it is its lock's mediator entry, which is how {@link #close} finds it.
+     */
     private final ConcurrentHashMap<Object, TxHolds> txs = new ConcurrentHashMap<>();
+    /**
+     * The holds of single-lock leases that were lost and are not finished yet: a lost hold may have stopped being its
+     * lock's mediator entry (taken over locally), and {@link #close} must still find it to delete its claim. Losses are
+     * rare, so this stays small.
+     */
+    private final java.util.Set<Hold> lostLeases = ConcurrentHashMap.newKeySet();
     private final AtomicBoolean closed = new AtomicBoolean();
-    /** The transactions of the waits in progress, for {@link #writeSingleLock(KeyColumn, LockOwner, Waiting)}. */
-    private final ConcurrentHashMap<Object, Waiting> waits = new ConcurrentHashMap<>();
 
     /**
      * @param config   the settings; the locker runs with {@link LockerConfig#forNewInstance()} of it, so its rid is its own
@@ -273,7 +281,16 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         if (tx == null) {
             throw new IllegalArgumentException("tx must not be null");
         }
+        if (leaseHold(tx) != null) {
+            throw new IllegalArgumentException("transaction " + tx + " belongs to a single-lock lease, which holds its "
+                    + "one lock only; claim locks under a transaction of your own");
+        }
         ensureOpen();
+        claim(lock, tx, null);
+    }
+
+    /** {@link #writeLock} of a validated lock, for an attempt of the wait {@code waiting} (null: no wait). */
+    private void claim(KeyColumn lock, Object tx, Waiting waiting) {
         Object key = keyOf(tx);
         TxHolds holds = txs.get(key);
         if (holds == null) { // get, then putIfAbsent: no reservation node and no lambda when the transaction is new
@@ -287,15 +304,31 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
             return; // idempotent: no I/O, no extension
         }
         Hold hold = new Hold(lock, tx, time.nanoTime() + expiryNanos, lostSink, time.now());
+        claim(hold, key, holds, waiting);
+    }
+
+    /**
+     * The steps of {@link #writeLock} once the hold is made: takes the mediator entry, writes the claim, records the
+     * status. {@code holds} is null for a hold that is its own transaction (it is in no transaction's record).
+     */
+    private void claim(Hold hold, Object key, TxHolds holds, Waiting waiting) {
+        KeyColumn lock = hold.lock;
+        Object tx = hold.tx;
         if (!takeLocal(hold, expiryNanos)) {
-            forgetIfEmpty(key, holds);
+            if (holds != null) {
+                forgetIfEmpty(key, holds);
+            }
             Object other = mediator.holder(lock).orElse("another transaction");
             LockOwner localHolder = new LockOwner(config.rid(), config.host(), config.pid(), "", whyOf(other), null);
             throw new TemporaryLockingException("lock is held by " + other + " in this process (local contention, "
                     + "no store I/O done)", lock, localHolder, null);
         }
-        holds.add(hold);
-        if (txs.get(key) != holds || closed.get()) { // deleteLocks of this transaction, or close, ran meanwhile
+        if (holds != null) {
+            holds.add(hold);
+        }
+        // deleteLocks of this transaction, or close, ran meanwhile (close finds a lease's own hold by its mediator
+        // entry, taken above: it either saw the entry or closed before this read)
+        if ((holds != null && txs.get(key) != holds) || closed.get()) {
             hold.release();
             mediator.release(hold);
             throw new IllegalStateException(closed.get() ? this + " was closed while " + tx + " claimed " + lock
@@ -304,7 +337,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         Hold.State claiming = hold.state();
         S status;
         try {
-            status = write(lock, tx, key);
+            status = write(lock, whyOf(tx), waiting);
         } catch (LockingException e) {
             drop(key, holds, hold);
             throw e;
@@ -336,12 +369,12 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
     @Override
     public Lease acquire(KeyColumn lock, String why) {
         config.validate(lock);
-        return attempt(List.of(lock), new LockTransaction(why));
+        return attempt(List.of(lock), why, null);
     }
 
     @Override
     public Lease acquireAll(Collection<KeyColumn> locks, String why) {
-        return attempt(canonical(locks), new LockTransaction(why));
+        return attempt(canonical(locks), why, null);
     }
 
     @Override
@@ -392,14 +425,15 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
             throw new IllegalArgumentException("task must not be null");
         }
         ensureOpen();
-        LockTransaction tx = new LockTransaction(why);
-        Lease lease;
+        Hold own;
         try {
-            lease = attempt(List.of(job), tx);
+            own = attemptOne(job, why, null);
         } catch (TemporaryLockingException e) {
             return e.holder() != null ? new Run(Run.Outcome.BUSY, null, null, e.holder())
                     : new Run(Run.Outcome.UNREACHABLE, null, e, null);
         }
+        Object tx = own; // the lease's transaction
+        Lease lease = new Lease(this, List.of(job), tx);
         try (lease) {
             Optional<RunRecord> last;
             try {
@@ -469,11 +503,23 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         return List.copyOf(ordered.values());
     }
 
+    /**
+     * One attempt of a new lease on {@code locks} (validated, canonical), for the wait {@code waiting} (null: none):
+     * a single lock's lease is its hold ({@link #attemptOne}), several are claimed under a {@link LockTransaction}.
+     */
+    private Lease attempt(List<KeyColumn> locks, String why, Waiting waiting) {
+        if (locks.size() == 1) {
+            return new Lease(this, locks, attemptOne(locks.get(0), why, waiting));
+        }
+        return attempt(locks, new LockTransaction(why), waiting);
+    }
+
     /** One attempt: claims every lock for {@code tx}, checks them, keeps them alive; all or nothing. */
-    private Lease attempt(List<KeyColumn> locks, LockTransaction tx) {
+    private Lease attempt(List<KeyColumn> locks, LockTransaction tx, Waiting waiting) {
         try {
             for (int i = 0, n = locks.size(); i < n; i++) { // no iterator per attempt
-                writeLock(locks.get(i), tx);
+                ensureOpen(); // as writeLock
+                claim(locks.get(i), tx, waiting);
             }
             checkLocks(tx);
             keepAlive(tx, true);
@@ -482,6 +528,33 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
             throw e;
         }
         return new Lease(this, locks, tx);
+    }
+
+    /**
+     * {@link #attempt} for one lock: the same steps (claim, check, keep alive; all or nothing), with a hold that is
+     * its own transaction, so the lease costs no transaction object, no record of its holds and no map entry.
+     */
+    private Hold attemptOne(KeyColumn lock, String why, Waiting waiting) {
+        ensureOpen();
+        Hold hold = Hold.forLease(lock, why, time.nanoTime() + expiryNanos, lostSink, time.now());
+        try {
+            claim(hold, null, null, waiting);
+            ensureOpen(); // as checkLocks
+            hold.lockSteps();
+            try {
+                confirm(hold, false);
+            } finally {
+                hold.unlockSteps();
+            }
+            ensureOpen(); // as keepAlive
+            KeepAlive k = background();
+            k.start(hold);
+            k.watch(hold);
+        } catch (RuntimeException e) {
+            deleteLocks(hold);
+            throw e;
+        }
+        return hold;
     }
 
     /**
@@ -504,10 +577,10 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         ensureOpen();
         long start = time.nanoTime();
         long deadline = start + maxWait.toNanos();
-        LockTransaction tx = new LockTransaction(why);
-        Object key = keyOf(tx);
+        // several locks: one transaction for every attempt (one waiter to a backend that queues waiters); one lock:
+        // a lease's own hold per attempt, the same waiter
+        LockTransaction tx = locks.size() == 1 ? null : new LockTransaction(why);
         Waiting waiting = new Waiting(locks, maxWait.isZero());
-        waits.put(key, waiting);
         boolean acquired = false;
         try {
             if (!waiting.once) {
@@ -517,7 +590,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
             for (int attempts = 1; ; attempts++) {
                 TemporaryLockingException last;
                 try {
-                    Lease lease = attempt(locks, tx);
+                    Lease lease = tx == null ? attempt(locks, why, waiting) : attempt(locks, tx, waiting);
                     acquired = true;
                     return new Acquisition(Acquisition.Outcome.ACQUIRED, lease, null, attempts, since(start));
                 } catch (PermanentLockingException e) {
@@ -556,7 +629,6 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
                 }
             }
         } finally {
-            waits.remove(key);
             if (!waiting.once) {
                 try {
                     stopWaiting(waiting, acquired);
@@ -707,6 +779,18 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
     @Override
     public void deleteLocks(Object tx) {
         if (tx == null) {
+            return;
+        }
+        Hold own = leaseHold(tx);
+        if (own != null) {
+            if (own.markDone()) { // as the removal of a transaction's record below: once
+                KeepAlive keepAlive = this.background;
+                if (keepAlive != null) {
+                    keepAlive.stop(own);
+                }
+                finish(own, own.release());
+                lostLeases.remove(own);
+            }
             return;
         }
         TxHolds holds = txs.remove(keyOf(tx));
@@ -906,12 +990,30 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
                 }
             }
         }
+        // the holds of single-lock leases: each live one is its lock's mediator entry (a claim under way saw the flag
+        // above after taking its entry, or took it before this looks), a lost one may be in lostLeases instead
+        mediator.forEachHold(hold -> {
+            if (hold.ownTransaction() && hold.reportsTo(lostSink)) {
+                closeLease(hold);
+            }
+        });
+        for (Hold hold : lostLeases.toArray(new Hold[0])) {
+            closeLease(hold);
+        }
         synchronized (this) {
             if (background != null) {
                 background.close(); // after the losses above were handed to it: their listeners are told, then it stops
             }
         }
         closeBackend();
+    }
+
+    /** {@link #close} for a hold that is its own transaction, unless a release or close finishes it already. */
+    private void closeLease(Hold hold) {
+        if (hold.markDone()) {
+            finish(hold, hold.lose(LossReason.LOCKER_CLOSED, "the locker was closed"));
+            lostLeases.remove(hold);
+        }
     }
 
     protected boolean isClosed() {
@@ -934,15 +1036,36 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
     }
 
     /**
-     * {@link ClaimStatus#claimId} without the copy, for a backend that only sends the bytes (and never changes them).
+     * A granted claim whose id is {@link #countedClaimId countedClaimId(sharedPrefix, counter)}, kept without bytes of
+     * its own (see {@link ClaimStatus}): {@code sharedPrefix} is never changed afterwards.
+     */
+    protected static ClaimStatus grantedCounted(byte[] sharedPrefix, long counter, long fencingToken,
+                                                long deadlineNanos) {
+        return ClaimStatus.grantedCounted(sharedPrefix, counter, fencingToken, deadlineNanos);
+    }
+
+    /** The claim id {@code prefix} followed by {@code counter} as 16 lower-case hex digits (a new array). */
+    protected static byte[] countedClaimId(byte[] prefix, long counter) {
+        return ClaimStatus.countedId(prefix, counter);
+    }
+
+    /**
+     * {@link ClaimStatus#claimId} without the copy where it can, for a backend that only sends the bytes (and never
+     * changes them).
      */
     protected static byte[] claimIdOf(ClaimStatus status) {
         return status.claimIdShared();
     }
 
-    /** The reason recorded with a transaction's claims: the {@link LockTransaction}'s, or the configured default. */
+    /**
+     * The reason recorded with a transaction's claims: the {@link LockTransaction}'s (or a single-lock lease's), or the
+     * configured default.
+     */
     protected static String whyOf(Object tx) {
-        return tx instanceof LockTransaction ? ((LockTransaction) tx).why() : "";
+        if (tx instanceof LockTransaction) {
+            return ((LockTransaction) tx).why();
+        }
+        return tx instanceof Hold && ((Hold) tx).ownTransaction() ? ((Hold) tx).why : "";
     }
 
     /** Takes the mediator entry, waiting up to {@code localWait} (on the monotonic clock) for another transaction. */
@@ -974,10 +1097,10 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
     }
 
     /** The write step of {@link #writeLock}: {@link #step} written out, so the hot path makes no lambda per claim. */
-    private S write(KeyColumn lock, Object tx, Object key) {
+    private S write(KeyColumn lock, String why, Waiting waiting) {
         probe.before(LockProbe.Step.WRITE, lock, config.rid());
         try {
-            S result = writeSingleLock(lock, config.owner(whyOf(tx)), waits.get(key));
+            S result = writeSingleLock(lock, config.owner(why), waiting);
             probe.after(LockProbe.Step.WRITE, lock, config.rid(), null);
             return result;
         } catch (RuntimeException e) {
@@ -1077,6 +1200,12 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
 
     /** Called once by a hold when it is lost: its listeners are told (on the locker's notifier thread). */
     private void lost(Hold hold) {
+        if (hold.ownTransaction() && !hold.isDone()) {
+            lostLeases.add(hold);
+            if (hold.isDone()) { // finished meanwhile: its finisher may have looked before the add
+                lostLeases.remove(hold);
+            }
+        }
         Hold.State s = hold.state();
         LockLost loss = new LockLost(hold.lock, s.reason() == null ? LossReason.GONE : s.reason(), s.lostWhy(), s.newHolder());
         probe.lost(loss, config.rid());
@@ -1112,7 +1241,8 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
     @Override
     public void keepAlive(Object tx, boolean on) {
         ensureOpen();
-        TxHolds kept = tx == null ? null : txs.get(keyOf(tx));
+        Hold own = leaseHold(tx);
+        KeepAlive.Kept kept = own != null ? (own.isDone() ? null : own) : tx == null ? null : txs.get(keyOf(tx));
         if (!on) {
             KeepAlive k = background;
             if (k != null && kept != null) {
@@ -1120,7 +1250,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
             }
             return;
         }
-        Hold[] holds = kept == null ? NO_HOLDS : kept.all();
+        Hold[] holds = kept == null ? NO_HOLDS : kept.holds();
         if (holds.length == 0) {
             throw new IllegalStateException("transaction " + tx + " holds no lock to keep alive");
         }
@@ -1165,11 +1295,14 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         }
     }
 
+    /** Gives up a hold whose claim was not written (or was withdrawn); {@code holds} null for a lease's own hold. */
     private void drop(Object key, TxHolds holds, Hold hold) {
         hold.release();
         mediator.release(hold);
-        holds.remove(hold);
-        forgetIfEmpty(key, holds);
+        if (holds != null) {
+            holds.remove(hold);
+            forgetIfEmpty(key, holds);
+        }
     }
 
     private void ensureOpen() {
@@ -1180,17 +1313,26 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
 
     /** The holds of {@code tx} when this is called, in claim order (an array nobody changes: iterate it freely). */
     private Hold[] holdsOf(Object tx) {
+        Hold own = leaseHold(tx);
+        if (own != null) {
+            return own.isDone() ? NO_HOLDS : own.holds();
+        }
         TxHolds holds = tx == null ? null : txs.get(keyOf(tx));
         return holds == null ? NO_HOLDS : holds.all();
     }
 
     /** For the keep-alive: is {@code tx} kept alive now? */
     boolean keptAlive(Object tx) {
-        TxHolds kept = tx == null ? null : txs.get(keyOf(tx));
-        return kept != null && kept.keptAlive;
+        Hold own = leaseHold(tx);
+        KeepAlive.Kept kept = own != null ? own : tx == null ? null : txs.get(keyOf(tx));
+        return kept != null && kept.keptAlive();
     }
 
     private Hold holdOf(KeyColumn lock, Object tx) {
+        Hold own = leaseHold(tx);
+        if (own != null) {
+            return !own.isDone() && own.lock.equals(lock) ? own : null;
+        }
         TxHolds holds = tx == null || lock == null ? null : txs.get(keyOf(tx));
         return holds == null ? null : holds.find(lock);
     }
@@ -1210,6 +1352,15 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
      * their own equals says. A {@link LockTransaction} (what leases use) is its own key: it keeps Object's identity
      * equals and hash, and it never equals a {@link TxKey}; any other transaction is wrapped.
      */
+    /** {@code tx} as the hold of one of this locker's single-lock leases (its own transaction), else null. */
+    private Hold leaseHold(Object tx) {
+        if (tx instanceof Hold) {
+            Hold h = (Hold) tx;
+            return h.ownTransaction() && h.reportsTo(lostSink) ? h : null;
+        }
+        return null;
+    }
+
     private static Object keyOf(Object tx) {
         return tx instanceof LockTransaction ? tx : new TxKey(tx);
     }
@@ -1222,21 +1373,27 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
      * transaction with thousands of locks does not pay a copy and a scan per lock. It is also the transaction's
      * keep-alive record and renewal entry ({@link KeepAlive.Kept}).
      */
-    private final class TxHolds extends KeepAlive.Kept {
+    private static final class TxHolds extends KeepAlive.Slot implements KeepAlive.Kept {
         private static final int SMALL = 8;
 
         private volatile Hold[] small = NO_HOLDS;
         /** Non-null once the transaction claimed more than {@link #SMALL} locks (then {@link #small} is unused). */
         private LinkedHashMap<KeyColumn, Hold> large;
+        private volatile boolean keptAlive;
 
         @Override
-        Hold[] holds() {
-            return all();
+        public boolean keptAlive() {
+            return keptAlive;
         }
 
         @Override
-        KeepAlive keepAlive() {
-            return background;
+        public void keptAlive(boolean on) {
+            keptAlive = on;
+        }
+
+        @Override
+        public Hold[] holds() {
+            return all();
         }
 
         Hold[] all() {

@@ -11,9 +11,9 @@ import java.util.List;
  * What a {@link ConsistentKeyLocker} remembers of one claim: its column in the lock row, the columns of earlier
  * attempts of the same claim (written or maybe written; never the holder, always ours to delete), the monotonic
  * reading taken before the successful write (the lock-wait counts from it), the deadline, and, once confirmed, the
- * fencing token. Immutable.
+ * fencing token. Immutable. Once held, it is also the steady state of its hold (see {@code Hold.State}).
  */
-final class ConsistentKeyClaim implements LockStatus {
+final class ConsistentKeyClaim extends Hold.State implements LockStatus {
 
     final byte[] column;
     final List<byte[]> earlierAttempts;
@@ -48,6 +48,12 @@ final class ConsistentKeyClaim implements LockStatus {
         out.addAll(earlierAttempts);
         out.add(column);
         return out;
+    }
+
+    /** As the steady state of its hold: its status is itself. */
+    @Override
+    LockStatus status() {
+        return this;
     }
 
     @Override

@@ -24,8 +24,14 @@ import java.util.function.Consumer;
  * are final); every change is a compare-and-set on the whole state, so an operation that ran while the hold was lost
  * (taken over locally after its deadline, released by another thread, or the locker closed) cannot bring it back.
  * The move to LOST happens once and is reported once to the sink given at construction, which tells the listeners.
+ *
+ * <p>A hold of a single-lock lease ({@code acquire(lock)}, the common case) is also its own transaction
+ * ({@link #ownTransaction}): it is what the lease passes to its locker, the transaction's record of its one hold, and
+ * its keep-alive renewal's timer entry (its second timer slot), so a held lease costs no transaction object, no
+ * record of the transaction's holds and no map entry besides this one. {@link #markDone} then plays the part the
+ * removal of a transaction's record plays for other transactions: the one release (or close) that deletes its claim.
  */
-final class Hold extends AbstractQueuedSynchronizer implements Timer.Timed {
+final class Hold extends AbstractQueuedSynchronizer implements Timer.TwoSlots, KeepAlive.Kept {
 
     // Hold extends the synchronizer of its steps (see lockSteps) rather than owning a ReentrantLock: one object per
     // held lock instead of three, which matters with many locks held (client heap per held lock).
@@ -34,36 +40,28 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.Timed {
     enum Phase { CLAIMING, CLAIMED, LOST, RELEASED }
 
     /**
-     * An immutable snapshot. {@code status} is null while CLAIMING and may be null after that if the claim was never
-     * written; {@code reported} is true once a checkLocks call told the caller the claim is held. A live or released
-     * state without a loss is a plain {@code State}; a state that carries a loss is an {@link Ended} (smaller
-     * snapshots for the common case: each step of an uncontended acquire makes one). The deadline of a state is
-     * {@link Hold#deadlineOf}: the one recorded with its status, or the hold's provisional deadline while no status
-     * was recorded, so the CLAIMING state, and the RELEASED state of a claim never written, are shared constants.
+     * An immutable snapshot of a hold. {@code status} is null while CLAIMING and may be null after that if the claim
+     * was never written; {@code reported} is true once a checkLocks call told the caller the claim is held. The
+     * deadline of a state is {@link Hold#deadlineOf}: its status's, or the hold's provisional deadline while no
+     * status was recorded, so the CLAIMING state, and the RELEASED state of a claim never written, are shared
+     * constants.
+     *
+     * <p>The steady state of a held lock is CLAIMED, reported, and nothing but its status: the smallest snapshot, as
+     * there is one per held lock. A status that is a {@code State} itself ({@link ClaimStatus},
+     * {@link ConsistentKeyClaim}) is that state ({@link #steady}), so it costs no snapshot at all; any other is wrapped
+     * in a {@link Held}. The other states: {@link Unreported} (CLAIMED, the claim not reported yet),
+     * {@link Snapshot} (any phase, without a loss), {@link Ended} (a final state with a loss).
      */
-    static class State {
-        private final Phase phase;
-        private final LockStatus status;
-        private final long deadlineNanos;
-        private final boolean reported;
+    abstract static class State {
 
-        State(Phase phase, LockStatus status, long deadlineNanos, boolean reported) {
-            this.phase = phase;
-            this.status = status;
-            this.deadlineNanos = deadlineNanos;
-            this.reported = reported;
-        }
+        abstract LockStatus status();
 
         Phase phase() {
-            return phase;
-        }
-
-        LockStatus status() {
-            return status;
+            return Phase.CLAIMED;
         }
 
         boolean reported() {
-            return reported;
+            return true;
         }
 
         /** Why the hold was lost, or null. */
@@ -73,7 +71,7 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.Timed {
 
         /** Why the hold ended: the loss's explanation, "released" for a plain release, else null. */
         String lostWhy() {
-            return phase == Phase.RELEASED ? "released" : null;
+            return phase() == Phase.RELEASED ? "released" : null;
         }
 
         /** The new holder where the loss named one, else null. */
@@ -82,25 +80,84 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.Timed {
         }
 
         boolean isFinal() {
+            Phase phase = phase();
             return phase == Phase.LOST || phase == Phase.RELEASED;
+        }
+
+        /** The steady state of {@code status}: itself if it is a state, else a {@link Held}. */
+        static State steady(LockStatus status) {
+            return status instanceof State ? (State) status : new Held(status);
+        }
+
+        /** For a status that is its own steady state, whose toString is its own. */
+        final String describe() {
+            return "State[" + phase() + ", " + status() + ", reported=" + reported()
+                    + (lostWhy() != null ? ", " + lostWhy() : "") + "]";
+        }
+    }
+
+    /** CLAIMED with {@code status}, reported: the steady state of a status that is not a state itself. */
+    static class Held extends State {
+        private final LockStatus status;
+
+        Held(LockStatus status) {
+            this.status = status;
+        }
+
+        @Override
+        LockStatus status() {
+            return status;
         }
 
         @Override
         public String toString() {
-            return "State[" + phase + ", " + status + ", reported=" + reported + (lostWhy() != null ? ", " + lostWhy() : "")
-                    + "]";
+            return describe();
+        }
+    }
+
+    /** CLAIMED with a status that no checkLocks reported yet (the claim was just written). */
+    static final class Unreported extends Held {
+        Unreported(LockStatus status) {
+            super(status);
+        }
+
+        @Override
+        boolean reported() {
+            return false;
+        }
+    }
+
+    /** A state of any phase, without a loss. */
+    static class Snapshot extends Held {
+        private final Phase phase;
+        private final boolean reported;
+
+        Snapshot(Phase phase, LockStatus status, boolean reported) {
+            super(status);
+            this.phase = phase;
+            this.reported = reported;
+        }
+
+        @Override
+        Phase phase() {
+            return phase;
+        }
+
+        @Override
+        boolean reported() {
+            return reported;
         }
     }
 
     /** A final state that carries a loss: LOST, or RELEASED after a loss. */
-    static final class Ended extends State {
+    static final class Ended extends Snapshot {
         private final LossReason reason;
         private final String lostWhy;
         private final LockOwner newHolder;
 
-        Ended(Phase phase, LockStatus status, long deadlineNanos, boolean reported, LossReason reason, String lostWhy,
+        Ended(Phase phase, LockStatus status, boolean reported, LossReason reason, String lostWhy,
               LockOwner newHolder) {
-            super(phase, status, deadlineNanos, reported);
+            super(phase, status, reported);
             this.reason = reason;
             this.lostWhy = lostWhy;
             this.newHolder = newHolder;
@@ -123,30 +180,36 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.Timed {
     }
 
     /** The state of every hold whose claim is being written (its deadline: {@link #provisionalDeadline}). */
-    private static final State CLAIMING = new State(Phase.CLAIMING, null, 0, false);
+    private static final State CLAIMING = new Snapshot(Phase.CLAIMING, null, false);
     /** The state of every hold released before any status was recorded. */
-    private static final State RELEASED_UNWRITTEN = new State(Phase.RELEASED, null, 0, false);
+    private static final State RELEASED_UNWRITTEN = new Snapshot(Phase.RELEASED, null, false);
 
     private static final VarHandle STATE;
+    private static final VarHandle DONE;
 
     static {
         try {
             STATE = MethodHandles.lookup().findVarHandle(Hold.class, "state", State.class);
+            DONE = MethodHandles.lookup().findVarHandle(Hold.class, "done", boolean.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
     }
 
+    /** {@link #claimedEpochNanos} when the instant was not recorded (or lies beyond the years 1677 to 2262). */
+    private static final long NOT_RECORDED = Long.MIN_VALUE;
+
     final KeyColumn lock;
+    /** The transaction that claimed the lock: this hold itself when it is its own ({@link #ownTransaction}). */
     final Object tx;
+    /** The reason its claim records, for a hold that is its own transaction; else null (the transaction's). */
+    final String why;
     /**
      * When the claim was first asked for, by this process's wall clock (to tell a forced release's record apart): the
-     * instant's seconds and nanoseconds, kept as numbers rather than as an object per held lock. Written once, before
-     * the hold is published to other threads.
+     * instant in nanoseconds since the epoch, kept as a number rather than as an object per held lock. Written once,
+     * before the hold is published to other threads.
      */
-    private final long claimedSeconds;
-    /** -1 when the instant was not recorded. */
-    private final int claimedNano;
+    private final long claimedEpochNanos;
     /** The deadline of the states that carry no status (while the claim is written, and if it never was). */
     /**
      * Set once when the hold is made, and again only by {@link #restartProvisionalDeadline} while no other thread can
@@ -164,6 +227,13 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.Timed {
     /** The keep-alive's watchdog slot for this hold (see {@link Timer.Timed}): no object per watched hold. */
     private int timerIndex = -1;
     private long timerDue;
+    /** The renewal's slot, for a hold that is its own transaction (see {@link Timer.TwoSlots}). */
+    private int timerIndex2 = -1;
+    private long timerDue2;
+    /** For a hold that is its own transaction: is it kept alive ({@link KeepAlive.Kept})? */
+    private volatile boolean keptAlive;
+    /** For a hold that is its own transaction: set once, by the release or close that finishes it. */
+    private volatile boolean done;
 
     /**
      * A hold whose claim is being written; it cannot outlive {@code deadlineNanos} before the write answers.
@@ -175,11 +245,21 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.Timed {
 
     /** Likewise, recording {@code claimedAt}: when the claim was first asked for, by this process's wall clock. */
     Hold(KeyColumn lock, Object tx, long deadlineNanos, Consumer<Hold> lostSink, Instant claimedAt) {
+        this(lock, tx, null, deadlineNanos, lostSink, claimedAt);
+    }
+
+    /** A hold that is its own transaction, whose claim records {@code why} (see {@link #ownTransaction}). */
+    static Hold forLease(KeyColumn lock, String why, long deadlineNanos, Consumer<Hold> lostSink, Instant claimedAt) {
+        return new Hold(lock, null, why == null ? "" : why, deadlineNanos, lostSink, claimedAt);
+    }
+
+    private Hold(KeyColumn lock, Object tx, String why, long deadlineNanos, Consumer<Hold> lostSink,
+                 Instant claimedAt) {
         this.lock = lock;
-        this.tx = tx;
+        this.tx = why != null ? this : tx;
+        this.why = why;
         this.lostSink = lostSink;
-        this.claimedSeconds = claimedAt != null ? claimedAt.getEpochSecond() : 0;
-        this.claimedNano = claimedAt != null ? claimedAt.getNano() : -1;
+        this.claimedEpochNanos = epochNanos(claimedAt);
         this.provisionalDeadline = deadlineNanos;
         // a plain store, not a volatile one (which costs a full fence per acquire): a hold reaches other threads only
         // through the mediator's map, a transaction's holds or the keep-alive, each of which publishes it safely
@@ -195,9 +275,79 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.Timed {
         this.provisionalDeadline = deadlineNanos;
     }
 
+    private static long epochNanos(Instant at) {
+        if (at == null) {
+            return NOT_RECORDED;
+        }
+        try {
+            long n = Math.addExact(Math.multiplyExact(at.getEpochSecond(), 1_000_000_000L), at.getNano());
+            return n == NOT_RECORDED ? NOT_RECORDED + 1 : n;
+        } catch (ArithmeticException beyondTheRange) {
+            return NOT_RECORDED;
+        }
+    }
+
     /** When the claim was first asked for, or null if not recorded. */
     Instant claimedAt() {
-        return claimedNano >= 0 ? Instant.ofEpochSecond(claimedSeconds, claimedNano) : null;
+        return claimedEpochNanos == NOT_RECORDED ? null
+                : Instant.ofEpochSecond(Math.floorDiv(claimedEpochNanos, 1_000_000_000L),
+                        Math.floorMod(claimedEpochNanos, 1_000_000_000L));
+    }
+
+    /** True for the hold of a single-lock lease, which is its own transaction ({@code tx == this}). */
+    boolean ownTransaction() {
+        return tx == this;
+    }
+
+    /** Is {@code sink} the one this hold reports its loss to (is it a hold of that sink's locker)? */
+    boolean reportsTo(Consumer<Hold> sink) {
+        return lostSink == sink;
+    }
+
+    /** For a hold that is its own transaction: true for the one caller that finishes it (release or close). */
+    boolean markDone() {
+        return DONE.compareAndSet(this, false, true);
+    }
+
+    /** For a hold that is its own transaction: was it finished (or is it being)? */
+    boolean isDone() {
+        return done;
+    }
+
+    @Override
+    public boolean keptAlive() {
+        return keptAlive;
+    }
+
+    @Override
+    public void keptAlive(boolean on) {
+        keptAlive = on;
+    }
+
+    /** As its own transaction's record: its one hold. */
+    @Override
+    public Hold[] holds() {
+        return new Hold[] {this};
+    }
+
+    @Override
+    public int timerIndex2() {
+        return timerIndex2;
+    }
+
+    @Override
+    public void timerIndex2(int i) {
+        timerIndex2 = i;
+    }
+
+    @Override
+    public long timerDue2() {
+        return timerDue2;
+    }
+
+    @Override
+    public void timerDue2(long due) {
+        timerDue2 = due;
     }
 
     /**
@@ -205,7 +355,8 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.Timed {
      * when it has none, the provisional deadline the hold was made with.
      */
     long deadlineOf(State s) {
-        return s.status != null ? s.deadlineNanos : provisionalDeadline;
+        LockStatus status = s.status();
+        return status != null ? status.deadlineNanos() : provisionalDeadline;
     }
 
     @Override
@@ -304,7 +455,7 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.Timed {
         if (expected.isFinal()) {
             return false;
         }
-        return cas(expected, new State(Phase.CLAIMED, status, status.deadlineNanos(), reported));
+        return cas(expected, reported ? State.steady(status) : new Unreported(status));
     }
 
     /** Marks the hold lost (unless it is already final); returns the state before. */
@@ -319,7 +470,7 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.Timed {
             if (s.isFinal()) {
                 return s;
             }
-            if (cas(s, new Ended(Phase.LOST, s.status, s.deadlineNanos, s.reported, reason, why, newHolder))) {
+            if (cas(s, new Ended(Phase.LOST, s.status(), s.reported(), reason, why, newHolder))) {
                 lostSink.accept(this);
                 return s;
             }
@@ -331,8 +482,7 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.Timed {
         if (expected.isFinal()) {
             return false;
         }
-        if (cas(expected, new Ended(Phase.LOST, expected.status, expected.deadlineNanos, expected.reported, reason, why,
-                null))) {
+        if (cas(expected, new Ended(Phase.LOST, expected.status(), expected.reported(), reason, why, null))) {
             lostSink.accept(this);
             return true;
         }
@@ -347,16 +497,17 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.Timed {
     boolean loseIfPast(long nowNanos, String why) {
         while (true) {
             State s = state;
-            if (s.phase == Phase.LOST) {
+            Phase phase = s.phase();
+            if (phase == Phase.LOST) {
                 return true;
             }
-            if (s.phase == Phase.RELEASED) {
+            if (phase == Phase.RELEASED) {
                 return nowNanos - deadlineOf(s) >= 0;
             }
             if (nowNanos - deadlineOf(s) < 0) {
                 return false;
             }
-            if (cas(s, new Ended(Phase.LOST, s.status, s.deadlineNanos, s.reported, LossReason.EXPIRED, why, null))) {
+            if (cas(s, new Ended(Phase.LOST, s.status(), s.reported(), LossReason.EXPIRED, why, null))) {
                 lostSink.accept(this);
                 return true;
             }
@@ -367,13 +518,13 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.Timed {
     State release() {
         while (true) {
             State s = state;
-            if (s.phase == Phase.RELEASED) {
+            if (s.phase() == Phase.RELEASED) {
                 return s;
             }
             State released = s.lostWhy() == null && s.reason() == null && s.newHolder() == null
-                    ? (s.status == null && !s.reported ? RELEASED_UNWRITTEN // lostWhy() is "released"
-                            : new State(Phase.RELEASED, s.status, s.deadlineNanos, s.reported))
-                    : new Ended(Phase.RELEASED, s.status, s.deadlineNanos, s.reported, s.reason(),
+                    ? (s.status() == null && !s.reported() ? RELEASED_UNWRITTEN // lostWhy() is "released"
+                            : new Snapshot(Phase.RELEASED, s.status(), s.reported()))
+                    : new Ended(Phase.RELEASED, s.status(), s.reported(), s.reason(),
                             s.lostWhy() != null ? s.lostWhy() : "released", s.newHolder());
             if (cas(s, released)) {
                 return s;
@@ -416,9 +567,17 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.Timed {
         return (List<Consumer<LockLost>>) l; // nobody else holds it: handed out whole
     }
 
+    /**
+     * A hold that is its own transaction prints as that transaction (it is what messages name as the transaction, e.g.
+     * the local holder); any other as {@code Hold[lock, tx, phase]}.
+     */
     @Override
     public String toString() {
+        if (tx == this) {
+            return why.isEmpty() ? "lease-tx@" + Integer.toHexString(System.identityHashCode(this))
+                    : "lease-tx(" + why + ")";
+        }
         State s = state;
-        return "Hold[" + lock + ", " + tx + ", " + s.phase + (s.lostWhy() != null ? " (" + s.lostWhy() + ")" : "") + "]";
+        return "Hold[" + lock + ", " + tx + ", " + s.phase() + (s.lostWhy() != null ? " (" + s.lostWhy() + ")" : "") + "]";
     }
 }

@@ -38,8 +38,11 @@ final class KeepAlive implements AutoCloseable {
     private final TimeSource time;
     private final long periodNanos;
     private final long marginNanos;
-    /** Renewals and backends' retries: each entry is its own timer slot (no future, no wrapper per schedule). */
-    private final Timer<Timed> scheduler;
+    /**
+     * Renewals ({@link Kept}) and backends' retries ({@link Later}): each entry is its own timer slot (no future, no
+     * wrapper per schedule); a hold that is its own transaction uses its second slot here (its first is the watchdog's).
+     */
+    private final Timer<Timer.Timed> scheduler;
     /** The early lost signal: each watched hold is its own slot in this timer (no object per watched hold). */
     private final Timer<Hold> watchdogScheduler;
     private final ExecutorService notifier;
@@ -51,7 +54,7 @@ final class KeepAlive implements AutoCloseable {
         this.periodNanos = Math.max(1, expiry / 3);
         this.marginNanos = Math.max(1, Math.min(expiry / 10, Duration.ofSeconds(5).toNanos()));
         long n = THREADS.incrementAndGet();
-        this.scheduler = new Timer<>("locker-keepalive-" + n, Timed::run);
+        this.scheduler = new Timer<>("locker-keepalive-" + n, true, this::due);
         // apart from renewals: a renewal blocked on an unreachable backend must not delay the early lost signal
         this.watchdogScheduler = new Timer<>("locker-deadline-watch-" + n, this::fire);
         this.notifier = new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(),
@@ -67,28 +70,37 @@ final class KeepAlive implements AutoCloseable {
     /** Renews the holds of a transaction in the background until {@link #stop} (or none of them is live). */
     void start(Kept kept) {
         synchronized (kept) {
-            if (kept.keptAlive) {
+            if (kept.keptAlive()) {
                 return;
             }
-            kept.keptAlive = true;
+            kept.keptAlive(true);
         }
         schedule(kept, nextDelay(kept));
     }
 
     void stop(Kept kept) {
-        kept.keptAlive = false;
+        kept.keptAlive(false);
         scheduler.cancel(kept);
     }
 
     private void schedule(Kept kept, long delayNanos) {
-        if (!kept.keptAlive) {
+        if (!kept.keptAlive()) {
             return;
         }
         if (!scheduler.schedule(kept, Math.max(0, delayNanos))) {
-            kept.keptAlive = false; // the locker is closing
+            kept.keptAlive(false); // the locker is closing
         }
-        if (!kept.keptAlive) { // stopped while it was being scheduled: take it out again
+        if (!kept.keptAlive()) { // stopped while it was being scheduled: take it out again
             scheduler.cancel(kept);
+        }
+    }
+
+    /** What the keep-alive thread does with an entry that fell due. */
+    private void due(Timer.Timed e) {
+        if (e instanceof Later) {
+            ((Later) e).task.run();
+        } else {
+            renew((Kept) e);
         }
     }
 
@@ -169,12 +181,10 @@ final class KeepAlive implements AutoCloseable {
         }
     }
 
-    /** An entry of the keep-alive thread's timer: its two slot fields, and what to do when due. */
-    private abstract static class Timed implements Timer.Timed {
+    /** An entry of one timer: its two slot fields. */
+    abstract static class Slot implements Timer.Timed {
         private int timerIndex = -1;
         private long timerDue;
-
-        abstract void run();
 
         @Override
         public final int timerIndex() {
@@ -198,46 +208,32 @@ final class KeepAlive implements AutoCloseable {
     }
 
     /** A backend's task to run once (see {@link #later}). */
-    private static final class Later extends Timed {
+    private static final class Later extends Slot {
         private final Runnable task;
 
         Later(Runnable task) {
             this.task = task;
-        }
-
-        @Override
-        void run() {
-            task.run();
         }
     }
 
     /**
      * What the keep-alive keeps of a transaction: the locker's record of its holds is also its renewal's timer entry
      * (no task object and no map entry per kept-alive transaction). Its holds are read at each run (holds claimed
-     * later count).
+     * later count). A {@link Timer.TwoSlots} entry (a hold that is its own transaction) is kept in its second slot.
      */
-    abstract static class Kept extends Timed {
+    interface Kept extends Timer.Timed {
         /** True from {@link #start} until {@link #stop}, or until a renewal finds none of its holds live. */
-        volatile boolean keptAlive;
+        boolean keptAlive();
+
+        void keptAlive(boolean on);
 
         /** The transaction's holds now. */
-        abstract Hold[] holds();
-
-        /** The keep-alive of the locker that keeps it, or null. */
-        abstract KeepAlive keepAlive();
-
-        @Override
-        final void run() {
-            KeepAlive k = keepAlive();
-            if (k != null) {
-                k.renew(this);
-            }
-        }
+        Hold[] holds();
     }
 
     /** One renewal of a kept-alive transaction, on the keep-alive thread. */
     private void renew(Kept kept) {
-        if (!kept.keptAlive) {
+        if (!kept.keptAlive()) {
             return;
         }
         boolean anyLive = false;
@@ -258,7 +254,7 @@ final class KeepAlive implements AutoCloseable {
                 }
             } catch (IllegalStateException e) {
                 if (locker.isClosed()) {
-                    kept.keptAlive = false;
+                    kept.keptAlive(false);
                     return;
                 }
                 anyLive = true;
@@ -272,7 +268,7 @@ final class KeepAlive implements AutoCloseable {
             }
         }
         if (!anyLive) {
-            kept.keptAlive = false;
+            kept.keptAlive(false);
             return;
         }
         schedule(kept, failed ? Math.max(TEN_MS, Math.min(periodNanos / 3, soonest / 4)) : nextDelay(kept));

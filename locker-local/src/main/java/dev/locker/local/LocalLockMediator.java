@@ -158,6 +158,14 @@ public final class LocalLockMediator implements LocalArbitration {
         return Optional.of(current.tx);
     }
 
+    /**
+     * Calls {@code action} for each entry: every entry present from the call's start to its end is seen; one taken or
+     * removed meanwhile may be missed.
+     */
+    void forEachHold(java.util.function.Consumer<Hold> action) {
+        holds.values().forEach(action);
+    }
+
     /** Number of entries, live or not yet removed (for tests and metrics). */
     public int size() {
         return holds.size();

@@ -35,7 +35,23 @@ final class Timer<E extends Timer.Timed> {
         void timerDue(long due);
     }
 
+    /**
+     * An entry that can be scheduled in two timers at once: a timer made with {@code secondSlot} keeps it in these
+     * fields instead (a held lock's watchdog and its renewal, in one object).
+     */
+    interface TwoSlots extends Timed {
+        int timerIndex2();
+
+        void timerIndex2(int i);
+
+        long timerDue2();
+
+        void timerDue2(long due);
+    }
+
     private final String threadName;
+    /** Keeps a {@link TwoSlots} entry in its second slot. */
+    private final boolean secondSlot;
     private final Consumer<E> handler;
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition changed = lock.newCondition();
@@ -52,8 +68,38 @@ final class Timer<E extends Timer.Timed> {
     private boolean idle;
 
     Timer(String threadName, Consumer<E> handler) {
+        this(threadName, false, handler);
+    }
+
+    /** A timer that keeps a {@link TwoSlots} entry in its second slot when {@code secondSlot}. */
+    Timer(String threadName, boolean secondSlot, Consumer<E> handler) {
         this.threadName = threadName;
+        this.secondSlot = secondSlot;
         this.handler = handler;
+    }
+
+    private int indexOf(Timed e) {
+        return secondSlot && e instanceof TwoSlots ? ((TwoSlots) e).timerIndex2() : e.timerIndex();
+    }
+
+    private void index(Timed e, int i) {
+        if (secondSlot && e instanceof TwoSlots) {
+            ((TwoSlots) e).timerIndex2(i);
+        } else {
+            e.timerIndex(i);
+        }
+    }
+
+    private long dueOf(Timed e) {
+        return secondSlot && e instanceof TwoSlots ? ((TwoSlots) e).timerDue2() : e.timerDue();
+    }
+
+    private void due(Timed e, long due) {
+        if (secondSlot && e instanceof TwoSlots) {
+            ((TwoSlots) e).timerDue2(due);
+        } else {
+            e.timerDue(due);
+        }
     }
 
     /** Runs {@code e} after {@code delayNanos} (moving it if it was scheduled); false once the timer is shut down. */
@@ -69,19 +115,19 @@ final class Timer<E extends Timer.Timed> {
                 thread.setDaemon(true);
                 thread.start();
             }
-            e.timerDue(due);
-            int i = e.timerIndex();
+            due(e, due);
+            int i = indexOf(e);
             if (i < 0) {
                 if (size == heap.length) {
                     heap = Arrays.copyOf(heap, size * 2);
                 }
                 i = size++;
                 heap[i] = e;
-                e.timerIndex(i);
+                index(e, i);
                 siftUp(i);
             } else {
                 siftUp(i);
-                siftDown(e.timerIndex());
+                siftDown(indexOf(e));
             }
             if (heap[0] == e && (idle || due - wakesAt < 0)) {
                 changed.signal();
@@ -96,8 +142,8 @@ final class Timer<E extends Timer.Timed> {
     void cancel(E e) {
         lock.lock();
         try {
-            if (e.timerIndex() >= 0) {
-                removeAt(e.timerIndex());
+            if (indexOf(e) >= 0) {
+                removeAt(indexOf(e));
             }
         } finally {
             lock.unlock();
@@ -120,7 +166,7 @@ final class Timer<E extends Timer.Timed> {
         try {
             shutdown = true;
             for (int i = 0; i < size; i++) {
-                heap[i].timerIndex(-1);
+                index(heap[i], -1);
                 heap[i] = null;
             }
             size = 0;
@@ -154,7 +200,7 @@ final class Timer<E extends Timer.Timed> {
                         continue;
                     }
                     long now = System.nanoTime();
-                    long wait = heap[0].timerDue() - now;
+                    long wait = dueOf(heap[0]) - now;
                     if (wait <= 0) {
                         next = (E) heap[0];
                         removeAt(0);
@@ -186,15 +232,15 @@ final class Timer<E extends Timer.Timed> {
 
     private void removeAt(int i) {
         Timed gone = heap[i];
-        gone.timerIndex(-1);
+        index(gone, -1);
         int last = --size;
         if (i != last) {
             Timed moved = heap[last];
             heap[last] = null;
             heap[i] = moved;
-            moved.timerIndex(i);
+            index(moved, i);
             siftDown(i);
-            if (moved.timerIndex() == i) {
+            if (indexOf(moved) == i) {
                 siftUp(i);
             }
         } else {
@@ -207,15 +253,15 @@ final class Timer<E extends Timer.Timed> {
         while (i > 0) {
             int parent = (i - 1) >>> 1;
             Timed p = heap[parent];
-            if (e.timerDue() - p.timerDue() >= 0) {
+            if (dueOf(e) - dueOf(p) >= 0) {
                 break;
             }
             heap[i] = p;
-            p.timerIndex(i);
+            index(p, i);
             i = parent;
         }
         heap[i] = e;
-        e.timerIndex(i);
+        index(e, i);
     }
 
     private void siftDown(int i) {
@@ -225,19 +271,19 @@ final class Timer<E extends Timer.Timed> {
             int child = 2 * i + 1;
             Timed c = heap[child];
             int right = child + 1;
-            if (right < size && heap[right].timerDue() - c.timerDue() < 0) {
+            if (right < size && dueOf(heap[right]) - dueOf(c) < 0) {
                 child = right;
                 c = heap[child];
             }
-            if (e.timerDue() - c.timerDue() <= 0) {
+            if (dueOf(e) - dueOf(c) <= 0) {
                 break;
             }
             heap[i] = c;
-            c.timerIndex(i);
+            index(c, i);
             i = child;
         }
         heap[i] = e;
-        e.timerIndex(i);
+        index(e, i);
     }
 
     /** For tests: how many entries are scheduled. */

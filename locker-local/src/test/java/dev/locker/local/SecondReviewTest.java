@@ -83,17 +83,25 @@ class SecondReviewTest {
         }
     }
 
-    /** The one hold of the locker (reflection: the test plays a thread preempted while it holds the hold's monitor). */
+    /**
+     * The one hold of the locker (reflection: the test plays a thread preempted while it holds the hold's monitor). A
+     * single-lock lease's hold is its own transaction: it is found as its lock's mediator entry.
+     */
     @SuppressWarnings("unchecked")
     private static Hold onlyHold(Locker l) throws Exception {
-        Field f = AbstractLocker.class.getDeclaredField("txs");
-        f.setAccessible(true);
-        Map<Object, Object> txs = (Map<Object, Object>) f.get(l);
-        assertEquals(1, txs.size());
-        Object holds = txs.values().iterator().next(); // the transaction's holds (AbstractLocker.TxHolds)
-        java.lang.reflect.Method all = holds.getClass().getDeclaredMethod("all");
-        all.setAccessible(true);
-        return ((Hold[]) all.invoke(holds))[0];
+        Field m = AbstractLocker.class.getDeclaredField("mediator");
+        m.setAccessible(true);
+        Field sink = AbstractLocker.class.getDeclaredField("lostSink");
+        sink.setAccessible(true);
+        java.util.function.Consumer<Hold> ours = (java.util.function.Consumer<Hold>) sink.get(l);
+        List<Hold> found = new java.util.ArrayList<>();
+        ((LocalLockMediator) m.get(l)).forEachHold(h -> {
+            if (h.reportsTo(ours)) {
+                found.add(h);
+            }
+        });
+        assertEquals(1, found.size());
+        return found.get(0);
     }
 
     // =================================================================================================================

@@ -40,7 +40,6 @@ import java.time.Duration;
 import java.time.Instant;
 import java.security.SecureRandom;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -174,8 +173,8 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     private final String instance = HexFormat.of().toHexDigits(new SecureRandom().nextLong());
     /** The second half: counts this instance's acquires, so that a tombstone can cover all those up to one. */
     private final AtomicLong acquires = new AtomicLong();
+    /** {@link #instance} as bytes: the shared prefix of every claim id this locker keeps (never changed). */
     private final byte[] instanceBytes = instance.getBytes(StandardCharsets.US_ASCII);
-    private static final byte[] HEX = "0123456789abcdef".getBytes(StandardCharsets.US_ASCII);
     /** A single server (one admission marker for all locks) rather than a Cluster (one per slot). */
     private final boolean standalone;
     private final byte[] guardKey;
@@ -269,7 +268,8 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     @Override
     protected ClaimStatus writeSingleLock(KeyColumn lock, LockOwner owner, Waiting waiting) {
         byte[] key = keys.lockKey(lock);
-        byte[] nonce = nextNonce();
+        long acquire = acquires.incrementAndGet();
+        byte[] nonce = countedClaimId(instanceBytes, acquire);
         WaitState wait = waiting == null ? null : (WaitState) waiting.backendState;
         if (wait != null) {
             wait.beforeAttempt(lock); // a release published from now on wakes the pause after this attempt
@@ -320,7 +320,8 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
                 warnOfEviction(lock, new String((byte[]) r.get(3), StandardCharsets.UTF_8));
             }
             long token = (Long) r.get(1);
-            ClaimStatus status = grantedOwning(nonce, token, deadline(started, config.expiry())); // a fresh nonce
+            // kept as (instance, acquire number): the nonce's bytes are made again when sent
+            ClaimStatus status = grantedCounted(instanceBytes, acquire, token, deadline(started, config.expiry()));
             if (replicas > 0 && acks < replicas) {
                 withdraw(lock, key, nonce, "only " + acks + " of " + replicas + " replicas acknowledged it");
                 throw new TemporaryLockingException("only " + acks + " of " + replicas + " replicas of " + server
@@ -777,15 +778,6 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     }
 
     /** {@code <instance><counter>}, 16 + 16 hex digits: fixed width, so the script compares counters as strings. */
-    private byte[] nextNonce() {
-        byte[] out = Arrays.copyOf(instanceBytes, 32);
-        long n = acquires.incrementAndGet();
-        for (int i = 31; i >= 16; i--, n >>>= 4) {
-            out[i] = HEX[(int) (n & 15)];
-        }
-        return out;
-    }
-
     private byte[] scrub() {
         return config.scrubExpired() ? ONE : ZERO;
     }
