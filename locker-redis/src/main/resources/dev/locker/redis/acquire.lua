@@ -16,10 +16,58 @@
 --        {-2, ms left}        the server may have started less than the restart guard ago: nothing is granted yet
 --        {-3}                 its client already gave up on this request and withdrew it: nothing is granted
 --        {-4, policy, maxmemory}  the server may evict keys, ours included, and the check says fail
-local own, expms, guard = ARGV[1], tonumber(ARGV[3]), tonumber(ARGV[5])
-local now = server_now()
+local own, expms, guard, check = ARGV[1], tonumber(ARGV[3]), tonumber(ARGV[5]), ARGV[7]
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+local all = redis.call('HGETALL', key)
+local n = #all
+if n == 0 or n == 2 and all[1] == 't' then
+  -- The fast path: the lock is free and nothing else is in its hash (no claim, tombstone or queue entry), which is
+  -- what the general path below would find with scan: nothing to scrub, nobody senior or queued, no withdrawal;
+  -- the last token is field "t" (0 without it). It writes what the general path writes, in the same order.
+  local warning
+  if guard > 0 or check ~= 'off' then
+    -- admitted outright by a marker of this boot that says up long enough and no eviction (see admit); anything
+    -- else (no marker, another boot's, Cluster mode, a warning or a refusal to give) is admit's to decide
+    local marker, saved, ms, us, ok = KEYS[2]
+    if marker then
+      saved = redis.pcall('LASTSAVE')
+      marker = type(saved) == 'number' and redis.pcall('GET', marker)
+      if type(marker) == 'string' then
+        ms, us, ok = string.match(marker, '^(%d+) (%d+) ([01])$')
+      end
+    end
+    if not (ms and tonumber(ms) == saved and (guard <= 0 or now - tonumber(us) >= guard * 1000)
+        and (ok == '1' or check == 'off')) then
+      local refusal
+      refusal, warning = lib().admit(now, guard, check)
+      if refusal then
+        return refusal
+      end
+    end
+  end
+  local tok = n == 2 and (tonumber(all[2]) or 0) + 1 or 1
+  if now > tok then
+    tok = now
+  end
+  local fmt = string.format
+  -- the claim's value as claim_value writes it (ARGV 3 is a whole number of ms): written now, expiry expms later,
+  -- the nonce's counter without leading zeros
+  redis.call('HSET', key, own, fmt('%d %d %d ', now, expms, tok - now)
+      .. (string.match(ARGV[2], '^0*(%x+)$', 17) or '0') .. ' ' .. ARGV[4])
+  if n == 2 then
+    redis.call('HDEL', key, 't') -- our claim carries the last token now (one field fewer while the lock is held)
+  end
+  -- the safety net as keep_until sets it: the key lives one expiry (the grace) after our claim's
+  redis.call('PEXPIRE', key, fmt('%d', 2 * expms + 1))
+  return { 1, tok, now, warning }
+end
+-- the general path: the hash holds a claim, a tombstone or a queue entry (its HGETALL reply is reused)
+local P = lib()
+local parse, split_nonce, keep_token, enqueue, keep_until = P.parse, P.split_nonce, P.keep_token, P.enqueue,
+    P.keep_until
 local waiter = ARGV[8] ~= '' and ARGV[8] or nil
-local s = scan(now, ARGV[6] == '1', own, ARGV[2], waiter)
+local s = P.scan(now, ARGV[6] == '1', own, ARGV[2], waiter, all)
 local _, counter = split_nonce(ARGV[2])
 if s.withdrawn and counter and counter <= s.withdrawn then
   -- a late request (fixed-width hex counters compare as strings): its client no longer waits for the answer
@@ -44,15 +92,15 @@ if s.senior or (s.head and s.head ~= (waiter and ('q' .. waiter)) and not s.own)
     local _, sexp = parse(s.seniorValue)
     return { 0, s.seniorValue, math.floor((sexp - now) / 1000) + 1, s.senior }
   end
-  return { -5, queued_owner(s.headValue), s.head }
+  return { -5, P.queued_owner(s.headValue), s.head }
 end
-local refusal, warning = admit(now, guard, ARGV[7])
+local refusal, warning = P.admit(now, guard, ARGV[7])
 if refusal then
   return refusal
 end
 local tok = math.max(s.last + 1, now)
 local exp = now + expms * 1000
-redis.call('HSET', key, own, claim_value(now, exp, tok, string.sub(ARGV[2], 17), ARGV[4]))
+redis.call('HSET', key, own, P.claim_value(now, exp, tok, string.sub(ARGV[2], 17), ARGV[4]))
 if s.hasT then
   redis.call('HDEL', key, 't') -- our claim carries the last token now (one field fewer while the lock is held)
 end

@@ -4,6 +4,21 @@
 -- Reply: 1 deleted, 0 nothing of ours was there
 -- one read (HGETALL: the least-privilege ACL has no HMGET): our claim, the token field, the queue's counter
 local all = redis.call('HGETALL', key)
+if #all == 2 and all[1] == ARGV[1] then
+  -- The fast path: our field alone (no "t", so no token to compare with; no "n", so nobody to wake), holding a
+  -- claim of the current layout with our nonce (as parse and is_nonce read it); anything else goes the general way.
+  local ts, tokd, ctr = string.match(all[2], '^(%d+) %d+ (%d+) (%x+) ')
+  if ctr and #ctr <= 16 and string.rep('0', 16 - #ctr) .. ctr == string.sub(ARGV[2], 17) then
+    local tok = tonumber(ts) + tonumber(tokd)
+    if tok > 0 then
+      -- the next grant's token is higher than ours; written first, so the hash is never emptied (the key keeps
+      -- its TTL)
+      redis.call('HSET', key, 't', string.format('%d', tok))
+    end
+    redis.call('HDEL', key, ARGV[1])
+    return 1
+  end
+end
 local got = {}
 for i = 1, #all, 2 do
   local f = all[i]
@@ -19,17 +34,18 @@ local v = got[1]
 if not v then
   return 0
 end
-local ts, exp, tok, ctr = parse(v)
-if not is_nonce(ctr, ARGV[2]) then
+local P = lib()
+local ts, exp, tok, ctr = P.parse(v)
+if not P.is_nonce(ctr, ARGV[2]) then
   return 0
 end
 local t = tonumber(got[2]) or 0
 if tok > t then
   -- the next grant's token is higher than ours; written first, so the hash is never emptied (the key keeps its TTL)
-  redis.call('HSET', key, 't', fmt(tok))
+  redis.call('HSET', key, 't', P.fmt(tok))
 end
 redis.call('HDEL', key, ARGV[1])
 if got[3] then -- some waiter may be queued
-  wake(scan(server_now(), false, nil, nil, nil), ARGV[3])
+  P.wake(P.scan(P.server_now(), false, nil, nil, nil), ARGV[3])
 end
 return 1
