@@ -18,7 +18,7 @@
 --        {-4, policy, maxmemory}  the server may evict keys, ours included, and the check says fail
 local own, expms, guard, check = ARGV[1], tonumber(ARGV[3]), tonumber(ARGV[5]), ARGV[7]
 local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+local now = time[1] * 1000000 + time[2] -- (TIME's digits: coerced without tonumber's call)
 local all = redis.call('HGETALL', key)
 local n = #all
 if n == 0 or n == 2 and all[1] == 't' then
@@ -29,16 +29,15 @@ if n == 0 or n == 2 and all[1] == 't' then
   if guard > 0 or check ~= 'off' then
     -- admitted outright by a marker of this boot that says up long enough and no eviction (see admit); anything
     -- else (no marker, another boot's, Cluster mode, a warning or a refusal to give) is admit's to decide
-    local marker, saved, ms, us, ok = KEYS[2]
+    local marker, saved, ms, us = KEYS[2]
     if marker then
-      saved = redis.pcall('LASTSAVE')
-      marker = type(saved) == 'number' and redis.pcall('GET', marker)
+      saved = redis.pcall('LASTSAVE') -- a number, or an error reply (a table) that no marker matches
+      marker = redis.pcall('GET', marker)
       if type(marker) == 'string' then
-        ms, us, ok = string.match(marker, '^(%d+) (%d+) ([01])$')
+        ms, us = string.match(marker, '^(%d+) (%d+) 1$')
       end
     end
-    if not (ms and tonumber(ms) == saved and (guard <= 0 or now - tonumber(us) >= guard * 1000)
-        and (ok == '1' or check == 'off')) then
+    if not (ms and ms + 0 == saved and (guard <= 0 or now - us >= guard * 1000)) then
       local refusal
       refusal, warning = lib().admit(now, guard, check)
       if refusal then
@@ -46,20 +45,25 @@ if n == 0 or n == 2 and all[1] == 't' then
       end
     end
   end
-  local tok = n == 2 and (tonumber(all[2]) or 0) + 1 or 1
-  if now > tok then
-    tok = now
+  local tok, tokd = now, '0'
+  local last = n == 2 and tonumber(all[2]) or 0
+  if last >= now then -- the server's clock is at or behind the last token (it stepped back)
+    tok = last + 1
+    tokd = string.format('%d', tok - now)
   end
-  local fmt = string.format
-  -- the claim's value as claim_value writes it (ARGV 3 is a whole number of ms): written now, expiry expms later,
-  -- the nonce's counter without leading zeros
-  redis.call('HSET', key, own, fmt('%d %d %d ', now, expms, tok - now)
+  -- the claim's value as claim_value writes it: written now (TIME's seconds and microseconds, as fmt(now) prints
+  -- them), expiry expms later, the token's delta, the nonce's counter without leading zeros, the owner part
+  local micros = time[2]
+  if #micros < 6 then
+    micros = string.sub('00000', #micros) .. micros
+  end
+  redis.call('HSET', key, own, time[1] .. micros .. ' ' .. string.format('%d', expms) .. ' ' .. tokd .. ' '
       .. (string.match(ARGV[2], '^0*(%x+)$', 17) or '0') .. ' ' .. ARGV[4])
   if n == 2 then
     redis.call('HDEL', key, 't') -- our claim carries the last token now (one field fewer while the lock is held)
   end
   -- the safety net as keep_until sets it: the key lives one expiry (the grace) after our claim's
-  redis.call('PEXPIRE', key, fmt('%d', 2 * expms + 1))
+  redis.call('PEXPIRE', key, string.format('%d', 2 * expms + 1))
   return { 1, tok, now, warning }
 end
 -- the general path: the hash holds a claim, a tombstone or a queue entry (its HGETALL reply is reused)

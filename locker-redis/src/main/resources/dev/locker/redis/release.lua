@@ -4,16 +4,23 @@
 -- Reply: 1 deleted, 0 nothing of ours was there
 -- one read (HGETALL: the least-privilege ACL has no HMGET): our claim, the token field, the queue's counter
 local all = redis.call('HGETALL', key)
-if #all == 2 and all[1] == ARGV[1] then
+local nonce = ARGV[2] or ''
+if #all == 2 and all[1] == ARGV[1] and #nonce == 32 then
   -- The fast path: our field alone (no "t", so no token to compare with; no "n", so nobody to wake), holding a
-  -- claim of the current layout with our nonce (as parse and is_nonce read it); anything else goes the general way.
+  -- claim of the current layout with our nonce: its counter is the nonce's 16 hex digits without leading zeros,
+  -- which is what parse and is_nonce accept (they pad it back). Anything else goes the general way.
   local ts, tokd, ctr = string.match(all[2], '^(%d+) %d+ (%d+) (%x+) ')
-  if ctr and #ctr <= 16 and string.rep('0', 16 - #ctr) .. ctr == string.sub(ARGV[2], 17) then
-    local tok = tonumber(ts) + tonumber(tokd)
-    if tok > 0 then
+  if ctr and ctr == string.match(nonce, '^0*(%x+)$', 17) then
+    -- the token is ts + tokd; mostly tokd is 0 and the token is ts's digits as they stand (a leading 0 aside)
+    local tok = ts
+    if tokd ~= '0' or ts < '1' then
+      tok = ts + tokd
+      tok = tok > 0 and string.format('%d', tok)
+    end
+    if tok then
       -- the next grant's token is higher than ours; written first, so the hash is never emptied (the key keeps
       -- its TTL)
-      redis.call('HSET', key, 't', string.format('%d', tok))
+      redis.call('HSET', key, 't', tok)
     end
     redis.call('HDEL', key, ARGV[1])
     return 1
@@ -36,7 +43,7 @@ if not v then
 end
 local P = lib()
 local ts, exp, tok, ctr = P.parse(v)
-if not P.is_nonce(ctr, ARGV[2]) then
+if not P.is_nonce(ctr, nonce) then
   return 0
 end
 local t = tonumber(got[2]) or 0
