@@ -38,8 +38,10 @@ if n == 0 or n == 2 and all[1] == 't' then
       end
     end
     if not (ms and ms + 0 == saved and (guard <= 0 or now - us >= guard * 1000)) then
+      local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner,
+          wake, may_have_waiters, is_senior, keep_until, admit = lib()
       local refusal
-      refusal, warning = lib().admit(now, guard, check)
+      refusal, warning = admit(now, guard, check)
       if refusal then
         return refusal
       end
@@ -67,11 +69,10 @@ if n == 0 or n == 2 and all[1] == 't' then
   return { 1, tok, now, warning }
 end
 -- the general path: the hash holds a claim, a tombstone or a queue entry (its HGETALL reply is reused)
-local P = lib()
-local parse, split_nonce, keep_token, enqueue, keep_until = P.parse, P.split_nonce, P.keep_token, P.enqueue,
-    P.keep_until
+local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner, wake,
+    may_have_waiters, is_senior, keep_until, admit = lib()
 local waiter = ARGV[8] ~= '' and ARGV[8] or nil
-local s = P.scan(now, ARGV[6] == '1', own, ARGV[2], waiter, all)
+local s = scan(now, ARGV[6] == '1', own, ARGV[2], waiter, all)
 local _, counter = split_nonce(ARGV[2])
 if s.withdrawn and counter and counter <= s.withdrawn then
   -- a late request (fixed-width hex counters compare as strings): its client no longer waits for the answer
@@ -96,15 +97,15 @@ if s.senior or (s.head and s.head ~= (waiter and ('q' .. waiter)) and not s.own)
     local _, sexp = parse(s.seniorValue)
     return { 0, s.seniorValue, math.floor((sexp - now) / 1000) + 1, s.senior }
   end
-  return { -5, P.queued_owner(s.headValue), s.head }
+  return { -5, queued_owner(s.headValue), s.head }
 end
-local refusal, warning = P.admit(now, guard, ARGV[7])
+local refusal, warning = admit(now, guard, ARGV[7])
 if refusal then
   return refusal
 end
 local tok = math.max(s.last + 1, now)
 local exp = now + expms * 1000
-redis.call('HSET', key, own, P.claim_value(now, exp, tok, string.sub(ARGV[2], 17), ARGV[4]))
+redis.call('HSET', key, own, claim_value(now, exp, tok, string.sub(ARGV[2], 17), ARGV[4]))
 if s.hasT then
   redis.call('HDEL', key, 't') -- our claim carries the last token now (one field fewer while the lock is held)
 end

@@ -30,9 +30,12 @@
 -- Numbers are written with string.format('%d'): Lua's tostring would print 1.7e+15 and lose digits.
 -- The acquire and release scripts serve the common shapes of a lock's hash (acquire: no field, or only "t"; release:
 -- only our claim) inline, and make the functions below only when the hash holds anything else; every other script
--- makes them at once (local P = lib()). A Lua function is a closure made when its definition runs, i.e. on every
--- call of the script, used or not: made up front for every call, these cost about a tenth of the server CPU of an
--- uncontended acquire and release.
+-- makes them at once. A Lua function is a closure made when its definition runs, i.e. on every call of the script,
+-- used or not: made up front for every call, these cost about a tenth of the server CPU of an uncontended acquire and
+-- release. lib() returns them as values (a table of them would cost as much again), and every script takes them all,
+-- in this order:
+--   local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner, wake,
+--   may_have_waiters, is_senior, keep_until, admit = lib()
 local key = KEYS[1]
 
 local function lib()
@@ -342,21 +345,6 @@ local function lib()
     return nil, 'maxmemory-policy ' .. policy .. ' with maxmemory ' .. fmt(maxmem or -1)
   end
 
-  return {
-    server_now = server_now,
-    fmt = fmt,
-    parse = parse,
-    claim_value = claim_value,
-    is_nonce = is_nonce,
-    keep_token = keep_token,
-    split_nonce = split_nonce,
-    scan = scan,
-    enqueue = enqueue,
-    queued_owner = queued_owner,
-    wake = wake,
-    may_have_waiters = may_have_waiters,
-    is_senior = is_senior,
-    keep_until = keep_until,
-    admit = admit,
-  }
+  return server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner, wake,
+      may_have_waiters, is_senior, keep_until, admit
 end

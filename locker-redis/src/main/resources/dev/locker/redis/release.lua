@@ -41,18 +41,19 @@ local v = got[1]
 if not v then
   return 0
 end
-local P = lib()
-local ts, exp, tok, ctr = P.parse(v)
-if not P.is_nonce(ctr, nonce) then
+local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner, wake,
+    may_have_waiters, is_senior, keep_until, admit = lib()
+local ts, exp, tok, ctr = parse(v)
+if not is_nonce(ctr, nonce) then
   return 0
 end
 local t = tonumber(got[2]) or 0
 if tok > t then
   -- the next grant's token is higher than ours; written first, so the hash is never emptied (the key keeps its TTL)
-  redis.call('HSET', key, 't', P.fmt(tok))
+  redis.call('HSET', key, 't', fmt(tok))
 end
 redis.call('HDEL', key, ARGV[1])
 if got[3] then -- some waiter may be queued
-  P.wake(P.scan(P.server_now(), false, nil, nil, nil), ARGV[3])
+  wake(scan(server_now(), false, nil, nil, nil), ARGV[3])
 end
 return 1
