@@ -53,8 +53,9 @@ if n == 0 or n == 2 and all[1] == 't' then
     tok = last + 1
     tokd = string.format('%d', tok - now)
   end
-  -- the claim's value as claim_value writes it: written now (TIME's seconds and microseconds, as fmt(now) prints
-  -- them), expiry expms later, the token's delta, the nonce's counter without leading zeros, the owner part
+  -- the claim's value as claim_value writes it (ARGV 3 is a whole number of ms, at least 0): written now (TIME's
+  -- seconds and microseconds, as fmt(now) prints them), expiry expms later, the token's delta, the nonce's counter
+  -- without leading zeros, the owner part
   local micros = time[2]
   if #micros < 6 then
     micros = string.sub('00000', #micros) .. micros
@@ -64,7 +65,10 @@ if n == 0 or n == 2 and all[1] == 't' then
   if n == 2 then
     redis.call('HDEL', key, 't') -- our claim carries the last token now (one field fewer while the lock is held)
   end
-  -- the safety net as keep_until sets it: the key lives one expiry (the grace) after our claim's
+  -- the safety net as keep_until sets it: the key lives one expiry (the grace) after our claim's. Needed at every
+  -- grant, though the key may have a TTL already: that TTL was set for an earlier claim (or a waiter or tombstone, with
+  -- their lockers' graces), nothing in the hash records how far it reaches, and reading it (PTTL) costs what
+  -- setting it costs; a key that lapsed under a live claim would let a second holder in.
   redis.call('PEXPIRE', key, string.format('%d', 2 * expms + 1))
   return { 1, tok, now, warning }
 end

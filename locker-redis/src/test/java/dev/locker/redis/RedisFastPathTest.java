@@ -134,6 +134,26 @@ class RedisFastPathTest {
         assertEquals(r.get(2) + " 30000 0 0 =owner " + A, field(zero, "c" + A));
     }
 
+    /** The fast path writes the claim's time from TIME's two parts: microseconds below 100000 are padded. */
+    @Test
+    void theWrittenTimeIsTheServersMicrosecondsWhateverTheirDigits() {
+        byte[] key = key("digits");
+        int padded = 0;
+        long until = serverMicros() + 3_000_000L; // three first tenths of a second go by meanwhile
+        for (int i = 1; padded < 3 && serverMicros() < until; i++) {
+            List<?> r = acquire(key, A, i, "1");
+            long written = (Long) r.get(2);
+            assertEquals(written + " 30000 0 " + Long.toHexString(i) + " =owner " + A, field(key, "c" + A));
+            assertEquals(1L, release(key, A, nonce(A, i)));
+            assertEquals(Map.of("t", Long.toString(written)), hash(key));
+            if (written % 1_000_000 < 100_000) {
+                padded++;
+            }
+            RedisServerProcess.sleep(5);
+        }
+        assertTrue(padded > 0, "no grant fell in the first tenth of a second");
+    }
+
     /*
      * The server's clock stepping back cannot be made here (libfaketime cannot be preloaded into Debian's redis-server:
      * it clashes with jemalloc's clock_gettime at start), so the test writes the state it leaves, as
