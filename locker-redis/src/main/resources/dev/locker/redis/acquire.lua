@@ -16,10 +16,67 @@
 --        {-2, ms left}        the server may have started less than the restart guard ago: nothing is granted yet
 --        {-3}                 its client already gave up on this request and withdrew it: nothing is granted
 --        {-4, policy, maxmemory}  the server may evict keys, ours included, and the check says fail
-local own, expms, guard = ARGV[1], tonumber(ARGV[3]), tonumber(ARGV[5])
-local now = server_now()
+local own, expms, guard, check = ARGV[1], tonumber(ARGV[3]), tonumber(ARGV[5]), ARGV[7]
+local time = redis.call('TIME')
+local now = time[1] * 1000000 + time[2] -- (TIME's digits: coerced without tonumber's call)
+local all = redis.call('HGETALL', key)
+local n = #all
+if n == 0 or n == 2 and all[1] == 't' then
+  -- The fast path: the lock is free and nothing else is in its hash (no claim, tombstone or queue entry), which is
+  -- what the general path below would find with scan: nothing to scrub, nobody senior or queued, no withdrawal;
+  -- the last token is field "t" (0 without it). It writes what the general path writes, in the same order.
+  local warning
+  if guard > 0 or check ~= 'off' then
+    -- admitted outright by a marker of this boot that says up long enough and no eviction (see admit); anything
+    -- else (no marker, another boot's, Cluster mode, a warning or a refusal to give) is admit's to decide
+    local marker, saved, ms, us = KEYS[2]
+    if marker then
+      saved = redis.pcall('LASTSAVE') -- a number, or an error reply (a table) that no marker matches
+      marker = redis.pcall('GET', marker)
+      if type(marker) == 'string' then
+        ms, us = string.match(marker, '^(%d+) (%d+) 1$')
+      end
+    end
+    if not (ms and ms + 0 == saved and (guard <= 0 or now - us >= guard * 1000)) then
+      local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner,
+          wake, may_have_waiters, is_senior, keep_until, admit = lib()
+      local refusal
+      refusal, warning = admit(now, guard, check)
+      if refusal then
+        return refusal
+      end
+    end
+  end
+  local tok, tokd = now, '0'
+  local last = n == 2 and tonumber(all[2]) or 0
+  if last >= now then -- the server's clock is at or behind the last token (it stepped back)
+    tok = last + 1
+    tokd = string.format('%d', tok - now)
+  end
+  -- the claim's value as claim_value writes it (ARGV 3 is a whole number of ms, at least 0): written now (TIME's
+  -- seconds and microseconds, as fmt(now) prints them), expiry expms later, the token's delta, the nonce's counter
+  -- without leading zeros, the owner part
+  local micros = time[2]
+  if #micros < 6 then
+    micros = string.sub('00000', #micros) .. micros
+  end
+  redis.call('HSET', key, own, time[1] .. micros .. ' ' .. string.format('%d', expms) .. ' ' .. tokd .. ' '
+      .. (string.match(ARGV[2], '^0*(%x+)$', 17) or '0') .. ' ' .. ARGV[4])
+  if n == 2 then
+    redis.call('HDEL', key, 't') -- our claim carries the last token now (one field fewer while the lock is held)
+  end
+  -- the safety net as keep_until sets it: the key lives one expiry (the grace) after our claim's. Needed at every
+  -- grant, though the key may have a TTL already: that TTL was set for an earlier claim (or a waiter or tombstone, with
+  -- their lockers' graces), nothing in the hash records how far it reaches, and reading it (PTTL) costs what
+  -- setting it costs; a key that lapsed under a live claim would let a second holder in.
+  redis.call('PEXPIRE', key, string.format('%d', 2 * expms + 1))
+  return { 1, tok, now, warning }
+end
+-- the general path: the hash holds a claim, a tombstone or a queue entry (its HGETALL reply is reused)
+local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner, wake,
+    may_have_waiters, is_senior, keep_until, admit = lib()
 local waiter = ARGV[8] ~= '' and ARGV[8] or nil
-local s = scan(now, ARGV[6] == '1', own, ARGV[2], waiter)
+local s = scan(now, ARGV[6] == '1', own, ARGV[2], waiter, all)
 local _, counter = split_nonce(ARGV[2])
 if s.withdrawn and counter and counter <= s.withdrawn then
   -- a late request (fixed-width hex counters compare as strings): its client no longer waits for the answer

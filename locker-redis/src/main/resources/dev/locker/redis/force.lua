@@ -2,6 +2,8 @@
 -- tombstones, so withdrawn requests still grant nothing.
 -- ARGV: 1 release channel (waiters queued are woken)
 -- Reply: how many claims there were
+local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner, wake,
+    may_have_waiters, is_senior, keep_until, admit = lib()
 local n = 0
 local all = redis.call('HGETALL', key)
 local last, top, claims = 0, 0, {}

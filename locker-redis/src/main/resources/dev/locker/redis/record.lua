@@ -12,6 +12,8 @@ if ARGV[1] == 'f' then
   redis.call('HSET', KEYS[2], name, ARGV[3])
   return 1
 end
+local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner, wake,
+    may_have_waiters, is_senior, keep_until, admit = lib()
 local now = server_now()
 local v = redis.call('HGET', key, ARGV[4])
 if not v then

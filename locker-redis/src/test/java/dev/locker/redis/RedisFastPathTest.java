@@ -1,0 +1,363 @@
+package dev.locker.redis;
+
+import dev.locker.api.KeyColumn;
+import dev.locker.api.Lease;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import redis.clients.jedis.RedisClient;
+import redis.clients.jedis.UnifiedJedis;
+import redis.clients.jedis.args.Rawable;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+
+import static dev.locker.redis.RedisWaitingFixture.lock;
+import static dev.locker.redis.RedisWaitingFixture.withRid;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/**
+ * The boundaries of the acquire and release scripts' fast paths (acquire.lua: a free lock whose hash is empty or holds
+ * only field "t"; release.lua: a hash that holds only our claim; both: the admission marker read inline). Whatever
+ * else a hash holds (a dead claim, a tombstone, a queue entry, a token field next to our claim, a claim of the
+ * earlier layout, a marker that does not vouch for the grant) must take the general path and get its answer, and the
+ * fast path must write exactly what the general path writes. The scripts are called as RedisLocker calls them, on a
+ * real redis-server, so that each test can set up the hash shape it is about.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+class RedisFastPathTest {
+
+    private static final String A = "00000000000000aa";
+    private static final String B = "00000000000000bb";
+    private static final String EXPIRY_MS = "30000";
+    /** An hour in microseconds: how far the server's clock is behind the last token after stepping back. */
+    private static final long HOUR = 3_600_000_000L;
+
+    @RegisterExtension
+    static final RedisWaitingFixture fixture = RedisWaitingFixture.onTarget("fast");
+
+    private static UnifiedJedis admin() {
+        return fixture.admin();
+    }
+
+    /** A fresh lock's key, as the lockers of this fixture name it. */
+    private byte[] key(String name) {
+        return new RedisKeys(fixture.prefix()).lockKey(lock(name));
+    }
+
+    private static byte[] b(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+
+    private static String s(byte[] b) {
+        return b == null ? null : new String(b, StandardCharsets.UTF_8);
+    }
+
+    private static String nonce(String instance, long counter) {
+        return instance + String.format("%016x", counter);
+    }
+
+    private long serverMicros() {
+        return (Long) admin().eval("local t = redis.call('TIME') return tonumber(t[1]) * 1000000 + tonumber(t[2])");
+    }
+
+    /** The acquire script without the admission marker (as in Cluster mode): no guard, no eviction check. */
+    private List<?> acquire(byte[] key, String instance, long counter, String scrub) {
+        return acquire(key, null, instance, counter, scrub, "0", "off");
+    }
+
+    private List<?> acquire(byte[] key, byte[] marker, String instance, long counter, String scrub, String guardMs,
+                            String check) {
+        List<byte[]> args = List.of(b("c" + instance), b(nonce(instance, counter)), b(EXPIRY_MS), b("=owner " + instance),
+                b(guardMs), b(scrub), b(check), b(""), b("3000"));
+        int keyCount = marker == null ? 1 : 2;
+        Rawable[] call = new Rawable[keyCount + args.size()];
+        call[0] = RedisScript.arg(key);
+        if (marker != null) {
+            call[1] = RedisScript.arg(marker);
+        }
+        for (int i = 0; i < args.size(); i++) {
+            call[keyCount + i] = RedisScript.arg(args.get(i));
+        }
+        return (List<?>) RedisScript.ACQUIRE.run(admin(), keyCount, call);
+    }
+
+    private long release(byte[] key, String instance, String nonce) {
+        return (Long) RedisScript.RELEASE.run(admin(), 1, RedisScript.arg(key), RedisScript.arg(b("c" + instance)),
+                RedisScript.arg(b(nonce)), RedisScript.arg(b(fixture.prefix() + "released")));
+    }
+
+    private String field(byte[] key, String field) {
+        return s(admin().hget(key, b(field)));
+    }
+
+    private static long code(List<?> reply) {
+        return (Long) reply.get(0);
+    }
+
+    // ---- acquire ----------------------------------------------------------------------------------------------------
+
+    @Test
+    void aFreeLockGetsTheClaimTheGeneralPathWouldWrite() {
+        byte[] fast = key("fast");
+        List<?> r = acquire(fast, A, 0x1a2b, "1");
+        assertEquals(1L, code(r));
+        long token = (Long) r.get(1);
+        long written = (Long) r.get(2);
+        assertEquals(written, token, "no earlier token: the token is the server's time");
+        assertEquals(written + " 30000 0 1a2b =owner " + A, field(fast, "c" + A));
+        assertEquals(1L, admin().hlen(fast), "the claim alone");
+        long ttl = admin().pttl(fast);
+        assertTrue(ttl > 30_000 && ttl <= 60_001, "the safety net: one expiry after the claim's, not " + ttl);
+
+        // the same request where a tombstone of another locker sends it the general way: the same claim
+        byte[] general = key("general");
+        admin().hset(general, b("w" + B), b((serverMicros() + HOUR) + " 0000000000000001"));
+        r = acquire(general, A, 0x1a2b, "1");
+        assertEquals(1L, code(r));
+        written = (Long) r.get(2);
+        assertEquals(written + " 30000 0 1a2b =owner " + A, field(general, "c" + A));
+
+        // a counter of 0 is written as "0" on both paths
+        byte[] zero = key("zero");
+        r = acquire(zero, A, 0, "1");
+        assertEquals(r.get(2) + " 30000 0 0 =owner " + A, field(zero, "c" + A));
+    }
+
+    /** The fast path writes the claim's time from TIME's two parts: microseconds below 100000 are padded. */
+    @Test
+    void theWrittenTimeIsTheServersMicrosecondsWhateverTheirDigits() {
+        byte[] key = key("digits");
+        int padded = 0;
+        long until = serverMicros() + 3_000_000L; // three first tenths of a second go by meanwhile
+        for (int i = 1; padded < 3 && serverMicros() < until; i++) {
+            List<?> r = acquire(key, A, i, "1");
+            long written = (Long) r.get(2);
+            assertEquals(written + " 30000 0 " + Long.toHexString(i) + " =owner " + A, field(key, "c" + A));
+            assertEquals(1L, release(key, A, nonce(A, i)));
+            assertEquals(Map.of("t", Long.toString(written)), hash(key));
+            if (written % 1_000_000 < 100_000) {
+                padded++;
+            }
+            RedisServerProcess.sleep(5);
+        }
+        assertTrue(padded > 0, "no grant fell in the first tenth of a second");
+    }
+
+    /*
+     * The server's clock stepping back cannot be made here (libfaketime cannot be preloaded into Debian's redis-server:
+     * it clashes with jemalloc's clock_gettime at start), so the test writes the state it leaves, as
+     * RedisCompactReviewTest does: field "t" an hour ahead of TIME. Every grant then takes last + 1, the claim carries
+     * a token delta that is not 0, and both fast paths (acquire: only "t"; release: only our claim) must keep it.
+     */
+    @Test
+    void tokensRiseAcrossReleasesAndGrantsWhileTheServerClockIsBehindTheLastToken() {
+        byte[] key = key("stepped-back");
+        long last = serverMicros() + HOUR;
+        admin().hset(key, b("t"), b(Long.toString(last)));
+        admin().pexpire(key, 600_000);
+        String[] instances = {A, B, A, B};
+        for (int i = 0; i < instances.length; i++) {
+            List<?> r = acquire(key, instances[i], i + 1, "1");
+            assertEquals(1L, code(r));
+            long token = (Long) r.get(1);
+            assertEquals(last + 1, token, "grant " + i + ": the last token + 1");
+            assertEquals(1L, admin().hlen(key), "the claim carries the token: no \"t\" while the lock is held");
+            long delta = token - (Long) r.get(2);
+            assertTrue(field(key, "c" + instances[i]).contains(" " + delta + " "), "the claim's token delta");
+            assertEquals(1L, release(key, instances[i], nonce(instances[i], i + 1)));
+            assertEquals(Map.of("t", Long.toString(token)), hash(key), "the released claim's token is kept");
+            last = token;
+        }
+        // and through the lockers
+        RedisLocker a = fixture.open(withRid(fixture.onTarget(), "stepped-a", Duration.ofSeconds(30)));
+        RedisLocker b = fixture.open(withRid(fixture.onTarget(), "stepped-b", Duration.ofSeconds(30)));
+        KeyColumn lock = lock("stepped-locker");
+        byte[] lk = a.redisKey(lock);
+        long t = serverMicros() + HOUR;
+        admin().hset(lk, b("t"), b(Long.toString(t)));
+        admin().pexpire(lk, 600_000);
+        try (Lease l = a.acquire(lock, "first")) {
+            assertEquals(t + 1, l.fencingToken());
+        }
+        try (Lease l = b.acquire(lock, "second")) {
+            assertEquals(t + 2, l.fencingToken());
+        }
+        try (Lease l = a.acquire(lock, "third")) {
+            assertEquals(t + 3, l.fencingToken());
+        }
+    }
+
+    private Map<String, String> hash(byte[] key) {
+        Map<String, String> out = new TreeMap<>();
+        admin().hgetAll(key).forEach((f, v) -> out.put(s(f), s(v)));
+        return out;
+    }
+
+    /** A claim of the current layout, written at {@code written} (server µs), expiring expMs later, with this token. */
+    private String claim(long written, long expMs, long token, String counterHex) {
+        return written + " " + expMs + " " + (token - written) + " " + counterHex + " =someone";
+    }
+
+    @Test
+    void aDeadClaimSendsTheAcquireTheGeneralWayWhichScrubsItAndKeepsItsToken() {
+        long now = serverMicros();
+        long deadToken = now + HOUR; // issued before the clock stepped back: the next token must be above it
+        for (String scrub : List.of("1", "0")) {
+            byte[] key = key("dead-" + scrub);
+            admin().hset(key, b("c" + B), b(claim(now - 60_000_000L, 1, deadToken, "9")));
+            List<?> r = acquire(key, A, 1, scrub);
+            assertEquals(1L, code(r), "a dead claim holds nothing");
+            assertEquals(deadToken + 1, r.get(1), "above the dead claim's token");
+            if (scrub.equals("1")) {
+                assertEquals(List.of("c" + A), List.copyOf(hash(key).keySet()), "scrubbed, and \"t\" gone again");
+            } else {
+                assertTrue(hash(key).containsKey("c" + B), "left alone without scrubbing");
+            }
+        }
+    }
+
+    @Test
+    void aLiveClaimOfAnotherLockerSendsTheAcquireTheGeneralWayAndIsRefused() {
+        byte[] key = key("held");
+        long now = serverMicros();
+        admin().hset(key, b("c" + B), b(claim(now, 30_000, now, "3")));
+        List<?> r = acquire(key, A, 1, "1");
+        assertEquals(0L, code(r), "held by the other claim");
+        assertEquals("c" + B, s((byte[]) r.get(3)));
+        assertNull(field(key, "c" + A), "ours is not kept");
+    }
+
+    @Test
+    void aQueuedWaiterKeepsTheLockUntilItsEntryLapses() {
+        String waiter = B + "0000000000000001";
+        byte[] key = key("queued");
+        admin().hset(key, b("n"), b("1"));
+        admin().hset(key, b("q" + waiter), b("1 " + (serverMicros() + 60_000_000L) + "\n=waiter"));
+        List<?> r = acquire(key, A, 1, "1");
+        assertEquals(-5L, code(r), "promised to the waiter queued first");
+        assertNull(field(key, "c" + A));
+
+        byte[] lapsed = key("lapsed");
+        admin().hset(lapsed, b("n"), b("1"));
+        admin().hset(lapsed, b("q" + waiter), b("1 " + (serverMicros() - 1_000_000L) + "\n=waiter"));
+        r = acquire(lapsed, A, 1, "1");
+        assertEquals(1L, code(r), "a lapsed entry promises nothing");
+        assertEquals(List.of("c" + A), List.copyOf(hash(lapsed).keySet()), "the entry and the queue's counter scrubbed");
+    }
+
+    @Test
+    void aTombstoneOfOurLockerRefusesTheLateAcquiresItCovers() {
+        byte[] key = key("tombstone");
+        admin().hset(key, b("w" + A), b((serverMicros() + 600_000_000L) + " 0000000000000005"));
+        assertEquals(-3L, code(acquire(key, A, 5, "1")), "withdrawn: grants nothing");
+        assertNull(field(key, "c" + A));
+        assertEquals(1L, code(acquire(key, A, 6, "1")), "a later acquire is not covered");
+        assertTrue(hash(key).containsKey("w" + A), "the tombstone stays");
+    }
+
+    // ---- release ----------------------------------------------------------------------------------------------------
+
+    @Test
+    void aReleaseNeverLowersTheTokenField() {
+        byte[] key = key("higher-t");
+        List<?> r = acquire(key, A, 1, "1");
+        long token = (Long) r.get(1);
+        // a later claim's token, kept when it was scrubbed while ours lay dead (scrubbing off), say
+        admin().hset(key, b("t"), b(Long.toString(token + 1000)));
+        assertEquals(1L, release(key, A, nonce(A, 1)));
+        assertEquals(Map.of("t", Long.toString(token + 1000)), hash(key));
+    }
+
+    @Test
+    void aReleaseDeletesOnlyTheClaimItsNonceNames() {
+        byte[] key = key("nonce");
+        List<?> r = acquire(key, A, 0x12, "1");
+        String claim = field(key, "c" + A);
+        assertEquals(0L, release(key, A, nonce(A, 0x13)), "another transaction's claim in our field");
+        assertEquals(0L, release(key, A, nonce(A, 0x12).substring(1)), "a nonce of another shape");
+        assertEquals(0L, release(key, A, "0" + nonce(A, 0x12)), "a nonce of another shape");
+        assertEquals(claim, field(key, "c" + A), "left alone");
+        assertEquals(1L, release(key, A, nonce(A, 0x12)));
+        assertEquals(Map.of("t", Long.toString((Long) r.get(1))), hash(key));
+    }
+
+    @Test
+    void aClaimOfTheEarlierLayoutIsReleasedByItsNonce() {
+        byte[] key = key("old-layout");
+        long now = serverMicros();
+        long token = now + 7;
+        // 0.1.0: "<written> <expiry> <token> <nonce>\n<owner bytes>"
+        admin().hset(key, b("c" + A), b(now + " " + (now + 30_000_000L) + " " + token + " " + nonce(A, 4)
+                + "\nrid host 1 main why"));
+        admin().pexpire(key, 60_000);
+        assertEquals(0L, release(key, A, nonce(A, 5)));
+        assertEquals(1L, release(key, A, nonce(A, 4)));
+        assertEquals(Map.of("t", Long.toString(token)), hash(key));
+    }
+
+    @Test
+    void aReleaseWithWaitersQueuedTakesTheGeneralWay() {
+        byte[] key = key("waiters");
+        String waiter = B + "0000000000000002";
+        long token = (Long) acquire(key, A, 1, "1").get(1);
+        admin().hset(key, b("n"), b("1"));
+        admin().hset(key, b("q" + waiter), b("1 " + (serverMicros() + 60_000_000L) + "\n=waiter"));
+        assertEquals(1L, release(key, A, nonce(A, 1)));
+        Map<String, String> left = hash(key);
+        assertEquals(Long.toString(token), left.get("t"));
+        assertFalse(left.containsKey("c" + A));
+        assertTrue(left.containsKey("q" + waiter), "the waiter stays queued (and was woken: RedisWaitingTest)");
+    }
+
+    // ---- admission --------------------------------------------------------------------------------------------------
+
+    private long lastSave() {
+        return (Long) admin().eval("return redis.call('LASTSAVE')");
+    }
+
+    /** Waits for a server second later than LASTSAVE: only then does a grant write a marker (see admit). */
+    private void awaitSecondAfterLastSave() {
+        while (serverMicros() / 1_000_000 <= lastSave()) {
+            RedisServerProcess.sleep(50);
+        }
+    }
+
+    @Test
+    void aMarkerThatDoesNotVouchForTheGrantSendsItToAdmit() {
+        assumeTrue(admin() instanceof RedisClient, "the marker exists on a single server only");
+        awaitSecondAfterLastSave();
+        byte[] marker = new RedisKeys(fixture.prefix()).guardKey();
+        // another boot's marker (LASTSAVE differs): admit reads INFO and writes this boot's
+        admin().psetex(marker, 60_000, b("1 1 1"));
+        assertEquals(1L, code(acquire(key("other-boot"), marker, A, 1, "1", "0", "fail")));
+        String written = s(admin().get(marker));
+        assertTrue(written.startsWith(lastSave() + " "), "a marker of this boot: " + written);
+
+        // this boot's marker, but one that says the server may evict: never trusted, INFO is read again
+        admin().psetex(marker, 60_000, b(lastSave() + " 1 0"));
+        assertEquals(1L, code(acquire(key("said-evicting"), marker, A, 2, "1", "0", "fail")),
+                "the server does not evict");
+
+        // this boot's marker saying the server came up just now: the restart guard refuses
+        admin().psetex(marker, 60_000, b(lastSave() + " " + serverMicros() + " 1"));
+        List<?> r = acquire(key("just-booted"), marker, A, 3, "1", "5000", "fail");
+        assertEquals(-2L, code(r), "up for less than the guard: " + r);
+
+        // and a marker that vouches: granted on the fast path, the marker left as it was
+        String vouching = lastSave() + " 1 1";
+        admin().psetex(marker, 60_000, b(vouching));
+        assertEquals(1L, code(acquire(key("vouched"), marker, A, 4, "1", "5000", "fail")));
+        assertEquals(vouching, s(admin().get(marker)));
+    }
+}
