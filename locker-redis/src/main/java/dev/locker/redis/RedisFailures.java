@@ -71,7 +71,7 @@ final class RedisFailures {
     /** {@code ERR} texts of the same kind: our script failed, or the server lacks a command we need. */
     private static final Pattern CANNOT_RUN_TEXT = Pattern.compile("(?i)user_script|error compiling script"
             + "|error running script|unknown command|unknown subcommand|wrong number of arguments|syntax error"
-            + "|value is not an integer|db index is out of range|invalid db index");
+            + "|value is not an integer|db index is out of range|invalid db index|last fencing token of this lock");
     /** Redis 6 wraps the error of a command inside a script: {@code ... @user_script: 12: -OOM command not ...}. */
     private static final Pattern NESTED_CODE = Pattern.compile(": -([A-Z]+) ");
 

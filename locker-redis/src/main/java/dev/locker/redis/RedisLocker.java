@@ -186,6 +186,9 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     private final Rawable fieldArg;
     private final Rawable scrubArg;
     private final Rawable evictionArg;
+    /** The longest expiry, restart guard or tombstone lifetime the scripts count exactly: 100 years. */
+    static final Duration MAX_DURATION = Duration.ofDays(36_525);
+
     private final Rawable channelArg;
     private final Rawable guardKeyArg;
 
@@ -1095,10 +1098,25 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
 
         public RedisLocker build() {
             LockerConfig cfg = mergedConfig();
+            // the scripts count server microseconds in Lua doubles (exact below 2^53, about the year 2255) and set the
+            // key's safety-net TTL to twice the expiry: a longer duration would overflow them (an expiry of
+            // Long.MAX_VALUE ms made PEXPIRE delete the key of the lock it granted), so it is refused before any I/O
+            atMostCenturies(cfg.expiry(), "expiry");
+            if (restartGuard != null) {
+                atMostCenturies(restartGuard, "restartGuard");
+            }
+            atMostCenturies(tombstoneTtl, "tombstoneTtl");
             if (client != null) {
                 return new RedisLocker(this, cfg, client, false);
             }
             return new RedisLocker(this, cfg, newClient(cfg.retries()), true);
+        }
+
+        private static void atMostCenturies(Duration d, String name) {
+            if (d.compareTo(MAX_DURATION) > 0) {
+                throw new IllegalArgumentException(name + " must be at most " + MAX_DURATION.toDays() / 365
+                        + " years on Redis (its scripts count server microseconds in doubles), was " + d);
+            }
         }
 
         /** The config with the URI's overrides (expiry, retries...) applied. */

@@ -17,6 +17,13 @@
 --        {-3}                 its client already gave up on this request and withdrew it: nothing is granted
 --        {-4, policy, maxmemory}  the server may evict keys, ours included, and the check says fail
 local own, expms, guard, check = ARGV[1], tonumber(ARGV[3]), tonumber(ARGV[5]), ARGV[7]
+-- Tokens are counted in Lua doubles, exact below 2^53: a grant whose token would not rise above the last one, or
+-- reach 2^53, is refused with an error, never made with a repeated or unreadable token. Only a field "t" that no
+-- script of ours wrote ("1e19", "inf", "nan": an operator's HSET, another tool's restore) or a server clock that once
+-- read past the year 2255 gets there; the lock then needs an operator (forced release, or the key deleted).
+local TOKEN_LIMIT = 9007199254740992
+local TOKEN_ERROR = 'ERR the last fencing token of this lock (field t or a claim) is not below 2^53: no grant can '
+    .. 'carry a higher one (a value no Locker script wrote, or a server clock once past the year 2255)'
 local time = redis.call('TIME')
 local now = time[1] * 1000000 + time[2] -- (TIME's digits: coerced without tonumber's call)
 local all = redis.call('HGETALL', key)
@@ -49,8 +56,13 @@ if n == 0 or n == 2 and all[1] == 't' then
   end
   local tok, tokd = now, '0'
   local last = n == 2 and tonumber(all[2]) or 0
-  if last >= now then -- the server's clock is at or behind the last token (it stepped back)
+  if not (last < now) then -- the server's clock is at or behind the last token (it stepped back), or "t" is nan
     tok = last + 1
+  end
+  if not (tok > last and tok < TOKEN_LIMIT) then
+    return redis.error_reply(TOKEN_ERROR)
+  end
+  if tok ~= now then
     tokd = string.format('%d', tok - now)
   end
   -- the claim's value as claim_value writes it (ARGV 3 is a whole number of ms, at least 0): written now (TIME's
@@ -108,6 +120,9 @@ if refusal then
   return refusal
 end
 local tok = math.max(s.last + 1, now)
+if not (tok > s.last and tok < TOKEN_LIMIT) then
+  return redis.error_reply(TOKEN_ERROR)
+end
 local exp = now + expms * 1000
 redis.call('HSET', key, own, claim_value(now, exp, tok, string.sub(ARGV[2], 17), ARGV[4]))
 if s.hasT then

@@ -127,7 +127,9 @@ local function lib()
       local f, v = all[i], all[i + 1]
       if f == 't' then
         r.t = tonumber(v) or 0
-        r.last = math.max(r.last, r.t)
+        if not (r.t <= r.last) then -- (a "t" of nan too: then the last token is unknown, and no grant is made)
+          r.last = r.t
+        end
         r.hasT = true
       elseif string.byte(f, 1) == 99 then -- 'c'
         local ts, exp, tok, ctr = parse(v)
