@@ -1534,6 +1534,101 @@ public abstract class LockerConformanceSuite {
         }
     }
 
+    // ---- absurd durations ---------------------------------------------------------------------------------------
+
+    /** 100 years and a day: past the longest expiry a backend may count exactly (Redis: server microseconds in doubles). */
+    @Test
+    void anExpiryOfACenturyAndADayIsRefusedUpFrontOrHoldsTheLock() throws Exception {
+        assertRefusedUpFrontOrHolds(Duration.ofDays(36_525 + 1), "century");
+    }
+
+    /** Long.MAX_VALUE ms (~292 million years): made Redis's safety-net PEXPIRE overflow and delete a granted lock. */
+    @Test
+    void anExpiryOfLongMaxMillisIsRefusedUpFrontOrHoldsTheLock() throws Exception {
+        assertRefusedUpFrontOrHolds(Duration.ofMillis(Long.MAX_VALUE), "max-millis");
+    }
+
+    /** Long.MAX_VALUE s: not even a whole number of nanoseconds, milliseconds or an Instant past "now" fits it. */
+    @Test
+    void anExpiryOfLongMaxSecondsIsRefusedUpFrontOrHoldsTheLock() throws Exception {
+        assertRefusedUpFrontOrHolds(Duration.ofSeconds(Long.MAX_VALUE), "max-seconds");
+    }
+
+    /** A long but sane expiry is never refused: it holds the lock like any other. */
+    @Test
+    void aTenYearExpiryHoldsTheLock() throws Exception {
+        Duration tenYears = Duration.ofDays(3_653);
+        Locker a = open(config("a").expiry(tenYears).build());
+        Locker b = open(config("b").expiry(tenYears).build());
+        assertHoldsThenFrees(a, b, lock("ten-years"));
+    }
+
+    /**
+     * Either the configuration {@code expiry} is refused when a locker is opened with it — an IllegalArgumentException
+     * naming the expiry, also when the backend is down (so, before any I/O) — or a lease taken with it holds the lock
+     * against a second locker with the same expiry and a third with the scenario's, and a release frees it.
+     */
+    private void assertRefusedUpFrontOrHolds(Duration expiry, String name) throws Exception {
+        Locker a;
+        try {
+            a = open(config("a").expiry(expiry).build());
+        } catch (IllegalArgumentException refused) {
+            assertTrue(refused.getMessage().contains("expiry"), "the refusal names the expiry: " + refused.getMessage());
+            if (fixture.canBreakBackend()) {
+                fixture.breakBackend();
+                try {
+                    IllegalArgumentException down = assertThrows(IllegalArgumentException.class,
+                            () -> open(config("a-down").expiry(expiry).build()), "refused before any I/O");
+                    assertTrue(down.getMessage().contains("expiry"), down.getMessage());
+                } finally {
+                    fixture.repairBackend();
+                }
+            }
+            return;
+        }
+        Locker b = open(config("b").expiry(expiry).build());
+        assertHoldsThenFrees(a, b, lock(name));
+    }
+
+    /** a's lease holds {@code lock} against b and a third process, survives time passing and renewal, then frees it. */
+    private void assertHoldsThenFrees(Locker a, Locker b, KeyColumn lock) throws Exception {
+        Locker c = process("c");
+        String scenario = new String(lock("").key(), StandardCharsets.UTF_8);
+        long token;
+        try (Lease lease = a.acquire(lock, "for ages")) {
+            token = lease.fencingToken();
+            assertTrue(token > 0, "a held lock has a positive fencing token: " + token);
+            assertTrue(lease.isValid(), "the holder's lease is valid");
+            assertFalse(lease.remaining().isNegative() || lease.remaining().isZero(), "remaining " + lease.remaining());
+            assertEquals(a.rid(), b.holder(lock).orElseThrow().rid(), "b sees a hold it");
+            assertThrows(TemporaryLockingException.class, () -> b.acquire(lock, "me too"));
+            assertContended(b, lock, new LockTransaction("me too, in three phases"));
+            assertContended(c, lock, new LockTransaction("me three"));
+
+            pass(expiry().multipliedBy(2)); // longer than any scenario claim lives: this one must not have died
+            assertTrue(lease.isValid(), "the holder's lease is still valid");
+            lease.renew();
+            assertEquals(token, lease.fencingToken(), "renewal keeps the token");
+            assertContended(b, lock, new LockTransaction("after the renewal"));
+            assertThrows(TemporaryLockingException.class, () -> c.acquire(lock, "after the renewal"));
+            LockInfo listed = c.list(scenario, 10, null).locks().stream()
+                    .filter(i -> i.lock().equals(lock)).findFirst().orElseThrow(() -> new AssertionError("not listed"));
+            assertEquals(a.rid(), listed.holder().rid());
+            assertEquals(token, listed.fencingToken());
+            assertTrue(listed.expiresAt().isAfter(clock.now()), "listed as alive: " + listed);
+        }
+        assertEquals(Optional.empty(), c.holder(lock), "released");
+        try (Lease second = b.acquire(lock, "my turn")) {
+            assertTrue(second.fencingToken() > token, "the next holder's token " + second.fencingToken()
+                    + " is above the first's, " + token);
+            assertTrue(second.isValid());
+            assertContended(c, lock, new LockTransaction("still not me"));
+        }
+        try (Lease third = c.acquire(lock, "at last")) {
+            assertTrue(third.isValid());
+        }
+    }
+
     // ---- many processes -----------------------------------------------------------------------------------------
 
     /** N processes x M threads take one lock in turn; the guarded counter never sees two holders. */
