@@ -13,7 +13,8 @@ import java.util.Objects;
  *
  * <table>
  *   <caption>defaults</caption>
- *   <tr><td>expiry</td><td>60 s</td><td>how long a claim lives unless renewed</td></tr>
+ *   <tr><td>expiry</td><td>60 s</td><td>how long a claim lives unless renewed; at most {@link #MAX_EXPIRY} (100
+ *       years)</td></tr>
  *   <tr><td>lockWait</td><td>100 ms</td><td>wait-and-read-back only: the pause between writing a claim and reading
  *       the row back; must exceed the clock disagreement between clients</td></tr>
  *   <tr><td>retries</td><td>3</td><td>attempts to write a claim when the store is slow or fails temporarily</td></tr>
@@ -30,6 +31,14 @@ import java.util.Objects;
  * </table>
  */
 public final class LockerConfig {
+
+    /**
+     * The longest expiry: 100 years (36,525 days). Every backend counts a claim's expiry, and the time it ends, exactly
+     * up to it (Redis's scripts in server microseconds held in doubles, MongoDB and the claims of wait-and-read-back in
+     * milliseconds since 1970, HBase in cell TTLs, the holder's own deadline in monotonic nanoseconds); far beyond it
+     * that arithmetic overflows, which once let a second locker be granted a held lock.
+     */
+    public static final Duration MAX_EXPIRY = Duration.ofDays(36_525);
 
     private static final SecureRandom RANDOM = new SecureRandom();
 
@@ -297,11 +306,18 @@ public final class LockerConfig {
         /**
          * How long a claim lives unless renewed; default 60 s.
          *
-         * @param d how long a claim lives unless renewed; positive
+         * @param d how long a claim lives unless renewed; positive, at most {@link #MAX_EXPIRY} (100 years)
          * @return this builder
+         * @throws IllegalArgumentException naming the expiry when it is not positive or longer than 100 years
          */
         public Builder expiry(Duration d) {
-            this.expiry = positive(d, "expiry");
+            positive(d, "expiry");
+            if (d.compareTo(MAX_EXPIRY) > 0) {
+                // no backend counts it exactly (see MAX_EXPIRY): refused here, before any locker opens or any I/O
+                throw new IllegalArgumentException("expiry must be at most 100 years (" + MAX_EXPIRY.toDays()
+                        + " days), was " + d + " (" + d.toDays() + " days)");
+            }
+            this.expiry = d;
             return this;
         }
 

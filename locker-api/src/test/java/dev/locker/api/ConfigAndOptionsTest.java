@@ -33,6 +33,13 @@ class ConfigAndOptionsTest {
                 () -> LockerConfig.builder().expiry(Duration.ofMillis(-1)));
         assertTrue(e.getMessage().contains("expiry"));
         assertThrows(IllegalArgumentException.class, () -> LockerConfig.builder().expiry(Duration.ZERO));
+        for (Duration absurd : new Duration[] {LockerConfig.MAX_EXPIRY.plusNanos(1), Duration.ofMillis(Long.MAX_VALUE),
+                Duration.ofSeconds(Long.MAX_VALUE)}) {
+            IllegalArgumentException tooLong = assertThrows(IllegalArgumentException.class,
+                    () -> LockerConfig.builder().expiry(absurd));
+            assertTrue(tooLong.getMessage().contains("expiry must be at most 100 years"), tooLong.getMessage());
+        }
+        assertEquals(LockerConfig.MAX_EXPIRY, LockerConfig.builder().expiry(LockerConfig.MAX_EXPIRY).build().expiry());
         assertThrows(IllegalArgumentException.class, () -> LockerConfig.builder().retries(0));
         assertThrows(IllegalArgumentException.class, () -> LockerConfig.builder().rid(""));
         assertThrows(IllegalArgumentException.class, () -> LockerConfig.builder().maxKeyBytes(0));
