@@ -105,7 +105,8 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
 
     /**
      * {@code d} in nanoseconds, saturated at a quarter of the long range (~73 years) either way, so that a monotonic
-     * reading plus it cannot overflow (an expiry above ~292 years is accepted by {@link LockerConfig}).
+     * reading plus it cannot overflow (an expiry may be up to {@link LockerConfig#MAX_EXPIRY}, 100 years, beyond it; a
+     * holder then believes in its claim for ~73 years, never longer than the claim lives).
      */
     protected static long saturatedNanos(Duration d) {
         try {

@@ -10,6 +10,7 @@ import org.junit.jupiter.api.Test;
 import java.time.Duration;
 
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The local expiry of a claim is kept on the monotonic clock, so a wall-clock step cannot stretch it. */
 class LocalExpiryTest {
@@ -54,15 +55,18 @@ class LocalExpiryTest {
     }
 
     @Test
-    void anExpiryTooLongForNanosecondsIsHeldNotAnOverflow() {
+    void theLongestExpiryIsHeldAndALongerOneRefusedNotAnOverflow() {
         VirtualClock clock = new VirtualClock();
         InMemoryStore store = new InMemoryStore("local-forever");
-        Duration forever = Duration.ofDays(365L * 300); // above Long.MAX_VALUE nanoseconds (~292 years)
-        try (Locker a = ConsistentKeyLocker.builder(store)
-                .config(LockerConfig.builder().rid("a").expiry(forever).timeSource(clock).build()).build()) {
+        Duration tooLong = Duration.ofDays(365L * 300); // above Long.MAX_VALUE nanoseconds (~292 years)
+        IllegalArgumentException refused = assertThrows(IllegalArgumentException.class,
+                () -> LockerConfig.builder().rid("a").expiry(tooLong));
+        assertTrue(refused.getMessage().contains("expiry"), refused.getMessage());
+        try (Locker a = ConsistentKeyLocker.builder(store).config(LockerConfig.builder().rid("a")
+                .expiry(LockerConfig.MAX_EXPIRY).timeSource(clock).build()).build()) {
             KeyColumn lock = KeyColumn.of("k", "c");
             Object tx = new Object();
-            a.writeLock(lock, tx); // threw ArithmeticException (Duration.toNanos) before
+            a.writeLock(lock, tx); // threw ArithmeticException (Duration.toNanos) for 300 years, before the limit
             a.checkLocks(tx);
             clock.advance(Duration.ofDays(365));
             a.checkLocks(tx);
