@@ -186,8 +186,11 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     private final Rawable fieldArg;
     private final Rawable scrubArg;
     private final Rawable evictionArg;
-    /** The longest expiry, restart guard or tombstone lifetime the scripts count exactly: 100 years. */
-    static final Duration MAX_DURATION = Duration.ofDays(36_525);
+    /**
+     * The longest restart guard or tombstone lifetime the scripts count exactly: 100 years, the longest expiry
+     * ({@link LockerConfig#MAX_EXPIRY}, which LockerConfig itself enforces).
+     */
+    static final Duration MAX_DURATION = LockerConfig.MAX_EXPIRY;
 
     private final Rawable channelArg;
     private final Rawable guardKeyArg;
@@ -1100,8 +1103,8 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
             LockerConfig cfg = mergedConfig();
             // the scripts count server microseconds in Lua doubles (exact below 2^53, about the year 2255) and set the
             // key's safety-net TTL to twice the expiry: a longer duration would overflow them (an expiry of
-            // Long.MAX_VALUE ms made PEXPIRE delete the key of the lock it granted), so it is refused before any I/O
-            atMostCenturies(cfg.expiry(), "expiry");
+            // Long.MAX_VALUE ms made PEXPIRE delete the key of the lock it granted), so it is refused before any I/O;
+            // LockerConfig refuses an expiry over 100 years for every backend, the durations of Redis's own are here
             if (restartGuard != null) {
                 atMostCenturies(restartGuard, "restartGuard");
             }

@@ -44,6 +44,26 @@ class RedisUriTest {
         assertEquals(100, merged.maxKeyBytes());
     }
 
+    /** Nothing listens on port 1: each refusal comes before any I/O, and names its duration. */
+    @Test
+    void durationsOverACenturyAreRefusedBeforeAnyIo() {
+        Duration century = LockerConfig.MAX_EXPIRY;
+        Duration tooLong = century.plusDays(1);
+        IllegalArgumentException expiry = assertThrows(IllegalArgumentException.class,
+                () -> parse("redis://127.0.0.1:1?expiry=" + tooLong).build());
+        assertTrue(expiry.getMessage().contains("expiry must be at most 100 years"), expiry.getMessage());
+        IllegalArgumentException guard = assertThrows(IllegalArgumentException.class,
+                () -> parse("redis://127.0.0.1:1").restartGuard(tooLong).build());
+        assertTrue(guard.getMessage().contains("restartGuard must be at most 100 years"), guard.getMessage());
+        IllegalArgumentException tombstone = assertThrows(IllegalArgumentException.class,
+                () -> parse("redis://127.0.0.1:1").tombstoneTtl(Duration.ofSeconds(Long.MAX_VALUE)).build());
+        assertTrue(tombstone.getMessage().contains("tombstoneTtl must be at most 100 years"), tombstone.getMessage());
+        try (RedisLocker longest = parse("redis://127.0.0.1:1?expiry=" + century).restartGuard(century)
+                .tombstoneTtl(century).build()) {
+            assertEquals(century, longest.config().expiry(), "100 years is allowed (the client connects lazily)");
+        }
+    }
+
     @Test
     void durationsInSeveralSpellings() {
         assertEquals(Duration.ofMillis(250), RedisUri.duration("u", "t", "250ms"));
