@@ -260,17 +260,25 @@ class HBaseClockReviewTest {
         a.deleteLocks(ta);
     }
 
-    /** An expiry whose cell TTL would overflow HBase's {@code ts + ttl < now} is refused, naming it, before any I/O. */
+    /**
+     * An expiry whose cell TTL would overflow HBase's {@code ts + ttl < now} is refused, naming it, before any I/O:
+     * by LockerConfig now (at most 100 years on every backend), and cellTtl still refuses a sum beyond the longest cell
+     * TTL, should a longer expiry ever reach it.
+     */
     @Test
     void anExpiryBeyondTheLongestCellTtlIsRefusedBeforeAnyIo() throws Exception {
         String table = "locker_review_never_created";
-        LockerConfig config = LockerConfig.builder().rid("a").expiry(Duration.ofSeconds(Long.MAX_VALUE / 2)).build();
+        Duration absurd = Duration.ofSeconds(Long.MAX_VALUE / 2);
         IllegalArgumentException refused = assertThrows(IllegalArgumentException.class, () -> HBaseLocker
-                .builder(fixture.connection()).options(options(table, Duration.ofSeconds(10))).config(config).build());
-        assertTrue(refused.getMessage().contains("too long for an HBase cell TTL"), refused::getMessage);
+                .builder(fixture.connection()).options(options(table, Duration.ofSeconds(10)))
+                .config(LockerConfig.builder().rid("a").expiry(absurd).build()).build());
+        assertTrue(refused.getMessage().contains("expiry"), refused::getMessage);
         try (Admin admin = fixture.connection().getAdmin()) {
             assertTrue(!admin.tableExists(TableName.valueOf(table)), "refused before creating the table");
         }
+        IllegalArgumentException cell = assertThrows(IllegalArgumentException.class,
+                () -> HBaseLocker.cellTtl(absurd, Duration.ofSeconds(10)));
+        assertTrue(cell.getMessage().contains("too long for an HBase cell TTL"), cell::getMessage);
     }
 
     /**

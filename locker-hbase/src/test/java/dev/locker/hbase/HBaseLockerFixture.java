@@ -23,8 +23,11 @@ final class HBaseLockerFixture implements LockerFixture {
 
     HBaseLockerFixture(String table) {
         this.connection = cluster.newConnection(Duration.ofSeconds(3));
-        // one region server whose clock never steps: no allowance for clock disagreement (HBaseServerClockTest has one)
-        this.options = HBaseOptions.builder().table(table).ttl(Duration.ofHours(1)).serverClockSkew(Duration.ZERO).build();
+        // one region server whose clock never steps: no allowance for clock disagreement (HBaseServerClockTest has one);
+        // the claims family's TTL (the safety net, which the builder wants above every expiry) above the suite's
+        // longest expiry, 10 years: the default, 7 days, refuses such a locker at build (PermanentLockingException)
+        this.options = HBaseOptions.builder().table(table).ttl(Duration.ofDays(365L * 20)).serverClockSkew(Duration.ZERO)
+                .build();
     }
 
     HBaseOptions options() {
