@@ -44,8 +44,11 @@ local function lib()
     return tonumber(t[1]) * 1000000 + tonumber(t[2])
   end
 
+  -- A number's digits. At or above 2^53 (no Locker script makes one: times and tokens stay below it, see acquire's
+  -- TOKEN_LIMIT) or nan, it is written as 2^53, never as %d's overflow (-2^63): a token out of range that leaves a
+  -- claim for field "t" keeps the lock refused (no grant exceeds 2^53) instead of letting the next token fall back.
   local function fmt(n)
-    return string.format('%d', n)
+    return string.format('%d', math.min(9007199254740992, n))
   end
 
   -- written, expiry, token, counter (16 hex digits, as in a nonce), owner part of a claim value; nil when the value
