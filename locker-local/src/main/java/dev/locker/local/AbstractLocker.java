@@ -577,7 +577,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         }
         ensureOpen();
         long start = time.nanoTime();
-        long deadline = start + maxWait.toNanos();
+        long deadline = start + saturatedNanos(maxWait); // a wait of centuries means "until granted", not overflow
         // several locks: one transaction for every attempt (one waiter to a backend that queues waiters); one lock:
         // a lease's own hold per attempt, the same waiter
         LockTransaction tx = locks.size() == 1 ? null : new LockTransaction(why);
@@ -1074,7 +1074,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         if (mediator.take(hold)) {
             return true; // the common case reads no clock
         }
-        long deadline = time.nanoTime() + config.localWait().toNanos();
+        long deadline = time.nanoTime() + saturatedNanos(config.localWait());
         long pauseMillis = 1;
         while (true) {
             long left = deadline - time.nanoTime();

@@ -73,4 +73,22 @@ class LocalExpiryTest {
             a.deleteLocks(tx);
         }
     }
+
+    @Test
+    void aWaitOfCenturiesWaitsInsteadOfOverflowing() {
+        VirtualClock clock = new VirtualClock();
+        InMemoryStore store = new InMemoryStore("local-wait-forever");
+        Duration centuries = Duration.ofSeconds(Long.MAX_VALUE); // Duration.toNanos() overflows: "wait until granted"
+        try (Locker a = ConsistentKeyLocker.builder(store).config(LockerConfig.builder().rid("a")
+                .localWait(centuries).timeSource(clock).build()).build()) {
+            KeyColumn lock = KeyColumn.of("k", "c");
+            try (var lease = a.tryAcquire(lock, "forever", centuries).orElseThrow()) { // threw ArithmeticException
+                assertTrue(lease.isValid());
+            }
+            try (var all = a.tryAcquireAll(java.util.List.of(lock, KeyColumn.of("k", "d")), "both", centuries)
+                    .orElseThrow()) {
+                assertTrue(all.isValid());
+            }
+        }
+    }
 }
