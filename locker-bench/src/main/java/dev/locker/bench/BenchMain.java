@@ -226,7 +226,9 @@ public final class BenchMain {
             table.add(new Row(backend + " acquire+release with LockerMetrics, 1 thread", "pairs/s", rates.get(metered),
                     "the same without metrics", rates.get(plain), Better.HIGHER, 0.95, false));
             // allocation is steadier than a rate on a shared machine: what the meters add per pair, in bytes
-            int n = quick ? 2_000 : 10_000;
+            // (2,000 pairs a sample: the figure moves by less than 1% between samples, and on mem: a pair waits its
+            // 1 ms lockWait, so 10,000 cost the full run two minutes of its 15)
+            int n = quick ? 1_000 : 2_000;
             Samples withMeters = new Samples();
             Samples without = new Samples();
             for (int r = 0; r < rounds; r++) {
@@ -292,7 +294,8 @@ public final class BenchMain {
     }
 
     private void allocation(int port) throws Exception {
-        int n = quick ? 5_000 : 20_000;
+        // 8,000 pairs a sample (about 1.5 s at one thread): allocation per pair moves by less than 1% between samples
+        int n = quick ? 4_000 : 8_000;
         try (RedisContender ours = RedisContender.of("locker", port);
              RedisContender raw = RedisContender.of("raw", port);
              Jedis admin = new Jedis("127.0.0.1", port)) {
