@@ -1,0 +1,65 @@
+package dev.locker.local;
+
+import dev.locker.api.KeyColumn;
+import dev.locker.api.Lease;
+import dev.locker.api.Locker;
+import dev.locker.api.LockerConfig;
+import dev.locker.testkit.VirtualClock;
+import org.junit.jupiter.api.Disabled;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Optional;
+
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Review of 5dd1978 (tryAcquire's maxWait and localWait deadlines saturated instead of Duration.toNanos): the same
+ * overflow in the waiting loop's pause, which converts the refusal's holderExpiresIn with Duration.toNanos.
+ */
+class WaitSaturationReviewTest {
+
+    /**
+     * A holder whose claim (the longest expiry, 100 years) was written by a host whose clock runs 200 years ahead: the
+     * waiter's refusal says the holder expires in ~300 years, above Long.MAX_VALUE nanoseconds (~292 years). A wait
+     * of one second must end BUSY (empty), not throw ArithmeticException out of tryAcquire.
+     */
+    @Test
+    @Disabled("finding 1: waitLoop's pause computes last.holderExpiresIn().toNanos() + 1_000_000 (AbstractLocker "
+            + "~line 610/612): a holderExpiresIn above ~292 years (a holder's clock far ahead, expiry 100 years) "
+            + "throws ArithmeticException out of tryAcquire/acquireWithin instead of waiting and ending BUSY")
+    void aHolderExpiringBeyondTheNanosecondRangeMakesTheWaitEndBusyNotThrow() {
+        InMemoryStore store = new InMemoryStore("wait-saturation");
+        VirtualClock ahead = new VirtualClock(Instant.parse("2226-01-01T00:00:00Z")); // the holder's host, skewed
+        VirtualClock clock = new VirtualClock();
+        KeyColumn lock = KeyColumn.of("k", "c");
+        try (Locker holder = ConsistentKeyLocker.builder(store).config(LockerConfig.builder().rid("holder")
+                .expiry(LockerConfig.MAX_EXPIRY).timeSource(ahead).build()).build();
+             Locker waiter = ConsistentKeyLocker.builder(store).config(LockerConfig.builder().rid("waiter")
+                     .timeSource(clock).build()).build()) {
+            Lease held = holder.tryAcquire(lock, "hold", Duration.ZERO).orElseThrow();
+            assertTrue(held.isValid());
+            Optional<Lease> got = waiter.tryAcquire(lock, "wait", Duration.ofSeconds(1)); // threw ArithmeticException
+            assertTrue(got.isEmpty(), "the lock is held for centuries: the wait ends without it");
+            held.close();
+        }
+    }
+
+    /**
+     * The same Duration.toNanos overflow on the third wait of the config, lockWait (only nonNegative in LockerConfig):
+     * a lockWait of centuries must be refused with a clear IllegalArgumentException before any I/O (it is longer than
+     * any expiry), as a too-short expiry is, not fail with ArithmeticException from the locker's constructor.
+     */
+    @Test
+    @Disabled("finding 2: ConsistentKeyLocker's constructor (and writeSingleLock/checkSingleLock) call "
+            + "config.lockWait().toNanos(): a lockWait above ~292 years throws ArithmeticException, not the clear "
+            + "IllegalArgumentException that a lockWait too long for the expiry gets")
+    void aLockWaitOfCenturiesIsRefusedClearly() {
+        LockerConfig config = LockerConfig.builder().rid("a").lockWait(Duration.ofSeconds(Long.MAX_VALUE)).build();
+        IllegalArgumentException refused = assertThrows(IllegalArgumentException.class,
+                () -> ConsistentKeyLocker.builder(new InMemoryStore("lock-wait-centuries")).config(config).build());
+        assertTrue(refused.getMessage().contains("lockWait"), refused.getMessage());
+    }
+}
