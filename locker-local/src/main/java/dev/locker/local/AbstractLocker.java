@@ -607,9 +607,11 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
                     Optional<Duration> expires = last.holderExpiresIn();
                     boolean local = last.lock() != null && mediator.holder(last.lock()).isPresent();
                     if (!local && toldOfReleases() && expires.isPresent()) {
-                        pause = Math.min(left, expires.get().toNanos() + 1_000_000); // woken by a release before
+                        // woken by a release before (saturated: a holder whose clock runs far ahead may report
+                        // an expiry beyond the nanosecond range)
+                        pause = Math.min(left, saturatedNanos(expires.get()) + 1_000_000);
                     } else if (expires.isPresent()) {
-                        pause = Math.min(pause, expires.get().toNanos() + 1_000_000);
+                        pause = Math.min(pause, saturatedNanos(expires.get()) + 1_000_000);
                     }
                     try {
                         if (local) {

@@ -82,7 +82,7 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
             throw new IllegalArgumentException("lockWait must be positive for the wait-and-read-back protocol: it bounds "
                     + "how late a claim may become visible (and the clock disagreement between clients)");
         }
-        if (validity(0) <= config.lockWait().toNanos()) {
+        if (validity(0) <= saturatedNanos(config.lockWait())) {
             throw new IllegalArgumentException("expiry " + config.expiry() + " is too short for lockWait "
                     + config.lockWait() + ": a claim's validity (expiry - lockWait, less 1%) must outlast the lockWait "
                     + "before its read-back, or no claim could ever be held; use an expiry above about 2 x lockWait");
@@ -131,7 +131,7 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
             // Strictly shorter: then our write completed before ts + lockWait on every clock that agrees with ours, so
             // every claimant with a timestamp >= ours sees our claim when it reads back (equal would not order them).
             long took = time.nanoTime() - started;
-            if (took < config.lockWait().toNanos()) {
+            if (took < saturatedNanos(config.lockWait())) {
                 // an earlier attempt may still land after this write deleted it: it stays ours to ignore and delete
                 return new ConsistentKeyClaim(column, attempts, ts, started, validity(started), false, 0L);
             }
@@ -149,7 +149,7 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
     @Override
     protected ConsistentKeyClaim checkSingleLock(KeyColumn lock, ConsistentKeyClaim claim) {
         byte[] row = lock.encoded();
-        long waitNanos = claim.writtenAtNanos + config.lockWait().toNanos() - time.nanoTime();
+        long waitNanos = claim.writtenAtNanos + saturatedNanos(config.lockWait()) - time.nanoTime();
         try {
             time.sleep(Duration.ofNanos(Math.max(0, waitNanos))); // on the monotonic clock: a wall-clock step cannot stretch it
         } catch (InterruptedException e) {
@@ -705,7 +705,7 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
             // 500), but never more than the slack a holder's deadline keeps (1% of expiry - lockWait): an idle locker
             // must not grow an allowance that hides a real step (second review, N1); more drift only costs liveness
             long slackMicros = saturatedNanos(config.expiry().minus(config.lockWait())) / 100_000;
-            if (jump > Math.min(config.lockWait().toNanos() / 2_000 + elapsedMicros / 1_000, slackMicros)) {
+            if (jump > Math.min(saturatedNanos(config.lockWait()) / 2_000 + elapsedMicros / 1_000, slackMicros)) {
                 stepMicros = (nanos - stepSeenAtNanos < saturatedNanos(config.expiry()) ? stepMicros : 0) + jump;
                 stepSeenAtNanos = nanos;
                 log.warn("The wall clock of locker {} stepped forward by {}: other claims' expiry is judged {} "

@@ -5,7 +5,6 @@ import dev.locker.api.Lease;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.testkit.VirtualClock;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -27,9 +26,6 @@ class WaitSaturationReviewTest {
      * of one second must end BUSY (empty), not throw ArithmeticException out of tryAcquire.
      */
     @Test
-    @Disabled("finding 1: waitLoop's pause computes last.holderExpiresIn().toNanos() + 1_000_000 (AbstractLocker "
-            + "~line 610/612): a holderExpiresIn above ~292 years (a holder's clock far ahead, expiry 100 years) "
-            + "throws ArithmeticException out of tryAcquire/acquireWithin instead of waiting and ending BUSY")
     void aHolderExpiringBeyondTheNanosecondRangeMakesTheWaitEndBusyNotThrow() {
         InMemoryStore store = new InMemoryStore("wait-saturation");
         VirtualClock ahead = new VirtualClock(Instant.parse("2226-01-01T00:00:00Z")); // the holder's host, skewed
@@ -53,9 +49,6 @@ class WaitSaturationReviewTest {
      * any expiry), as a too-short expiry is, not fail with ArithmeticException from the locker's constructor.
      */
     @Test
-    @Disabled("finding 2: ConsistentKeyLocker's constructor (and writeSingleLock/checkSingleLock) call "
-            + "config.lockWait().toNanos(): a lockWait above ~292 years throws ArithmeticException, not the clear "
-            + "IllegalArgumentException that a lockWait too long for the expiry gets")
     void aLockWaitOfCenturiesIsRefusedClearly() {
         LockerConfig config = LockerConfig.builder().rid("a").lockWait(Duration.ofSeconds(Long.MAX_VALUE)).build();
         IllegalArgumentException refused = assertThrows(IllegalArgumentException.class,
