@@ -17,11 +17,10 @@
 --        {-3}                 its client already gave up on this request and withdrew it: nothing is granted
 --        {-4, policy, maxmemory}  the server may evict keys, ours included, and the check says fail
 local own, expms, guard, check = ARGV[1], tonumber(ARGV[3]), tonumber(ARGV[5]), ARGV[7]
--- Tokens are counted in Lua doubles, exact below 2^53: a grant whose token would not rise above the last one, or
--- reach 2^53, is refused with an error, never made with a repeated or unreadable token. Only a field "t" that no
--- script of ours wrote ("1e19", "inf", "nan": an operator's HSET, another tool's restore) or a server clock that once
--- read past the year 2255 gets there; the lock then needs an operator (forced release, or the key deleted).
-local TOKEN_LIMIT = 9007199254740992
+-- A grant whose token would not rise above the last one, or reach TOKEN_LIMIT (2^53, the prelude's), is refused with an
+-- error, never made with a repeated or unreadable token. Only a field "t" that no script of ours wrote ("1e19",
+-- "inf", "nan": an operator's HSET, another tool's restore) or a server clock that once read past the year 2255 gets
+-- there; the lock then needs an operator (its key deleted: a forced release keeps the token field).
 local TOKEN_ERROR = 'ERR the last fencing token of this lock (field t or a claim) is not below 2^53: no grant can '
     .. 'carry a higher one (a value no Locker script wrote, or a server clock once past the year 2255)'
 local time = redis.call('TIME')

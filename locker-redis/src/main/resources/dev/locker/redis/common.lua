@@ -37,6 +37,9 @@
 --   local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner, wake,
 --   may_have_waiters, is_senior, keep_until, admit = lib()
 local key = KEYS[1]
+-- Tokens and times are counted in Lua doubles, exact below 2^53: no grant makes a token at or above it (acquire), and
+-- no number is written past it (fmt).
+local TOKEN_LIMIT = 9007199254740992
 
 local function lib()
   local function server_now()
@@ -44,11 +47,11 @@ local function lib()
     return tonumber(t[1]) * 1000000 + tonumber(t[2])
   end
 
-  -- A number's digits. At or above 2^53 (no Locker script makes one: times and tokens stay below it, see acquire's
-  -- TOKEN_LIMIT) or nan, it is written as 2^53, never as %d's overflow (-2^63): a token out of range that leaves a
-  -- claim for field "t" keeps the lock refused (no grant exceeds 2^53) instead of letting the next token fall back.
+  -- A number's digits. At or above TOKEN_LIMIT (no Locker script makes one: times and tokens stay below it) or nan,
+  -- it is written as 2^53, never as %d's overflow (-2^63): a token out of range that leaves a claim for field "t"
+  -- keeps the lock refused (no grant exceeds 2^53) instead of letting the next token fall back.
   local function fmt(n)
-    return string.format('%d', math.min(9007199254740992, n))
+    return string.format('%d', math.min(TOKEN_LIMIT, n))
   end
 
   -- written, expiry, token, counter (16 hex digits, as in a nonce), owner part of a claim value; nil when the value

@@ -15,7 +15,7 @@ if #all == 2 and all[1] == ARGV[1] and #nonce == 32 then
     local tok = ts
     if tokd ~= '0' or ts < '1' then
       tok = ts + tokd
-      tok = tok > 0 and string.format('%d', math.min(9007199254740992, tok)) -- as the prelude's fmt
+      tok = tok > 0 and string.format('%d', math.min(TOKEN_LIMIT, tok)) -- as the prelude's fmt
     end
     if tok then
       -- the next grant's token is higher than ours; written first, so the hash is never emptied (the key keeps
