@@ -145,8 +145,6 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     private static final Logger log = LoggerFactory.getLogger(RedisLocker.class);
     private static final byte[] ONE = {'1'};
     private static final byte[] ZERO = {'0'};
-    private static final byte[] EMPTY = {};
-    private static final Rawable EMPTY_ARG = RedisScript.arg(EMPTY);
     private static final Duration DEFAULT_TOMBSTONE_TTL = Duration.ofMinutes(20);
     /** How long the release subscription outlives the last waiter (see {@link RedisWakeups}). */
     private static final Duration WAKEUP_LINGER = Duration.ofSeconds(5);
@@ -282,7 +280,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         }
         // no marker in Cluster mode: a second key would make the script fail (TRYAGAIN) while the lock's slot migrates
         int keyCount = standalone ? 2 : 1;
-        Rawable[] call = new Rawable[keyCount + 9];
+        Rawable[] call = new Rawable[keyCount + (wait == null ? 7 : 9)]; // the waiter's two only when waiting
         call[0] = RedisScript.arg(key);
         if (standalone) {
             call[1] = guardKeyArg;
@@ -294,8 +292,10 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         call[keyCount + 4] = guardArg;
         call[keyCount + 5] = scrubArg;
         call[keyCount + 6] = evictionArg;
-        call[keyCount + 7] = wait == null ? EMPTY_ARG : wait.waiterIdArg;
-        call[keyCount + 8] = queueArg;
+        if (wait != null) {
+            call[keyCount + 7] = wait.waiterIdArg;
+            call[keyCount + 8] = queueArg;
+        }
         long started = time.nanoTime(); // the claim lives from the script's TIME, which comes after this reading
         boolean[] sent = {false}; // did any attempt possibly reach the server (not only the last one)?
         Object reply;

@@ -2,8 +2,8 @@
 -- KEYS: 1 the lock's hash, 2 the admission marker (see admit in the prelude; single server only)
 -- ARGV: 1 our field ("c" .. instance), 2 nonce, 3 expiry ms, 4 owner part of the claim (a reference into our owner
 --       record, or "=" and the owner's bytes), 5 restart guard ms, 6 scrub ("1"/"0"),
---       7 eviction check ("fail", "warn" or "off"), 8 waiter id ("" when this acquire does not wait), 9 queue entry
---       ms (how long a waiter's entry lives unless refreshed)
+--       7 eviction check ("fail", "warn" or "off"), 8 waiter id (absent or "" when this acquire does not wait), 9 queue
+--       entry ms (how long a waiter's entry lives unless refreshed; only with a waiter id)
 -- A waiter that is refused is queued (or its entry refreshed, keeping its place); while a live waiter is queued,
 -- the lock is granted to none but the first of them (no barging: a releaser asking again queues behind them).
 -- A live claim in our field with another nonce is another transaction's and holds the lock like any other; only a
@@ -27,10 +27,29 @@ local time = redis.call('TIME')
 local now = time[1] * 1000000 + time[2] -- (TIME's digits: coerced without tonumber's call)
 local all = redis.call('HGETALL', key)
 local n = #all
-if n == 0 or n == 2 and all[1] == 't' then
-  -- The fast path: the lock is free and nothing else is in its hash (no claim, tombstone or queue entry), which is
-  -- what the general path below would find with scan: nothing to scrub, nobody senior or queued, no withdrawal;
-  -- the last token is field "t" (0 without it). It writes what the general path writes, in the same order.
+-- The fast path takes a hash that holds nothing, or one field that only keeps the last token: field "t", or a released
+-- claim (see the prelude: written "0 0 <token> <counter> ", dead to every script) in our field or, when we scrub, in
+-- another's. last is that token; drop the field our claim replaces (it carries the token now), if not our own.
+local last, drop = 0, nil
+local fast = n == 0
+if n == 2 then
+  local f = all[1]
+  if f == 't' then
+    fast, last, drop = true, tonumber(all[2]) or 0, 't' -- (as scan reads it: unreadable counts as 0, nan as nan)
+  elseif string.byte(f, 1) == 99 then -- 'c'
+    local t, c = string.match(all[2], '^0 0 (%d+) (%x+) ')
+    if t and #c <= 16 and (f == own or ARGV[6] == '1') then -- (parse reads a longer counter as no claim at all)
+      fast, last = true, tonumber(t)
+      if f ~= own then
+        drop = f
+      end
+    end
+  end
+end
+if fast then
+  -- The fast path: the lock is free and nothing else is in its hash (no live claim, tombstone or queue entry), which
+  -- is what the general path below would find with scan: nobody senior or queued, no withdrawal, at most the one
+  -- field whose token it keeps (scrubbed, or overwritten when it is ours). It ends where the general path ends.
   local warning
   if guard > 0 or check ~= 'off' then
     -- admitted outright by a marker of this boot that says up long enough and no eviction (see admit); anything
@@ -54,7 +73,6 @@ if n == 0 or n == 2 and all[1] == 't' then
     end
   end
   local tok, tokd = now, '0'
-  local last = n == 2 and tonumber(all[2]) or 0
   if not (last < now) then -- the server's clock is at or behind the last token (it stepped back), or "t" is nan
     tok = last + 1
   end
@@ -73,8 +91,8 @@ if n == 0 or n == 2 and all[1] == 't' then
   end
   redis.call('HSET', key, own, time[1] .. micros .. ' ' .. string.format('%d', expms) .. ' ' .. tokd .. ' '
       .. (string.match(ARGV[2], '^0*(%x+)$', 17) or '0') .. ' ' .. ARGV[4])
-  if n == 2 then
-    redis.call('HDEL', key, 't') -- our claim carries the last token now (one field fewer while the lock is held)
+  if drop then
+    redis.call('HDEL', key, drop) -- our claim carries the last token now (one field fewer while the lock is held)
   end
   -- the safety net as keep_until sets it: the key lives one expiry (the grace) after our claim's. Needed at every
   -- grant, though the key may have a TTL already: that TTL was set for an earlier claim (or a waiter or tombstone, with

@@ -2,7 +2,8 @@
 --
 -- All claims on one lock live in ONE hash, KEYS[1]:
 --   field "t"        the last fencing token issued for a claim that is no longer in the hash (written when a claim is
---                    released, withdrawn, forced or scrubbed, so tokens keep rising; a held claim carries its own)
+--                    withdrawn, forced or scrubbed, or released other than in place, see below, so tokens keep rising;
+--                    a held claim carries its own)
 --   field "c" .. instance  one claim per locker instance (16 hex digits, random per locker), value
 --                    "<written> <expms> <tokdelta> <counter> <owner>", compact so that a held lock's hash stays one
 --                    small listpack (about 190 bytes of server memory per held lock): <written> server microseconds
@@ -13,6 +14,10 @@
 --                    compare-and-delete matches on it); <owner> either a decimal reference into the instance's owner
 --                    record (the hash "<prefix>{}o" .. instance, written once per locker: rid, host, pid, and each
 --                    thread/reason pair the locker claimed with), or "=" and the owner's bytes in full.
+--                    A released claim is "0 0 <token> <counter> ": its releaser's fast path keeps the token in the
+--                    claim's own field (one HSET) instead of writing "t" and deleting the field (two calls). Written 0
+--                    with expiry 0, it is dead to every script of every layout, whatever the clock reads, and keeps its
+--                    token like any dead claim (scan scrubs it into "t"; the next grant's token is higher).
 --   field "w" .. instance  a tombstone, "<until> <counter>": the instance gave up on its acquires of this lock up to
 --                    that counter (timed out, connection lost after sending) and withdrew them; until <until> (server
 --                    microseconds) a late one that still arrives grants nothing. One field per instance, so it stays
@@ -28,8 +33,8 @@
 -- a script after it wrote, and costs waiters only speed.
 -- The lock's name never appears in this source: it arrives as KEYS/ARGV bytes.
 -- Numbers are written with string.format('%d'): Lua's tostring would print 1.7e+15 and lose digits.
--- The acquire and release scripts serve the common shapes of a lock's hash (acquire: no field, or only "t"; release:
--- only our claim) inline, and make the functions below only when the hash holds anything else; every other script
+-- The acquire and release scripts serve the common shapes of a lock's hash (acquire: no field, only "t", or only a
+-- released claim; release: only our claim) inline, and make the functions below only when the hash holds anything else; every other script
 -- makes them at once. A Lua function is a closure made when its definition runs, i.e. on every call of the script,
 -- used or not: made up front for every call, these cost about a tenth of the server CPU of an uncontended acquire and
 -- release. lib() returns them as values (a table of them would cost as much again), and every script takes them all,

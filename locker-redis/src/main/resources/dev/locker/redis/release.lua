@@ -18,11 +18,12 @@ if #all == 2 and all[1] == ARGV[1] and #nonce == 32 then
       tok = tok > 0 and string.format('%d', math.min(TOKEN_LIMIT, tok)) -- as the prelude's fmt
     end
     if tok then
-      -- the next grant's token is higher than ours; written first, so the hash is never emptied (the key keeps
-      -- its TTL)
-      redis.call('HSET', key, 't', tok)
+      -- our claim becomes a released one in place (see the prelude): one write instead of keeping the token in
+      -- field "t" and deleting our field, and the hash is never emptied (the key keeps its TTL)
+      redis.call('HSET', key, ARGV[1], '0 0 ' .. tok .. ' ' .. ctr .. ' ')
+    else
+      redis.call('HDEL', key, ARGV[1]) -- a token of 0 or less: nothing to keep
     end
-    redis.call('HDEL', key, ARGV[1])
     return 1
   end
 end

@@ -27,7 +27,8 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * The boundaries of the acquire and release scripts' fast paths (acquire.lua: a free lock whose hash is empty or holds
- * only field "t"; release.lua: a hash that holds only our claim; both: the admission marker read inline). Whatever
+ * only field "t" or only a released claim; release.lua: a hash that holds only our claim, which it leaves released in
+ * place; both: the admission marker read inline). Whatever
  * else a hash holds (a dead claim, a tombstone, a queue entry, a token field next to our claim, a claim of the
  * earlier layout, a marker that does not vouch for the grant) must take the general path and get its answer, and the
  * fast path must write exactly what the general path writes. The scripts are called as RedisLocker calls them, on a
@@ -145,7 +146,7 @@ class RedisFastPathTest {
             long written = (Long) r.get(2);
             assertEquals(written + " 30000 0 " + Long.toHexString(i) + " =owner " + A, field(key, "c" + A));
             assertEquals(1L, release(key, A, nonce(A, i)));
-            assertEquals(Map.of("t", Long.toString(written)), hash(key));
+            assertEquals(Map.of("c" + A, released(written, Long.toHexString(i))), hash(key));
             if (written % 1_000_000 < 100_000) {
                 padded++;
             }
@@ -176,7 +177,8 @@ class RedisFastPathTest {
             long delta = token - (Long) r.get(2);
             assertTrue(field(key, "c" + instances[i]).contains(" " + delta + " "), "the claim's token delta");
             assertEquals(1L, release(key, instances[i], nonce(instances[i], i + 1)));
-            assertEquals(Map.of("t", Long.toString(token)), hash(key), "the released claim's token is kept");
+            assertEquals(Map.of("c" + instances[i], released(token, Long.toHexString(i + 1))), hash(key),
+                    "the released claim keeps its token");
             last = token;
         }
         // and through the lockers
@@ -196,6 +198,11 @@ class RedisFastPathTest {
         try (Lease l = a.acquire(lock, "third")) {
             assertEquals(t + 3, l.fencingToken());
         }
+    }
+
+    /** What the release's fast path leaves of a claim: released, keeping its token (see common.lua). */
+    private static String released(long token, String counterHex) {
+        return "0 0 " + token + " " + counterHex + " ";
     }
 
     private Map<String, String> hash(byte[] key) {
@@ -289,7 +296,7 @@ class RedisFastPathTest {
         assertEquals(0L, release(key, A, "0" + nonce(A, 0x12)), "a nonce of another shape");
         assertEquals(claim, field(key, "c" + A), "left alone");
         assertEquals(1L, release(key, A, nonce(A, 0x12)));
-        assertEquals(Map.of("t", Long.toString((Long) r.get(1))), hash(key));
+        assertEquals(Map.of("c" + A, released((Long) r.get(1), "12")), hash(key));
     }
 
     @Test
@@ -318,6 +325,118 @@ class RedisFastPathTest {
         assertEquals(Long.toString(token), left.get("t"));
         assertFalse(left.containsKey("c" + A));
         assertTrue(left.containsKey("q" + waiter), "the waiter stays queued (and was woken: RedisWaitingTest)");
+    }
+
+    // ---- released claims ---------------------------------------------------------------------------------------------
+
+    private Object run(RedisScript script, byte[] key, String... args) {
+        List<byte[]> a = new java.util.ArrayList<>();
+        for (String x : args) {
+            a.add(b(x));
+        }
+        return script.run(admin(), key, a);
+    }
+
+    /** A claim released on the fast path is dead to every script that reads claims: nobody holds the lock. */
+    @Test
+    void aReleasedClaimIsDeadToEveryScript() {
+        byte[] key = key("released-dead");
+        List<?> r = acquire(key, A, 7, "1");
+        long token = (Long) r.get(1);
+        assertEquals(1L, release(key, A, nonce(A, 7)));
+        assertEquals(Map.of("c" + A, released(token, "7")), hash(key));
+        assertEquals(List.of(0L), run(RedisScript.HOLDER, key, "0"), "no holder");
+        assertEquals(List.of(-1L), run(RedisScript.VERIFY, key, "c" + A, nonce(A, 7), Long.toString(token)),
+                "our claim is gone, not ours");
+        assertEquals(List.of(-1L), run(RedisScript.RENEW, key, "c" + A, nonce(A, 7), EXPIRY_MS, "0"),
+                "a released claim cannot be renewed back");
+        assertEquals(Map.of("c" + A, released(token, "7")), hash(key), "renewal wrote nothing");
+        assertEquals(List.of(0L), RedisScript.LIST.run(admin(), List.of(key), List.of()), "not listed");
+        byte[] records = new RedisKeys(fixture.prefix()).recordKey(lock("released-dead"));
+        assertEquals(0L, RedisScript.RECORD.run(admin(), List.of(key, records),
+                List.of(b("w"), b("run"), b("v"), b("c" + A), b(nonce(A, 7)), b(Long.toString(token)))),
+                "a released claim records nothing");
+        assertEquals(1L, release(key, A, nonce(A, 7)), "a repeated release (its first reply lost) finds it released");
+        assertEquals(Map.of("c" + A, released(token, "7")), hash(key), "and leaves it as it was");
+        assertEquals(0L, run(RedisScript.FORCE, key, fixture.prefix() + "released"),
+                "a forced release finds no claim its release left behind");
+        assertEquals(Map.of("t", Long.toString(token)), hash(key), "and keeps the token in \"t\"");
+    }
+
+    /**
+     * The next grant's token is above a released claim's, whoever's field it lies in and whichever path the grant
+     * takes; a released claim of ours is overwritten, another's scrubbed when scrubbing is on (left alone when off,
+     * as the general path leaves dead claims). The token is an hour ahead of the server's clock, as a clock that
+     * stepped back leaves it.
+     */
+    @Test
+    void theNextGrantKeepsAReleasedClaimsTokenOnEveryPath() {
+        long last = serverMicros() + HOUR;
+        // ours, fast path
+        byte[] key = key("released-ours");
+        admin().hset(key, b("c" + A), b(released(last, "5")));
+        List<?> r = acquire(key, A, 6, "0");
+        assertEquals(last + 1, r.get(1));
+        assertEquals(List.of("c" + A), List.copyOf(hash(key).keySet()), "overwritten in place");
+        assertTrue(field(key, "c" + A).endsWith(" 6 =owner " + A), field(key, "c" + A));
+        // another locker's, scrubbing on (fast path) and off (general path)
+        for (String scrub : List.of("1", "0")) {
+            byte[] other = key("released-other-" + scrub);
+            admin().hset(other, b("c" + B), b(released(last, "5")));
+            r = acquire(other, A, 1, scrub);
+            assertEquals(last + 1, r.get(1), "scrub " + scrub);
+            if (scrub.equals("1")) {
+                assertEquals(List.of("c" + A), List.copyOf(hash(other).keySet()), "scrubbed");
+            } else {
+                assertEquals(released(last, "5"), field(other, "c" + B), "left alone without scrubbing");
+            }
+        }
+        // next to a tombstone of another locker (general path): scrubbed, its token carried by our claim
+        byte[] tomb = key("released-tomb");
+        admin().hset(tomb, b("c" + B), b(released(last, "5")));
+        admin().hset(tomb, b("w" + B), b((serverMicros() + HOUR) + " 0000000000000001"));
+        r = acquire(tomb, A, 1, "1");
+        assertEquals(last + 1, r.get(1));
+        assertEquals(List.of("c" + A, "w" + B), List.copyOf(hash(tomb).keySet()));
+        // a released claim at the token limit refuses the grant on the fast path, as "t" there does
+        byte[] limit = key("released-limit");
+        admin().hset(limit, b("c" + A), b(released(9_007_199_254_740_992L, "5")));
+        org.junit.jupiter.api.Assertions.assertThrows(redis.clients.jedis.exceptions.JedisDataException.class,
+                () -> acquire(limit, A, 6, "1"));
+        assertEquals(released(9_007_199_254_740_992L, "5"), field(limit, "c" + A), "nothing written");
+    }
+
+    /**
+     * What parse cannot read (a counter over 16 hex digits) is no released claim: the general path scrubs it as
+     * unreadable, and the fast path must not read a token from it either.
+     */
+    @Test
+    void aValueThatOnlyLooksReleasedTakesTheGeneralWay() {
+        byte[] key = key("released-long");
+        admin().hset(key, b("c" + A), b("0 0 " + (serverMicros() + HOUR) + " 12345678901234567 "));
+        List<?> r = acquire(key, A, 1, "1");
+        assertEquals(1L, code(r));
+        assertEquals(r.get(2), r.get(1), "the token is the server's time, as the general path reads it");
+    }
+
+    /** Through the lockers: a released lock has no holder, lists nothing, and a forced release finds nothing. */
+    @Test
+    void aReleasedLockHasNoHolderThroughTheLockers() {
+        RedisLocker a = fixture.open(withRid(fixture.onTarget(), "released-a", Duration.ofSeconds(30)));
+        RedisLocker b = fixture.open(withRid(fixture.onTarget(), "released-b", Duration.ofSeconds(30)));
+        KeyColumn lock = lock("released-locker");
+        long first;
+        try (Lease l = a.acquire(lock, "first")) {
+            first = l.fencingToken();
+            assertTrue(b.holder(lock).isPresent());
+        }
+        assertEquals(1L, admin().hlen(a.redisKey(lock)), "released in place");
+        assertFalse(b.holder(lock).isPresent());
+        assertFalse(a.holder(lock).isPresent());
+        assertFalse(b.forceRelease(lock, "nothing to force"), "a released claim is no claim to force");
+        try (Lease l = b.acquire(lock, "second")) {
+            assertTrue(l.fencingToken() > first);
+        }
     }
 
     // ---- admission --------------------------------------------------------------------------------------------------
