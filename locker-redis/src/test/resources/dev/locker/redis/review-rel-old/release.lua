@@ -1,0 +1,59 @@
+-- deleteLocks: compare-and-delete; removes our claim only if it still carries our nonce.
+-- ARGV: 1 our field, 2 nonce, 3 release channel
+-- With waiters queued, the release wakes them (the prelude's wake).
+-- Reply: 1 deleted, 0 nothing of ours was there
+-- one read (HGETALL: the least-privilege ACL has no HMGET): our claim, the token field, the queue's counter
+local all = redis.call('HGETALL', key)
+local nonce = ARGV[2] or ''
+if #all == 2 and all[1] == ARGV[1] and #nonce == 32 then
+  -- The fast path: our field alone (no "t", so no token to compare with; no "n", so nobody to wake), holding a
+  -- claim of the current layout with our nonce: its counter is the nonce's 16 hex digits without leading zeros,
+  -- which is what parse and is_nonce accept (they pad it back). Anything else goes the general way.
+  local ts, tokd, ctr = string.match(all[2], '^(%d+) %d+ (%d+) (%x+) ')
+  if ctr and ctr == string.match(nonce, '^0*(%x+)$', 17) then
+    -- the token is ts + tokd; mostly tokd is 0 and the token is ts's digits as they stand (a leading 0 aside)
+    local tok = ts
+    if tokd ~= '0' or ts < '1' then
+      tok = ts + tokd
+      tok = tok > 0 and string.format('%d', math.min(TOKEN_LIMIT, tok)) -- as the prelude's fmt
+    end
+    if tok then
+      -- the next grant's token is higher than ours; written first, so the hash is never emptied (the key keeps
+      -- its TTL)
+      redis.call('HSET', key, 't', tok)
+    end
+    redis.call('HDEL', key, ARGV[1])
+    return 1
+  end
+end
+local got = {}
+for i = 1, #all, 2 do
+  local f = all[i]
+  if f == ARGV[1] then
+    got[1] = all[i + 1]
+  elseif f == 't' then
+    got[2] = all[i + 1]
+  elseif f == 'n' then
+    got[3] = true
+  end
+end
+local v = got[1]
+if not v then
+  return 0
+end
+local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner, wake,
+    may_have_waiters, is_senior, keep_until, admit = lib()
+local ts, exp, tok, ctr = parse(v)
+if not is_nonce(ctr, nonce) then
+  return 0
+end
+local t = tonumber(got[2]) or 0
+if tok > t then
+  -- the next grant's token is higher than ours; written first, so the hash is never emptied (the key keeps its TTL)
+  redis.call('HSET', key, 't', fmt(tok))
+end
+redis.call('HDEL', key, ARGV[1])
+if got[3] then -- some waiter may be queued
+  wake(scan(server_now(), false, nil, nil, nil), ARGV[3])
+end
+return 1

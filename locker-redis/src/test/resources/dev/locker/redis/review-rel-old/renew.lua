@@ -1,0 +1,20 @@
+-- renewLocks: extend our claim's expiry in place (same written time, same token), only if it is ours and alive.
+-- ARGV: 1 our field, 2 nonce, 3 expiry ms, 4 scrub
+-- Reply: {1, token, written} renewed; {0, holder value, holder field} another claim is senior; {-1} ours is dead or
+-- gone
+local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner, wake,
+    may_have_waiters, is_senior, keep_until, admit = lib()
+local own, expms = ARGV[1], tonumber(ARGV[3])
+local now = server_now()
+local s = scan(now, ARGV[4] == '1', own, ARGV[2])
+if not s.own then
+  return { -1 }
+end
+local ts, exp, tok, ctr, owner = parse(s.own)
+if not is_senior(s, own, ts) then
+  return { 0, s.seniorValue, s.senior }
+end
+local newexp = math.max(exp, now + expms * 1000) -- never earlier than before, whatever the clock did
+redis.call('HSET', key, own, claim_value(ts, newexp, tok, ctr, owner))
+keep_until(math.max(newexp, s.maxexp, s.keep), now, expms)
+return { 1, tok, ts }
