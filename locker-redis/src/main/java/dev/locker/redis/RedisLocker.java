@@ -319,13 +319,14 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
             }
             throw e;
         }
-        List<?> r = (List<?>) reply;
-        long code = (Long) r.get(0);
+        // a grant is the token alone (an integer reply); a grant with a warning, or anything else, a list
+        List<?> r = reply instanceof List ? (List<?>) reply : null;
+        long code = r == null ? 1 : (Long) r.get(0);
         if (code == 1) {
-            if (r.size() > 3) {
+            if (r != null && r.size() > 3) {
                 warnOfEviction(lock, new String((byte[]) r.get(3), StandardCharsets.UTF_8));
             }
-            long token = (Long) r.get(1);
+            long token = r == null ? (Long) reply : (Long) r.get(1);
             // kept as (instance, acquire number): the nonce's bytes are made again when sent
             ClaimStatus status = grantedCounted(instanceBytes, acquire, token, deadline(started, config.expiry()));
             if (replicas > 0 && acks < replicas) {

@@ -1,7 +1,9 @@
--- deleteLocks: compare-and-delete; removes our claim only if it still carries our nonce.
+-- deleteLocks: compare-and-delete; ends our claim only if it still carries our nonce: left released in place (see the
+-- prelude) when it is alone in the hash, else removed with its token kept in field "t".
 -- ARGV: 1 our field, 2 nonce, 3 release channel
 -- With waiters queued, the release wakes them (the prelude's wake).
--- Reply: 1 deleted, 0 nothing of ours was there
+-- Reply: 1 ended (also when a repeat finds it released already: the reply of a release that was lost), 0 nothing of
+--        ours was there
 -- one read (HGETALL: the least-privilege ACL has no HMGET): our claim, the token field, the queue's counter
 local all = redis.call('HGETALL', key)
 local nonce = ARGV[2] or ''

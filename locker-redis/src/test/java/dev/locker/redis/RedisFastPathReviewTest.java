@@ -59,10 +59,11 @@ class RedisFastPathReviewTest {
 
     /** The acquire script as RedisLocker calls it on a single server without marker: no guard, no eviction check. */
     private List<?> acquire(byte[] key, long counter) {
-        return (List<?>) RedisScript.ACQUIRE.run(fixture.admin(), 1, RedisScript.arg(key), RedisScript.arg(b("c" + A)),
-                RedisScript.arg(b(A + String.format("%016x", counter))), RedisScript.arg(b("30000")),
-                RedisScript.arg(b("=owner")), RedisScript.arg(b("0")), RedisScript.arg(b("1")),
-                RedisScript.arg(b("off")), RedisScript.arg(b("")), RedisScript.arg(b("3000")));
+        return AcquireReply.of(RedisScript.ACQUIRE.run(fixture.admin(), 1, RedisScript.arg(key),
+                RedisScript.arg(b("c" + A)), RedisScript.arg(b(A + String.format("%016x", counter))),
+                RedisScript.arg(b("30000")), RedisScript.arg(b("=owner")), RedisScript.arg(b("0")),
+                RedisScript.arg(b("1")), RedisScript.arg(b("off")), RedisScript.arg(b("")), RedisScript.arg(b("3000"))),
+                fixture.admin(), key, b("c" + A));
     }
 
     private long release(byte[] key, long counter) {

@@ -90,7 +90,7 @@ class RedisFastPathTest {
         for (int i = 0; i < args.size(); i++) {
             call[keyCount + i] = RedisScript.arg(args.get(i));
         }
-        return (List<?>) RedisScript.ACQUIRE.run(admin(), keyCount, call);
+        return AcquireReply.of(RedisScript.ACQUIRE.run(admin(), keyCount, call), admin(), key, b("c" + instance));
     }
 
     private long release(byte[] key, String instance, String nonce) {

@@ -99,7 +99,7 @@ class RedisReleasedReviewTest {
                 args.add(""); // the commit before always sent both
                 args.add("60000");
             }
-            return (List<?>) run("acquire", List.of(key), args);
+            return AcquireReply.of(run("acquire", List.of(key), args), admin(), key, b("c" + instance));
         }
 
         long release(byte[] key, String instance, String nonce) {

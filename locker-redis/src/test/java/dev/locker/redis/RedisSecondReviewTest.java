@@ -157,16 +157,19 @@ class RedisSecondReviewTest {
             byte[] m = (instance + "0000000000000002").getBytes(StandardCharsets.US_ASCII);
             byte[] owner = new dev.locker.api.LockOwner("a", "host", 1, "t", "why", null).toBytes();
 
-            List<?> first = (List<?>) RedisScript.ACQUIRE.run(jedis, key, acquireArgs(field, n, owner));
+            List<?> first = AcquireReply.of(RedisScript.ACQUIRE.run(jedis, key, acquireArgs(field, n, owner)), jedis,
+                    key, field);
             assertEquals(1L, first.get(0), "attempt 1 is granted (its reply is lost)");
             RedisScript.WITHDRAW.run(jedis, key, List.of(field, m, ms(Duration.ofMinutes(20)), ms(EXPIRY), b("1")));
-            List<?> repeat = (List<?>) RedisScript.ACQUIRE.run(jedis, key, acquireArgs(field, n, owner));
+            List<?> repeat = AcquireReply.of(RedisScript.ACQUIRE.run(jedis, key, acquireArgs(field, n, owner)), jedis,
+                    key, field);
             assertEquals(-3L, repeat.get(0), "the repeat meets the tombstone");
 
             byte[] left = jedis.hget(key, field);
-            List<?> other = (List<?>) RedisScript.ACQUIRE.run(jedis, key,
-                    acquireArgs("crid-b".getBytes(StandardCharsets.UTF_8),
-                            ("00000000000000bb" + "0000000000000001").getBytes(StandardCharsets.US_ASCII), owner));
+            byte[] otherField = "crid-b".getBytes(StandardCharsets.UTF_8);
+            List<?> other = AcquireReply.of(RedisScript.ACQUIRE.run(jedis, key, acquireArgs(otherField,
+                    ("00000000000000bb" + "0000000000000001").getBytes(StandardCharsets.US_ASCII), owner)), jedis, key,
+                    otherField);
             assertEquals(1L, other.get(0), "the repeat of a granted acquire was refused (-3) and its grant was left "
                     + "behind: " + (left == null ? null : new String(left, StandardCharsets.UTF_8).split("\n")[0])
                     + "; nobody waits for it, and another locker is refused for " + EXPIRY);

@@ -1,0 +1,30 @@
+package dev.locker.redis;
+
+import redis.clients.jedis.commands.HashBinaryCommands;
+
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+
+/**
+ * The acquire script's reply as tests read it. A grant without a warning is the bare token (an integer reply, the
+ * cheapest for the server to make: see acquire.lua); tests that call the script directly read it as the list the script
+ * gives otherwise, {@code {1, token, written}}, with the written time read from the claim the grant wrote.
+ */
+final class AcquireReply {
+
+    private AcquireReply() {
+    }
+
+    /** {@code reply} as a list; {@code field} is the field of the claim the acquire wrote, in {@code key}'s hash. */
+    static List<?> of(Object reply, HashBinaryCommands redis, byte[] key, byte[] field) {
+        if (!(reply instanceof Long)) {
+            return (List<?>) reply;
+        }
+        byte[] claim = redis.hget(key, field);
+        if (claim == null) {
+            throw new AssertionError("granted token " + reply + " but no claim in our field");
+        }
+        long written = Long.parseLong(new String(claim, StandardCharsets.US_ASCII).split(" ", 2)[0]);
+        return List.of(1L, reply, written);
+    }
+}
