@@ -78,8 +78,8 @@ public final class BenchMain {
             } else if (a.startsWith("--only=")) {
                 only.addAll(Arrays.asList(a.substring(7).split(",")));
             } else {
-                throw new IllegalArgumentException("usage: bench/run [--quick] [--only=redis,alloc,held,handoff,mongo,"
-                        + "hbase,janusgraph,mediator,metrics]; unknown argument " + a);
+                throw new IllegalArgumentException("usage: bench/run [--quick] [--only=redis,alloc,held,handoff,servercost,"
+                        + "mongo,hbase,janusgraph,mediator,metrics]; unknown argument " + a);
             }
         }
         new BenchMain(quick, only).run();
@@ -126,6 +126,9 @@ public final class BenchMain {
                     section("held", () -> held(port));
                 }
             }
+        }
+        if (wants("servercost")) {
+            section("servercost", () -> ServerCost.run(table, quick));
         }
         if (wants("mongo")) {
             section("mongo", this::mongo);

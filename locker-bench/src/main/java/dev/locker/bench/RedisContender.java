@@ -60,10 +60,14 @@ abstract class RedisContender implements AutoCloseable {
         }
 
         Ours(int port, Duration expiry) {
-            super("Locker");
             // the restart guard stays on, as long as for the 60 s expiry of the other rows (a 30-minute lease for the
             // held-locks row would otherwise keep the fresh server refusing grants for 30 minutes)
-            Duration guard = expiry.compareTo(Duration.ofSeconds(60)) < 0 ? expiry : Duration.ofSeconds(60);
+            this(port, expiry, expiry.compareTo(Duration.ofSeconds(60)) < 0 ? expiry : Duration.ofSeconds(60));
+        }
+
+        /** With a restart guard of {@code guard} (on: its cost per grant is the same whatever its length). */
+        Ours(int port, Duration expiry, Duration guard) {
+            super("Locker");
             locker = RedisLocker.builder().node("127.0.0.1", port).poolSize(POOL).restartGuard(guard)
                     .config(LockerConfig.builder().expiry(expiry).build()).build();
         }
