@@ -789,8 +789,18 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         return config.scrubExpired() ? ONE : ZERO;
     }
 
-    private static byte[] millis(Duration d) {
-        return Long.toString(Math.max(0, d.toMillis())).getBytes(StandardCharsets.US_ASCII);
+    /**
+     * A duration in whole milliseconds, rounded up: the scripts keep claims, the restart guard, tombstones and queue
+     * entries for whole milliseconds, and none may end before the duration the client counts with (a claim rounded
+     * down lapsed on the server while its holder's lease was still valid: an expiry of 1.9 ms was written as 1 ms, one
+     * under a millisecond as 0).
+     */
+    static byte[] millis(Duration d) {
+        long ms = d.toMillis(); // rounded down (toward the past for a negative one)
+        if (d.compareTo(Duration.ofMillis(ms)) > 0) {
+            ms++;
+        }
+        return Long.toString(Math.max(0, ms)).getBytes(StandardCharsets.US_ASCII);
     }
 
 
