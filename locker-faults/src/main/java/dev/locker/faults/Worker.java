@@ -144,7 +144,7 @@ public final class Worker {
                 }
                 Lease lease = a.lease().orElseThrow();
                 long token = lease.fencingToken();
-                lastDeadline = System.nanoTime() + lease.remaining().toNanos();
+                lastDeadline = deadlineOf(lease);
                 emit(Event.Type.GRANTED, name, token, lastDeadline, "cycle " + cycle);
                 currentLock = name;
                 current = lease;
@@ -153,12 +153,11 @@ public final class Worker {
                     lease.keepAlive(false);
                 }
                 for (int w = 0; w < writes && !stopped; w++) {
-                    long remaining = lease.remaining().toNanos();
-                    if (remaining <= 0) {
+                    long deadline = deadlineOf(lease);
+                    if (deadline == 0) {
                         emit(Event.Type.INVALID, name, token, 0, "lease no longer valid: stop writing");
                         break;
                     }
-                    long deadline = System.nanoTime() + remaining;
                     emit(Event.Type.WRITE, name, token, deadline, "write " + w);
                     refereeOut.write(("W " + id + " " + name + " " + token + " " + deadline + "\n")
                             .getBytes(StandardCharsets.UTF_8));
@@ -173,8 +172,7 @@ public final class Worker {
                         sleep(holdMs / writes);
                     }
                 }
-                long remaining = lease.remaining().toNanos();
-                emit(Event.Type.RELEASE, name, token, remaining > 0 ? System.nanoTime() + remaining : 0, "");
+                emit(Event.Type.RELEASE, name, token, deadlineOf(lease), "");
                 current = null;
                 lease.close();
                 emit(Event.Type.RELEASED, name, token, 0, "");
@@ -188,17 +186,36 @@ public final class Worker {
         System.exit(0);
     }
 
+    /**
+     * The lease's deadline on this host's monotonic clock, or 0 when it is no longer valid. The clock is read BEFORE
+     * the lease's remaining time, so a pause between the two (this process SIGSTOPped, as STOP_HOLDER does) can only
+     * make the reported deadline earlier than the lease's. Read the other way round, a remaining time sampled just
+     * before a SIGSTOP was added to a clock read after the SIGCONT: a deadline as far past the real one as the pause
+     * was long, which the checker rightly counted as an overlap of valid leases (TortureTest, SIGSTOP holder on
+     * MongoDB, seed 3318227618686223981: the deadline sampler reported a ~0.9 s validity right after the SIGCONT while
+     * the lease itself had expired and another worker held the lock; the lease was found lost 8 ms later).
+     */
+    static long deadlineOf(Lease lease) {
+        return deadlineOf(lease, System::nanoTime);
+    }
+
+    /** As {@link #deadlineOf(Lease)}, on {@code clock} (the lease's own clock: a test gives a virtual one). */
+    static long deadlineOf(Lease lease, java.util.function.LongSupplier clock) {
+        long now = clock.getAsLong();
+        long remaining = lease.remaining().toNanos();
+        return remaining > 0 ? now + remaining : 0;
+    }
+
     /** Records the current lease's deadline when it moved (a renewal extended it). */
     private void sampleDeadline() {
         Lease lease = current;
         if (lease == null) {
             return;
         }
-        long remaining = lease.remaining().toNanos();
-        if (remaining <= 0) {
+        long deadline = deadlineOf(lease);
+        if (deadline == 0) {
             return;
         }
-        long deadline = System.nanoTime() + remaining;
         if (deadline - lastDeadline > 2_000_000) {
             lastDeadline = deadline;
             emit(Event.Type.DEADLINE, currentLock, 0, deadline, "");
