@@ -47,7 +47,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * integer), which RedisLocker tells from every other reply by {@code reply instanceof List}.
  *
  * <p>The scripts of the commit before ({@code git show d6054f5^:locker-redis/src/main/resources/dev/locker/redis/
- * {common,acquire}.lua}) are test resources under {@code review-lean-old/}. Each comparison sets up one hash shape on
+ * acquire.lua}) is a test resource under {@code review-lean-old/}, run on the current prelude (the same text). Each comparison sets up one hash shape on
  * two keys (and the admission marker the same way before each run), runs the old and the new acquire by EVAL inside a
  * script that calls it as a function and then reads the hash and its PTTL (in the same script: even the 1 ms TTL
  * of an expiry of 0 ms has not lapsed yet), and compares outcome (read as each build's RedisLocker reads it), hash and TTL. The new general path is
@@ -75,7 +75,8 @@ class RedisLeanReviewTest {
     private byte[] marker;
 
     private static final Scripts NEW = new Scripts("new", "");
-    private static final Scripts OLD = new Scripts("old", "review-lean-old/");
+    /** d6054f5^'s acquire on the prelude it ran with, which is the current one (d6054f5 left common.lua alone). */
+    private static final Scripts OLD = new Scripts("old", "review-lean-old/", "");
 
     /** One version's acquire script: the prelude, then acquire.lua, as RedisScript composes them. */
     static final class Scripts {
@@ -85,8 +86,12 @@ class RedisLeanReviewTest {
         final byte[] observed;
 
         Scripts(String label, String dir) {
+            this(label, dir, dir);
+        }
+
+        Scripts(String label, String dir, String preludeDir) {
             this.label = label;
-            String body = resource(dir + "common.lua") + "\n" + resource(dir + "acquire.lua");
+            String body = resource(preludeDir + "common.lua") + "\n" + resource(dir + "acquire.lua");
             this.acquire = body.getBytes(StandardCharsets.UTF_8);
             this.observed = ("local function acquire_script()\n" + body + "\nend\n"
                     + "local r = acquire_script()\n"
