@@ -1,11 +1,16 @@
 package dev.locker.bench;
 
+import java.io.IOException;
 import java.lang.management.ManagementFactory;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Comparator;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.IntConsumer;
 import java.util.function.IntFunction;
+import java.util.stream.Stream;
 
 /** Measuring helpers: operations per second on N threads, bytes allocated per operation. */
 final class Bench {
@@ -96,6 +101,13 @@ final class Bench {
             }
         } finally {
             locker.deleteLocks(tx);
+        }
+    }
+
+    /** Deletes {@code dir} and everything under it (a section's scratch directory), as far as it can. */
+    static void deleteTree(Path dir) throws IOException {
+        try (Stream<Path> files = Files.walk(dir)) {
+            files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
         }
     }
 }

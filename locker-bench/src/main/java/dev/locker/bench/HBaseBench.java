@@ -26,14 +26,12 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.stream.Stream;
 
 /**
  * The HBase rows: the real HBase 2.6 mini cluster (master, region server and ZooKeeper in this JVM, data in a
@@ -383,9 +381,7 @@ final class HBaseBench implements AutoCloseable {
             connection.close();
             util.shutdownMiniCluster();
         } finally {
-            try (Stream<Path> files = Files.walk(dir)) {
-                files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-            }
+            Bench.deleteTree(dir);
         }
     }
 }

@@ -194,8 +194,11 @@ final class ServerCost {
             process.destroyForcibly();
             try {
                 process.waitFor(10, TimeUnit.SECONDS);
+                Bench.deleteTree(dir); // the server's files and callgrind's dumps
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
+            } catch (IOException e) {
+                System.out.println("  (could not delete " + dir + ": " + e + ")");
             }
         }
 
