@@ -159,7 +159,8 @@ final class RedisScript {
         }
     }
 
-    private static String resource(String file) {
+    /** A resource next to this class (a script, or a test's frozen copy of an earlier build's scripts), as text. */
+    static String resource(String file) {
         try (InputStream in = RedisScript.class.getResourceAsStream(file)) {
             if (in == null) {
                 throw new IllegalStateException("missing script resource dev/locker/redis/" + file);

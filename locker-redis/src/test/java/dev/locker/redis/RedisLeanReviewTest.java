@@ -17,9 +17,6 @@ import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
 import redis.clients.jedis.Jedis;
 
-import java.io.IOException;
-import java.io.InputStream;
-import java.io.UncheckedIOException;
 import java.lang.reflect.Field;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -91,7 +88,8 @@ class RedisLeanReviewTest {
 
         Scripts(String label, String dir, String preludeDir) {
             this.label = label;
-            String body = resource(preludeDir + "common.lua") + "\n" + resource(dir + "acquire.lua");
+            String body = RedisScript.resource(preludeDir + "common.lua") + "\n"
+                    + RedisScript.resource(dir + "acquire.lua");
             this.acquire = body.getBytes(StandardCharsets.UTF_8);
             this.observed = ("local function acquire_script()\n" + body + "\nend\n"
                     + "local r = acquire_script()\n"
@@ -107,16 +105,6 @@ class RedisLeanReviewTest {
         }
     }
 
-    private static String resource(String file) {
-        try (InputStream in = RedisLeanReviewTest.class.getResourceAsStream(file)) {
-            if (in == null) {
-                throw new IllegalStateException("missing resource " + file);
-            }
-            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-    }
 
     @BeforeAll
     void startServer() {

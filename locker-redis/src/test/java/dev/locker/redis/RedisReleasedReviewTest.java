@@ -9,9 +9,6 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import redis.clients.jedis.UnifiedJedis;
 
-import java.io.IOException;
-import java.io.InputStream;
-import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -69,10 +66,11 @@ class RedisReleasedReviewTest {
 
         Scripts(String label, String dir) {
             this.label = label;
-            String prelude = resource(dir + "common.lua");
+            String prelude = RedisScript.resource(dir + "common.lua");
             for (String s : List.of("acquire", "release", "renew", "verify", "withdraw", "holder", "list", "force",
                     "record", "dequeue")) {
-                sources.put(s, (prelude + "\n" + resource(dir + s + ".lua")).getBytes(StandardCharsets.UTF_8));
+                sources.put(s, (prelude + "\n" + RedisScript.resource(dir + s + ".lua"))
+                        .getBytes(StandardCharsets.UTF_8));
             }
         }
 
@@ -112,16 +110,6 @@ class RedisReleasedReviewTest {
         }
     }
 
-    private static String resource(String file) {
-        try (InputStream in = RedisReleasedReviewTest.class.getResourceAsStream(file)) {
-            if (in == null) {
-                throw new IllegalStateException("missing test resource " + file);
-            }
-            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-    }
 
     // ---- helpers ---------------------------------------------------------------------------------------------------
 
