@@ -41,7 +41,9 @@ public final class Checker {
             this.lock = lock;
             this.token = token;
             this.start = start;
-            this.maxDeadline = deadline;
+            // a deadline of 0 is a worker's "already invalid at the grant": valid for no instant, not until the instant
+            // 0 (System.nanoTime() may be negative, and 0 would then lie after the whole hold)
+            this.maxDeadline = deadline == 0 ? start : deadline;
         }
 
         long validEnd() {

@@ -44,6 +44,24 @@ class CheckerTest {
     }
 
     @Test
+    void aHoldInvalidAtItsGrantIsNeverValidEvenOnANegativeMonotonicClock() {
+        // System.nanoTime() may be negative (its origin is arbitrary); a worker reports a deadline of 0 for a lease
+        // already invalid when granted. Read as a deadline, 0 would lie after every negative instant and make the
+        // hold valid until its release
+        at(-5000, "w0", Event.Type.GRANTED, 1, 0, "");
+        at(-4900, "w1", Event.Type.GRANTED, 2, -3900, "");
+        at(-4800, "w0", Event.Type.RELEASE, 1, 0, "");
+        at(-4700, "w1", Event.Type.RELEASE, 2, -3900, "");
+        assertEquals(0, checker.check(events, 0).overlaps());
+        events.clear(); // the near miss: valid at its grant, it overlaps
+        at(-5000, "w0", Event.Type.GRANTED, 1, -4000, "");
+        at(-4900, "w1", Event.Type.GRANTED, 2, -3900, "");
+        at(-4800, "w0", Event.Type.RELEASE, 1, -4000, "");
+        at(-4700, "w1", Event.Type.RELEASE, 2, -3900, "");
+        assertEquals(1, checker.check(events, 0).overlaps());
+    }
+
+    @Test
     void aRenewalObservedExtendsTheValidityAndCanMakeAnOverlap() {
         at(0, "w0", Event.Type.GRANTED, 1, 900, "");
         at(300, "w0", Event.Type.DEADLINE, 0, 1300, "");
