@@ -78,6 +78,7 @@ class JanusGraphReviewTest {
     @org.junit.jupiter.api.AfterEach
     void closeAll() throws BackendException {
         ReviewStoreManager.BEFORE_MUTATE.remove(share);
+        ReviewStoreManager.ON_CLOSE.remove(share);
         for (LockerStoreManager m : managers) {
             m.close();
         }
@@ -277,6 +278,27 @@ class JanusGraphReviewTest {
         assertEquals(0, ReviewStoreManager.opened(share), "the data backend was opened before the URI was checked");
     }
 
+    /**
+     * Finding 7: the namespace's length and the URI's {@code maxKeyBytes} are not checked against each other at start.
+     * A namespace longer than the backend's keys makes every lock a stand-in and {@code clearStorage} fail with an
+     * unchecked IllegalArgumentException after it cleared the data (its listing prefix exceeds maxKeyBytes); a
+     * {@code maxKeyBytes} below the smallest stand-in fails every lock permanently at commit time. Both should be
+     * refused when the graph opens, before any I/O.
+     */
+    @Test
+    @Disabled("finding 7: LockerStoreManager.Parts.of validates the namespace's characters only (LockerStoreManager.java"
+            + ":142-143), never its length against maxKeyBytes, nor maxKeyBytes against KeyColumn.MIN_FIT_BYTES "
+            + "(LockKeys.java:320 silently raises it): the graph opens, and fails at clearStorage or at every commit")
+    void aNamespaceOrMaxKeyBytesThatCannotWorkIsRefusedAtStart() {
+        ModifiableConfiguration longNamespace = config("a");
+        longNamespace.set(LockerOptions.NAMESPACE, "n".repeat(5000));
+        assertThrows(IllegalArgumentException.class, () -> open(longNamespace), "a namespace longer than maxKeyBytes");
+        ModifiableConfiguration tiny = config("b");
+        tiny.set(LockerOptions.URI, memUri() + "&maxKeyBytes=32");
+        assertThrows(IllegalArgumentException.class, () -> open(tiny), "maxKeyBytes below the smallest stand-in");
+        assertEquals(0, ReviewStoreManager.opened(share));
+    }
+
     // ---- checked and found sound ------------------------------------------------------------------------------------
 
     /** Bad input that LockerStoreManager checks itself is refused before the data backend is constructed. */
@@ -463,6 +485,28 @@ class JanusGraphReviewTest {
         assertInstanceOf(IllegalStateException.class, e.getCause());
         t1.rollback();
         assertTrue(tryCommit(b, storeB, key, column, "b"), "a's close released its claim");
+    }
+
+    /**
+     * Closing an instance closes its data backend first, then its Locker (which releases its claims): a data write in
+     * flight is ended (or refused) before another instance can take the locks it was made under.
+     */
+    @Test
+    void closingAnInstanceClosesTheDataBackendBeforeReleasingItsLocks() throws Exception {
+        LockerStoreManager a = new LockerStoreManager(config("a"));
+        LockerStoreManager b = open(config("b"));
+        KeyColumnValueStore storeA = a.openDatabase("graphindex");
+        StaticBuffer key = buffer("unique-value");
+        StaticBuffer column = buffer("c");
+        StoreTransaction t1 = tx(a);
+        lockAndCheck(storeA, key, column, t1);
+        dev.locker.api.KeyColumn lock = new LockKeys(share, "graphindex_lock_", b.locker().config().maxKeyBytes())
+                .lockOf(new KeyColumn(key, column));
+        AtomicBoolean heldWhenDataClosed = new AtomicBoolean();
+        ReviewStoreManager.ON_CLOSE.put(share, () -> heldWhenDataClosed.set(b.locker().holder(lock).isPresent()));
+        a.close();
+        assertTrue(heldWhenDataClosed.get(), "a's lock was still held when its data backend closed");
+        assertFalse(b.locker().holder(lock).isPresent(), "and released by the close");
     }
 
     /**

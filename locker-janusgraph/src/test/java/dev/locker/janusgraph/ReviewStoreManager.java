@@ -28,6 +28,9 @@ public class ReviewStoreManager extends SharedInMemoryStoreManager {
     /** Run before every {@code mutate} of a store of the share (on the mutating thread). */
     static final Map<String, Runnable> BEFORE_MUTATE = new ConcurrentHashMap<>();
 
+    /** Run when a manager of the share is closed (before it closes). */
+    static final Map<String, Runnable> ON_CLOSE = new ConcurrentHashMap<>();
+
     private final String share;
 
     public ReviewStoreManager(Configuration config) {
@@ -39,6 +42,15 @@ public class ReviewStoreManager extends SharedInMemoryStoreManager {
     static int opened(String share) {
         AtomicInteger n = OPENED.get(share);
         return n == null ? 0 : n.get();
+    }
+
+    @Override
+    public void close() {
+        Runnable hook = ON_CLOSE.get(share);
+        if (hook != null) {
+            hook.run();
+        }
+        super.close();
     }
 
     @Override
