@@ -5,6 +5,7 @@ import org.janusgraph.diskstorage.Entry;
 import org.janusgraph.diskstorage.StaticBuffer;
 import org.janusgraph.diskstorage.StoreMetaData;
 import org.janusgraph.diskstorage.configuration.Configuration;
+import org.janusgraph.diskstorage.keycolumnvalue.KCVMutation;
 import org.janusgraph.diskstorage.keycolumnvalue.KCVSProxy;
 import org.janusgraph.diskstorage.keycolumnvalue.KeyColumnValueStore;
 import org.janusgraph.diskstorage.keycolumnvalue.StoreTransaction;
@@ -28,6 +29,14 @@ public class ReviewStoreManager extends SharedInMemoryStoreManager {
     /** Run before every {@code mutate} of a store of the share (on the mutating thread). */
     static final Map<String, Runnable> BEFORE_MUTATE = new ConcurrentHashMap<>();
 
+    /** A step that may fail as the data backend would. */
+    interface BackendStep {
+        void run() throws BackendException;
+    }
+
+    /** Run before every {@code mutateMany} of the share (JanusGraph's graph-level writes), on the writing thread. */
+    static final Map<String, BackendStep> BEFORE_MUTATE_MANY = new ConcurrentHashMap<>();
+
     /** Run when a manager of the share is closed (before it closes). */
     static final Map<String, Runnable> ON_CLOSE = new ConcurrentHashMap<>();
 
@@ -42,6 +51,16 @@ public class ReviewStoreManager extends SharedInMemoryStoreManager {
     static int opened(String share) {
         AtomicInteger n = OPENED.get(share);
         return n == null ? 0 : n.get();
+    }
+
+    @Override
+    public void mutateMany(Map<String, Map<StaticBuffer, KCVMutation>> mutations, StoreTransaction txh)
+            throws BackendException {
+        BackendStep hook = BEFORE_MUTATE_MANY.get(share);
+        if (hook != null) {
+            hook.run();
+        }
+        super.mutateMany(mutations, txh);
     }
 
     @Override
