@@ -488,6 +488,41 @@ class JanusGraphReviewTest {
     }
 
     /**
+     * Contention found when the locks are checked (wait-and-read-back) reaches JanusGraph as its temporary exception,
+     * with ours as the cause naming the lock and the holder.
+     */
+    @Test
+    void contentionAtTheCheckNamesTheLockAndTheHolder() throws Exception {
+        LockerStoreManager a = open(config("a"));
+        LockerStoreManager b = open(config("b"));
+        StaticBuffer key = buffer("unique-value");
+        StaticBuffer column = buffer("c");
+        StoreTransaction t1 = tx(a);
+        lockAndCheck(a.openDatabase("graphindex"), key, column, t1);
+        StoreTransaction t2 = tx(b);
+        TemporaryLockingException e = assertThrows(TemporaryLockingException.class,
+                () -> lockAndCheck(b.openDatabase("graphindex"), key, column, t2));
+        dev.locker.api.TemporaryLockingException ours =
+                assertInstanceOf(dev.locker.api.TemporaryLockingException.class, e.getCause());
+        assertTrue(ours.lock() != null && ours.holder() != null && ours.holder().rid().startsWith("a"), e.toString());
+        t2.rollback();
+        t1.commit();
+    }
+
+    /** clearStorage also releases a long lock, held through its stand-in (which keeps the namespace prefix). */
+    @Test
+    void clearStorageReleasesALongLocksStandIn() throws Exception {
+        LockerStoreManager a = open(config("a"));
+        LockerStoreManager b = open(config("b"));
+        StaticBuffer key = buffer("v".repeat(6000));
+        StaticBuffer column = buffer("c");
+        StoreTransaction leaked = tx(a);
+        lockAndCheck(a.openDatabase("graphindex"), key, column, leaked);
+        b.clearStorage();
+        assertTrue(tryLockedCommit(b, b.openDatabase("graphindex"), key, column), "the stand-in was released");
+    }
+
+    /**
      * Closing an instance closes its data backend first, then its Locker (which releases its claims): a data write in
      * flight is ended (or refused) before another instance can take the locks it was made under.
      */
