@@ -66,7 +66,7 @@ class GraphReviewTest {
      */
     @Test
     @Disabled("finding 3: no lock is kept alive (nor checked again) while JanusGraph retries a commit's data write "
-            + "(JanusGraphLocker.java:270-276, LockerStoreManager.java:161-174); README.md:728 advises an expiry below "
+            + "(JanusGraphLocker.java:48-54, LockerStoreManager.java:161-174); README.md:728 advises an expiry below "
             + "storage.write-time's default: a unique LOCK index gets two vertices with one value")
     void aCommitWhoseDataWriteIsRetriedPastTheExpiryDoesNotDuplicateAUniqueValue() throws Exception {
         JanusGraph a = open("instance-a", Duration.ofSeconds(1));

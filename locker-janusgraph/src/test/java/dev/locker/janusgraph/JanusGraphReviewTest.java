@@ -147,7 +147,7 @@ class JanusGraphReviewTest {
      */
     @Test
     @Disabled("finding 1: LockKeys fits a lock to the instance's own maxKeyBytes (LockerStoreManager.java:219, "
-            + "LockKeys.java:320,332): instances whose URIs differ in maxKeyBytes map one long lock to two keys")
+            + "LockKeys.java:25,37): instances whose URIs differ in maxKeyBytes map one long lock to two keys")
     void instancesWithDifferentMaxKeyBytesStillMeetOnALongLock() throws Exception {
         LockerStoreManager a = open(config("a"));
         ModifiableConfiguration cb = config("b");
@@ -175,7 +175,7 @@ class JanusGraphReviewTest {
      */
     @Test
     @Disabled("finding 2: clearStorage releases every lock under the namespace (LockerStoreManager.java:77-85) and the "
-            + "namespace defaults to the constant 'janusgraph' (LockerOptions.java:379-382): dropping graph Y releases "
+            + "namespace defaults to the constant 'janusgraph' (LockerOptions.java:33-36): dropping graph Y releases "
             + "graph X's held locks")
     void clearingOneGraphDoesNotReleaseAnotherGraphsLocks() throws Exception {
         String graphX = share + "-x";
@@ -209,7 +209,7 @@ class JanusGraphReviewTest {
      */
     @Test
     @Disabled("finding 3: locks are not kept alive while JanusGraph's commit runs (JanusGraphLocker.checkLocks, "
-            + "JanusGraphLocker.java:270-276), and nothing ties storage.lock.expiry-time to storage.write-time "
+            + "JanusGraphLocker.java:48-54), and nothing ties storage.lock.expiry-time to storage.write-time "
             + "(LockerStoreManager.java:161-174); README.md:728 advises a 30 s expiry: both instances commit")
     void aDataWriteHeldPastTheExpiryDoesNotLetASecondInstanceCommit() throws Exception {
         ModifiableConfiguration ca = config("a");
@@ -288,7 +288,7 @@ class JanusGraphReviewTest {
     @Test
     @Disabled("finding 7: LockerStoreManager.Parts.of validates the namespace's characters only (LockerStoreManager.java"
             + ":142-143), never its length against maxKeyBytes, nor maxKeyBytes against KeyColumn.MIN_FIT_BYTES "
-            + "(LockKeys.java:320 silently raises it): the graph opens, and fails at clearStorage or at every commit")
+            + "(LockKeys.java:25 silently raises it): the graph opens, and fails at clearStorage or at every commit")
     void aNamespaceOrMaxKeyBytesThatCannotWorkIsRefusedAtStart() {
         ModifiableConfiguration longNamespace = config("a");
         longNamespace.set(LockerOptions.NAMESPACE, "n".repeat(5000));
@@ -577,7 +577,7 @@ class JanusGraphReviewTest {
      */
     @Test
     @Disabled("finding 4: the URI redactors stop at '/' and take the last ':' (RedisUri.java:244, UriOptions.java:253, "
-            + "MongoLockerProvider.java:169, Lockers.java redacted): passwords with '/' or ':' reach messages")
+            + "MongoLockerProvider.java:169, Lockers.java:75-88): passwords with '/' or ':' reach messages")
     void noPasswordOfTheUriReachesAMessageOrTheLog() {
         List<String> leaks = new ArrayList<>();
         String[] uris = {
