@@ -1,0 +1,616 @@
+package dev.locker.janusgraph;
+
+import dev.locker.api.Locker;
+import org.janusgraph.diskstorage.BackendException;
+import org.janusgraph.diskstorage.StaticBuffer;
+import org.janusgraph.diskstorage.configuration.ModifiableConfiguration;
+import org.janusgraph.diskstorage.keycolumnvalue.KeyColumnValueStore;
+import org.janusgraph.diskstorage.keycolumnvalue.StoreTransaction;
+import org.janusgraph.diskstorage.locking.PermanentLockingException;
+import org.janusgraph.diskstorage.locking.TemporaryLockingException;
+import org.janusgraph.diskstorage.locking.consistentkey.ExpectedValueCheckingTransaction;
+import org.janusgraph.diskstorage.util.KeyColumn;
+import org.janusgraph.diskstorage.util.StandardBaseTransactionConfig;
+import org.janusgraph.diskstorage.util.StaticArrayBuffer;
+import org.janusgraph.diskstorage.util.StaticArrayEntry;
+import org.janusgraph.diskstorage.util.time.TimestampProviders;
+import org.janusgraph.graphdb.configuration.GraphDatabaseConfiguration;
+import org.junit.jupiter.api.Disabled;
+import org.junit.jupiter.api.Test;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Adversarial review of locker-janusgraph on {@code mem:} (a wait-and-read-back backend): JanusGraph's store-level
+ * locking (acquireLock, then mutate: checkLocks and the expected-value check, then commit or rollback) through
+ * {@link LockerStoreManager}, with several "instances" sharing one data store (the review's {@link ReviewStoreManager})
+ * and one Locker backend. The {@code @Disabled} cases are findings: each fails today and passes once fixed.
+ */
+class JanusGraphReviewTest {
+
+    private static final Duration LONG_EXPIRY = Duration.ofMinutes(5);
+    private final String share = "jg-review-" + System.nanoTime();
+    private final List<LockerStoreManager> managers = new ArrayList<>();
+
+    private String memUri() {
+        return "mem:" + share + "?lockWait=10ms";
+    }
+
+    /** An instance of the graph {@code graph} (its data share), with its own mediator group and instance id. */
+    private ModifiableConfiguration config(String graph, String instance, String uri) {
+        ModifiableConfiguration c = GraphDatabaseConfiguration.buildGraphConfiguration();
+        c.set(LockerOptions.BACKEND, ReviewStoreManager.class.getName());
+        c.set(GraphDatabaseConfiguration.STORAGE_DIRECTORY, graph);
+        c.set(LockerOptions.URI, uri);
+        c.set(GraphDatabaseConfiguration.UNIQUE_INSTANCE_ID, instance);
+        c.set(GraphDatabaseConfiguration.LOCK_LOCAL_MEDIATOR_GROUP, graph + "/" + instance);
+        c.set(GraphDatabaseConfiguration.LOCK_EXPIRE, LONG_EXPIRY);
+        return c;
+    }
+
+    private ModifiableConfiguration config(String instance) {
+        ModifiableConfiguration c = config(share, instance, memUri());
+        c.set(LockerOptions.NAMESPACE, share);
+        return c;
+    }
+
+    private LockerStoreManager open(ModifiableConfiguration c) throws BackendException {
+        LockerStoreManager m = new LockerStoreManager(c);
+        managers.add(m);
+        return m;
+    }
+
+    @org.junit.jupiter.api.AfterEach
+    void closeAll() throws BackendException {
+        ReviewStoreManager.BEFORE_MUTATE.remove(share);
+        ReviewStoreManager.ON_CLOSE.remove(share);
+        for (LockerStoreManager m : managers) {
+            m.close();
+        }
+    }
+
+    static ExpectedValueCheckingTransaction tx(LockerStoreManager m) throws BackendException {
+        return m.beginTransaction(StandardBaseTransactionConfig.of(TimestampProviders.MICRO));
+    }
+
+    static StaticBuffer buffer(String s) {
+        return StaticArrayBuffer.of(s.getBytes(StandardCharsets.UTF_8));
+    }
+
+    /** JanusGraph's steps for one locked write: acquireLock, then mutate (which checks the locks first). */
+    static void lockAndWrite(KeyColumnValueStore store, StaticBuffer key, StaticBuffer column, String value,
+                             StoreTransaction t) throws BackendException {
+        store.acquireLock(key, column, null, t);
+        store.mutate(key, List.of(StaticArrayEntry.of(column, buffer(value))), List.of(), t);
+    }
+
+    /**
+     * acquireLock on {@code key}, then a mutation of another row (JanusGraph checks every lock of the transaction at
+     * its first mutation): the lock is checked while the locked row's expected value (none) stays true, so only the
+     * lock can stop the transaction.
+     */
+    static void lockAndCheck(KeyColumnValueStore store, StaticBuffer key, StaticBuffer column, StoreTransaction t)
+            throws BackendException {
+        store.acquireLock(key, column, null, t);
+        store.mutate(buffer("data-" + System.nanoTime()), List.of(StaticArrayEntry.of(column, buffer("v"))), List.of(), t);
+    }
+
+    /** Like {@link #tryCommit}, with {@link #lockAndCheck} (the locked row keeps its value). */
+    static boolean tryLockedCommit(LockerStoreManager m, KeyColumnValueStore store, StaticBuffer key,
+                                   StaticBuffer column) throws BackendException {
+        StoreTransaction t = tx(m);
+        try {
+            lockAndCheck(store, key, column, t);
+            t.commit();
+            return true;
+        } catch (TemporaryLockingException e) {
+            t.rollback();
+            return false;
+        }
+    }
+
+    /** One whole transaction (lock, write, commit); false when it lost with a temporary locking failure (rolled back). */
+    static boolean tryCommit(LockerStoreManager m, KeyColumnValueStore store, StaticBuffer key, StaticBuffer column,
+                             String value) throws BackendException {
+        StoreTransaction t = tx(m);
+        try {
+            lockAndWrite(store, key, column, value, t);
+            t.commit();
+            return true;
+        } catch (TemporaryLockingException e) {
+            t.rollback();
+            return false;
+        }
+    }
+
+    // ---- findings ---------------------------------------------------------------------------------------------------
+
+    /**
+     * Finding 1: the lock of a long index value depends on each instance's {@code maxKeyBytes} (a URI option): an
+     * instance with {@code maxKeyBytes=8192} locks the full key, one with the default 4096 its stand-in, so the two
+     * never meet and both commit the same unique value.
+     */
+    @Test
+    @Disabled("finding 1: LockKeys fits a lock to the instance's own maxKeyBytes (LockerStoreManager.java:219, "
+            + "LockKeys.java:25,37): instances whose URIs differ in maxKeyBytes map one long lock to two keys")
+    void instancesWithDifferentMaxKeyBytesStillMeetOnALongLock() throws Exception {
+        LockerStoreManager a = open(config("a"));
+        ModifiableConfiguration cb = config("b");
+        cb.set(LockerOptions.URI, memUri() + "&maxKeyBytes=8192");
+        LockerStoreManager b = open(cb);
+        KeyColumnValueStore storeA = a.openDatabase("graphindex");
+        KeyColumnValueStore storeB = b.openDatabase("graphindex");
+        StaticBuffer key = buffer("v".repeat(5000));
+        StaticBuffer column = buffer("c");
+
+        StoreTransaction t1 = tx(a);
+        lockAndCheck(storeA, key, column, t1);
+        StoreTransaction t2 = tx(b);
+        assertThrows(TemporaryLockingException.class, () -> lockAndCheck(storeB, key, column, t2),
+                "instance b must meet instance a's lock on the same index value");
+        t2.rollback();
+        t1.commit();
+    }
+
+    /**
+     * Finding 2: with the default {@code storage.locker.namespace} ("janusgraph"), every graph on one Locker backend
+     * shares one namespace, and one graph's {@code clearStorage} (JanusGraphFactory.drop, a test's cleanup)
+     * force-releases the live locks of every other graph: a transaction of graph X that checked its lock keeps going
+     * (a checked lock costs no I/O again), and a second instance of X takes the same lock and commits too.
+     */
+    @Test
+    @Disabled("finding 2: clearStorage releases every lock under the namespace (LockerStoreManager.java:77-85) and the "
+            + "namespace defaults to the constant 'janusgraph' (LockerOptions.java:33-36): dropping graph Y releases "
+            + "graph X's held locks")
+    void clearingOneGraphDoesNotReleaseAnotherGraphsLocks() throws Exception {
+        String graphX = share + "-x";
+        String graphY = share + "-y";
+        String uri = memUri(); // one Locker backend, default namespace everywhere
+        LockerStoreManager x1 = open(config(graphX, "x1", uri));
+        LockerStoreManager x2 = open(config(graphX, "x2", uri));
+        LockerStoreManager y = open(config(graphY, "y1", uri));
+        KeyColumnValueStore store1 = x1.openDatabase("graphindex");
+        KeyColumnValueStore store2 = x2.openDatabase("graphindex");
+        StaticBuffer key = buffer("unique-value");
+        StaticBuffer column = buffer("c");
+
+        StoreTransaction t1 = tx(x1);
+        lockAndCheck(store1, key, column, t1); // checked: t1 may commit
+        y.clearStorage(); // another graph is dropped
+        StoreTransaction t2 = tx(x2);
+        assertThrows(TemporaryLockingException.class, () -> lockAndCheck(store2, key, column, t2),
+                "graph X's lock is still held by t1: dropping graph Y must not hand it to t2");
+        t2.rollback();
+        t1.commit();
+    }
+
+    /**
+     * Finding 3: a transaction's locks are checked once, when its first mutation starts; a data write that takes
+     * longer than the expiry (a slow or retried backend write: JanusGraph retries a temporarily failed write for up
+     * to {@code storage.write-time}, 100 s by default, per chunk) lands after the claim expired and another instance
+     * took the lock and committed the same value. The README advises {@code storage.lock.expiry-time=30000}, below
+     * that default. Here instance a's data write is held past a 1 s expiry; instance b keeps trying meanwhile (up to
+     * about six expiries); then a's write goes on. Exactly one of the two may commit.
+     */
+    @Test
+    @Disabled("finding 3: locks are not kept alive while JanusGraph's commit runs (JanusGraphLocker.checkLocks, "
+            + "JanusGraphLocker.java:48-54), and nothing ties storage.lock.expiry-time to storage.write-time "
+            + "(LockerStoreManager.java:161-174); README.md:728 advises a 30 s expiry: both instances commit")
+    void aDataWriteHeldPastTheExpiryDoesNotLetASecondInstanceCommit() throws Exception {
+        ModifiableConfiguration ca = config("a");
+        ca.set(GraphDatabaseConfiguration.LOCK_EXPIRE, Duration.ofSeconds(1));
+        ModifiableConfiguration cb = config("b");
+        cb.set(GraphDatabaseConfiguration.LOCK_EXPIRE, Duration.ofSeconds(1));
+        LockerStoreManager a = open(ca);
+        LockerStoreManager b = open(cb);
+        KeyColumnValueStore storeA = a.openDatabase("graphindex");
+        KeyColumnValueStore storeB = b.openDatabase("graphindex");
+        StaticBuffer key = buffer("unique-value");
+        StaticBuffer column = buffer("c");
+
+        CountDownLatch aWriting = new CountDownLatch(1);
+        CountDownLatch goOn = new CountDownLatch(1);
+        AtomicReference<Thread> writerA = new AtomicReference<>();
+        ReviewStoreManager.BEFORE_MUTATE.put(share, () -> {
+            if (Thread.currentThread() == writerA.get()) {
+                aWriting.countDown();
+                try {
+                    goOn.await(60, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        });
+        AtomicBoolean aCommitted = new AtomicBoolean();
+        AtomicReference<Throwable> aFailed = new AtomicReference<>();
+        Thread ta = new Thread(() -> {
+            try {
+                aCommitted.set(tryCommit(a, storeA, key, column, "a"));
+            } catch (Throwable e) {
+                aFailed.set(e);
+            }
+        }, "instance-a-commit");
+        writerA.set(ta);
+        ta.start();
+        assertTrue(aWriting.await(30, TimeUnit.SECONDS), "a reached its data write (its locks checked)");
+
+        boolean bCommitted = false;
+        for (int attempt = 0; attempt < 60 && !bCommitted; attempt++) {
+            bCommitted = tryCommit(b, storeB, key, column, "b");
+            if (!bCommitted) {
+                Thread.sleep(100);
+            }
+        }
+        goOn.countDown();
+        ta.join(60_000);
+        System.out.printf("[jg-review] finding 3: a committed=%s (failure %s), b committed=%s%n", aCommitted.get(),
+                aFailed.get(), bCommitted);
+        assertFalse(aCommitted.get() && bCommitted, "two instances committed under one lock");
+    }
+
+    /**
+     * Finding 5: a bad option in the Locker URI is found only after the data backend was constructed (for CQL or
+     * HBase: connected), by {@code Lockers.open}; every other input is checked first.
+     */
+    @Test
+    @Disabled("finding 5: LockerStoreManager.Parts.of opens the data backend (LockerStoreManager.java:145) before "
+            + "the Locker URI is parsed (line 148): a bad URI is refused after the data backend's I/O")
+    void aBadLockerUriIsRefusedBeforeTheDataBackendIsOpened() {
+        ModifiableConfiguration c = config("a");
+        c.set(LockerOptions.URI, "mem:" + share + "?expiry=banana");
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> open(c));
+        assertTrue(e.getMessage().contains("expiry"), e.getMessage());
+        assertEquals(0, ReviewStoreManager.opened(share), "the data backend was opened before the URI was checked");
+    }
+
+    /**
+     * Finding 7: the namespace's length and the URI's {@code maxKeyBytes} are not checked against each other at start.
+     * A namespace longer than the backend's keys makes every lock a stand-in and {@code clearStorage} fail with an
+     * unchecked IllegalArgumentException after it cleared the data (its listing prefix exceeds maxKeyBytes); a
+     * {@code maxKeyBytes} below the smallest stand-in fails every lock permanently at commit time. Both should be
+     * refused when the graph opens, before any I/O.
+     */
+    @Test
+    @Disabled("finding 7: LockerStoreManager.Parts.of validates the namespace's characters only (LockerStoreManager.java"
+            + ":142-143), never its length against maxKeyBytes, nor maxKeyBytes against KeyColumn.MIN_FIT_BYTES "
+            + "(LockKeys.java:25 silently raises it): the graph opens, and fails at clearStorage or at every commit")
+    void aNamespaceOrMaxKeyBytesThatCannotWorkIsRefusedAtStart() {
+        ModifiableConfiguration longNamespace = config("a");
+        longNamespace.set(LockerOptions.NAMESPACE, "n".repeat(5000));
+        assertThrows(IllegalArgumentException.class, () -> open(longNamespace), "a namespace longer than maxKeyBytes");
+        ModifiableConfiguration tiny = config("b");
+        tiny.set(LockerOptions.URI, memUri() + "&maxKeyBytes=32");
+        assertThrows(IllegalArgumentException.class, () -> open(tiny), "maxKeyBytes below the smallest stand-in");
+        assertEquals(0, ReviewStoreManager.opened(share));
+    }
+
+    // ---- checked and found sound ------------------------------------------------------------------------------------
+
+    /** Bad input that LockerStoreManager checks itself is refused before the data backend is constructed. */
+    @Test
+    void badNamespaceAndTimingsAreRefusedBeforeTheDataBackendIsOpened() {
+        ModifiableConfiguration nul = config("a");
+        nul.set(LockerOptions.NAMESPACE, "graph\0one");
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> open(nul));
+        assertTrue(e.getMessage().contains("storage.locker.namespace"), e.getMessage());
+        ModifiableConfiguration negative = config("a");
+        negative.set(GraphDatabaseConfiguration.LOCK_EXPIRE, Duration.ofSeconds(-1));
+        assertThrows(IllegalArgumentException.class, () -> open(negative));
+        ModifiableConfiguration self = config("a");
+        self.set(LockerOptions.BACKEND, LockerStoreManager.class.getName());
+        e = assertThrows(IllegalArgumentException.class, () -> open(self));
+        assertTrue(e.getMessage().contains("storage.locker.backend"), e.getMessage());
+        assertEquals(0, ReviewStoreManager.opened(share));
+    }
+
+    /** JanusGraph's lock settings reach the Locker; the URI's query overrides them; the instance id is the rid. */
+    @Test
+    void janusGraphLockSettingsAreMappedAndTheUriOverridesThem() throws Exception {
+        ModifiableConfiguration c = config("instance-7");
+        c.set(GraphDatabaseConfiguration.LOCK_EXPIRE, Duration.ofSeconds(42));
+        c.set(GraphDatabaseConfiguration.LOCK_WAIT, Duration.ofMillis(33));
+        c.set(GraphDatabaseConfiguration.LOCK_RETRY, 7);
+        c.set(LockerOptions.URI, "mem:" + share);
+        Locker mapped = open(c).locker();
+        assertEquals(Duration.ofSeconds(42), mapped.config().expiry());
+        assertEquals(Duration.ofMillis(33), mapped.config().lockWait());
+        assertEquals(7, mapped.config().retries());
+        assertTrue(mapped.rid().contains("instance-7"), mapped.rid());
+
+        ModifiableConfiguration o = config("instance-8");
+        o.set(GraphDatabaseConfiguration.LOCK_EXPIRE, Duration.ofSeconds(42));
+        o.set(LockerOptions.URI, "mem:" + share + "?expiry=9s&lockWait=5ms");
+        Locker overridden = open(o).locker();
+        assertEquals(Duration.ofSeconds(9), overridden.config().expiry());
+        assertEquals(Duration.ofMillis(5), overridden.config().lockWait());
+    }
+
+    /**
+     * A transaction whose lock on one store is contended, after it took a lock on another: its rollback (JanusGraph
+     * calls deleteLocks of the stores it locked on) releases every lock it took, through the one shared Locker.
+     */
+    @Test
+    void aTransactionFailingHalfWayReleasesWhatItTookAtRollback() throws Exception {
+        LockerStoreManager a = open(config("a"));
+        LockerStoreManager b = open(config("b"));
+        KeyColumnValueStore indexA = a.openDatabase("graphindex");
+        KeyColumnValueStore edgesB = b.openDatabase("edgestore");
+        KeyColumnValueStore indexB = b.openDatabase("graphindex");
+        StaticBuffer column = buffer("c");
+
+        StoreTransaction holder = tx(a);
+        lockAndWrite(indexA, buffer("taken"), column, "x", holder);
+
+        StoreTransaction t = tx(b);
+        edgesB.acquireLock(buffer("free"), column, null, t); // its first lock, on another store
+        indexB.acquireLock(buffer("taken"), column, null, t);
+        assertThrows(TemporaryLockingException.class,
+                () -> indexB.mutate(buffer("taken"), List.of(StaticArrayEntry.of(column, buffer("y"))), List.of(), t));
+        t.rollback();
+
+        KeyColumnValueStore edgesA = a.openDatabase("edgestore");
+        assertTrue(tryCommit(a, edgesA, buffer("free"), column, "z"), "the lock t took on edgestore was released");
+        holder.commit();
+    }
+
+    /**
+     * One Locker serves every store of an instance, so the first store's checkLocks checks all of the transaction's
+     * locks; a lock written on a second store after that check is still checked by the second store's checkLocks
+     * (JanusGraph's store refuses acquireLock once mutations started; the adapter checks it anyway).
+     */
+    @Test
+    void aLockWrittenOnAnotherStoreAfterTheFirstStoresCheckIsStillChecked() throws Exception {
+        LockerStoreManager a = open(config("a"));
+        LockerStoreManager b = open(config("b"));
+        KeyColumnValueStore edgesB = b.openDatabase("edgestore");
+        StaticBuffer column = buffer("c");
+        StoreTransaction holder = tx(b);
+        lockAndWrite(edgesB, buffer("k"), column, "x", holder);
+
+        Locker locker = a.locker();
+        int max = locker.config().maxKeyBytes();
+        JanusGraphLocker index = new JanusGraphLocker(locker, new LockKeys(share, "graphindex_lock_", max));
+        JanusGraphLocker edges = new JanusGraphLocker(locker, new LockKeys(share, "edgestore_lock_", max));
+        StoreTransaction t = tx(a).getConsistentTx();
+        index.writeLock(new KeyColumn(buffer("k1"), column), t);
+        index.checkLocks(t);
+        try {
+            edges.writeLock(new KeyColumn(buffer("k"), column), t); // may be written: mem: decides at the check
+            assertThrows(TemporaryLockingException.class, () -> edges.checkLocks(t));
+            assertThrows(TemporaryLockingException.class, () -> index.checkLocks(t),
+                    "the first store's locker checks the transaction's every lock too");
+        } catch (TemporaryLockingException refusedAtOnce) {
+            // a backend that decides at the write refused it there: as good
+        } finally {
+            index.deleteLocks(t);
+            edges.deleteLocks(t);
+        }
+        StoreTransaction late = tx(a);
+        KeyColumnValueStore indexA = a.openDatabase("graphindex");
+        lockAndWrite(indexA, buffer("k2"), column, "x", late);
+        PermanentLockingException e = assertThrows(PermanentLockingException.class,
+                () -> a.openDatabase("edgestore").acquireLock(buffer("k3"), column, null, late));
+        assertTrue(e.getMessage().contains("after mutations"), e.getMessage());
+        late.rollback();
+        holder.commit();
+    }
+
+    /** One graph's stores never share a lock; nor do (key, column) splits of the same bytes; nor two long values. */
+    @Test
+    void distinctJanusGraphLocksAreDistinctLocks() throws Exception {
+        LockerStoreManager a = open(config("a"));
+        LockerStoreManager b = open(config("b"));
+        StaticBuffer column = buffer("c");
+        StoreTransaction t1 = tx(a);
+        StoreTransaction t2 = tx(b);
+        String longValue = "w".repeat(6000);
+        a.openDatabase("graphindex").acquireLock(buffer("k"), column, null, t1);
+        a.openDatabase("graphindex").acquireLock(buffer("ab"), buffer("c"), null, t1);
+        a.openDatabase("graphindex").acquireLock(buffer(longValue + "1"), column, null, t1);
+        b.openDatabase("edgestore").acquireLock(buffer("k"), column, null, t2);
+        b.openDatabase("graphindex").acquireLock(buffer("a"), buffer("bc"), null, t2);
+        b.openDatabase("graphindex").acquireLock(buffer(longValue + "2"), column, null, t2);
+        lockAndCheck(a.openDatabase("graphindex"), buffer("k0"), column, t1); // checks all of t1's locks
+        lockAndCheck(b.openDatabase("graphindex"), buffer("k0b"), column, t2);
+        t1.commit();
+        t2.commit();
+    }
+
+    /**
+     * A claim that expired (and was taken by another instance) reaches JanusGraph as its TemporaryLockingException
+     * (as its own ExpiredLockException does), with ours as the cause; the transaction never commits through it, however
+     * often its mutation is retried (JanusGraph's BackendOperation retries a temporary failure).
+     */
+    @Test
+    void anExpiredClaimNeverLetsItsTransactionCommit() throws Exception {
+        ModifiableConfiguration ca = config("a");
+        ca.set(GraphDatabaseConfiguration.LOCK_EXPIRE, Duration.ofMillis(300));
+        LockerStoreManager a = open(ca);
+        LockerStoreManager b = open(config("b"));
+        KeyColumnValueStore storeA = a.openDatabase("graphindex");
+        KeyColumnValueStore storeB = b.openDatabase("graphindex");
+        StaticBuffer key = buffer("unique-value");
+        StaticBuffer column = buffer("c");
+
+        StoreTransaction t1 = tx(a);
+        storeA.acquireLock(key, column, null, t1);
+        boolean bCommitted = false;
+        for (int attempt = 0; attempt < 100 && !bCommitted; attempt++) { // a's claim expires meanwhile
+            bCommitted = tryCommit(b, storeB, key, column, "b");
+            if (!bCommitted) {
+                Thread.sleep(50);
+            }
+        }
+        assertTrue(bCommitted, "b took the lock once a's claim expired");
+        for (int retry = 0; retry < 3; retry++) {
+            TemporaryLockingException e = assertThrows(TemporaryLockingException.class,
+                    () -> storeA.mutate(key, List.of(StaticArrayEntry.of(column, buffer("a"))), List.of(), t1));
+            assertInstanceOf(dev.locker.api.ExpiredLockException.class, e.getCause(), e.toString());
+        }
+        t1.rollback();
+    }
+
+    /**
+     * Closing an instance with a transaction in flight releases its locks (another instance takes them at once) and
+     * fails the transaction's next step for good; its rollback still succeeds.
+     */
+    @Test
+    void closingAnInstanceUnderAnOpenTransactionFailsItClosed() throws Exception {
+        LockerStoreManager a = new LockerStoreManager(config("a"));
+        LockerStoreManager b = open(config("b"));
+        KeyColumnValueStore storeA = a.openDatabase("graphindex");
+        KeyColumnValueStore storeB = b.openDatabase("graphindex");
+        StaticBuffer key = buffer("unique-value");
+        StaticBuffer column = buffer("c");
+        StoreTransaction t1 = tx(a);
+        storeA.acquireLock(key, column, null, t1);
+        a.close();
+        PermanentLockingException e = assertThrows(PermanentLockingException.class,
+                () -> storeA.mutate(key, List.of(StaticArrayEntry.of(column, buffer("a"))), List.of(), t1));
+        assertInstanceOf(IllegalStateException.class, e.getCause());
+        t1.rollback();
+        assertTrue(tryCommit(b, storeB, key, column, "b"), "a's close released its claim");
+    }
+
+    /**
+     * Contention found when the locks are checked (wait-and-read-back) reaches JanusGraph as its temporary exception,
+     * with ours as the cause naming the lock and the holder.
+     */
+    @Test
+    void contentionAtTheCheckNamesTheLockAndTheHolder() throws Exception {
+        LockerStoreManager a = open(config("a"));
+        LockerStoreManager b = open(config("b"));
+        StaticBuffer key = buffer("unique-value");
+        StaticBuffer column = buffer("c");
+        StoreTransaction t1 = tx(a);
+        lockAndCheck(a.openDatabase("graphindex"), key, column, t1);
+        StoreTransaction t2 = tx(b);
+        TemporaryLockingException e = assertThrows(TemporaryLockingException.class,
+                () -> lockAndCheck(b.openDatabase("graphindex"), key, column, t2));
+        dev.locker.api.TemporaryLockingException ours =
+                assertInstanceOf(dev.locker.api.TemporaryLockingException.class, e.getCause());
+        assertTrue(ours.lock() != null && ours.holder() != null && ours.holder().rid().startsWith("a"), e.toString());
+        t2.rollback();
+        t1.commit();
+    }
+
+    /** clearStorage also releases a long lock, held through its stand-in (which keeps the namespace prefix). */
+    @Test
+    void clearStorageReleasesALongLocksStandIn() throws Exception {
+        LockerStoreManager a = open(config("a"));
+        LockerStoreManager b = open(config("b"));
+        StaticBuffer key = buffer("v".repeat(6000));
+        StaticBuffer column = buffer("c");
+        StoreTransaction leaked = tx(a);
+        lockAndCheck(a.openDatabase("graphindex"), key, column, leaked);
+        b.clearStorage();
+        assertTrue(tryLockedCommit(b, b.openDatabase("graphindex"), key, column), "the stand-in was released");
+    }
+
+    /**
+     * Closing an instance closes its data backend first, then its Locker (which releases its claims): a data write in
+     * flight is ended (or refused) before another instance can take the locks it was made under.
+     */
+    @Test
+    void closingAnInstanceClosesTheDataBackendBeforeReleasingItsLocks() throws Exception {
+        LockerStoreManager a = new LockerStoreManager(config("a"));
+        LockerStoreManager b = open(config("b"));
+        KeyColumnValueStore storeA = a.openDatabase("graphindex");
+        StaticBuffer key = buffer("unique-value");
+        StaticBuffer column = buffer("c");
+        StoreTransaction t1 = tx(a);
+        lockAndCheck(storeA, key, column, t1);
+        dev.locker.api.KeyColumn lock = new LockKeys(share, "graphindex_lock_", b.locker().config().maxKeyBytes())
+                .lockOf(new KeyColumn(key, column));
+        AtomicBoolean heldWhenDataClosed = new AtomicBoolean();
+        ReviewStoreManager.ON_CLOSE.put(share, () -> heldWhenDataClosed.set(b.locker().holder(lock).isPresent()));
+        a.close();
+        assertTrue(heldWhenDataClosed.get(), "a's lock was still held when its data backend closed");
+        assertFalse(b.locker().holder(lock).isPresent(), "and released by the close");
+    }
+
+    /**
+     * Two instances in one JVM naming one mediator group meet in-process first: the second fails at acquireLock with
+     * a temporary failure, with no store I/O, and gets the lock once the first committed.
+     */
+    @Test
+    void twoInstancesSharingAMediatorGroupMeetInProcess() throws Exception {
+        ModifiableConfiguration ca = config("a");
+        ModifiableConfiguration cb = config("b");
+        ca.set(GraphDatabaseConfiguration.LOCK_LOCAL_MEDIATOR_GROUP, share + "/group");
+        cb.set(GraphDatabaseConfiguration.LOCK_LOCAL_MEDIATOR_GROUP, share + "/group");
+        LockerStoreManager a = open(ca);
+        LockerStoreManager b = open(cb);
+        KeyColumnValueStore storeA = a.openDatabase("graphindex");
+        KeyColumnValueStore storeB = b.openDatabase("graphindex");
+        StaticBuffer key = buffer("unique-value");
+        StaticBuffer column = buffer("c");
+        StoreTransaction t1 = tx(a);
+        lockAndCheck(storeA, key, column, t1);
+        StoreTransaction t2 = tx(b);
+        TemporaryLockingException e = assertThrows(TemporaryLockingException.class,
+                () -> storeB.acquireLock(key, column, null, t2));
+        assertTrue(e.getMessage().contains("in this process"), e.getMessage());
+        t2.rollback();
+        t1.commit();
+        assertTrue(tryLockedCommit(b, storeB, key, column));
+    }
+
+    /**
+     * No password of the Locker URI in any message of the failure, its causes, or what is logged meanwhile: for
+     * passwords as generated secrets look (base64 has '/' and '+'; some have ':'), in the user info or the query.
+     */
+    @Test
+    @Disabled("finding 4: the URI redactors stop at '/' and take the last ':' (RedisUri.java:244, UriOptions.java:253, "
+            + "MongoLockerProvider.java:169, Lockers.java:75-88): passwords with '/' or ':' reach messages")
+    void noPasswordOfTheUriReachesAMessageOrTheLog() {
+        List<String> leaks = new ArrayList<>();
+        String[] uris = {
+                "redis://default:Pw0/Sec+ret=@127.0.0.1:notaport",
+                "redis://default:Pw0Sec@ret@127.0.0.1:notaport",
+                "redis://127.0.0.1:6379/0?password=Pw0Secret&expiry=banana",
+                "mongodb://user:Pw0/Sec+ret=@127.0.0.1:notaport/db",
+                "nosuch://user:Pw0:Secret@host/",
+        };
+        for (String uri : uris) {
+            ModifiableConfiguration c = config("a");
+            c.set(LockerOptions.URI, uri);
+            PrintStream err = System.err;
+            ByteArrayOutputStream captured = new ByteArrayOutputStream();
+            Throwable failure = null;
+            try {
+                System.setErr(new PrintStream(captured, true, StandardCharsets.UTF_8));
+                open(c);
+            } catch (Throwable t) {
+                failure = t;
+            } finally {
+                System.setErr(err);
+            }
+            StringBuilder seen = new StringBuilder(captured.toString(StandardCharsets.UTF_8));
+            for (Throwable t = failure; t != null; t = t.getCause()) {
+                seen.append('\n').append(t);
+            }
+            if (failure == null) {
+                leaks.add(uri + " was accepted");
+            } else if (seen.toString().contains("Pw0")) {
+                leaks.add(uri + " -> " + seen.toString().replace('\n', ' '));
+            }
+        }
+        assertTrue(leaks.isEmpty(), String.join("\n", leaks));
+    }
+}

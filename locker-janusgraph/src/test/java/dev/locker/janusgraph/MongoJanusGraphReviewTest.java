@@ -1,0 +1,120 @@
+package dev.locker.janusgraph;
+
+import dev.locker.mongo.InProcessMongo;
+import dev.locker.testkit.FreezingProxy;
+import org.janusgraph.diskstorage.BackendException;
+import org.janusgraph.diskstorage.StaticBuffer;
+import org.janusgraph.diskstorage.configuration.ModifiableConfiguration;
+import org.janusgraph.diskstorage.keycolumnvalue.KeyColumnValueStore;
+import org.janusgraph.diskstorage.keycolumnvalue.StoreTransaction;
+import org.janusgraph.diskstorage.locking.TemporaryLockingException;
+import org.janusgraph.diskstorage.util.KeyColumn;
+import org.janusgraph.graphdb.configuration.GraphDatabaseConfiguration;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Disabled;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+import static dev.locker.janusgraph.JanusGraphReviewTest.buffer;
+import static dev.locker.janusgraph.JanusGraphReviewTest.lockAndWrite;
+import static dev.locker.janusgraph.JanusGraphReviewTest.tryCommit;
+import static dev.locker.janusgraph.JanusGraphReviewTest.tx;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Adversarial review of locker-janusgraph on the in-process MongoDB wire-protocol server. The {@code @Disabled} case
+ * is a finding: it fails today and passes once fixed.
+ */
+class MongoJanusGraphReviewTest {
+
+    private static InProcessMongo mongo;
+
+    private final String share = "jg-review-mongo-" + System.nanoTime();
+    private final List<AutoCloseable> closing = new ArrayList<>();
+
+    @BeforeAll
+    static void startMongo() {
+        mongo = InProcessMongo.start();
+    }
+
+    @AfterAll
+    static void stopMongo() {
+        mongo.close();
+    }
+
+    @AfterEach
+    void closeAll() throws Exception {
+        for (int i = closing.size() - 1; i >= 0; i--) {
+            closing.get(i).close();
+        }
+    }
+
+    private static int port(String uri) {
+        String hostPort = uri.substring("mongodb://".length(), uri.indexOf('/', "mongodb://".length()));
+        return Integer.parseInt(hostPort.substring(hostPort.lastIndexOf(':') + 1));
+    }
+
+    private String uri(int port) {
+        return "mongodb://127.0.0.1:" + port + "/?serverSelectionTimeoutMS=3000&connectTimeoutMS=3000"
+                + "&socketTimeoutMS=500&lockerCollection=" + share.replace('-', '_');
+    }
+
+    private LockerStoreManager open(String instance, String uri) throws BackendException {
+        ModifiableConfiguration c = GraphDatabaseConfiguration.buildGraphConfiguration();
+        c.set(LockerOptions.BACKEND, ReviewStoreManager.class.getName());
+        c.set(GraphDatabaseConfiguration.STORAGE_DIRECTORY, share);
+        c.set(LockerOptions.URI, uri);
+        c.set(LockerOptions.NAMESPACE, share);
+        c.set(GraphDatabaseConfiguration.UNIQUE_INSTANCE_ID, instance);
+        c.set(GraphDatabaseConfiguration.LOCK_LOCAL_MEDIATOR_GROUP, share + "/" + instance);
+        c.set(GraphDatabaseConfiguration.LOCK_EXPIRE, Duration.ofMinutes(5));
+        LockerStoreManager m = new LockerStoreManager(c);
+        closing.add(m::close);
+        return m;
+    }
+
+    /**
+     * Finding 6: on MongoDB, a claim whose upsert timed out (the request reaches the server later, as after a stalled
+     * network path) is taken back once, at once, while the path is still stalled; that fails and nothing tries again,
+     * so the claim of a transaction that failed and rolled back (JanusGraph recorded no store for it: no deleteLocks)
+     * holds the lock for the whole {@code storage.lock.expiry-time} (5 minutes here and by default), on every instance.
+     * The Redis backend retries the withdrawal in the background ({@code RedisJanusGraphReviewTest}).
+     */
+    @Test
+    @Disabled("finding 6: MongoLocker.writeSingleLock takes back an ambiguous claim once (releaseQuietly, locker-mongo "
+            + "MongoLocker.java:170-172, 377-385) and never again: a timed-out acquireLock blocks the lock for the expiry")
+    void aTimedOutClaimIsWithdrawnAndDoesNotBlockTheLockForTheExpiry() throws Exception {
+        StaticBuffer key = buffer("unique-value");
+        StaticBuffer column = buffer("c");
+        LockerStoreManager b = open("b", uri(port(mongo.uri())));
+        KeyColumnValueStore storeB = b.openDatabase("graphindex");
+        try (FreezingProxy proxy = new FreezingProxy("127.0.0.1", port(mongo.uri()))) {
+            LockerStoreManager a = open("a", uri(proxy.port()));
+            KeyColumnValueStore storeA = a.openDatabase("graphindex");
+            StoreTransaction warm = tx(a);
+            lockAndWrite(storeA, buffer("warm-up"), column, "x", warm);
+            warm.commit();
+            proxy.freeze();
+            StoreTransaction t = tx(a);
+            assertThrows(TemporaryLockingException.class, () -> storeA.acquireLock(key, column, null, t));
+            t.rollback(); // JanusGraph's rollback: the store was never recorded, so no deleteLocks
+            proxy.thaw(); // the held request reaches the server now
+            Thread.sleep(1000);
+        }
+        boolean committed = false;
+        for (int attempt = 0; attempt < 50 && !committed; attempt++) {
+            committed = tryCommit(b, storeB, key, column, "b");
+            if (!committed) {
+                Thread.sleep(100);
+            }
+        }
+        assertTrue(committed, "the lock is still blocked by the claim of a transaction that failed and rolled back: "
+                + b.locker().holder(new LockKeys(share, "graphindex_lock_", 4096).lockOf(new KeyColumn(key, column))));
+    }
+}
