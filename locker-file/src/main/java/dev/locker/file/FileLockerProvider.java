@@ -3,6 +3,7 @@ package dev.locker.file;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.LockerProvider;
+import dev.locker.api.Lockers;
 import dev.locker.spi.UriOptions;
 
 import java.io.ByteArrayOutputStream;
@@ -40,7 +41,8 @@ public final class FileLockerProvider implements LockerProvider {
             int slash = rest.indexOf('/');
             String host = slash < 0 ? rest : rest.substring(0, slash);
             if (!host.isEmpty() && !host.equalsIgnoreCase("localhost")) {
-                throw new IllegalArgumentException("file: URI '" + base + "' names host '" + host + "': file: takes a "
+                throw new IllegalArgumentException("file: URI '" + Lockers.redact(base) + "' names host '"
+                        + UriOptions.shown(base, host) + "': file: takes a "
                         + "local directory (file:/dir, file:relative/dir or file:///dir); for processes on several "
                         + "hosts use redis://, mongodb:// or hbase://");
             }
@@ -48,13 +50,14 @@ public final class FileLockerProvider implements LockerProvider {
         }
         path = percentDecoded(path, base);
         if (path.isEmpty()) {
-            throw new IllegalArgumentException("file: URI '" + base + "' names no directory: use file:/some/dir or "
+            throw new IllegalArgumentException("file: URI '" + Lockers.redact(base) + "' names no directory: use file:/some/dir or "
                     + "file:relative/dir");
         }
         try {
             return Path.of(path);
         } catch (InvalidPathException e) {
-            throw new IllegalArgumentException("file: URI '" + base + "' is not a valid path: " + e.getMessage(), e);
+            throw new IllegalArgumentException("file: URI '" + Lockers.redact(base) + "' is not a valid path: "
+                    + e.getReason(), e);
         }
     }
 
@@ -69,7 +72,7 @@ public final class FileLockerProvider implements LockerProvider {
                 int hi = i + 2 < bytes.length ? Character.digit(bytes[i + 1], 16) : -1;
                 int lo = i + 2 < bytes.length ? Character.digit(bytes[i + 2], 16) : -1;
                 if (hi < 0 || lo < 0) {
-                    throw new IllegalArgumentException("file: URI '" + base + "' has a bad percent-escape at " + i);
+                    throw new IllegalArgumentException("file: URI '" + Lockers.redact(base) + "' has a bad percent-escape at " + i);
                 }
                 out.write(hi << 4 | lo);
                 i += 2;

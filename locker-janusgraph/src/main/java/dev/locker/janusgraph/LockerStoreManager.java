@@ -153,8 +153,7 @@ public class LockerStoreManager extends ExpectedValueCheckingStoreManager {
                 }
                 throw e;
             }
-            log.info("JanusGraph locks on {} (rid {}), data on {}", uri.substring(0, Math.max(0, uri.indexOf(':'))),
-                    locker.rid(), data.getName());
+            log.info("JanusGraph locks on {} (rid {}), data on {}", Lockers.redact(uri), locker.rid(), data.getName());
             return new Parts(config, data, locker, namespace);
         }
 

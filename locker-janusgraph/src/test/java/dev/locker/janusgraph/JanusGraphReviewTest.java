@@ -576,8 +576,6 @@ class JanusGraphReviewTest {
      * passwords as generated secrets look (base64 has '/' and '+'; some have ':'), in the user info or the query.
      */
     @Test
-    @Disabled("finding 4: the URI redactors stop at '/' and take the last ':' (RedisUri.java:244, UriOptions.java:253, "
-            + "MongoLockerProvider.java:169, Lockers.java:75-88): passwords with '/' or ':' reach messages")
     void noPasswordOfTheUriReachesAMessageOrTheLog() {
         List<String> leaks = new ArrayList<>();
         String[] uris = {
