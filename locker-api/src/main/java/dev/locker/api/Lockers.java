@@ -52,6 +52,22 @@ public final class Lockers {
         return provider(uri, config).open(uri, config);
     }
 
+    /**
+     * Checks {@code uri} as {@link #open(String, LockerConfig)} would, without connecting, starting a thread or
+     * creating a file, and returns the configuration the locker would run with: {@code config} with the URI's options
+     * applied ({@code expiry}, {@code maxKeyBytes}...). {@code open} runs the same parsing, so a URI that passes here
+     * fails there only for what needs the backend (unreachable, refused, missing table...).
+     *
+     * @param uri the locker URI; its scheme picks the backend
+     * @param config the settings; URI options override them
+     * @return the effective configuration
+     * @throws IllegalArgumentException for a malformed URI, an unknown scheme or option, or a bad value, naming it (the
+     *     message shows the URI only {@linkplain #redact redacted})
+     */
+    public static LockerConfig check(String uri, LockerConfig config) {
+        return provider(uri, config).check(uri, config);
+    }
+
     /** The provider of {@code uri}'s scheme, after the checks shared by {@link #open} and {@link #check}. */
     private static LockerProvider provider(String uri, LockerConfig config) {
         if (uri == null || uri.isBlank()) {

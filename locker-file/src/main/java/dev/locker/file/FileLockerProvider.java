@@ -27,10 +27,25 @@ public final class FileLockerProvider implements LockerProvider {
 
     @Override
     public Locker open(String uri, LockerConfig config) {
+        Parsed p = parse(uri, config);
+        return FileLocker.builder(p.dir()).wallClock(p.wallClock()).config(p.config()).build();
+    }
+
+    @Override
+    public LockerConfig check(String uri, LockerConfig config) {
+        return parse(uri, config).config();
+    }
+
+    /** A {@code file:} URI read: the directory (not touched), the clock choice and the effective configuration. */
+    private record Parsed(Path dir, boolean wallClock, LockerConfig config) {
+    }
+
+    /** The one parse of a {@code file:} URI, for {@link #open} and {@link #check}; no file is read or created. */
+    private static Parsed parse(String uri, LockerConfig config) {
         UriOptions options = UriOptions.parse(uri).requireKnown(Set.of("wallClock"));
         Path dir = directoryOf(options.base());
         boolean wallClock = options.getBoolean("wallClock", false);
-        return FileLocker.builder(dir).wallClock(wallClock).config(options.applyTo(config)).build();
+        return new Parsed(dir, wallClock, options.applyTo(config));
     }
 
     /** The directory a {@code file:} URI (without its query) names. */

@@ -268,8 +268,6 @@ class JanusGraphReviewTest {
      * HBase: connected), by {@code Lockers.open}; every other input is checked first.
      */
     @Test
-    @Disabled("finding 5: LockerStoreManager.Parts.of opens the data backend (LockerStoreManager.java:145) before "
-            + "the Locker URI is parsed (line 148): a bad URI is refused after the data backend's I/O")
     void aBadLockerUriIsRefusedBeforeTheDataBackendIsOpened() {
         ModifiableConfiguration c = config("a");
         c.set(LockerOptions.URI, "mem:" + share + "?expiry=banana");

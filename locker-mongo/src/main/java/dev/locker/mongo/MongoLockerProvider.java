@@ -55,7 +55,22 @@ public final class MongoLockerProvider implements LockerProvider {
 
     @Override
     public Locker open(String uri, LockerConfig config) {
-        return builder(uri).config(withCommonOptions(uri, config)).build();
+        Prepared p = prepared(uri, config);
+        return p.builder().config(p.config()).build();
+    }
+
+    @Override
+    public LockerConfig check(String uri, LockerConfig config) {
+        return prepared(uri, config).config();
+    }
+
+    /** A MongoDB URI read: a builder set from it (no client until {@code build()}) and the effective configuration. */
+    record Prepared(MongoLocker.Builder builder, LockerConfig config) {
+    }
+
+    /** The one parse of a MongoDB URI, for {@link #open} and {@link #check}: nothing connected, no thread. */
+    static Prepared prepared(String uri, LockerConfig config) {
+        return new Prepared(builder(uri), withCommonOptions(uri, config));
     }
 
     /** {@code config} with the URI's common options (expiry, retries, why...: {@link UriOptions#COMMON}) applied. */
