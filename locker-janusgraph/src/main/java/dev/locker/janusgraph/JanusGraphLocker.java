@@ -6,6 +6,8 @@ import dev.locker.api.LockingException;
 import org.janusgraph.diskstorage.keycolumnvalue.StoreTransaction;
 import org.janusgraph.diskstorage.locking.PermanentLockingException;
 import org.janusgraph.diskstorage.locking.TemporaryLockingException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * JanusGraph's {@link org.janusgraph.diskstorage.locking.Locker} for one locker name (a store's name plus
@@ -19,6 +21,8 @@ import org.janusgraph.diskstorage.locking.TemporaryLockingException;
  * locks at once; the second store's call finds them checked (no I/O) or released (nothing to do).
  */
 final class JanusGraphLocker implements org.janusgraph.diskstorage.locking.Locker {
+
+    private static final Logger log = LoggerFactory.getLogger(JanusGraphLocker.class);
 
     private final Locker locker;
     private final LockKeys keys;
@@ -44,12 +48,26 @@ final class JanusGraphLocker implements org.janusgraph.diskstorage.locking.Locke
         }
     }
 
+    /**
+     * Checks the transaction's locks, then keeps its claims alive until {@link #deleteLocks}: JanusGraph checks them
+     * once, before its first data write, and may then retry a failed write for up to {@code storage.write-time}
+     * (100 s by default), longer than the expiry; a claim that expired meanwhile would let another instance commit the
+     * same value. While kept alive, a claim is renewed in place (a third of the expiry apart) and a claim that cannot
+     * be renewed is lost before its deadline, which the check before each further write attempt reports
+     * ({@link LockerStoreManager#mutateMany}).
+     */
     @Override
     public void checkLocks(StoreTransaction tx) throws TemporaryLockingException, PermanentLockingException {
         try {
             locker.checkLocks(tx);
         } catch (LockingException | IllegalArgumentException | IllegalStateException e) {
             throw translated(e);
+        }
+        try {
+            locker.keepAlive(tx, true);
+        } catch (IllegalStateException e) {
+            // a transaction with no lock has nothing to keep alive; a locker closed meanwhile fails the next check
+            log.debug("no keep-alive for {}: {}", tx, e.getMessage());
         }
     }
 

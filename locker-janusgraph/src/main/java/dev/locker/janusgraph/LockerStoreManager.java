@@ -10,12 +10,17 @@ import dev.locker.local.LocalLockMediators;
 import org.janusgraph.diskstorage.Backend;
 import org.janusgraph.diskstorage.BackendException;
 import org.janusgraph.diskstorage.StandardStoreManager;
+import org.janusgraph.diskstorage.StaticBuffer;
 import org.janusgraph.diskstorage.configuration.Configuration;
+import org.janusgraph.diskstorage.keycolumnvalue.KCVMutation;
 import org.janusgraph.diskstorage.keycolumnvalue.KeyColumnValueStoreManager;
 import org.janusgraph.diskstorage.keycolumnvalue.StoreManager;
+import org.janusgraph.diskstorage.keycolumnvalue.StoreTransaction;
 import org.janusgraph.diskstorage.keycolumnvalue.keyvalue.OrderedKeyValueStoreManager;
 import org.janusgraph.diskstorage.keycolumnvalue.keyvalue.OrderedKeyValueStoreManagerAdapter;
+import org.janusgraph.diskstorage.locking.PermanentLockingException;
 import org.janusgraph.diskstorage.locking.consistentkey.ExpectedValueCheckingStoreManager;
+import org.janusgraph.diskstorage.locking.consistentkey.ExpectedValueCheckingTransaction;
 import org.janusgraph.graphdb.configuration.GraphDatabaseConfiguration;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -40,8 +45,12 @@ import java.util.concurrent.ConcurrentHashMap;
  * {@code storage.lock.expiry-time} (300 s by default) in every instance; in its own process the next transaction gets
  * the in-process record at the claim's deadline, never later. Lower the expiry if leaks are a concern.
  *
+ * <p>From a transaction's check to its release its claims are kept alive, and each data write after its first checks
+ * them again ({@link #mutateMany}): JanusGraph checks them only once, then may retry a write past the expiry.
+ *
  * <p>Invariant: one Locker per store manager, closed with it; every lock key starts with the graph's
- * {@code storage.locker.namespace}, so {@link #clearStorage()} can release them all.
+ * {@code storage.locker.namespace}, so {@link #clearStorage()} can release them all (only when the namespace is set:
+ * the default one may be shared by other graphs).
  */
 public class LockerStoreManager extends ExpectedValueCheckingStoreManager {
 
@@ -55,6 +64,8 @@ public class LockerStoreManager extends ExpectedValueCheckingStoreManager {
 
     private final Locker locker;
     private final String namespace;
+    /** Whether {@code storage.locker.namespace} was set (not its shared default): only then does clearStorage release. */
+    private final boolean namespaceSet;
 
     public LockerStoreManager(Configuration config) throws BackendException {
         this(Parts.of(config));
@@ -65,6 +76,7 @@ public class LockerStoreManager extends ExpectedValueCheckingStoreManager {
                 parts.config.get(GraphDatabaseConfiguration.STORAGE_READ_WAITTIME));
         this.locker = parts.locker;
         this.namespace = parts.namespace;
+        this.namespaceSet = parts.config.has(LockerOptions.NAMESPACE);
     }
 
     /** The Locker this graph instance locks with (for operators: holders, listing). */
@@ -72,10 +84,45 @@ public class LockerStoreManager extends ExpectedValueCheckingStoreManager {
         return locker;
     }
 
-    /** Clears the data backend and releases every lock of this graph's namespace. */
+    /**
+     * Before each data write of a transaction after its first (a retry of a write that failed, a later chunk of a large
+     * commit), checks again, without I/O, that its locks are still held: JanusGraph checks them only before the first.
+     * A lock lost meanwhile (a renewal of the keep-alive that {@link JanusGraphLocker#checkLocks} started failed, a
+     * forced release) fails the write for good: the transaction cannot get it back and must start again.
+     */
+    @Override
+    public void mutateMany(Map<String, Map<StaticBuffer, KCVMutation>> mutations, StoreTransaction txh)
+            throws BackendException {
+        if (txh instanceof ExpectedValueCheckingTransaction) {
+            ExpectedValueCheckingTransaction etx = (ExpectedValueCheckingTransaction) txh;
+            if (etx.isMutationStarted()) {
+                try {
+                    locker.checkLocks(etx.getConsistentTx());
+                } catch (LockingException | IllegalStateException e) {
+                    String message = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
+                    throw new PermanentLockingException("a lock of this transaction was lost before its data write "
+                            + "went on: " + message, e);
+                }
+            }
+        }
+        super.mutateMany(mutations, txh);
+    }
+
+    /**
+     * Clears the data backend and, when {@code storage.locker.namespace} is set, releases every lock of that
+     * namespace. Under the default namespace nothing is released: every graph that does not set one shares it, and a
+     * forced release there would take live locks from other graphs (their claims expire on their own).
+     */
     @Override
     public void clearStorage() throws BackendException {
         super.clearStorage();
+        if (!namespaceSet) {
+            log.warn("clearStorage released no lock: storage.locker.namespace is not set, and the default namespace "
+                    + "'{}' may be shared by other graphs on the same Locker backend (this graph's claims expire on "
+                    + "their own within storage.lock.expiry-time; set storage.locker.namespace, distinct per graph, "
+                    + "to have clearStorage release them)", namespace);
+            return;
+        }
         try {
             int released = releaseAll(locker, namespace);
             log.info("clearStorage released {} lock(s) of namespace '{}'", released, namespace);
@@ -158,6 +205,13 @@ public class LockerStoreManager extends ExpectedValueCheckingStoreManager {
                 }
                 throw e;
             }
+            try {
+                LockKeys.requireRoom(locker.config().maxKeyBytes());
+            } catch (IllegalArgumentException e) {
+                locker.close();
+                closeQuietly(data);
+                throw e;
+            }
             log.info("JanusGraph locks on {} (rid {}), data on {}", Lockers.redact(uri), locker.rid(), data.getName());
             return new Parts(config, data, locker, namespace, effective);
         }
@@ -220,7 +274,7 @@ public class LockerStoreManager extends ExpectedValueCheckingStoreManager {
 
         org.janusgraph.diskstorage.locking.Locker forName(String lockerName) {
             return byName.computeIfAbsent(lockerName, n -> new JanusGraphLocker(locker,
-                    new LockKeys(namespace, n, locker.config().maxKeyBytes())));
+                    new LockKeys(namespace, n)));
         }
     }
 }

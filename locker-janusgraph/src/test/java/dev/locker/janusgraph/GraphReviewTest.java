@@ -65,9 +65,6 @@ class GraphReviewTest {
      * index, one cell per value, finds only one of them).
      */
     @Test
-    @Disabled("finding 3: no lock is kept alive (nor checked again) while JanusGraph retries a commit's data write "
-            + "(JanusGraphLocker.java:48-54, LockerStoreManager.java:161-174); README.md:728 advises an expiry below "
-            + "storage.write-time's default: a unique LOCK index gets two vertices with one value")
     void aCommitWhoseDataWriteIsRetriedPastTheExpiryDoesNotDuplicateAUniqueValue() throws Exception {
         JanusGraph a = open("instance-a", Duration.ofSeconds(1));
         JanusGraphManagement m = a.openManagement();

@@ -146,8 +146,6 @@ class JanusGraphReviewTest {
      * never meet and both commit the same unique value.
      */
     @Test
-    @Disabled("finding 1: LockKeys fits a lock to the instance's own maxKeyBytes (LockerStoreManager.java:219, "
-            + "LockKeys.java:25,37): instances whose URIs differ in maxKeyBytes map one long lock to two keys")
     void instancesWithDifferentMaxKeyBytesStillMeetOnALongLock() throws Exception {
         LockerStoreManager a = open(config("a"));
         ModifiableConfiguration cb = config("b");
@@ -174,9 +172,6 @@ class JanusGraphReviewTest {
      * (a checked lock costs no I/O again), and a second instance of X takes the same lock and commits too.
      */
     @Test
-    @Disabled("finding 2: clearStorage releases every lock under the namespace (LockerStoreManager.java:77-85) and the "
-            + "namespace defaults to the constant 'janusgraph' (LockerOptions.java:33-36): dropping graph Y releases "
-            + "graph X's held locks")
     void clearingOneGraphDoesNotReleaseAnotherGraphsLocks() throws Exception {
         String graphX = share + "-x";
         String graphY = share + "-y";
@@ -208,9 +203,6 @@ class JanusGraphReviewTest {
      * about six expiries); then a's write goes on. Exactly one of the two may commit.
      */
     @Test
-    @Disabled("finding 3: locks are not kept alive while JanusGraph's commit runs (JanusGraphLocker.checkLocks, "
-            + "JanusGraphLocker.java:48-54), and nothing ties storage.lock.expiry-time to storage.write-time "
-            + "(LockerStoreManager.java:161-174); README.md:728 advises a 30 s expiry: both instances commit")
     void aDataWriteHeldPastTheExpiryDoesNotLetASecondInstanceCommit() throws Exception {
         ModifiableConfiguration ca = config("a");
         ca.set(GraphDatabaseConfiguration.LOCK_EXPIRE, Duration.ofSeconds(1));
@@ -381,9 +373,8 @@ class JanusGraphReviewTest {
         lockAndWrite(edgesB, buffer("k"), column, "x", holder);
 
         Locker locker = a.locker();
-        int max = locker.config().maxKeyBytes();
-        JanusGraphLocker index = new JanusGraphLocker(locker, new LockKeys(share, "graphindex_lock_", max));
-        JanusGraphLocker edges = new JanusGraphLocker(locker, new LockKeys(share, "edgestore_lock_", max));
+        JanusGraphLocker index = new JanusGraphLocker(locker, new LockKeys(share, "graphindex_lock_"));
+        JanusGraphLocker edges = new JanusGraphLocker(locker, new LockKeys(share, "edgestore_lock_"));
         StoreTransaction t = tx(a).getConsistentTx();
         index.writeLock(new KeyColumn(buffer("k1"), column), t);
         index.checkLocks(t);
@@ -533,7 +524,7 @@ class JanusGraphReviewTest {
         StaticBuffer column = buffer("c");
         StoreTransaction t1 = tx(a);
         lockAndCheck(storeA, key, column, t1);
-        dev.locker.api.KeyColumn lock = new LockKeys(share, "graphindex_lock_", b.locker().config().maxKeyBytes())
+        dev.locker.api.KeyColumn lock = new LockKeys(share, "graphindex_lock_")
                 .lockOf(new KeyColumn(key, column));
         AtomicBoolean heldWhenDataClosed = new AtomicBoolean();
         ReviewStoreManager.ON_CLOSE.put(share, () -> heldWhenDataClosed.set(b.locker().holder(lock).isPresent()));

@@ -115,6 +115,6 @@ class MongoJanusGraphReviewTest {
             }
         }
         assertTrue(committed, "the lock is still blocked by the claim of a transaction that failed and rolled back: "
-                + b.locker().holder(new LockKeys(share, "graphindex_lock_", 4096).lockOf(new KeyColumn(key, column))));
+                + b.locker().holder(new LockKeys(share, "graphindex_lock_").lockOf(new KeyColumn(key, column))));
     }
 }

@@ -102,7 +102,7 @@ class RedisJanusGraphReviewTest {
         TemporaryLockingException e = assertThrows(TemporaryLockingException.class,
                 () -> storeB.acquireLock(key, column, null, t2));
         assertTrue(e.getMessage().contains("rid=a"), "names the holder: " + e.getMessage());
-        dev.locker.api.KeyColumn lock = new LockKeys(share, "graphindex_lock_", b.locker().config().maxKeyBytes())
+        dev.locker.api.KeyColumn lock = new LockKeys(share, "graphindex_lock_")
                 .lockOf(new KeyColumn(key, column));
         assertFalse(b.locker().status(lock, t2.getConsistentTx()).isPresent(), "no record of the refused claim");
         t2.rollback();
@@ -187,6 +187,6 @@ class RedisJanusGraphReviewTest {
             }
         }
         assertTrue(committed, "the lock is still blocked by the claim of a transaction that failed and rolled back: "
-                + b.locker().holder(new LockKeys(share, "graphindex_lock_", 4096).lockOf(new KeyColumn(key, column))));
+                + b.locker().holder(new LockKeys(share, "graphindex_lock_").lockOf(new KeyColumn(key, column))));
     }
 }
