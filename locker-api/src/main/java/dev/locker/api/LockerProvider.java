@@ -3,7 +3,8 @@ package dev.locker.api;
 import java.util.Set;
 
 /**
- * A backend, found by {@link java.util.ServiceLoader} and chosen by URI scheme through {@link Lockers#open}.
+ * A backend, found by {@link java.util.ServiceLoader} and chosen by URI scheme through {@link Lockers#open}
+ * and {@link Lockers#check}.
  * Implementations register themselves in {@code META-INF/services/dev.locker.api.LockerProvider}.
  */
 public interface LockerProvider {
@@ -25,4 +26,18 @@ public interface LockerProvider {
      * @return the open locker; close it when done
      */
     Locker open(String uri, LockerConfig config);
+
+    /**
+     * Checks {@code uri} and returns the configuration a locker opened with it would run with, <b>without I/O</b>: no
+     * connection, no thread, no file or directory created. It runs the same parsing and option validation as
+     * {@link #open} (one parse function serves both, so they cannot disagree): a URI that passes here fails in
+     * {@code open} only for what needs the backend itself.
+     *
+     * @param uri the locker URI; its scheme picks the backend
+     * @param config the settings; URI options override them
+     * @return {@code config} with the URI's options applied ({@code expiry}, {@code maxKeyBytes}...)
+     * @throws IllegalArgumentException when the URI or an option is bad, naming what is wrong (the URI only as
+     *     {@link Lockers#redact} shows it)
+     */
+    LockerConfig check(String uri, LockerConfig config);
 }

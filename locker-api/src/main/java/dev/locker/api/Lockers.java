@@ -49,6 +49,27 @@ public final class Lockers {
      * @return the open locker; close it when done
      */
     public static Locker open(String uri, LockerConfig config) {
+        return provider(uri, config).open(uri, config);
+    }
+
+    /**
+     * Checks {@code uri} as {@link #open(String, LockerConfig)} would, without connecting, starting a thread or
+     * creating a file, and returns the configuration the locker would run with: {@code config} with the URI's options
+     * applied ({@code expiry}, {@code maxKeyBytes}...). {@code open} runs the same parsing, so a URI that passes here
+     * fails there only for what needs the backend (unreachable, refused, missing table...).
+     *
+     * @param uri the locker URI; its scheme picks the backend
+     * @param config the settings; URI options override them
+     * @return the effective configuration
+     * @throws IllegalArgumentException for a malformed URI, an unknown scheme or option, or a bad value, naming it (the
+     *     message shows the URI only {@linkplain #redact redacted})
+     */
+    public static LockerConfig check(String uri, LockerConfig config) {
+        return provider(uri, config).check(uri, config);
+    }
+
+    /** The provider of {@code uri}'s scheme, after the checks shared by {@link #open} and {@link #check}. */
+    private static LockerProvider provider(String uri, LockerConfig config) {
         if (uri == null || uri.isBlank()) {
             throw new IllegalArgumentException("locker URI must not be empty; known schemes: " + providers().keySet());
         }
@@ -57,34 +78,43 @@ public final class Lockers {
         }
         int colon = uri.indexOf(':');
         if (colon <= 0) {
-            throw new IllegalArgumentException("locker URI '" + redacted(uri) + "' has no scheme; known schemes: "
+            throw new IllegalArgumentException("locker URI '" + redact(uri) + "' has no scheme; known schemes: "
                     + providers().keySet());
         }
         String scheme = uri.substring(0, colon).toLowerCase(Locale.ROOT);
         Map<String, LockerProvider> providers = providers();
         LockerProvider provider = providers.get(scheme);
         if (provider == null) {
-            throw new IllegalArgumentException("no locker backend for scheme '" + scheme + "' (URI '" + redacted(uri)
-                    + "'); known schemes: " + providers.keySet()
+            throw new IllegalArgumentException("no locker backend for scheme '" + redact(scheme) + "' (URI '"
+                    + redact(uri) + "'); known schemes: " + providers.keySet()
                     + " (add the backend's module, e.g. locker-redis, to the classpath)");
         }
-        return provider.open(uri, config);
+        return provider;
     }
 
-    /** The URI as it may appear in a message: a password in its user info, or in a password option, is masked. */
-    static String redacted(String uri) {
-        String out = uri;
-        int q = out.indexOf('?');
-        int end = q >= 0 ? q : out.length();
-        int at = out.lastIndexOf('@', end);
-        int scheme = out.indexOf(':');
-        if (at > 0) {
-            int colon = out.lastIndexOf(':', at);
-            if (colon > scheme) {
-                out = out.substring(0, colon + 1) + "***" + out.substring(at);
-            }
-        }
-        return out.replaceAll("(?i)((?:^|[?&;])[a-z]*password=)[^&;#]*", "$1***");
+    /**
+     * The URI as it may appear in a message or a log line: the password of its user info (from the first ':' after
+     * {@code scheme://} up to the last '@', so a password with an unencoded '/', '?', ':' or '@' is masked whole) and
+     * the value of every query option whose name says password, secret or token (and MongoDB's
+     * {@code authMechanismProperties}) are replaced by {@code ***}. It errs towards masking too much. Every module
+     * shows URIs through this method only.
+     *
+     * @param uri any URI (or any text that may be one)
+     * @return the URI with its secrets masked; null for null
+     */
+    public static String redact(String uri) {
+        return UriRedaction.redact(uri);
+    }
+
+    /**
+     * The secrets {@link #redact} masks in {@code uri}, as written and percent-decoded, the longest first: for tools
+     * that must also scrub them from free text (a library's message that quotes a password it was given).
+     *
+     * @param uri any URI
+     * @return the secrets, non-empty, the longest first; empty for null
+     */
+    public static java.util.List<String> secrets(String uri) {
+        return UriRedaction.secrets(uri);
     }
 
     /**

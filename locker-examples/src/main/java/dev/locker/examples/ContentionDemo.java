@@ -28,7 +28,7 @@ public final class ContentionDemo {
     static void run(String uri, PrintStream out) throws Exception {
         KeyColumn lock = KeyColumn.of("schema", "migration-2026-11");
         LockerConfig base = LockerConfig.builder().expiry(Duration.ofSeconds(10)).lockWait(Duration.ofMillis(20)).build();
-        out.println("Backend: " + uri + " (known schemes: " + Lockers.providers().keySet() + ")");
+        out.println("Backend: " + Lockers.redact(uri) + " (known schemes: " + Lockers.providers().keySet() + ")");
         try (Locker web1 = Lockers.open(uri, base.toBuilder().rid("web-1-" + LockerConfig.randomRid().substring(0, 6)).host("web-1").build());
              Locker web2 = Lockers.open(uri, base.toBuilder().rid("web-2-" + LockerConfig.randomRid().substring(0, 6)).host("web-2").build())) {
 

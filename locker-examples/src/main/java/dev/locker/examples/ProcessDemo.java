@@ -115,7 +115,7 @@ public final class ProcessDemo {
         }, true, StandardCharsets.UTF_8);
 
         Timeline line = new Timeline(tl, t0);
-        tl.printf("Locker process demo: %d worker JVMs run a one-time migration on %s%n", workers, backend);
+        tl.printf("Locker process demo: %d worker JVMs run a one-time migration on %s%n", workers, dev.locker.api.Lockers.redact(backend));
         tl.printf("  (expiry %d s; the migration writes %d steps to %s, which refuses a token below one it saw)%n%n",
                 EXPIRY.toSeconds(), MigrationWorker.STEPS, targetFile);
 

@@ -3,6 +3,7 @@ package dev.locker.file;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.LockerProvider;
+import dev.locker.api.Lockers;
 import dev.locker.spi.UriOptions;
 
 import java.io.ByteArrayOutputStream;
@@ -26,10 +27,25 @@ public final class FileLockerProvider implements LockerProvider {
 
     @Override
     public Locker open(String uri, LockerConfig config) {
+        Parsed p = parse(uri, config);
+        return FileLocker.builder(p.dir()).wallClock(p.wallClock()).config(p.config()).build();
+    }
+
+    @Override
+    public LockerConfig check(String uri, LockerConfig config) {
+        return parse(uri, config).config();
+    }
+
+    /** A {@code file:} URI read: the directory (not touched), the clock choice and the effective configuration. */
+    private record Parsed(Path dir, boolean wallClock, LockerConfig config) {
+    }
+
+    /** The one parse of a {@code file:} URI, for {@link #open} and {@link #check}; no file is read or created. */
+    private static Parsed parse(String uri, LockerConfig config) {
         UriOptions options = UriOptions.parse(uri).requireKnown(Set.of("wallClock"));
         Path dir = directoryOf(options.base());
         boolean wallClock = options.getBoolean("wallClock", false);
-        return FileLocker.builder(dir).wallClock(wallClock).config(options.applyTo(config)).build();
+        return new Parsed(dir, wallClock, options.applyTo(config));
     }
 
     /** The directory a {@code file:} URI (without its query) names. */
@@ -40,7 +56,8 @@ public final class FileLockerProvider implements LockerProvider {
             int slash = rest.indexOf('/');
             String host = slash < 0 ? rest : rest.substring(0, slash);
             if (!host.isEmpty() && !host.equalsIgnoreCase("localhost")) {
-                throw new IllegalArgumentException("file: URI '" + base + "' names host '" + host + "': file: takes a "
+                throw new IllegalArgumentException("file: URI '" + Lockers.redact(base) + "' names host '"
+                        + UriOptions.shown(base, host) + "': file: takes a "
                         + "local directory (file:/dir, file:relative/dir or file:///dir); for processes on several "
                         + "hosts use redis://, mongodb:// or hbase://");
             }
@@ -48,13 +65,14 @@ public final class FileLockerProvider implements LockerProvider {
         }
         path = percentDecoded(path, base);
         if (path.isEmpty()) {
-            throw new IllegalArgumentException("file: URI '" + base + "' names no directory: use file:/some/dir or "
+            throw new IllegalArgumentException("file: URI '" + Lockers.redact(base) + "' names no directory: use file:/some/dir or "
                     + "file:relative/dir");
         }
         try {
             return Path.of(path);
         } catch (InvalidPathException e) {
-            throw new IllegalArgumentException("file: URI '" + base + "' is not a valid path: " + e.getMessage(), e);
+            throw new IllegalArgumentException("file: URI '" + Lockers.redact(base) + "' is not a valid path: "
+                    + e.getReason(), e);
         }
     }
 
@@ -69,7 +87,7 @@ public final class FileLockerProvider implements LockerProvider {
                 int hi = i + 2 < bytes.length ? Character.digit(bytes[i + 1], 16) : -1;
                 int lo = i + 2 < bytes.length ? Character.digit(bytes[i + 2], 16) : -1;
                 if (hi < 0 || lo < 0) {
-                    throw new IllegalArgumentException("file: URI '" + base + "' has a bad percent-escape at " + i);
+                    throw new IllegalArgumentException("file: URI '" + Lockers.redact(base) + "' has a bad percent-escape at " + i);
                 }
                 out.write(hi << 4 | lo);
                 i += 2;

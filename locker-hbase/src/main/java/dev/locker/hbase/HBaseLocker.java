@@ -167,6 +167,7 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
      * Fails within the options' operation timeout when the cluster is unreachable.
      */
     public static HBaseLocker open(HBaseOptions options, LockerConfig config) {
+        validate(options, config); // bad input is refused before the connection is made
         Connection c;
         try {
             c = HBaseClients.connect(options);
@@ -471,6 +472,23 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
      * @throws IllegalArgumentException when the sum exceeds {@link #MAX_CELL_TTL} (HBase judges a cell dead once
      *                                  {@code timestamp + ttl < now}, which overflows near the long range)
      */
+    /**
+     * What can be checked of {@code options} and {@code config} without the cluster: the cell TTL fits (an absurd
+     * expiry is refused) and a lock row of {@code maxKeyBytes} fits HBase's row length.
+     *
+     * @return the claims' cell TTL
+     * @throws IllegalArgumentException naming what does not fit
+     */
+    static Duration validate(HBaseOptions options, LockerConfig config) {
+        Duration cellTtl = cellTtl(config.expiry(), options.serverClockSkew());
+        if (3L * config.maxKeyBytes() + 1 > HConstants.MAX_ROW_LENGTH) {
+            throw new IllegalArgumentException("maxKeyBytes " + config.maxKeyBytes() + " is too large for HBase: a lock "
+                    + "row (its legible name, up to 3 characters per byte, plus '#') must fit in "
+                    + HConstants.MAX_ROW_LENGTH + " bytes, so maxKeyBytes <= " + (HConstants.MAX_ROW_LENGTH - 1) / 3);
+        }
+        return cellTtl;
+    }
+
     static Duration cellTtl(Duration expiry, Duration serverClockSkew) {
         Duration total;
         try {
@@ -602,12 +620,7 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
          * @throws TemporaryLockingException when the cluster cannot be reached within the operation timeout
          */
         public HBaseLocker build() {
-            Duration cellTtl = cellTtl(config.expiry(), options.serverClockSkew()); // refuses an absurd expiry, before I/O
-            if (3L * config.maxKeyBytes() + 1 > HConstants.MAX_ROW_LENGTH) {
-                throw new IllegalArgumentException("maxKeyBytes " + config.maxKeyBytes() + " is too large for HBase: a lock "
-                        + "row (its legible name, up to 3 characters per byte, plus '#') must fit in "
-                        + HConstants.MAX_ROW_LENGTH + " bytes, so maxKeyBytes <= " + (HConstants.MAX_ROW_LENGTH - 1) / 3);
-            }
+            Duration cellTtl = validate(options, config); // before I/O
             TableName name = TableName.valueOf(options.table());
             String where = HBaseClients.describe(connection.getConfiguration(), options.table());
             TableDescriptor d;

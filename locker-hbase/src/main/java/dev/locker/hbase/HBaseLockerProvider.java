@@ -20,8 +20,24 @@ public final class HBaseLockerProvider implements LockerProvider {
 
     @Override
     public Locker open(String uri, LockerConfig config) {
+        Parsed p = parse(uri, config);
+        return HBaseLocker.open(p.options(), p.config());
+    }
+
+    @Override
+    public LockerConfig check(String uri, LockerConfig config) {
+        return parse(uri, config).config();
+    }
+
+    /** An {@code hbase://} URI read: where the lock table lives and the effective configuration. */
+    private record Parsed(HBaseOptions options, LockerConfig config) {
+    }
+
+    /** The one parse of an {@code hbase://} URI, for {@link #open} and {@link #check}: no connection, no thread. */
+    private static Parsed parse(String uri, LockerConfig config) {
         HBaseOptions options = HBaseOptions.fromUri(uri);
         LockerConfig effective = UriOptions.parse(uri).applyTo(config);
-        return HBaseLocker.open(options, effective);
+        HBaseLocker.validate(options, effective);
+        return new Parsed(options, effective);
     }
 }

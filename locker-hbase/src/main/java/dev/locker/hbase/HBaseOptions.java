@@ -1,5 +1,6 @@
 package dev.locker.hbase;
 
+import dev.locker.api.Lockers;
 import dev.locker.spi.UriOptions;
 
 import java.nio.charset.StandardCharsets;
@@ -71,14 +72,15 @@ public final class HBaseOptions {
         String base = q.base();
         String prefix = "hbase://";
         if (!base.regionMatches(true, 0, prefix, 0, prefix.length())) {
-            throw new IllegalArgumentException("not an hbase:// URI: " + uri);
+            throw new IllegalArgumentException("not an hbase:// URI: " + Lockers.redact(uri));
         }
         String rest = base.substring(prefix.length());
         int slash = rest.indexOf('/');
         String authority = slash < 0 ? rest : rest.substring(0, slash);
         String path = slash < 0 ? "" : rest.substring(slash + 1);
         if (authority.isEmpty()) {
-            throw new IllegalArgumentException("hbase:// URI has no ZooKeeper quorum (hbase://zk1,zk2:2181/table): " + uri);
+            throw new IllegalArgumentException("hbase:// URI has no ZooKeeper quorum (hbase://zk1,zk2:2181/table): "
+                    + Lockers.redact(uri));
         }
         Builder b = builder();
         // a quorum is host[:port] entries; a port on the last entry is the default for entries without one
@@ -88,7 +90,7 @@ public final class HBaseOptions {
         for (String h : hosts) {
             String host = h.trim();
             if (host.isEmpty()) {
-                throw new IllegalArgumentException("empty host in the ZooKeeper quorum of " + uri);
+                throw new IllegalArgumentException("empty host in the ZooKeeper quorum of " + Lockers.redact(uri));
             }
             int colon = host.lastIndexOf(':');
             if (colon >= 0 && host.indexOf(']') < colon) {
@@ -96,10 +98,11 @@ public final class HBaseOptions {
                 try {
                     port = Integer.parseInt(p);
                 } catch (NumberFormatException e) {
-                    throw new IllegalArgumentException("bad ZooKeeper port '" + p + "' in " + uri, e);
+                    throw new IllegalArgumentException("bad ZooKeeper port '" + UriOptions.shown(uri, p) + "' in "
+                            + Lockers.redact(uri), e);
                 }
                 if (port < 1 || port > 65535) {
-                    throw new IllegalArgumentException("ZooKeeper port " + port + " out of range in " + uri);
+                    throw new IllegalArgumentException("ZooKeeper port " + port + " out of range in " + Lockers.redact(uri));
                 }
             }
             if (quorum.length() > 0) {

@@ -169,12 +169,16 @@ public class LockerStoreManager extends ExpectedValueCheckingStoreManager {
         final Locker locker;
         final String namespace;
         final Adapters lockers;
+        /** The configuration the Locker runs with: JanusGraph's settings with the URI's options applied. */
+        final LockerConfig effective;
 
-        private Parts(Configuration config, KeyColumnValueStoreManager data, Locker locker, String namespace) {
+        private Parts(Configuration config, KeyColumnValueStoreManager data, Locker locker, String namespace,
+                      LockerConfig effective) {
             this.config = config;
             this.data = data;
             this.locker = locker;
             this.namespace = namespace;
+            this.effective = effective;
             this.lockers = new Adapters(locker, namespace);
         }
 
@@ -189,6 +193,7 @@ public class LockerStoreManager extends ExpectedValueCheckingStoreManager {
             String namespace = config.get(LockerOptions.NAMESPACE);
             LockKeys.namespacePrefix(namespace); // validates it
             LockerConfig lockerConfig = lockerConfig(config);
+            LockerConfig effective = Lockers.check(uri, lockerConfig); // the URI too, before the data backend's I/O
             KeyColumnValueStoreManager data = dataBackend(config, backend);
             Locker locker;
             try {
@@ -207,9 +212,8 @@ public class LockerStoreManager extends ExpectedValueCheckingStoreManager {
                 closeQuietly(data);
                 throw e;
             }
-            log.info("JanusGraph locks on {} (rid {}), data on {}", uri.substring(0, Math.max(0, uri.indexOf(':'))),
-                    locker.rid(), data.getName());
-            return new Parts(config, data, locker, namespace);
+            log.info("JanusGraph locks on {} (rid {}), data on {}", Lockers.redact(uri), locker.rid(), data.getName());
+            return new Parts(config, data, locker, namespace, effective);
         }
 
         private static LockerConfig lockerConfig(Configuration config) {

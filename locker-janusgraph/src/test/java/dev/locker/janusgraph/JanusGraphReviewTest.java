@@ -260,8 +260,6 @@ class JanusGraphReviewTest {
      * HBase: connected), by {@code Lockers.open}; every other input is checked first.
      */
     @Test
-    @Disabled("finding 5: LockerStoreManager.Parts.of opens the data backend (LockerStoreManager.java:145) before "
-            + "the Locker URI is parsed (line 148): a bad URI is refused after the data backend's I/O")
     void aBadLockerUriIsRefusedBeforeTheDataBackendIsOpened() {
         ModifiableConfiguration c = config("a");
         c.set(LockerOptions.URI, "mem:" + share + "?expiry=banana");
@@ -567,8 +565,6 @@ class JanusGraphReviewTest {
      * passwords as generated secrets look (base64 has '/' and '+'; some have ':'), in the user info or the query.
      */
     @Test
-    @Disabled("finding 4: the URI redactors stop at '/' and take the last ':' (RedisUri.java:244, UriOptions.java:253, "
-            + "MongoLockerProvider.java:169, Lockers.java:75-88): passwords with '/' or ':' reach messages")
     void noPasswordOfTheUriReachesAMessageOrTheLog() {
         List<String> leaks = new ArrayList<>();
         String[] uris = {

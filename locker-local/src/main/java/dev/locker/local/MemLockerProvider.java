@@ -28,19 +28,39 @@ public final class MemLockerProvider implements LockerProvider {
 
     @Override
     public Locker open(String uri, LockerConfig config) {
+        Parsed p = parse(uri, config);
+        InMemoryStore store = STORES.computeIfAbsent(p.name(), n -> {
+            log.info("mem:{} keeps its locks in this JVM only: other processes do not see them (two JVMs on mem:{} both "
+                    + "get every lock); for the processes of one host use file:DIR, across hosts redis://, mongodb:// "
+                    + "or hbase://", n, n);
+            return new InMemoryStore(n);
+        });
+        return ConsistentKeyLocker.builder(store).config(p.config()).build();
+    }
+
+    @Override
+    public LockerConfig check(String uri, LockerConfig config) {
+        return parse(uri, config).config();
+    }
+
+    /** A {@code mem:} URI read: the store's name and the effective configuration. */
+    private record Parsed(String name, LockerConfig config) {
+    }
+
+    /** The one parse of a {@code mem:} URI, for {@link #open} and {@link #check}; no store is created. */
+    private static Parsed parse(String uri, LockerConfig config) {
         UriOptions options = UriOptions.parse(uri).requireKnown(Set.of());
         String base = options.base();
         String name = base.substring(base.indexOf(':') + 1);
         if (name.startsWith("//")) {
             name = name.substring(2);
         }
-        InMemoryStore store = STORES.computeIfAbsent(name, n -> {
-            log.info("mem:{} keeps its locks in this JVM only: other processes do not see them (two JVMs on mem:{} both "
-                    + "get every lock); for the processes of one host use file:DIR, across hosts redis://, mongodb:// "
-                    + "or hbase://", n, n);
-            return new InMemoryStore(n);
-        });
-        return ConsistentKeyLocker.builder(store).config(options.applyTo(config)).build();
+        return new Parsed(name, options.applyTo(config));
+    }
+
+    /** Whether the store of {@code mem:NAME} exists (for tests: {@link #check} creates none). */
+    static boolean hasStore(String name) {
+        return STORES.containsKey(name);
     }
 
     /** The shared store behind {@code mem:NAME} (created if needed), e.g. to inspect lock rows. */

@@ -3,6 +3,7 @@ package dev.locker.mongo;
 import com.mongodb.ConnectionString;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
+import dev.locker.api.Lockers;
 import dev.locker.api.LockerProvider;
 import dev.locker.spi.UriOptions;
 
@@ -54,7 +55,22 @@ public final class MongoLockerProvider implements LockerProvider {
 
     @Override
     public Locker open(String uri, LockerConfig config) {
-        return builder(uri).config(withCommonOptions(uri, config)).build();
+        Prepared p = prepared(uri, config);
+        return p.builder().config(p.config()).build();
+    }
+
+    @Override
+    public LockerConfig check(String uri, LockerConfig config) {
+        return prepared(uri, config).config();
+    }
+
+    /** A MongoDB URI read: a builder set from it (no client until {@code build()}) and the effective configuration. */
+    record Prepared(MongoLocker.Builder builder, LockerConfig config) {
+    }
+
+    /** The one parse of a MongoDB URI, for {@link #open} and {@link #check}: nothing connected, no thread. */
+    static Prepared prepared(String uri, LockerConfig config) {
+        return new Prepared(builder(uri), withCommonOptions(uri, config));
     }
 
     /** {@code config} with the URI's common options (expiry, retries, why...: {@link UriOptions#COMMON}) applied. */
@@ -99,7 +115,7 @@ public final class MongoLockerProvider implements LockerProvider {
         }
         String lower = uri.toLowerCase(Locale.ROOT);
         if (!lower.startsWith("mongodb://") && !lower.startsWith("mongodb+srv://")) {
-            throw new IllegalArgumentException("not a MongoDB URI (mongodb:// or mongodb+srv://): '" + redact(uri) + "'");
+            throw new IllegalArgumentException("not a MongoDB URI (mongodb:// or mongodb+srv://): '" + Lockers.redact(uri) + "'");
         }
         int q = uri.indexOf('?');
         if (q < 0) {
@@ -122,7 +138,8 @@ public final class MongoLockerProvider implements LockerProvider {
             }
             if (key.startsWith("locker")) {
                 if (!OPTIONS.contains(key)) {
-                    throw new IllegalArgumentException("unknown Locker option '" + pair.substring(0, Math.max(eq, 0))
+                    throw new IllegalArgumentException("unknown Locker option '"
+                            + UriOptions.shown(uri, pair.substring(0, Math.max(eq, 0)))
                             + "' in MongoDB URI; known: lockerDatabase, lockerCollection, lockerMaxClockSkewMS, "
                             + "lockerClockCheckIntervalMS, lockerTtlGraceSeconds");
                 }
@@ -148,7 +165,15 @@ public final class MongoLockerProvider implements LockerProvider {
         try {
             new ConnectionString(driverUri);
         } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException("bad MongoDB URI '" + redact(driverUri) + "': " + e.getMessage(), e);
+            if (Lockers.secrets(driverUri).isEmpty()) {
+                throw new IllegalArgumentException("bad MongoDB URI '" + Lockers.redact(driverUri) + "': "
+                        + e.getMessage(), e);
+            }
+            // the driver's message may quote a piece of the password (a bad escape in it): neither it nor the
+            // driver's exception goes further
+            throw new IllegalArgumentException("bad MongoDB URI '" + Lockers.redact(driverUri) + "': the driver "
+                    + "refused it (its reason is withheld: it may quote the password); percent-encode the user name and "
+                    + "password (RFC 3986: ':' %3A, '/' %2F, '?' %3F, '#' %23, '@' %40, '%' %25)");
         }
     }
 
@@ -162,10 +187,5 @@ public final class MongoLockerProvider implements LockerProvider {
         } catch (NumberFormatException e) {
             throw new IllegalArgumentException(name + " must be a whole number, was '" + options.get(key) + "'", e);
         }
-    }
-
-    /** The URI without its password, for messages. */
-    static String redact(String uri) {
-        return uri.replaceAll("(mongodb(?:\\+srv)?://[^:/@]*):[^@/]*@", "$1:***@");
     }
 }

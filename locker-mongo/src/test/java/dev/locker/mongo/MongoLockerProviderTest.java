@@ -75,6 +75,14 @@ class MongoLockerProviderTest {
         IllegalArgumentException bad = assertThrows(IllegalArgumentException.class,
                 () -> Lockers.open("mongodb://user:secret@h:notaport", LockerConfig.defaults()));
         assertFalse(bad.getMessage().contains("secret"), "the password is not repeated: " + bad.getMessage());
+        for (String uri : new String[]{"mongodb://user:Pw0/Sec+ret=@127.0.0.1:notaport/db",
+                "mongodb://user:Pw0%zz@127.0.0.1/db", "mongodb://user:Pw0:x@127.0.0.1/db?lockerCollection=x&foo"}) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> Lockers.open(uri, LockerConfig.defaults()), uri);
+            for (Throwable t = e; t != null; t = t.getCause()) {
+                assertFalse(t.getMessage().contains("Pw0"), "nor a piece of it, in the message or a cause: " + t);
+            }
+        }
     }
 
     @Test

@@ -232,7 +232,15 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
 
     /** A locker for {@code uri} (see {@link Builder#uri}) with {@code config}; the URI's options win. */
     public static RedisLocker open(String uri, LockerConfig config) {
-        return builder().config(config).uri(uri).build();
+        return parse(uri, config).build();
+    }
+
+    /**
+     * The one parse of a {@code redis://} URI, for {@link #open} and {@link RedisLockerProvider#check}: a builder
+     * set from it, nothing connected.
+     */
+    static Builder parse(String uri, LockerConfig config) {
+        return builder().config(config).uri(uri);
     }
 
     /** The Redis key that holds every claim on {@code lock}, for operators and tests. */
@@ -1111,6 +1119,19 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         }
 
         public RedisLocker build() {
+            LockerConfig cfg = validated();
+            if (client != null) {
+                return new RedisLocker(this, cfg, client, false);
+            }
+            return new RedisLocker(this, cfg, newClient(cfg.retries()), true);
+        }
+
+        /**
+         * Checks what can be checked without a server and returns the configuration the locker would run with.
+         *
+         * @throws IllegalArgumentException naming what is wrong
+         */
+        LockerConfig validated() {
             LockerConfig cfg = mergedConfig();
             // the scripts count server microseconds in Lua doubles (exact below 2^53, about the year 2255) and set the
             // key's safety-net TTL to twice the expiry: a longer duration would overflow them (an expiry of
@@ -1120,10 +1141,22 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
                 atMostCenturies(restartGuard, "restartGuard");
             }
             atMostCenturies(tombstoneTtl, "tombstoneTtl");
-            if (client != null) {
-                return new RedisLocker(this, cfg, client, false);
+            if (client == null) {
+                checkTopology();
             }
-            return new RedisLocker(this, cfg, newClient(cfg.retries()), true);
+            return cfg;
+        }
+
+        /** Cluster mode and the database agree with the nodes given (a client of the caller's own has its own). */
+        private void checkTopology() {
+            List<HostAndPort> targets = nodes.isEmpty() ? List.of(new HostAndPort("localhost", 6379)) : nodes;
+            boolean clusterMode = cluster != null ? cluster : targets.size() > 1;
+            if (!clusterMode && targets.size() > 1) {
+                throw new IllegalArgumentException("several nodes " + targets + " given but cluster mode is off");
+            }
+            if (clusterMode && database != 0) {
+                throw new IllegalArgumentException("Redis Cluster has only database 0, not " + database);
+            }
         }
 
         private static void atMostCenturies(Duration d, String name) {
@@ -1155,14 +1188,9 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
 
         /** Like {@link #newClient(int)}, with a pool of {@code connections}. */
         UnifiedJedis newClient(int retries, int connections) {
+            checkTopology();
             List<HostAndPort> targets = nodes.isEmpty() ? List.of(new HostAndPort("localhost", 6379)) : nodes;
             boolean clusterMode = cluster != null ? cluster : targets.size() > 1;
-            if (!clusterMode && targets.size() > 1) {
-                throw new IllegalArgumentException("several nodes " + targets + " given but cluster mode is off");
-            }
-            if (clusterMode && database != 0) {
-                throw new IllegalArgumentException("Redis Cluster has only database 0, not " + database);
-            }
             Duration effectiveSocketTimeout = effectiveSocketTimeout();
             DefaultJedisClientConfig.Builder cc = clientConfig(clusterMode);
             ConnectionPoolConfig pool = new ConnectionPoolConfig();

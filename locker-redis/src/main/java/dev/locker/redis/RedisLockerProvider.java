@@ -18,4 +18,9 @@ public final class RedisLockerProvider implements LockerProvider {
     public Locker open(String uri, LockerConfig config) {
         return RedisLocker.open(uri, config);
     }
+
+    @Override
+    public LockerConfig check(String uri, LockerConfig config) {
+        return RedisLocker.parse(uri, config).validated();
+    }
 }

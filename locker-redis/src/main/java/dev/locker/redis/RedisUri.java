@@ -1,6 +1,7 @@
 package dev.locker.redis;
 
 import dev.locker.api.LockerConfig;
+import dev.locker.api.Lockers;
 import dev.locker.spi.UriOptions;
 
 import java.net.URLDecoder;
@@ -64,6 +65,10 @@ final class RedisUri {
             rest = rest.substring(0, q);
         }
         int slash = rest.indexOf('/');
+        if (slash >= 0 && rest.indexOf('@', slash) >= 0) {
+            // an unencoded '/' in the user info (base64 secrets have them): what follows is no database number
+            throw bad(uri, "a '/' before the last '@': percent-encode '/' as %2F in the user name and password");
+        }
         String path = slash >= 0 ? rest.substring(slash + 1) : "";
         String authority = slash >= 0 ? rest.substring(0, slash) : rest;
         int at = authority.lastIndexOf('@');
@@ -95,7 +100,7 @@ final class RedisUri {
                 }
                 int eq = pair.indexOf('=');
                 if (eq <= 0) {
-                    throw bad(uri, "option '" + pair + "' has no value");
+                    throw bad(uri, "option '" + UriOptions.shown(uri, pair) + "' has no value");
                 }
                 String name = decode(pair.substring(0, eq));
                 if (UriOptions.COMMON.contains(name)) {
@@ -122,12 +127,12 @@ final class RedisUri {
         if (hostPort.startsWith("[")) {
             int close = hostPort.indexOf(']');
             if (close < 0) {
-                throw bad(uri, "unclosed IPv6 host in '" + hostPort + "'");
+                throw bad(uri, "unclosed IPv6 host in '" + UriOptions.shown(uri, hostPort) + "'");
             }
             host = hostPort.substring(1, close);
             if (hostPort.length() > close + 1) {
                 if (hostPort.charAt(close + 1) != ':') {
-                    throw bad(uri, "bad host '" + hostPort + "'");
+                    throw bad(uri, "bad host '" + UriOptions.shown(uri, hostPort) + "'");
                 }
                 portText = hostPort.substring(close + 2);
             }
@@ -137,7 +142,7 @@ final class RedisUri {
             portText = colon >= 0 ? hostPort.substring(colon + 1) : null;
         }
         if (host.isEmpty()) {
-            throw bad(uri, "empty host in '" + hostPort + "'");
+            throw bad(uri, "empty host in '" + UriOptions.shown(uri, hostPort) + "'");
         }
         int port = portText == null || portText.isEmpty() ? 6379 : parseInt(uri, "port", portText);
         try {
@@ -171,7 +176,7 @@ final class RedisUri {
                     // read together with truststore / keystore
                 }
                 case "clientName" -> b.clientName(value);
-                default -> throw bad(uri, "unknown option '" + name + "'; known: prefix, cluster, database, user, "
+                default -> throw bad(uri, "unknown option '" + UriOptions.shown(uri, name) + "'; known: prefix, cluster, database, user, "
                         + "password, timeout, connectTimeout, socketTimeout, poolSize, replicas, replicaTimeout, "
                         + "restartGuard, tombstoneTtl, evictionCheck, verifyHostname, truststore, truststorePassword, "
                         + "keystore, keystorePassword, clientName, and the common "
@@ -214,7 +219,7 @@ final class RedisUri {
         try {
             return Integer.parseInt(value.trim());
         } catch (NumberFormatException e) {
-            throw bad(uri, name + " is not a number: '" + value + "'");
+            throw bad(uri, name + " is not a number: '" + UriOptions.shown(uri, value) + "'");
         }
     }
 
@@ -225,7 +230,7 @@ final class RedisUri {
         if (value.equalsIgnoreCase("false")) {
             return false;
         }
-        throw bad(uri, "option " + name + " must be true or false, was '" + value + "'");
+        throw bad(uri, "option " + name + " must be true or false, was '" + UriOptions.shown(uri, value) + "'");
     }
 
     private static String decode(String s) {
@@ -233,15 +238,6 @@ final class RedisUri {
     }
 
     private static IllegalArgumentException bad(String uri, String why) {
-        return new IllegalArgumentException("bad Redis URI '" + redact(uri) + "': " + why);
-    }
-
-    /** The URI with its passwords replaced, for messages. */
-    static String redact(String uri) {
-        if (uri == null) {
-            return null;
-        }
-        String out = uri.replaceAll("(://[^:@/]*:)[^@/]*@", "$1***@");
-        return out.replaceAll("([?&](password|truststorePassword|keystorePassword)=)[^&]*", "$1***");
+        return new IllegalArgumentException("bad Redis URI '" + Lockers.redact(uri) + "': " + why);
     }
 }

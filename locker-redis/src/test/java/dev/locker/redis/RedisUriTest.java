@@ -99,4 +99,17 @@ class RedisUriTest {
         assertTrue(evict.getMessage().contains("fail, warn or off"), evict.getMessage());
         assertThrows(IllegalArgumentException.class, () -> parse("redis://h1,h2/2").build());
     }
+
+    @Test
+    void passwordsWithUnencodedSeparatorsAreNotShownEvenInPart() {
+        for (String uri : new String[]{"redis://default:Pw0/Sec+ret=@127.0.0.1:notaport",
+                "redis://default:Pw0Sec@ret@127.0.0.1:notaport", "redis://u:Pw0?x=1@h:6379/0",
+                "redis://u:Pw0#x@h:notaport", "redis://u:Pw0:x@h:notaport"}) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> parse(uri), uri);
+            assertFalse(e.getMessage().contains("Pw0"), e.getMessage());
+        }
+        IllegalArgumentException slash = assertThrows(IllegalArgumentException.class,
+                () -> parse("redis://default:Pw0/Sec+ret=@127.0.0.1:6379"));
+        assertTrue(slash.getMessage().contains("%2F"), "says how to write it: " + slash.getMessage());
+    }
 }

@@ -1,6 +1,7 @@
 package dev.locker.spi;
 
 import dev.locker.api.LockerConfig;
+import dev.locker.api.Lockers;
 
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
@@ -48,7 +49,7 @@ public final class UriOptions {
                 String k = decode(eq < 0 ? pair : pair.substring(0, eq));
                 String v = eq < 0 ? "" : decode(pair.substring(eq + 1));
                 if (out.put(k, v) != null) {
-                    throw new IllegalArgumentException("option '" + k + "' is given twice in locker URI " + redact(uri));
+                    throw new IllegalArgumentException("option '" + shown(uri, k) + "' is given twice in locker URI " + Lockers.redact(uri));
                 }
             }
         }
@@ -94,7 +95,7 @@ public final class UriOptions {
         try {
             return Integer.parseInt(v.trim());
         } catch (NumberFormatException e) {
-            throw new IllegalArgumentException("option " + name + "=" + v + " is not a whole number in locker URI " + redact(uri), e);
+            throw new IllegalArgumentException("option " + name + "=" + shown(uri, v) + " is not a whole number in locker URI " + Lockers.redact(uri), e);
         }
     }
 
@@ -115,7 +116,7 @@ public final class UriOptions {
             case "false": case "no": case "0":
                 return false;
             default:
-                throw new IllegalArgumentException("option " + name + "=" + v + " is not true/false in locker URI " + redact(uri));
+                throw new IllegalArgumentException("option " + name + "=" + shown(uri, v) + " is not true/false in locker URI " + Lockers.redact(uri));
         }
     }
 
@@ -140,7 +141,7 @@ public final class UriOptions {
     public UriOptions requireKnown(Set<String> backendOptions) {
         for (String k : options.keySet()) {
             if (!COMMON.contains(k) && !backendOptions.contains(k)) {
-                throw new IllegalArgumentException("unknown option '" + k + "' in locker URI " + redact(uri)
+                throw new IllegalArgumentException("unknown option '" + shown(uri, k) + "' in locker URI " + Lockers.redact(uri)
                         + "; common options: " + new java.util.TreeSet<>(COMMON) + ", backend options: "
                         + new java.util.TreeSet<>(backendOptions));
             }
@@ -244,13 +245,19 @@ public final class UriOptions {
     private static final String FORMS = "accepted: 250ms, 30s, 5m, 1h, ISO-8601 such as PT30S, or 0";
 
     /**
-     * The URI with any password ({@code user:password@}) replaced by {@code ***}, for messages.
+     * A piece of {@code uri} (a host, a port, a value) as a message may quote it: itself when
+     * {@link Lockers#redact the redacted URI} shows it too, else {@code ***}. A parser that cut a malformed URI at the
+     * wrong place may hold a piece of a password; quoting through this shows nothing the redacted URI does not.
      *
-     * @param uri any URI
-     * @return the URI with any password ({@code user:password@}) replaced by {@code ***}, for messages
+     * @param uri the URI the piece comes from
+     * @param piece the piece to quote
+     * @return {@code piece}, or {@code ***} when the redacted URI does not show it
      */
-    public static String redact(String uri) {
-        return uri.replaceAll("(//[^/@:]*:)[^/@]*@", "$1***@");
+    public static String shown(String uri, String piece) {
+        if (piece == null || uri == null) {
+            return piece;
+        }
+        return Lockers.redact(uri).contains(piece) ? piece : "***";
     }
 
     private static String decode(String s) {
