@@ -194,6 +194,7 @@ public class LockerStoreManager extends ExpectedValueCheckingStoreManager {
             LockKeys.namespacePrefix(namespace); // validates it
             LockerConfig lockerConfig = lockerConfig(config);
             LockerConfig effective = Lockers.check(uri, lockerConfig); // the URI too, before the data backend's I/O
+            LockKeys.requireRoom(effective.maxKeyBytes());
             KeyColumnValueStoreManager data = dataBackend(config, backend);
             Locker locker;
             try {
@@ -203,13 +204,6 @@ public class LockerStoreManager extends ExpectedValueCheckingStoreManager {
                 if (e instanceof LockingException || e instanceof IllegalStateException) {
                     throw JanusGraphLocker.translated(e);
                 }
-                throw e;
-            }
-            try {
-                LockKeys.requireRoom(locker.config().maxKeyBytes());
-            } catch (IllegalArgumentException e) {
-                locker.close();
-                closeQuietly(data);
                 throw e;
             }
             log.info("JanusGraph locks on {} (rid {}), data on {}", Lockers.redact(uri), locker.rid(), data.getName());

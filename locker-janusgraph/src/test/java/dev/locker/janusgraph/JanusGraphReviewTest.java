@@ -15,7 +15,6 @@ import org.janusgraph.diskstorage.util.StaticArrayBuffer;
 import org.janusgraph.diskstorage.util.StaticArrayEntry;
 import org.janusgraph.diskstorage.util.time.TimestampProviders;
 import org.janusgraph.graphdb.configuration.GraphDatabaseConfiguration;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.io.ByteArrayOutputStream;
@@ -276,9 +275,6 @@ class JanusGraphReviewTest {
      * refused when the graph opens, before any I/O.
      */
     @Test
-    @Disabled("finding 7: LockerStoreManager.Parts.of validates the namespace's characters only (LockerStoreManager.java"
-            + ":142-143), never its length against maxKeyBytes, nor maxKeyBytes against KeyColumn.MIN_FIT_BYTES "
-            + "(LockKeys.java:25 silently raises it): the graph opens, and fails at clearStorage or at every commit")
     void aNamespaceOrMaxKeyBytesThatCannotWorkIsRefusedAtStart() {
         ModifiableConfiguration longNamespace = config("a");
         longNamespace.set(LockerOptions.NAMESPACE, "n".repeat(5000));
