@@ -220,7 +220,7 @@ class CliOpsReviewTest {
 
     /**
      * Finding 7. {@code list} without {@code --limit} reads every page of the whole listing into one in-memory list
-     * (ListCommand.java:33-48) and prints nothing until the last page: on a deployment with a million locks that is a
+     * (ListCommand.java:38-48) and prints nothing until the last page: on a deployment with a million locks that is a
      * thousand round trips and a million LockInfo objects (and one JSON string of all of them) before the first line.
      * The test asks for a default bound (1000 here), reported as truncated.
      */
@@ -243,11 +243,13 @@ class CliOpsReviewTest {
     }
 
     /**
-     * Finding 8. A Redis check that cannot run reports OK. RedisDoctor.info() turns a refused INFO section into an
-     * empty map, and the checks then read its absence as a fact: with INFO replication denied (a least-privilege user
-     * allowed INFO server and memory only, which is all Locker needs) on a master that has an asynchronous replica,
+     * Finding 8. A Redis check that cannot run reports OK. RedisDoctor.info() (RedisDoctor.java:358-363) turns a
+     * refused INFO section into an empty map, and the checks then read its absence as a fact: with INFO replication
+     * denied (a least-privilege user allowed INFO server and memory only, which is all Locker needs; its acl check
+     * passes) on a master that has an asynchronous replica,
      * {@code replication} says OK "no replicas" (the truth is WARN: a failover can lose a claim) and {@code server}
-     * says OK for role "?". A check that could not read its input must say so (WARN "could not check"), never OK.
+     * says OK for role "?" (RedisDoctor.java:283 and 299: a missing connected_slaves reads as -1, "no replicas").
+     * A check that could not read its input must say so (WARN "could not check"), never OK.
      */
     @Test
     @Disabled("finding 8: with INFO replication denied, doctor reports 'replication OK: no replicas' on a master "
@@ -279,7 +281,7 @@ class CliOpsReviewTest {
     }
 
     /**
-     * Finding 10 (needs a real replica set: set LOCKER_MONGO_RS_URI to one of 5 members). MongoDoctor.writeConcern
+     * Finding 10 (needs a real replica set: set LOCKER_MONGO_RS_URI to one of 5 members). MongoDoctor.java:121
      * counts any numeric {@code w > 1} as majority ({@code w instanceof Integer n && n > 1}): w=2 on a 5-member set
      * is reported "OK: a grant survives a failover", yet a failover can elect one of the 3 members that lack the
      * grant and roll it back. The check needs the set's size (hello.hosts) to compare w against a majority.
