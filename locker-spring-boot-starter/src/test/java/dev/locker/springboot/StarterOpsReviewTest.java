@@ -100,7 +100,6 @@ class StarterOpsReviewTest {
      * password's. The same URI typo in the CLI is finding 1.
      */
     @Test
-    @Disabled("finding 12: locker.uri=redis//app:<pw>@host fails the start with the password in the message and log")
     void aMistypedUriDoesNotPutThePasswordInTheStartupFailure() {
         String out = failedStart("locker.uri=redis//app:S3cretPw99@127.0.0.1:6379");
         assertFalse(out.contains("S3cretPw99"), out);
