@@ -38,6 +38,7 @@ import org.bson.types.Binary;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.security.SecureRandom;
 import java.time.Duration;
@@ -45,6 +46,7 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Date;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
@@ -96,7 +98,8 @@ import java.util.concurrent.TimeUnit;
  * still write its claim later, when a stalled network path delivers the request; nobody would ever use or release that
  * claim. MongoDB has no tombstone to make such a late request grant nothing, but every request carries its expiry,
  * fixed before it was sent, so however late it lands its claim is dead after that expiry. The locker therefore takes the
- * claim back (compare-and-delete on its random id) on a background thread of its own, again and again with back-off
+ * claim back (compare-and-delete on its random id; when a later attempt of the same acquire was granted, from the
+ * moment that claim is released) on a background thread of its own, again and again with back-off
  * (100 ms doubling to a twentieth of the expiry, at most 5 s), until the claim could no longer be live on the server's
  * clock (the estimate less its uncertainty past the latest expiry sent, plus one percent of the expiry for drift); it
  * logs at INFO when a try removed the claim. A late claim thus blocks the lock for one back-off step after it lands,
@@ -127,6 +130,11 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
     private boolean takeBacksStopped;
     /** The claims being taken back now. */
     private final Set<TakeBack> pendingTakeBacks = ConcurrentHashMap.newKeySet();
+    /**
+     * Claims granted after an attempt whose outcome is unknown, by id, with the latest expiry an attempt sent: that
+     * attempt's request may land after the release and write the claim again, so the release starts a take-back.
+     */
+    private final Map<ByteBuffer, Long> unsettled = new ConcurrentHashMap<>();
 
     private MongoLocker(Builder b, MongoClient client, boolean ownsClient, String server, WriteConcern writeConcern,
                         ReadConcern readConcern) {
@@ -176,7 +184,9 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
      * fast). Every attempt carries the same claim id, so an attempt whose write was applied although its reply was
      * lost is recognised by the next one as our own claim instead of as contention. When the call fails after any
      * attempt whose outcome is unknown (its request may still reach the server), the claim is taken back in the
-     * background ({@link #takeBack}); the caller does not wait for that.
+     * background ({@link #takeBack}); the caller does not wait for that. When it succeeds after such an attempt, that
+     * attempt's request may still land after the claim was released (and write the claim again): the take-back then
+     * starts at the release.
      */
     @Override
     protected ClaimStatus writeSingleLock(KeyColumn lock, LockOwner owner) {
@@ -184,7 +194,11 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
         ServerClock.Reading first = serverClock.read();
         for (int attempt = 1; ; attempt++) {
             try {
-                return acquire(lock, owner, claim, true, first);
+                ClaimStatus granted = acquire(lock, owner, claim, true, first);
+                if (claim.mayExist) { // an earlier attempt may still land, after we released: take it back then
+                    settleOnRelease(claim);
+                }
+                return granted;
             } catch (RuntimeException e) {
                 boolean giveUp = e instanceof LockingException || attempt >= config.retries()
                         || !MongoErrors.isQuicklyRetryable(e);
@@ -193,7 +207,7 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
                 }
                 if (giveUp) {
                     if (claim.mayExist) { // nobody will use this claim: make sure it does not block the lock
-                        takeBack(lock, claim);
+                        takeBack(lock, claim.id, claim.latestExpiryMillis);
                     }
                     throw e;
                 }
@@ -404,7 +418,24 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
 
     @Override
     protected void deleteSingleLock(KeyColumn lock, ClaimStatus status) {
-        release(lock, status.claimId());
+        Long latestExpiry = unsettled.isEmpty() ? null : unsettled.remove(ByteBuffer.wrap(status.claimId()));
+        try {
+            release(lock, status.claimId());
+        } finally {
+            if (latestExpiry != null) {
+                takeBack(lock, status.claimId(), latestExpiry);
+            }
+        }
+    }
+
+    /**
+     * Remembers a granted claim one of whose attempts had an unknown outcome, until its release; forgets those that
+     * could no longer be live (a hold lost without a release).
+     */
+    private void settleOnRelease(Claim claim) {
+        long deadBefore = serverClock.read().deadBefore().getTime();
+        unsettled.values().removeIf(latest -> latest + driftAllowanceMillis() < deadBefore);
+        unsettled.put(ByteBuffer.wrap(claim.id), claim.latestExpiryMillis);
     }
 
     private boolean release(KeyColumn lock, byte[] claim) {
@@ -425,11 +456,10 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
      * lands later writes that expiry, which is already past: a dead claim, which any acquire takes over. Each try
      * matches the claim's id only, which nobody uses, so it can remove nothing else. Close stops it.
      */
-    private void takeBack(KeyColumn lock, Claim claim) {
-        long latest = claim.latestExpiryMillis != Long.MIN_VALUE ? claim.latestExpiryMillis
+    private void takeBack(KeyColumn lock, byte[] claim, long latestExpiryMillis) {
+        long latest = latestExpiryMillis != Long.MIN_VALUE ? latestExpiryMillis
                 : serverClock.read().serverDateCeil(config.expiry()).getTime();
-        long drift = Math.max(1, saturatedNanos(config.expiry()) / 100 / 1_000_000); // as in deadline(): 1 %
-        TakeBack t = new TakeBack(lock, claim.id, latest + drift);
+        TakeBack t = new TakeBack(lock, claim, latest + driftAllowanceMillis());
         ScheduledExecutorService ex;
         synchronized (takeBackGuard) {
             if (takeBacksStopped) {
@@ -451,6 +481,11 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
         log.debug("Taking back our claim on {} at {} in the background until it could no longer be live ({} on the "
                 + "server's clock)", lock, server, Instant.ofEpochMilli(latest));
         t.schedule(ex, 0);
+    }
+
+    /** What the server-clock estimate may drift from the server's clock while a claim lives: 1 %, as in deadline(). */
+    private long driftAllowanceMillis() {
+        return Math.max(1, saturatedNanos(config.expiry()) / 100 / 1_000_000);
     }
 
     /** Claims being taken back now (for tests). */
@@ -487,8 +522,8 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
             tries++;
             try {
                 if (release(lock, claim)) {
-                    log.info("Took back our claim on {} at {} (try {}): it was written by an acquire that had failed "
-                            + "with its outcome unknown", lock, server, tries);
+                    log.info("Took back our claim on {} at {} (try {}): an attempt of an acquire whose outcome was "
+                            + "unknown had written it, and nobody uses it", lock, server, tries);
                 }
             } catch (RuntimeException e) {
                 log.debug("Could not take back our claim on {} at {} (try {}), trying again: {}", lock, server, tries,
@@ -634,7 +669,7 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
         synchronized (takeBackGuard) {
             takeBacksStopped = true;
             if (takeBacks != null) {
-                takeBacks.shutdownNow(); // drops the scheduled tries; one in flight fails when the client closes
+                takeBacks.shutdownNow(); // drops the scheduled tries; one in flight ends with its I/O
             }
         }
         int pending = pendingTakeBacks.size();

@@ -175,6 +175,50 @@ class MongoTakeBackTest {
     }
 
     /**
+     * A's first attempt is held in a stalled connection and times out; its retry on a fresh connection is granted.
+     * After A released that lock, the held first attempt lands and writes the same claim again (the lock is free): the
+     * release started a take-back for it, so B gets the lock long before that claim's expiry.
+     */
+    @Test
+    void aLateAttemptOfAGrantedAcquireIsTakenBackAfterTheRelease() throws Exception {
+        CommandLog logA = new CommandLog();
+        try (FreezingProxy proxy = new FreezingProxy("127.0.0.1", mongo.port(), "findAndModify")) {
+            MongoLocker a = openThrough("127.0.0.1:" + proxy.port(), config("a").retries(3).build(), logA);
+            MongoLocker b = openDirect(config("b").build());
+            a.acquire(lock("warm-up"), "marks the pooled connection").close();
+            KeyColumn lock = lock("retried");
+
+            proxy.freezeMarked(); // the pooled connection only: a new one passes
+            logA.clear();
+            try (Lease lease = a.acquire(lock, "granted on the second attempt")) {
+                assertEquals(2, logA.sent().stream().filter(c -> c.containsKey("findAndModify")).count(),
+                        "the first attempt timed out, the second was granted");
+                assertEquals(0, a.pendingTakeBacks(), "nothing to take back while the claim is held");
+                assertTrue(lease.isValid());
+            }
+            assertEquals(1, a.pendingTakeBacks(), "the release started the take-back of the first attempt");
+            proxy.thaw(); // the first attempt reaches the server now, and finds the lock free
+
+            await(() -> rawDoc(lock).getLong("seq") >= 2, "the first attempt lands after the release");
+            Lease held = null;
+            long deadline = System.nanoTime() + PATIENCE.toNanos();
+            while (held == null) {
+                try {
+                    held = b.acquire(lock, "after A released");
+                } catch (TemporaryLockingException busy) {
+                    assertTrue(System.nanoTime() - deadline < 0, "the lock stays blocked by A's late claim: " + busy);
+                    Thread.sleep(20);
+                }
+            }
+            try (Lease lease = held) {
+                Document doc = rawDoc(lock);
+                assertEquals(doc.getLong("tokenBase") + 3, lease.fencingToken(), "A's grant, A's late first attempt, "
+                        + "then B: " + doc.toJson());
+            }
+        }
+    }
+
+    /**
      * Closing the locker stops the take-back, while the claim is still pending and A's path still stalled: close
      * does not wait for it, and the take-back's thread ends.
      */
