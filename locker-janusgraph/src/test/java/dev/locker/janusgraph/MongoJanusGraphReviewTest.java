@@ -13,7 +13,6 @@ import org.janusgraph.graphdb.configuration.GraphDatabaseConfiguration;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -87,8 +86,6 @@ class MongoJanusGraphReviewTest {
      * The Redis backend retries the withdrawal in the background ({@code RedisJanusGraphReviewTest}).
      */
     @Test
-    @Disabled("finding 6: MongoLocker.writeSingleLock takes back an ambiguous claim once (releaseQuietly, locker-mongo "
-            + "MongoLocker.java:170-172, 377-385) and never again: a timed-out acquireLock blocks the lock for the expiry")
     void aTimedOutClaimIsWithdrawnAndDoesNotBlockTheLockForTheExpiry() throws Exception {
         StaticBuffer key = buffer("unique-value");
         StaticBuffer column = buffer("c");

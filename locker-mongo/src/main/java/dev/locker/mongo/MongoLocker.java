@@ -38,6 +38,7 @@ import org.bson.types.Binary;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.security.SecureRandom;
 import java.time.Duration;
@@ -45,9 +46,13 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Date;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 
@@ -88,6 +93,18 @@ import java.util.concurrent.TimeUnit;
  * step while claims live (a forward step expires them early); {@code tokenBase} outgrows earlier tokens after the TTL
  * safety net deleted a document only while the primary's clock does not step back and fewer than one grant per
  * microsecond happened on that document.
+ *
+ * <p><b>An acquire whose outcome is unknown</b> (its upsert timed out, or the connection broke after sending it) may
+ * still write its claim later, when a stalled network path delivers the request; nobody would ever use or release that
+ * claim. MongoDB has no tombstone to make such a late request grant nothing, but every request carries its expiry,
+ * fixed before it was sent, so however late it lands its claim is dead after that expiry. The locker therefore takes the
+ * claim back (compare-and-delete on its random id; when a later attempt of the same acquire was granted, from the
+ * moment that claim is released) on a background thread of its own, again and again with back-off
+ * (100 ms doubling to a twentieth of the expiry, at most 5 s), until the claim could no longer be live on the server's
+ * clock (the estimate less its uncertainty past the latest expiry sent, plus one percent of the expiry for drift); it
+ * logs at INFO when a try removed the claim. A late claim thus blocks the lock for one back-off step after it lands,
+ * not for the expiry. The cost is one small update per step while the task lasts (about 60 over JanusGraph's default
+ * 5 minutes). The caller never waits for it; {@link #close()} stops it.
  */
 public final class MongoLocker extends AbstractLocker<ClaimStatus> {
 
@@ -106,6 +123,18 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
     private final ServerClock serverClock;
     private final Duration ttlGrace;
     private final ScheduledExecutorService clockChecker;
+    /** Guards {@link #takeBacks} and {@link #takeBacksStopped}. */
+    private final Object takeBackGuard = new Object();
+    /** The thread that takes back claims of acquires whose outcome is unknown; made when first needed. */
+    private ScheduledExecutorService takeBacks;
+    private boolean takeBacksStopped;
+    /** The claims being taken back now. */
+    private final Set<TakeBack> pendingTakeBacks = ConcurrentHashMap.newKeySet();
+    /**
+     * Claims granted after an attempt whose outcome is unknown, by id, with the latest expiry an attempt sent: that
+     * attempt's request may land after the release and write the claim again, so the release starts a take-back.
+     */
+    private final Map<ByteBuffer, Long> unsettled = new ConcurrentHashMap<>();
 
     private MongoLocker(Builder b, MongoClient client, boolean ownsClient, String server, WriteConcern writeConcern,
                         ReadConcern readConcern) {
@@ -153,22 +182,32 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
      * Up to {@code config.retries()} attempts, repeated only after a failure that a new attempt can overcome at once
      * (a cut connection, a stepped-down primary), never after a server selection timeout (the server is gone: fail
      * fast). Every attempt carries the same claim id, so an attempt whose write was applied although its reply was
-     * lost is recognised by the next one as our own claim instead of as contention.
+     * lost is recognised by the next one as our own claim instead of as contention. When the call fails after any
+     * attempt whose outcome is unknown (its request may still reach the server), the claim is taken back in the
+     * background ({@link #takeBack}); the caller does not wait for that. When it succeeds after such an attempt, that
+     * attempt's request may still land after the claim was released (and write the claim again): the take-back then
+     * starts at the release.
      */
     @Override
     protected ClaimStatus writeSingleLock(KeyColumn lock, LockOwner owner) {
-        byte[] claim = new byte[16];
-        RANDOM.nextBytes(claim);
+        Claim claim = new Claim();
         ServerClock.Reading first = serverClock.read();
         for (int attempt = 1; ; attempt++) {
             try {
-                return acquire(lock, owner, claim, true, first);
-            } catch (LockingException e) {
-                throw e;
+                ClaimStatus granted = acquire(lock, owner, claim, true, first);
+                if (claim.mayExist) { // an earlier attempt may still land, after we released: take it back then
+                    settleOnRelease(claim);
+                }
+                return granted;
             } catch (RuntimeException e) {
-                if (attempt >= config.retries() || !MongoErrors.isQuicklyRetryable(e)) {
-                    if (MongoErrors.mayHaveBeenApplied(e)) {
-                        releaseQuietly(lock, claim); // the claim may exist although we were not told: take it back
+                boolean giveUp = e instanceof LockingException || attempt >= config.retries()
+                        || !MongoErrors.isQuicklyRetryable(e);
+                if (!(e instanceof LockingException) && MongoErrors.mayHaveBeenApplied(e)) {
+                    claim.mayExist = true;
+                }
+                if (giveUp) {
+                    if (claim.mayExist) { // nobody will use this claim: make sure it does not block the lock
+                        takeBack(lock, claim.id, claim.latestExpiryMillis);
                     }
                     throw e;
                 }
@@ -178,10 +217,25 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
     }
 
     /**
+     * The claim of one {@link #writeSingleLock} call, shared by its attempts: a random id (this claim's alone, so a
+     * take-back that matches it can remove nothing anybody uses), the latest expiry an attempt sent (no request of
+     * this call can write a later one, however late it arrives), and whether a request may have written it.
+     */
+    private static final class Claim {
+        final byte[] id = new byte[16];
+        long latestExpiryMillis = Long.MIN_VALUE;
+        boolean mayExist;
+
+        Claim() {
+            RANDOM.nextBytes(id);
+        }
+    }
+
+    /**
      * One attempt: the single atomic upsert. {@code first} is the time reading of the first attempt: the local expiry
      * counts from it, because the claim on the server may have been written by that attempt.
      */
-    private ClaimStatus acquire(KeyColumn lock, LockOwner owner, byte[] claim, boolean mayRetry,
+    private ClaimStatus acquire(KeyColumn lock, LockOwner owner, Claim claim, boolean mayRetry,
                                 ServerClock.Reading first) {
         ServerClock.Reading r = serverClock.read();
         Date now = r.serverDateFloor();
@@ -193,13 +247,14 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
                         Filters.or(free, Filters.lt(LockDocument.HOLDER_EXPIRES_AT, r.deadBefore())))
                 : Filters.and(Filters.eq(LockDocument.ID, id), free);
         Bson update = Updates.combine(
-                Updates.set(LockDocument.HOLDER, LockDocument.holder(claim, owner, now, expiresAt)),
+                Updates.set(LockDocument.HOLDER, LockDocument.holder(claim.id, owner, now, expiresAt)),
                 Updates.set(LockDocument.EXPIRES_AT, expiresAt),
                 Updates.inc(LockDocument.SEQ, 1L),
                 Updates.setOnInsert(LockDocument.TOKEN_BASE, r.serverMicros()));
         FindOneAndUpdateOptions opts = new FindOneAndUpdateOptions().upsert(true)
                 .returnDocument(ReturnDocument.AFTER)
                 .projection(Projections.include(LockDocument.SEQ, LockDocument.TOKEN_BASE));
+        claim.latestExpiryMillis = Math.max(claim.latestExpiryMillis, expiresAt.getTime());
         Document after;
         try {
             after = locks.findOneAndUpdate(filter, update, opts);
@@ -210,10 +265,11 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
             throw e;
         }
         if (after == null) { // cannot happen with upsert and returnDocument AFTER; never report a grant we cannot prove
+            claim.mayExist = true;
             throw new TemporaryLockingException("the server returned no document for an upsert on " + namespace()
                     + " at " + server, lock);
         }
-        return granted(claim, first, LockDocument.token(after));
+        return granted(claim.id, first, LockDocument.token(after));
     }
 
     /** The holder's deadline counts from the first attempt's reading, less the uncertainty of the server-clock estimate. */
@@ -222,7 +278,7 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
     }
 
     /** The upsert met a live holder (or lost the race to create the document): read who holds it. */
-    private ClaimStatus contended(KeyColumn lock, LockOwner owner, byte[] claim, boolean mayRetry,
+    private ClaimStatus contended(KeyColumn lock, LockOwner owner, Claim claim, boolean mayRetry,
                                   ServerClock.Reading r, ServerClock.Reading first, RuntimeException duplicateKey) {
         // local read concern: the winner's write may not be majority-committed yet, and we only want a name
         Document doc = locksLocal.find(Filters.eq(LockDocument.ID, LockDocument.id(lock)))
@@ -231,19 +287,19 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
         Document holder = LockDocument.holderOf(doc);
         ServerClock.Reading now = serverClock.read();
         boolean live = holder != null && LockDocument.isLive(holder, now.deadBefore());
-        if (live && LockDocument.isClaim(holder, claim)) { // an earlier attempt of ours was applied, its reply lost
+        if (live && LockDocument.isClaim(holder, claim.id)) { // an earlier attempt of ours was applied, its reply lost
             // that write may not be majority-committed (a failover could roll it back): confirm it with the
             // configured read concern before believing we hold the lock; this costs a round trip on this path only
+            claim.mayExist = true;
             Document confirmed = locks.find(Filters.eq(LockDocument.ID, LockDocument.id(lock)))
                     .projection(Projections.include(LockDocument.HOLDER, LockDocument.SEQ, LockDocument.TOKEN_BASE))
                     .first();
             Document mine = LockDocument.holderOf(confirmed);
-            if (mine != null && LockDocument.isClaim(mine, claim) && LockDocument.isLive(mine, now.deadBefore())) {
-                return granted(claim, first, LockDocument.token(confirmed));
+            if (mine != null && LockDocument.isClaim(mine, claim.id) && LockDocument.isLive(mine, now.deadBefore())) {
+                return granted(claim.id, first, LockDocument.token(confirmed));
             }
-            releaseQuietly(lock, claim);
             throw new TemporaryLockingException("an earlier attempt's claim (reply lost) is not confirmed by the "
-                    + "read concern yet; it was taken back, retry", lock, null, duplicateKey);
+                    + "read concern yet; it is being taken back, retry", lock, null, duplicateKey);
         }
         if (live) {
             throw new TemporaryLockingException("lock is held by another process (since "
@@ -362,7 +418,24 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
 
     @Override
     protected void deleteSingleLock(KeyColumn lock, ClaimStatus status) {
-        release(lock, status.claimId());
+        Long latestExpiry = unsettled.isEmpty() ? null : unsettled.remove(ByteBuffer.wrap(status.claimId()));
+        try {
+            release(lock, status.claimId());
+        } finally {
+            if (latestExpiry != null) {
+                takeBack(lock, status.claimId(), latestExpiry);
+            }
+        }
+    }
+
+    /**
+     * Remembers a granted claim one of whose attempts had an unknown outcome, until its release; forgets those that
+     * could no longer be live (a hold lost without a release).
+     */
+    private void settleOnRelease(Claim claim) {
+        long deadBefore = serverClock.read().deadBefore().getTime();
+        unsettled.values().removeIf(latest -> latest + driftAllowanceMillis() < deadBefore);
+        unsettled.put(ByteBuffer.wrap(claim.id), claim.latestExpiryMillis);
     }
 
     private boolean release(KeyColumn lock, byte[] claim) {
@@ -374,13 +447,107 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
         return res.getMatchedCount() > 0;
     }
 
-    private void releaseQuietly(KeyColumn lock, byte[] claim) {
-        try {
-            if (release(lock, claim)) {
-                log.info("Took back claim on {} after an ambiguous failure of its acquire", lock);
+    /**
+     * Takes back, in the background, the claim of an acquire that failed after a request that may still write it (a
+     * timed-out or cut upsert can sit in a stalled network path and reach the server later). MongoDB keeps no tombstone
+     * for it, so one compare-and-delete is not enough: it may run before the late upsert lands. Instead the locker's
+     * take-back thread tries again, with back-off, for as long as the claim could be live: until the server-clock
+     * estimate less its uncertainty is past the latest expiry any attempt sent, plus the drift allowance. A request that
+     * lands later writes that expiry, which is already past: a dead claim, which any acquire takes over. Each try
+     * matches the claim's id only, which nobody uses, so it can remove nothing else. Close stops it.
+     */
+    private void takeBack(KeyColumn lock, byte[] claim, long latestExpiryMillis) {
+        long latest = latestExpiryMillis != Long.MIN_VALUE ? latestExpiryMillis
+                : serverClock.read().serverDateCeil(config.expiry()).getTime();
+        TakeBack t = new TakeBack(lock, claim, latest + driftAllowanceMillis());
+        ScheduledExecutorService ex;
+        synchronized (takeBackGuard) {
+            if (takeBacksStopped) {
+                log.info("Not taking back the claim on {} whose acquire's outcome is unknown: the locker is closed; "
+                        + "if its request still reaches {}, it holds the lock until {}", lock, server,
+                        Instant.ofEpochMilli(latest));
+                return;
             }
-        } catch (RuntimeException e) {
-            log.debug("Could not take back a possibly written claim on {}; it expires on its own: {}", lock, e.toString());
+            if (takeBacks == null) {
+                takeBacks = Executors.newSingleThreadScheduledExecutor(r -> {
+                    Thread th = new Thread(r, "locker-mongo-takeback-" + config.rid());
+                    th.setDaemon(true);
+                    return th;
+                });
+            }
+            ex = takeBacks;
+            pendingTakeBacks.add(t);
+        }
+        log.debug("Taking back our claim on {} at {} in the background until it could no longer be live ({} on the "
+                + "server's clock)", lock, server, Instant.ofEpochMilli(latest));
+        t.schedule(ex, 0);
+    }
+
+    /** What the server-clock estimate may drift from the server's clock while a claim lives: 1 %, as in deadline(). */
+    private long driftAllowanceMillis() {
+        return Math.max(1, saturatedNanos(config.expiry()) / 100 / 1_000_000);
+    }
+
+    /** Claims being taken back now (for tests). */
+    int pendingTakeBacks() {
+        return pendingTakeBacks.size();
+    }
+
+    /**
+     * One claim being taken back: tries, then waits 100 ms, doubling up to a twentieth of the expiry (at least 100 ms,
+     * at most 5 s), so a request that lands late blocks the lock that long at most, not for its expiry.
+     */
+    private final class TakeBack implements Runnable {
+        private final KeyColumn lock;
+        private final byte[] claim;
+        private final long untilServerMillis;
+        private final long maxDelayMillis;
+        private long delayMillis = 100;
+        private int tries;
+
+        TakeBack(KeyColumn lock, byte[] claim, long untilServerMillis) {
+            this.lock = lock;
+            this.claim = claim;
+            this.untilServerMillis = untilServerMillis;
+            this.maxDelayMillis = Math.max(100, Math.min(5_000, saturatedNanos(config.expiry()) / 20 / 1_000_000));
+        }
+
+        @Override
+        public void run() {
+            if (serverClock.read().deadBefore().getTime() > untilServerMillis || isClosed()) {
+                pendingTakeBacks.remove(this);
+                log.debug("Stopped taking back our claim on {} after {} tries: it can no longer be live", lock, tries);
+                return;
+            }
+            tries++;
+            try {
+                if (release(lock, claim)) {
+                    log.info("Took back our claim on {} at {} (try {}): an attempt of an acquire whose outcome was "
+                            + "unknown had written it, and nobody uses it", lock, server, tries);
+                }
+            } catch (RuntimeException e) {
+                log.debug("Could not take back our claim on {} at {} (try {}), trying again: {}", lock, server, tries,
+                        e.toString());
+            }
+            long delay = delayMillis;
+            delayMillis = Math.min(maxDelayMillis, delayMillis * 2);
+            ScheduledExecutorService ex;
+            synchronized (takeBackGuard) {
+                ex = takeBacksStopped ? null : takeBacks;
+            }
+            if (ex != null) {
+                schedule(ex, delay);
+            } else {
+                pendingTakeBacks.remove(this);
+            }
+        }
+
+        void schedule(ScheduledExecutorService ex, long delay) {
+            try {
+                ex.schedule(this, delay, TimeUnit.MILLISECONDS);
+            } catch (RejectedExecutionException closing) {
+                pendingTakeBacks.remove(this); // the locker closed meanwhile
+            }
         }
     }
 
@@ -498,6 +665,19 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
     protected void closeBackend() {
         if (clockChecker != null) {
             clockChecker.shutdownNow();
+        }
+        synchronized (takeBackGuard) {
+            takeBacksStopped = true;
+            if (takeBacks != null) {
+                takeBacks.shutdownNow(); // drops the scheduled tries; one in flight ends with its I/O
+            }
+        }
+        int pending = pendingTakeBacks.size();
+        pendingTakeBacks.clear();
+        if (pending > 0) {
+            log.info("Locker {} closed while taking back {} claim(s) of acquires whose outcome was unknown: a request "
+                    + "of theirs that still reaches {} holds its lock until the claim's expiry", config.rid(),
+                    pending, server);
         }
         if (ownsClient) {
             client.close();

@@ -1,0 +1,281 @@
+package dev.locker.mongo;
+
+import com.mongodb.ConnectionString;
+import com.mongodb.MongoClientSettings;
+import com.mongodb.client.MongoClient;
+import com.mongodb.client.MongoClients;
+import com.mongodb.client.model.Filters;
+import dev.locker.api.KeyColumn;
+import dev.locker.api.Lease;
+import dev.locker.api.LockerConfig;
+import dev.locker.api.TemporaryLockingException;
+import dev.locker.api.TimeSource;
+import dev.locker.testkit.FreezingProxy;
+import dev.locker.testkit.VirtualClock;
+import org.bson.Document;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.Timeout;
+
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+/**
+ * An acquire whose outcome is unknown (its upsert timed out in a stalled network path, or its reply was cut) on the
+ * real in-process MongoDB: the claim its request writes when it lands late is taken back by the locker's background
+ * task, so the lock is free again long before the claim's expiry; the task leaves other claims alone, stops once the
+ * claim could no longer be live on the server's clock, and stops when the locker closes. Nothing here is timed: the
+ * waits are generous upper bounds, far below the expiry that the fault would otherwise cost.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+class MongoTakeBackTest {
+
+    /** Far longer than any wait of this test: a lock free again within the test was freed by the take-back. */
+    private static final Duration LONG_EXPIRY = Duration.ofMinutes(5);
+    /** The generous bound on every wait. */
+    private static final Duration PATIENCE = Duration.ofSeconds(30);
+
+    private InProcessMongo mongo;
+    private MongoClient admin;
+    private final List<AutoCloseable> toClose = new CopyOnWriteArrayList<>();
+    private final String collection = "takeback_" + LockerConfig.randomRid().substring(0, 8);
+
+    @BeforeAll
+    void start() {
+        mongo = InProcessMongo.start();
+        admin = MongoClients.create(mongo.uri());
+    }
+
+    @AfterAll
+    void stop() {
+        admin.close();
+        mongo.close();
+    }
+
+    @AfterEach
+    void closeAll() throws Exception {
+        for (AutoCloseable c : toClose) {
+            try {
+                c.close();
+            } catch (RuntimeException e) {
+                // best effort: a scenario may have closed it already
+            }
+        }
+        toClose.clear();
+        mongo.clock().follow(TimeSource.system());
+    }
+
+    private LockerConfig.Builder config(String name) {
+        return LockerConfig.builder().rid(name + "-" + LockerConfig.randomRid().substring(0, 8)).expiry(LONG_EXPIRY);
+    }
+
+    /** A locker on a client of its own through {@code address}, with a short socket timeout; {@code log} records. */
+    private MongoLocker openThrough(String address, LockerConfig config, CommandLog log) {
+        MongoClient client = MongoClients.create(MongoClientSettings.builder()
+                .applyConnectionString(new ConnectionString("mongodb://" + address
+                        + "/?serverSelectionTimeoutMS=3000&connectTimeoutMS=3000&socketTimeoutMS=500"))
+                .addCommandListener(log).build());
+        toClose.add(client);
+        MongoLocker l = MongoLocker.builder().client(client).database("locker").collection(collection).config(config)
+                .build();
+        toClose.add(0, l);
+        return l;
+    }
+
+    private MongoLocker openDirect(LockerConfig config) {
+        MongoLocker l = MongoLockerProvider.builder(mongo.uri()).database("locker").collection(collection)
+                .config(config).build();
+        toClose.add(0, l);
+        return l;
+    }
+
+    private Document rawDoc(KeyColumn lock) {
+        return admin.getDatabase("locker").getCollection(collection).find(Filters.eq("_id", lock.legible())).first();
+    }
+
+    private static KeyColumn lock(String name) {
+        return KeyColumn.of(name + "-" + LockerConfig.randomRid().substring(0, 8), "c");
+    }
+
+    private static void await(BooleanSupplier condition, String what) throws InterruptedException {
+        long deadline = System.nanoTime() + PATIENCE.toNanos();
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() - deadline > 0) {
+                fail("not within " + PATIENCE + ": " + what);
+            }
+            Thread.sleep(20);
+        }
+    }
+
+    private static long updatesSent(CommandLog log) {
+        return log.sent().stream().filter(c -> c.containsKey("update")).count();
+    }
+
+    private static boolean threadAlive(String name) {
+        return Thread.getAllStackTraces().keySet().stream().anyMatch(t -> t.getName().equals(name) && t.isAlive());
+    }
+
+    /**
+     * Given A's path to the server stalled, A's acquire times out and fails; when the path recovers, its held upsert
+     * reaches the server and writes A's claim, which nobody will use or release. The take-back removes it: B gets the
+     * lock long before the claim's 5-minute expiry, with the token after the grant A's late request made (so that
+     * request did land and was taken back); the take-back goes on trying (the claim is not known to be dead yet) and
+     * leaves B's claim alone.
+     */
+    @Test
+    void aClaimLandingAfterItsAcquireTimedOutIsTakenBackOnceThePathRecovers() throws Exception {
+        CommandLog logA = new CommandLog();
+        try (FreezingProxy proxy = new FreezingProxy("127.0.0.1", mongo.port())) {
+            MongoLocker a = openThrough("127.0.0.1:" + proxy.port(), config("a").retries(1).build(), logA);
+            MongoLocker b = openDirect(config("b").build());
+            a.acquire(lock("warm-up"), "a pooled connection through the proxy").close();
+            KeyColumn lock = lock("stalled");
+
+            proxy.freeze();
+            TemporaryLockingException e = assertThrows(TemporaryLockingException.class,
+                    () -> a.acquire(lock, "stalled"));
+            assertEquals(1, a.pendingTakeBacks(), "the claim is being taken back: " + e);
+            proxy.thaw(); // the held upsert reaches the server now
+
+            await(() -> rawDoc(lock) != null, "A's late upsert lands");
+            Lease held = null;
+            long deadline = System.nanoTime() + PATIENCE.toNanos();
+            while (held == null) {
+                try {
+                    held = b.acquire(lock, "after the path recovered");
+                } catch (TemporaryLockingException busy) {
+                    assertTrue(System.nanoTime() - deadline < 0, "the lock stays blocked by A's late claim: " + busy);
+                    Thread.sleep(20);
+                }
+            }
+            try (Lease lease = held) {
+                Document doc = rawDoc(lock);
+                assertEquals(doc.getLong("tokenBase") + 2, lease.fencingToken(),
+                        "A's late request was granted (seq 1) and taken back before B's grant (seq 2): " + doc.toJson());
+                assertEquals(1, a.pendingTakeBacks(), "the claim is not known to be dead yet: the take-back goes on");
+                long sent = updatesSent(logA);
+                await(() -> updatesSent(logA) >= sent + 2, "two more tries of the take-back");
+                assertTrue(lease.isValid());
+                assertEquals(b.rid(), b.holder(lock).orElseThrow().rid(), "a take-back removes A's claim only");
+            }
+        }
+    }
+
+    /**
+     * A's first attempt is held in a stalled connection and times out; its retry on a fresh connection is granted.
+     * After A released that lock, the held first attempt lands and writes the same claim again (the lock is free): the
+     * release started a take-back for it, so B gets the lock long before that claim's expiry.
+     */
+    @Test
+    void aLateAttemptOfAGrantedAcquireIsTakenBackAfterTheRelease() throws Exception {
+        CommandLog logA = new CommandLog();
+        try (FreezingProxy proxy = new FreezingProxy("127.0.0.1", mongo.port(), "findAndModify")) {
+            MongoLocker a = openThrough("127.0.0.1:" + proxy.port(), config("a").retries(3).build(), logA);
+            MongoLocker b = openDirect(config("b").build());
+            a.acquire(lock("warm-up"), "marks the pooled connection").close();
+            KeyColumn lock = lock("retried");
+
+            proxy.freezeMarked(); // the pooled connection only: a new one passes
+            logA.clear();
+            try (Lease lease = a.acquire(lock, "granted on the second attempt")) {
+                assertEquals(2, logA.sent().stream().filter(c -> c.containsKey("findAndModify")).count(),
+                        "the first attempt timed out, the second was granted");
+                assertEquals(0, a.pendingTakeBacks(), "nothing to take back while the claim is held");
+                assertTrue(lease.isValid());
+            }
+            assertEquals(1, a.pendingTakeBacks(), "the release started the take-back of the first attempt");
+            proxy.thaw(); // the first attempt reaches the server now, and finds the lock free
+
+            await(() -> rawDoc(lock).getLong("seq") >= 2, "the first attempt lands after the release");
+            Lease held = null;
+            long deadline = System.nanoTime() + PATIENCE.toNanos();
+            while (held == null) {
+                try {
+                    held = b.acquire(lock, "after A released");
+                } catch (TemporaryLockingException busy) {
+                    assertTrue(System.nanoTime() - deadline < 0, "the lock stays blocked by A's late claim: " + busy);
+                    Thread.sleep(20);
+                }
+            }
+            try (Lease lease = held) {
+                Document doc = rawDoc(lock);
+                assertEquals(doc.getLong("tokenBase") + 3, lease.fencingToken(), "A's grant, A's late first attempt, "
+                        + "then B: " + doc.toJson());
+            }
+        }
+    }
+
+    /**
+     * Closing the locker stops the take-back, while the claim is still pending and A's path still stalled: close
+     * does not wait for it, and the take-back's thread ends.
+     */
+    @Test
+    void closeStopsTheTakeBack() throws Exception {
+        CommandLog logA = new CommandLog();
+        try (FreezingProxy proxy = new FreezingProxy("127.0.0.1", mongo.port())) {
+            LockerConfig config = config("a").retries(1).build();
+            MongoLocker a = openThrough("127.0.0.1:" + proxy.port(), config, logA);
+            a.acquire(lock("warm-up"), "a pooled connection through the proxy").close();
+            KeyColumn lock = lock("closing");
+
+            proxy.freeze();
+            assertThrows(TemporaryLockingException.class, () -> a.acquire(lock, "stalled"));
+            assertEquals(1, a.pendingTakeBacks());
+            String thread = "locker-mongo-takeback-" + a.rid();
+            await(() -> threadAlive(thread), "the take-back thread runs");
+
+            a.close(); // returns at once: the take-back's try in flight on the stalled path is not waited for
+            assertEquals(0, a.pendingTakeBacks());
+            await(() -> !threadAlive(thread), "the take-back thread ends with the locker");
+        }
+    }
+
+    /**
+     * On a virtual clock (the server's clock follows it): an upsert applied whose reply was cut is taken back at once,
+     * the take-back goes on while the claim could still be live, leaves a later holder alone, and stops once the
+     * server's clock is past the claim's expiry plus the drift allowance.
+     */
+    @Test
+    void theTakeBackStopsOnceTheClaimCouldNoLongerBeLive() throws Exception {
+        VirtualClock clock = new VirtualClock();
+        mongo.clock().follow(clock);
+        Duration expiry = Duration.ofSeconds(10);
+        CommandLog logA = new CommandLog();
+        CuttingProxy proxy = new CuttingProxy(new InetSocketAddress("127.0.0.1", mongo.port()));
+        toClose.add(proxy);
+        MongoLocker a = openThrough(proxy.address(),
+                config("a").expiry(expiry).retries(1).timeSource(clock).build(), logA);
+        MongoLocker b = openDirect(config("b").expiry(expiry).timeSource(clock).build());
+        KeyColumn lock = lock("cut");
+
+        proxy.cutReplyTo("findAndModify", 1);
+        assertThrows(TemporaryLockingException.class, () -> a.acquire(lock, "reply cut"));
+        assertEquals(1, proxy.cuts());
+        await(() -> rawDoc(lock) != null && rawDoc(lock).get("holder") == null, "the applied claim is taken back");
+
+        clock.advance(expiry.dividedBy(2));
+        try (Lease lease = b.acquire(lock, "a later holder")) {
+            long sent = updatesSent(logA);
+            await(() -> updatesSent(logA) >= sent + 2, "two more tries of the take-back");
+            assertEquals(1, a.pendingTakeBacks(), "half the expiry later the claim could still be live");
+            assertEquals(b.rid(), b.holder(lock).orElseThrow().rid(), "a take-back removes A's claim only");
+            assertTrue(lease.isValid());
+        }
+
+        clock.advance(expiry); // past the expiry A's request sent, and the allowance of a hundredth of it
+        await(() -> a.pendingTakeBacks() == 0, "the take-back stops once the claim can no longer be live");
+    }
+}
