@@ -142,10 +142,13 @@ final class Help {
                        least the expiry); the restart guard still running; ACL rights for every command Locker uses
                        (redis.acl_check_cmd); replicas and WAIT (asynchronous replication can lose a lock on
                        failover).
-              MongoDB: server and replica set; write concern and read concern (majority); this host's clock offset
-                       to the server and its uncertainty (vs lockerMaxClockSkewMS); the TTL index.
+              MongoDB: server and replica set; write concern (a majority of the set's voters, journaled: w=1
+                       without journal=true FAILs on a standalone too) and read concern (majority); this host's
+                       clock offset to the server and its uncertainty (vs lockerMaxClockSkewMS); the TTL index.
               HBase:   the table and its families; the claims family's TTL vs the expiry; the token family's TTL
                        (none allowed); NEW_VERSION_BEHAVIOR; the cluster's region servers.
+            A check whose input this user may not read (an INFO section denied by the ACL...) says WARN "could
+            not check", never OK.
 
             Examples:
               locker doctor --uri redis://10.0.0.5:6379
