@@ -19,6 +19,7 @@ import org.janusgraph.diskstorage.locking.consistentkey.ExpectedValueCheckingTra
 import org.janusgraph.diskstorage.util.KeyColumn;
 import org.janusgraph.diskstorage.util.StaticArrayEntry;
 import org.janusgraph.graphdb.configuration.GraphDatabaseConfiguration;
+import org.janusgraph.graphdb.database.StandardJanusGraph;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
@@ -30,6 +31,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
 
@@ -68,6 +70,7 @@ class JanusGraphKeepAliveReviewTest {
     @AfterEach
     void closeAll() throws BackendException {
         ReviewStoreManager.BEFORE_MUTATE_MANY.remove(share);
+        ReviewStoreManager.BEFORE_TX_COMMIT.remove(share);
         for (int i = graphs.size() - 1; i >= 0; i--) {
             graphs.get(i).close();
         }
@@ -133,11 +136,11 @@ class JanusGraphKeepAliveReviewTest {
      * (and the README) promise that a leaked transaction keeps its locks until its claims expire, at most one
      * {@code storage.lock.expiry-time}; since 7b574f7 checkLocks starts a keep-alive that only deleteLocks (or closing
      * the instance) stops, with no bound, so the claims of a transaction that passed its check and was then neither
-     * committed nor rolled back are renewed as long as the process lives. JanusGraph's graph layer rolls back a commit
-     * that failed with an Exception, but not one that failed with an Error thrown outside its BackendOperation retry
-     * loop (StandardJanusGraphTx.commit catches Exception only; ExpectedValueCheckingTransaction.commit commits the
-     * data transaction before deleteLocks), and the store-level API has no such guard at all. Here a's transaction
-     * checks its lock (600 ms expiry) and is leaked; b tries for 15 s (25 expiries) and never gets the lock.
+     * committed nor rolled back are renewed as long as the process lives. JanusGraph's graph layer checks inside
+     * commit and rolls back on any Throwable (see the sound case below), so this reaches users of the store-level API
+     * that leak a transaction, and a data write that hangs (a backend call without a timeout) after the check: its
+     * locks are then held for ever instead of for one expiry. Here a's transaction checks its lock (600 ms expiry)
+     * and is leaked; b tries for 15 s (25 expiries) and never gets the lock.
      */
     @Test
     @Disabled("finding 1: a transaction leaked after its check keeps its locks for ever (keep-alive has no bound); "
@@ -326,5 +329,48 @@ class JanusGraphKeepAliveReviewTest {
         JanusGraphTransaction read = b.newTransaction();
         assertEquals(1L, read.traversal().V().has("name", "v").count().next());
         read.rollback();
+    }
+
+    /**
+     * Sound (checked because finding 1 looked reachable from the graph layer, and it is not): a's commit checks its
+     * unique-index lock and writes its data, then the data backend's transaction commit fails with an Error (an
+     * OutOfMemoryError here), outside JanusGraph's BackendOperation: ExpectedValueCheckingTransaction.commit commits
+     * the data transaction before it deletes the locks, and StandardJanusGraphTx.commit catches Exception only. But
+     * StandardJanusGraph.commit catches every Throwable of its commit, logs it and rolls the backend transaction back
+     * (deleteLocks), so the lock is gone at once although the Error reaches the caller as it is.
+     */
+    @Test
+    void aCommitFailingWithAnErrorOutsideTheWriteRetryIsStillRolledBack() throws Exception {
+        JanusGraph a = graph("instance-a", SHORT_EXPIRY);
+        JanusGraphManagement m = a.openManagement();
+        PropertyKey name = m.makePropertyKey("name").dataType(String.class).make();
+        JanusGraphIndex byName = m.buildIndex("byName", Vertex.class).addKey(name).unique().buildCompositeIndex();
+        m.setConsistency(byName, ConsistencyModifier.LOCK);
+        m.commit();
+        LockerStoreManager lockers = (LockerStoreManager) ((StandardJanusGraph) a).getBackend().getStoreManager();
+        byte[] namespace = LockKeys.namespacePrefix(share);
+
+        Thread writer = Thread.currentThread();
+        AtomicBoolean once = new AtomicBoolean();
+        AtomicBoolean heldAtTheError = new AtomicBoolean();
+        ReviewStoreManager.BEFORE_TX_COMMIT.put(share, () -> {
+            if (Thread.currentThread() == writer && once.compareAndSet(false, true)) {
+                heldAtTheError.set(!lockers.locker().list(namespace, 10, null).locks().isEmpty());
+                throw new OutOfMemoryError("review: the data transaction's commit ran out of memory");
+            }
+        });
+        JanusGraphTransaction tx = a.newTransaction();
+        tx.addVertex("name", "v");
+        AtomicReference<Throwable> failed = new AtomicReference<>();
+        try {
+            tx.commit();
+        } catch (Throwable e) {
+            failed.set(e);
+        }
+        assertInstanceOf(OutOfMemoryError.class, failed.get(), "the Error reached the caller as it is");
+        assertFalse(tx.isOpen(), "JanusGraph closed the transaction: nobody can roll it back now");
+        assertTrue(heldAtTheError.get(), "the lock was held (checked, kept alive) when the Error was thrown");
+        assertTrue(lockers.locker().list(namespace, 10, null).locks().isEmpty(),
+                "JanusGraph's rollback after the Error released the lock at once");
     }
 }
