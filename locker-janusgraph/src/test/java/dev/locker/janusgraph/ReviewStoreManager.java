@@ -1,6 +1,7 @@
 package dev.locker.janusgraph;
 
 import org.janusgraph.diskstorage.BackendException;
+import org.janusgraph.diskstorage.BaseTransactionConfig;
 import org.janusgraph.diskstorage.Entry;
 import org.janusgraph.diskstorage.StaticBuffer;
 import org.janusgraph.diskstorage.StoreMetaData;
@@ -37,6 +38,12 @@ public class ReviewStoreManager extends SharedInMemoryStoreManager {
     /** Run before every {@code mutateMany} of the share (JanusGraph's graph-level writes), on the writing thread. */
     static final Map<String, BackendStep> BEFORE_MUTATE_MANY = new ConcurrentHashMap<>();
 
+    /**
+     * Run when a data transaction of the share commits (before it commits), on the committing thread; only
+     * transactions begun while a hook is set are wrapped (the others are the data backend's own).
+     */
+    static final Map<String, BackendStep> BEFORE_TX_COMMIT = new ConcurrentHashMap<>();
+
     /** Run when a manager of the share is closed (before it closes). */
     static final Map<String, Runnable> ON_CLOSE = new ConcurrentHashMap<>();
 
@@ -61,6 +68,34 @@ public class ReviewStoreManager extends SharedInMemoryStoreManager {
             hook.run();
         }
         super.mutateMany(mutations, txh);
+    }
+
+    @Override
+    public StoreTransaction beginTransaction(BaseTransactionConfig config) throws BackendException {
+        StoreTransaction tx = super.beginTransaction(config);
+        if (!BEFORE_TX_COMMIT.containsKey(share)) {
+            return tx;
+        }
+        return new StoreTransaction() {
+            @Override
+            public void commit() throws BackendException {
+                BackendStep hook = BEFORE_TX_COMMIT.get(share);
+                if (hook != null) {
+                    hook.run();
+                }
+                tx.commit();
+            }
+
+            @Override
+            public void rollback() throws BackendException {
+                tx.rollback();
+            }
+
+            @Override
+            public BaseTransactionConfig getConfiguration() {
+                return tx.getConfiguration();
+            }
+        };
     }
 
     @Override
