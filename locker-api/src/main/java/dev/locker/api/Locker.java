@@ -147,6 +147,16 @@ public interface Locker extends AutoCloseable {
     Optional<LockOwner> holder(KeyColumn lock);
 
     /**
+     * Like {@link #holder}, with the holder's fencing token and expiry (as {@link #list} shows them): what an operator
+     * names in {@link #forceRelease(KeyColumn, String, long)}. One read of the lock.
+     *
+     * @param lock the lock
+     * @return the holder, its token (0 for a wait-and-read-back claim not confirmed yet) and expiry, or empty when
+     *         the lock is free
+     */
+    Optional<LockInfo> holding(KeyColumn lock);
+
+    /**
      * Operator's tool: removes every claim on {@code lock}, whoever owns it. The former holder learns it at its next
      * {@link #checkLocks} or {@link #renewLocks} ({@link ExpiredLockException}); its fencing token is refused by the
      * resource once the next holder wrote there. Use it only for a holder known to be dead.

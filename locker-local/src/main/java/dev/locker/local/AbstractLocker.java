@@ -183,8 +183,9 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
     protected abstract boolean deleteAllClaims(KeyColumn lock);
 
     /**
-     * For a conditional forced release: the senior live claim on {@code lock} as {@link #readHolder} decides it, with
-     * its fencing token (0 for a wait-and-read-back claim not confirmed yet) and expiry; empty when the lock is free.
+     * For {@link #holding} and a conditional forced release: the senior live claim on {@code lock} as
+     * {@link #readHolder} decides it, with its fencing token (0 for a wait-and-read-back claim not confirmed yet) and
+     * expiry; empty when the lock is free.
      */
     protected abstract Optional<LockInfo> readHolding(KeyColumn lock);
 
@@ -899,6 +900,17 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         ensureOpen();
         try {
             return readHolder(lock);
+        } catch (RuntimeException e) {
+            throw translate(e, lock, "reading the holder");
+        }
+    }
+
+    @Override
+    public Optional<LockInfo> holding(KeyColumn lock) {
+        config.validate(lock);
+        ensureOpen();
+        try {
+            return readHolding(lock);
         } catch (RuntimeException e) {
             throw translate(e, lock, "reading the holder");
         }
