@@ -822,6 +822,9 @@ public abstract class LockerConformanceSuite {
         Lease lb = b.acquire(lock, "job").onLost(losses);
         long current = lb.fencingToken();
         assertTrue(current > seen);
+        LockInfo shown = operator.holding(lock).orElseThrow(); // the holder with its token, in one read
+        assertEquals(b.rid(), shown.holder().rid());
+        assertEquals(current, shown.fencingToken());
 
         assertFalse(operator.forceRelease(lock, "a is dead", seen), "the claim with token " + seen + " is gone");
         assertTrue(lb.isValid());
@@ -836,6 +839,7 @@ public abstract class LockerConformanceSuite {
         assertFalse(lb.isValid());
         assertThrows(ExpiredLockException.class, lb::check);
         assertTrue(operator.holder(lock).isEmpty());
+        assertTrue(operator.holding(lock).isEmpty());
         dev.locker.api.ForcedRelease record = operator.lastForcedRelease(lock).orElseThrow();
         assertEquals(operator.rid(), record.by().rid());
         assertEquals("b is stuck", record.reason());
