@@ -60,19 +60,23 @@ final class Help {
 
             Lists the held locks whose name (key) starts with PREFIX (all held locks without one): the lock, its
             holder (rid, host, pid, why, since), the holder's fencing token and when its claim expires (on the
-            backend's clock). Pages through Locker.list, 1000 locks per call; each call does bounded work on the
-            backend (Redis: SCAN over the database), so a long listing shows a status line.
+            backend's clock). Pages through Locker.list, 1000 locks per call, printing each page as it arrives;
+            each call does bounded work on the backend (Redis: SCAN over the database), so a long listing shows a
+            status line. Without --limit it stops at 1000 locks and says so ("more may be held"; JSON:
+            "truncated":true), so a look at a few locks never reads a whole deployment.
 
-              --limit N   stop after N locks (default: all)
+              --limit N   stop after N locks (default: 1000)
 
             Examples:
-              locker list                       every held lock
+              locker list                       held locks, the first 1000
+              locker list --limit 1000000       up to a million, printed page by page
               locker list jobs/                 locks whose name starts with jobs/
               locker list %00%00 --limit 20     binary keys, first 20
               locker --json list | jq -r '.locks[] | "\\(.key) \\(.holder.host) \\(.holder.pid)"'
 
-            JSON: {"count":N,"truncated":false,"locks":[{"key":..,"column":..,"holder":{"rid":..,"host":..,"pid":..,
-                   "thread":..,"why":..,"since":..},"token":..,"expiresAt":..}]}
+            JSON: {"locks":[{"key":..,"column":..,"holder":{"rid":..,"host":..,"pid":..,"thread":..,"why":..,
+                   "since":..},"token":..,"expiresAt":..}],"count":N,"truncated":false,"limit":1000}
+                  (one line, written page by page: a failure midway, exit 3 or 4, leaves it unfinished)
             Exit: 0, also when nothing is held; 3 unreachable; 4 refused (e.g. Redis ACL without +scan +type).""";
 
     private static final String SHOW = """
@@ -127,9 +131,10 @@ final class Help {
 
             Prints the lock's holder now and again whenever it changes (a new holder, released, unreachable), one
             line each with the time. It asks the backend every --interval (default 500ms; units ms, s, m), so a
-            change shorter than that may be missed. Ctrl-C ends it with exit code 0.
+            change shorter than that may be missed. Ctrl-C ends it with exit code 0. An unreachable backend is a
+            line and the watch goes on; a refusal (credentials, ACL rights) ends it with exit code 4.
 
-              --interval D    how often to ask (default 500ms, at least 50ms)
+              --interval D    how often to ask (default 500ms, at least 50ms, at most 60m)
               --until-free    exit 0 as soon as the lock is free
               --count N       exit 0 after N lines
 
@@ -150,10 +155,13 @@ final class Help {
                        least the expiry); the restart guard still running; ACL rights for every command Locker uses
                        (redis.acl_check_cmd); replicas and WAIT (asynchronous replication can lose a lock on
                        failover).
-              MongoDB: server and replica set; write concern and read concern (majority); this host's clock offset
-                       to the server and its uncertainty (vs lockerMaxClockSkewMS); the TTL index.
+              MongoDB: server and replica set; write concern (a majority of the set's voters, journaled: w=1
+                       without journal=true FAILs on a standalone too) and read concern (majority); this host's
+                       clock offset to the server and its uncertainty (vs lockerMaxClockSkewMS); the TTL index.
               HBase:   the table and its families; the claims family's TTL vs the expiry; the token family's TTL
                        (none allowed); NEW_VERSION_BEHAVIOR; the cluster's region servers.
+            A check whose input this user may not read (an INFO section denied by the ACL...) says WARN "could
+            not check", never OK.
 
             Examples:
               locker doctor --uri redis://10.0.0.5:6379

@@ -21,21 +21,29 @@ final class Numbers {
         }
     }
 
-    /** {@code 250ms}, {@code 2s}, {@code 1m}: a unit is required (a bare number is refused, not read as ms). */
+    /**
+     * {@code 250ms}, {@code 2s}, {@code 1m}: a unit is required (a bare number is refused, not read as ms), and the
+     * duration must be a whole number of milliseconds that fits a long (a larger one would overflow where it is used).
+     */
     static Duration duration(String value, String option, String command) {
         String v = value.trim().toLowerCase(Locale.ROOT);
+        Duration d = null;
         try {
             if (v.endsWith("ms")) {
-                return Duration.ofMillis(Long.parseLong(v.substring(0, v.length() - 2)));
+                d = Duration.ofMillis(Long.parseLong(v.substring(0, v.length() - 2)));
+            } else if (v.endsWith("s")) {
+                d = Duration.ofSeconds(Long.parseLong(v.substring(0, v.length() - 1)));
+            } else if (v.endsWith("m")) {
+                d = Duration.ofMinutes(Long.parseLong(v.substring(0, v.length() - 1)));
             }
-            if (v.endsWith("s")) {
-                return Duration.ofSeconds(Long.parseLong(v.substring(0, v.length() - 1)));
-            }
-            if (v.endsWith("m")) {
-                return Duration.ofMinutes(Long.parseLong(v.substring(0, v.length() - 1)));
+            if (d != null) {
+                d.toMillis(); // throws ArithmeticException past Long.MAX_VALUE ms
+                return d;
             }
         } catch (NumberFormatException e) {
             // the message below
+        } catch (ArithmeticException e) {
+            throw new UsageException(option + " is too large: '" + value + "'", command);
         }
         throw new UsageException(option + " must be a duration with a unit: 250ms, 2s or 1m (was '" + value + "')",
                 command);

@@ -31,6 +31,17 @@ final class Terminal {
         }
     }
 
+    /**
+     * Writes part of a line (a streamed JSON document, page by page), scrubbed; {@link #out} ends it. A part is whole
+     * JSON values, so no secret is split between two parts.
+     */
+    void write(String part) {
+        synchronized (out) {
+            out.print(secrets.scrub(part));
+            out.flush();
+        }
+    }
+
     void json(Object value) {
         out(Json.write(value));
     }

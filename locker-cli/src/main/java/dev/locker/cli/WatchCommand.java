@@ -4,6 +4,7 @@ import dev.locker.api.KeyColumn;
 import dev.locker.api.LockOwner;
 import dev.locker.api.Locker;
 import dev.locker.api.LockingException;
+import dev.locker.api.TemporaryLockingException;
 
 import java.time.Duration;
 import java.time.Instant;
@@ -13,13 +14,16 @@ import java.util.Optional;
 
 /**
  * {@code locker watch NAME}: asks {@link Locker#holder} every {@code --interval} (default 500 ms) and prints a line
- * whenever the answer changes: a holder (a new claim, even by the same process), free, or unreachable. Ctrl-C,
- * {@code --until-free} or {@code --count} end it with exit code 0.
+ * whenever the answer changes: a holder (a new claim, even by the same process), free, or unreachable (a
+ * {@link TemporaryLockingException}: the watch goes on). Ctrl-C, {@code --until-free} or {@code --count} end it with
+ * exit code 0; a refusal (a {@link dev.locker.api.PermanentLockingException}: credentials, ACL rights), which asking
+ * again cannot cure, ends it with {@link Cli#REFUSED}, as every other command.
  */
 final class WatchCommand {
 
     static final Duration DEFAULT_INTERVAL = Duration.ofMillis(500);
     private static final Duration MIN_INTERVAL = Duration.ofMillis(50);
+    private static final Duration MAX_INTERVAL = Duration.ofMinutes(60);
 
     private final Cli cli;
     private final Args args;
@@ -37,8 +41,9 @@ final class WatchCommand {
         KeyColumn lock = Cli.lock(args);
         Duration interval = args.value("--interval") == null ? DEFAULT_INTERVAL
                 : Numbers.duration(args.value("--interval"), "--interval", args.command);
-        if (interval.compareTo(MIN_INTERVAL) < 0) {
-            throw new UsageException("--interval must be at least " + MIN_INTERVAL.toMillis() + "ms", args.command);
+        if (interval.compareTo(MIN_INTERVAL) < 0 || interval.compareTo(MAX_INTERVAL) > 0) {
+            throw new UsageException("--interval must be at least " + MIN_INTERVAL.toMillis() + "ms and at most "
+                    + MAX_INTERVAL.toMinutes() + "m, was '" + args.value("--interval") + "'", args.command);
         }
         long count = args.value("--count") == null ? Long.MAX_VALUE
                 : Numbers.positive(args.value("--count"), "--count", args.command);
@@ -58,6 +63,9 @@ final class WatchCommand {
                 } catch (LockingException e) {
                     if (cli.stopped()) {
                         break;
+                    }
+                    if (!(e instanceof TemporaryLockingException)) {
+                        throw e; // refused: asking again will not help (Cli exits 4)
                     }
                     now = new State(null, e.getMessage() == null ? e.toString() : e.getMessage());
                 }

@@ -158,13 +158,14 @@ class CliOpsReviewTest {
      * {@code doctor} fail with a NumberFormatException (MongoDoctor.java:55, exit 5).
      */
     @Test
-    @Disabled("finding 4: an overflowing --interval and a malformed lockerMaxClockSkewMS exit 5 (bug), not 2 (usage)")
     void overflowingDurationsAndMalformedDoctorOptionsAreUsageErrors() throws Exception {
         Map<String, String> env = Map.of("LOCKER_URI", "redis://127.0.0.1:" + deadPort());
         CliRun huge = CliRun.run(env, "watch", "x", "--interval", "9223372036854775807s");
         assertEquals(Cli.USAGE, huge.code(), huge::toString);
         CliRun minutes = CliRun.run(env, "watch", "x", "--interval", "999999999999999999m");
         assertEquals(Cli.USAGE, minutes.code(), minutes::toString);
+        CliRun tooLong = CliRun.run(env, "watch", "x", "--interval", "61m");
+        assertEquals(Cli.USAGE, tooLong.code(), tooLong::toString);
         try (InProcessMongo mongo = InProcessMongo.start()) {
             CliRun skew = CliRun.run(Map.of(), "doctor", "--uri", mongo.uri() + "&lockerMaxClockSkewMS=10s");
             assertEquals(Cli.USAGE, skew.code(), skew::toString);
@@ -177,7 +178,6 @@ class CliOpsReviewTest {
      * command exits 4 on) is shown as "unreachable", never ends the watch, and with {@code --count 1} exits 0.
      */
     @Test
-    @Disabled("finding 5: watch on a backend that refuses the credentials prints 'unreachable' and exits 0")
     void watchExitsFourWhenTheBackendRefusesTheCredentials() {
         CliRun run = CliRun.run(Map.of("LOCKER_URI", "redis://nouser:Wr0ngPw55@127.0.0.1:" + master.port()),
                 "watch", "x", "--count", "1");
@@ -222,7 +222,6 @@ class CliOpsReviewTest {
      * The test asks for a default bound (1000 here), reported as truncated.
      */
     @Test
-    @Disabled("finding 7: list without --limit loads the whole listing into memory before printing; no default bound")
     void listWithoutALimitStopsAtADefaultBound() throws Exception {
         List<Lease> leases = new ArrayList<>();
         try (Locker worker = holder("many")) {
@@ -234,6 +233,19 @@ class CliOpsReviewTest {
             JsonNode doc = JSON.readTree(run.out());
             assertTrue(doc.get("count").asInt() <= 1000, "count " + doc.get("count"));
             assertTrue(doc.get("truncated").asBoolean(), "truncated");
+            // fixed: the bound is said in text too, and --limit lists past it, page by page (the JSON stays one document)
+            CliRun text = cli("list", "review-many/");
+            assertEquals(Cli.OK, text.code(), text::toString);
+            assertTrue(text.out().contains("stopped at the default limit of 1000"), text.err());
+            CliRun all = cli("--json", "list", "review-many/", "--limit", "5000");
+            assertEquals(Cli.OK, all.code(), all::toString);
+            JsonNode every = JSON.readTree(all.out());
+            assertEquals(1001, every.get("count").asInt());
+            assertEquals(1001, every.get("locks").size());
+            assertFalse(every.get("truncated").asBoolean());
+            CliRun allText = cli("list", "review-many/", "--limit", "5000");
+            assertTrue(allText.out().contains("1001 locks held under 'review-many/'\n"), allText.err());
+            assertEquals(1001 + 2, allText.out().lines().count(), "a header, 1001 rows, the summary");
         } finally {
             leases.forEach(Lease::close);
         }
@@ -249,8 +261,6 @@ class CliOpsReviewTest {
      * A check that could not read its input must say so (WARN "could not check"), never OK.
      */
     @Test
-    @Disabled("finding 8: with INFO replication denied, doctor reports 'replication OK: no replicas' on a master "
-            + "that has one")
     void aCheckThatCannotReadItsInputIsNotReportedOk() throws Exception {
         CliRun run = CliRun.run(Map.of(), "--json", "doctor", "--uri",
                 "redis://norepl:N0replPw42@127.0.0.1:" + master.port());
@@ -258,6 +268,23 @@ class CliOpsReviewTest {
         JsonNode doc = JSON.readTree(run.out());
         assertNotEquals("OK", finding(doc, "replication").get("level").asText(), doc::toString);
         assertNotEquals("OK", finding(doc, "server").get("level").asText(), doc::toString);
+    }
+
+    /** Finding 8, fixed: a user without any INFO right gets "could not check", never a verdict read from nothing. */
+    @Test
+    void aUserWithoutInfoGetsCouldNotCheckNeverOkOrAFailReadFromNothing() throws Exception {
+        try (Jedis admin = new Jedis(new HostAndPort("127.0.0.1", master.port()))) {
+            admin.aclSetUser("noinfo", "on", ">N0infoPw42", "~*", "&*", "+@all", "-info", "-config");
+        }
+        CliRun run = CliRun.run(Map.of(), "--json", "doctor", "--uri",
+                "redis://noinfo:N0infoPw42@127.0.0.1:" + master.port() + "?expiry=30s&restartGuard=10s");
+        assertNoSecret(run, "N0infoPw42");
+        JsonNode doc = JSON.readTree(run.out());
+        for (String check : List.of("server", "maxmemory-policy", "persistence", "restart-guard", "replication")) {
+            JsonNode f = finding(doc, check);
+            assertEquals("WARN", f.get("level").asText(), doc::toString);
+            assertTrue(f.get("why").asText().contains("could not check"), f::toString);
+        }
     }
 
     /**
@@ -268,7 +295,6 @@ class CliOpsReviewTest {
      * FAILs the same hazard ("a restart can lose claims"); MongoDoctor only WARNs about the standalone in general.
      */
     @Test
-    @Disabled("finding 9: doctor says write-concern OK for w=1 without journal on a standalone MongoDB")
     void mongoWriteConcernWithoutJournalOnAStandaloneIsNotOk() throws Exception {
         try (InProcessMongo mongo = InProcessMongo.start()) {
             CliRun run = CliRun.run(Map.of(), "--json", "doctor", "--uri", mongo.uri() + "&w=1");
@@ -284,7 +310,6 @@ class CliOpsReviewTest {
      * grant and roll it back. The check needs the set's size (hello.hosts) to compare w against a majority.
      */
     @Test
-    @Disabled("finding 10: w=2 on a replica set of 5 is reported as majority (needs LOCKER_MONGO_RS_URI)")
     void mongoNumericWriteConcernBelowAMajorityOfTheSetFails() throws Exception {
         String rs = System.getenv("LOCKER_MONGO_RS_URI");
         assumeTrue(rs != null, "LOCKER_MONGO_RS_URI (a 5-member replica set) is not set");

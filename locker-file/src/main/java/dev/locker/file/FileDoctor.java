@@ -13,7 +13,9 @@ import java.util.function.Consumer;
 
 /**
  * The checks of a {@code file:} lock directory, for {@code locker doctor}: that it is (or can become) a writable
- * directory on a local file system, and which clock judges its claims. It only reads: it creates nothing.
+ * directory on a local file system, and which clock judges its claims. It only reads: it creates nothing. A path it
+ * can neither find nor find missing (a parent this user may not search) is "could not check" (WARN), never "the first
+ * locker creates it".
  */
 public final class FileDoctor implements DeploymentCheck {
 
@@ -33,7 +35,7 @@ public final class FileDoctor implements DeploymentCheck {
         List<Finding> out = new ArrayList<>();
         progress.accept("the lock directory");
         Path existing = dir;
-        while (existing != null && !Files.exists(existing)) {
+        while (existing != null && Files.notExists(existing)) { // surely absent, not merely unreadable
             existing = existing.getParent();
         }
         if (existing == null) {
@@ -41,7 +43,19 @@ public final class FileDoctor implements DeploymentCheck {
                     "point the URI at a directory on a local disk"));
             return out;
         }
-        if (!existing.equals(dir)) {
+        // neither there nor surely absent: a file stands where a directory of the path should be, or this user may
+        // not look (a parent it cannot search), which says nothing of whether the directory exists or can be written
+        boolean unknown = !Files.exists(existing);
+        Path blocking = unknown ? fileInPath(existing) : null;
+        if (blocking != null) {
+            out.add(Finding.fail("directory", blocking + " is a file, not a directory: " + dir + " cannot be created",
+                    "point the URI at a directory"));
+            return out;
+        }
+        if (unknown) {
+            out.add(Finding.warn("directory", "could not check " + dir + ": " + whyUnreadable(existing),
+                    "run the doctor as the user the applications run as, or check the directory by hand"));
+        } else if (!existing.equals(dir)) {
             out.add(Files.isWritable(existing)
                     ? Finding.ok("directory", dir + " does not exist yet; the first locker creates it (under " + existing + ")")
                     : Finding.fail("directory", dir + " does not exist and " + existing + " is not writable by this user",
@@ -57,6 +71,9 @@ public final class FileDoctor implements DeploymentCheck {
         }
         progress.accept("the file system");
         try {
+            if (unknown) {
+                throw new IOException("this user may not look at it");
+            }
             String type = Files.getFileStore(existing).type();
             out.add(LockDirectory.isShared(type)
                     ? Finding.fail("file-system", "'" + type + "': file locks over a network or VM-shared file system "
@@ -91,6 +108,26 @@ public final class FileDoctor implements DeploymentCheck {
                 + "steps do not move; a claim from an earlier boot (another boot id) is dead"
                 + (offset == 0 ? "" : "; this process is in a time namespace whose monotonic clock reads "
                         + java.time.Duration.ofNanos(offset) + " off the host's: claims are kept in the host's terms"));
+    }
+
+    /** The nearest ancestor of {@code p} that exists and is not a directory, or null. */
+    private static Path fileInPath(Path p) {
+        for (Path a = p.getParent(); a != null; a = a.getParent()) {
+            if (Files.exists(a)) {
+                return Files.isDirectory(a) ? null : a;
+            }
+        }
+        return null;
+    }
+
+    /** The operating system's answer when {@code p} can be neither found nor found missing. */
+    private static String whyUnreadable(Path p) {
+        try {
+            Files.readAttributes(p, java.nio.file.attribute.BasicFileAttributes.class);
+            return "this user may not look at " + p;
+        } catch (IOException e) {
+            return "this user may not look at " + p + " (" + e.getMessage() + ")";
+        }
     }
 
     private static String contents(Path dir) {

@@ -53,6 +53,14 @@ class FileDoctorTest {
         assertEquals(Level.FAIL, levels.get("directory"), levels.toString());
     }
 
+    /** A path through a file is neither there nor surely absent: it was read as "the first locker creates it". */
+    @Test
+    void aDirectoryUnderAFileFailsAndIsNotReportedCreatable(@TempDir Path tmp) throws Exception {
+        Path file = Files.writeString(tmp.resolve("plain"), "x");
+        Map<String, Level> levels = levels(new FileDoctor().check("file:" + file.resolve("locks"), s -> { }));
+        assertEquals(Level.FAIL, levels.get("directory"), levels.toString());
+    }
+
     @Test
     void theClockCheckNamesTheOffsetOfATimeNamespace() throws Exception {
         Process probe = new ProcessBuilder("unshare", "-T", "--monotonic", "1", "--fork", "true")

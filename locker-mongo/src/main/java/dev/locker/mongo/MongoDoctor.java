@@ -10,6 +10,7 @@ import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoClients;
 import com.mongodb.client.MongoDatabase;
 import dev.locker.spi.DeploymentCheck;
+import dev.locker.api.LockerConfig;
 import dev.locker.api.LockingException;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.api.TimeSource;
@@ -27,12 +28,16 @@ import java.util.function.Consumer;
  * (it opens a client of its own, never a locker, so it creates no index):
  * <ul>
  *   <li>{@code server}: version, replica set or standalone;</li>
- *   <li>{@code write-concern}: below majority on a replica set, a failover can roll back a grant (FAIL);</li>
+ *   <li>{@code write-concern}: below a majority of the set's voting members a failover can roll back a grant, and
+ *       unjournaled (w=1 without j=true on a standalone, a numeric w without j=true, writeConcernMajorityJournalDefault
+ *       false) a crash loses it (FAIL); a numeric w against the set's size from {@code replSetGetConfig}, else from
+ *       {@code hello}, which lists neither votes nor hidden members (then WARN: could not check);</li>
  *   <li>{@code read-concern}: below majority, holder reads and verifications may see a grant a failover rolls back;</li>
  *   <li>{@code clock}: this host's offset to the server's clock and its uncertainty, measured like
  *       {@link MongoLocker} does ({@code ServerClock}), against {@code lockerMaxClockSkewMS};</li>
  *   <li>{@code ttl-index}: the safety net on {@code expiresAt} of the lock collection.</li>
  * </ul>
+ * A check whose input this user may not read says so (WARN "could not check"), never OK.
  */
 public final class MongoDoctor implements DeploymentCheck {
 
@@ -46,13 +51,17 @@ public final class MongoDoctor implements DeploymentCheck {
 
     @Override
     public List<Finding> check(String uri, Consumer<String> progress) {
-        MongoLockerProvider.Parsed p = MongoLockerProvider.parse(uri); // a malformed URI fails here, before any I/O
+        // a malformed URI or option fails here, before any I/O, as the locker's own parse refuses it
+        MongoLockerProvider.prepared(uri, LockerConfig.defaults());
+        MongoLockerProvider.Parsed p = MongoLockerProvider.parse(uri);
         ConnectionString cs = new ConnectionString(p.driverUri());
         String database = p.options().getOrDefault(MongoLockerProvider.DATABASE,
                 cs.getDatabase() != null ? cs.getDatabase() : "locker");
         String collection = p.options().getOrDefault(MongoLockerProvider.COLLECTION, "locks");
-        Duration maxSkew = p.options().containsKey(MongoLockerProvider.MAX_CLOCK_SKEW)
-                ? Duration.ofMillis(Long.parseLong(p.options().get(MongoLockerProvider.MAX_CLOCK_SKEW))) : DEFAULT_MAX_SKEW;
+        Duration maxSkew = MongoLockerProvider.maxClockSkew(p);
+        if (maxSkew == null) {
+            maxSkew = DEFAULT_MAX_SKEW;
+        }
         String server = cs.isSrvProtocol() ? "mongodb+srv://" + cs.getHosts().get(0) : String.join(",", cs.getHosts());
         MongoClientSettings.Builder settings = MongoClientSettings.builder().applyConnectionString(cs)
                 .applicationName("locker-doctor");
@@ -82,11 +91,23 @@ public final class MongoDoctor implements DeploymentCheck {
             boolean replicaSet = hello.get("setName") != null;
             progress.accept("reading the server's status");
             out.add(server(admin, hello, replicaSet));
-            out.add(writeConcern(cs.getWriteConcern() != null ? cs.getWriteConcern() : WriteConcern.MAJORITY, replicaSet));
+            Topology topology = replicaSet ? Topology.of(hello, replicaSetConfig(admin)) : Topology.STANDALONE;
+            out.add(writeConcern(cs.getWriteConcern() != null ? cs.getWriteConcern() : WriteConcern.MAJORITY, topology));
             out.add(readConcern(cs.getReadConcern() != null ? cs.getReadConcern() : ReadConcern.MAJORITY, replicaSet));
             out.add(clock(sample, maxSkew));
             progress.accept("reading the indexes of " + database + "." + collection);
-            out.add(ttlIndex(client.getDatabase(database), database + "." + collection, collection));
+            try {
+                out.add(ttlIndex(client.getDatabase(database), database + "." + collection, collection));
+            } catch (MongoException e) {
+                LockingException t = MongoErrors.translate(e, null, "reading the indexes", server);
+                if (t instanceof TemporaryLockingException) {
+                    throw t;
+                }
+                // refused (listCollections, listIndexes): the check could not run, which is not "no index"
+                out.add(Finding.warn("ttl-index", "could not check the TTL index of " + database + "." + collection
+                        + ": " + e.getMessage(), "run the doctor as a user allowed listCollections and listIndexes on "
+                        + database + ", or check by hand: db." + collection + ".getIndexes()"));
+            }
         }
         return out;
     }
@@ -96,6 +117,15 @@ public final class MongoDoctor implements DeploymentCheck {
             return admin.runCommand(new Document("hello", 1));
         } catch (MongoException e) {
             return admin.runCommand(new Document("isMaster", 1));
+        }
+    }
+
+    /** The replica set's configuration, or null when this user may not read it (it needs clusterMonitor). */
+    private static Document replicaSetConfig(MongoDatabase admin) {
+        try {
+            return admin.runCommand(new Document("replSetGetConfig", 1)).get("config", Document.class);
+        } catch (MongoException | ClassCastException e) {
+            return null;
         }
     }
 
@@ -116,21 +146,150 @@ public final class MongoDoctor implements DeploymentCheck {
                 + "outlive one server");
     }
 
-    private static Finding writeConcern(WriteConcern wc, boolean replicaSet) {
+    /**
+     * What the doctor could learn of the deployment a write concern is judged against: standalone or replica set,
+     * the numeric {@code w} a majority needs (a range when the set's configuration could not be read: {@code hello}
+     * lists neither hidden members nor votes), and {@code writeConcernMajorityJournalDefault} (null: not read).
+     *
+     * @param replicaSet             a replica set (else a standalone server)
+     * @param minMajority            the least numeric w that may be a majority (replica set only)
+     * @param maxMajority            the numeric w that surely is, as far as the doctor could see (replica set only)
+     * @param exact                  whether the members' votes were read ({@code replSetGetConfig}), so the range
+     *                               is the truth; else hidden members may add voters
+     * @param members                how the members were counted, for messages
+     * @param majorityJournalDefault the set's writeConcernMajorityJournalDefault, or null when it could not be read
+     */
+    record Topology(boolean replicaSet, int minMajority, int maxMajority, boolean exact, String members,
+                    Boolean majorityJournalDefault) {
+
+        static final Topology STANDALONE = new Topology(false, 1, 1, true, "standalone", null);
+
+        /**
+         * A replica set as {@code hello} (always readable) and {@code replSetGetConfig} (null when refused) describe
+         * it. A numeric w counts acknowledgements of any data-bearing member, voting or not, while a failover is
+         * decided by a majority of the voters (arbiters among them): a grant survives it only when the w members
+         * that acknowledged it hold a majority of the voters even if every non-voting member was among them.
+         */
+        static Topology of(Document hello, Document config) {
+            if (config != null && config.get("members") instanceof List<?> list) {
+                int voters = 0;
+                int nonVotingData = 0;
+                for (Object o : list) {
+                    if (o instanceof Document m) {
+                        boolean votes = !(m.get("votes") instanceof Number n) || n.intValue() > 0;
+                        if (votes) {
+                            voters++;
+                        } else if (!Boolean.TRUE.equals(m.get("arbiterOnly"))) {
+                            nonVotingData++;
+                        }
+                    }
+                }
+                int needed = voters / 2 + 1 + nonVotingData;
+                Object mjd = config.get("writeConcernMajorityJournalDefault");
+                return new Topology(true, needed, needed, true, voters + " voting member(s)"
+                        + (nonVotingData == 0 ? "" : " and " + nonVotingData + " non-voting data-bearing member(s)"),
+                        mjd == null ? Boolean.TRUE : Boolean.valueOf(Boolean.TRUE.equals(mjd)));
+            }
+            int hosts = size(hello.get("hosts"));
+            int passives = size(hello.get("passives"));
+            int arbiters = size(hello.get("arbiters"));
+            // passives (priority 0) may vote or not: voting, they enlarge the majority; not voting, they may be
+            // among the w acknowledgements without counting for it
+            int min = (hosts + passives + arbiters) / 2 + 1;
+            int max = (hosts + arbiters) / 2 + 1 + passives;
+            return new Topology(true, min, max, false, (hosts + passives + arbiters) + " member(s) listed by hello ("
+                    + hosts + " electable, " + passives + " passive, " + arbiters + " arbiter(s); hidden members are "
+                    + "not listed)", null);
+        }
+
+        private static int size(Object list) {
+            return list instanceof List<?> l ? l.size() : 0;
+        }
+    }
+
+    /**
+     * Judges the write concern a locker on this URI uses: FAIL when an acknowledged grant can be lost (by a crash
+     * before the journal has it, or by a failover to a member that lacks it), WARN when that could not be checked.
+     */
+    static Finding writeConcern(WriteConcern wc, Topology t) {
         Object w = wc.getWObject();
-        boolean majority = "majority".equals(w) || w instanceof Integer n && n > 1;
-        String what = "write concern w=" + (w == null ? "default (1)" : w)
-                + (Boolean.FALSE.equals(wc.getJournal()) ? ", j=false" : "");
-        if (Boolean.FALSE.equals(wc.getJournal())) {
+        Boolean j = wc.getJournal();
+        String what = "write concern w=" + (w == null ? "unset (the server's default)" : w)
+                + (j == null ? "" : ", j=" + j);
+        if (Boolean.FALSE.equals(j)) {
             return Finding.fail("write-concern", what + ": a grant acknowledged before it reached the journal can be "
                     + "lost in a crash, and granted again", "drop journal=false from the URI");
         }
-        if (!replicaSet || majority) {
-            return Finding.ok("write-concern", what + (replicaSet ? ": a grant survives a failover" : ""));
+        if (w instanceof Integer n && n < 1) {
+            return Finding.fail("write-concern", what + ": grants are not acknowledged at all, so a lost one is "
+                    + "never noticed", "drop w= from the URI (Locker's default is w=majority)");
         }
-        return Finding.fail("write-concern", what + " on a replica set: a failover can roll back a grant that its "
-                + "holder was told about, and grant the lock to another process", "drop w= from the URI (Locker's "
-                + "default is w=majority) or set w=majority");
+        boolean majority = "majority".equals(w);
+        if (!t.replicaSet()) {
+            if (w instanceof Integer n && n > 1) {
+                return Finding.fail("write-concern", what + ": a standalone server refuses w greater than 1, so no "
+                        + "lock can be taken", "drop w= from the URI (Locker's default is w=majority)");
+            }
+            if (Boolean.TRUE.equals(j) || majority) {
+                return Finding.ok("write-concern", what + ": a grant is in the server's on-disk journal before it "
+                        + "is acknowledged");
+            }
+            return Finding.fail("write-concern", what + " on a standalone server: a grant is acknowledged from "
+                    + "memory, before it reaches the journal (up to 100 ms later), so a crash loses acknowledged "
+                    + "grants and the fencing-token counters written with them: the lock is granted again while its "
+                    + "holder still works, with a token that may repeat",
+                    "drop w= from the URI (Locker's default w=majority waits for the journal on a standalone), or "
+                            + "add journal=true");
+        }
+        // a replica set: first, does a failover keep the grant?
+        if (!majority) {
+            String rollback = ": a failover can elect a member without the grant and roll it back, after its holder "
+                    + "was told it holds the lock, and grant the lock to another process";
+            String fix = "drop w= from the URI (Locker's default is w=majority) or set w=majority";
+            if (w == null) {
+                return Finding.fail("write-concern", what + " on a replica set: may be w=1" + rollback,
+                        "set w=majority in the URI");
+            }
+            if (!(w instanceof Integer n)) {
+                return Finding.warn("write-concern", what + " on a replica set: could not check whether the tag set "
+                        + "'" + w + "' always takes a majority of the voting members; if not" + rollback, fix);
+            }
+            if (n < t.minMajority()) {
+                return Finding.fail("write-concern", what + " on a replica set of " + t.members() + ", whose "
+                        + "majority needs w=" + t.minMajority() + (t.exact() ? "" : " at least") + rollback, fix);
+            }
+            if (!t.exact() || n < t.maxMajority()) {
+                return Finding.warn("write-concern", what + " on a replica set of " + t.members() + ": could not "
+                        + "check that w=" + n + " is a majority (replSetGetConfig, which shows votes and hidden "
+                        + "members, was refused); if it is not" + rollback, fix);
+            }
+        }
+        // then, does a crash of the members that acknowledged it keep it?
+        if (Boolean.TRUE.equals(j)) {
+            return Finding.ok("write-concern", what + ": a grant is journaled on a majority, so it survives a "
+                    + "failover and a crash");
+        }
+        if (!majority) {
+            return Finding.fail("write-concern", what + ": the members acknowledge a grant from memory, before it "
+                    + "reaches their journals, so a crash of those members (a power loss) loses acknowledged grants "
+                    + "and the fencing-token counters written with them", "add journal=true to the URI, or set "
+                    + "w=majority instead (journaled while writeConcernMajorityJournalDefault is true)");
+        }
+        if (t.majorityJournalDefault() == null) {
+            return Finding.warn("write-concern", what + ": a grant survives a failover; whether the majority has it "
+                    + "in its journals when it is acknowledged depends on writeConcernMajorityJournalDefault, which "
+                    + "could not be checked (replSetGetConfig was refused; it is true unless someone turned it off)",
+                    "add journal=true to the URI, which makes it journaled whatever that setting says");
+        }
+        if (!t.majorityJournalDefault()) {
+            return Finding.fail("write-concern", what + " and the set's writeConcernMajorityJournalDefault is false: "
+                    + "a majority acknowledges a grant from memory, so a crash of that majority (a power loss) loses "
+                    + "acknowledged grants and the fencing-token counters written with them",
+                    "add journal=true to the URI (or set writeConcernMajorityJournalDefault: true in the set's "
+                            + "configuration)");
+        }
+        return Finding.ok("write-concern", what + ": a grant is journaled on a majority (writeConcernMajorityJournal"
+                + "Default is true), so it survives a failover and a crash");
     }
 
     private static Finding readConcern(ReadConcern rc, boolean replicaSet) {

@@ -93,8 +93,9 @@ public final class MongoLockerProvider implements LockerProvider {
         if (p.options.containsKey(COLLECTION)) {
             b.collection(p.options.get(COLLECTION));
         }
-        if (p.options.containsKey(MAX_CLOCK_SKEW)) {
-            b.maxClockSkew(Duration.ofMillis(number(p.options, MAX_CLOCK_SKEW, "lockerMaxClockSkewMS")));
+        Duration maxClockSkew = maxClockSkew(p);
+        if (maxClockSkew != null) {
+            b.maxClockSkew(maxClockSkew);
         }
         if (p.options.containsKey(CLOCK_CHECK)) {
             b.clockCheckInterval(Duration.ofMillis(number(p.options, CLOCK_CHECK, "lockerClockCheckIntervalMS")));
@@ -103,6 +104,12 @@ public final class MongoLockerProvider implements LockerProvider {
             b.ttlGrace(Duration.ofSeconds(number(p.options, TTL_GRACE, "lockerTtlGraceSeconds")));
         }
         return b;
+    }
+
+    /** The URI's {@code lockerMaxClockSkewMS}, or null when it has none; a bad value fails naming the option. */
+    static Duration maxClockSkew(Parsed p) {
+        return p.options.containsKey(MAX_CLOCK_SKEW)
+                ? Duration.ofMillis(number(p.options, MAX_CLOCK_SKEW, "lockerMaxClockSkewMS")) : null;
     }
 
     /** The URI split into what the driver gets and Locker's options (keys in lower case). */

@@ -41,7 +41,9 @@ import java.util.function.Consumer;
  *   <li>{@code replication}: replicas that a failover could promote without the claims written since
  *       ({@code replicas=N} makes each claim wait for N acknowledgements, {@code WAIT}).</li>
  * </ul>
- * In Cluster mode the per-server checks run on every master. Nothing is written.
+ * In Cluster mode the per-server checks run on every master. Nothing is written. A check whose input this user may not
+ * read (an INFO section or CONFIG GET refused by the ACL, a field missing) says so, WARN "could not check", unless its
+ * verdict does not depend on that input; it never reads an absence as a fact ("no replicas").
  */
 public final class RedisDoctor implements DeploymentCheck {
 
@@ -89,10 +91,10 @@ public final class RedisDoctor implements DeploymentCheck {
                            boolean cluster, List<Finding> out) {
         Map<String, String> info = info(node, "server");
         Map<String, String> replication = info(node, "replication");
-        if (cluster && "slave".equals(replication.get("role"))) {
+        if (cluster && replication != null && "slave".equals(replication.get("role"))) {
             return; // a Cluster's replica: its master is checked
         }
-        int major = major(info.get("redis_version"));
+        int major = info == null ? -1 : major(info.get("redis_version"));
         out.add(server(name, info, replication, major));
         out.add(eviction(name, info(node, "memory"), b));
         Map<String, String> persistence = info(node, "persistence");
@@ -104,10 +106,10 @@ public final class RedisDoctor implements DeploymentCheck {
     }
 
     private static Finding server(String name, Map<String, String> info, Map<String, String> replication, int major) {
-        String version = info.getOrDefault("redis_version", "?");
-        String role = replication.getOrDefault("role", "?");
-        String what = name + "Redis " + version + ", " + info.getOrDefault("redis_mode", "standalone") + ", "
-                + role;
+        String version = info == null ? null : info.get("redis_version");
+        String role = replication == null ? null : replication.get("role");
+        String what = name + "Redis " + (version == null ? "?" : version) + ", "
+                + (info == null ? "?" : info.getOrDefault("redis_mode", "standalone")) + ", " + (role == null ? "?" : role);
         if ("slave".equals(role)) {
             return Finding.fail("server", what + ": a replica refuses writes, so no lock can be taken here",
                     "point the URI at the master (" + replication.getOrDefault("master_host", "?") + ":"
@@ -121,11 +123,32 @@ public final class RedisDoctor implements DeploymentCheck {
             return Finding.warn("server", what + ": works, but ACL rights cannot be checked before Redis 7 "
                     + "(redis.acl_check_cmd)", "upgrade to Redis 7 (Locker is tested on 7.x)");
         }
+        if (role == null) {
+            return Finding.warn("server", what + ": could not check the server's role (" + refused(replication == null
+                    ? "replication" : null) + "): a replica would refuse every write", "run the doctor as a user "
+                    + "allowed INFO replication (ACL +info|replication), or check by hand that the URI names a master");
+        }
+        if (version == null) {
+            return Finding.warn("server", what + ": could not check the server's version (" + refused(info == null
+                    ? "server" : null) + "): Locker needs Redis 5 or later (7 for the ACL check)", "run the doctor as "
+                    + "a user allowed INFO server, or check the version by hand (Locker is tested on 7.x)");
+        }
         return Finding.ok("server", what);
     }
 
+    /** Why a section could not be read: refused, or (null) the field is missing from the server's answer. */
+    private static String refused(String section) {
+        return section == null ? "the server's INFO lacks the field" : "INFO " + section + " was refused to this user";
+    }
+
     private static Finding eviction(String name, Map<String, String> memory, RedisLocker.Builder b) {
-        String policy = memory.getOrDefault("maxmemory_policy", "?");
+        if (memory == null || memory.get("maxmemory_policy") == null) {
+            return Finding.warn("maxmemory-policy", name + "could not check the eviction policy (" + refused(
+                    memory == null ? "memory" : null) + "): any policy but noeviction may evict a held lock's key",
+                    "run the doctor as a user allowed INFO memory (Locker's own evictionCheck needs it too), or check "
+                            + "by hand that maxmemory-policy is noeviction");
+        }
+        String policy = memory.get("maxmemory_policy");
         long max = number(memory.get("maxmemory"));
         if (policy.equals("noeviction")) {
             return Finding.ok("maxmemory-policy", name + "noeviction: Redis never evicts a lock key"
@@ -145,9 +168,12 @@ public final class RedisDoctor implements DeploymentCheck {
 
     private static Finding persistence(String name, Map<String, String> p, String appendfsync, String save,
                                        Duration guard, Duration expiry) {
-        boolean aof = "1".equals(p.get("aof_enabled"));
+        String aofEnabled = p == null ? null : p.get("aof_enabled");
+        boolean aof = "1".equals(aofEnabled);
         boolean always = aof && "always".equals(appendfsync);
-        String what = aof ? "AOF with appendfsync " + (appendfsync == null ? "unknown (CONFIG GET refused)" : appendfsync)
+        boolean unknown = aofEnabled == null || aof && appendfsync == null;
+        String what = aofEnabled == null ? "persistence unknown (" + refused(p == null ? "persistence" : null) + ")"
+                : aof ? "AOF with appendfsync " + (appendfsync == null ? "unknown (CONFIG GET refused)" : appendfsync)
                 : "no AOF" + (save == null ? "" : save.isBlank() ? ", no RDB snapshots" : ", RDB snapshots (save " + save
                 + ")");
         if (always) {
@@ -156,9 +182,17 @@ public final class RedisDoctor implements DeploymentCheck {
                     + "enough here)"));
         }
         if (guard.compareTo(expiry) >= 0) {
+            // safe whatever the persistence: the guard covers a restart that loses every claim
             return Finding.ok("persistence", name + what + ": a restart can lose claims, and restartGuard="
                     + format(guard) + " (at least the expiry " + format(expiry) + ") holds grants off until they "
                     + "would have expired; every locker on this server needs an expiry of at most " + format(guard));
+        }
+        if (unknown) {
+            return Finding.warn("persistence", name + what + ": could not check whether a restart keeps claims, and "
+                            + "restartGuard=" + format(guard) + " is shorter than the expiry " + format(expiry)
+                            + ": if it does not, a lock can be granted after a restart while its former holder still works",
+                    "drop restartGuard from the URI (its default is the expiry), or run the doctor as a user allowed "
+                            + "INFO persistence and CONFIG GET appendfsync");
         }
         return Finding.fail("persistence", name + what + ": a restart can lose claims, and restartGuard="
                         + format(guard) + " is shorter than the expiry " + format(expiry) + ": after a restart a "
@@ -168,9 +202,15 @@ public final class RedisDoctor implements DeploymentCheck {
     }
 
     private static Finding restartGuard(String name, Map<String, String> info, Duration guard) {
-        long uptime = number(info.get("uptime_in_seconds"));
         if (guard.isZero()) {
             return Finding.ok("restart-guard", name + "restartGuard=0: grants right after a restart");
+        }
+        long uptime = info == null ? -1 : number(info.get("uptime_in_seconds"));
+        if (uptime < 0) {
+            return Finding.warn("restart-guard", name + "could not check the server's uptime (" + refused(
+                    info == null ? "server" : null) + "): grants are refused while it is below restartGuard="
+                    + format(guard), "run the doctor as a user allowed INFO server (Locker's restart guard needs it "
+                    + "too)");
         }
         Duration up = Duration.ofSeconds(Math.max(0, uptime));
         if (up.compareTo(guard.plusSeconds(1)) < 0) {
@@ -280,7 +320,20 @@ public final class RedisDoctor implements DeploymentCheck {
     }
 
     private static Finding replication(String name, Map<String, String> r, int replicas) {
-        long connected = number(r.get("connected_slaves"));
+        long connected = r == null ? -1 : number(r.get("connected_slaves"));
+        if (connected < 0) {
+            String why = refused(r == null ? "replication" : null);
+            String fix = "run the doctor as a user allowed INFO replication (ACL +info|replication), or check by hand "
+                    + "(INFO replication on the server)";
+            return replicas > 0
+                    ? Finding.warn("replication", name + "could not check that replicas=" + replicas + " replica(s) "
+                            + "are connected (" + why + "): without them every claim waits replicaTimeout and acquiring "
+                            + "fails", fix)
+                    : Finding.warn("replication", name + "could not check for replicas (" + why + "): a replica "
+                            + "replicates asynchronously with replicas=0, so a failover to one can lose a claim written "
+                            + "just before it, and grant that lock twice", fix + "; with replicas, add replicas=1 to the "
+                            + "URI");
+        }
         if (replicas > 0 && connected < replicas) {
             return Finding.fail("replication", name + "replicas=" + replicas + " but " + Math.max(0, connected)
                     + " replica(s) connected: every claim waits replicaTimeout for acknowledgements it cannot get, "
@@ -354,13 +407,13 @@ public final class RedisDoctor implements DeploymentCheck {
         return () -> raw;
     }
 
-    /** An INFO section as a map; empty when the server refuses it. */
+    /** An INFO section as a map; null when the server refuses it (no check may read that as an empty section). */
     private static Map<String, String> info(Node node, String section) {
         Object reply;
         try {
             reply = node.call("INFO", section);
         } catch (JedisDataException refused) {
-            return Map.of();
+            return null;
         }
         Map<String, String> out = new HashMap<>();
         String text = reply instanceof byte[] bytes ? new String(bytes, StandardCharsets.UTF_8) : String.valueOf(reply);

@@ -5,13 +5,14 @@ import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
-import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Conditional;
 
 /**
  * With Spring Boot Actuator and a {@link Locker} bean (this starter's or the application's own): the health indicator
- * {@code locker} ({@link LockerHealthIndicator}; {@code management.health.locker.enabled=false} turns it off) and the
+ * {@code locker} ({@link LockerHealthIndicator}; {@code management.health.locker.enabled=false} turns it off, and so
+ * does {@code management.health.defaults.enabled=false} unless the former is true) and the
  * endpoint {@code locks} ({@link LockerEndpoint}), exposed like any other endpoint
  * ({@code management.endpoints.web.exposure.include=health,locks}).
  */
@@ -34,7 +35,7 @@ public class LockerActuatorAutoConfiguration {
      */
     @Bean
     @ConditionalOnMissingBean(name = "lockerHealthIndicator")
-    @ConditionalOnProperty(prefix = "management.health.locker", name = "enabled", matchIfMissing = true)
+    @Conditional(OnLockerHealthEnabled.class)
     public LockerHealthIndicator lockerHealthIndicator(Locker locker, LockerProperties properties) {
         return new LockerHealthIndicator(locker, properties.getUri());
     }

@@ -1,7 +1,7 @@
 package dev.locker.springboot;
 
-import dev.locker.api.KeyColumn;
 import dev.locker.api.LockInfo;
+import dev.locker.api.LockNames;
 import dev.locker.api.LockOwner;
 import dev.locker.api.LockPage;
 import dev.locker.api.Locker;
@@ -37,19 +37,23 @@ public class LockerEndpoint {
     /**
      * One page of held locks.
      *
-     * @param prefix key prefix (UTF-8), or null for every lock
+     * @param prefix key prefix, written as the {@code locker} command writes keys ({@link LockNames}: text, and
+     *               {@code %XX} for any byte), or null for every lock
      * @param limit  page size, or null for 100
      * @param cursor the previous page's {@code nextCursor}, or null for the first page
-     * @return {@code locks} (each with key, column, holder, fencingToken, expiresAt) and {@code nextCursor} (null at the end)
+     * @return {@code locks} (each with key and column in {@link LockNames}' notation, which names the lock exactly and
+     *     can be pasted into {@code locker show} or {@code locker release}; holder, fencingToken, expiresAt) and
+     *     {@code nextCursor} (null at the end)
      */
     @ReadOperation
     public Map<String, Object> locks(@Nullable String prefix, @Nullable Integer limit, @Nullable String cursor) {
-        LockPage page = locker.list(prefix == null ? "" : prefix, limit == null ? 100 : limit, cursor);
+        byte[] keyPrefix = prefix == null ? new byte[0] : LockNames.parse(prefix, "prefix");
+        LockPage page = locker.list(keyPrefix, limit == null ? 100 : limit, cursor);
         List<Map<String, Object>> locks = new ArrayList<>();
         for (LockInfo info : page.locks()) {
             Map<String, Object> lock = new LinkedHashMap<>();
-            lock.put("key", KeyColumn.printable(info.lock().key()));
-            lock.put("column", KeyColumn.printable(info.lock().column()));
+            lock.put("key", LockNames.format(info.lock().key()));
+            lock.put("column", LockNames.format(info.lock().column()));
             lock.put("holder", holder(info.holder()));
             lock.put("fencingToken", info.fencingToken());
             lock.put("expiresAt", info.expiresAt() == null ? null : info.expiresAt().toString());

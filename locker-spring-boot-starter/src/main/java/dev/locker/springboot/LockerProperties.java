@@ -1,9 +1,9 @@
 package dev.locker.springboot;
 
 import dev.locker.api.LockerConfig;
+import dev.locker.spi.UriOptions;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -17,14 +17,20 @@ public class LockerProperties {
 
     /** The backend by URI: {@code mem:}, {@code redis://}, {@code rediss://}, {@code mongodb://}, {@code hbase://}. */
     private String uri;
-    /** How long a claim lives unless renewed. */
-    private Duration expiry;
-    /** Wait-and-read-back only: the pause between writing a claim and reading it back. */
-    private Duration lockWait;
+    /**
+     * How long a claim lives unless renewed: {@code 30s}, {@code 5m}, {@code 250ms}, {@code 1h}, ISO-8601
+     * ({@code PT30S}). A bare number is refused (Spring would read {@code 300} as 300 ms), as in the URI's options.
+     */
+    private String expiry;
+    /** Wait-and-read-back only: the pause between writing a claim and reading it back (a duration with a unit). */
+    private String lockWait;
     /** Attempts to write a claim when the store is slow or fails temporarily. */
     private Integer retries;
-    /** How long a lock request waits for another transaction of this JVM holding the same lock (0: fail fast). */
-    private Duration localWait;
+    /**
+     * How long a lock request waits for another transaction of this JVM holding the same lock (a duration with a
+     * unit; 0: fail fast).
+     */
+    private String localWait;
     /** Whether dead claims met on the way are deleted. */
     private Boolean scrubExpired;
     /** Largest key + column in bytes, checked before any I/O. */
@@ -44,16 +50,16 @@ public class LockerProperties {
     public LockerConfig.Builder toConfig() {
         LockerConfig.Builder b = LockerConfig.builder();
         if (expiry != null) {
-            b.expiry(expiry);
+            b.expiry(UriOptions.duration("locker.expiry", expiry));
         }
         if (lockWait != null) {
-            b.lockWait(lockWait);
+            b.lockWait(UriOptions.duration("locker.lock-wait", lockWait));
         }
         if (retries != null) {
             b.retries(retries);
         }
         if (localWait != null) {
-            b.localWait(localWait);
+            b.localWait(UriOptions.duration("locker.local-wait", localWait));
         }
         if (scrubExpired != null) {
             b.scrubExpired(scrubExpired);
@@ -80,23 +86,23 @@ public class LockerProperties {
         this.uri = uri;
     }
 
-    /** @return the claim expiry, or null for the default */
-    public Duration getExpiry() {
+    /** @return the claim expiry as written (a duration with a unit), or null for the default */
+    public String getExpiry() {
         return expiry;
     }
 
-    /** @param expiry the claim expiry */
-    public void setExpiry(Duration expiry) {
+    /** @param expiry the claim expiry: {@code 30s}, {@code 5m}, {@code 250ms}, {@code PT30S}; a bare number is refused */
+    public void setExpiry(String expiry) {
         this.expiry = expiry;
     }
 
-    /** @return the lock-wait, or null for the default */
-    public Duration getLockWait() {
+    /** @return the lock-wait as written, or null for the default */
+    public String getLockWait() {
         return lockWait;
     }
 
-    /** @param lockWait the lock-wait */
-    public void setLockWait(Duration lockWait) {
+    /** @param lockWait the lock-wait (a duration with a unit) */
+    public void setLockWait(String lockWait) {
         this.lockWait = lockWait;
     }
 
@@ -110,13 +116,13 @@ public class LockerProperties {
         this.retries = retries;
     }
 
-    /** @return the local wait, or null for the default */
-    public Duration getLocalWait() {
+    /** @return the local wait as written, or null for the default */
+    public String getLocalWait() {
         return localWait;
     }
 
-    /** @param localWait the local wait */
-    public void setLocalWait(Duration localWait) {
+    /** @param localWait the local wait (a duration with a unit; 0 to fail fast) */
+    public void setLocalWait(String localWait) {
         this.localWait = localWait;
     }
 

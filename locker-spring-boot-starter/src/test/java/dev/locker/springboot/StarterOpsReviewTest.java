@@ -86,7 +86,6 @@ class StarterOpsReviewTest {
      * turns into a hot loop. The same for lock-wait and local-wait.
      */
     @Test
-    @Disabled("finding 11: locker.expiry=300 (a bare number, meant as 5 minutes) is taken as 300 ms, not refused")
     void aBareNumberForADurationPropertyIsRefused() {
         // 300, not 30: mem:'s wait-and-read-back refuses an expiry under 2 x lockWait for its own reason
         String out = failedStart("locker.uri=mem:review-bare", "locker.expiry=300");
@@ -114,7 +113,6 @@ class StarterOpsReviewTest {
      * leaves this one on (it keeps probing the backend, and a DOWN backend still fails the application's health).
      */
     @Test
-    @Disabled("finding 13: management.health.defaults.enabled=false does not turn the locker health indicator off")
     void theHealthIndicatorHonoursManagementHealthDefaultsEnabled() {
         try (ConfigurableApplicationContext app = start("locker.uri=mem:review-health-defaults",
                 "management.health.defaults.enabled=false")) {
@@ -130,8 +128,6 @@ class StarterOpsReviewTest {
      * forces the release of what the endpoint listed names another lock, or none (and writes a misleading record).
      */
     @Test
-    @Disabled("finding 14: the locks endpoint prints names lossily (cut at 64 bytes, '/' as \\x2f): two locks look "
-            + "the same, and no printed name names the lock for the CLI")
     void theEndpointNamesEachLockExactlyAndInTheClisNotation() {
         try (ConfigurableApplicationContext app = start("locker.uri=mem:review-names?lockWait=1ms")) {
             Locker locker = app.getBean(Locker.class);
