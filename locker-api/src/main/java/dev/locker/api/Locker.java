@@ -147,6 +147,16 @@ public interface Locker extends AutoCloseable {
     Optional<LockOwner> holder(KeyColumn lock);
 
     /**
+     * Like {@link #holder}, with the holder's fencing token and expiry (as {@link #list} shows them): what an operator
+     * names in {@link #forceRelease(KeyColumn, String, long)}. One read of the lock.
+     *
+     * @param lock the lock
+     * @return the holder, its token (0 for a wait-and-read-back claim not confirmed yet) and expiry, or empty when
+     *         the lock is free
+     */
+    Optional<LockInfo> holding(KeyColumn lock);
+
+    /**
      * Operator's tool: removes every claim on {@code lock}, whoever owns it. The former holder learns it at its next
      * {@link #checkLocks} or {@link #renewLocks} ({@link ExpiredLockException}); its fencing token is refused by the
      * resource once the next holder wrote there. Use it only for a holder known to be dead.
@@ -168,6 +178,31 @@ public interface Locker extends AutoCloseable {
      * @return true if there was any claim to remove
      */
     boolean forceRelease(KeyColumn lock, String reason);
+
+    /**
+     * Like {@link #forceRelease(KeyColumn, String)}, but only if the lock's holder is still the claim an operator
+     * looked at: the one whose fencing token is {@code expectedToken} (as {@link #list} or {@code locker show} showed
+     * it). That claim, and no other, is removed, and the check is atomic with the removal on the server (on the
+     * wait-and-read-back protocol, whose claims are one entry per claimant, only the entry that carries that token is
+     * removed: a claim written later carries another token and is never touched). If the lock changed hands since
+     * (the holder's claim ended and another process took the lock), nothing happens. Same checks, reason limit and
+     * audit record as the unconditional form; the holder taken from learns {@link LossReason#FORCE_RELEASED}.
+     *
+     * <p>The record is written only when the removal is attempted: never when the holder was already gone or another
+     * claim held the lock. Where the backend keeps the record with the claim (Redis, HBase, {@code file:}), record and
+     * removal are one atomic step, so a record always names a holder it removed. Where it cannot (MongoDB, the
+     * wait-and-read-back protocol), the record is written just before the conditional removal; if that removal then
+     * finds the claim gone (it ended on its own in between: released or expired), the record names the holder of
+     * {@code expectedToken} although its claim was not removed by this call, and never any other holder (MongoDB then
+     * returns false; the wait-and-read-back protocol, whose stores do not say what a delete found, returns true).
+     *
+     * @param lock the lock
+     * @param reason why, for the record and the former holder
+     * @param expectedToken the fencing token of the holder to release (positive)
+     * @return true if the claim carrying {@code expectedToken} held the lock and was removed
+     * @throws IllegalArgumentException for a token below 1 or a reason over 1000 characters, before any I/O
+     */
+    boolean forceRelease(KeyColumn lock, String reason, long expectedToken);
 
     /**
      * The record of the last forced release of {@code lock}, if any.

@@ -25,7 +25,8 @@ final class Args {
     static final Map<String, Spec> COMMANDS = Map.of(
             "list", new Spec(Set.of("--limit"), Set.of(), 0, 1),
             "show", new Spec(Set.of("--key", "--column"), Set.of(), 0, 1),
-            "release", new Spec(Set.of("--key", "--column", "--reason"), Set.of("--force"), 0, 1),
+            "release", new Spec(Set.of("--key", "--column", "--reason", "--token", "--holder"), Set.of("--force"), 0,
+                    1),
             "watch", new Spec(Set.of("--key", "--column", "--interval", "--count"), Set.of("--until-free"), 0, 1),
             "doctor", new Spec(Set.of(), Set.of(), 0, 0),
             "help", new Spec(Set.of(), Set.of(), 0, 1));

@@ -15,6 +15,7 @@ final class Help {
               list [PREFIX]                        held locks (holder, why, since, expiry, token), by key prefix
               show NAME                            one lock: holder, token, expiry, last forced release, last run
               release NAME --force --reason TEXT   remove a (dead) holder's claim, on the record
+                [--token N] [--holder RID]         only if the holder is still the claim 'show' printed
               watch NAME                           print the lock's holder whenever it changes; Ctrl-C ends
               doctor                               check the deployment for what breaks locks (OK/WARN/FAIL)
               help [COMMAND]                       this text, or a command's with examples
@@ -36,7 +37,7 @@ final class Help {
 
             Exit codes:
               0    done (doctor: no FAIL; show: the lock is held; release: a claim was removed)
-              1    doctor found a FAIL; show/release: the lock is not held
+              1    doctor found a FAIL; show/release: the lock is not held (release --token/--holder: not by that claim)
               2    usage error: bad option, name or URI, missing --force/--reason (nothing was done, no I/O)
               3    backend unreachable (or too slow): nothing changed that the command reports; try again
               4    backend refused: credentials, ACL rights, a missing table
@@ -97,7 +98,7 @@ final class Help {
             Exit: 0 held, 1 free, 3 unreachable, 4 refused.""";
 
     private static final String RELEASE = """
-            locker release NAME --force --reason TEXT
+            locker release NAME --force --reason TEXT [--token N] [--holder RID]
 
             Removes every claim on the lock, whoever holds it (Locker.forceRelease), for a holder known to be dead
             or hung. It is recorded first: who forced it (this CLI, user and host), when, why and whom it took the
@@ -105,13 +106,25 @@ final class Help {
             it, and the next holder gets a higher fencing token, so the former holder's late writes are refused by
             a resource that checks tokens. Both --force and --reason are required (at most 1000 characters).
 
+            Name the holder you mean, so that a lock that changed hands after 'locker show' (the old holder's
+            claim ended, a live worker took the lock) is not taken from its new holder:
+              --token N     release only the claim with fencing token N ('locker show' prints it), checked on the
+                            backend in the same step as the removal; nothing is recorded when it is not the holder
+              --holder RID  read the holder: refuse (exit 1) when its rid is not RID, else release by the token
+                            just read, so the removal is still conditional on that exact claim (with --token too,
+                            both must match)
+
             Examples:
-              locker release nightly-report --force --reason "worker-3 was killed at 03:12 (INC-4711)"
+              locker release nightly-report --force --reason "worker-3 was killed (INC-4711)" --token 1795375826825303
+              locker release nightly-report --force --reason "worker-3 hangs" --holder worker-3-e0590c79e8af1086
               locker release vertex:42 --column name --force --reason "leaked JanusGraph transaction"
 
             JSON: {"key":..,"column":..,"released":true,"record":{"at":..,"by":{..},"reason":..,"released":{..}}}
-            Exit: 0 a claim was removed, 1 there was none (the record is written anyway), 2 without --force or
-            --reason, 3 unreachable, 4 refused.""";
+                  (with --token/--holder: "expectedToken":N; when refused: "released":false,"why":..,
+                  "holder":{..}|null,"token":..|null, and no record)
+            Exit: 0 a claim was removed, 1 there was none (the record is written anyway) or, with --token/--holder,
+            the named claim does not hold the lock (nothing recorded), 2 without --force or --reason, or a bad
+            --token, 3 unreachable, 4 refused.""";
 
     private static final String WATCH = """
             locker watch NAME [--interval 500ms] [--until-free] [--count N]

@@ -190,11 +190,11 @@ class CliOpsReviewTest {
      * lock changes hands (worker-a's claim ends, worker-b acquires), and {@code release --force} then removes
      * worker-b's live claim: nothing lets the operator say "only if it is still worker-a's / token N". The test asks
      * for {@code --holder RID} (or {@code --token N}), checked atomically with the removal on the server (it needs a
-     * {@code Locker.forceRelease(lock, reason, expected holder or token)}); today the option is unknown (exit 2).
+     * {@code Locker.forceRelease(lock, reason, expected holder or token)}). Fixed: {@code --token N} calls
+     * {@code Locker.forceRelease(lock, reason, N)}, which removes only the claim carrying token N; {@code --holder RID}
+     * reads the holder, refuses when its rid differs, else releases by the token it read.
      */
     @Test
-    @Disabled("finding 6: release has no --holder/--token compare: a lock that changed hands after 'show' is taken "
-            + "from its new, live holder")
     void releaseOnlyTakesTheLockFromTheHolderTheOperatorNamed() throws Exception {
         KeyColumn lock = KeyColumn.named("review/changed-hands");
         try (Locker a = holder("worker-a"); Locker b = holder("worker-b")) {

@@ -177,6 +177,50 @@ class CliRedisTest {
         assertTrue(again.out().contains("nothing to release"), again::toString);
     }
 
+    /** {@code --token} and {@code --holder} name the claim to release: the claim they name is taken, on the record. */
+    @Test
+    void releaseByTokenOrHolderTakesTheNamedClaim() throws Exception {
+        KeyColumn lock = KeyColumn.named("release/named");
+        CliRun badToken = cli("release", "release/named", "--force", "--reason", "r", "--token", "0");
+        assertEquals(Cli.USAGE, badToken.code(), badToken::toString);
+        CliRun notANumber = cli("release", "release/named", "--force", "--reason", "r", "--token", "12x");
+        assertEquals(Cli.USAGE, notANumber.code(), notANumber::toString);
+        try (Locker worker = holder("named-worker")) {
+            Lease first = worker.acquire(lock, "first");
+            long token = first.fencingToken();
+            CliRun wrong = cli("--json", "release", "release/named", "--force", "--reason", "r", "--token",
+                    Long.toString(token + 1));
+            assertEquals(Cli.NO, wrong.code(), wrong::toString);
+            JsonNode refused = JSON.readTree(wrong.out());
+            assertFalse(refused.get("released").asBoolean());
+            assertEquals(token, refused.get("token").asLong(), wrong::toString);
+            assertTrue(first.isValid());
+            assertTrue(worker.lastForcedRelease(lock).isEmpty(), "nothing recorded");
+
+            CliRun byToken = cli("--json", "release", "release/named", "--force", "--reason", "dead, INC-1",
+                    "--token", Long.toString(token));
+            assertEquals(Cli.OK, byToken.code(), byToken::toString);
+            JsonNode doc = JSON.readTree(byToken.out());
+            assertTrue(doc.get("released").asBoolean());
+            assertEquals(token, doc.get("expectedToken").asLong());
+            assertEquals(worker.rid(), doc.get("record").get("released").get("rid").asText());
+            assertTrue(worker.holder(lock).isEmpty());
+            first.close();
+
+            Lease second = worker.acquire(lock, "second");
+            CliRun otherRid = cli("release", "release/named", "--force", "--reason", "r", "--holder", "someone-else");
+            assertEquals(Cli.NO, otherRid.code(), otherRid::toString);
+            assertTrue(otherRid.out().contains("not released"), otherRid::toString);
+            assertTrue(second.isValid());
+            CliRun byHolder = cli("release", "release/named", "--force", "--reason", "hung, INC-2", "--holder",
+                    worker.rid());
+            assertEquals(Cli.OK, byHolder.code(), byHolder::toString);
+            assertTrue(byHolder.out().contains("with token " + second.fencingToken()), byHolder::toString);
+            assertEquals("hung, INC-2", worker.lastForcedRelease(lock).orElseThrow().reason());
+            second.close();
+        }
+    }
+
     @Test
     void theFormerHolderIsToldItWasForceReleasedWithTheReason() throws Exception {
         KeyColumn lock = KeyColumn.named("release/told");

@@ -194,6 +194,34 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
     }
 
     @Override
+    protected Optional<LockInfo> readHolding(KeyColumn lock) {
+        LockFile f = load(name(lock), lock);
+        return alive(f.claim) ? Optional.of(new LockInfo(lock, f.claim.owner, f.token, expiresAt(f.claim)))
+                : Optional.empty();
+    }
+
+    /**
+     * One step under the lock's stripe lock: the claim (whose token is the file's token while it is there) is checked,
+     * the record written and the claim removed, so the record names exactly the claim it removed.
+     */
+    @Override
+    protected boolean deleteClaimWithToken(KeyColumn lock, long token, byte[] record) {
+        String name = name(lock);
+        return directory.locked(name, stripe -> {
+            LockFile f = load(name, lock);
+            if (!alive(f.claim) || f.token != token) {
+                return false;
+            }
+            LockFile r = records(name, lock);
+            r.records.put(FORCED, record.clone());
+            directory.writeRecords(name, r);
+            f.claim = null;
+            directory.writeLock(name, f);
+            return true;
+        });
+    }
+
+    @Override
     protected Optional<byte[]> readRecord(KeyColumn lock, String recordName) {
         LockFile r = records(name(lock), lock);
         return Optional.ofNullable(r.records.get(recordName)).map(byte[]::clone);

@@ -384,6 +384,40 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
         throw new TemporaryLockingException("the lock kept changing hands while force-releasing it on " + where, lock);
     }
 
+    /** One get of the holder cell (hidden by its TTL once expired) and the counter, which is the holder's token. */
+    @Override
+    protected Optional<LockInfo> readHolding(KeyColumn lock) {
+        Get get = new Get(row(lock)).addColumn(family, HOLDER).addColumn(tokenFamily, COUNTER);
+        try (Table t = tables.build()) {
+            Result r = t.get(get);
+            return r.isEmpty() ? Optional.empty() : Optional.ofNullable(heldLock(r, new byte[0]));
+        } catch (IOException e) {
+            throw HBaseErrors.translate(e, "get", where);
+        }
+    }
+
+    /**
+     * One check-and-mutate on the holder cell: the claim whose grant took the counter to {@code token} (its value is
+     * random per claim, so no later claim compares equal) is replaced by the free value, and the record written, in
+     * one row operation; the record is stamped like {@link #putRecord}'s, with that token.
+     */
+    @Override
+    protected boolean deleteClaimWithToken(KeyColumn lock, long token, byte[] record) {
+        byte[] row = row(lock);
+        RowState state = read(row, "get");
+        if (state.holder == null || state.counter != token) {
+            return false;
+        }
+        Put free = new Put(row).addColumn(family, HOLDER, FREE);
+        Put put = new Put(row).addColumn(tokenFamily, recordColumn(FORCED), recordTimestamp(token), record);
+        try {
+            return checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, state.holder.value)
+                    .build(RowMutations.of(List.of(free, put))), "checkAndMutate").isSuccess();
+        } catch (IOException e) {
+            throw HBaseErrors.translate(e, "checkAndMutate", where);
+        }
+    }
+
     /**
      * One bounded {@code Scan} of the lock table per call, from the cursor's row (exclusive) or the prefix's first row,
      * to the end of the prefix's rows (a lock's row is its legible name, which keeps key prefixes), returning at most

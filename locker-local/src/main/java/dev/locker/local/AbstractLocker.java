@@ -6,6 +6,7 @@ import dev.locker.api.ForcedRelease;
 import dev.locker.api.Lease;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.LocalArbitration;
+import dev.locker.api.LockInfo;
 import dev.locker.api.LockLost;
 import dev.locker.api.LockOwner;
 import dev.locker.api.LockPage;
@@ -180,6 +181,22 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
 
     /** Removes every claim on {@code lock}; true if there was any. */
     protected abstract boolean deleteAllClaims(KeyColumn lock);
+
+    /**
+     * For {@link #holding} and a conditional forced release: the senior live claim on {@code lock} as
+     * {@link #readHolder} decides it, with its fencing token (0 for a wait-and-read-back claim not confirmed yet) and
+     * expiry; empty when the lock is free.
+     */
+    protected abstract Optional<LockInfo> readHolding(KeyColumn lock);
+
+    /**
+     * For a conditional forced release: removes the claim on {@code lock} that carries fencing token {@code token},
+     * and no other, and writes {@code record} as the record {@link #FORCED} only if that claim is there; true if it
+     * removed it. Atomic with the check where the backend can (then the record is written exactly when the claim is
+     * removed); elsewhere the record is written just before a removal conditional on that claim, and may then name a
+     * claim that ended on its own in between (never another one).
+     */
+    protected abstract boolean deleteClaimWithToken(KeyColumn lock, long token, byte[] record);
 
     /**
      * For {@link #list}: up to {@code limit} live held locks whose key starts with {@code keyPrefix}, after
@@ -888,12 +905,38 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         }
     }
 
+    @Override
+    public Optional<LockInfo> holding(KeyColumn lock) {
+        config.validate(lock);
+        ensureOpen();
+        try {
+            return readHolding(lock);
+        } catch (RuntimeException e) {
+            throw translate(e, lock, "reading the holder");
+        }
+    }
+
     /**
      * Reads the holder, writes the record of the release, then removes every claim: a failure before the removal
      * leaves the lock as it was. Not atomic: a holder that came in between is released too, and learns GONE.
      */
     @Override
     public boolean forceRelease(KeyColumn lock, String reason) {
+        return forceRelease(lock, reason, null);
+    }
+
+    /** The conditional form: see {@link #deleteClaimWithToken} for what is atomic. */
+    @Override
+    public boolean forceRelease(KeyColumn lock, String reason, long expectedToken) {
+        if (expectedToken < 1) {
+            throw new IllegalArgumentException("expectedToken must be a holder's fencing token (positive), was "
+                    + expectedToken);
+        }
+        return forceRelease(lock, reason, Long.valueOf(expectedToken));
+    }
+
+    /** Both forms of forceRelease: {@code expected} null removes every claim, else only the claim with that token. */
+    private boolean forceRelease(KeyColumn lock, String reason, Long expected) {
         config.validate(lock);
         String why = reason == null ? "" : reason;
         if (why.length() > MAX_REASON_CHARS) {
@@ -901,14 +944,32 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
                     + why.length());
         }
         ensureOpen();
+        String said = why.isEmpty() ? "(no reason given)" : why.replaceAll("\\p{Cntrl}", " ");
         try {
-            LockOwner released = readHolder(lock).orElse(null);
-            ForcedRelease record = new ForcedRelease(config.owner(why), why, time.now(), released);
-            putRecord(lock, FORCED, record.toBytes());
-            boolean any = deleteAllClaims(lock);
-            log.warn("Force-released lock {} (claims found: {}, holder: {}) by locker {}: {}", lock, any,
-                    released == null ? "none" : released.rid(), config.rid(),
-                    why.isEmpty() ? "(no reason given)" : why.replaceAll("\\p{Cntrl}", " "));
+            LockOwner released;
+            if (expected == null) {
+                released = readHolder(lock).orElse(null);
+            } else {
+                Optional<LockInfo> holding = readHolding(lock);
+                if (holding.isEmpty() || holding.get().fencingToken() != expected) {
+                    log.info("Did not force-release lock {} by locker {}: its holder is {}, not the claim with token {} "
+                            + "({})", lock, config.rid(), holding.map(h -> h.holder().rid() + " (token "
+                            + h.fencingToken() + ")").orElse("none"), expected, said);
+                    return false;
+                }
+                released = holding.get().holder();
+            }
+            byte[] record = new ForcedRelease(config.owner(why), why, time.now(), released).toBytes();
+            boolean any;
+            if (expected == null) {
+                putRecord(lock, FORCED, record);
+                any = deleteAllClaims(lock);
+            } else {
+                any = deleteClaimWithToken(lock, expected, record);
+            }
+            log.warn("Force-released lock {} ({}: {}, holder: {}) by locker {}: {}", lock,
+                    expected == null ? "claims found" : "claim with token " + expected + " removed", any,
+                    released == null ? "none" : released.rid(), config.rid(), said);
             return any;
         } catch (RuntimeException e) {
             throw translate(e, lock, "force-releasing");

@@ -410,6 +410,32 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
     }
 
     @Override
+    protected Optional<LockInfo> readHolding(KeyColumn lock) {
+        ClaimCodec.Claim holder = readRow(lock.encoded()).holder(stepGuard.judgingTime(time.now(), time.nanoTime()));
+        return holder == null ? Optional.empty() : Optional.of(new LockInfo(lock, holder.owner, holder.token, holder.expiry));
+    }
+
+    /**
+     * Claims are one column per claimant, and a claim column carries only its own token once written: removing the
+     * column that carries {@code token} removes that claim and nothing else. The store has no conditional write, so
+     * the record goes in first, once the row shows the claim, and the column is deleted after (a delete of a column
+     * that is gone meanwhile changes nothing). As for every forced release here, a renewal of that claim between its
+     * read and its write can put the column back (see the class comment).
+     */
+    @Override
+    protected boolean deleteClaimWithToken(KeyColumn lock, long token, byte[] record) {
+        byte[] row = lock.encoded();
+        for (ClaimCodec.Claim c : readRow(row).claims) {
+            if (c.token == token) {
+                putRecord(lock, FORCED, record);
+                mutate(row, List.of(), List.of(c.column));
+                return true;
+            }
+        }
+        return false;
+    }
+
+    @Override
     protected void closeBackend() {
         if (cleaner != null) {
             cleaner.close();

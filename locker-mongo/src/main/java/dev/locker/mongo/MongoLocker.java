@@ -661,6 +661,44 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
         return res.getMatchedCount() > 0;
     }
 
+    /** The live holder as {@link #readHolder} sees it (scrubbing nothing), with its token {@code tokenBase + seq}. */
+    @Override
+    protected Optional<LockInfo> readHolding(KeyColumn lock) {
+        Document doc = locks.find(Filters.eq(LockDocument.ID, LockDocument.id(lock)))
+                .projection(Projections.include(LockDocument.HOLDER, LockDocument.SEQ, LockDocument.TOKEN_BASE))
+                .first();
+        Document holder = LockDocument.holderOf(doc);
+        if (holder == null || !LockDocument.isLive(holder, serverClock.read().deadBefore())) {
+            return Optional.empty();
+        }
+        return Optional.of(new LockInfo(lock, LockDocument.owner(holder), LockDocument.token(doc),
+                LockDocument.expiry(holder)));
+    }
+
+    /**
+     * The record lives in a document of its own, so it is written first; then one update whose filter is the holder's
+     * claim and its token ({@code seq} and {@code tokenBase} as read: a later grant changes {@code seq}) unsets that
+     * holder only. When the update matches nothing, the claim ended in between and the record names it all the same.
+     */
+    @Override
+    protected boolean deleteClaimWithToken(KeyColumn lock, long token, byte[] record) {
+        Document doc = locks.find(Filters.eq(LockDocument.ID, LockDocument.id(lock)))
+                .projection(Projections.include(LockDocument.HOLDER, LockDocument.SEQ, LockDocument.TOKEN_BASE))
+                .first();
+        Document holder = LockDocument.holderOf(doc);
+        if (holder == null || LockDocument.token(doc) != token) {
+            return false;
+        }
+        putRecord(lock, FORCED, record);
+        Date now = serverClock.read().serverDateFloor();
+        UpdateResult res = locks.updateOne(Filters.and(Filters.eq(LockDocument.ID, LockDocument.id(lock)),
+                        Filters.eq(LockDocument.HOLDER_CLAIM, holder.get(LockDocument.CLAIM)),
+                        Filters.eq(LockDocument.SEQ, doc.get(LockDocument.SEQ)),
+                        Filters.eq(LockDocument.TOKEN_BASE, doc.get(LockDocument.TOKEN_BASE))),
+                Updates.combine(Updates.unset(LockDocument.HOLDER), Updates.set(LockDocument.EXPIRES_AT, now)));
+        return res.getMatchedCount() > 0;
+    }
+
     @Override
     protected void closeBackend() {
         if (clockChecker != null) {

@@ -2,6 +2,7 @@ package dev.locker.redis;
 
 import dev.locker.api.ExpiredLockException;
 import dev.locker.api.KeyColumn;
+import dev.locker.api.LockInfo;
 import dev.locker.api.LockOwner;
 import dev.locker.api.LockPage;
 import dev.locker.api.LockerConfig;
@@ -456,6 +457,25 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         byte[] key = keys.lockKey(lock);
         long n = (Long) withRetries(() -> RedisScript.FORCE.run(client, key, List.of(channel)));
         return n > 0;
+    }
+
+    @Override
+    protected Optional<LockInfo> readHolding(KeyColumn lock) {
+        byte[] key = keys.lockKey(lock);
+        List<?> r = (List<?>) withRetries(() -> RedisScript.HOLDER.run(client, key, List.of(scrub())));
+        if ((Long) r.get(0) == 1) {
+            return Optional.ofNullable(RedisListing.info(lock, List.of(r.get(2), r.get(1)), owners));
+        }
+        return Optional.empty();
+    }
+
+    /** One force.lua call with the expected token: the check, the removal and the record are one script. */
+    @Override
+    protected boolean deleteClaimWithToken(KeyColumn lock, long token, byte[] record) {
+        List<byte[]> keyList = List.of(keys.lockKey(lock), keys.recordKey(lock));
+        List<byte[]> args = List.of(channel, Long.toString(token).getBytes(StandardCharsets.US_ASCII),
+                FORCED.getBytes(StandardCharsets.US_ASCII), record);
+        return (Long) withRetries(() -> RedisScript.FORCE.run(client, keyList, args)) == 1L;
     }
 
     /** SCAN and list.lua; see {@link RedisListing} for what it costs. */

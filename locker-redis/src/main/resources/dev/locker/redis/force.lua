@@ -1,9 +1,41 @@
 -- forceRelease: removes every claim (live or dead) and keeps the token field, so tokens keep increasing, and the
 -- tombstones, so withdrawn requests still grant nothing.
--- ARGV: 1 release channel (waiters queued are woken)
--- Reply: how many claims there were (released ones, see the prelude, not counted)
+-- With an expected token (ARGV 2), only the live claim that carries that token is removed, and the forced-release
+-- record written in the same step, or nothing at all: a claim granted later carries a higher token and is never touched.
+-- KEYS: 1 the lock's hash; with an expected token, 2 its records' hash (same hash tag, same Cluster slot)
+-- ARGV: 1 release channel (waiters queued are woken); optional: 2 the expected token, 3 record name, 4 record value
+-- Reply: how many claims there were (released ones, see the prelude, not counted); with an expected token, 1 when
+-- that claim was removed, else 0
 local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner, wake,
     may_have_waiters, is_senior, keep_until, admit = lib()
+if ARGV[2] then
+  local now = server_now()
+  local all = redis.call('HGETALL', key)
+  local last, found, foundTok = 0, nil, nil
+  for i = 1, #all, 2 do
+    local f, v = all[i], all[i + 1]
+    if f == 't' then
+      last = tonumber(v) or 0
+    elseif string.byte(f, 1) == 99 and string.sub(v, 1, 4) ~= '0 0 ' then -- 'c', not a released claim
+      local ts, exp, tok = parse(v)
+      if ts ~= nil and exp > now and fmt(tok) == ARGV[2] then
+        found, foundTok = f, tok
+      end
+    end
+  end
+  if not found then
+    return 0
+  end
+  if foundTok > last then
+    redis.call('HSET', key, 't', fmt(foundTok)) -- the next grant's token is higher than the forced claim's
+  end
+  redis.call('HDEL', key, found) -- after "t": the key keeps its TTL
+  redis.call('HSET', KEYS[2], ARGV[3], ARGV[4])
+  if may_have_waiters() then
+    wake(scan(server_now(), false, nil, nil, nil), ARGV[1])
+  end
+  return 1
+end
 local n = 0
 local all = redis.call('HGETALL', key)
 local last, top, claims = 0, 0, {}

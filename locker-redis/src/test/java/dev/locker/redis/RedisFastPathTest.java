@@ -363,6 +363,47 @@ class RedisFastPathTest {
         assertEquals(Map.of("t", Long.toString(token)), hash(key), "and keeps the token in \"t\"");
     }
 
+    /** force.lua with an expected token (ARGV 2) and the records' hash (KEYS 2). */
+    private long forceByToken(byte[] key, byte[] records, long token, String record) {
+        return (Long) RedisScript.FORCE.run(admin(), List.of(key, records), List.of(b(fixture.prefix() + "released"),
+                b(Long.toString(token)), b("forced"), b(record)));
+    }
+
+    /**
+     * A forced release by token removes only the live claim that carries it, with the record in the same script; a
+     * released claim (which keeps its token in its field), a dead claim, or another token change nothing.
+     */
+    @Test
+    void aForcedReleaseByTokenRemovesOnlyTheLiveClaimThatCarriesIt() {
+        RedisKeys keys = new RedisKeys(fixture.prefix());
+        dev.locker.api.KeyColumn lock = lock("force-token");
+        byte[] key = keys.lockKey(lock);
+        byte[] records = keys.recordKey(lock);
+        long tokenA = (Long) acquire(key, A, 7, "1").get(1);
+        assertEquals(1L, release(key, A, nonce(A, 7)));
+        long now = serverMicros();
+        long deadToken = tokenA + 1;
+        admin().hset(key, b("c" + B), b(claim(now - 60_000_000L, 1, deadToken, "9"))); // expired
+        Map<String, String> before = hash(key);
+        assertEquals(0L, forceByToken(key, records, tokenA, "r1"), "a released claim's token");
+        assertEquals(0L, forceByToken(key, records, deadToken, "r2"), "a dead claim's token");
+        assertEquals(0L, forceByToken(key, records, deadToken + 1, "r3"), "nobody's token");
+        assertEquals(before, hash(key), "nothing changed");
+        assertNull(admin().hget(records, b("forced")), "nothing recorded");
+
+        admin().del(key);
+        long tokenB = (Long) acquire(key, B, 3, "1").get(1);
+        String claimB = field(key, "c" + B);
+        assertEquals(0L, forceByToken(key, records, tokenB - 1, "r4"));
+        assertEquals(claimB, field(key, "c" + B), "another token leaves the holder alone");
+        assertEquals(1L, forceByToken(key, records, tokenB, "r5"));
+        assertEquals(Map.of("t", Long.toString(tokenB)), hash(key), "the claim is gone, its token kept in \"t\"");
+        assertEquals("r5", s(admin().hget(records, b("forced"))), "recorded in the same script");
+        assertEquals(0L, forceByToken(key, records, tokenB, "r6"), "and only once");
+        assertEquals("r5", s(admin().hget(records, b("forced"))));
+        assertTrue((Long) acquire(key, A, 8, "1").get(1) > tokenB, "the next token is higher");
+    }
+
     /**
      * The next grant's token is above a released claim's, whoever's field it lies in and whichever path the grant
      * takes; a released claim of ours is overwritten, another's scrubbed when scrubbing is on (left alone when off,

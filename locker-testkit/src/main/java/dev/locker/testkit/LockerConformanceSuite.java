@@ -804,6 +804,73 @@ public abstract class LockerConformanceSuite {
         lease.close();
     }
 
+    /**
+     * A forced release that names the claim it takes (the operator read token t; the lock changed hands to a live
+     * holder with token u before the release): the release by t changes nothing and records nothing; the release by u
+     * takes the lock from its holder, who learns it, and the record names that holder.
+     */
+    @Test
+    void aForcedReleaseByTokenTakesOnlyTheClaimThatCarriesIt() throws Exception {
+        Locker a = realTimeProcess("a");
+        Locker b = realTimeProcess("b");
+        Locker operator = realTimeProcess("operator");
+        KeyColumn lock = lock("x");
+        Lease la = a.acquire(lock, "job");
+        long seen = la.fencingToken(); // what 'locker show' printed
+        la.close(); // a's claim ends, and b, alive, takes the lock
+        Losses losses = new Losses();
+        Lease lb = b.acquire(lock, "job").onLost(losses);
+        long current = lb.fencingToken();
+        assertTrue(current > seen);
+        LockInfo shown = operator.holding(lock).orElseThrow(); // the holder with its token, in one read
+        assertEquals(b.rid(), shown.holder().rid());
+        assertEquals(current, shown.fencingToken());
+
+        assertFalse(operator.forceRelease(lock, "a is dead", seen), "the claim with token " + seen + " is gone");
+        assertTrue(lb.isValid());
+        assertDoesNotThrow(lb::check, "b's claim is still there");
+        assertEquals(b.rid(), operator.holder(lock).orElseThrow().rid());
+        assertTrue(operator.lastForcedRelease(lock).isEmpty(), "nothing recorded");
+        assertTrue(losses.told.isEmpty(), "b was told nothing: " + losses.told);
+
+        assertTrue(operator.forceRelease(lock, "b is stuck", current));
+        assertTrue(losses.await(LEASE_EXPIRY.toMillis() * 3, TimeUnit.MILLISECONDS), "b was told");
+        assertEquals(dev.locker.api.LossReason.FORCE_RELEASED, losses.told.get(0).reason(), losses.told.get(0).toString());
+        assertFalse(lb.isValid());
+        assertThrows(ExpiredLockException.class, lb::check);
+        assertTrue(operator.holder(lock).isEmpty());
+        assertTrue(operator.holding(lock).isEmpty());
+        dev.locker.api.ForcedRelease record = operator.lastForcedRelease(lock).orElseThrow();
+        assertEquals(operator.rid(), record.by().rid());
+        assertEquals("b is stuck", record.reason());
+        assertEquals(b.rid(), record.released().orElseThrow().rid());
+        lb.close();
+
+        // the same token again, now that nobody holds the lock: nothing to do, nothing recorded
+        assertFalse(operator.forceRelease(lock, "once more", current));
+        assertEquals("b is stuck", operator.lastForcedRelease(lock).orElseThrow().reason());
+        // a later holder's token is another one: the old token never takes the lock from it
+        try (Lease lc = a.acquire(lock, "job")) {
+            assertFalse(operator.forceRelease(lock, "b is stuck", current));
+            assertTrue(lc.isValid());
+            assertEquals(a.rid(), operator.holder(lock).orElseThrow().rid());
+            assertEquals("b is stuck", operator.lastForcedRelease(lock).orElseThrow().reason());
+        }
+    }
+
+    /** Bad arguments of the conditional forced release are refused before any I/O, like the unconditional form's. */
+    @Test
+    void aForcedReleaseByTokenRefusesBadArguments() {
+        Locker operator = process("operator");
+        KeyColumn lock = lock("x");
+        assertThrows(IllegalArgumentException.class, () -> operator.forceRelease(lock, "r", 0));
+        assertThrows(IllegalArgumentException.class, () -> operator.forceRelease(lock, "r", -1));
+        assertThrows(IllegalArgumentException.class, () -> operator.forceRelease(lock, "r".repeat(1001), 1));
+        assertThrows(IllegalArgumentException.class, () -> operator.forceRelease(null, "r", 1));
+        assertFalse(operator.forceRelease(lock, "nobody holds it", 1), "an expected token with no holder");
+        assertTrue(operator.lastForcedRelease(lock).isEmpty());
+    }
+
     /** Renewals that keep failing (backend unreachable): the lease is declared lost before its validity ends. */
     @Test
     void aLeaseWhoseRenewalsFailIsDeclaredLostBeforeItsValidityEnds() throws Exception {
