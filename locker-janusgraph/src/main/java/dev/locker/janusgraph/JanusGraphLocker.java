@@ -6,8 +6,6 @@ import dev.locker.api.LockingException;
 import org.janusgraph.diskstorage.keycolumnvalue.StoreTransaction;
 import org.janusgraph.diskstorage.locking.PermanentLockingException;
 import org.janusgraph.diskstorage.locking.TemporaryLockingException;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * JanusGraph's {@link org.janusgraph.diskstorage.locking.Locker} for one locker name (a store's name plus
@@ -22,14 +20,14 @@ import org.slf4j.LoggerFactory;
  */
 final class JanusGraphLocker implements org.janusgraph.diskstorage.locking.Locker {
 
-    private static final Logger log = LoggerFactory.getLogger(JanusGraphLocker.class);
-
     private final Locker locker;
     private final LockKeys keys;
+    private final CommitKeepAlive keepAlives;
 
-    JanusGraphLocker(Locker locker, LockKeys keys) {
+    JanusGraphLocker(Locker locker, LockKeys keys, CommitKeepAlive keepAlives) {
         this.locker = locker;
         this.keys = keys;
+        this.keepAlives = keepAlives;
     }
 
     @Override
@@ -54,7 +52,8 @@ final class JanusGraphLocker implements org.janusgraph.diskstorage.locking.Locke
      * (100 s by default), longer than the expiry; a claim that expired meanwhile would let another instance commit the
      * same value. While kept alive, a claim is renewed in place (a third of the expiry apart) and a claim that cannot
      * be renewed is lost before its deadline, which the check before each further write attempt reports
-     * ({@link LockerStoreManager#mutateMany}).
+     * ({@link LockerStoreManager#mutateMany}). The keep-alive ends at most {@code storage.write-time} plus the expiry
+     * after the check or the latest write attempt ({@link CommitKeepAlive}).
      */
     @Override
     public void checkLocks(StoreTransaction tx) throws TemporaryLockingException, PermanentLockingException {
@@ -63,16 +62,12 @@ final class JanusGraphLocker implements org.janusgraph.diskstorage.locking.Locke
         } catch (LockingException | IllegalArgumentException | IllegalStateException e) {
             throw translated(e);
         }
-        try {
-            locker.keepAlive(tx, true);
-        } catch (IllegalStateException e) {
-            // a transaction with no lock has nothing to keep alive; a locker closed meanwhile fails the next check
-            log.debug("no keep-alive for {}: {}", tx, e.getMessage());
-        }
+        keepAlives.extend(tx);
     }
 
     @Override
     public void deleteLocks(StoreTransaction tx) throws TemporaryLockingException, PermanentLockingException {
+        keepAlives.end(tx);
         try {
             locker.deleteLocks(tx); // never throws for a store failure: it logs, and the claim expires
         } catch (LockingException | IllegalArgumentException | IllegalStateException e) {

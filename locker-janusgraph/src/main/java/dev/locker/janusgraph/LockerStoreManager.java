@@ -10,9 +10,12 @@ import dev.locker.local.LocalLockMediators;
 import org.janusgraph.diskstorage.Backend;
 import org.janusgraph.diskstorage.BackendException;
 import org.janusgraph.diskstorage.StandardStoreManager;
+import org.janusgraph.diskstorage.Entry;
 import org.janusgraph.diskstorage.StaticBuffer;
 import org.janusgraph.diskstorage.configuration.Configuration;
 import org.janusgraph.diskstorage.keycolumnvalue.KCVMutation;
+import org.janusgraph.diskstorage.keycolumnvalue.KCVSProxy;
+import org.janusgraph.diskstorage.keycolumnvalue.KeyColumnValueStore;
 import org.janusgraph.diskstorage.keycolumnvalue.KeyColumnValueStoreManager;
 import org.janusgraph.diskstorage.keycolumnvalue.StoreManager;
 import org.janusgraph.diskstorage.keycolumnvalue.StoreTransaction;
@@ -25,6 +28,8 @@ import org.janusgraph.graphdb.configuration.GraphDatabaseConfiguration;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -42,7 +47,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * adds a random instance id). The URI's own query options override these.
  *
  * <p>A transaction that leaks (never committed nor rolled back) keeps its locks until its claims expire, up to one
- * {@code storage.lock.expiry-time} (300 s by default) in every instance; in its own process the next transaction gets
+ * {@code storage.lock.expiry-time} (300 s by default) in every instance, or, if it leaked after its check, up to
+ * {@code storage.write-time} plus two expiries ({@link CommitKeepAlive}); in its own process the next transaction gets
  * the in-process record at the claim's deadline, never later. Lower the expiry if leaks are a concern.
  *
  * <p>From a transaction's check to its release its claims are kept alive, and each data write after its first checks
@@ -66,6 +72,9 @@ public class LockerStoreManager extends ExpectedValueCheckingStoreManager {
     private final String namespace;
     /** Whether {@code storage.locker.namespace} was set (not its shared default): only then does clearStorage release. */
     private final boolean namespaceSet;
+    private final CommitKeepAlive keepAlives;
+    /** The stores {@link #openDatabase} handed out, by name. Guarded by this. */
+    private final Map<String, KeyColumnValueStore> rechecking = new HashMap<>();
 
     public LockerStoreManager(Configuration config) throws BackendException {
         this(Parts.of(config));
@@ -77,6 +86,7 @@ public class LockerStoreManager extends ExpectedValueCheckingStoreManager {
         this.locker = parts.locker;
         this.namespace = parts.namespace;
         this.namespaceSet = parts.config.has(LockerOptions.NAMESPACE);
+        this.keepAlives = parts.keepAlives;
     }
 
     /** The Locker this graph instance locks with (for operators: holders, listing). */
@@ -88,24 +98,71 @@ public class LockerStoreManager extends ExpectedValueCheckingStoreManager {
      * Before each data write of a transaction after its first (a retry of a write that failed, a later chunk of a large
      * commit), checks again, without I/O, that its locks are still held: JanusGraph checks them only before the first.
      * A lock lost meanwhile (a renewal of the keep-alive that {@link JanusGraphLocker#checkLocks} started failed, a
-     * forced release) fails the write for good: the transaction cannot get it back and must start again.
+     * forced release) fails the write for good: the transaction cannot get it back and must start again. A write that
+     * goes on extends the keep-alive's end ({@link CommitKeepAlive}).
      */
     @Override
     public void mutateMany(Map<String, Map<StaticBuffer, KCVMutation>> mutations, StoreTransaction txh)
             throws BackendException {
-        if (txh instanceof ExpectedValueCheckingTransaction) {
-            ExpectedValueCheckingTransaction etx = (ExpectedValueCheckingTransaction) txh;
-            if (etx.isMutationStarted()) {
-                try {
-                    locker.checkLocks(etx.getConsistentTx());
-                } catch (LockingException | IllegalStateException e) {
-                    String message = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
-                    throw new PermanentLockingException("a lock of this transaction was lost before its data write "
-                            + "went on: " + message, e);
-                }
-            }
-        }
+        recheck(txh);
         super.mutateMany(mutations, txh);
+    }
+
+    /**
+     * The data store {@code name} with its expected-value checks, whose writes after the first are checked again like
+     * {@link #mutateMany}'s (JanusGraph's graph layer writes through mutateMany; the store API writes through these).
+     */
+    @Override
+    public synchronized KeyColumnValueStore openDatabase(String name) throws BackendException {
+        KeyColumnValueStore checked = super.openDatabase(name);
+        KeyColumnValueStore mine = rechecking.get(name);
+        if (mine == null || ((Rechecking) mine).checked != checked) {
+            mine = new Rechecking(checked);
+            rechecking.put(name, mine);
+        }
+        return mine;
+    }
+
+    /** See {@link #mutateMany}: after a transaction's first write, its locks are checked again before each one. */
+    private void recheck(StoreTransaction txh) throws PermanentLockingException {
+        if (!(txh instanceof ExpectedValueCheckingTransaction)) {
+            return;
+        }
+        ExpectedValueCheckingTransaction etx = (ExpectedValueCheckingTransaction) txh;
+        if (!etx.isMutationStarted()) {
+            return; // JanusGraph checks them itself before the first write (which starts the keep-alive)
+        }
+        StoreTransaction tx = etx.getConsistentTx();
+        try {
+            locker.checkLocks(tx);
+        } catch (LockingException | IllegalStateException e) {
+            String message = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
+            throw new PermanentLockingException("a lock of this transaction was lost before its data write went on: "
+                    + message, e);
+        }
+        keepAlives.extend(tx);
+    }
+
+    /** A data store whose writes after a transaction's first are checked again ({@link #recheck}). */
+    private final class Rechecking extends KCVSProxy {
+        final KeyColumnValueStore checked;
+
+        Rechecking(KeyColumnValueStore checked) {
+            super(checked);
+            this.checked = checked;
+        }
+
+        @Override
+        public void mutate(StaticBuffer key, List<Entry> additions, List<StaticBuffer> deletions, StoreTransaction txh)
+                throws BackendException {
+            recheck(txh);
+            super.mutate(key, additions, deletions, txh);
+        }
+    }
+
+    /** The keep-alive of committing transactions (for tests). */
+    CommitKeepAlive commitKeepAlive() {
+        return keepAlives;
     }
 
     /**
@@ -153,6 +210,7 @@ public class LockerStoreManager extends ExpectedValueCheckingStoreManager {
         try {
             super.close();
         } finally {
+            keepAlives.close();
             locker.close();
         }
     }
@@ -169,6 +227,7 @@ public class LockerStoreManager extends ExpectedValueCheckingStoreManager {
         final Locker locker;
         final String namespace;
         final Adapters lockers;
+        final CommitKeepAlive keepAlives;
         /** The configuration the Locker runs with: JanusGraph's settings with the URI's options applied. */
         final LockerConfig effective;
 
@@ -179,7 +238,10 @@ public class LockerStoreManager extends ExpectedValueCheckingStoreManager {
             this.locker = locker;
             this.namespace = namespace;
             this.effective = effective;
-            this.lockers = new Adapters(locker, namespace);
+            // a commit's locks are kept alive through JanusGraph's retries of its data writes, and an expiry past them
+            this.keepAlives = new CommitKeepAlive(locker,
+                    config.get(GraphDatabaseConfiguration.STORAGE_WRITE_WAITTIME).plus(locker.config().expiry()));
+            this.lockers = new Adapters(locker, namespace, keepAlives);
         }
 
         static Parts of(Configuration config) throws BackendException {
@@ -259,16 +321,18 @@ public class LockerStoreManager extends ExpectedValueCheckingStoreManager {
     private static final class Adapters {
         private final Locker locker;
         private final String namespace;
+        private final CommitKeepAlive keepAlives;
         private final Map<String, JanusGraphLocker> byName = new ConcurrentHashMap<>();
 
-        Adapters(Locker locker, String namespace) {
+        Adapters(Locker locker, String namespace, CommitKeepAlive keepAlives) {
             this.locker = locker;
             this.namespace = namespace;
+            this.keepAlives = keepAlives;
         }
 
         org.janusgraph.diskstorage.locking.Locker forName(String lockerName) {
             return byName.computeIfAbsent(lockerName, n -> new JanusGraphLocker(locker,
-                    new LockKeys(namespace, n)));
+                    new LockKeys(namespace, n), keepAlives));
         }
     }
 }

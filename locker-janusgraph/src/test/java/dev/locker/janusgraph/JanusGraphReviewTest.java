@@ -369,8 +369,8 @@ class JanusGraphReviewTest {
         lockAndWrite(edgesB, buffer("k"), column, "x", holder);
 
         Locker locker = a.locker();
-        JanusGraphLocker index = new JanusGraphLocker(locker, new LockKeys(share, "graphindex_lock_"));
-        JanusGraphLocker edges = new JanusGraphLocker(locker, new LockKeys(share, "edgestore_lock_"));
+        JanusGraphLocker index = new JanusGraphLocker(locker, new LockKeys(share, "graphindex_lock_"), a.commitKeepAlive());
+        JanusGraphLocker edges = new JanusGraphLocker(locker, new LockKeys(share, "edgestore_lock_"), a.commitKeepAlive());
         StoreTransaction t = tx(a).getConsistentTx();
         index.writeLock(new KeyColumn(buffer("k1"), column), t);
         index.checkLocks(t);
