@@ -871,6 +871,143 @@ public abstract class LockerConformanceSuite {
         assertTrue(operator.lastForcedRelease(lock).isEmpty());
     }
 
+    /**
+     * A time source that parks the first {@code now()} a forced release asks for after it read the holder (outside
+     * {@code readHolding}/{@code readHolder}): the record's timestamp, taken between the shared read of the holder and
+     * the backend's conditional removal. The operator stalls exactly there while other processes act.
+     */
+    private static final class ForceReleasePause implements TimeSource {
+        private final TimeSource real;
+        private final Pause pause;
+        private final java.util.concurrent.atomic.AtomicBoolean fired = new java.util.concurrent.atomic.AtomicBoolean();
+
+        ForceReleasePause(TimeSource real, Pause pause) {
+            this.real = real;
+            this.pause = pause;
+        }
+
+        @Override
+        public java.time.Instant now() {
+            if (!fired.get() && betweenReadAndRemoval() && fired.compareAndSet(false, true)) {
+                pause.park();
+            }
+            return real.now();
+        }
+
+        private static boolean betweenReadAndRemoval() {
+            boolean forcing = false;
+            for (StackTraceElement f : Thread.currentThread().getStackTrace()) {
+                String m = f.getMethodName();
+                if (m.equals("readHolding") || m.equals("readHolder") || m.equals("deleteClaimWithToken")) {
+                    return false;
+                }
+                forcing |= m.equals("forceRelease") && f.getClassName().endsWith("AbstractLocker");
+            }
+            return forcing;
+        }
+
+        @Override
+        public long nanoTime() {
+            return real.nanoTime();
+        }
+
+        @Override
+        public void sleep(Duration d) throws InterruptedException {
+            real.sleep(d);
+        }
+    }
+
+    /**
+     * The operator read holder A with token t, then stalls before the removal; meanwhile A's claim ends and B, alive,
+     * takes the lock. The release by t, resumed, must leave B alone: false, B's claim and token unchanged, B told
+     * nothing, and no record (each backend's removal looks again).
+     */
+    @Test
+    void aForcedReleaseByTokenThatStalledAfterItsReadLeavesTheNewHolderAlone() throws Exception {
+        Pause stalled = new Pause("forceRelease between its holder read and its removal");
+        Locker a = realTimeProcess("a");
+        Locker b = realTimeProcess("b");
+        Locker operator = open(config("operator").timeSource(new ForceReleasePause(TimeSource.system(), stalled))
+                .expiry(LEASE_EXPIRY).build());
+        KeyColumn lock = lock("x");
+        Lease la = a.acquire(lock, "job");
+        long t = la.fencingToken();
+        Future<Boolean> release = stepPool.submit(() -> operator.forceRelease(lock, "a hangs", t));
+        stalled.awaitArrival();
+
+        la.close();
+        Losses losses = new Losses();
+        Lease lb = b.acquire(lock, "job").onLost(losses);
+        long u = lb.fencingToken();
+        assertTrue(u > t);
+        stalled.resume();
+        assertFalse(release.get(1, TimeUnit.MINUTES), "the claim with token " + t + " ended before the removal");
+
+        assertDoesNotThrow(lb::check, "b's claim is still there");
+        assertTrue(lb.isValid());
+        LockInfo now = operator.holding(lock).orElseThrow();
+        assertEquals(b.rid(), now.holder().rid());
+        assertEquals(u, now.fencingToken());
+        assertTrue(losses.told.isEmpty(), "b was told nothing: " + losses.told);
+        assertTrue(operator.lastForcedRelease(lock).isEmpty(), "nothing recorded: "
+                + operator.lastForcedRelease(lock).orElse(null));
+        lb.close();
+    }
+
+    /**
+     * The operator read holder A with token t and stalls before the removal while A's lease is kept alive (renewals
+     * land in between). Resumed, the release removes A's claim: true, A learns FORCE_RELEASED, the lock is free (no
+     * renewal puts the claim back), the record names A, and the next holder's token is higher.
+     */
+    @Test
+    void aForcedReleaseByTokenThatStalledWhileTheHolderRenewedStillTakesTheLock() throws Exception {
+        Pause stalled = new Pause("forceRelease between its holder read and its removal");
+        Locker a = realTimeProcess("a");
+        Locker operator = open(config("operator").timeSource(new ForceReleasePause(TimeSource.system(), stalled))
+                .expiry(LEASE_EXPIRY).build());
+        KeyColumn lock = lock("x");
+        Losses losses = new Losses();
+        Lease la = a.acquire(lock, "job").onLost(losses);
+        long t = la.fencingToken();
+        Future<Boolean> release = stepPool.submit(() -> operator.forceRelease(lock, "a hangs", t));
+        stalled.awaitArrival();
+        Thread.sleep(LEASE_EXPIRY.toMillis()); // the keep-alive renews A's claim (in place, same token) meanwhile
+        assertTrue(la.isValid(), "a's lease was kept alive");
+        assertEquals(t, la.fencingToken());
+        stalled.resume();
+        assertTrue(release.get(1, TimeUnit.MINUTES), "the claim with token " + t + " still held the lock");
+
+        assertTrue(losses.await(LEASE_EXPIRY.toMillis() * 3, TimeUnit.MILLISECONDS), "a was told");
+        assertEquals(dev.locker.api.LossReason.FORCE_RELEASED, losses.told.get(0).reason(), losses.told.get(0).toString());
+        assertFalse(la.isValid());
+        assertTrue(operator.holding(lock).isEmpty(), "free: " + operator.holding(lock).orElse(null));
+        assertEquals(a.rid(), operator.lastForcedRelease(lock).orElseThrow().released().orElseThrow().rid());
+        try (Lease lb = realTimeProcess("b").acquire(lock, "job")) {
+            assertTrue(lb.fencingToken() > t, "the next holder's token is higher");
+        }
+        la.close();
+    }
+
+    /** Tokens at the limits (1, 2^53, 2^53 + 1, Long.MAX_VALUE) and next to the holder's name no holder: nothing happens. */
+    @Test
+    void aForcedReleaseByATokenAtTheLimitsNamesNoOtherHolder() {
+        Locker a = process("a");
+        Locker operator = process("operator");
+        KeyColumn lock = lock("x");
+        Object tx = new Object();
+        take(a, lock, tx);
+        long t = a.fencingToken(lock, tx);
+        for (long other : new long[] {1, t - 1, t + 1, 1L << 53, (1L << 53) + 1, Long.MAX_VALUE - 1, Long.MAX_VALUE}) {
+            if (other != t && other >= 1) {
+                assertFalse(operator.forceRelease(lock, "not its token", other), "token " + other + " vs " + t);
+            }
+        }
+        assertTrue(operator.lastForcedRelease(lock).isEmpty());
+        assertEquals(t, operator.holding(lock).orElseThrow().fencingToken());
+        a.verifyLocks(tx);
+        a.deleteLocks(tx);
+    }
+
     /** Renewals that keep failing (backend unreachable): the lease is declared lost before its validity ends. */
     @Test
     void aLeaseWhoseRenewalsFailIsDeclaredLostBeforeItsValidityEnds() throws Exception {
