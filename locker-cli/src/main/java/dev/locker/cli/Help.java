@@ -123,7 +123,7 @@ final class Help {
                   (with --token/--holder: "expectedToken":N; when refused: "released":false,"why":..,
                   "holder":{..}|null,"token":..|null, and no record)
             Exit: 0 a claim was removed, 1 there was none (the record is written anyway) or, with --token/--holder,
-            the named claim does not hold the lock (nothing recorded), 2 without --force or --reason, or a bad
+            the named claim does not hold the lock (no claim removed), 2 without --force or --reason, or a bad
             --token, 3 unreachable, 4 refused.""";
 
     private static final String WATCH = """

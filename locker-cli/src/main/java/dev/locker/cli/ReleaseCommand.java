@@ -92,7 +92,7 @@ final class ReleaseCommand {
             }
             cli.terminal().out("not released: " + why + "; " + (holder == null ? Show.lock(lock) + " is free"
                     : Show.lock(lock) + " is held by " + Show.owner(holder.holder()) + " with token "
-                    + holder.fencingToken()) + " (nothing recorded)");
+                    + holder.fencingToken()) + " (no claim removed)");
             return Cli.NO;
         }
         if (args.flag("--json")) {

@@ -58,15 +58,22 @@ import java.util.concurrent.atomic.AtomicLong;
  * completed writes of the same row (per-row linearizability); a write that returned is durable. Where that cannot be promised,
  * use a native backend, which orders claims on the server.
  *
- * <p>Known limit of a store without conditional writes: a {@link #forceRelease} that lands between a holder's
- * read-back and its token write (or between a renewal's read and write) is undone by that write, so the operator
- * must repeat it; there are never two holders meanwhile.
+ * <p>A forced release writes, with its removal, a token column of its own as high as the highest token it removed: a
+ * holder's renewal that read the row before the removal and writes its claim back after it fails its confirm on that
+ * column, withdraws the claim and learns the loss, so the release stands. Known limit of a store without conditional
+ * writes: a claimant between its read-back and its token write (not yet holding) can still write its claim back after
+ * the removal and then hold the lock, which was free; there are never two holders meanwhile.
  */
 public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim> {
 
     private static final Logger log = LoggerFactory.getLogger(ConsistentKeyLocker.class);
     private static final byte[] EMPTY = new byte[0];
     private static final String LIST_CURSOR_TAG = "ck1";
+    /**
+     * The holder part of a forced release's token column: shorter than any claim column (a claim column has at least
+     * 17 bytes: timestamp, rid, nonce), so no claim is ever taken for it.
+     */
+    private static final byte[] FORCED_HOLDER = "forced".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
 
     private final KeyColumnValueStore store;
     private final ExpiredClaimCleaner cleaner;
@@ -396,15 +403,23 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
         return ByteBuffer.allocate(4).putInt((int) keyLength).array();
     }
 
+    /**
+     * Removes every claim column and, in the same write, a token column of the operator's carrying the highest token
+     * removed ({@link #forcedTokenColumn}): a renewal or check of a removed claim that read the row before the removal
+     * and writes its claim back after it then fails its confirm (another holder's token column as high as its own), so
+     * it withdraws the claim again and its holder learns it lost the lock.
+     */
     @Override
     protected boolean deleteAllClaims(KeyColumn lock) {
         byte[] row = lock.encoded();
         List<byte[]> columns = new ArrayList<>();
+        long top = 0;
         for (ClaimCodec.Claim c : readRow(row).claims) {
             columns.add(c.column);
+            top = Math.max(top, c.token);
         }
         if (!columns.isEmpty()) {
-            mutate(row, List.of(), columns);
+            mutate(row, top > 0 ? List.of(new Entry(forcedTokenColumn(top), EMPTY)) : List.of(), columns);
         }
         return !columns.isEmpty();
     }
@@ -416,23 +431,34 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
     }
 
     /**
-     * Claims are one column per claimant, and a claim column carries only its own token once written: removing the
-     * column that carries {@code token} removes that claim and nothing else. The store has no conditional write, so
-     * the record goes in first, once the row shows the claim, and the column is deleted after (a delete of a column
-     * that is gone meanwhile changes nothing). As for every forced release here, a renewal of that claim between its
-     * read and its write can put the column back (see the class comment).
+     * Removes the claim that holds the lock if it carries {@code token}: only the holder an observer sees (the live
+     * claim carrying a token, as {@link #readHolding} reads it), never another column that carries the same token for
+     * a moment (a claimant that wrote it late into its own dead claim). The store has no conditional write, so the
+     * record goes in first, once the row shows that holder, and the column is deleted after, together with a token
+     * column of the operator's carrying {@code token} ({@link #forcedTokenColumn}): a renewal of that claim in flight
+     * (it read the row before the removal and writes the claim back after it) then fails its confirm, withdraws the
+     * claim again and tells its holder, instead of keeping a lock this call reported released.
      */
     @Override
     protected boolean deleteClaimWithToken(KeyColumn lock, long token, byte[] record) {
         byte[] row = lock.encoded();
-        for (ClaimCodec.Claim c : readRow(row).claims) {
-            if (c.token == token) {
-                putRecord(lock, FORCED, record);
-                mutate(row, List.of(), List.of(c.column));
-                return true;
-            }
+        ClaimCodec.Claim holder = readRow(row).holder(stepGuard.judgingTime(time.now(), time.nanoTime()));
+        if (holder == null || holder.token != token) {
+            return false;
         }
-        return false;
+        putRecord(lock, FORCED, record);
+        mutate(row, List.of(new Entry(forcedTokenColumn(token), EMPTY)), List.of(holder.column));
+        return true;
+    }
+
+    /**
+     * A token column of a forced release: {@code token} with {@link #FORCED_HOLDER} for its holder. Every claim that
+     * carries a token up to {@code token} fails its next confirm (see {@link #confirm}: another holder's token column
+     * as high as its own); the next claimant's token is above it ({@link Row#maxToken}), and its write removes it like
+     * every token column below its own.
+     */
+    private static byte[] forcedTokenColumn(long token) {
+        return ClaimCodec.tokenColumn(token, FORCED_HOLDER);
     }
 
     @Override

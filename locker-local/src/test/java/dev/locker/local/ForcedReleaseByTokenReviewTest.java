@@ -12,7 +12,6 @@ import dev.locker.testkit.Interleavings;
 import dev.locker.testkit.Pause;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -89,8 +88,6 @@ class ForcedReleaseByTokenReviewTest {
      * contract (Locker javadoc) says the holder taken from learns FORCE_RELEASED and true means the claim was removed,
      * and the CLI prints "released ... with token t" and exits 0.
      */
-    @Disabled("finding 1: on wait-and-read-back a renewal in flight undoes a forced release by token that returned true;"
-            + " the holder is never told and the record says it was released")
     @Test
     void aRenewalInFlightUndoesAForcedReleaseByTokenThatReturnedTrue() throws Exception {
         FaultyStore storeA = new FaultyStore(shared);
@@ -138,8 +135,6 @@ class ForcedReleaseByTokenReviewTest {
      * match only the live claim that {@code Row.holder(now)} picks (or delete every live column carrying the token),
      * as the Redis script (live claims only) and the other backends do.
      */
-    @Disabled("finding 2: on wait-and-read-back a forced release by token deletes a dead column carrying the same token"
-            + " and returns true, while the live holder it recorded as released keeps its claim")
     @Test
     void aDeadColumnWithTheHoldersTokenIsRemovedInsteadOfTheHolder() throws Exception {
         FaultyStore storeA = new FaultyStore(shared);

@@ -18,7 +18,8 @@ if ARGV[2] then
       last = tonumber(v) or 0
     elseif string.byte(f, 1) == 99 and string.sub(v, 1, 4) ~= '0 0 ' then -- 'c', not a released claim
       local ts, exp, tok = parse(v)
-      if ts ~= nil and exp > now and fmt(tok) == ARGV[2] then
+      -- (below TOKEN_LIMIT only: fmt writes every token at or above it as 2^53, which no grant makes)
+      if ts ~= nil and exp > now and tok < TOKEN_LIMIT and fmt(tok) == ARGV[2] then
         found, foundTok = f, tok
       end
     end
