@@ -2,7 +2,6 @@ package dev.locker.janusgraph;
 
 import org.apache.tinkerpop.gremlin.structure.Vertex;
 import org.janusgraph.core.JanusGraph;
-import org.janusgraph.core.JanusGraphFactory;
 import org.janusgraph.core.JanusGraphTransaction;
 import org.janusgraph.core.PropertyKey;
 import org.janusgraph.core.schema.ConsistencyModifier;
@@ -13,8 +12,6 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -29,30 +26,15 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class GraphReviewTest {
 
     private final String share = "jg-review-graph-" + System.nanoTime();
-    private final List<JanusGraph> graphs = new ArrayList<>();
+    private final ReviewGraphs graphs = new ReviewGraphs(share);
 
     @AfterEach
-    void closeAll() {
-        ReviewStoreManager.BEFORE_MUTATE_MANY.remove(share);
-        for (int i = graphs.size() - 1; i >= 0; i--) {
-            graphs.get(i).close();
-        }
+    void closeAll() throws Exception {
+        graphs.close();
     }
 
     private JanusGraph open(String instance, Duration expiry) {
-        JanusGraph g = JanusGraphFactory.build()
-                .set("storage.backend", LockerStoreManager.class.getName())
-                .set("storage.locker.backend", ReviewStoreManager.class.getName())
-                .set("storage.directory", share)
-                .set("storage.locker.uri", "mem:" + share + "?lockWait=10ms")
-                .set("storage.locker.namespace", share)
-                .set("graph.unique-instance-id", instance)
-                .set("storage.lock.expiry-time", expiry)
-                .set("ids.authority.wait-time", Duration.ofMillis(20))
-                .set("schema.default", "none")
-                .open();
-        graphs.add(g);
-        return g;
+        return graphs.graph(instance, expiry);
     }
 
     /**

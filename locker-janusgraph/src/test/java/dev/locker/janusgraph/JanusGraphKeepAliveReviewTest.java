@@ -3,7 +3,6 @@ package dev.locker.janusgraph;
 import dev.locker.api.ExpiredLockException;
 import org.apache.tinkerpop.gremlin.structure.Vertex;
 import org.janusgraph.core.JanusGraph;
-import org.janusgraph.core.JanusGraphFactory;
 import org.janusgraph.core.JanusGraphTransaction;
 import org.janusgraph.core.PropertyKey;
 import org.janusgraph.core.schema.ConsistencyModifier;
@@ -34,17 +33,16 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
 
-import static dev.locker.janusgraph.JanusGraphReviewTest.buffer;
-import static dev.locker.janusgraph.JanusGraphReviewTest.lockAndCheck;
-import static dev.locker.janusgraph.JanusGraphReviewTest.tryLockedCommit;
-import static dev.locker.janusgraph.JanusGraphReviewTest.tx;
+import static dev.locker.janusgraph.ReviewGraphs.buffer;
+import static dev.locker.janusgraph.ReviewGraphs.lockAndCheck;
+import static dev.locker.janusgraph.ReviewGraphs.tryLockedCommit;
+import static dev.locker.janusgraph.ReviewGraphs.tx;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
 
 /**
  * Adversarial review (round 2) of the keep-alive from checkLocks to deleteLocks and the check before each later data
@@ -62,20 +60,12 @@ class JanusGraphKeepAliveReviewTest {
     private static final Duration PATIENCE = Duration.ofSeconds(15);
 
     private final String share = "jg-keepalive-review-" + System.nanoTime();
-    private final List<LockerStoreManager> managers = new ArrayList<>();
-    private final List<JanusGraph> graphs = new ArrayList<>();
+    private final ReviewGraphs graphs = new ReviewGraphs(share);
     private final StaticBuffer column = buffer("c");
 
     @AfterEach
     void closeAll() throws BackendException {
-        ReviewStoreManager.BEFORE_MUTATE_MANY.remove(share);
-        ReviewStoreManager.BEFORE_TX_COMMIT.remove(share);
-        for (int i = graphs.size() - 1; i >= 0; i--) {
-            graphs.get(i).close();
-        }
-        for (LockerStoreManager m : managers) {
-            m.close();
-        }
+        graphs.close();
     }
 
     private LockerStoreManager open(String instance, Duration expiry) throws BackendException {
@@ -84,20 +74,12 @@ class JanusGraphKeepAliveReviewTest {
 
     /** With {@code storage.write-time} set ({@code null}: JanusGraph's default, 100 s). */
     private LockerStoreManager open(String instance, Duration expiry, Duration writeTime) throws BackendException {
-        ModifiableConfiguration c = GraphDatabaseConfiguration.buildGraphConfiguration();
+        ModifiableConfiguration c = ReviewGraphs.config(share, instance, share, "mem:" + share + "?lockWait=10ms",
+                expiry);
         if (writeTime != null) {
             c.set(GraphDatabaseConfiguration.STORAGE_WRITE_WAITTIME, writeTime);
         }
-        c.set(LockerOptions.BACKEND, ReviewStoreManager.class.getName());
-        c.set(GraphDatabaseConfiguration.STORAGE_DIRECTORY, share);
-        c.set(LockerOptions.URI, "mem:" + share + "?lockWait=10ms");
-        c.set(LockerOptions.NAMESPACE, share);
-        c.set(GraphDatabaseConfiguration.UNIQUE_INSTANCE_ID, instance);
-        c.set(GraphDatabaseConfiguration.LOCK_LOCAL_MEDIATOR_GROUP, share + "/" + instance);
-        c.set(GraphDatabaseConfiguration.LOCK_EXPIRE, expiry);
-        LockerStoreManager m = new LockerStoreManager(c);
-        managers.add(m);
-        return m;
+        return graphs.open(c);
     }
 
     private dev.locker.api.KeyColumn lockOf(String storeName, StaticBuffer key) {
@@ -114,13 +96,7 @@ class JanusGraphKeepAliveReviewTest {
     }
 
     private static void await(BooleanSupplier condition, String what) throws InterruptedException {
-        long deadline = System.nanoTime() + PATIENCE.toNanos();
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() - deadline > 0) {
-                fail("not within " + PATIENCE + ": " + what);
-            }
-            Thread.sleep(20);
-        }
+        ReviewGraphs.await(condition, what, PATIENCE);
     }
 
     /** Tries b's locked commit until it succeeds or {@code within} passed; true when it did. */
@@ -269,7 +245,7 @@ class JanusGraphKeepAliveReviewTest {
         a.openDatabase("graphindex").acquireLock(key, column, null, t);
         a.mutateMany(write("graphindex", buffer("first"), "v1"), t);
         a.close();
-        managers.remove(a);
+        graphs.closed(a);
         assertTrue(tryLockedCommit(b, b.openDatabase("graphindex"), key, column), "a's close released its claim");
         PermanentLockingException e = assertThrows(PermanentLockingException.class,
                 () -> a.mutateMany(write("graphindex", buffer("second"), "v2"), t));
@@ -278,19 +254,7 @@ class JanusGraphKeepAliveReviewTest {
     }
 
     private JanusGraph graph(String instance, Duration expiry) {
-        JanusGraph g = JanusGraphFactory.build()
-                .set("storage.backend", LockerStoreManager.class.getName())
-                .set("storage.locker.backend", ReviewStoreManager.class.getName())
-                .set("storage.directory", share)
-                .set("storage.locker.uri", "mem:" + share + "?lockWait=10ms")
-                .set("storage.locker.namespace", share)
-                .set("graph.unique-instance-id", instance)
-                .set("storage.lock.expiry-time", expiry)
-                .set("ids.authority.wait-time", Duration.ofMillis(20))
-                .set("schema.default", "none")
-                .open();
-        graphs.add(g);
-        return g;
+        return graphs.graph(instance, expiry);
     }
 
     /**

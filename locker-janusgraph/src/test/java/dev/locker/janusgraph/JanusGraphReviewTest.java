@@ -8,13 +8,10 @@ import org.janusgraph.diskstorage.keycolumnvalue.KeyColumnValueStore;
 import org.janusgraph.diskstorage.keycolumnvalue.StoreTransaction;
 import org.janusgraph.diskstorage.locking.PermanentLockingException;
 import org.janusgraph.diskstorage.locking.TemporaryLockingException;
-import org.janusgraph.diskstorage.locking.consistentkey.ExpectedValueCheckingTransaction;
 import org.janusgraph.diskstorage.util.KeyColumn;
-import org.janusgraph.diskstorage.util.StandardBaseTransactionConfig;
-import org.janusgraph.diskstorage.util.StaticArrayBuffer;
 import org.janusgraph.diskstorage.util.StaticArrayEntry;
-import org.janusgraph.diskstorage.util.time.TimestampProviders;
 import org.janusgraph.graphdb.configuration.GraphDatabaseConfiguration;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import java.io.ByteArrayOutputStream;
@@ -28,6 +25,13 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 
+import static dev.locker.janusgraph.ReviewGraphs.buffer;
+import static dev.locker.janusgraph.ReviewGraphs.lockAndCheck;
+import static dev.locker.janusgraph.ReviewGraphs.lockAndWrite;
+import static dev.locker.janusgraph.ReviewGraphs.tryCommit;
+import static dev.locker.janusgraph.ReviewGraphs.tryCommitRepeatedly;
+import static dev.locker.janusgraph.ReviewGraphs.tryLockedCommit;
+import static dev.locker.janusgraph.ReviewGraphs.tx;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -44,7 +48,7 @@ class JanusGraphReviewTest {
 
     private static final Duration LONG_EXPIRY = Duration.ofMinutes(5);
     private final String share = "jg-review-" + System.nanoTime();
-    private final List<LockerStoreManager> managers = new ArrayList<>();
+    private final ReviewGraphs graphs = new ReviewGraphs(share);
 
     private String memUri() {
         return "mem:" + share + "?lockWait=10ms";
@@ -52,89 +56,20 @@ class JanusGraphReviewTest {
 
     /** An instance of the graph {@code graph} (its data share), with its own mediator group and instance id. */
     private ModifiableConfiguration config(String graph, String instance, String uri) {
-        ModifiableConfiguration c = GraphDatabaseConfiguration.buildGraphConfiguration();
-        c.set(LockerOptions.BACKEND, ReviewStoreManager.class.getName());
-        c.set(GraphDatabaseConfiguration.STORAGE_DIRECTORY, graph);
-        c.set(LockerOptions.URI, uri);
-        c.set(GraphDatabaseConfiguration.UNIQUE_INSTANCE_ID, instance);
-        c.set(GraphDatabaseConfiguration.LOCK_LOCAL_MEDIATOR_GROUP, graph + "/" + instance);
-        c.set(GraphDatabaseConfiguration.LOCK_EXPIRE, LONG_EXPIRY);
-        return c;
+        return ReviewGraphs.config(graph, instance, null, uri, LONG_EXPIRY);
     }
 
     private ModifiableConfiguration config(String instance) {
-        ModifiableConfiguration c = config(share, instance, memUri());
-        c.set(LockerOptions.NAMESPACE, share);
-        return c;
+        return ReviewGraphs.config(share, instance, share, memUri(), LONG_EXPIRY);
     }
 
     private LockerStoreManager open(ModifiableConfiguration c) throws BackendException {
-        LockerStoreManager m = new LockerStoreManager(c);
-        managers.add(m);
-        return m;
+        return graphs.open(c);
     }
 
-    @org.junit.jupiter.api.AfterEach
+    @AfterEach
     void closeAll() throws BackendException {
-        ReviewStoreManager.BEFORE_MUTATE.remove(share);
-        ReviewStoreManager.ON_CLOSE.remove(share);
-        for (LockerStoreManager m : managers) {
-            m.close();
-        }
-    }
-
-    static ExpectedValueCheckingTransaction tx(LockerStoreManager m) throws BackendException {
-        return m.beginTransaction(StandardBaseTransactionConfig.of(TimestampProviders.MICRO));
-    }
-
-    static StaticBuffer buffer(String s) {
-        return StaticArrayBuffer.of(s.getBytes(StandardCharsets.UTF_8));
-    }
-
-    /** JanusGraph's steps for one locked write: acquireLock, then mutate (which checks the locks first). */
-    static void lockAndWrite(KeyColumnValueStore store, StaticBuffer key, StaticBuffer column, String value,
-                             StoreTransaction t) throws BackendException {
-        store.acquireLock(key, column, null, t);
-        store.mutate(key, List.of(StaticArrayEntry.of(column, buffer(value))), List.of(), t);
-    }
-
-    /**
-     * acquireLock on {@code key}, then a mutation of another row (JanusGraph checks every lock of the transaction at
-     * its first mutation): the lock is checked while the locked row's expected value (none) stays true, so only the
-     * lock can stop the transaction.
-     */
-    static void lockAndCheck(KeyColumnValueStore store, StaticBuffer key, StaticBuffer column, StoreTransaction t)
-            throws BackendException {
-        store.acquireLock(key, column, null, t);
-        store.mutate(buffer("data-" + System.nanoTime()), List.of(StaticArrayEntry.of(column, buffer("v"))), List.of(), t);
-    }
-
-    /** Like {@link #tryCommit}, with {@link #lockAndCheck} (the locked row keeps its value). */
-    static boolean tryLockedCommit(LockerStoreManager m, KeyColumnValueStore store, StaticBuffer key,
-                                   StaticBuffer column) throws BackendException {
-        StoreTransaction t = tx(m);
-        try {
-            lockAndCheck(store, key, column, t);
-            t.commit();
-            return true;
-        } catch (TemporaryLockingException e) {
-            t.rollback();
-            return false;
-        }
-    }
-
-    /** One whole transaction (lock, write, commit); false when it lost with a temporary locking failure (rolled back). */
-    static boolean tryCommit(LockerStoreManager m, KeyColumnValueStore store, StaticBuffer key, StaticBuffer column,
-                             String value) throws BackendException {
-        StoreTransaction t = tx(m);
-        try {
-            lockAndWrite(store, key, column, value, t);
-            t.commit();
-            return true;
-        } catch (TemporaryLockingException e) {
-            t.rollback();
-            return false;
-        }
+        graphs.close();
     }
 
     // ---- findings ---------------------------------------------------------------------------------------------------
@@ -240,13 +175,7 @@ class JanusGraphReviewTest {
         ta.start();
         assertTrue(aWriting.await(30, TimeUnit.SECONDS), "a reached its data write (its locks checked)");
 
-        boolean bCommitted = false;
-        for (int attempt = 0; attempt < 60 && !bCommitted; attempt++) {
-            bCommitted = tryCommit(b, storeB, key, column, "b");
-            if (!bCommitted) {
-                Thread.sleep(100);
-            }
-        }
+        boolean bCommitted = tryCommitRepeatedly(b, storeB, key, column, "b", 60, 100);
         goOn.countDown();
         ta.join(60_000);
         System.out.printf("[jg-review] finding 3: a committed=%s (failure %s), b committed=%s%n", aCommitted.get(),
@@ -434,13 +363,7 @@ class JanusGraphReviewTest {
 
         StoreTransaction t1 = tx(a);
         storeA.acquireLock(key, column, null, t1);
-        boolean bCommitted = false;
-        for (int attempt = 0; attempt < 100 && !bCommitted; attempt++) { // a's claim expires meanwhile
-            bCommitted = tryCommit(b, storeB, key, column, "b");
-            if (!bCommitted) {
-                Thread.sleep(50);
-            }
-        }
+        boolean bCommitted = tryCommitRepeatedly(b, storeB, key, column, "b", 100, 50); // a's claim expires meanwhile
         assertTrue(bCommitted, "b took the lock once a's claim expired");
         for (int retry = 0; retry < 3; retry++) {
             TemporaryLockingException e = assertThrows(TemporaryLockingException.class,

@@ -7,17 +7,14 @@ import org.janusgraph.diskstorage.keycolumnvalue.KeyColumnValueStore;
 import org.janusgraph.diskstorage.keycolumnvalue.StoreTransaction;
 import org.janusgraph.diskstorage.locking.PermanentLockingException;
 import org.janusgraph.diskstorage.locking.TemporaryLockingException;
-import org.janusgraph.diskstorage.util.StandardBaseTransactionConfig;
-import org.janusgraph.diskstorage.util.StaticArrayBuffer;
 import org.janusgraph.diskstorage.util.StaticArrayEntry;
-import org.janusgraph.diskstorage.util.time.TimestampProviders;
-import org.janusgraph.graphdb.configuration.GraphDatabaseConfiguration;
 import org.junit.jupiter.api.Test;
 
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 
+import static dev.locker.janusgraph.ReviewGraphs.buffer;
+import static dev.locker.janusgraph.ReviewGraphs.tx;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -29,23 +26,8 @@ class LockerStoreManagerTest {
     private final String share = "manager-test-" + System.nanoTime();
 
     private ModifiableConfiguration config(String instance) {
-        ModifiableConfiguration c = GraphDatabaseConfiguration.buildGraphConfiguration();
-        c.set(LockerOptions.BACKEND, SharedInMemoryStoreManager.class.getName());
-        c.set(GraphDatabaseConfiguration.STORAGE_DIRECTORY, share);
-        c.set(LockerOptions.URI, URI);
-        c.set(LockerOptions.NAMESPACE, share);
-        c.set(GraphDatabaseConfiguration.UNIQUE_INSTANCE_ID, instance);
-        c.set(GraphDatabaseConfiguration.LOCK_LOCAL_MEDIATOR_GROUP, share + instance);
-        c.set(GraphDatabaseConfiguration.LOCK_EXPIRE, Duration.ofMinutes(5));
-        return c;
-    }
-
-    private static StoreTransaction tx(LockerStoreManager m) throws BackendException {
-        return m.beginTransaction(StandardBaseTransactionConfig.of(TimestampProviders.MICRO));
-    }
-
-    private static StaticBuffer buffer(String s) {
-        return StaticArrayBuffer.of(s.getBytes(StandardCharsets.UTF_8));
+        return ReviewGraphs.config(SharedInMemoryStoreManager.class, share, instance, share + instance, share, URI,
+                Duration.ofMinutes(5));
     }
 
     @Test

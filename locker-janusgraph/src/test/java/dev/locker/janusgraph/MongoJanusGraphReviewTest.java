@@ -4,25 +4,21 @@ import dev.locker.mongo.InProcessMongo;
 import dev.locker.testkit.FreezingProxy;
 import org.janusgraph.diskstorage.BackendException;
 import org.janusgraph.diskstorage.StaticBuffer;
-import org.janusgraph.diskstorage.configuration.ModifiableConfiguration;
 import org.janusgraph.diskstorage.keycolumnvalue.KeyColumnValueStore;
 import org.janusgraph.diskstorage.keycolumnvalue.StoreTransaction;
 import org.janusgraph.diskstorage.locking.TemporaryLockingException;
 import org.janusgraph.diskstorage.util.KeyColumn;
-import org.janusgraph.graphdb.configuration.GraphDatabaseConfiguration;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 
-import static dev.locker.janusgraph.JanusGraphReviewTest.buffer;
-import static dev.locker.janusgraph.JanusGraphReviewTest.lockAndWrite;
-import static dev.locker.janusgraph.JanusGraphReviewTest.tryCommit;
-import static dev.locker.janusgraph.JanusGraphReviewTest.tx;
+import static dev.locker.janusgraph.ReviewGraphs.buffer;
+import static dev.locker.janusgraph.ReviewGraphs.lockAndWrite;
+import static dev.locker.janusgraph.ReviewGraphs.tryCommitRepeatedly;
+import static dev.locker.janusgraph.ReviewGraphs.tx;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -35,7 +31,7 @@ class MongoJanusGraphReviewTest {
     private static InProcessMongo mongo;
 
     private final String share = "jg-review-mongo-" + System.nanoTime();
-    private final List<AutoCloseable> closing = new ArrayList<>();
+    private final ReviewGraphs graphs = new ReviewGraphs(share);
 
     @BeforeAll
     static void startMongo() {
@@ -49,9 +45,7 @@ class MongoJanusGraphReviewTest {
 
     @AfterEach
     void closeAll() throws Exception {
-        for (int i = closing.size() - 1; i >= 0; i--) {
-            closing.get(i).close();
-        }
+        graphs.close();
     }
 
     private static int port(String uri) {
@@ -65,17 +59,7 @@ class MongoJanusGraphReviewTest {
     }
 
     private LockerStoreManager open(String instance, String uri) throws BackendException {
-        ModifiableConfiguration c = GraphDatabaseConfiguration.buildGraphConfiguration();
-        c.set(LockerOptions.BACKEND, ReviewStoreManager.class.getName());
-        c.set(GraphDatabaseConfiguration.STORAGE_DIRECTORY, share);
-        c.set(LockerOptions.URI, uri);
-        c.set(LockerOptions.NAMESPACE, share);
-        c.set(GraphDatabaseConfiguration.UNIQUE_INSTANCE_ID, instance);
-        c.set(GraphDatabaseConfiguration.LOCK_LOCAL_MEDIATOR_GROUP, share + "/" + instance);
-        c.set(GraphDatabaseConfiguration.LOCK_EXPIRE, Duration.ofMinutes(5));
-        LockerStoreManager m = new LockerStoreManager(c);
-        closing.add(m::close);
-        return m;
+        return graphs.open(ReviewGraphs.config(share, instance, share, uri, Duration.ofMinutes(5)));
     }
 
     /**
@@ -104,13 +88,7 @@ class MongoJanusGraphReviewTest {
             proxy.thaw(); // the held request reaches the server now
             Thread.sleep(1000);
         }
-        boolean committed = false;
-        for (int attempt = 0; attempt < 50 && !committed; attempt++) {
-            committed = tryCommit(b, storeB, key, column, "b");
-            if (!committed) {
-                Thread.sleep(100);
-            }
-        }
+        boolean committed = tryCommitRepeatedly(b, storeB, key, column, "b", 50, 100);
         assertTrue(committed, "the lock is still blocked by the claim of a transaction that failed and rolled back: "
                 + b.locker().holder(new LockKeys(share, "graphindex_lock_").lockOf(new KeyColumn(key, column))));
     }

@@ -5,28 +5,24 @@ import dev.locker.redis.RedisServerProcess;
 import dev.locker.testkit.FreezingProxy;
 import org.janusgraph.diskstorage.BackendException;
 import org.janusgraph.diskstorage.StaticBuffer;
-import org.janusgraph.diskstorage.configuration.ModifiableConfiguration;
 import org.janusgraph.diskstorage.keycolumnvalue.KeyColumnValueStore;
 import org.janusgraph.diskstorage.keycolumnvalue.StoreTransaction;
 import org.janusgraph.diskstorage.locking.TemporaryLockingException;
 import org.janusgraph.diskstorage.locking.consistentkey.ExpectedValueCheckingTransaction;
 import org.janusgraph.diskstorage.util.KeyColumn;
-import org.janusgraph.graphdb.configuration.GraphDatabaseConfiguration;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 
-import static dev.locker.janusgraph.JanusGraphReviewTest.buffer;
-import static dev.locker.janusgraph.JanusGraphReviewTest.lockAndCheck;
-import static dev.locker.janusgraph.JanusGraphReviewTest.lockAndWrite;
-import static dev.locker.janusgraph.JanusGraphReviewTest.tryCommit;
-import static dev.locker.janusgraph.JanusGraphReviewTest.tryLockedCommit;
-import static dev.locker.janusgraph.JanusGraphReviewTest.tx;
+import static dev.locker.janusgraph.ReviewGraphs.buffer;
+import static dev.locker.janusgraph.ReviewGraphs.lockAndCheck;
+import static dev.locker.janusgraph.ReviewGraphs.lockAndWrite;
+import static dev.locker.janusgraph.ReviewGraphs.tryCommitRepeatedly;
+import static dev.locker.janusgraph.ReviewGraphs.tryLockedCommit;
+import static dev.locker.janusgraph.ReviewGraphs.tx;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -42,7 +38,7 @@ class RedisJanusGraphReviewTest {
     private static RedisServerProcess redis;
 
     private final String share = "jg-review-redis-" + System.nanoTime();
-    private final List<AutoCloseable> closing = new ArrayList<>();
+    private final ReviewGraphs graphs = new ReviewGraphs(share);
 
     @BeforeAll
     static void startRedis() {
@@ -56,9 +52,7 @@ class RedisJanusGraphReviewTest {
 
     @AfterEach
     void closeAll() throws Exception {
-        for (int i = closing.size() - 1; i >= 0; i--) {
-            closing.get(i).close();
-        }
+        graphs.close();
     }
 
     private String uri(int port) {
@@ -66,17 +60,7 @@ class RedisJanusGraphReviewTest {
     }
 
     private LockerStoreManager open(String graph, String instance, String namespace, String uri) throws BackendException {
-        ModifiableConfiguration c = GraphDatabaseConfiguration.buildGraphConfiguration();
-        c.set(LockerOptions.BACKEND, ReviewStoreManager.class.getName());
-        c.set(GraphDatabaseConfiguration.STORAGE_DIRECTORY, graph);
-        c.set(LockerOptions.URI, uri);
-        c.set(LockerOptions.NAMESPACE, namespace);
-        c.set(GraphDatabaseConfiguration.UNIQUE_INSTANCE_ID, instance);
-        c.set(GraphDatabaseConfiguration.LOCK_LOCAL_MEDIATOR_GROUP, graph + "/" + instance);
-        c.set(GraphDatabaseConfiguration.LOCK_EXPIRE, Duration.ofMinutes(5));
-        LockerStoreManager m = new LockerStoreManager(c);
-        closing.add(m::close);
-        return m;
+        return graphs.open(ReviewGraphs.config(graph, instance, namespace, uri, Duration.ofMinutes(5)));
     }
 
     private LockerStoreManager open(String instance) throws BackendException {
@@ -179,13 +163,7 @@ class RedisJanusGraphReviewTest {
             proxy.thaw(); // the held request reaches Redis now
             Thread.sleep(1000);
         }
-        boolean committed = false;
-        for (int attempt = 0; attempt < 50 && !committed; attempt++) {
-            committed = tryCommit(b, storeB, key, column, "b");
-            if (!committed) {
-                Thread.sleep(100);
-            }
-        }
+        boolean committed = tryCommitRepeatedly(b, storeB, key, column, "b", 50, 100);
         assertTrue(committed, "the lock is still blocked by the claim of a transaction that failed and rolled back: "
                 + b.locker().holder(new LockKeys(share, "graphindex_lock_").lockOf(new KeyColumn(key, column))));
     }

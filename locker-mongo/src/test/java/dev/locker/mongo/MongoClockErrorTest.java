@@ -21,8 +21,6 @@ import org.junit.jupiter.api.Timeout;
 
 import java.time.Duration;
 import java.time.Instant;
-import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
@@ -41,25 +39,20 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class MongoClockErrorTest {
 
     private final VirtualClock clock = new VirtualClock(Instant.parse("2026-03-01T00:00:00Z"));
-    private final List<AutoCloseable> toClose = new CopyOnWriteArrayList<>();
+    private MongoFixture fixture;
     private InProcessMongo mongo;
 
     @BeforeEach
     void start() {
-        mongo = InProcessMongo.start();
+        fixture = MongoFixture.scenarios("clock_errors");
+        mongo = fixture.server();
         mongo.clock().follow(clock);
     }
 
     @AfterEach
     void stop() throws Exception {
-        for (AutoCloseable c : toClose) {
-            try {
-                c.close();
-            } catch (RuntimeException e) {
-                // best effort
-            }
-        }
-        mongo.close();
+        fixture.closeOpened();
+        fixture.close();
     }
 
     private MongoLocker open(String name, TimeSource time, Duration expiry, CommandListener listener) {
@@ -68,14 +61,12 @@ class MongoClockErrorTest {
         if (listener != null) {
             settings.addCommandListener(listener);
         }
-        MongoClient client = MongoClients.create(settings.build());
-        toClose.add(client);
+        MongoClient client = fixture.closeLast(MongoClients.create(settings.build()));
         LockerConfig config = LockerConfig.builder().rid(name + "-" + LockerConfig.randomRid().substring(0, 8))
                 .expiry(expiry).timeSource(time).build();
         MongoLocker l = MongoLocker.builder().client(client).collection("clock_errors").config(config)
                 .maxClockSkew(Duration.ofHours(1)).clockCheckInterval(Duration.ZERO).build();
-        toClose.add(0, l);
-        return l;
+        return fixture.closeFirst(l);
     }
 
     private static KeyColumn lock(String name) {

@@ -1,8 +1,5 @@
 package dev.locker.mongo;
 
-import com.mongodb.client.MongoClient;
-import com.mongodb.client.MongoClients;
-import com.mongodb.client.model.Filters;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.LockerConfig;
@@ -37,21 +34,20 @@ class MongoClockTest {
     private static final Duration SERVER_BEHIND = Duration.ofMinutes(10);
     private static final Duration TOLERANCE = Duration.ofSeconds(5);
 
+    private MongoFixture fixture;
     private InProcessMongo mongo;
-    private MongoClient admin;
     private final List<AutoCloseable> toClose = new CopyOnWriteArrayList<>();
 
     @BeforeAll
     void start() {
-        mongo = InProcessMongo.start();
+        fixture = MongoFixture.scenarios("clock");
+        mongo = fixture.server();
         mongo.clock().offset(SERVER_BEHIND.negated());
-        admin = MongoClients.create(mongo.uri());
     }
 
     @AfterAll
     void stop() {
-        admin.close();
-        mongo.close();
+        fixture.close();
     }
 
     @AfterEach
@@ -86,8 +82,7 @@ class MongoClockTest {
         assertNear(Instant.EPOCH.minus(SERVER_BEHIND), Instant.EPOCH.plus(a.clockOffset()), "measured offset");
         KeyColumn lock = lock("written");
         a.acquire(lock, "on the server's clock").close();
-        Document doc = admin.getDatabase("locker").getCollection("clock")
-                .find(Filters.eq("_id", lock.legible())).first();
+        Document doc = fixture.rawDoc(lock);
         assertNear(Instant.now().minus(SERVER_BEHIND), doc.getDate("expiresAt").toInstant(), "release time");
     }
 

@@ -20,7 +20,6 @@ import dev.locker.api.TemporaryLockingException;
 import org.bson.BsonDocument;
 import org.bson.BsonInt32;
 import org.bson.Document;
-import org.bson.types.Binary;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -35,7 +34,6 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -43,7 +41,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.function.UnaryOperator;
 
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static dev.locker.mongo.MongoFixture.lock;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -61,33 +59,23 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class MongoLockerTest {
 
+    private MongoFixture fixture;
     private InProcessMongo mongo;
-    private MongoClient admin;
-    private final List<AutoCloseable> toClose = new CopyOnWriteArrayList<>();
-    private final String collection = "locks_" + LockerConfig.randomRid().substring(0, 8);
 
     @BeforeAll
     void start() {
-        mongo = InProcessMongo.start();
-        admin = MongoClients.create(mongo.uri());
+        fixture = MongoFixture.scenarios("locks_" + LockerConfig.randomRid().substring(0, 8));
+        mongo = fixture.server();
     }
 
     @AfterAll
     void stop() {
-        admin.close();
-        mongo.close();
+        fixture.close();
     }
 
     @AfterEach
     void closeAll() throws Exception {
-        for (AutoCloseable c : toClose) {
-            try {
-                c.close();
-            } catch (RuntimeException e) {
-                // a scenario may have broken something; closing is best effort
-            }
-        }
-        toClose.clear();
+        fixture.closeOpened();
     }
 
     private LockerConfig.Builder config(String name) {
@@ -102,12 +90,9 @@ class MongoLockerTest {
         if (log != null) {
             settings.addCommandListener(log);
         }
-        MongoClient client = MongoClients.create(settings.build());
-        toClose.add(client);
-        MongoLocker l = tweak.apply(MongoLocker.builder().client(client).database("locker").collection(collection)
-                .config(config)).build();
-        toClose.add(0, l);
-        return l;
+        MongoClient client = fixture.closeLast(MongoClients.create(settings.build()));
+        return fixture.closeFirst(tweak.apply(MongoLocker.builder().client(client).database("locker")
+                .collection(fixture.collection()).config(config)).build());
     }
 
     private MongoLocker open(String name) {
@@ -115,15 +100,11 @@ class MongoLockerTest {
     }
 
     private MongoCollection<Document> raw() {
-        return admin.getDatabase("locker").getCollection(collection);
+        return fixture.raw();
     }
 
     private Document rawDoc(KeyColumn lock) {
-        return raw().find(Filters.eq("_id", lock.legible())).first();
-    }
-
-    private static KeyColumn lock(String name) {
-        return KeyColumn.of(name + "-" + LockerConfig.randomRid().substring(0, 8), "c");
+        return fixture.rawDoc(lock);
     }
 
     // ---- round trips and concerns ------------------------------------------------------------------------------
@@ -383,9 +364,9 @@ class MongoLockerTest {
     @Test
     void serverStopAndRestart() {
         InProcessMongo own = InProcessMongo.start();
-        toClose.add(own);
+        fixture.closeLast(own);
         MongoLocker a = MongoLockerProvider.builder(own.uri()).config(config("a").build()).build();
-        toClose.add(0, a);
+        fixture.closeFirst(a);
         KeyColumn held = lock("held");
         Lease lease = a.acquire(held, "before the outage");
         long before = lease.fencingToken();
@@ -455,10 +436,10 @@ class MongoLockerTest {
     @Test
     void aLostReplyIsRecognisedOnRetryAsOurOwnClaim() throws Exception {
         CuttingProxy proxy = new CuttingProxy(new java.net.InetSocketAddress("127.0.0.1", mongo.port()));
-        toClose.add(proxy);
+        fixture.closeLast(proxy);
         MongoLocker a = MongoLockerProvider.builder("mongodb://" + proxy.address() + "/?serverSelectionTimeoutMS=2000")
-                .collection(collection).config(config("a").retries(3).build()).build();
-        toClose.add(0, a);
+                .collection(fixture.collection()).config(config("a").retries(3).build()).build();
+        fixture.closeFirst(a);
         KeyColumn lock = lock("lost-reply");
         proxy.cutReplyTo("findAndModify", 1);
         try (Lease lease = a.acquire(lock, "reply lost once")) {
@@ -479,11 +460,11 @@ class MongoLockerTest {
     @Test
     void aClearedConnectionPoolIsRetried() throws Exception {
         CuttingProxy proxy = new CuttingProxy(new java.net.InetSocketAddress("127.0.0.1", mongo.port()));
-        toClose.add(proxy);
+        fixture.closeLast(proxy);
         MongoLocker l = MongoLockerProvider.builder("mongodb://" + proxy.address()
                         + "/?serverSelectionTimeoutMS=2000&maxPoolSize=1&waitQueueTimeoutMS=20000")
-                .collection(collection).config(config("l").retries(3).build()).build();
-        toClose.add(0, l);
+                .collection(fixture.collection()).config(config("l").retries(3).build()).build();
+        fixture.closeFirst(l);
         KeyColumn first = lock("in-flight");
         KeyColumn second = lock("waiting");
         ExecutorService pool = Executors.newFixedThreadPool(2);
@@ -519,12 +500,12 @@ class MongoLockerTest {
     @Test
     void anOperationTimeoutAfterTheWriteTakesTheClaimBack() throws Exception {
         CuttingProxy proxy = new CuttingProxy(new java.net.InetSocketAddress("127.0.0.1", mongo.port()));
-        toClose.add(proxy);
+        fixture.closeLast(proxy);
         // timeoutMS leaves room for opening the collection on a loaded host
         MongoLocker a = MongoLockerProvider.builder("mongodb://" + proxy.address()
                         + "/?serverSelectionTimeoutMS=2000&timeoutMS=1500")
-                .collection(collection).config(config("a").retries(3).build()).build();
-        toClose.add(0, a);
+                .collection(fixture.collection()).config(config("a").retries(3).build()).build();
+        fixture.closeFirst(a);
         KeyColumn lock = lock("timed-out");
         proxy.stallAndCutReplyTo("findAndModify");
         try {
@@ -541,10 +522,10 @@ class MongoLockerTest {
     @Test
     void aClaimWhoseReplyWasLostIsTakenBackWhenGivingUp() throws Exception {
         CuttingProxy proxy = new CuttingProxy(new java.net.InetSocketAddress("127.0.0.1", mongo.port()));
-        toClose.add(proxy);
+        fixture.closeLast(proxy);
         MongoLocker a = MongoLockerProvider.builder("mongodb://" + proxy.address() + "/?serverSelectionTimeoutMS=2000")
-                .collection(collection).config(config("a").retries(1).build()).build();
-        toClose.add(0, a);
+                .collection(fixture.collection()).config(config("a").retries(1).build()).build();
+        fixture.closeFirst(a);
         KeyColumn lock = lock("given-up");
         proxy.cutReplyTo("findAndModify", 1);
         TemporaryLockingException e = assertThrows(TemporaryLockingException.class, () -> a.acquire(lock, "lost"));

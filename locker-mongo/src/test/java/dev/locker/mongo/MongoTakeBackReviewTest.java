@@ -1,10 +1,5 @@
 package dev.locker.mongo;
 
-import com.mongodb.ConnectionString;
-import com.mongodb.MongoClientSettings;
-import com.mongodb.client.MongoClient;
-import com.mongodb.client.MongoClients;
-import com.mongodb.client.model.Filters;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.LockerConfig;
@@ -23,16 +18,16 @@ import org.junit.jupiter.api.Timeout;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.Date;
-import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 
+import static dev.locker.mongo.MongoFixture.lock;
+import static dev.locker.mongo.MongoFixture.threadAlive;
+import static dev.locker.mongo.MongoFixture.updatesSent;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
 
 /**
  * Adversarial review (round 2) of MongoLocker's background take-back of claims whose acquire's outcome is unknown
@@ -47,33 +42,23 @@ class MongoTakeBackReviewTest {
 
     private static final Duration PATIENCE = Duration.ofSeconds(30);
 
+    private MongoFixture fixture;
     private InProcessMongo mongo;
-    private MongoClient admin;
-    private final List<AutoCloseable> toClose = new CopyOnWriteArrayList<>();
-    private final String collection = "takeback_review_" + LockerConfig.randomRid().substring(0, 8);
 
     @BeforeAll
     void start() {
-        mongo = InProcessMongo.start();
-        admin = MongoClients.create(mongo.uri());
+        fixture = MongoFixture.scenarios("takeback_review_" + LockerConfig.randomRid().substring(0, 8));
+        mongo = fixture.server();
     }
 
     @AfterAll
     void stop() {
-        admin.close();
-        mongo.close();
+        fixture.close();
     }
 
     @AfterEach
     void closeAll() throws Exception {
-        for (AutoCloseable c : toClose) {
-            try {
-                c.close();
-            } catch (RuntimeException e) {
-                // best effort: a scenario may have closed it already
-            }
-        }
-        toClose.clear();
+        fixture.closeOpened();
         mongo.clock().follow(TimeSource.system());
     }
 
@@ -83,53 +68,24 @@ class MongoTakeBackReviewTest {
     }
 
     private MongoLocker openThrough(String address, LockerConfig config, CommandLog log) {
-        MongoClient client = MongoClients.create(MongoClientSettings.builder()
-                .applyConnectionString(new ConnectionString("mongodb://" + address
-                        + "/?serverSelectionTimeoutMS=3000&connectTimeoutMS=3000&socketTimeoutMS=500"))
-                .addCommandListener(log).build());
-        toClose.add(client);
-        MongoLocker l = MongoLocker.builder().client(client).database("locker").collection(collection).config(config)
-                .build();
-        toClose.add(0, l);
-        return l;
+        return fixture.openThrough(address, config, log);
     }
 
     private MongoLocker openDirect(LockerConfig config) {
-        MongoLocker l = MongoLockerProvider.builder(mongo.uri()).database("locker").collection(collection)
-                .config(config).build();
-        toClose.add(0, l);
-        return l;
+        return fixture.openDirect(config);
     }
 
     private Document rawDoc(KeyColumn lock) {
-        return admin.getDatabase("locker").getCollection(collection).find(Filters.eq("_id", lock.legible())).first();
-    }
-
-    private static KeyColumn lock(String name) {
-        return KeyColumn.of(name + "-" + LockerConfig.randomRid().substring(0, 8), "c");
+        return fixture.rawDoc(lock);
     }
 
     private static void await(BooleanSupplier condition, String what) throws InterruptedException {
-        long deadline = System.nanoTime() + PATIENCE.toNanos();
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() - deadline > 0) {
-                fail("not within " + PATIENCE + ": " + what);
-            }
-            Thread.sleep(20);
-        }
-    }
-
-    private static long updatesSent(CommandLog log) {
-        return log.sent().stream().filter(c -> c.containsKey("update")).count();
+        MongoFixture.await(condition, what, PATIENCE);
     }
 
     /** Updates that unset a holder: releases and take-back tries (a renewal only sets the expiry). */
     private static long unsetsSent(CommandLog log) {
         return log.sent().stream().filter(c -> c.containsKey("update") && c.toJson().contains("$unset")).count();
-    }
-
-    private static boolean threadAlive(String name) {
-        return Thread.getAllStackTraces().keySet().stream().anyMatch(t -> t.getName().equals(name) && t.isAlive());
     }
 
     /**
@@ -146,7 +102,7 @@ class MongoTakeBackReviewTest {
         Duration expiry = Duration.ofSeconds(10);
         CommandLog logA = new CommandLog();
         CuttingProxy proxy = new CuttingProxy(new InetSocketAddress("127.0.0.1", mongo.port()));
-        toClose.add(proxy);
+        fixture.closeLast(proxy);
         MongoLocker a = openThrough(proxy.address(), config("a", expiry, clock).retries(1).build(), logA);
         MongoLocker b = openDirect(config("b", expiry, clock).build());
         KeyColumn lock = lock("own-regrant");
@@ -187,7 +143,7 @@ class MongoTakeBackReviewTest {
         Duration expiry = Duration.ofSeconds(10);
         CommandLog logA = new CommandLog();
         CuttingProxy proxy = new CuttingProxy(new InetSocketAddress("127.0.0.1", mongo.port()));
-        toClose.add(proxy);
+        fixture.closeLast(proxy);
         MongoLocker a = openThrough(proxy.address(), config("a", expiry, clock).retries(3).build(), logA);
         MongoLocker b = openDirect(config("b", expiry, clock).build());
         KeyColumn lock = lock("regranted");
@@ -269,7 +225,7 @@ class MongoTakeBackReviewTest {
         Duration expiry = Duration.ofSeconds(10);
         CommandLog logA = new CommandLog();
         CuttingProxy proxy = new CuttingProxy(new InetSocketAddress("127.0.0.1", mongo.port()));
-        toClose.add(proxy);
+        fixture.closeLast(proxy);
         MongoLocker a = openThrough(proxy.address(), config("a", expiry, clock).retries(1).build(), logA);
         MongoLocker b = openDirect(config("b", expiry, clock).build());
         KeyColumn lock = lock("closed");

@@ -1,10 +1,5 @@
 package dev.locker.mongo;
 
-import com.mongodb.ConnectionString;
-import com.mongodb.MongoClientSettings;
-import com.mongodb.client.MongoClient;
-import com.mongodb.client.MongoClients;
-import com.mongodb.client.model.Filters;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.LockerConfig;
@@ -22,15 +17,15 @@ import org.junit.jupiter.api.Timeout;
 
 import java.net.InetSocketAddress;
 import java.time.Duration;
-import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 
+import static dev.locker.mongo.MongoFixture.lock;
+import static dev.locker.mongo.MongoFixture.threadAlive;
+import static dev.locker.mongo.MongoFixture.updatesSent;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
 
 /**
  * An acquire whose outcome is unknown (its upsert timed out in a stalled network path, or its reply was cut) on the
@@ -48,33 +43,23 @@ class MongoTakeBackTest {
     /** The generous bound on every wait. */
     private static final Duration PATIENCE = Duration.ofSeconds(30);
 
+    private MongoFixture fixture;
     private InProcessMongo mongo;
-    private MongoClient admin;
-    private final List<AutoCloseable> toClose = new CopyOnWriteArrayList<>();
-    private final String collection = "takeback_" + LockerConfig.randomRid().substring(0, 8);
 
     @BeforeAll
     void start() {
-        mongo = InProcessMongo.start();
-        admin = MongoClients.create(mongo.uri());
+        fixture = MongoFixture.scenarios("takeback_" + LockerConfig.randomRid().substring(0, 8));
+        mongo = fixture.server();
     }
 
     @AfterAll
     void stop() {
-        admin.close();
-        mongo.close();
+        fixture.close();
     }
 
     @AfterEach
     void closeAll() throws Exception {
-        for (AutoCloseable c : toClose) {
-            try {
-                c.close();
-            } catch (RuntimeException e) {
-                // best effort: a scenario may have closed it already
-            }
-        }
-        toClose.clear();
+        fixture.closeOpened();
         mongo.clock().follow(TimeSource.system());
     }
 
@@ -82,50 +67,20 @@ class MongoTakeBackTest {
         return LockerConfig.builder().rid(name + "-" + LockerConfig.randomRid().substring(0, 8)).expiry(LONG_EXPIRY);
     }
 
-    /** A locker on a client of its own through {@code address}, with a short socket timeout; {@code log} records. */
     private MongoLocker openThrough(String address, LockerConfig config, CommandLog log) {
-        MongoClient client = MongoClients.create(MongoClientSettings.builder()
-                .applyConnectionString(new ConnectionString("mongodb://" + address
-                        + "/?serverSelectionTimeoutMS=3000&connectTimeoutMS=3000&socketTimeoutMS=500"))
-                .addCommandListener(log).build());
-        toClose.add(client);
-        MongoLocker l = MongoLocker.builder().client(client).database("locker").collection(collection).config(config)
-                .build();
-        toClose.add(0, l);
-        return l;
+        return fixture.openThrough(address, config, log);
     }
 
     private MongoLocker openDirect(LockerConfig config) {
-        MongoLocker l = MongoLockerProvider.builder(mongo.uri()).database("locker").collection(collection)
-                .config(config).build();
-        toClose.add(0, l);
-        return l;
+        return fixture.openDirect(config);
     }
 
     private Document rawDoc(KeyColumn lock) {
-        return admin.getDatabase("locker").getCollection(collection).find(Filters.eq("_id", lock.legible())).first();
-    }
-
-    private static KeyColumn lock(String name) {
-        return KeyColumn.of(name + "-" + LockerConfig.randomRid().substring(0, 8), "c");
+        return fixture.rawDoc(lock);
     }
 
     private static void await(BooleanSupplier condition, String what) throws InterruptedException {
-        long deadline = System.nanoTime() + PATIENCE.toNanos();
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() - deadline > 0) {
-                fail("not within " + PATIENCE + ": " + what);
-            }
-            Thread.sleep(20);
-        }
-    }
-
-    private static long updatesSent(CommandLog log) {
-        return log.sent().stream().filter(c -> c.containsKey("update")).count();
-    }
-
-    private static boolean threadAlive(String name) {
-        return Thread.getAllStackTraces().keySet().stream().anyMatch(t -> t.getName().equals(name) && t.isAlive());
+        MongoFixture.await(condition, what, PATIENCE);
     }
 
     /**
@@ -255,7 +210,7 @@ class MongoTakeBackTest {
         Duration expiry = Duration.ofSeconds(10);
         CommandLog logA = new CommandLog();
         CuttingProxy proxy = new CuttingProxy(new InetSocketAddress("127.0.0.1", mongo.port()));
-        toClose.add(proxy);
+        fixture.closeLast(proxy);
         MongoLocker a = openThrough(proxy.address(),
                 config("a").expiry(expiry).retries(1).timeSource(clock).build(), logA);
         MongoLocker b = openDirect(config("b").expiry(expiry).timeSource(clock).build());
