@@ -13,7 +13,6 @@ import dev.locker.testkit.Pause;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
 import org.junit.jupiter.api.Timeout;
@@ -131,8 +130,6 @@ class HBaseForcedColumnReviewTest {
     }
 
     /** Finding 1 of ForcedColumnReviewTest (locker-local), on HBase: see there. */
-    @Disabled("finding 1: an unconditional forced release that read a claim before its token write is undone by that"
-            + " holder's renewal in flight")
     @Test
     void anUnconditionalReleaseThatReadTheClaimUnconfirmedIsUndoneByItsRenewal() throws Exception {
         FaultyStore storeA = new FaultyStore(shared);

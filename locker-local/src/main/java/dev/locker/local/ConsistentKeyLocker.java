@@ -58,11 +58,12 @@ import java.util.concurrent.atomic.AtomicLong;
  * completed writes of the same row (per-row linearizability); a write that returned is durable. Where that cannot be promised,
  * use a native backend, which orders claims on the server.
  *
- * <p>A forced release writes, with its removal, a token column of its own as high as the highest token it removed: a
- * holder's renewal that read the row before the removal and writes its claim back after it fails its confirm on that
- * column, withdraws the claim and learns the loss, so the release stands. Known limit of a store without conditional
- * writes: a claimant between its read-back and its token write (not yet holding) can still write its claim back after
- * the removal and then hold the lock, which was free; there are never two holders meanwhile.
+ * <p>A forced release writes, with its removal, a token column of its own: by token, carrying that token; otherwise
+ * one above the greatest token its read saw. A holder's renewal, or a claimant's check, that read the row before the
+ * removal and writes its claim back after it carries a token no higher, so it fails its confirm on that column,
+ * withdraws the claim and learns the loss: the release stands. (By token, only the claim carrying that token is
+ * targeted: another claimant in the middle of its check is not, and may come to hold the lock once it is free.) There
+ * are never two holders meanwhile.
  */
 public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim> {
 
@@ -404,22 +405,25 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
     }
 
     /**
-     * Removes every claim column and, in the same write, a token column of the operator's carrying the highest token
-     * removed ({@link #forcedTokenColumn}): a renewal or check of a removed claim that read the row before the removal
-     * and writes its claim back after it then fails its confirm (another holder's token column as high as its own), so
-     * it withdraws the claim again and its holder learns it lost the lock.
+     * Removes every claim column and, in the same write, a token column of the operator's one above the greatest token
+     * the row records at this read ({@link #forcedTokenColumn}). Every claim whose token was worked out from a read no
+     * later than this one carries at most that token, so a holder's renewal, or a claimant's check, that read the row
+     * before the removal and writes its claim back after it then fails its confirm (another holder's token column as
+     * high as its own): it withdraws the claim again and its holder learns it lost the lock, and the release stands. A
+     * claim confirmed between this read and the write (its token not seen here) is covered too. The next grant's token
+     * skips one; a claimant that wrote its claim after this read and its token before the write may get the same
+     * token and back off (liveness only).
      */
     @Override
     protected boolean deleteAllClaims(KeyColumn lock) {
         byte[] row = lock.encoded();
+        Row r = readRow(row);
         List<byte[]> columns = new ArrayList<>();
-        long top = 0;
-        for (ClaimCodec.Claim c : readRow(row).claims) {
+        for (ClaimCodec.Claim c : r.claims) {
             columns.add(c.column);
-            top = Math.max(top, c.token);
         }
         if (!columns.isEmpty()) {
-            mutate(row, top > 0 ? List.of(new Entry(forcedTokenColumn(top), EMPTY)) : List.of(), columns);
+            mutate(row, List.of(new Entry(forcedTokenColumn(r.maxToken() + 1), EMPTY)), columns);
         }
         return !columns.isEmpty();
     }

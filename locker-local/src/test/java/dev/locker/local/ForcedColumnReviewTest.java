@@ -13,7 +13,6 @@ import dev.locker.testkit.Interleavings;
 import dev.locker.testkit.Pause;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -113,8 +112,6 @@ class ForcedColumnReviewTest {
      * and renews, its renewal reads the row and stalls before its rewrite; the operator's delete lands (true); A's
      * rewrite lands and confirms.
      */
-    @Disabled("finding 1: an unconditional forced release that read a claim before its token write is undone by that"
-            + " holder's renewal in flight (its token column carries only the tokens it read: none here)")
     @Test
     void anUnconditionalReleaseThatReadTheClaimUnconfirmedIsUndoneByItsRenewal() throws Exception {
         FaultyStore storeA = new FaultyStore(shared);
