@@ -74,7 +74,7 @@ public class LockerStoreManager extends ExpectedValueCheckingStoreManager {
     private final boolean namespaceSet;
     private final CommitKeepAlive keepAlives;
     /** The stores {@link #openDatabase} handed out, by name. Guarded by this. */
-    private final Map<String, KeyColumnValueStore> rechecking = new HashMap<>();
+    private final Map<String, Rechecking> rechecking = new HashMap<>();
 
     public LockerStoreManager(Configuration config) throws BackendException {
         this(Parts.of(config));
@@ -115,8 +115,8 @@ public class LockerStoreManager extends ExpectedValueCheckingStoreManager {
     @Override
     public synchronized KeyColumnValueStore openDatabase(String name) throws BackendException {
         KeyColumnValueStore checked = super.openDatabase(name);
-        KeyColumnValueStore mine = rechecking.get(name);
-        if (mine == null || ((Rechecking) mine).checked != checked) {
+        Rechecking mine = rechecking.get(name);
+        if (mine == null || mine.checked() != checked) {
             mine = new Rechecking(checked);
             rechecking.put(name, mine);
         }
@@ -145,11 +145,13 @@ public class LockerStoreManager extends ExpectedValueCheckingStoreManager {
 
     /** A data store whose writes after a transaction's first are checked again ({@link #recheck}). */
     private final class Rechecking extends KCVSProxy {
-        final KeyColumnValueStore checked;
-
         Rechecking(KeyColumnValueStore checked) {
             super(checked);
-            this.checked = checked;
+        }
+
+        /** The expected-value checking store this one wraps. */
+        KeyColumnValueStore checked() {
+            return store;
         }
 
         @Override
@@ -229,15 +231,12 @@ public class LockerStoreManager extends ExpectedValueCheckingStoreManager {
         final Adapters lockers;
         final CommitKeepAlive keepAlives;
         /** The configuration the Locker runs with: JanusGraph's settings with the URI's options applied. */
-        final LockerConfig effective;
 
-        private Parts(Configuration config, KeyColumnValueStoreManager data, Locker locker, String namespace,
-                      LockerConfig effective) {
+        private Parts(Configuration config, KeyColumnValueStoreManager data, Locker locker, String namespace) {
             this.config = config;
             this.data = data;
             this.locker = locker;
             this.namespace = namespace;
-            this.effective = effective;
             // a commit's locks are kept alive through JanusGraph's retries of its data writes, and an expiry past them
             this.keepAlives = new CommitKeepAlive(locker,
                     config.get(GraphDatabaseConfiguration.STORAGE_WRITE_WAITTIME).plus(locker.config().expiry()));
@@ -269,7 +268,7 @@ public class LockerStoreManager extends ExpectedValueCheckingStoreManager {
                 throw e;
             }
             log.info("JanusGraph locks on {} (rid {}), data on {}", Lockers.redact(uri), locker.rid(), data.getName());
-            return new Parts(config, data, locker, namespace, effective);
+            return new Parts(config, data, locker, namespace);
         }
 
         private static LockerConfig lockerConfig(Configuration config) {
