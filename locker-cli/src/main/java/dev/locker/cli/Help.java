@@ -93,7 +93,7 @@ final class Help {
               locker show --key %00%01binary --column %FF
 
             JSON: {"key":..,"column":..,"held":true,"holder":{..},"token":..,"expiresAt":..,
-                   "lastForcedRelease":{"at":..,"by":{..},"reason":..,"released":{..}}|null,
+                   "lastForcedRelease":{"at":..,"by":{..},"reason":..,"released":{..},"releasedToken":..}|null,
                    "lastRun":{"ranBy":{..},"startedAt":..,"finishedAt":..,"token":..}|null}
             Exit: 0 held, 1 free, 3 unreachable, 4 refused.""";
 

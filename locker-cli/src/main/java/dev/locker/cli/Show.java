@@ -66,6 +66,7 @@ final class Show {
         m.put("by", ownerJson(f.by()));
         m.put("reason", f.reason());
         m.put("released", ownerJson(f.released().orElse(null)));
+        m.put("releasedToken", f.releasedToken().isPresent() ? f.releasedToken().getAsLong() : null);
         return m;
     }
 

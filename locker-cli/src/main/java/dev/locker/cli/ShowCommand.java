@@ -74,7 +74,8 @@ final class ShowCommand {
             ForcedRelease f = forced.get();
             t.out("forced    " + Show.instant(f.at(), now) + " by " + Show.owner(f.by())
                     + (f.reason().isEmpty() ? "" : ": \"" + Show.why(f.reason(), 1000) + "\"")
-                    + f.released().map(r -> ", from " + Show.owner(r)).orElse(", when it was free"));
+                    + f.released().map(r -> ", from " + Show.owner(r)).orElse(", when it was free")
+                    + (f.releasedToken().isPresent() ? " (token " + f.releasedToken().getAsLong() + ")" : ""));
         } else {
             t.out("forced    never force-released");
         }

@@ -204,7 +204,10 @@ class CliRedisTest {
             assertTrue(doc.get("released").asBoolean());
             assertEquals(token, doc.get("expectedToken").asLong());
             assertEquals(worker.rid(), doc.get("record").get("released").get("rid").asText());
+            assertEquals(token, doc.get("record").get("releasedToken").asLong(), byToken::toString);
             assertTrue(worker.holder(lock).isEmpty());
+            CliRun shown = cli("show", "release/named");
+            assertTrue(shown.out().contains("(token " + token + ")"), shown::toString);
             first.close();
 
             Lease second = worker.acquire(lock, "second");

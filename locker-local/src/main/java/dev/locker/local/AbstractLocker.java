@@ -946,20 +946,17 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         ensureOpen();
         String said = why.isEmpty() ? "(no reason given)" : why.replaceAll("\\p{Cntrl}", " ");
         try {
-            LockOwner released;
-            if (expected == null) {
-                released = readHolder(lock).orElse(null);
-            } else {
-                Optional<LockInfo> holding = readHolding(lock);
-                if (holding.isEmpty() || holding.get().fencingToken() != expected) {
-                    log.info("Did not force-release lock {} by locker {}: its holder is {}, not the claim with token {} "
-                            + "({})", lock, config.rid(), holding.map(h -> h.holder().rid() + " (token "
-                            + h.fencingToken() + ")").orElse("none"), expected, said);
-                    return false;
-                }
-                released = holding.get().holder();
+            // the holder and its token go into the record: the token tells the claim taken from that holder's others
+            Optional<LockInfo> holding = readHolding(lock);
+            if (expected != null && (holding.isEmpty() || holding.get().fencingToken() != expected)) {
+                log.info("Did not force-release lock {} by locker {}: its holder is {}, not the claim with token {} "
+                        + "({})", lock, config.rid(), holding.map(h -> h.holder().rid() + " (token "
+                        + h.fencingToken() + ")").orElse("none"), expected, said);
+                return false;
             }
-            byte[] record = new ForcedRelease(config.owner(why), why, time.now(), released).toBytes();
+            LockOwner released = holding.map(LockInfo::holder).orElse(null);
+            long releasedToken = holding.map(h -> Math.max(0, h.fencingToken())).orElse(0L); // 0: not confirmed yet
+            byte[] record = new ForcedRelease(config.owner(why), why, time.now(), released, releasedToken).toBytes();
             boolean any;
             if (expected == null) {
                 putRecord(lock, FORCED, record);
@@ -1200,9 +1197,11 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
     }
 
     /**
-     * A claim found gone or taken over: if the record of the last forced release names this locker as the holder it
-     * took the lock from, and is not older than this claim (less one expiry, for the operator's clock), the loss is
-     * {@link LossReason#FORCE_RELEASED}, naming who and why. One read, on this path only.
+     * A claim found gone or taken over: if the record of the last forced release took this claim, the loss is
+     * {@link LossReason#FORCE_RELEASED}, naming who and why. The record took it when it names this locker as the holder
+     * and the claim's fencing token; a record without a token (an earlier build's, or of a claim not confirmed yet)
+     * or a hold whose token is not known matches by time instead: not older than this claim, less one expiry for the
+     * operator's clock. One read, on this path only.
      */
     private ExpiredLockException forcedAway(Hold hold, ExpiredLockException e) {
         if (e.reason() != LossReason.GONE && e.reason() != LossReason.TAKEN_OVER) {
@@ -1210,9 +1209,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         }
         try {
             Optional<ForcedRelease> forced = readRecord(hold.lock, FORCED).map(ForcedRelease::fromBytes);
-            java.time.Instant claimed = hold.claimedAt();
-            if (forced.isPresent() && forced.get().released().map(o -> o.rid().equals(config.rid())).orElse(false)
-                    && (claimed == null || forced.get().at().isAfter(claimed.minus(config.expiry())))) {
+            if (forced.isPresent() && tookThisClaim(forced.get(), hold)) {
                 return new ExpiredLockException("our claim was " + forced.get(), hold.lock, e.holder(), e,
                         LossReason.FORCE_RELEASED);
             }
@@ -1220,6 +1217,20 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
             // the loss stands as the backend reported it
         }
         return e;
+    }
+
+    /** Did the forced release {@code forced} take {@code hold}'s claim? (See {@link #forcedAway}.) */
+    private boolean tookThisClaim(ForcedRelease forced, Hold hold) {
+        if (!forced.released().map(o -> o.rid().equals(config.rid())).orElse(false)) {
+            return false;
+        }
+        LockStatus status = hold.state().status();
+        long ours = status == null ? 0 : status.fencingToken();
+        if (forced.releasedToken().isPresent() && ours > 0) {
+            return forced.releasedToken().getAsLong() == ours;
+        }
+        java.time.Instant claimed = hold.claimedAt();
+        return claimed == null || forced.at().isAfter(claimed.minus(config.expiry()));
     }
 
     /** The status of a hold that is neither lost nor past its deadline; otherwise marks it lost and throws. */

@@ -774,6 +774,7 @@ public abstract class LockerConformanceSuite {
         KeyColumn lock = lock("x");
         Losses losses = new Losses();
         Lease lease = a.acquire(lock, "job").onLost(losses);
+        long token = lease.fencingToken();
         long released = System.nanoTime();
         assertTrue(operator.forceRelease(lock, "stuck since the deploy"));
         assertTrue(losses.await(LEASE_EXPIRY.toMillis() * 3, TimeUnit.MILLISECONDS), "the listener was told");
@@ -791,6 +792,7 @@ public abstract class LockerConformanceSuite {
         assertEquals(operator.rid(), record.by().rid());
         assertEquals("stuck since the deploy", record.reason());
         assertEquals(a.rid(), record.released().orElseThrow().rid());
+        assertEquals(token, record.releasedToken().orElseThrow(), "the record names the claim taken by its token");
         assertFalse(lease.isValid());
         assertThrows(ExpiredLockException.class, lease::check);
         assertThrows(ExpiredLockException.class, lease::fencingToken);
@@ -844,6 +846,7 @@ public abstract class LockerConformanceSuite {
         assertEquals(operator.rid(), record.by().rid());
         assertEquals("b is stuck", record.reason());
         assertEquals(b.rid(), record.released().orElseThrow().rid());
+        assertEquals(current, record.releasedToken().orElseThrow());
         lb.close();
 
         // the same token again, now that nobody holds the lock: nothing to do, nothing recorded
@@ -1041,6 +1044,39 @@ public abstract class LockerConformanceSuite {
         assertEquals(dev.locker.api.LossReason.LOCKER_CLOSED, losses.told.get(0).reason());
         assertFalse(lease.isValid());
         take(realTimeProcess("b"), lock("x"), new Object()); // close released the claim
+    }
+
+    /**
+     * The record of a forced release names the claim it took by its fencing token, so a later loss of the same
+     * locker is not blamed on it: A's first lease is force-released (A is told FORCE_RELEASED), A takes the lock again
+     * at once, and the server then loses A's second claim. A is told GONE, not FORCE_RELEASED with the operator's
+     * reason: that release took another claim (the record's token), whatever its rid and time say.
+     */
+    @Test
+    void aLossAfterAnEarlierForcedReleaseOfTheSameLockerIsNotBlamedOnIt() throws Exception {
+        Assumptions.assumeTrue(fixture.canLoseClaims(), "backend cannot lose claims on demand");
+        Locker a = realTimeProcess("a");
+        Locker operator = realTimeProcess("operator");
+        KeyColumn lock = lock("x");
+        Losses first = new Losses();
+        Lease lease = a.acquire(lock, "job").onLost(first);
+        long token = lease.fencingToken();
+        assertTrue(operator.forceRelease(lock, "stuck since the deploy"));
+        assertTrue(first.await(LEASE_EXPIRY.toMillis() * 3, TimeUnit.MILLISECONDS), "the listener was told");
+        assertEquals(dev.locker.api.LossReason.FORCE_RELEASED, first.told.get(0).reason(), first.told.get(0).toString());
+        assertEquals(token, operator.lastForcedRelease(lock).orElseThrow().releasedToken().orElseThrow(),
+                "the record names the claim it took by its token");
+        lease.close();
+
+        Losses second = new Losses();
+        Lease again = a.acquire(lock, "job").onLost(second);
+        assertTrue(again.fencingToken() > token);
+        fixture.loseClaims(lock);
+        assertTrue(second.await(LEASE_EXPIRY.toMillis() * 3, TimeUnit.MILLISECONDS), "the listener was told");
+        assertEquals(dev.locker.api.LossReason.GONE, second.told.get(0).reason(), second.told.get(0).toString());
+        assertFalse(second.told.get(0).toString().contains("stuck since the deploy"),
+                "not blamed on the earlier release: " + second.told.get(0));
+        again.close();
     }
 
     /**
