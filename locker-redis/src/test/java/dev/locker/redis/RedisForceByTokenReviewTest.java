@@ -171,4 +171,29 @@ class RedisForceByTokenReviewTest {
                 + ", recorded: " + s(admin().hget(records, b("forced"))));
         assertEquals(value, s(admin().hget(key, b("c" + A))));
     }
+
+    /**
+     * A release by token whose reply was lost is sent again (RedisLocker retries on a fresh connection): the first
+     * call removed the claim and wrote the record, so the repeat finds no claim with the token. It answers 1 all the
+     * same, because the record it would write is there byte for byte (only its own first call writes those bytes, and
+     * only with the removal: a record carries the forcing locker's rid, its instant and the token); a different record
+     * (another release's) or none leaves the answer at 0.
+     */
+    @Test
+    void aRepeatOfAReleaseByTokenWhoseReplyWasLostSaysItRemovedTheClaim() {
+        RedisKeys keys = new RedisKeys(fixture.prefix());
+        byte[] key = keys.lockKey(lock("repeat"));
+        byte[] records = keys.recordKey(lock("repeat"));
+        long now = serverMicros();
+        long token = now + 3;
+        admin().hset(key, b("c" + A), b(claim(now, 30_000, token, "7")));
+        admin().pexpire(key, 600_000);
+
+        assertEquals(1L, forceByToken(key, records, Long.toString(token), "record-of-this-call"));
+        assertEquals(1L, forceByToken(key, records, Long.toString(token), "record-of-this-call"),
+                "the repeat of a release that removed the claim; left: " + hash(key));
+        assertEquals(0L, forceByToken(key, records, Long.toString(token), "record-of-another-call"),
+                "another release of the same token removed nothing");
+        assertEquals("record-of-this-call", s(admin().hget(records, b("forced"))), "the record stays the first one");
+    }
 }
