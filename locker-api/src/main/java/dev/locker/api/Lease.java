@@ -139,9 +139,22 @@ public final class Lease implements AutoCloseable {
      * renewal, or its locker closed), before its validity ends where that can be foreseen; at once if it already is
      */
     public Lease onLost(java.util.function.Consumer<LockLost> listener) {
+        Objects.requireNonNull(listener, "listener");
         Object t = openTx();
-        for (KeyColumn l : locks()) {
-            locker.whenLost(l, t, listener);
+        List<KeyColumn> locks = locks();
+        if (locks.size() == 1) {
+            locker.whenLost(locks.get(0), t, listener);
+            return this;
+        }
+        // a lease on several locks is lost with its first lost lock: the listener hears of that one only
+        java.util.concurrent.atomic.AtomicBoolean told = new java.util.concurrent.atomic.AtomicBoolean();
+        java.util.function.Consumer<LockLost> once = loss -> {
+            if (told.compareAndSet(false, true)) {
+                listener.accept(loss);
+            }
+        };
+        for (KeyColumn l : locks) {
+            locker.whenLost(l, t, once);
         }
         return this;
     }

@@ -35,6 +35,7 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
@@ -74,8 +75,21 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
     private final LockProbe probe;
     /** The configured expiry in nanoseconds (read on every claim). */
     private final long expiryNanos;
-    /** Told once by each hold when it is lost: one instance for every hold, not a method reference per claim. */
-    private final Consumer<Hold> lostSink = this::lost;
+    /**
+     * Told once by each hold when it is lost: one instance for every hold, not a method reference per claim. It names
+     * this locker's clock, on which a shared mediator judges our holds' deadlines.
+     */
+    private final Consumer<Hold> lostSink = new Hold.ClockedSink() {
+        @Override
+        public void accept(Hold hold) {
+            lost(hold);
+        }
+
+        @Override
+        public TimeSource time() {
+            return time;
+        }
+    };
 
     /**
      * The holds of each transaction, keyed by the transaction's identity ({@link #keyOf}), in the order they were
@@ -1061,12 +1075,59 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         for (Hold hold : lostLeases.toArray(new Hold[0])) {
             closeLease(hold);
         }
+        awaitOperationsInFlight();
         synchronized (this) {
             if (background != null) {
                 background.close(); // after the losses above were handed to it: their listeners are told, then it stops
             }
         }
         closeBackend();
+    }
+
+    /** How long {@link #close} waits for other threads' operations in flight on this locker's claims. */
+    static final long CLOSE_WAIT_NANOS = TimeUnit.SECONDS.toNanos(5);
+
+    /**
+     * Part of {@link #close}: waits, a bounded time ({@link #CLOSE_WAIT_NANOS}, on the system clock: a wall-time bound
+     * whatever time source the locker runs on), until no mediator entry of this locker is left. Once close released
+     * what it could, an entry left is an operation of another thread in flight: a release it finishes (a lease's close
+     * or a deleteLocks that started first), or a claim under way that will withdraw on seeing the locker closed. Each
+     * removes its entry only after its backend I/O, so waiting for the entries keeps closeBackend from cutting the
+     * ground from under them (the claim would stay in the store until it expired). Waits on each hold's steps lock
+     * (reentrant: a probe or listener closing the locker from inside a step of its own does not wait for itself).
+     */
+    private void awaitOperationsInFlight() {
+        long end = System.nanoTime() + CLOSE_WAIT_NANOS;
+        List<Hold> left = new ArrayList<>();
+        try {
+            while (true) {
+                left.clear();
+                mediator.forEachHold(hold -> {
+                    if (hold.reportsTo(lostSink)) {
+                        left.add(hold);
+                    }
+                });
+                left.removeIf(Hold::stepsHeldByMe); // this thread's own step, closing from inside it
+                long now = System.nanoTime();
+                if (left.isEmpty() || now - end >= 0) {
+                    if (!left.isEmpty()) {
+                        log.warn("Locker {} closed with {} operation(s) on its claims still in flight after {}: their "
+                                + "claims are left to expire ({})", config.rid(), left.size(),
+                                Duration.ofNanos(CLOSE_WAIT_NANOS), left.get(0).lock);
+                    }
+                    return;
+                }
+                for (Hold hold : left) {
+                    long wait = end - System.nanoTime();
+                    if (wait > 0 && hold.lockSteps(wait)) {
+                        hold.unlockSteps(); // a step in flight on it ended
+                    }
+                }
+                Thread.sleep(1); // its entry goes after the step: look again
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt(); // close goes on: what is in flight is left to expire
+        }
     }
 
     /** {@link #close} for a hold that is its own transaction, unless a release or close finishes it already. */

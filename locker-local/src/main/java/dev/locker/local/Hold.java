@@ -5,6 +5,7 @@ import dev.locker.api.LockLost;
 import dev.locker.api.LockOwner;
 import dev.locker.api.LockStatus;
 import dev.locker.api.LossReason;
+import dev.locker.api.TimeSource;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
@@ -299,6 +300,22 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.TwoSlots, K
         return tx == this;
     }
 
+    /**
+     * A lost sink that also names the clock its holds' deadlines are on: its locker's. Lockers that share a mediator
+     * may run on different time sources, whose monotonic origins are unrelated; each hold is judged on its own.
+     */
+    interface ClockedSink extends Consumer<Hold> {
+        TimeSource time();
+    }
+
+    /**
+     * The monotonic reading now on the clock this hold's deadlines are on (its locker's, see {@link ClockedSink}), or
+     * on {@code fallback} for a sink that does not name one.
+     */
+    long nowOn(TimeSource fallback) {
+        return (lostSink instanceof ClockedSink ? ((ClockedSink) lostSink).time() : fallback).nanoTime();
+    }
+
     /** Is {@code sink} the one this hold reports its loss to (is it a hold of that sink's locker)? */
     boolean reportsTo(Consumer<Hold> sink) {
         return lostSink == sink;
@@ -400,8 +417,18 @@ final class Hold extends AbstractQueuedSynchronizer implements Timer.TwoSlots, K
         return tryAcquire(1);
     }
 
+    /** Takes the steps lock, waiting at most {@code nanos} for a step in flight; false if it did not get it. */
+    boolean lockSteps(long nanos) throws InterruptedException {
+        return tryLockSteps() || tryAcquireNanos(1, nanos);
+    }
+
     void unlockSteps() {
         release(1);
+    }
+
+    /** Does this thread hold the steps lock (is it inside a step of this hold)? */
+    boolean stepsHeldByMe() {
+        return getExclusiveOwnerThread() == Thread.currentThread();
     }
 
     @Override

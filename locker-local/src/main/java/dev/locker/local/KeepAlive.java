@@ -158,13 +158,25 @@ final class KeepAlive implements AutoCloseable {
         }
     }
 
+    /**
+     * Tells every listener, whatever one of them throws: a listener's failure, even an Error or a checked exception
+     * thrown undeclared (Kotlin, sneaky throws), is logged and never keeps the loss from the listeners after it (nor
+     * kills the notifier thread). A VirtualMachineError is thrown again, after the others were told.
+     */
     static void tellHere(List<Consumer<LockLost>> listeners, LockLost loss) {
+        VirtualMachineError fatal = null;
         for (Consumer<LockLost> l : listeners) {
             try {
                 l.accept(loss);
-            } catch (RuntimeException e) {
+            } catch (Throwable e) { // NOPMD: see above
                 log.warn("A lost-lock listener failed for {}: {}", loss.lock(), e.toString(), e);
+                if (e instanceof VirtualMachineError && fatal == null) {
+                    fatal = (VirtualMachineError) e;
+                }
             }
+        }
+        if (fatal != null) {
+            throw fatal;
         }
     }
 
@@ -222,7 +234,10 @@ final class KeepAlive implements AutoCloseable {
      * later count). A {@link Timer.TwoSlots} entry (a hold that is its own transaction) is kept in its second slot.
      */
     interface Kept extends Timer.Timed {
-        /** True from {@link #start} until {@link #stop}, or until a renewal finds none of its holds live. */
+        /**
+         * True from {@link #start} until {@link #stop}, or until a renewal finds none of its holds live or one of them
+         * lost.
+         */
         boolean keptAlive();
 
         void keptAlive(boolean on);
@@ -231,15 +246,36 @@ final class KeepAlive implements AutoCloseable {
         Hold[] holds();
     }
 
+    /**
+     * Did a hold of the transaction get lost (taken over, gone, expired, force-released; released after a loss too)?
+     * Then the transaction is lost as a whole (a lease on several locks is invalid, a three-phase transaction fails its
+     * next check), and keeping its other claims alive would only keep those locks from everybody else for a holder
+     * already told: they are left to expire (the watchdog tells their loss in time).
+     */
+    private static boolean anyLost(Hold[] holds) {
+        for (Hold hold : holds) {
+            Hold.State s = hold.state();
+            if (s.phase() == Hold.Phase.LOST || s.reason() != null) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /** One renewal of a kept-alive transaction, on the keep-alive thread. */
     private void renew(Kept kept) {
         if (!kept.keptAlive()) {
             return;
         }
+        Hold[] holds = kept.holds();
+        if (anyLost(holds)) {
+            kept.keptAlive(false); // the transaction lost a lock: its other claims are not kept for it any longer
+            return;
+        }
         boolean anyLive = false;
         boolean failed = false;
         long soonest = Long.MAX_VALUE;
-        for (Hold hold : kept.holds()) {
+        for (Hold hold : holds) {
             Hold.State state = hold.state();
             if (state.isFinal()) {
                 continue;
@@ -267,7 +303,7 @@ final class KeepAlive implements AutoCloseable {
                 log.debug("Keep-alive renewal of {} failed, retrying: {}", hold.lock, e.toString());
             }
         }
-        if (!anyLive) {
+        if (!anyLive || anyLost(holds)) {
             kept.keptAlive(false);
             return;
         }

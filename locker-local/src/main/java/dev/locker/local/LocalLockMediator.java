@@ -19,7 +19,9 @@ import java.util.concurrent.TimeUnit;
  * <p>Invariant: at any instant at most one live {@link Hold} is the entry for a lock. Entries are taken with
  * {@link ConcurrentHashMap#putIfAbsent}. An entry that is past its deadline on the monotonic clock (its transaction
  * stalled or leaked) may be taken over: it is first marked lost, so its transaction learns it at its next call and
- * cannot bring it back; only its own hold removes an entry. Mutual exclusion never rests on this class alone: every
+ * cannot bring it back; only its own hold removes an entry. A hold's deadline is judged on its own locker's clock
+ * ({@link Hold#nowOn}), not on this mediator's: lockers that share a mediator may run on different time sources. Mutual
+ * exclusion never rests on this class alone: every
  * backend tells claims apart per claim, so a stalled transaction that was taken over here cannot hold in the store too.
  */
 public final class LocalLockMediator implements LocalArbitration {
@@ -79,7 +81,7 @@ public final class LocalLockMediator implements LocalArbitration {
             if (current == null || current == hold) {
                 return true;
             }
-            if (!current.loseIfPast(time.nanoTime(), "its deadline passed and another transaction of this process ("
+            if (!current.loseIfPast(current.nowOn(time), "its deadline passed and another transaction of this process ("
                     + hold.tx + ") took the lock")) {
                 return false;
             }
@@ -152,7 +154,7 @@ public final class LocalLockMediator implements LocalArbitration {
     /** The transaction whose live entry holds {@code lock}, if any. */
     public Optional<Object> holder(KeyColumn lock) {
         Hold current = holds.get(lock);
-        if (current == null || !current.isLiveAt(time.nanoTime())) {
+        if (current == null || !current.isLiveAt(current.nowOn(time))) {
             return Optional.empty();
         }
         return Optional.of(current.tx);
