@@ -5,7 +5,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
-import java.nio.ByteBuffer;
+import java.io.RandomAccessFile;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
 import java.nio.channels.OverlappingFileLockException;
@@ -41,6 +41,12 @@ import java.util.Set;
  * time): a claim of this process is never probed (its expiry decides), and the sweep of dead session files skips every
  * file this process holds a lock on (Linux {@code /proc/locks}; elsewhere there is no sweep: the dead session files of
  * crashed lockers are deleted when a claim leads to them).
+ *
+ * <p><b>Never an interruptible write to the session file.</b> A {@code FileChannel} closes itself when a thread
+ * interrupted during one of its I/O operations (a cancelled future, an executor shut down) is in it, and closing it
+ * drops the session's lock: another process would then prove a live locker dead and take its locks. The session file
+ * is held through a {@link RandomAccessFile}: its own reads and writes are not interruptible; its channel serves only to
+ * take and release the lock, which are not interruptible either.
  */
 final class Sessions implements AutoCloseable {
 
@@ -66,16 +72,17 @@ final class Sessions implements AutoCloseable {
     private final LockDirectory directory;
     private final String rid;
     private final Path file;
-    private final FileChannel channel;
+    /** The session file, held open for the locker's life; written only through its own (uninterruptible) methods. */
+    private final RandomAccessFile raf;
     private final FileLock lock;
     private final int length;
     private volatile long touched = System.nanoTime();
 
-    private Sessions(LockDirectory directory, String rid, Path file, FileChannel channel, FileLock lock, int length) {
+    private Sessions(LockDirectory directory, String rid, Path file, RandomAccessFile raf, FileLock lock, int length) {
         this.directory = directory;
         this.rid = rid;
         this.file = file;
-        this.channel = channel;
+        this.raf = raf;
         this.lock = lock;
         this.length = length;
     }
@@ -86,26 +93,31 @@ final class Sessions implements AutoCloseable {
         // locked under a hidden name first, then renamed (the lock stays with the inode): a sweep or a probe never
         // meets a session file that is not locked yet
         Path fresh = directory.sessions.resolve("." + file.getFileName() + ".new");
-        FileChannel ch = null;
+        RandomAccessFile raf = null;
+        boolean created = false;
         try {
             if (Files.exists(file)) {
                 throw new IOException("a session file for rid " + rid + " exists already: the rid is in use");
             }
-            ch = FileChannel.open(fresh, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ, StandardOpenOption.WRITE);
-            FileLock lock = ch.tryLock();
+            Files.createFile(fresh); // fails if it exists: nobody else's file is ever opened here
+            created = true;
+            raf = new RandomAccessFile(fresh.toFile(), "rw");
+            FileLock lock = raf.getChannel().tryLock();
             if (lock == null) {
                 throw new IOException("the new session file " + fresh + " is locked by another process");
             }
             byte[] text = ("rid=" + rid + "\nhost=" + owner.host() + "\npid=" + owner.pid() + "\nprocess=" + PROCESS
                     + "\nstarted=" + Instant.now() + "\n").getBytes(StandardCharsets.UTF_8);
-            ch.write(ByteBuffer.wrap(text));
+            raf.write(text);
             Files.move(fresh, file, StandardCopyOption.ATOMIC_MOVE);
-            return new Sessions(directory, rid, file, ch, lock, text.length);
+            return new Sessions(directory, rid, file, raf, lock, text.length);
         } catch (IOException | RuntimeException e) {
-            if (ch != null) {
-                ch.close(); // a file of ours that nobody else opens: closing it drops no other lock
+            if (raf != null) {
+                raf.close(); // a file of ours that nobody else opens: closing it drops no other lock
             }
-            Files.deleteIfExists(fresh);
+            if (created) {
+                Files.deleteIfExists(fresh);
+            }
             throw e;
         }
     }
@@ -214,9 +226,9 @@ final class Sessions implements AutoCloseable {
     }
 
     /**
-     * Touches the session file (at most every 10 minutes), through its own channel: an age-based cleaner
-     * (systemd-tmpfiles) leaves it alone while the locker works. Never through its path: opening and closing another
-     * descriptor of the file would drop its lock.
+     * Touches the session file (at most every 10 minutes), through its own descriptor and not interruptibly (see the
+     * class comment): an age-based cleaner (systemd-tmpfiles) leaves it alone while the locker works. Never through its
+     * path: opening and closing another descriptor of the file would drop its lock.
      */
     void touch() {
         long now = System.nanoTime();
@@ -225,9 +237,13 @@ final class Sessions implements AutoCloseable {
         }
         touched = now;
         try {
-            channel.write(ByteBuffer.wrap(new byte[] {'\n'}), length - 1); // the last byte again: a new mtime
+            synchronized (raf) { // seek and write are one step
+                raf.seek(length - 1);
+                raf.write('\n'); // the last byte again: a new mtime
+            }
         } catch (IOException e) {
-            log.debug("Could not touch session file {}: {}", file, e.toString());
+            log.warn("Could not touch session file {} (an age-based cleaner may delete it; the claims of this locker "
+                    + "then live until their expiry): {}", file, e.toString());
         }
     }
 
@@ -248,7 +264,7 @@ final class Sessions implements AutoCloseable {
         try {
             Files.deleteIfExists(file); // while we hold the lock: no prober can take it before the name is gone
             lock.release();
-            channel.close();
+            raf.close();
         } catch (IOException e) {
             log.debug("Closing session file {}: {}", file, e.toString());
         }
