@@ -79,7 +79,16 @@ public final class FileDoctor implements DeploymentCheck {
                     ? Finding.fail("file-system", "'" + type + "': file locks over a network or VM-shared file system "
                             + "are not trustworthy, and each host's clock would judge the others' claims (lockers refuse to open)",
                             "use a directory on a local disk, or redis://, mongodb:// or hbase:// for processes on several hosts")
+                    : IN_MEMORY.contains(type)
+                    ? Finding.warn("file-system", "'" + type + "', in memory: the records (runOnce, forced releases) and "
+                            + "the tokens' high-water marks are gone at the next boot: a job that ran once runs again, and "
+                            + "the next tokens rest on the wall clock alone", "use a directory on a disk, e.g. under /var/lib")
                     : Finding.ok("file-system", "'" + type + "', local: OS file locks decide between the processes of this host"));
+            if (dir.toAbsolutePath().normalize().startsWith("/tmp") || dir.toAbsolutePath().normalize().startsWith("/var/tmp")) {
+                out.add(Finding.warn("location", dir + " is a temporary directory: cleaners (systemd-tmpfiles, tmpreaper) "
+                        + "delete files left untouched for days there, records among them (session files are touched, "
+                        + "records are not), and a job that ran once would run again", "use a directory under /var/lib"));
+            }
         } catch (IOException e) {
             out.add(Finding.warn("file-system", "the file system of " + existing + " cannot be read: " + e.getMessage(),
                     "check that the directory is on a local disk"));
@@ -88,6 +97,9 @@ public final class FileDoctor implements DeploymentCheck {
         out.add(clockFinding(dev.locker.api.TimeSource.system()));
         return out;
     }
+
+    /** File system types that keep their files in memory only. */
+    private static final java.util.Set<String> IN_MEMORY = java.util.Set.of("tmpfs", "ramfs");
 
     /** Which clock judges claims here, and whether this process reads it shifted (a time namespace). */
     static Finding clockFinding(dev.locker.api.TimeSource time) {

@@ -246,7 +246,6 @@ class FileReview2Test {
      * session files are touched for them, records never are.) The doctor should say so.
      */
     @Test
-    @Disabled("finding 4: locker doctor passes a tmpfs lock directory, whose runOnce records do not survive a reboot")
     void finding4_theDoctorPassesATmpfsDirectoryWhoseRecordsDieAtReboot() throws Exception {
         Path shm = Path.of("/dev/shm");
         assumeTrue(Files.isDirectory(shm) && Files.getFileStore(shm).type().equals("tmpfs"), "/dev/shm is a tmpfs");
