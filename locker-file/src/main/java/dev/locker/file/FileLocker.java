@@ -85,7 +85,7 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
         this.clock = clock;
         this.expiryNanos = config.expiry().toNanos();
         try {
-            this.session = Sessions.start(directory, config.rid(), config.owner(""));
+            this.session = Sessions.start(directory, config.rid(), config.owner(""), config.expiry());
         } catch (IOException e) {
             StoreException se = LockDirectory.translate(e, "starting the session of locker " + config.rid());
             throw se.isTemporary() ? new TemporaryLockingException(se.getMessage(), null, null, e)

@@ -6,6 +6,7 @@ import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.io.RandomAccessFile;
+import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
 import java.nio.channels.OverlappingFileLockException;
@@ -31,16 +32,22 @@ import java.util.Set;
  * (exit, crash, SIGKILL), and at a reboot. A contender that <em>takes</em> a shared lock on a claim's existing session
  * file knows that the claim's process is gone: the claim is dead at once, whatever its expiry says. Nothing else proves
  * a death: a session file that is missing (deleted by a tmp cleaner or an operator) or cannot be read says nothing, and
- * the claim lives until its expiry. The session file is touched (through the locker's own channel) as the locker
+ * the claim lives until its expiry. The session file is touched (through the locker's own descriptor) as the locker
  * works, so an age-based cleaner leaves it alone.
+ *
+ * <p><b>The proof stays.</b> A dead locker's session file is the only proof of its death for every process, so the
+ * process that proves it does not delete it: a dead session file is deleted (by a sweep) only once no claim of its
+ * locker can be live any more: when it is older (by its last touch) than the locker's expiry, recorded in it, plus the
+ * touch period and a margin. Until then every process proves the death for itself, and takes the dead locker's locks
+ * at once. (Deleting it earlier, as this class did, left every process but the first to wait for the claims' expiry.)
  *
  * <p><b>Never a handle on a file this process may hold a lock on.</b> An OS file lock (fcntl) belongs to the process,
  * and closing <em>any</em> descriptor of the file drops all the process's locks on it; another copy of this library
  * in the JVM (another class loader), or a second path to the directory (a bind mount), would drop a live session's
  * lock by probing it. So every claim names its locker's process ({@link #PROCESS}: boot, pid namespace, pid, start
  * time): a claim of this process is never probed (its expiry decides), and the sweep of dead session files skips every
- * file this process holds a lock on (Linux {@code /proc/locks}; elsewhere there is no sweep: the dead session files of
- * crashed lockers are deleted when a claim leads to them).
+ * file this process holds a lock on (Linux {@code /proc/locks}; elsewhere there is no sweep, and the dead session files
+ * of crashed lockers stay).
  *
  * <p><b>Never an interruptible write to the session file.</b> A {@code FileChannel} closes itself when a thread
  * interrupted during one of its I/O operations (a cancelled future, an executor shut down) is in it, and closing it
@@ -61,6 +68,13 @@ final class Sessions implements AutoCloseable {
     /** A leftover temporary session file older than this is from a start that crashed. */
     private static final Duration NEW_FILE_AGE = Duration.ofMinutes(10);
     private static final Object PROBES = new Object();
+    /** What a probe that proves a death does with the dead session file. */
+    private enum Deletion { NEVER, IF_STALE, IF_DEAD }
+
+    /** The session file's line that records the expiry of its locker's claims, in milliseconds. */
+    private static final String EXPIRY_KEY = "expiry-ms=";
+    /** How long the session file of an earlier build (no expiry recorded) is kept as a proof of death. */
+    private static final long UNRECORDED_EXPIRY_MILLIS = Duration.ofDays(1).toMillis();
     private static final int DEAD_REMEMBERED = 4096;
     private static final Map<String, Boolean> DEAD = Collections.synchronizedMap(new LinkedHashMap<>(64, 0.75f, true) {
         @Override
@@ -87,8 +101,11 @@ final class Sessions implements AutoCloseable {
         this.length = length;
     }
 
-    /** Starts the session of the locker {@code rid}: creates and locks its session file, which says who it is. */
-    static Sessions start(LockDirectory directory, String rid, LockOwner owner) throws IOException {
+    /**
+     * Starts the session of the locker {@code rid}: creates and locks its session file, which says who it is and the
+     * expiry of its claims (how long its file must outlive it as the proof of its death).
+     */
+    static Sessions start(LockDirectory directory, String rid, LockOwner owner, Duration expiry) throws IOException {
         Path file = fileOf(directory, rid);
         // locked under a hidden name first, then renamed (the lock stays with the inode): a sweep or a probe never
         // meets a session file that is not locked yet
@@ -107,7 +124,8 @@ final class Sessions implements AutoCloseable {
                 throw new IOException("the new session file " + fresh + " is locked by another process");
             }
             byte[] text = ("rid=" + rid + "\nhost=" + owner.host() + "\npid=" + owner.pid() + "\nprocess=" + PROCESS
-                    + "\nstarted=" + Instant.now() + "\n").getBytes(StandardCharsets.UTF_8);
+                    + "\nstarted=" + Instant.now() + "\n" + EXPIRY_KEY + expiryMillis(expiry) + "\n")
+                    .getBytes(StandardCharsets.UTF_8);
             raf.write(text);
             Files.move(fresh, file, StandardCopyOption.ATOMIC_MOVE);
             return new Sessions(directory, rid, file, raf, lock, text.length);
@@ -134,25 +152,31 @@ final class Sessions implements AutoCloseable {
         if (DEAD.containsKey(session)) {
             return false;
         }
-        boolean alive = probe(fileOf(directory, session));
+        boolean alive = probe(fileOf(directory, session), Deletion.NEVER);
         if (!alive) {
             DEAD.put(session, Boolean.TRUE);
         }
         return alive;
     }
 
-    /** False only when a shared lock on {@code file} was taken (then the file is deleted: its rid never comes back). */
-    private static boolean probe(Path file) {
+    /**
+     * False only when a shared lock on {@code file} was taken: its locker is dead. The file stays, the proof of that
+     * death for every other process (see the class comment), unless {@code delete} says otherwise (then it is deleted
+     * under the lock: its rid never comes back).
+     */
+    private static boolean probe(Path file, Deletion delete) {
         synchronized (PROBES) {
             try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
                 FileLock probe = ch.tryLock(0, Long.MAX_VALUE, true);
                 if (probe == null) {
                     return true;
                 }
-                try {
-                    Files.deleteIfExists(file); // dead for good, deleted while we hold the lock
-                } catch (IOException e) {
-                    log.debug("Could not delete dead session file {}: {}", file, e.toString());
+                if (delete == Deletion.IF_DEAD || delete == Deletion.IF_STALE && stale(file, ch)) {
+                    try {
+                        Files.deleteIfExists(file); // no claim of it can be live: deleted while we hold the lock
+                    } catch (IOException e) {
+                        log.debug("Could not delete dead session file {}: {}", file, e.toString());
+                    }
                 }
                 probe.release();
                 return false;
@@ -168,8 +192,8 @@ final class Sessions implements AutoCloseable {
     }
 
     /**
-     * Deletes up to {@code max} session files of dead lockers (left by crashed processes), and temporary ones left by
-     * a start that crashed. Only on Linux: a file this process holds a lock on (per {@code /proc/locks}, read after
+     * Deletes up to {@code max} session files of dead lockers (left by crashed processes) whose claims cannot be live
+     * any more ({@link #stale}), and temporary ones left by a start that crashed. Only on Linux: a file this process holds a lock on (per {@code /proc/locks}, read after
      * the file's inode) is never opened; elsewhere nothing is swept.
      */
     static void sweep(LockDirectory directory, int max) {
@@ -193,11 +217,52 @@ final class Sessions implements AutoCloseable {
             Set<Long> ours = lockedHere();
             for (Map.Entry<Path, Long> f : inodes.entrySet()) {
                 if (!ours.contains(f.getValue())) {
-                    probe(f.getKey());
+                    // a leftover of a start that crashed is no proof of anything (no claim names it)
+                    probe(f.getKey(), f.getKey().getFileName().toString().startsWith(".") ? Deletion.IF_DEAD
+                            : Deletion.IF_STALE);
                 }
             }
         } catch (IOException | RuntimeException e) {
             log.debug("Could not sweep {}: {}", directory.sessions, e.toString());
+        }
+    }
+
+    /**
+     * Can no claim of the dead locker of session file {@code file} be live any more? Its last touch (the file's
+     * modification time; a claim is written or renewed at most the touch period after it) lies further back than the
+     * locker's expiry (recorded in the file; a day for a file of an earlier build, which did not record it) plus the
+     * touch period and a minute. Read through {@code ch}: opening another descriptor of it would drop our probe lock.
+     */
+    private static boolean stale(Path file, FileChannel ch) {
+        try {
+            ByteBuffer buf = ByteBuffer.allocate((int) Math.min(ch.size(), 64 * 1024));
+            while (buf.hasRemaining() && ch.read(buf, buf.position()) > 0) {
+                // read it whole (it is small)
+            }
+            long expiryMillis = UNRECORDED_EXPIRY_MILLIS;
+            for (String line : new String(buf.array(), 0, buf.position(), StandardCharsets.UTF_8).split("\n")) {
+                if (line.startsWith(EXPIRY_KEY)) {
+                    expiryMillis = Long.parseLong(line.substring(EXPIRY_KEY.length()).trim());
+                }
+            }
+            long keepMillis = saturatedAdd(expiryMillis, Duration.ofNanos(TOUCH_EVERY_NANOS).plusMinutes(1).toMillis());
+            Instant touched = Files.getLastModifiedTime(file).toInstant();
+            return Duration.between(touched, Instant.now()).toMillis() > keepMillis;
+        } catch (IOException | RuntimeException e) {
+            return false; // unreadable: kept (a stale proof costs a file, a missing one costs a wait)
+        }
+    }
+
+    private static long saturatedAdd(long a, long b) {
+        long r = a + b;
+        return ((a ^ r) & (b ^ r)) < 0 ? Long.MAX_VALUE : r;
+    }
+
+    private static long expiryMillis(Duration expiry) {
+        try {
+            return Math.max(0, expiry.toMillis());
+        } catch (ArithmeticException tooLong) {
+            return Long.MAX_VALUE;
         }
     }
 

@@ -196,11 +196,13 @@ class FileLockerTest {
         try (Locker live = open("live")) {
             Files.createDirectories(sessions);
             Path dead = Files.writeString(sessions.resolve("dead-0123"), "rid=dead-0123\n");
+            // dead long enough that no claim of it can be live (no expiry recorded: a day; see the test below)
+            Files.setLastModifiedTime(dead, FileTime.from(Instant.now().minus(Duration.ofDays(2))));
             Path leftover = Files.writeString(sessions.resolve(".crashed-0123.new"), "");
             Files.setLastModifiedTime(leftover, FileTime.from(Instant.now().minus(Duration.ofHours(1))));
             Path young = Files.writeString(sessions.resolve(".starting-0123.new"), "");
             try (Locker next = open("next")) {
-                assertFalse(Files.exists(dead), "a session file nobody holds a lock on is swept");
+                assertFalse(Files.exists(dead), "a stale session file nobody holds a lock on is swept");
                 assertFalse(Files.exists(leftover), "a leftover of a crashed start is swept");
                 assertTrue(Files.exists(young), "a start may be under way: kept");
                 try (var files = Files.list(sessions)) {
@@ -246,5 +248,45 @@ class FileLockerTest {
         assertEquals(0, errors.get(), "failures other than a busy lock (see the output)");
         assertEquals(0, violations.get(), "two holders at once");
         assertTrue(taken.get() > 0, "the lock was taken");
+    }
+
+    /**
+     * A dead locker's session file is the proof of its death for every process, so it stays until no claim of it can
+     * be live: a sweep (a locker opening) deletes it only once it is older than the expiry it records plus the touch
+     * period (10 min) and a minute; a file of an earlier build, which records no expiry, after a day; a file some
+     * process still holds a lock on (a live locker) never.
+     */
+    @Test
+    void aSweepDeletesADeadSessionFileOnlyOnceNoClaimOfItCanBeLive() throws Exception {
+        try (Locker live = open("alive")) {
+            Path sessions = fixture.dir().resolve(".sessions");
+            Instant now = Instant.now();
+            Path fresh = deadSession(sessions, "dead-fresh", "expiry-ms=60000\n", now.minusSeconds(60));
+            Path stale = deadSession(sessions, "dead-stale", "expiry-ms=60000\n", now.minus(Duration.ofMinutes(13)));
+            Path oldFresh = deadSession(sessions, "dead-earlier-build", "", now.minus(Duration.ofHours(20)));
+            Path oldStale = deadSession(sessions, "dead-earlier-build-stale", "", now.minus(Duration.ofHours(25)));
+            Path liveFile;
+            try (var files = Files.list(sessions)) {
+                liveFile = files.filter(f -> f.getFileName().toString().startsWith("alive")).findFirst().orElseThrow();
+            }
+            Files.setLastModifiedTime(liveFile, FileTime.from(now.minus(Duration.ofDays(3))));
+
+            open("sweeper").close(); // its opening sweeps .sessions
+
+            assertTrue(Files.exists(fresh), "the proof of a death whose claims may still be live stays");
+            assertFalse(Files.exists(stale), "no claim of it can be live (60 s + 10 min + 1 min ago): deleted");
+            assertTrue(Files.exists(oldFresh), "no expiry recorded: kept a day");
+            assertFalse(Files.exists(oldStale), "no expiry recorded, over a day old: deleted");
+            assertTrue(Files.exists(liveFile), "a live locker's session file, however old, stays");
+        }
+    }
+
+    /** A session file of a locker that is gone (nobody holds a lock on it), last touched at {@code touched}. */
+    private static Path deadSession(Path sessions, String rid, String expiryLine, Instant touched) throws Exception {
+        Path f = sessions.resolve(rid);
+        Files.writeString(f, "rid=" + rid + "\nhost=h\npid=1\nprocess=linux:gone\nstarted=" + touched + "\n"
+                + expiryLine);
+        Files.setLastModifiedTime(f, FileTime.from(touched));
+        return f;
     }
 }

@@ -162,7 +162,6 @@ class FileReview2Test {
      * whole 120 s expiry for the other.
      */
     @Test
-    @Disabled("finding 2: the first prover deletes a dead locker's session file: its other locks wait their whole expiry")
     void finding2_aKilledHoldersSecondLockWaitsItsWholeExpiryAfterTheFirstProof() throws Exception {
         Child other = taker();
         try (Locker parent = open("parent", Duration.ofSeconds(30))) {
@@ -186,7 +185,6 @@ class FileReview2Test {
      * process can prove the death: the killed holder's lock waits its whole expiry, for the restarted worker too.
      */
     @Test
-    @Disabled("finding 2: (sweep) a locker that opens deletes a killed holder's session file: its lock waits the whole expiry")
     void finding2b_aLockerOpenedAfterTheKillSweepsTheProofAway() throws Exception {
         Child holder = start("hold", 120, "killed-swept");
         assertEquals("HELD", holder.expect("HELD"));
