@@ -31,15 +31,19 @@ import java.util.concurrent.TimeUnit;
  * <p>Layout: {@code DIR/<lock name>} one file per lock ever taken ({@link FileNames}, so {@code ls DIR} lists the
  * locks legibly); {@code DIR/.stripes/NN} 256 files, never renamed, so every process locks the same inodes: a lock
  * is guarded by a one-byte range of its stripe's file, at a position given by the SHA-256 of its name (so a process
- * stopped inside a change of one lock holds that lock only, not the other locks of its stripe), and the first
- * {@value #HEADER} bytes of the file are the stripe's token high-water mark (below); {@code DIR/.records/<lock name>}
+ * stopped inside a change of one lock holds that lock only, not the other locks of its stripe, except in a grant's token
+ * step: see below), and the first {@value #HEADER} bytes of the file are the stripe's token high-water mark (below); {@code DIR/.records/<lock name>}
  * the lock's records, apart so that the frequent unforced rewrites of a lock file never put them at risk;
  * {@code DIR/.tmp/} the temporary files; {@code DIR/.sessions/} the session files of open lockers ({@link Sessions}).
  *
  * <p><b>Tokens.</b> A grant issues its token through {@link Stripe#issue}: under the exclusive lock of the stripe
  * header, the token becomes {@code max(candidate, high-water + 1)} and is written in place as the new high-water mark
  * and forced to disk before the grant goes on. So no token is ever issued twice or lowered on a lock, even when its
- * lock file is lost (deleted, or not written whole after a power loss) and the wall clock stepped back meanwhile.
+ * lock file is lost (deleted, or not written whole after a power loss) and the wall clock stepped back meanwhile. The
+ * header is the stripe's, not the lock's: a process stopped inside that step (one write and one {@code fdatasync})
+ * holds up the grants, not the renewals nor releases, of every lock of its stripe, which fail as temporary after 2 s
+ * until it runs again or dies (a known weakness, in the README; a mark per lock would lift it at the cost of a file
+ * per lock more).
  *
  * <p><b>One JVM.</b> OS file locks belong to a process, not a thread or a channel, and closing any channel on a file
  * drops every lock the process holds on it. So within a JVM a stripe file is opened, locked, closed only while holding

@@ -205,7 +205,8 @@ class FileReview2Test {
      * stays stopped: 1/256 of all locks, none of them held by anyone.
      */
     @Test
-    @Disabled("finding 3: a process stopped inside Stripe.issue blocks the grants of every other lock of its stripe")
+    @Disabled("finding 3, accepted as a known weakness (README, LockDirectory): a process stopped inside Stripe.issue "
+            + "blocks the grants of every other lock of its stripe; a token mark per lock would lift it")
     void finding3_aProcessStoppedOnTheStripeHeaderBlocksGrantsOfUnrelatedFreeLocks() throws Exception {
         KeyColumn churned = KeyColumn.named("header-churned");
         int stripe = stripeOf(churned);
