@@ -1,7 +1,7 @@
 package dev.locker.redis;
 
 import dev.locker.api.LockerConfig;
-import dev.locker.api.Lockers;
+import dev.locker.api.OptionSyntax;
 import dev.locker.spi.UriOptions;
 
 import java.net.URLDecoder;
@@ -9,8 +9,13 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.List;
 import java.util.Locale;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
 
 /**
  * Parses {@code redis[s]://[user[:password]@]host[:port][,host[:port]...][/database][?option=value&...]} into a
@@ -40,6 +45,22 @@ import java.util.Locale;
  * An unknown option is an error, so that a misspelt one is not silently ignored.
  */
 final class RedisUri {
+
+    /** The options of this backend, in the order its messages list them. */
+    private static final List<String> OPTIONS = List.of("prefix", "cluster", "database", "user", "password", "timeout",
+            "connectTimeout", "socketTimeout", "poolSize", "replicas", "replicaTimeout", "restartGuard", "tombstoneTtl",
+            "evictionCheck", "verifyHostname", "truststore", "truststorePassword", "keystore", "keystorePassword",
+            "clientName");
+
+    /** Every option name this parser reads: its own, their aliases and the common ones. */
+    private static final Set<String> KNOWN = Stream.of(OPTIONS, List.of("keyPrefix", "db"), UriOptions.COMMON)
+            .flatMap(Collection::stream).collect(Collectors.toUnmodifiableSet());
+
+    /**
+     * How this parser reads a query: options split at '&amp;' only (a ';' or '?' is part of a value), names
+     * percent-decoded ('+' kept), case-sensitive.
+     */
+    static final OptionSyntax SYNTAX = (separator, name) -> separator == '&' && KNOWN.contains(decode(name));
 
     private RedisUri() {
     }
@@ -99,12 +120,21 @@ final class RedisUri {
                     continue;
                 }
                 int eq = pair.indexOf('=');
-                if (eq <= 0) {
-                    throw bad(uri, "option '" + UriOptions.shown(uri, pair) + "' has no value");
+                if (eq < 0) {
+                    throw bad(uri, UriOptions.aboutOption(uri, pair, SYNTAX, "option '%s' has no value (write name=value)",
+                            "an option without a value"));
                 }
-                String name = decode(pair.substring(0, eq));
+                if (eq == 0) {
+                    throw bad(uri, UriOptions.aboutOption(uri, "", SYNTAX, "an option has no name (write name=value)",
+                            "an option without a name"));
+                }
+                String written = pair.substring(0, eq);
+                String name = decode(written);
                 if (UriOptions.COMMON.contains(name)) {
                     common.add(pair); // expiry, retries, why...: the same meaning on every backend
+                } else if (!KNOWN.contains(name)) {
+                    throw bad(uri, UriOptions.unknownOption(uri, written, SYNTAX) + "; known: "
+                            + String.join(", ", OPTIONS) + ", and the common " + new TreeSet<>(UriOptions.COMMON));
                 } else {
                     option(uri, name, decode(pair.substring(eq + 1)), b);
                 }
@@ -176,11 +206,7 @@ final class RedisUri {
                     // read together with truststore / keystore
                 }
                 case "clientName" -> b.clientName(value);
-                default -> throw bad(uri, "unknown option '" + UriOptions.shown(uri, name) + "'; known: prefix, cluster, database, user, "
-                        + "password, timeout, connectTimeout, socketTimeout, poolSize, replicas, replicaTimeout, "
-                        + "restartGuard, tombstoneTtl, evictionCheck, verifyHostname, truststore, truststorePassword, "
-                        + "keystore, keystorePassword, clientName, and the common "
-                        + new java.util.TreeSet<>(UriOptions.COMMON));
+                default -> throw new IllegalStateException("option " + name + " is in KNOWN but not read");
             }
         } catch (IllegalArgumentException e) {
             if (e.getMessage() != null && e.getMessage().startsWith("bad Redis URI")) {
@@ -238,6 +264,6 @@ final class RedisUri {
     }
 
     private static IllegalArgumentException bad(String uri, String why) {
-        return new IllegalArgumentException("bad Redis URI '" + Lockers.redact(uri) + "': " + why);
+        return new IllegalArgumentException("bad Redis URI '" + SYNTAX.redact(uri) + "': " + why);
     }
 }
