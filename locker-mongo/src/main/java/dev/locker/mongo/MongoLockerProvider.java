@@ -7,8 +7,6 @@ import dev.locker.api.LockerProvider;
 import dev.locker.api.OptionSyntax;
 import dev.locker.spi.UriOptions;
 
-import java.net.URLDecoder;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -173,7 +171,10 @@ public final class MongoLockerProvider implements LockerProvider {
                     throw bad(uri, UriOptions.aboutOption(uri, rawKey, SYNTAX, "unknown Locker option '%s'",
                             "an unknown Locker option") + "; known: " + String.join(", ", OPTION_NAMES));
                 }
-                String value = URLDecoder.decode(pair.substring(eq + 1), StandardCharsets.UTF_8);
+                String value = UriOptions.percentDecoded(pair.substring(eq + 1), true).orElseThrow(() -> bad(uri,
+                        UriOptions.aboutOption(uri, rawKey, SYNTAX,
+                                "a malformed percent-escape in option '%s' (write a '%%' itself as %%25)",
+                                "an option with a malformed percent-escape (write a '%' itself as %25)")));
                 if (value.isEmpty()) {
                     throw new IllegalArgumentException("Locker option '" + key + "' in MongoDB URI has no value");
                 }
@@ -217,7 +218,8 @@ public final class MongoLockerProvider implements LockerProvider {
                 if (!DriverOptions.known(pair.substring(0, eq))) {
                     throw bad(driverUri, UriOptions.unknownOption(driverUri, pair.substring(0, eq), SYNTAX)
                             + "; known: the driver's (in any case) " + DriverOptions.NAMES
-                            + " (Locker's own and the common options go in a URI for Lockers.open or MongoLockerProvider.builder)");
+                            + " (Locker's own and the common options go in a URI for Lockers.open or "
+                            + "MongoLockerProvider.builder)");
                 }
             }
         }

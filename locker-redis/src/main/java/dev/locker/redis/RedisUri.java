@@ -4,8 +4,6 @@ import dev.locker.api.LockerConfig;
 import dev.locker.api.OptionSyntax;
 import dev.locker.spi.UriOptions;
 
-import java.net.URLDecoder;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -60,7 +58,8 @@ final class RedisUri {
      * How this parser reads a query: options split at '&amp;' only (a ';' or '?' is part of a value), names
      * percent-decoded ('+' kept), case-sensitive.
      */
-    static final OptionSyntax SYNTAX = (separator, name) -> separator == '&' && KNOWN.contains(decode(name));
+    static final OptionSyntax SYNTAX = (separator, name) -> separator == '&'
+            && UriOptions.percentDecoded(name, false).map(KNOWN::contains).orElse(false);
 
     private RedisUri() {
     }
@@ -97,10 +96,10 @@ final class RedisUri {
             String userInfo = authority.substring(0, at);
             authority = authority.substring(at + 1);
             int colon = userInfo.indexOf(':');
-            String user = decode(colon >= 0 ? userInfo.substring(0, colon) : userInfo);
+            String user = decode(uri, null, colon >= 0 ? userInfo.substring(0, colon) : userInfo);
             b.user(user.isEmpty() ? null : user);
             if (colon >= 0) {
-                b.password(decode(userInfo.substring(colon + 1)));
+                b.password(decode(uri, null, userInfo.substring(colon + 1)));
             }
         }
         if (authority.isEmpty()) {
@@ -129,14 +128,14 @@ final class RedisUri {
                             "an option without a name"));
                 }
                 String written = pair.substring(0, eq);
-                String name = decode(written);
+                String name = decode(uri, written, written);
                 if (UriOptions.COMMON.contains(name)) {
                     common.add(pair); // expiry, retries, why...: the same meaning on every backend
                 } else if (!KNOWN.contains(name)) {
                     throw bad(uri, UriOptions.unknownOption(uri, written, SYNTAX) + "; known: "
                             + String.join(", ", OPTIONS) + ", and the common " + new TreeSet<>(UriOptions.COMMON));
                 } else {
-                    option(uri, name, decode(pair.substring(eq + 1)), b);
+                    option(uri, name, decode(uri, written, pair.substring(eq + 1)), b);
                 }
             }
             if (!common.isEmpty()) {
@@ -200,8 +199,8 @@ final class RedisUri {
                 case "tombstoneTtl" -> b.tombstoneTtl(duration(uri, name, value));
                 case "evictionCheck" -> b.evictionCheck(RedisLocker.EvictionCheck.parse(value));
                 case "verifyHostname" -> b.verifyHostname(parseBoolean(uri, name, value));
-                case "truststore" -> b.truststore(Path.of(value), option(query(uri), "truststorePassword"));
-                case "keystore" -> b.keystore(Path.of(value), option(query(uri), "keystorePassword"));
+                case "truststore" -> b.truststore(Path.of(value), option(uri, "truststorePassword"));
+                case "keystore" -> b.keystore(Path.of(value), option(uri, "keystorePassword"));
                 case "truststorePassword", "keystorePassword" -> {
                     // read together with truststore / keystore
                 }
@@ -216,17 +215,14 @@ final class RedisUri {
         }
     }
 
-    private static String query(String uri) {
+    /** The decoded value of option {@code name} in {@code uri}'s query, or null. */
+    private static String option(String uri, String name) {
         int q = uri.indexOf('?');
-        return q < 0 ? "" : uri.substring(q + 1);
-    }
-
-    /** The decoded value of option {@code name} in {@code query}, or null. */
-    private static String option(String query, String name) {
-        for (String pair : query.split("&")) {
+        for (String pair : (q < 0 ? "" : uri.substring(q + 1)).split("&")) {
             int eq = pair.indexOf('=');
-            if (eq > 0 && decode(pair.substring(0, eq)).equals(name)) {
-                return decode(pair.substring(eq + 1));
+            String written = eq > 0 ? pair.substring(0, eq) : null;
+            if (written != null && decode(uri, written, written).equals(name)) {
+                return decode(uri, written, pair.substring(eq + 1));
             }
         }
         return null;
@@ -259,8 +255,17 @@ final class RedisUri {
         throw bad(uri, "option " + name + " must be true or false, was '" + UriOptions.shown(uri, value) + "'");
     }
 
-    private static String decode(String s) {
-        return URLDecoder.decode(s.replace("+", "%2B"), StandardCharsets.UTF_8);
+    /**
+     * {@code s} percent-decoded ('+' kept), a piece of option {@code name} (written as in the URI), or of the user info
+     * for null. A malformed escape fails without quoting it: URLDecoder's own message quotes the two characters after
+     * the '%', a piece of the password when the escape is in one.
+     */
+    private static String decode(String uri, String name, String s) {
+        return UriOptions.percentDecoded(s, false).orElseThrow(() -> bad(uri, name == null
+                ? "a malformed percent-escape in the user info (write a '%' itself as %25)"
+                : UriOptions.aboutOption(uri, name, SYNTAX,
+                        "a malformed percent-escape in option '%s' (write a '%%' itself as %%25)",
+                        "an option with a malformed percent-escape (write a '%' itself as %25)")));
     }
 
     private static IllegalArgumentException bad(String uri, String why) {

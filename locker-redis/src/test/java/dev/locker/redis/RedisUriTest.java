@@ -141,7 +141,8 @@ class RedisUriTest {
     void lockersRedactKnowsTheRedisOptions() {
         String uri = "redis://localhost:1?password=ab&cd=ef&expiry=1s";
         assertEquals("redis://localhost:1?password=***&expiry=1s", Lockers.redact(uri));
-        assertTrue(Lockers.secrets(uri).containsAll(java.util.List.of("ab&cd=ef", "cd=ef", "ab")), Lockers.secrets(uri).toString());
+        assertTrue(Lockers.secrets(uri).containsAll(java.util.List.of("ab&cd=ef", "cd=ef", "ab")),
+                Lockers.secrets(uri).toString());
         assertEquals("rediss://h?password=***&prefix=p;x", Lockers.redact("rediss://h?password=ab;cd=ef&prefix=p;x"),
                 "a ';' is no separator to Redis: part of the value before it");
         assertEquals("redis://h?password=***&prefix=p&cd=1", Lockers.redact("redis://h?password=ab&prefix=p&cd=1"));
@@ -155,5 +156,20 @@ class RedisUriTest {
         assertTrue(e.getMessage().contains("unknown option 'timeot'"), e.getMessage());
         assertTrue(e.getMessage().contains("?password=***&prefix=p&timeot=1s"), e.getMessage());
         assertFalse(e.getMessage().contains("Pw0"), e.getMessage());
+    }
+
+    /** URLDecoder's message quotes the two characters after a bad '%': a piece of the password, it is not passed on. */
+    @Test
+    void aMalformedEscapeInASecretIsNotQuoted() {
+        for (String uri : new String[]{"redis://h?password=Pw0%Zqa", "redis://u:Pw0%Zqa@h", "redis://:Pw0%Zq@h",
+                "redis://h?truststore=/t.p12&truststorePassword=Pw0%Zq", "redis://h?password=a&Pw0%Zq=1"}) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> parse(uri), uri);
+            for (Throwable t = e; t != null; t = t.getCause()) {
+                assertFalse(t.getMessage().contains("Zq") || t.getMessage().contains("Pw0"), uri + ": " + t);
+            }
+            assertTrue(e.getMessage().contains("%25"), "says how to write a '%': " + e.getMessage());
+        }
+        IllegalArgumentException named = assertThrows(IllegalArgumentException.class, () -> parse("redis://h?prefix=a%Zq"));
+        assertTrue(named.getMessage().contains("malformed percent-escape in option 'prefix'"), named.getMessage());
     }
 }

@@ -54,8 +54,8 @@ public final class UriOptions {
                 }
                 int eq = pair.indexOf('=');
                 String raw = eq < 0 ? pair : pair.substring(0, eq);
-                String k = decode(raw);
-                String v = eq < 0 ? "" : decode(pair.substring(eq + 1));
+                String k = decoded(uri, raw, raw);
+                String v = eq < 0 ? "" : decoded(uri, raw, pair.substring(eq + 1));
                 if (out.put(k, v) != null) {
                     // before the backend's options are known: only the common ones count as known
                     OptionSyntax common = syntax(Set.of());
@@ -332,6 +332,34 @@ public final class UriOptions {
             return piece;
         }
         return Lockers.redact(uri).contains(piece) ? piece : "***";
+    }
+
+    /**
+     * {@code s} percent-decoded, or empty for a malformed escape. URLDecoder's own message quotes the two characters
+     * after a bad '%', a piece of a password when the escape is in one: a caller words its own message, through
+     * {@link #aboutOption}, instead.
+     *
+     * @param s the text to decode
+     * @param plusIsSpace whether a '+' is a space (form encoding, as {@link #parse} reads) or itself
+     * @return the decoded text, or empty when an escape is malformed
+     */
+    public static Optional<String> percentDecoded(String s, boolean plusIsSpace) {
+        try {
+            return Optional.of(URLDecoder.decode(plusIsSpace ? s : s.replace("+", "%2B"), StandardCharsets.UTF_8));
+        } catch (IllegalArgumentException malformed) {
+            return Optional.empty();
+        }
+    }
+
+    /** {@code s}, the name or value of option {@code name}, decoded; a malformed escape fails without quoting it. */
+    private static String decoded(String uri, String name, String s) {
+        return percentDecoded(s, true).orElseThrow(() -> {
+            OptionSyntax common = syntax(Set.of());
+            return new IllegalArgumentException(aboutOption(uri, name, common,
+                    "a malformed percent-escape in option '%s' (write a '%%' itself as %%25)",
+                    "an option with a malformed percent-escape (write a '%' itself as %25)")
+                    + " in locker URI " + common.redact(uri));
+        });
     }
 
     private static String decode(String s) {

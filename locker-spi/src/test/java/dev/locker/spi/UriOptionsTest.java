@@ -80,4 +80,20 @@ class UriOptionsTest {
         assertEquals("file:/d?token=***&expiry=1s", syntax.redact("file:/d?token=a&b=c;expiry=2s&expiry=1s"));
         assertEquals("unknown option 'b'", UriOptions.unknownOption("file:/d?token=a&expiry=1s&b=c", "b", syntax));
     }
+
+    @Test
+    void aMalformedEscapeIsRefusedWithoutQuotingIt() {
+        for (String uri : new String[]{"x://h?token=Pw0%Zq", "x://h?expiry=1s&token=Pw0%Zq", "x://h?password=a&Pw0%Zq=1"}) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> UriOptions.parse(uri), uri);
+            for (Throwable t = e; t != null; t = t.getCause()) {
+                assertFalse(t.getMessage().contains("Zq") || t.getMessage().contains("Pw0"), uri + ": " + t);
+            }
+        }
+        IllegalArgumentException named = assertThrows(IllegalArgumentException.class, () -> UriOptions.parse("x://h?why=a%Zq"));
+        assertEquals("a malformed percent-escape in option 'why' (write a '%' itself as %25) in locker URI x://h?why=a%Zq",
+                named.getMessage());
+        assertEquals(java.util.Optional.empty(), UriOptions.percentDecoded("a%Zq", true));
+        assertEquals(java.util.Optional.of("a b+c"), UriOptions.percentDecoded("a+b%2Bc", true));
+        assertEquals(java.util.Optional.of("a+b+c"), UriOptions.percentDecoded("a+b%2Bc", false));
+    }
 }
