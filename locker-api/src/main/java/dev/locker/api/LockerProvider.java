@@ -40,4 +40,16 @@ public interface LockerProvider {
      *     {@link Lockers#redact} shows it)
      */
     LockerConfig check(String uri, LockerConfig config);
+
+    /**
+     * How this backend reads the query options of its URIs, for {@link Lockers#redact}: which separator and name start
+     * an option it knows. A secret option's value is masked together with the options after it that this syntax does
+     * not know, since with a raw {@code &} in the secret they may be its rest. The default, {@link OptionSyntax#ANY}, knows
+     * every name (a secret's value ends at the next {@code name=}).
+     *
+     * @return the syntax; not null
+     */
+    default OptionSyntax optionSyntax() {
+        return OptionSyntax.ANY;
+    }
 }

@@ -2,8 +2,10 @@ package dev.locker.api;
 
 import java.util.Locale;
 import java.util.Map;
+import java.util.ServiceConfigurationError;
 import java.util.ServiceLoader;
 import java.util.TreeMap;
+import java.util.regex.Pattern;
 
 /**
  * Opens a {@link Locker} for a URI, picking the backend by scheme: {@code mem:} (inside this JVM only),
@@ -96,26 +98,53 @@ public final class Lockers {
      * The URI as it may appear in a message or a log line: the password of its user info (from the first ':' after
      * {@code scheme://} up to the last '@', so a password with an unencoded '/', '?', ':' or '@' is masked whole) and
      * the value of every query option whose name says password, secret or token (and MongoDB's
-     * {@code authMechanismProperties}) are replaced by {@code ***}. It errs towards masking too much. Every module
-     * shows URIs through this method only.
+     * {@code authMechanismProperties}) are replaced by {@code ***}. When a backend on the classpath serves the URI's
+     * scheme, a secret option's value also takes in the options after it that the backend does not know (its
+     * {@link LockerProvider#optionSyntax()}): with a raw {@code &} in a password, {@code ?password=ab&cd=ef} shows as
+     * {@code ?password=***}. It errs towards masking too much. Every module shows URIs through this method (or, inside
+     * a backend, its own {@link OptionSyntax#redact}, which agrees with it).
      *
      * @param uri any URI (or any text that may be one)
      * @return the URI with its secrets masked; null for null
      */
     public static String redact(String uri) {
-        return UriRedaction.redact(uri);
+        return optionSyntax(uri).redact(uri);
     }
 
     /**
      * The secrets {@link #redact} masks in {@code uri}, as written and percent-decoded, the longest first: for tools
-     * that must also scrub them from free text (a library's message that quotes a password it was given).
+     * that must also scrub them from free text (a library's message that quotes a password it was given). Where a
+     * secret took in options its backend does not know, each of them is listed too.
      *
      * @param uri any URI
      * @return the secrets, non-empty, the longest first; empty for null
      */
     public static java.util.List<String> secrets(String uri) {
-        return UriRedaction.secrets(uri);
+        return optionSyntax(uri).secrets(uri);
     }
+
+    /**
+     * The option syntax of the backend that serves {@code uri}'s scheme: {@link OptionSyntax#ANY} when there is none
+     * (or no scheme), {@link OptionSyntax#NONE} (mask more) when the backends cannot be asked.
+     */
+    private static OptionSyntax optionSyntax(String uri) {
+        int colon = uri == null ? -1 : uri.indexOf(':');
+        if (colon <= 0 || !SCHEME.matcher(uri.substring(0, colon)).matches()) {
+            return OptionSyntax.ANY;
+        }
+        try {
+            LockerProvider provider = providers().get(uri.substring(0, colon).toLowerCase(Locale.ROOT));
+            if (provider == null) {
+                return OptionSyntax.ANY;
+            }
+            OptionSyntax syntax = provider.optionSyntax();
+            return syntax == null ? OptionSyntax.NONE : syntax;
+        } catch (RuntimeException | ServiceConfigurationError | LinkageError e) {
+            return OptionSyntax.NONE;
+        }
+    }
+
+    private static final Pattern SCHEME = Pattern.compile("[A-Za-z][A-Za-z0-9+.-]*");
 
     /**
      * The schemes of every backend on the classpath, sorted, with their providers.

@@ -7,6 +7,7 @@ import java.util.Comparator;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
+import java.util.Optional;
 import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -24,6 +25,12 @@ import java.util.regex.Pattern;
  * {@code accesskey}, {@code privatekey}, or is MongoDB's {@code authMechanismProperties} (it can carry
  * {@code AWS_SESSION_TOKEN}). An option's value runs up to the next {@code ?}, {@code &} or {@code ;} that starts
  * another {@code name=}, so an unencoded separator inside a value cannot hide a later option.
+ *
+ * <p>With the {@link OptionSyntax} of the URI's backend, a secret option's value also takes in every option after it
+ * that the backend does not know (or whose separator it does not split at), up to the next one it knows: with a raw
+ * {@code &} in a password, {@code ?password=ab&cd=ef&expiry=1s} shows as {@code ?password=***&expiry=1s}, since
+ * {@code cd=ef} may be the rest of the password ({@code ab&cd=ef}). The backend's message about that unknown option
+ * must then not name it: {@link #secretHiding} tells it so.
  */
 final class UriRedaction {
 
@@ -38,34 +45,45 @@ final class UriRedaction {
     private UriRedaction() {
     }
 
-    /** The URI with every secret replaced by {@link #MASK}; null for null. */
+    /** The URI with every secret replaced by {@link #MASK}, for a backend of unknown syntax; null for null. */
     static String redact(String uri) {
+        return redact(uri, OptionSyntax.ANY);
+    }
+
+    /** The URI with every secret replaced by {@link #MASK}; null for null. */
+    static String redact(String uri, OptionSyntax syntax) {
         if (uri == null) {
             return null;
         }
-        List<int[]> ranges = secretRanges(uri);
-        StringBuilder out = new StringBuilder(uri.length());
-        int from = 0;
-        for (int[] r : ranges) {
-            out.append(uri, from, r[0]).append(MASK);
-            from = r[1];
-        }
-        return out.append(uri, from, uri.length()).toString();
+        return masked(uri, scan(uri, syntax));
     }
 
-    /** Every secret {@link #redact} masks, as written and percent-decoded, non-empty, the longest first. */
+    /** Every secret {@link #redact} masks, for a backend of unknown syntax. */
     static List<String> secrets(String uri) {
+        return secrets(uri, OptionSyntax.ANY);
+    }
+
+    /**
+     * Every secret {@link #redact} masks, as written and percent-decoded, non-empty, the longest first: each masked
+     * range whole and, where it took in options the backend does not know, its own value and each of those options
+     * (as {@code name=value}, name and value), since any of them may be the piece of the secret a message quotes.
+     */
+    static List<String> secrets(String uri, OptionSyntax syntax) {
         if (uri == null) {
             return List.of();
         }
         Set<String> out = new LinkedHashSet<>();
-        for (int[] r : secretRanges(uri)) {
-            String raw = uri.substring(r[0], r[1]);
-            if (!raw.isEmpty()) {
-                out.add(raw);
-                for (String decoded : List.of(decoded(raw), decoded(raw.replace("+", "%2B")))) {
-                    if (!decoded.isEmpty()) {
-                        out.add(decoded); // '+' is a space to a form decoder, itself to others: both
+        for (Secret s : scan(uri, syntax)) {
+            List<String> pieces = new ArrayList<>();
+            pieces.add(uri.substring(s.start, s.end));
+            pieces.addAll(s.pieces);
+            for (String raw : pieces) {
+                if (!raw.isEmpty()) {
+                    out.add(raw);
+                    for (String decoded : List.of(decoded(raw), decoded(raw.replace("+", "%2B")))) {
+                        if (!decoded.isEmpty()) {
+                            out.add(decoded); // '+' is a space to a form decoder, itself to others: both
+                        }
                     }
                 }
             }
@@ -75,9 +93,64 @@ final class UriRedaction {
         return List.copyOf(sorted);
     }
 
-    /** The [start, end) ranges of {@code uri} to mask, in order, not overlapping. */
-    private static List<int[]> secretRanges(String uri) {
-        List<int[]> ranges = new ArrayList<>();
+    /**
+     * Empty when {@link #redact(String, OptionSyntax)} shows an option named {@code name} (or the URI has no secret at
+     * all); else the secret that hides it: the one that took in an option of that name, else one whose text contains
+     * the name, else "a secret".
+     */
+    static Optional<String> secretHiding(String uri, OptionSyntax syntax, String name) {
+        if (uri == null || name == null) {
+            return Optional.empty();
+        }
+        List<Secret> secrets = scan(uri, syntax);
+        if (secrets.isEmpty()) {
+            return Optional.empty();
+        }
+        Pattern shown = Pattern.compile("[?&;]" + Pattern.quote(name) + "(?:=|[?&;#]|$)");
+        if (shown.matcher(masked(uri, secrets)).find()) {
+            return Optional.empty();
+        }
+        for (Secret s : secrets) {
+            if (s.tookIn.contains(name)) {
+                return Optional.of(s.what);
+            }
+        }
+        for (Secret s : secrets) {
+            if (uri.substring(s.start, s.end).contains(name)) {
+                return Optional.of(s.what);
+            }
+        }
+        return Optional.of("a secret");
+    }
+
+    private static String masked(String uri, List<Secret> secrets) {
+        StringBuilder out = new StringBuilder(uri.length());
+        int from = 0;
+        for (Secret s : secrets) {
+            out.append(uri, from, s.start).append(MASK);
+            from = s.end;
+        }
+        return out.append(uri, from, uri.length()).toString();
+    }
+
+    /** A range of the URI to mask, what it is for messages, and what it took in beside its own value. */
+    private static final class Secret {
+        final int start;
+        int end;
+        final String what;
+        final List<String> tookIn = new ArrayList<>();
+        final List<String> pieces = new ArrayList<>();
+
+        Secret(int start, int end, String what) {
+            this.start = start;
+            this.end = end;
+            this.what = what;
+        }
+    }
+
+    /** The ranges of {@code uri} to mask, in order, not overlapping. */
+    private static List<Secret> scan(String uri, OptionSyntax syntax) {
+        List<Secret> ranges = new ArrayList<>();
         Matcher scheme = SCHEME.matcher(uri);
         // without "scheme://" there is no marked authority: the password may start at the first ':' of all
         int start = scheme.find() ? scheme.end() : 0;
@@ -86,18 +159,40 @@ final class UriRedaction {
         if (at >= start) {
             int colon = uri.indexOf(':', start);
             if (colon >= 0 && colon < at) {
-                ranges.add(new int[]{colon + 1, at});
+                ranges.add(new Secret(colon + 1, at, "the password of the user info"));
                 optionsFrom = at;
             }
         }
         Matcher m = OPTION.matcher(uri);
         m.region(optionsFrom, uri.length());
+        Secret open = null; // the secret option whose value may run on over options the backend does not know
         while (m.find()) {
-            if (secretName(m.group(1))) {
-                ranges.add(new int[]{m.start(2), m.end(2)});
+            String name = m.group(1);
+            if (open != null && !known(syntax, uri.charAt(m.start()), name)) {
+                if (open.pieces.isEmpty()) {
+                    open.pieces.add(uri.substring(open.start, open.end)); // its own value, as the backend reads it
+                }
+                open.end = m.end();
+                open.tookIn.add(name);
+                open.pieces.addAll(List.of(uri.substring(m.start() + 1, m.end()), name, m.group(2)));
+                continue;
+            }
+            open = null;
+            if (secretName(name)) {
+                open = new Secret(m.start(2), m.end(2), "the secret option '" + name + "'");
+                ranges.add(open);
             }
         }
         return ranges;
+    }
+
+    /** Whether the backend knows this option; a syntax that fails counts as not knowing it (more is masked). */
+    private static boolean known(OptionSyntax syntax, char separator, String name) {
+        try {
+            return syntax.startsKnownOption(separator, name);
+        } catch (RuntimeException e) {
+            return false;
+        }
     }
 
     private static boolean secretName(String name) {

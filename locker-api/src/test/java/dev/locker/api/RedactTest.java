@@ -62,6 +62,11 @@ class RedactTest {
             "",
     };
 
+    /** The table of masked URIs, for other tests. */
+    static String[][] masked() {
+        return MASKED.clone();
+    }
+
     @Test
     void secretsAreMaskedWhateverTheyContain() {
         List<String> wrong = new ArrayList<>();

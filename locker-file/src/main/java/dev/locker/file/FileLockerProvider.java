@@ -4,6 +4,7 @@ import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.LockerProvider;
 import dev.locker.api.Lockers;
+import dev.locker.api.OptionSyntax;
 import dev.locker.spi.UriOptions;
 
 import java.io.ByteArrayOutputStream;
@@ -19,6 +20,9 @@ import java.util.Set;
  * on a local file system, shared by processes of this host only.
  */
 public final class FileLockerProvider implements LockerProvider {
+
+    /** The options of {@code file:} beside the common ones. */
+    private static final Set<String> OPTIONS = Set.of("wallClock");
 
     @Override
     public Set<String> schemes() {
@@ -36,13 +40,18 @@ public final class FileLockerProvider implements LockerProvider {
         return parse(uri, config).config();
     }
 
+    @Override
+    public OptionSyntax optionSyntax() {
+        return UriOptions.syntax(OPTIONS);
+    }
+
     /** A {@code file:} URI read: the directory (not touched), the clock choice and the effective configuration. */
     private record Parsed(Path dir, boolean wallClock, LockerConfig config) {
     }
 
     /** The one parse of a {@code file:} URI, for {@link #open} and {@link #check}; no file is read or created. */
     private static Parsed parse(String uri, LockerConfig config) {
-        UriOptions options = UriOptions.parse(uri).requireKnown(Set.of("wallClock"));
+        UriOptions options = UriOptions.parse(uri).requireKnown(OPTIONS);
         Path dir = directoryOf(options.base());
         boolean wallClock = options.getBoolean("wallClock", false);
         return new Parsed(dir, wallClock, options.applyTo(config));

@@ -3,6 +3,7 @@ package dev.locker.hbase;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.LockerProvider;
+import dev.locker.api.OptionSyntax;
 import dev.locker.spi.UriOptions;
 
 import java.util.Set;
@@ -27,6 +28,11 @@ public final class HBaseLockerProvider implements LockerProvider {
     @Override
     public LockerConfig check(String uri, LockerConfig config) {
         return parse(uri, config).config();
+    }
+
+    @Override
+    public OptionSyntax optionSyntax() {
+        return UriOptions.syntax(HBaseOptions.URI_OPTIONS);
     }
 
     /** An {@code hbase://} URI read: where the lock table lives and the effective configuration. */

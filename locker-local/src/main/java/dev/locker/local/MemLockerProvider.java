@@ -3,6 +3,7 @@ package dev.locker.local;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.LockerProvider;
+import dev.locker.api.OptionSyntax;
 import dev.locker.spi.UriOptions;
 
 import java.util.Set;
@@ -41,6 +42,12 @@ public final class MemLockerProvider implements LockerProvider {
     @Override
     public LockerConfig check(String uri, LockerConfig config) {
         return parse(uri, config).config();
+    }
+
+    /** The common options only. */
+    @Override
+    public OptionSyntax optionSyntax() {
+        return UriOptions.syntax(Set.of());
     }
 
     /** A {@code mem:} URI read: the store's name and the effective configuration. */

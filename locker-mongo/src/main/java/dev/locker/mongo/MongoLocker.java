@@ -890,12 +890,7 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
                         : String.join(",", cluster.getHosts().stream().map(Object::toString).toList());
                 return new MongoLocker(this, client, false, hosts, wc, rc);
             }
-            ConnectionString cs;
-            try {
-                cs = new ConnectionString(connectionString);
-            } catch (IllegalArgumentException e) {
-                throw new IllegalArgumentException("bad MongoDB connection string: " + e.getMessage(), e);
-            }
+            ConnectionString cs = MongoLockerProvider.connectionString(connectionString);
             WriteConcern wc = writeConcern != null ? writeConcern
                     : cs.getWriteConcern() != null ? cs.getWriteConcern() : WriteConcern.MAJORITY;
             ReadConcern rc = readConcern != null ? readConcern

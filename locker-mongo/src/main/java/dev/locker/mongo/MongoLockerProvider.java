@@ -3,12 +3,10 @@ package dev.locker.mongo;
 import com.mongodb.ConnectionString;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
-import dev.locker.api.Lockers;
 import dev.locker.api.LockerProvider;
+import dev.locker.api.OptionSyntax;
 import dev.locker.spi.UriOptions;
 
-import java.net.URLDecoder;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -16,6 +14,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeSet;
 
 /**
  * The {@code mongodb://} and {@code mongodb+srv://} backend. The URI is a standard MongoDB connection string plus
@@ -35,6 +34,11 @@ import java.util.Set;
  * <p>The common options of every backend ({@code expiry}, {@code retries}, {@code why}... see
  * {@link UriOptions#COMMON}) are taken out too and applied over the given configuration.
  *
+ * <p>Any other option must be one the driver reads (in any case, as the driver reads them: {@link DriverOptions});
+ * an unknown one is refused naming it, before the driver parses the URI (the driver would only log it and ignore it).
+ * An unknown option right after a secret one ({@code authMechanismProperties}, {@code proxyPassword}) is not named:
+ * with a raw '&amp;' in the secret it may be the secret's rest.
+ *
  * <p>Driver options keep their meaning; Locker changes only defaults the URI does not set: {@code w=majority},
  * {@code readConcernLevel=majority}, {@code serverSelectionTimeoutMS=3000}, {@code connectTimeoutMS=3000},
  * {@code socketTimeoutMS=10000}.
@@ -47,6 +51,17 @@ public final class MongoLockerProvider implements LockerProvider {
     static final String CLOCK_CHECK = "lockerclockcheckintervalms";
     static final String TTL_GRACE = "lockerttlgraceseconds";
     private static final Set<String> OPTIONS = Set.of(DATABASE, COLLECTION, MAX_CLOCK_SKEW, CLOCK_CHECK, TTL_GRACE);
+    /** Locker's own options as the documentation spells them, for messages. */
+    private static final List<String> OPTION_NAMES = List.of("lockerDatabase", "lockerCollection",
+            "lockerMaxClockSkewMS", "lockerClockCheckIntervalMS", "lockerTtlGraceSeconds");
+
+    /**
+     * How a MongoDB URI's query is read: options split at '&amp;' and ';' (as the driver does), names case-insensitive
+     * except the common ones ({@code expiry}...), known when Locker's, common or the driver's ({@link DriverOptions}).
+     */
+    static final OptionSyntax SYNTAX = (separator, name) -> (separator == '&' || separator == ';')
+            && (UriOptions.COMMON.contains(name) || OPTIONS.contains(name.toLowerCase(Locale.ROOT))
+            || DriverOptions.known(name));
 
     @Override
     public Set<String> schemes() {
@@ -62,6 +77,11 @@ public final class MongoLockerProvider implements LockerProvider {
     @Override
     public LockerConfig check(String uri, LockerConfig config) {
         return prepared(uri, config).config();
+    }
+
+    @Override
+    public OptionSyntax optionSyntax() {
+        return SYNTAX;
     }
 
     /** A MongoDB URI read: a builder set from it (no client until {@code build()}) and the effective configuration. */
@@ -85,7 +105,7 @@ public final class MongoLockerProvider implements LockerProvider {
         MongoLocker.Builder b = MongoLocker.builder().connectionString(p.driverUri);
         String db = p.options.get(DATABASE);
         if (db == null) {
-            db = new ConnectionString(p.driverUri).getDatabase();
+            db = connectionString(p.driverUri).getDatabase();
         }
         if (db != null) {
             b.database(db);
@@ -122,11 +142,11 @@ public final class MongoLockerProvider implements LockerProvider {
         }
         String lower = uri.toLowerCase(Locale.ROOT);
         if (!lower.startsWith("mongodb://") && !lower.startsWith("mongodb+srv://")) {
-            throw new IllegalArgumentException("not a MongoDB URI (mongodb:// or mongodb+srv://): '" + Lockers.redact(uri) + "'");
+            throw new IllegalArgumentException("not a MongoDB URI (mongodb:// or mongodb+srv://): '" + SYNTAX.redact(uri) + "'");
         }
         int q = uri.indexOf('?');
         if (q < 0) {
-            check(uri);
+            connectionString(uri);
             return new Parsed(uri, Map.of(), "");
         }
         Map<String, String> ours = new LinkedHashMap<>();
@@ -137,7 +157,10 @@ public final class MongoLockerProvider implements LockerProvider {
                 continue;
             }
             int eq = pair.indexOf('=');
-            String rawKey = eq < 0 ? pair : pair.substring(0, eq);
+            if (eq < 0) {
+                throw bad(uri, noValue(uri, pair));
+            }
+            String rawKey = pair.substring(0, eq);
             String key = rawKey.toLowerCase(Locale.ROOT);
             if (UriOptions.COMMON.contains(rawKey)) {
                 common.add(pair); // no driver option has these names
@@ -145,22 +168,27 @@ public final class MongoLockerProvider implements LockerProvider {
             }
             if (key.startsWith("locker")) {
                 if (!OPTIONS.contains(key)) {
-                    throw new IllegalArgumentException("unknown Locker option '"
-                            + UriOptions.shown(uri, pair.substring(0, Math.max(eq, 0)))
-                            + "' in MongoDB URI; known: lockerDatabase, lockerCollection, lockerMaxClockSkewMS, "
-                            + "lockerClockCheckIntervalMS, lockerTtlGraceSeconds");
+                    throw bad(uri, UriOptions.aboutOption(uri, rawKey, SYNTAX, "unknown Locker option '%s'",
+                            "an unknown Locker option") + "; known: " + String.join(", ", OPTION_NAMES));
                 }
-                String value = eq < 0 ? "" : URLDecoder.decode(pair.substring(eq + 1), StandardCharsets.UTF_8);
+                String value = UriOptions.percentDecoded(pair.substring(eq + 1), true).orElseThrow(() -> bad(uri,
+                        UriOptions.aboutOption(uri, rawKey, SYNTAX,
+                                "a malformed percent-escape in option '%s' (write a '%%' itself as %%25)",
+                                "an option with a malformed percent-escape (write a '%' itself as %25)")));
                 if (value.isEmpty()) {
                     throw new IllegalArgumentException("Locker option '" + key + "' in MongoDB URI has no value");
                 }
                 ours.put(key, value);
-            } else {
+            } else if (DriverOptions.known(key)) {
                 theirs.add(pair);
+            } else {
+                throw bad(uri, UriOptions.unknownOption(uri, rawKey, SYNTAX) + "; known: Locker's "
+                        + OPTION_NAMES + ", the common " + new TreeSet<>(UriOptions.COMMON) + " and the driver's (in any "
+                        + "case) " + DriverOptions.NAMES);
             }
         }
         String driverUri = uri.substring(0, q) + (theirs.isEmpty() ? "" : "?" + String.join("&", theirs));
-        check(driverUri);
+        connectionString(driverUri);
         String commonQuery = String.join("&", common);
         if (!commonQuery.isEmpty()) {
             UriOptions.parse("?" + commonQuery).applyTo(LockerConfig.builder()); // refuse a bad value now
@@ -168,20 +196,55 @@ public final class MongoLockerProvider implements LockerProvider {
         return new Parsed(driverUri, ours, commonQuery);
     }
 
-    private static void check(String driverUri) {
+    /**
+     * The driver's reading of a connection string whose options must all be the driver's: every module's one way to a
+     * {@link ConnectionString}. An option the driver does not know (which it would only log, naming it, and ignore) or
+     * one without a value is refused first, so the driver never parses it; the driver's own refusal is passed on
+     * without its reason when that may quote a secret.
+     *
+     * @throws IllegalArgumentException naming what is wrong, showing the URI only redacted
+     */
+    static ConnectionString connectionString(String driverUri) {
+        int q = driverUri.indexOf('?');
+        if (q >= 0) {
+            for (String pair : driverUri.substring(q + 1).split("[&;]")) {
+                int eq = pair.indexOf('=');
+                if (pair.isEmpty()) {
+                    continue;
+                }
+                if (eq < 0) {
+                    throw bad(driverUri, noValue(driverUri, pair));
+                }
+                if (!DriverOptions.known(pair.substring(0, eq))) {
+                    throw bad(driverUri, UriOptions.unknownOption(driverUri, pair.substring(0, eq), SYNTAX)
+                            + "; known: the driver's (in any case) " + DriverOptions.NAMES
+                            + " (Locker's own and the common options go in a URI for Lockers.open or "
+                            + "MongoLockerProvider.builder)");
+                }
+            }
+        }
         try {
-            new ConnectionString(driverUri);
+            return new ConnectionString(driverUri);
         } catch (IllegalArgumentException e) {
-            if (Lockers.secrets(driverUri).isEmpty()) {
-                throw new IllegalArgumentException("bad MongoDB URI '" + Lockers.redact(driverUri) + "': "
+            if (SYNTAX.secrets(driverUri).isEmpty()) {
+                throw new IllegalArgumentException("bad MongoDB URI '" + SYNTAX.redact(driverUri) + "': "
                         + e.getMessage(), e);
             }
             // the driver's message may quote a piece of the password (a bad escape in it): neither it nor the
             // driver's exception goes further
-            throw new IllegalArgumentException("bad MongoDB URI '" + Lockers.redact(driverUri) + "': the driver "
+            throw new IllegalArgumentException("bad MongoDB URI '" + SYNTAX.redact(driverUri) + "': the driver "
                     + "refused it (its reason is withheld: it may quote the password); percent-encode the user name and "
                     + "password (RFC 3986: ':' %3A, '/' %2F, '?' %3F, '#' %23, '@' %40, '%' %25)");
         }
+    }
+
+    private static String noValue(String uri, String pair) {
+        return UriOptions.aboutOption(uri, pair, SYNTAX, "option '%s' has no value (write name=value)",
+                "an option without a value");
+    }
+
+    private static IllegalArgumentException bad(String uri, String why) {
+        return new IllegalArgumentException("bad MongoDB URI '" + SYNTAX.redact(uri) + "': " + why);
     }
 
     private static long number(Map<String, String> options, String key, String name) {

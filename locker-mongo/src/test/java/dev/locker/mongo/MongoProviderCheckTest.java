@@ -20,12 +20,6 @@ class MongoProviderCheckTest extends ProviderCheckSuite {
         return "mongodb://user:Pw0Secret@127.0.0.1:" + port() + "/db";
     }
 
-    /** Locker's own options are checked; other options go to the driver, which only warns of one it does not know. */
-    @Override
-    protected String unknownOption() {
-        return "lockerNoSuchOption=1";
-    }
-
     @Test
     void mongoOptionsAreCheckedToo() {
         LockerConfig c = LockerConfig.defaults();
@@ -33,6 +27,7 @@ class MongoProviderCheckTest extends ProviderCheckSuite {
         assertThrows(IllegalArgumentException.class, () -> Lockers.check(baseUri() + "?w=banana&wtimeoutMS=x", c));
         assertThrows(IllegalArgumentException.class, () -> Lockers.check(baseUri() + "?lockerDatabase=a.b", c));
         Lockers.check(baseUri() + "?lockerCollection=locks&replicaSet=rs0&w=majority", c);
+        assertThrows(IllegalArgumentException.class, () -> Lockers.check(baseUri() + "?lockerNoSuchOption=1", c));
         assertNoIo();
     }
 }

@@ -3,6 +3,7 @@ package dev.locker.redis;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.LockerProvider;
+import dev.locker.api.OptionSyntax;
 
 import java.util.Set;
 
@@ -22,5 +23,11 @@ public final class RedisLockerProvider implements LockerProvider {
     @Override
     public LockerConfig check(String uri, LockerConfig config) {
         return RedisLocker.parse(uri, config).validated();
+    }
+
+    /** Options split at '&amp;' only, names percent-decoded: what {@code RedisUri} reads. */
+    @Override
+    public OptionSyntax optionSyntax() {
+        return RedisUri.SYNTAX;
     }
 }

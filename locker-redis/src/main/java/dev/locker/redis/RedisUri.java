@@ -1,16 +1,19 @@
 package dev.locker.redis;
 
 import dev.locker.api.LockerConfig;
-import dev.locker.api.Lockers;
+import dev.locker.api.OptionSyntax;
 import dev.locker.spi.UriOptions;
 
-import java.net.URLDecoder;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.List;
 import java.util.Locale;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
 
 /**
  * Parses {@code redis[s]://[user[:password]@]host[:port][,host[:port]...][/database][?option=value&...]} into a
@@ -40,6 +43,23 @@ import java.util.Locale;
  * An unknown option is an error, so that a misspelt one is not silently ignored.
  */
 final class RedisUri {
+
+    /** The options of this backend, in the order its messages list them. */
+    private static final List<String> OPTIONS = List.of("prefix", "cluster", "database", "user", "password", "timeout",
+            "connectTimeout", "socketTimeout", "poolSize", "replicas", "replicaTimeout", "restartGuard", "tombstoneTtl",
+            "evictionCheck", "verifyHostname", "truststore", "truststorePassword", "keystore", "keystorePassword",
+            "clientName");
+
+    /** Every option name this parser reads: its own, their aliases and the common ones. */
+    private static final Set<String> KNOWN = Stream.of(OPTIONS, List.of("keyPrefix", "db"), UriOptions.COMMON)
+            .flatMap(Collection::stream).collect(Collectors.toUnmodifiableSet());
+
+    /**
+     * How this parser reads a query: options split at '&amp;' only (a ';' or '?' is part of a value), names
+     * percent-decoded ('+' kept), case-sensitive.
+     */
+    static final OptionSyntax SYNTAX = (separator, name) -> separator == '&'
+            && UriOptions.percentDecoded(name, false).map(KNOWN::contains).orElse(false);
 
     private RedisUri() {
     }
@@ -76,10 +96,10 @@ final class RedisUri {
             String userInfo = authority.substring(0, at);
             authority = authority.substring(at + 1);
             int colon = userInfo.indexOf(':');
-            String user = decode(colon >= 0 ? userInfo.substring(0, colon) : userInfo);
+            String user = decode(uri, null, colon >= 0 ? userInfo.substring(0, colon) : userInfo);
             b.user(user.isEmpty() ? null : user);
             if (colon >= 0) {
-                b.password(decode(userInfo.substring(colon + 1)));
+                b.password(decode(uri, null, userInfo.substring(colon + 1)));
             }
         }
         if (authority.isEmpty()) {
@@ -99,14 +119,23 @@ final class RedisUri {
                     continue;
                 }
                 int eq = pair.indexOf('=');
-                if (eq <= 0) {
-                    throw bad(uri, "option '" + UriOptions.shown(uri, pair) + "' has no value");
+                if (eq < 0) {
+                    throw bad(uri, UriOptions.aboutOption(uri, pair, SYNTAX, "option '%s' has no value (write name=value)",
+                            "an option without a value"));
                 }
-                String name = decode(pair.substring(0, eq));
+                if (eq == 0) {
+                    throw bad(uri, UriOptions.aboutOption(uri, "", SYNTAX, "an option has no name (write name=value)",
+                            "an option without a name"));
+                }
+                String written = pair.substring(0, eq);
+                String name = decode(uri, written, written);
                 if (UriOptions.COMMON.contains(name)) {
                     common.add(pair); // expiry, retries, why...: the same meaning on every backend
+                } else if (!KNOWN.contains(name)) {
+                    throw bad(uri, UriOptions.unknownOption(uri, written, SYNTAX) + "; known: "
+                            + String.join(", ", OPTIONS) + ", and the common " + new TreeSet<>(UriOptions.COMMON));
                 } else {
-                    option(uri, name, decode(pair.substring(eq + 1)), b);
+                    option(uri, name, decode(uri, written, pair.substring(eq + 1)), b);
                 }
             }
             if (!common.isEmpty()) {
@@ -170,17 +199,13 @@ final class RedisUri {
                 case "tombstoneTtl" -> b.tombstoneTtl(duration(uri, name, value));
                 case "evictionCheck" -> b.evictionCheck(RedisLocker.EvictionCheck.parse(value));
                 case "verifyHostname" -> b.verifyHostname(parseBoolean(uri, name, value));
-                case "truststore" -> b.truststore(Path.of(value), option(query(uri), "truststorePassword"));
-                case "keystore" -> b.keystore(Path.of(value), option(query(uri), "keystorePassword"));
+                case "truststore" -> b.truststore(Path.of(value), option(uri, "truststorePassword"));
+                case "keystore" -> b.keystore(Path.of(value), option(uri, "keystorePassword"));
                 case "truststorePassword", "keystorePassword" -> {
                     // read together with truststore / keystore
                 }
                 case "clientName" -> b.clientName(value);
-                default -> throw bad(uri, "unknown option '" + UriOptions.shown(uri, name) + "'; known: prefix, cluster, database, user, "
-                        + "password, timeout, connectTimeout, socketTimeout, poolSize, replicas, replicaTimeout, "
-                        + "restartGuard, tombstoneTtl, evictionCheck, verifyHostname, truststore, truststorePassword, "
-                        + "keystore, keystorePassword, clientName, and the common "
-                        + new java.util.TreeSet<>(UriOptions.COMMON));
+                default -> throw new IllegalStateException("option " + name + " is in KNOWN but not read");
             }
         } catch (IllegalArgumentException e) {
             if (e.getMessage() != null && e.getMessage().startsWith("bad Redis URI")) {
@@ -190,17 +215,14 @@ final class RedisUri {
         }
     }
 
-    private static String query(String uri) {
+    /** The decoded value of option {@code name} in {@code uri}'s query, or null. */
+    private static String option(String uri, String name) {
         int q = uri.indexOf('?');
-        return q < 0 ? "" : uri.substring(q + 1);
-    }
-
-    /** The decoded value of option {@code name} in {@code query}, or null. */
-    private static String option(String query, String name) {
-        for (String pair : query.split("&")) {
+        for (String pair : (q < 0 ? "" : uri.substring(q + 1)).split("&")) {
             int eq = pair.indexOf('=');
-            if (eq > 0 && decode(pair.substring(0, eq)).equals(name)) {
-                return decode(pair.substring(eq + 1));
+            String written = eq > 0 ? pair.substring(0, eq) : null;
+            if (written != null && decode(uri, written, written).equals(name)) {
+                return decode(uri, written, pair.substring(eq + 1));
             }
         }
         return null;
@@ -233,11 +255,20 @@ final class RedisUri {
         throw bad(uri, "option " + name + " must be true or false, was '" + UriOptions.shown(uri, value) + "'");
     }
 
-    private static String decode(String s) {
-        return URLDecoder.decode(s.replace("+", "%2B"), StandardCharsets.UTF_8);
+    /**
+     * {@code s} percent-decoded ('+' kept), a piece of option {@code name} (written as in the URI), or of the user info
+     * for null. A malformed escape fails without quoting it: URLDecoder's own message quotes the two characters after
+     * the '%', a piece of the password when the escape is in one.
+     */
+    private static String decode(String uri, String name, String s) {
+        return UriOptions.percentDecoded(s, false).orElseThrow(() -> bad(uri, name == null
+                ? "a malformed percent-escape in the user info (write a '%' itself as %25)"
+                : UriOptions.aboutOption(uri, name, SYNTAX,
+                        "a malformed percent-escape in option '%s' (write a '%%' itself as %%25)",
+                        "an option with a malformed percent-escape (write a '%' itself as %25)")));
     }
 
     private static IllegalArgumentException bad(String uri, String why) {
-        return new IllegalArgumentException("bad Redis URI '" + Lockers.redact(uri) + "': " + why);
+        return new IllegalArgumentException("bad Redis URI '" + SYNTAX.redact(uri) + "': " + why);
     }
 }

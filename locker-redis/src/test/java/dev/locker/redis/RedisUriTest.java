@@ -1,6 +1,7 @@
 package dev.locker.redis;
 
 import dev.locker.api.LockerConfig;
+import dev.locker.api.Lockers;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -111,5 +112,64 @@ class RedisUriTest {
         IllegalArgumentException slash = assertThrows(IllegalArgumentException.class,
                 () -> parse("redis://default:Pw0/Sec+ret=@127.0.0.1:6379"));
         assertTrue(slash.getMessage().contains("%2F"), "says how to write it: " + slash.getMessage());
+    }
+
+    /**
+     * A raw '&' inside a secret option's value splits the secret: what follows looks like an option, unknown here.
+     * Its segment may be the rest of the secret, so the message neither shows it in the URI nor names it.
+     */
+    @Test
+    void anUnknownOptionAfterASecretIsNeitherShownNorNamed() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> parse("redis://localhost:1?password=ab&cd=ef&expiry=1s"));
+        assertTrue(e.getMessage().startsWith("bad Redis URI 'redis://localhost:1?password=***&expiry=1s': an unknown "
+                + "option follows the secret option 'password'"), e.getMessage());
+        assertTrue(e.getMessage().contains("%26"), "says how to write an '&' in a secret: " + e.getMessage());
+        assertFalse(e.getMessage().contains("cd"), e.getMessage());
+        for (String uri : new String[]{"redis://localhost:1?password=ab&cd=1",
+                "redis://h?password=Pw0a&Pw0b=Pw0c&expiry=1s", "redis://h?password=Pw0a&Pw0b=Pw0c&Pw0d=Pw0e",
+                "redis://h?password=Pw0a&Pw0b", "redis://h?password=Pw0a&=Pw0b", "redis://h?password=Pw0a;Pw0b=1&Pw0c=1",
+                "redis://h?keystorePassword=Pw0a&Pw0b=1", "redis://h?prefix=p&truststorePassword=Pw0a&Pw0b=1&timeout=2s",
+                "redis://h?password=Pw0a&Pw0b%3D=1", "redis://u:Pw0a@h?password=Pw0a&cd=Pw0c"}) {
+            IllegalArgumentException leak = assertThrows(IllegalArgumentException.class, () -> parse(uri), uri);
+            assertFalse(leak.getMessage().contains("Pw0") || leak.getMessage().contains("cd"), leak.getMessage());
+        }
+    }
+
+    /** Lockers.redact, used by every module that shows a URI, masks the same: it asks the backend of the scheme. */
+    @Test
+    void lockersRedactKnowsTheRedisOptions() {
+        String uri = "redis://localhost:1?password=ab&cd=ef&expiry=1s";
+        assertEquals("redis://localhost:1?password=***&expiry=1s", Lockers.redact(uri));
+        assertTrue(Lockers.secrets(uri).containsAll(java.util.List.of("ab&cd=ef", "cd=ef", "ab")),
+                Lockers.secrets(uri).toString());
+        assertEquals("rediss://h?password=***&prefix=p;x", Lockers.redact("rediss://h?password=ab;cd=ef&prefix=p;x"),
+                "a ';' is no separator to Redis: part of the value before it");
+        assertEquals("redis://h?password=***&prefix=p&cd=1", Lockers.redact("redis://h?password=ab&prefix=p&cd=1"));
+    }
+
+    /** An unknown option that follows no secret is still named: that message is what finds a typo. */
+    @Test
+    void anUnknownOptionAfterAnOrdinaryOneIsNamed() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> parse("redis://u:Pw0@h?password=Pw0b&prefix=p&timeot=1s"));
+        assertTrue(e.getMessage().contains("unknown option 'timeot'"), e.getMessage());
+        assertTrue(e.getMessage().contains("?password=***&prefix=p&timeot=1s"), e.getMessage());
+        assertFalse(e.getMessage().contains("Pw0"), e.getMessage());
+    }
+
+    /** URLDecoder's message quotes the two characters after a bad '%': a piece of the password, it is not passed on. */
+    @Test
+    void aMalformedEscapeInASecretIsNotQuoted() {
+        for (String uri : new String[]{"redis://h?password=Pw0%Zqa", "redis://u:Pw0%Zqa@h", "redis://:Pw0%Zq@h",
+                "redis://h?truststore=/t.p12&truststorePassword=Pw0%Zq", "redis://h?password=a&Pw0%Zq=1"}) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> parse(uri), uri);
+            for (Throwable t = e; t != null; t = t.getCause()) {
+                assertFalse(t.getMessage().contains("Zq") || t.getMessage().contains("Pw0"), uri + ": " + t);
+            }
+            assertTrue(e.getMessage().contains("%25"), "says how to write a '%': " + e.getMessage());
+        }
+        IllegalArgumentException named = assertThrows(IllegalArgumentException.class, () -> parse("redis://h?prefix=a%Zq"));
+        assertTrue(named.getMessage().contains("malformed percent-escape in option 'prefix'"), named.getMessage());
     }
 }

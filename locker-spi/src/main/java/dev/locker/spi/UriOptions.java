@@ -2,6 +2,7 @@ package dev.locker.spi;
 
 import dev.locker.api.LockerConfig;
 import dev.locker.api.Lockers;
+import dev.locker.api.OptionSyntax;
 
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
@@ -10,7 +11,9 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
+import java.util.TreeSet;
 
 /**
  * The query options of a locker URI ({@code ?expiry=30s&lockWait=50ms}), shared by every provider so that the
@@ -25,10 +28,13 @@ public final class UriOptions {
 
     private final String uri;
     private final Map<String, String> options;
+    /** Each option's name as written in the URI (before percent-decoding), by decoded name. */
+    private final Map<String, String> written;
 
-    private UriOptions(String uri, Map<String, String> options) {
+    private UriOptions(String uri, Map<String, String> options, Map<String, String> written) {
         this.uri = uri;
         this.options = options;
+        this.written = written;
     }
 
     /**
@@ -39,6 +45,7 @@ public final class UriOptions {
      */
     public static UriOptions parse(String uri) {
         Map<String, String> out = new LinkedHashMap<>();
+        Map<String, String> written = new LinkedHashMap<>();
         int q = uri.indexOf('?');
         if (q >= 0 && q < uri.length() - 1) {
             for (String pair : uri.substring(q + 1).split("&")) {
@@ -46,14 +53,19 @@ public final class UriOptions {
                     continue;
                 }
                 int eq = pair.indexOf('=');
-                String k = decode(eq < 0 ? pair : pair.substring(0, eq));
-                String v = eq < 0 ? "" : decode(pair.substring(eq + 1));
+                String raw = eq < 0 ? pair : pair.substring(0, eq);
+                String k = decoded(uri, raw, raw);
+                String v = eq < 0 ? "" : decoded(uri, raw, pair.substring(eq + 1));
                 if (out.put(k, v) != null) {
-                    throw new IllegalArgumentException("option '" + shown(uri, k) + "' is given twice in locker URI " + Lockers.redact(uri));
+                    // before the backend's options are known: only the common ones count as known
+                    OptionSyntax common = syntax(Set.of());
+                    throw new IllegalArgumentException(aboutOption(uri, raw, common, "option '%s' is given twice",
+                            "an option given twice") + " in locker URI " + common.redact(uri));
                 }
+                written.putIfAbsent(k, raw);
             }
         }
-        return new UriOptions(uri, Collections.unmodifiableMap(out));
+        return new UriOptions(uri, Collections.unmodifiableMap(out), Collections.unmodifiableMap(written));
     }
 
     /**
@@ -139,14 +151,76 @@ public final class UriOptions {
      * @return these options
      */
     public UriOptions requireKnown(Set<String> backendOptions) {
+        OptionSyntax syntax = syntax(backendOptions);
         for (String k : options.keySet()) {
             if (!COMMON.contains(k) && !backendOptions.contains(k)) {
-                throw new IllegalArgumentException("unknown option '" + shown(uri, k) + "' in locker URI " + Lockers.redact(uri)
-                        + "; common options: " + new java.util.TreeSet<>(COMMON) + ", backend options: "
-                        + new java.util.TreeSet<>(backendOptions));
+                throw new IllegalArgumentException(unknownOption(uri, written.getOrDefault(k, k), syntax)
+                        + " in locker URI " + syntax.redact(uri) + "; common options: " + new TreeSet<>(COMMON)
+                        + ", backend options: " + new TreeSet<>(backendOptions));
             }
         }
         return this;
+    }
+
+    /**
+     * The syntax of the URIs this class reads ({@link #parse} then {@link #requireKnown}): options split at '&amp;'
+     * only, names percent-decoded, known when common or in {@code backendOptions}. A backend that reads its URI this
+     * way returns it from {@link dev.locker.api.LockerProvider#optionSyntax()}.
+     *
+     * @param backendOptions the option names the backend understands beside {@link #COMMON}
+     * @return the syntax
+     */
+    public static OptionSyntax syntax(Set<String> backendOptions) {
+        Set<String> known = Set.copyOf(backendOptions);
+        return (separator, name) -> {
+            if (separator != '&') {
+                return false;
+            }
+            String decoded = decode(name); // a bad escape throws: the redaction counts that as unknown
+            return COMMON.contains(decoded) || known.contains(decoded);
+        };
+    }
+
+    /**
+     * The words of a message about option {@code name} of {@code uri} that the backend does not know: {@code unknown
+     * option 'cd'}, or, when {@link OptionSyntax#secretHiding the redacted URI hides it} (it follows a secret option
+     * whose value had a raw '&amp;', and may be the rest of that secret), words that neither name it nor show it, say
+     * what hides it and how to write an '&amp;' inside a secret. Every backend's unknown-option message goes through
+     * here; the message must show the URI through the same syntax ({@link OptionSyntax#redact}).
+     *
+     * @param uri the URI
+     * @param name the option's name as written in the URI (not decoded)
+     * @param syntax the backend's syntax
+     * @return the words, without the URI
+     */
+    public static String unknownOption(String uri, String name, OptionSyntax syntax) {
+        return aboutOption(uri, name, syntax, "unknown option '%s'", "an unknown option");
+    }
+
+    /**
+     * Like {@link #unknownOption}, for any message about one option that may be a piece of a secret.
+     *
+     * @param uri the URI
+     * @param name the option's name as written in the URI (not decoded)
+     * @param syntax the backend's syntax
+     * @param named the words when the option may be named, with {@code %s} where its name goes
+     *     ({@code "option '%s' has no value"})
+     * @param unnamed the words when it may not, naming no option ({@code "an option without a value"})
+     * @return the words, without the URI
+     */
+    public static String aboutOption(String uri, String name, OptionSyntax syntax, String named, String unnamed) {
+        Optional<String> hiding = syntax.secretHiding(uri, name);
+        if (hiding.isEmpty()) {
+            return String.format(Locale.ROOT, named, name);
+        }
+        String secret = hiding.get();
+        String semicolon = uri.contains(";" + name) ? " and a ';' as %3B" : "";
+        if (secret.startsWith("the secret option")) {
+            return unnamed + " follows " + secret + ", so it may be part of that secret and is not named: an '&' "
+                    + "inside a secret must be percent-encoded as %26" + semicolon;
+        }
+        return unnamed + " is inside " + secret + ", so it may be part of that secret and is not named: in a "
+                + "secret, percent-encode an '&' as %26, a '?' as %3F and a '/' as %2F" + semicolon;
     }
 
     /**
@@ -258,6 +332,34 @@ public final class UriOptions {
             return piece;
         }
         return Lockers.redact(uri).contains(piece) ? piece : "***";
+    }
+
+    /**
+     * {@code s} percent-decoded, or empty for a malformed escape. URLDecoder's own message quotes the two characters
+     * after a bad '%', a piece of a password when the escape is in one: a caller words its own message, through
+     * {@link #aboutOption}, instead.
+     *
+     * @param s the text to decode
+     * @param plusIsSpace whether a '+' is a space (form encoding, as {@link #parse} reads) or itself
+     * @return the decoded text, or empty when an escape is malformed
+     */
+    public static Optional<String> percentDecoded(String s, boolean plusIsSpace) {
+        try {
+            return Optional.of(URLDecoder.decode(plusIsSpace ? s : s.replace("+", "%2B"), StandardCharsets.UTF_8));
+        } catch (IllegalArgumentException malformed) {
+            return Optional.empty();
+        }
+    }
+
+    /** {@code s}, the name or value of option {@code name}, decoded; a malformed escape fails without quoting it. */
+    private static String decoded(String uri, String name, String s) {
+        return percentDecoded(s, true).orElseThrow(() -> {
+            OptionSyntax common = syntax(Set.of());
+            return new IllegalArgumentException(aboutOption(uri, name, common,
+                    "a malformed percent-escape in option '%s' (write a '%%' itself as %%25)",
+                    "an option with a malformed percent-escape (write a '%' itself as %25)")
+                    + " in locker URI " + common.redact(uri));
+        });
     }
 
     private static String decode(String s) {

@@ -173,4 +173,28 @@ public abstract class ProviderCheckSuite {
         settle();
         assertNoIo();
     }
+
+    /**
+     * A raw '&amp;' inside a secret option's value splits the secret: what follows looks like an option, one the backend
+     * does not know. Whether the backend knows the secret option or not, its refusal (and the URI as
+     * {@link Lockers#redact} shows it) holds no piece of the secret: not the part before the '&amp;', nor the "option"
+     * after it, by name or value; nor, with a malformed percent-escape in the secret, the characters after its '%'.
+     */
+    @Test
+    void aRawAmpersandInASecretOptionLeaksNoPieceOfIt() throws InterruptedException {
+        for (String query : new String[]{"password=Pw0a&Pw0b=Pw0c", "password=Pw0a&Pw0b=Pw0c&expiry=1s",
+                "password=Pw0a&Pw0b", "password=Pw0a&=Pw0b", "apiToken=Pw0a&Pw0b=1&Pw0b=2",
+                "expiry=1s&secret=Pw0a&Pw0b=Pw0c&Pw0d=Pw0e", "password=Pw0a%Zq", "expiry=1s&apiToken=Pw0a%Zq"}) {
+            String uri = withQuery(baseUri(), query);
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> Lockers.check(uri, LockerConfig.defaults()), uri);
+            for (Throwable t = e; t != null; t = t.getCause()) {
+                assertFalse(String.valueOf(t.getMessage()).contains("Pw0") || String.valueOf(t.getMessage()).contains("Zq"),
+                        uri + ": " + t);
+            }
+            assertFalse(Lockers.redact(uri).contains("Pw0"), Lockers.redact(uri));
+        }
+        settle();
+        assertNoIo();
+    }
 }
