@@ -386,6 +386,7 @@ class CoreReviewTest {
         Locker a = locker("a");
         Lease first = a.acquire(lock, "first").keepAlive(false);
         List<String> seen = new CopyOnWriteArrayList<>();
+        java.util.concurrent.CountDownLatch secondAcquired = new java.util.concurrent.CountDownLatch(1);
         first.onLost(l -> {
             throw new IllegalStateException("a listener's own failure");
         });
@@ -400,11 +401,19 @@ class CoreReviewTest {
             } catch (RuntimeException e) {
                 seen.add("reacquire failed: " + e);
             }
+            try {
+                // the listener runs while the main thread's acquire goes on: the close waits for its end (else the
+                // acquire fails, "the locker was closed", which is right but not this test's point)
+                secondAcquired.await(30, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
             a.close(); // closing the locker from its own notifier thread
             seen.add("closed");
         });
         clock.advance(EXPIRY.plusSeconds(1));
         Lease second = a.acquire(lock, "second"); // takes over: first is lost
+        secondAcquired.countDown();
         assertTrue(awaitSize(seen, 2), "the re-entering listener ran to its end: " + seen);
         assertEquals(List.of("reacquire: ok", "closed"), seen);
         assertFalse(second.isValid(), "the locker closed from the listener closed the second lease too");
