@@ -54,7 +54,7 @@ public final class MongoDoctor implements DeploymentCheck {
         // a malformed URI or option fails here, before any I/O, as the locker's own parse refuses it
         MongoLockerProvider.prepared(uri, LockerConfig.defaults());
         MongoLockerProvider.Parsed p = MongoLockerProvider.parse(uri);
-        ConnectionString cs = MongoLockerProvider.connectionString(p.driverUri());
+        ConnectionString cs = MongoLockerProvider.resolvedConnectionString(p.driverUri());
         String database = p.options().getOrDefault(MongoLockerProvider.DATABASE,
                 cs.getDatabase() != null ? cs.getDatabase() : "locker");
         String collection = p.options().getOrDefault(MongoLockerProvider.COLLECTION, "locks");

@@ -890,7 +890,7 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
                         : String.join(",", cluster.getHosts().stream().map(Object::toString).toList());
                 return new MongoLocker(this, client, false, hosts, wc, rc);
             }
-            ConnectionString cs = MongoLockerProvider.connectionString(connectionString);
+            ConnectionString cs = MongoLockerProvider.resolvedConnectionString(connectionString);
             WriteConcern wc = writeConcern != null ? writeConcern
                     : cs.getWriteConcern() != null ? cs.getWriteConcern() : WriteConcern.MAJORITY;
             ReadConcern rc = readConcern != null ? readConcern

@@ -205,6 +205,25 @@ public final class MongoLockerProvider implements LockerProvider {
      * @throws IllegalArgumentException naming what is wrong, showing the URI only redacted
      */
     static ConnectionString connectionString(String driverUri) {
+        return connectionString(driverUri, NO_LOOKUP);
+    }
+
+    /**
+     * As {@link #connectionString(String)}, with a {@code mongodb+srv://} URI's TXT record looked up (options such as
+     * authSource and replicaSet): for a client about to connect, never for a check.
+     */
+    static ConnectionString resolvedConnectionString(String driverUri) {
+        return connectionString(driverUri, null);
+    }
+
+    /**
+     * A DNS client that answers nothing: the driver looks up the TXT record of a {@code mongodb+srv://} URI as it
+     * parses it, and a check does no I/O (what the record adds is read when the client connects).
+     */
+    private static final com.mongodb.spi.dns.DnsClient NO_LOOKUP = (name, type) -> java.util.List.of();
+
+    /** {@code dns} null: the driver's own DNS client. */
+    private static ConnectionString connectionString(String driverUri, com.mongodb.spi.dns.DnsClient dns) {
         int q = driverUri.indexOf('?');
         if (q >= 0) {
             for (String pair : driverUri.substring(q + 1).split("[&;]")) {
@@ -224,7 +243,7 @@ public final class MongoLockerProvider implements LockerProvider {
             }
         }
         try {
-            return new ConnectionString(driverUri);
+            return new ConnectionString(driverUri, dns);
         } catch (IllegalArgumentException e) {
             if (SYNTAX.secrets(driverUri).isEmpty()) {
                 throw new IllegalArgumentException("bad MongoDB URI '" + SYNTAX.redact(driverUri) + "': "

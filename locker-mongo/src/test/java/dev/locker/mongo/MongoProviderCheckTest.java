@@ -5,6 +5,7 @@ import dev.locker.api.Lockers;
 import dev.locker.testkit.ProviderCheckSuite;
 import org.junit.jupiter.api.Test;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 /** {@code mongodb://} keeps the check contract: check() creates no client, so it connects nowhere. */
@@ -29,5 +30,21 @@ class MongoProviderCheckTest extends ProviderCheckSuite {
         Lockers.check(baseUri() + "?lockerCollection=locks&replicaSet=rs0&w=majority", c);
         assertThrows(IllegalArgumentException.class, () -> Lockers.check(baseUri() + "?lockerNoSuchOption=1", c));
         assertNoIo();
+    }
+
+    /**
+     * A {@code mongodb+srv://} URI is checked without a DNS lookup: the driver looks its TXT record up (options) when it
+     * parses such a URI, so check() reads it with a DNS client that answers nothing; the lookups happen when a locker
+     * connects. The driver's DNS client in these tests counts its lookups ({@link CountingDnsClientProvider}).
+     */
+    @Test
+    void anSrvUriIsCheckedWithoutALookup() {
+        int before = CountingDnsClientProvider.LOOKUPS.get();
+        LockerConfig c = Lockers.check("mongodb+srv://locker-check.invalid/db?expiry=30s&lockerCollection=locks",
+                LockerConfig.defaults());
+        assertEquals(java.time.Duration.ofSeconds(30), c.expiry());
+        assertThrows(IllegalArgumentException.class, () -> Lockers.check("mongodb+srv://locker-check.invalid/db?foo=1",
+                LockerConfig.defaults()));
+        assertEquals(before, CountingDnsClientProvider.LOOKUPS.get(), "no DNS lookup");
     }
 }

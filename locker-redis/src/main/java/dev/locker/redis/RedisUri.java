@@ -19,7 +19,7 @@ import java.util.stream.Stream;
  * Parses {@code redis[s]://[user[:password]@]host[:port][,host[:port]...][/database][?option=value&...]} into a
  * {@link RedisLocker.Builder}. Several hosts mean Redis Cluster seed nodes. IPv6 hosts go in brackets.
  *
- * <p>Options (durations as {@code 250ms}, {@code 2s}, {@code 1m}, ISO-8601 {@code PT2S}, or a bare number of ms):
+ * <p>Options (durations as {@code 250ms}, {@code 2s}, {@code 1m} or ISO-8601 {@code PT2S}: a unit is required, 0 aside):
  * <table>
  *   <caption>URI options</caption>
  *   <tr><td>prefix</td><td>{@code locker:}</td><td>key prefix (no braces)</td></tr>
@@ -228,7 +228,7 @@ final class RedisUri {
         return null;
     }
 
-    /** {@code 250ms}, {@code 2s}, {@code 1m}, {@code PT2S}, or a bare number of milliseconds. */
+    /** {@code 250ms}, {@code 2s}, {@code 1m} or {@code PT2S} (a unit is required, 0 aside). */
     static Duration duration(String uri, String name, String value) {
         try {
             return UriOptions.duration(name, value);

@@ -19,7 +19,8 @@ import java.util.TreeSet;
  * The query options of a locker URI ({@code ?expiry=30s&lockWait=50ms}), shared by every provider so that the
  * common options mean the same on every backend: {@code expiry}, {@code lockWait}, {@code localWait},
  * {@code retries}, {@code maxKeyBytes}, {@code rid}, {@code why}. Durations are {@code 250ms}, {@code 30s},
- * {@code 5m}, {@code 1h}, ISO-8601 ({@code PT30S}) or bare milliseconds. Unknown options are an error, so a typo is not ignored.
+ * {@code 5m}, {@code 1h} or ISO-8601 ({@code PT30S}): a unit is required, 0 aside. Unknown options are an error, so a
+ * typo is not ignored.
  */
 public final class UriOptions {
 
