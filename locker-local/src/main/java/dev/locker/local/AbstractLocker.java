@@ -854,7 +854,10 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         }
     }
 
-    /** Deletes the claim a hold had (if any) and frees its mediator entry; logs a backend failure. */
+    /**
+     * Deletes the claim a hold had (if any) and frees its mediator entry, unless its claim is still being written (then
+     * the claiming thread frees it); logs a backend failure.
+     */
     @SuppressWarnings("unchecked")
     private void releaseHold(Hold hold, Hold.State before) {
         try {
@@ -875,7 +878,10 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
             log.warn("Could not delete our claim on {} (locker {}); it expires on its own: {}", hold.lock, config.rid(),
                     ex.getMessage(), ex);
         } finally {
-            mediator.release(hold);
+            if (before.phase() != Hold.Phase.CLAIMING) {
+                mediator.release(hold);
+            } // else its claim is being written: the claiming thread drops the entry once the write answered (after
+              // withdrawing what it wrote), and a close waits for that (awaitOperationsInFlight)
             KeepAlive k = background;
             if (k != null) { // made on first use: without it nothing watches this hold
                 k.unwatch(hold);

@@ -20,7 +20,6 @@ import dev.locker.testkit.FaultyStore;
 import dev.locker.testkit.Pause;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -173,8 +172,6 @@ class TodayReviewTest {
      * lost, withdraw fails (store closed), and the claim is left in the store.
      */
     @Test
-    @Disabled("finding 1: close() releases the mediator entry of a claim whose write is in flight, so it never waits "
-            + "for it; the claim lands after closeBackend and stays until it expires")
     void f1_closeWaitsForAClaimWhoseWriteIsInFlight() throws Exception {
         InMemoryStore inner = new InMemoryStore("today-f1");
         FaultyStore faulty = new FaultyStore(inner);

@@ -469,13 +469,22 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         return Optional.empty();
     }
 
-    /** One force.lua call with the expected token: the check, the removal and the record are one script. */
+    /**
+     * One force.lua call with the expected token: the check, the removal and the record are one script. A resend after
+     * a failure that may have reached the server says so (a fifth argument): only then may the script take its own
+     * record, already there, for the removal an earlier attempt of this very call made (its reply lost). A first
+     * attempt never does: another call that happens to write the same record bytes (same locker, thread name, reason,
+     * millisecond and token) must not be told it removed the claim.
+     */
     @Override
     protected boolean deleteClaimWithToken(KeyColumn lock, long token, byte[] record) {
         List<byte[]> keyList = List.of(keys.lockKey(lock), keys.recordKey(lock));
         List<byte[]> args = List.of(channel, Long.toString(token).getBytes(StandardCharsets.US_ASCII),
                 FORCED.getBytes(StandardCharsets.US_ASCII), record);
-        return (Long) withRetries(() -> RedisScript.FORCE.run(client, keyList, args)) == 1L;
+        List<byte[]> resent = List.of(args.get(0), args.get(1), args.get(2), args.get(3), ONE);
+        boolean[] mayHaveBeenSent = new boolean[1];
+        return (Long) withRetries(() -> RedisScript.FORCE.run(client, keyList, mayHaveBeenSent[0] ? resent : args),
+                mayHaveBeenSent) == 1L;
     }
 
     /** SCAN and list.lua; see {@link RedisListing} for what it costs. */

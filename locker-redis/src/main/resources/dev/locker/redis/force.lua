@@ -3,9 +3,11 @@
 -- With an expected token (ARGV 2), only the live claim that carries that token is removed, and the forced-release
 -- record written in the same step, or nothing at all: a claim granted later carries a higher token and is never touched.
 -- KEYS: 1 the lock's hash; with an expected token, 2 its records' hash (same hash tag, same Cluster slot)
--- ARGV: 1 release channel (waiters queued are woken); optional: 2 the expected token, 3 record name, 4 record value
+-- ARGV: 1 release channel (waiters queued are woken); optional: 2 the expected token, 3 record name, 4 record value,
+--       5 "1" for a resend of a call that may have reached the server already
 -- Reply: how many claims there were (released ones, see the prelude, not counted); with an expected token, 1 when
--- that claim was removed (by this call, or by an earlier attempt of it: the record is there, byte for byte), else 0
+-- that claim was removed (by this call, or, on a resend, by an earlier attempt of it: its record is there, byte for
+-- byte), else 0
 local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner, wake,
     may_have_waiters, is_senior, keep_until, admit = lib()
 if ARGV[2] then
@@ -25,10 +27,11 @@ if ARGV[2] then
     end
   end
   if not found then
-    -- the repeat of a call whose reply was lost (RedisLocker sends it again on a fresh connection): its first attempt
-    -- removed the claim and wrote this very record (the forcing locker's rid, its instant, the token), which no other
-    -- call writes, and which is written only with the removal
-    if redis.call('HGET', KEYS[2], ARGV[3]) == ARGV[4] then
+    -- the resend of a call whose reply may have been lost (RedisLocker sends it again on a fresh connection, with ARGV
+    -- 5): its earlier attempt removed the claim and wrote this very record (the forcing locker's rid, thread, instant,
+    -- reason, the token), written only with the removal. A first attempt never takes it so: another call may write
+    -- the same bytes (same locker, thread name, reason and millisecond)
+    if ARGV[5] == '1' and redis.call('HGET', KEYS[2], ARGV[3]) == ARGV[4] then
       return 1
     end
     return 0

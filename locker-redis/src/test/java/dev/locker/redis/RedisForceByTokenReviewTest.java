@@ -86,6 +86,12 @@ class RedisForceByTokenReviewTest {
         return admin().eval(b(OLD_FORCE), List.of(key), List.of(channel()));
     }
 
+    /** As RedisLocker resends a call after a failure that may have reached the server (ARGV 5). */
+    private long resendForceByToken(byte[] key, byte[] records, String token, String record) {
+        return (Long) RedisScript.FORCE.run(admin(), List.of(key, records),
+                List.of(channel(), b(token), b("forced"), b(record), b("1")));
+    }
+
     private long forceByToken(byte[] key, byte[] records, String token, String record) {
         return (Long) RedisScript.FORCE.run(admin(), List.of(key, records),
                 List.of(channel(), b(token), b("forced"), b(record)));
@@ -173,9 +179,9 @@ class RedisForceByTokenReviewTest {
     }
 
     /**
-     * A release by token whose reply was lost is sent again (RedisLocker retries on a fresh connection): the first
-     * call removed the claim and wrote the record, so the repeat finds no claim with the token. It answers 1 all the
-     * same, because the record it would write is there byte for byte (only its own first call writes those bytes, and
+     * A release by token whose reply was lost is sent again (RedisLocker retries on a fresh connection, saying it is a
+     * resend): the first call removed the claim and wrote the record, so the repeat finds no claim with the token. It
+     * answers 1 all the same, because the record it would write is there byte for byte (only its own first call writes those bytes, and
      * only with the removal: a record carries the forcing locker's rid, its instant and the token); a different record
      * (another release's) or none leaves the answer at 0.
      */
@@ -190,9 +196,11 @@ class RedisForceByTokenReviewTest {
         admin().pexpire(key, 600_000);
 
         assertEquals(1L, forceByToken(key, records, Long.toString(token), "record-of-this-call"));
-        assertEquals(1L, forceByToken(key, records, Long.toString(token), "record-of-this-call"),
-                "the repeat of a release that removed the claim; left: " + hash(key));
-        assertEquals(0L, forceByToken(key, records, Long.toString(token), "record-of-another-call"),
+        assertEquals(1L, resendForceByToken(key, records, Long.toString(token), "record-of-this-call"),
+                "the resend of a release that removed the claim; left: " + hash(key));
+        assertEquals(0L, forceByToken(key, records, Long.toString(token), "record-of-this-call"),
+                "a first attempt writing the same bytes (another call) removed nothing");
+        assertEquals(0L, resendForceByToken(key, records, Long.toString(token), "record-of-another-call"),
                 "another release of the same token removed nothing");
         assertEquals("record-of-this-call", s(admin().hget(records, b("forced"))), "the record stays the first one");
     }

@@ -6,7 +6,6 @@ import dev.locker.api.Lease;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.LossReason;
 import dev.locker.api.TimeSource;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
@@ -85,8 +84,6 @@ class RedisTodayReviewTest {
      * R, answers 1. T2's script finds no claim with t; HGET forced == R (T2's own record, byte for byte): answers 1.
      */
     @Test
-    @Disabled("finding 2 (low): a second release by the same token from the same locker, same reason, same millisecond, "
-            + "same thread name, answers true though the first removed the claim (the idempotent-repeat test matches its identical record)")
     void twoReleasesOfOneClaimInTheSameMillisecondDoNotBothSayTheyRemovedIt() throws Exception {
         KeyColumn lock = lock("same-ms");
         RedisLocker holder = fixture.open(RedisWaitingFixture.withRid(fixture.onTarget(), "holder",
