@@ -247,15 +247,17 @@ final class KeepAlive implements AutoCloseable {
     }
 
     /**
-     * Did a hold of the transaction get lost (taken over, gone, expired, force-released; released after a loss too)?
-     * Then the transaction is lost as a whole (a lease on several locks is invalid, a three-phase transaction fails its
-     * next check), and keeping its other claims alive would only keep those locks from everybody else for a holder
-     * already told: they are left to expire (the watchdog tells their loss in time).
+     * Did the transaction lose a lock it held (taken over, gone, expired, force-released; released after a loss too)?
+     * Then it is lost as a whole (a lease on several locks is invalid, a three-phase transaction fails its next check),
+     * and keeping its other claims alive would only keep those locks from everybody else for a holder already told:
+     * they are left to expire (the watchdog tells their loss in time). A hold lost while its claim was being written
+     * (no status: never held) does not count: its writeLock fails, its claiming thread drops it, and the transaction's
+     * other locks stay as they are.
      */
     private static boolean anyLost(Hold[] holds) {
         for (Hold hold : holds) {
             Hold.State s = hold.state();
-            if (s.phase() == Hold.Phase.LOST || s.reason() != null) {
+            if ((s.phase() == Hold.Phase.LOST || s.reason() != null) && s.status() != null) {
                 return true;
             }
         }
