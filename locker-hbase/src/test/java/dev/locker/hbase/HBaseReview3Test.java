@@ -141,7 +141,15 @@ class HBaseReview3Test {
      * check-and-mutate with the same nonce: the holder cell is free, so the Put of C is applied again, while the
      * region answers the repeated Increment from its nonce table without incrementing. A is told "granted" with a
      * token that is not above B's: A holds the lock after B with token T (or T+1 = B's), and a fenced resource that
-     * saw B's T+1 refuses A, or accepts two holders' writes under one token.
+     * saw B's T+1 refuses A, or accepts two holders' writes under one token. (Seen: A granted with token 1 after B's
+     * 2, while holding() shows A's claim with the counter, 2: a forced release by A's real token 1 then says false, one
+     * by 2 removes A and records B's token.) writeSingleLock's guard only covers a retry after the claim EXPIRED; a
+     * forced release frees the cell at any time. Proposed fix: do not rely on the Increment's nonce for a grant; make
+     * the grant's check include the counter and write it with a Put: read (or cache) counter c, then one
+     * checkAndMutate with the condition "holder free or absent AND counter == c" (a FilterList of two
+     * SingleColumnValueFilters, or ifEquals on the counter with the holder checked in the same filter), mutations
+     * Put(holder = claim carrying token c + 1) and Put(counter = c + 1). A resend after any change fails its check
+     * (the counter moved), and the token is read from our own claim value, so it is always the one our write issued.
      */
     @Test
     @Disabled("finding 1: a forced release between an applied grant and the client's nonce retry lets the retry re-grant with a token not above the next holder's")
