@@ -326,19 +326,41 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
         ServerClock.Reading r = serverClock.read();
         Date now = r.serverDateFloor();
         Date expiresAt = r.serverDateCeil(config.expiry());
-        UpdateResult res = locks.updateOne(
+        // the document comes back: the claim id alone does not prove the grant is ours, a late attempt of our own
+        // acquire may have written the same id again after our grant was force-released (a new grant, a new token)
+        Document after = locks.findOneAndUpdate(
                 Filters.and(Filters.eq(LockDocument.ID, LockDocument.id(lock)),
                         Filters.eq(LockDocument.HOLDER_CLAIM, new Binary(status.claimId())),
                         Filters.gte(LockDocument.HOLDER_EXPIRES_AT, now)),
                 Updates.combine(
                         Updates.set(LockDocument.HOLDER_EXPIRES_AT, expiresAt),
                         Updates.set(LockDocument.HOLDER_RENEWED_AT, now),
-                        Updates.set(LockDocument.EXPIRES_AT, expiresAt)));
-        if (res.getMatchedCount() == 0) {
+                        Updates.set(LockDocument.EXPIRES_AT, expiresAt)),
+                new FindOneAndUpdateOptions().returnDocument(ReturnDocument.AFTER)
+                        .projection(Projections.include(LockDocument.SEQ, LockDocument.TOKEN_BASE)));
+        if (after == null) {
             Optional<LockOwner> other = readHolderQuietly(lock);
             throw new ExpiredLockException("cannot renew: our claim expired or was taken away"
                     + other.map(o -> "; the lock now belongs to " + o.rid()).orElse(""), lock, other.orElse(null),
                     null);
+        }
+        if (LockDocument.token(after) != status.fencingToken()) {
+            // our grant ended (force-released, or scrubbed once dead) and a late attempt of the same acquire granted
+            // the claim again under a later token: that grant is nobody's, our holder must stop. Withdrawn at once
+            // (matched on its seq too: it can remove nothing else); a failure leaves it to expire
+            try {
+                locks.updateOne(Filters.and(Filters.eq(LockDocument.ID, LockDocument.id(lock)),
+                                Filters.eq(LockDocument.HOLDER_CLAIM, new Binary(status.claimId())),
+                                Filters.eq(LockDocument.SEQ, after.get(LockDocument.SEQ))),
+                        Updates.combine(Updates.unset(LockDocument.HOLDER),
+                                Updates.set(LockDocument.EXPIRES_AT, now)));
+            } catch (RuntimeException e) {
+                log.warn("Could not withdraw the late re-grant of our claim on {} (it expires on its own): {}", lock,
+                        e.toString());
+            }
+            throw new ExpiredLockException("our grant (token " + status.fencingToken() + ") ended: the claim was "
+                    + "written again by a late attempt of the same acquire, as token " + LockDocument.token(after)
+                    + " (withdrawn)", lock, null, null);
         }
         return status.renewed(deadline(r.nanos(), config.expiry().minus(r.uncertainty())));
     }
