@@ -72,7 +72,7 @@ public final class MongoDoctor implements DeploymentCheck {
         List<Finding> out = new ArrayList<>();
         try (MongoClient client = MongoClients.create(settings.build())) {
             MongoDatabase admin = client.getDatabase("admin");
-            ServerClock clock = new ServerClock(TimeSource.system(), admin, maxSkew);
+            ServerClock clock = new ServerClock(TimeSource.system(), admin, maxSkew, Duration.ofSeconds(30));
             ServerClock.Sample sample;
             try {
                 sample = clock.measure(); // the first one pays for the connection: keep the tightest of three

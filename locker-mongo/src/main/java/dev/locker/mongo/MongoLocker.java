@@ -146,7 +146,7 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
         this.locks = client.getDatabase(b.database).getCollection(b.collection)
                 .withWriteConcern(writeConcern).withReadConcern(readConcern);
         this.locksLocal = locks.withReadConcern(ReadConcern.LOCAL);
-        this.serverClock = new ServerClock(time, client.getDatabase("admin"), b.maxClockSkew);
+        this.serverClock = new ServerClock(time, client.getDatabase("admin"), b.maxClockSkew, config.expiry());
         ScheduledExecutorService checker = null;
         try {
             ServerClock.Sample s = serverClock.measure();

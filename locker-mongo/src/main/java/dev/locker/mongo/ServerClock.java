@@ -8,6 +8,7 @@ import org.bson.Document;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Date;
+import java.util.concurrent.TimeUnit;
 
 /**
  * This process's estimate of the MongoDB primary's wall clock, measured from the server's own reply the way MongoDB's
@@ -26,7 +27,16 @@ import java.util.Date;
  * estimate minus its uncertainty), so that no error of the estimate within the uncertainty lets this process take
  * over or scrub a claim that its holder, whose own local expiry is shortened by its uncertainty, still believes alive.
  *
- * <p>Invariant: {@link #read()} never blocks on I/O; {@link #measure()} replaces the sample atomically.
+ * <p>Aging: a sample carried forward is only as good as the monotonic clock that carries it. Its uncertainty grows
+ * with its age at the drift rate two hosts' clocks may have (0.1 %, {@link #DRIFT_DIVISOR}): a locker whose clock
+ * drifts and whose re-measurements fail (or are switched off) loses validity and takeovers, never safety. When what
+ * aging added exceeds a tenth of the expiry, or the estimate and the local wall clock moved apart by more than it
+ * since the sample (a suspended host: the monotonic clock stops, the wall clock does not; or a step of the wall clock),
+ * {@link #read()} measures again first (one round trip, rare); should that fail, the estimate counts the whole move as
+ * uncertainty.
+ *
+ * <p>Invariant: {@link #read()} blocks on I/O only to measure a sample that aged or moved as above; {@link #measure()}
+ * replaces the sample atomically.
  */
 final class ServerClock {
 
@@ -76,16 +86,32 @@ final class ServerClock {
 
     private static final Duration RESOLUTION = Duration.ofMillis(1);
 
+    /**
+     * The rate at which the monotonic clock that carries a sample and the server's clock may drift apart: 0.1 %
+     * (1000 ppm; uncertainty grows by a thousandth of a sample's age). Crystals keep within 100 ppm, NTP slews a clock
+     * by at most 500 ppm: two hosts stay within it. (A claim's own life keeps a wider 1 % margin, in deadline().)
+     */
+    private static final long DRIFT_DIVISOR = 1000;
+
     private final TimeSource time;
     private final MongoDatabase admin;
     private final Duration maxSkew;
+    /** When aging added more than this to a sample's uncertainty, it is measured again before use (a tenth of the expiry). */
+    private final long refreshAboveNanos;
     private volatile Sample sample;
     private volatile boolean helloUnknown;
 
-    ServerClock(TimeSource time, MongoDatabase admin, Duration maxSkew) {
+    ServerClock(TimeSource time, MongoDatabase admin, Duration maxSkew, Duration expiry) {
         this.time = time;
         this.admin = admin;
         this.maxSkew = maxSkew;
+        long e;
+        try {
+            e = expiry.toNanos();
+        } catch (ArithmeticException tooLong) {
+            e = Long.MAX_VALUE;
+        }
+        this.refreshAboveNanos = Math.max(TimeUnit.MILLISECONDS.toNanos(10), e / 10);
     }
 
     /** Measures the offset now (one round trip) and keeps the result; throws the driver's exception on failure. */
@@ -124,11 +150,30 @@ final class ServerClock {
     /** The current estimate; requires one successful {@link #measure()} before. */
     Reading read() {
         Sample s = sample;
+        Reading r = estimate(s);
+        long moved = Math.abs(r.offset().minus(s.offset()).toNanos());
+        long uncertainty = r.uncertainty().toNanos();
+        if (uncertainty - s.uncertainty().toNanos() > refreshAboveNanos || moved > uncertainty) {
+            try {
+                return estimate(measure());
+            } catch (RuntimeException e) {
+                // unmeasured: the estimate may be off by the whole move (a suspend), and it says so
+                return new Reading(r.nanos(), r.local(), r.server(), r.uncertainty().plusNanos(moved), r.offset(),
+                        false);
+            }
+        }
+        return r;
+    }
+
+    /** The estimate from sample {@code s}, its uncertainty grown with the sample's age (see the class comment). */
+    private Reading estimate(Sample s) {
         long nanos = time.nanoTime();
         Instant local = time.now();
+        long age = Math.max(0, nanos - s.nanosAt());
         Instant server = s.serverAt().plusNanos(nanos - s.nanosAt());
         Duration offset = Duration.between(local, server);
-        return new Reading(nanos, local, server, s.uncertainty(), offset, offset.abs().compareTo(maxSkew) <= 0);
+        Duration uncertainty = s.uncertainty().plusNanos(age / DRIFT_DIVISOR);
+        return new Reading(nanos, local, server, uncertainty, offset, offset.abs().compareTo(maxSkew) <= 0);
     }
 
     Sample sample() {

@@ -198,7 +198,6 @@ class MongoReview3Test {
      * {@code expiresAt - thatDate} from the first reading, which no estimate error can stretch.
      */
     @Test
-    @Disabled("finding 2: the ServerClock estimate's uncertainty does not grow with the sample's age; a holder whose monotonic clock drifts (100 ppm, one day, clockCheckInterval 0) writes an expiry that a correct locker takes over while the holder is still valid")
     void finding2_anAgedServerClockEstimateMakesTwoHolders() throws Exception {
         VirtualClock clock = new VirtualClock();
         mongo.clock().follow(clock);
