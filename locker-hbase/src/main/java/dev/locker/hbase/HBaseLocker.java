@@ -35,6 +35,8 @@ import org.apache.hadoop.hbase.client.Table;
 import org.apache.hadoop.hbase.client.TableBuilder;
 import org.apache.hadoop.hbase.client.TableDescriptor;
 import org.apache.hadoop.hbase.filter.BinaryComparator;
+import org.apache.hadoop.hbase.filter.FilterList;
+import org.apache.hadoop.hbase.filter.QualifierFilter;
 import org.apache.hadoop.hbase.filter.SingleColumnValueFilter;
 import org.apache.hadoop.hbase.util.Bytes;
 import org.slf4j.Logger;
@@ -46,7 +48,10 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalLong;
@@ -62,13 +67,19 @@ import java.util.OptionalLong;
  * family (no TTL) holds the lock's fencing counter.
  *
  * <ul>
- *   <li>writeLock = one {@code checkAndMutate}: if the holder cell is absent, expired or empty, write our claim and
- *       {@code Increment} the counter, atomically in one row operation; the incremented value is our fencing token.
- *       The dead claim it replaces is scrubbed by that same write. When the check fails, one {@code get} names the
- *       holder. Uncontended acquire: 1 round trip; contended: 2. A grant learnt only after a call that took longer than
- *       the expiry is given back and claimed afresh: the HBase client retries a call whose reply was lost with the same
- *       nonce, and if our claim expired in between (and another holder came and went), the retry re-applies the claim
- *       while the region answers the deduplicated Increment with the first call's, stale, value.</li>
+ *   <li>writeLock = one {@code checkAndMutate} whose check names the counter value {@code c} it expects: if the
+ *       holder cell is absent, expired or empty AND the counter is {@code c} (absent for a lock never granted), write
+ *       our claim and {@code Increment} the counter to {@code c + 1}, atomically in one row operation; {@code c + 1} is
+ *       our fencing token. The dead claim it replaces is scrubbed by that same write. The HBase client resends a call
+ *       whose reply was lost, with the same nonce; once the first was applied the counter is past {@code c}, so a
+ *       resend changes nothing, whatever happened in between (an expiry, a forced release, other holders): a claim is
+ *       written at most once, and its token is the one its own write issued, never a value the region's nonce table
+ *       answers for a repeated Increment. {@code c} is what this locker last saw of the row (its own grant or release,
+ *       or a get: {@link #SEEN_ROWS} rows, least recently used dropped), else one get first; a check that fails is
+ *       followed by one get, which names the holder or gives the current {@code c} for one more check. Acquire: 1
+ *       round trip when the locker's last sight of the row is current, 2 for a row it has not seen, 3 when another
+ *       holder came and went since; refused: 1 (unseen) or 2. A grant learnt only after a call that took longer than
+ *       the expiry is given back and claimed afresh (its validity, counted from before the call, is already over).</li>
  *   <li>renew = {@code checkAndMutate} "holder value is still ours" then rewrite it with a fresh TTL: in place, same
  *       claim, same token; fails once the server expired it or someone force-released it.</li>
  *   <li>release = {@code checkAndMutate} "holder value is ours" then write the empty value (1 round trip). A Delete
@@ -78,12 +89,21 @@ import java.util.OptionalLong;
  *       token is greater than all earlier ones.</li>
  * </ul>
  *
+ * <p><b>Sharing a table with the previous layout</b> (a rolling upgrade): the cells and their encodings are unchanged
+ * (the counter is an 8-byte long written by an {@code Increment}), so lockers of both builds exclude each other and
+ * read each other's claims and tokens; a grant of either build moves the counter, and a grant of this build whose
+ * expected counter an older one moved fails its check and reads again. An older locker's own grant keeps its flaw (a
+ * resend after a forced release or an expiry can re-apply its claim with a stale token, below a later holder's) until
+ * it is upgraded; the tokens of this build's grants are still above every earlier grant.
+ *
  * <p>Contenders never leave a claim behind, so a row holds at most one live claim: the holder. The claims family's
  * TTL ({@link HBaseOptions#ttl()}) is only a safety net that must exceed every expiry; the builder checks it.
  *
  * <p><b>Safety argument.</b> What decides the holder: one {@code checkAndMutate} on the lock row, atomic on its region
- * server, which writes our claim only where the holder cell is absent, expired or empty, and increments the fencing
- * counter in the same row operation. What decides expiry: the region server's clock, through the cell's TTL. What a
+ * server, which writes our claim only where the holder cell is absent, expired or empty and the counter is the value
+ * {@code c} we expect, and increments the fencing counter to {@code c + 1} in the same row operation. So every grant
+ * moves the counter by one, a claim is written by one grant only, and while a claim holds no other grant happens: the
+ * counter is the holder's token ({@code holding()}, listing and forced release by token read it as such). What decides expiry: the region server's clock, through the cell's TTL. What a
  * paused holder can and cannot do: its deadline is one monotonic reading taken before the granting (or renewing) call
  * plus the expiry, less a drift allowance, compared again after each call; a grant that answered after longer than the
  * expiry is given back; renewal and release compare the holder cell with our claim's value, so after an expiry or a
@@ -97,9 +117,13 @@ import java.util.OptionalLong;
  *   <li>A clock behind, or stepped back, cannot hide a write. Every write of the holder cell is a check-and-mutate on
  *       that cell, and the region server stamps such a Put with max(now, the checked cell's timestamp)
  *       ({@code HRegion.checkAndMutateInternal}, HBASE-14054); an Increment gets max(now, the counter's timestamp + 1).
- *       So a grant after a release, a renewal, a release are each the cell's newest version (a tie in timestamp goes
- *       to the later write), and the fencing counter only grows ({@code HBaseServerClockTest}). Never write the holder
- *       cell with a blind Put: that rule holds only for the checked cell.</li>
+ *       A grant's check is a filter, for which "the checked cell" is the first cell the filter returns, so the filter
+ *       returns one cell: the holder cell when present (the free value), else the counter (no version of the holder
+ *       cell is visible then, and any timestamp from now on is newer than the expired ones); never a record cell, and
+ *       never the counter in front of a present holder cell, whichever family sorts first ({@link #grant}). So a grant
+ *       after a release, a renewal, a release are each the cell's newest version (a tie in timestamp goes to the later
+ *       write), and the fencing counter only grows ({@code HBaseServerClockTest}). Never write the holder cell with a
+ *       blind Put: that rule holds only for the checked cell.</li>
  *   <li>A clock behind makes claims live longer than their expiry (by the difference) while it stays behind: liveness
  *       only. But a claim it stamped and a clock ahead then judges (after a correction forward, or on another region
  *       server) dies early by the two distances added up.</li>
@@ -144,6 +168,13 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
     /** The holder cell's TTL on the region server: the expiry plus the region servers' clock allowance. */
     private final long cellTtlMillis;
     private final String where;
+    /** Per lock row, what this locker last saw or wrote: the expectation of its next grant's check. */
+    private final Map<String, Seen> seen = Collections.synchronizedMap(new LinkedHashMap<>(64, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, Seen> eldest) {
+            return size() > SEEN_ROWS;
+        }
+    });
 
     private HBaseLocker(Builder b, TableName tableName, String where) {
         super(b);
@@ -205,9 +236,8 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
                 if (time.nanoTime() - started < expiryNanos) {
                     return ClaimStatus.granted(claim.value, token.getAsLong(), deadline(started, config.expiry()));
                 }
-                // Not trusted: our claim may have expired on the server during the call, another holder been granted
-                // and gone, and the client's retry (same nonce) re-applied our claim with the deduplicated, stale
-                // counter value. Give the claim back and claim afresh.
+                // Not trusted: the validity we count from before the call is already over (and the claim may have
+                // expired on the server meanwhile). Give the claim back and claim afresh.
                 giveBack(lock, row, claim);
                 log.debug("Claim on {} took longer than the expiry {}: given back (attempt {})", lock, config.expiry(), attempt);
             }
@@ -226,37 +256,141 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
      * One claim attempt: our fencing token when the region made {@code claim} the holder, empty when the lock was free
      * again by the time we read it after a refused check (it changed hands).
      *
+     * <p>The grant is one check-and-mutate whose condition names the counter value {@code c} we expect ("holder cell
+     * free AND counter == c", {@link #grant}) and which increments the counter to {@code c + 1}: our token. {@code c}
+     * comes from what this locker last saw of the row ({@link #seen}), else from one get. A resend of the call by the
+     * HBase client (same nonce) after the first one was applied finds the counter at {@code c + 1} or beyond and
+     * changes nothing, so our claim is written at most once, only while the counter is {@code c}, and the token is the
+     * one our own write issued; no resend ever reaches the region's nonce deduplication of the Increment.
+     *
      * @throws TemporaryLockingException naming the holder when another claim holds the lock
      */
     private OptionalLong claim(KeyColumn lock, byte[] row, HolderClaim claim, long ttl) {
-        CheckAndMutateResult r;
-        try {
-            Put put = new Put(row).addColumn(family, HOLDER, claim.value);
-            put.setTTL(ttl);
-            Increment next = new Increment(row).addColumn(tokenFamily, COUNTER, 1L);
-            r = checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, FREE)
-                    .build(RowMutations.of(List.of(put, next))), "checkAndMutate");
-        } catch (TemporaryStoreException e) {
-            // the server may have applied it before the failure reached us: look once before giving up
-            OptionalLong ours = grantedToUs(lock, row, claim);
-            if (ours.isPresent()) {
-                return ours;
+        Seen expected = seen.get(key(row));
+        boolean fresh = expected == null; // the expectation comes from a get made for this attempt
+        if (fresh) {
+            RowState state = read(row, "get");
+            if (state.holder != null) {
+                throw heldBy(lock, state);
             }
-            throw e;
+            expected = state.seen();
+        }
+        while (true) {
+            long token = expected.counter + 1;
+            CheckAndMutate grant = grant(row, expected, claim, ttl);
+            CheckAndMutateResult r;
+            try {
+                r = checkAndMutate(grant, "checkAndMutate");
+            } catch (TemporaryStoreException e) {
+                // the server may have applied it before the failure reached us: look once before giving up
+                OptionalLong ours = grantedToUs(lock, row, claim, token);
+                if (ours.isPresent()) {
+                    return ours;
+                }
+                throw e;
+            }
+            if (r.isSuccess()) {
+                long counted = Bytes.toLong(r.getResult().getValue(tokenFamily, COUNTER));
+                if (counted != token) {
+                    // unreachable: the check saw the counter at token - 1 under the row lock, in the same row operation
+                    log.warn("Grant on {} counted {}, not the expected {}: claim given back", lock, counted, token);
+                    giveBack(lock, row, claim);
+                    forget(row);
+                    return OptionalLong.empty();
+                }
+                remember(row, new Seen(token, true)); // after our release: the free value, this counter
+                return OptionalLong.of(token);
+            }
+            RowState state = read(row, "get");
+            if (state.isHeldBy(claim)) {
+                // the client resent our check-and-mutate after the server had applied it; the resend's check failed
+                return ownToken(lock, row, claim, state, token);
+            }
+            if (state.holder != null) {
+                throw heldBy(lock, state);
+            }
+            if (fresh) {
+                return OptionalLong.empty(); // granted and released (or expired) between our get and our check
+            }
+            fresh = true; // what we had seen was out of date: once more with the row as it is now
+            expected = state.seen();
+        }
+    }
+
+    /**
+     * The grant: one check-and-mutate "holder cell free AND counter == {@code expected.counter}" that writes our claim
+     * (with its cell TTL) and increments the counter, in one row operation.
+     *
+     * <ul>
+     *   <li>No counter yet (a lock never granted): the check is "counter absent" on that one cell. Every holder cell
+     *       this library writes is written in the same row operation as an increment of the counter, which no TTL
+     *       removes, so a row without a counter has no holder cell.</li>
+     *   <li>Otherwise a filter (two or three {@code SingleColumnValueFilter}s): the counter equals {@code c}, and the
+     *       holder cell is present with the free value ({@code expected.holderCell}), or absent (expired, or the
+     *       free value outlived by the claims family's TTL). A {@code QualifierFilter} keeps one cell in the check's
+     *       result: the holder cell when present, else the counter. The region server stamps the claim's Put with
+     *       max(now, the timestamp of that result's first cell) (HBASE-14054), so the claim is stamped at or after the
+     *       free value it replaces. Without the QualifierFilter the first cell would be the counter whenever the token
+     *       family sorts first, and a claim stamped from it could land below a free value that a clock behind had
+     *       stamped later, hidden; nor can a record cell (stamped 2^62 plus a token) ever be that cell, which would
+     *       make the claim immortal. When the holder cell is absent no version of it is visible, so any timestamp from
+     *       now on makes the claim its newest version.</li>
+     * </ul>
+     *
+     * The counter is written by an {@code Increment} (an 8-byte long, as before), which the region server stamps
+     * max(now, the counter's timestamp + 1), whatever the check returned; its result must be {@code c + 1}.
+     */
+    private CheckAndMutate grant(byte[] row, Seen expected, HolderClaim claim, long ttl) {
+        Put put = new Put(row).addColumn(family, HOLDER, claim.value);
+        put.setTTL(ttl);
+        RowMutations m;
+        try {
+            m = RowMutations.of(List.of(put, new Increment(row).addColumn(tokenFamily, COUNTER, 1L)));
         } catch (IOException e) {
             throw HBaseErrors.translate(e, "checkAndMutate", where);
         }
-        if (r.isSuccess()) {
-            return OptionalLong.of(Bytes.toLong(r.getResult().getValue(tokenFamily, COUNTER)));
+        if (expected.counter == 0) {
+            return CheckAndMutate.newBuilder(row).ifNotExists(tokenFamily, COUNTER).build(m);
         }
-        RowState state = read(row, "get");
-        if (state.isHeldBy(claim)) {
-            // the client retried our check-and-mutate after the server had applied it: the lock is ours
-            return OptionalLong.of(state.counter);
+        FilterList check = new FilterList(FilterList.Operator.MUST_PASS_ALL);
+        check.addFilter(valueIs(tokenFamily, COUNTER, CompareOperator.EQUAL, Bytes.toBytes(expected.counter), true));
+        if (expected.holderCell) {
+            check.addFilter(valueIs(family, HOLDER, CompareOperator.EQUAL, FREE, true));
+            check.addFilter(new QualifierFilter(CompareOperator.EQUAL, new BinaryComparator(HOLDER)));
+        } else {
+            // absent: "free or absent" and "not free or absent" both hold only when the cell is absent
+            check.addFilter(valueIs(family, HOLDER, CompareOperator.EQUAL, FREE, false));
+            check.addFilter(valueIs(family, HOLDER, CompareOperator.NOT_EQUAL, FREE, false));
+            check.addFilter(new QualifierFilter(CompareOperator.EQUAL, new BinaryComparator(COUNTER)));
         }
-        if (state.holder != null) {
-            throw new TemporaryLockingException("lock is held by another process on " + where, lock, state.holder.owner, null);
+        return CheckAndMutate.newBuilder(row).ifMatches(check).build(m);
+    }
+
+    private static SingleColumnValueFilter valueIs(byte[] f, byte[] q, CompareOperator op, byte[] value,
+                                                   boolean requirePresent) {
+        SingleColumnValueFilter filter = new SingleColumnValueFilter(f, q, op, new BinaryComparator(value));
+        filter.setFilterIfMissing(requirePresent);
+        filter.setLatestVersionOnly(true);
+        return filter;
+    }
+
+    private TemporaryLockingException heldBy(KeyColumn lock, RowState state) {
+        return new TemporaryLockingException("lock is held by another process on " + where, lock, state.holder.owner, null);
+    }
+
+    /**
+     * Our claim is the holder: our grant was applied (once: it needed the counter at {@code token - 1} and left it at
+     * {@code token}), and no grant came after it (every grant needs the holder cell free), so the counter is our
+     * token. Checked all the same; a counter that is not our token is given back, not trusted.
+     */
+    private OptionalLong ownToken(KeyColumn lock, byte[] row, HolderClaim claim, RowState state, long token) {
+        if (state.counter == token) {
+            remember(row, new Seen(token, true));
+            return OptionalLong.of(token);
         }
+        log.warn("Our claim on {} holds with the counter at {}, not our token {}: given back", lock, state.counter, token);
+        giveBack(lock, row, claim);
+        forget(row);
         return OptionalLong.empty();
     }
 
@@ -356,7 +490,9 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
         byte[] mine = status.claimId();
         CheckAndMutateResult r = checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, mine)
                 .build(new Put(row).addColumn(family, HOLDER, FREE)), "checkAndMutate");
-        if (!r.isSuccess()) {
+        if (r.isSuccess()) {
+            remember(row, new Seen(status.fencingToken(), true));
+        } else {
             log.debug("Release of {} by {}: our claim was already gone (expired or force-released)", lock, config.rid());
         }
     }
@@ -551,7 +687,7 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
      * When we cannot tell, the claim is given back, so that a claim written without our knowing does not block
      * everyone until it expires.
      */
-    private OptionalLong grantedToUs(KeyColumn lock, byte[] row, HolderClaim claim) {
+    private OptionalLong grantedToUs(KeyColumn lock, byte[] row, HolderClaim claim, long token) {
         RowState state;
         try {
             state = read(row, "get");
@@ -559,7 +695,7 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
             giveBack(lock, row, claim);
             return OptionalLong.empty();
         }
-        return state.isHeldBy(claim) ? OptionalLong.of(state.counter) : OptionalLong.empty();
+        return state.isHeldBy(claim) ? ownToken(lock, row, claim, state, token) : OptionalLong.empty();
     }
 
     /** Compare-and-release of a claim we may have written but will not use (best effort: it expires anyway). */
@@ -582,7 +718,35 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
             throw HBaseErrors.translate(e, action, where);
         }
         byte[] counter = r.getValue(tokenFamily, COUNTER);
-        return new RowState(HolderClaim.decode(r.getValue(family, HOLDER)), counter == null ? 0L : Bytes.toLong(counter));
+        byte[] holder = r.getValue(family, HOLDER);
+        RowState state = new RowState(HolderClaim.decode(holder), holder != null,
+                counter == null ? 0L : Bytes.toLong(counter));
+        remember(row, state.seen());
+        return state;
+    }
+
+    // ---- what this locker last saw of lock rows (a guess for the next grant's check; the check decides) ----------
+
+    /** How many lock rows this locker remembers the last seen counter of (least recently used dropped first). */
+    static final int SEEN_ROWS = 4096;
+
+    private static String key(byte[] row) {
+        return new String(row, StandardCharsets.US_ASCII);
+    }
+
+    private void remember(byte[] row, Seen s) {
+        seen.put(key(row), s);
+    }
+
+    private void forget(byte[] row) {
+        seen.remove(key(row));
+    }
+
+    /**
+     * What a grant expects of a lock row: the counter ({@code 0}: none yet) and whether the holder cell is present with
+     * the free value (true) or absent (false). After a read that found a holder: the state its release leaves.
+     */
+    private record Seen(long counter, boolean holderCell) {
     }
 
     private static void closeQuietly(Connection c) {
@@ -596,11 +760,19 @@ public final class HBaseLocker extends AbstractLocker<ClaimStatus> {
     /** What one read of a lock row saw: the live holder (null when free) and the fencing counter. */
     private static final class RowState {
         final HolderClaim holder;
+        /** Whether the holder cell is present (a claim or the free value), false when absent (expired or never written). */
+        final boolean holderCell;
         final long counter;
 
-        RowState(HolderClaim holder, long counter) {
+        RowState(HolderClaim holder, boolean holderCell, long counter) {
             this.holder = holder;
+            this.holderCell = holderCell;
             this.counter = counter;
+        }
+
+        /** What the next grant can expect: this, or, while someone holds it, the free value its release leaves. */
+        Seen seen() {
+            return new Seen(counter, holderCell);
         }
 
         boolean isHeldBy(HolderClaim claim) {

@@ -101,8 +101,13 @@ class HBaseLockerTest {
         return n;
     }
 
+    /**
+     * A grant's check names the counter it expects: known from this locker's last sight of the row (its own grant or
+     * release, or a get), else read first. So an acquire costs 1 RPC when that sight is still current, 2 for a lock the
+     * locker has not seen, 3 when another holder came and went since; renew and release 1 each.
+     */
     @Test
-    void uncontendedAcquireIsOneRoundTripReleaseOneRenewalOneRefusalTwo() {
+    void roundTripsOfAcquireRenewReleaseAndRefusal() {
         Locker a = locker("a");
         Locker b = locker("b");
         KeyColumn warm = lock("warm-up");
@@ -115,7 +120,7 @@ class HBaseLockerTest {
         long before = clientRpcs();
         a.writeLock(lock, tx);
         a.checkLocks(tx);
-        long acquire = clientRpcs() - before;
+        long unseen = clientRpcs() - before;
 
         before = clientRpcs();
         a.renewLocks(tx);
@@ -123,18 +128,107 @@ class HBaseLockerTest {
 
         before = clientRpcs();
         assertThrows(TemporaryLockingException.class, () -> b.writeLock(lock, new Object()));
-        long refusal = clientRpcs() - before;
+        long refusalUnseen = clientRpcs() - before;
+
+        before = clientRpcs();
+        assertThrows(TemporaryLockingException.class, () -> b.writeLock(lock, new Object()));
+        long refusalSeen = clientRpcs() - before;
 
         before = clientRpcs();
         a.deleteLocks(tx);
         long release = clientRpcs() - before;
 
-        System.out.printf("[locker-hbase] round trips: acquire+check=%d, renew=%d, refused acquire=%d, release=%d%n",
-                acquire, renew, refusal, release);
-        assertEquals(1, acquire, "writeLock is one checkAndMutate; checkLocks needs no I/O");
+        Object tx2 = new Object();
+        before = clientRpcs();
+        a.writeLock(lock, tx2);
+        a.checkLocks(tx2);
+        long again = clientRpcs() - before;
+        long tokenA = a.fencingToken(lock, tx2);
+        a.deleteLocks(tx2);
+
+        Object tb = new Object();
+        before = clientRpcs();
+        b.writeLock(lock, tb); // b last saw the counter at a's first token
+        long stale = clientRpcs() - before;
+        assertTrue(b.fencingToken(lock, tb) > tokenA);
+        b.deleteLocks(tb);
+
+        System.out.printf("[locker-hbase] round trips: acquire+check of an unseen lock=%d, again after its release=%d, "
+                + "after another holder=%d, renew=%d, refused acquire=%d (seen: %d), release=%d%n",
+                unseen, again, stale, renew, refusalUnseen, refusalSeen, release);
+        assertEquals(2, unseen, "a get for the counter, then one checkAndMutate; checkLocks needs no I/O");
+        assertEquals(1, again, "the locker's own release told it the counter: one checkAndMutate");
+        assertEquals(3, stale, "a check on an out-of-date counter fails, a get, a checkAndMutate");
         assertEquals(1, renew);
-        assertEquals(2, refusal, "a refused claim is one checkAndMutate plus one get naming the holder");
+        assertEquals(1, refusalUnseen, "the get names the holder");
+        assertEquals(2, refusalSeen, "a refused checkAndMutate plus one get naming the holder");
         assertEquals(1, release);
+    }
+
+    /**
+     * The grant's check returns one cell, whose timestamp the region server stamps the claim with (at least): the
+     * holder cell, or the counter when the holder cell is absent, never a record cell (stamped 2^62 plus a token). A
+     * grant on a row with a run record and no holder cell (the family TTL removed the free value) writes a claim
+     * stamped by the server's clock, which expires.
+     */
+    @Test
+    void aClaimGrantedNextToARecordIsStampedByTheServerClockAndExpires() throws Exception {
+        HBaseOptions shortTtl = HBaseOptions.builder().table("locker_test_short_ttl").ttl(Duration.ofSeconds(2))
+                .serverClockSkew(Duration.ZERO).build();
+        LockerConfig config = LockerConfig.builder().expiry(Duration.ofSeconds(1)).build();
+        try (Locker a = HBaseLocker.builder(connection).options(shortTtl).config(config).build();
+             Locker b = HBaseLocker.builder(connection).options(shortTtl).config(config).build();
+             Table t = connection.getTable(TableName.valueOf(shortTtl.table()))) {
+            KeyColumn lock = lock("recorded");
+            a.runOnce(lock, "record a run", lease -> { }); // token 1, its record, then the free value
+            Thread.sleep(2500); // the family TTL removes the free value; the record (token family) stays
+            Result before = t.get(new Get(HBaseLocker.row(lock)));
+            assertNull(before.getValue(shortTtl.familyBytes(), HBaseLocker.HOLDER));
+            assertEquals(2, before.size(), "the counter and the record: " + before);
+            Object tb = new Object();
+            b.writeLock(lock, tb);
+            assertEquals(2, b.fencingToken(lock, tb));
+            long stamped = t.get(new Get(HBaseLocker.row(lock)))
+                    .getColumnLatestCell(shortTtl.familyBytes(), HBaseLocker.HOLDER).getTimestamp();
+            assertTrue(stamped < HBaseLocker.RECORD_TIMESTAMP_BASE
+                            && Math.abs(stamped - System.currentTimeMillis()) < 60_000,
+                    "the claim is stamped by the server's clock: " + stamped);
+            Thread.sleep(1300);
+            assertFalse(a.holder(lock).isPresent(), "b's claim expired");
+            Object ta = new Object();
+            a.writeLock(lock, ta);
+            assertEquals(3, a.fencingToken(lock, ta));
+            a.deleteLocks(ta);
+        }
+    }
+
+    /**
+     * The grant's check keeps the holder cell (or, when absent, the counter) whatever the order of the two families:
+     * here the token family sorts first. Grants on a free value, on an absent holder cell, and refusals all work.
+     */
+    @Test
+    void grantsWorkWhenTheTokenFamilySortsBeforeTheClaimsFamily() throws Exception {
+        HBaseOptions reversed = HBaseOptions.builder().table("locker_test_reversed").family("z").tokenFamily("a")
+                .ttl(Duration.ofHours(1)).serverClockSkew(Duration.ZERO).build();
+        LockerConfig config = LockerConfig.builder().expiry(Duration.ofMillis(500)).build();
+        try (Locker a = HBaseLocker.builder(connection).options(reversed).config(config).build();
+             Locker b = HBaseLocker.builder(connection).options(reversed).config(config).build()) {
+            KeyColumn lock = lock("reversed");
+            Object t1 = new Object();
+            a.writeLock(lock, t1);
+            assertEquals(1, a.fencingToken(lock, t1));
+            assertThrows(TemporaryLockingException.class, () -> b.writeLock(lock, new Object()));
+            a.deleteLocks(t1);
+            Object t2 = new Object();
+            b.writeLock(lock, t2); // on the free value
+            assertEquals(2, b.fencingToken(lock, t2));
+            Thread.sleep(800); // b "crashes": its claim expires
+            Object t3 = new Object();
+            a.writeLock(lock, t3);
+            assertEquals(3, a.fencingToken(lock, t3));
+            assertEquals(a.rid(), b.holder(lock).orElseThrow().rid());
+            a.deleteLocks(t3);
+        }
     }
 
     @Test

@@ -21,7 +21,6 @@ import org.apache.hadoop.hbase.coprocessor.RegionObserver;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
@@ -152,7 +151,6 @@ class HBaseReview3Test {
      * (the counter moved), and the token is read from our own claim value, so it is always the one our write issued.
      */
     @Test
-    @Disabled("finding 1: a forced release between an applied grant and the client's nonce retry lets the retry re-grant with a token not above the next holder's")
     void aGrantRetriedAfterAForcedReleaseAndAnotherHolderGetsAFreshToken() throws Exception {
         Locker a = locker("a", LONG_EXPIRY);
         Locker b = locker("b", LONG_EXPIRY);
