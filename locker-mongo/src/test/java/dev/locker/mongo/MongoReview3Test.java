@@ -111,7 +111,6 @@ class MongoReview3Test {
      * scrub); bounding the delay of a request is not possible.
      */
     @Test
-    @Disabled("finding 1: a late acquire upsert re-creating a TTL-deleted lock document inserts its stale tokenBase, so later tokens fall below earlier holders' tokens")
     void finding1_aLateUpsertRecreatingADeletedDocumentLowersLaterTokens() throws Exception {
         VirtualClock clock = new VirtualClock();
         mongo.clock().follow(clock);
