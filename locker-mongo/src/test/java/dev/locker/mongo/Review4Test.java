@@ -161,4 +161,59 @@ class Review4Test {
             clock.advance(Duration.ofSeconds(1));
         }
     }
+    /** |estimate - the server's true clock| (the in-process server's clock follows {@code clock}'s wall time). */
+    private static Duration error(ServerClock.Reading r, VirtualClock clock) {
+        return Duration.between(clock.now(), r.server()).abs();
+    }
+
+    /**
+     * Sound: a host suspend (the monotonic clock stops, the local wall clock and the server's go on) is caught by the
+     * offset move: the read measures again; and when that re-measure fails (client closed), the move is in the
+     * uncertainty, so the estimate is never off by more than it says. In normal operation reads cost no round trip:
+     * a thousand reads over 100 s of virtual time send no command.
+     */
+    @Test
+    void aSuspendIsCaughtByTheMoveAndAFailedReMeasureCountsItAsUncertainty() {
+        VirtualClock clock = new VirtualClock();
+        mongo.clock().follow(clock);
+        java.util.concurrent.atomic.AtomicInteger measures = new java.util.concurrent.atomic.AtomicInteger();
+        com.mongodb.event.CommandListener log = new com.mongodb.event.CommandListener() {
+            @Override
+            public void commandStarted(com.mongodb.event.CommandStartedEvent e) {
+                if (e.getCommandName().equalsIgnoreCase("isMaster") || e.getCommandName().equals("hello")) {
+                    measures.incrementAndGet();
+                }
+            }
+        };
+        com.mongodb.client.MongoClient client = com.mongodb.client.MongoClients.create(
+                com.mongodb.MongoClientSettings.builder()
+                        .applyConnectionString(new com.mongodb.ConnectionString(mongo.uri()))
+                        .addCommandListener(log).build());
+        try {
+            ServerClock sc = new ServerClock(clock, client.getDatabase("admin"), Duration.ofSeconds(5),
+                    Duration.ofSeconds(30));
+            sc.measure();
+            int sentAfterMeasure = measures.get();
+            for (int i = 0; i < 1000; i++) {
+                clock.advance(Duration.ofMillis(100));
+                ServerClock.Reading r = sc.read();
+                assertTrue(error(r, clock).compareTo(r.uncertainty()) <= 0, "error within uncertainty");
+            }
+            assertEquals(sentAfterMeasure, measures.get(), "no synchronous re-measure in normal operation");
+
+            clock.stepWallClock(Duration.ofMinutes(10)); // suspended: wall clocks (ours, the server's) go on
+            ServerClock.Reading r = sc.read();
+            assertTrue(error(r, clock).compareTo(r.uncertainty()) <= 0, "re-measured after a suspend: error "
+                    + error(r, clock) + ", uncertainty " + r.uncertainty());
+            assertTrue(measures.get() > sentAfterMeasure, "one round trip for the suspend");
+
+            clock.stepWallClock(Duration.ofMinutes(10)); // suspended again, and now the server cannot be reached
+            client.close();
+            r = sc.read();
+            assertTrue(error(r, clock).compareTo(r.uncertainty()) <= 0, "unmeasured after a suspend: error "
+                    + error(r, clock) + " must be within the uncertainty " + r.uncertainty());
+        } finally {
+            client.close();
+        }
+    }
 }
