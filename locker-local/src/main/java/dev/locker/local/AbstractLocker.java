@@ -370,7 +370,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         S status;
         try {
             status = write(lock, whyOf(tx), waiting);
-        } catch (LockingException e) {
+        } catch (RuntimeException | Error e) { // a locking failure, a probe's, a backend's Error: the entry goes too
             drop(key, holds, hold);
             throw e;
         }

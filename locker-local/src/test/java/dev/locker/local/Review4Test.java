@@ -62,7 +62,6 @@ class Review4Test {
      * Error e) { drop(key, holds, hold); throw e; }} (and move probe.before inside write's try), so the claiming thread
      * drops the entry whatever it throws; releaseHold's CLAIMING rule is then safe.
      */
-    @Disabled("finding 1: a claim that throws a non-LockingException leaks its mediator entry past deleteLocks until the provisional deadline")
     @Test
     void finding1_aClaimThatThrowsOtherThanLockingExceptionLeaksItsMediatorEntry() {
         VirtualClock clock = new VirtualClock();
@@ -83,7 +82,6 @@ class Review4Test {
     }
 
     /** Same, through writeLock and the user's deleteLocks (the documented way to give a transaction up). */
-    @Disabled("finding 1: a claim that throws a non-LockingException leaks its mediator entry past deleteLocks until the provisional deadline")
     @Test
     void finding1_writeLockThenDeleteLocksLeavesTheEntry() {
         VirtualClock clock = new VirtualClock();
