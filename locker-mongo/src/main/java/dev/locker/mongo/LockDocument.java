@@ -20,7 +20,7 @@ import java.util.Date;
  * {
  *   _id:       KeyColumn.legible(),   // e.g. "vertex:42#name"
  *   seq:       NumberLong,  // grants made in this document's life; $inc'ed by the update that makes a holder
- *   tokenBase: NumberLong,  // server-clock microseconds of the latest grant's request, never lowered ($max)
+ *   tokenBase: NumberLong,  // server-clock microseconds when the document was created ($setOnInsert)
  *   expiresAt: Date,        // TTL index field: the holder's expiry, or the release time when free
  *   holder: {               // absent when the lock is free
  *     claim: BinData,       // 16 random bytes naming this claim: what renew and release compare
@@ -31,13 +31,12 @@ import java.util.Date;
  * </pre>
  *
  * <p>The holder's fencing token is {@code tokenBase + seq}: strictly increasing while the document lives (seq only
- * grows, tokenBase never falls, a forced release keeps the document), and still increasing when the TTL safety net (or
- * an operator) deleted the document, because each grant raises tokenBase to its request's server-clock time in
- * microseconds, later than the old document's tokenBase plus its grants as long as fewer than one grant per
- * microsecond happened on it. Raised at every grant, not only when the document is made: a request that lands so late
- * that it re-creates a deleted document brings an old time (its grant is nobody's: its client gave up on it), and the
- * next grant lifts the base above every token issued before. Earlier builds set it only on insert; both share a
- * collection (neither lowers it).
+ * grows, a forced release keeps the document), and still increasing when the TTL safety net (or an operator) deleted
+ * the document, because a new document's tokenBase is the server-clock time in microseconds, later than the old
+ * document's tokenBase plus its grants as long as fewer than one grant per microsecond happened on it, and as long as
+ * the request that creates the new document was sent after the old one's last grant: an acquire request that lands
+ * more than {@code ttlGrace} (1 h by default) after it was sent could re-create a deleted document with an older base
+ * (see MongoLocker's safety argument).
  */
 final class LockDocument {
 

