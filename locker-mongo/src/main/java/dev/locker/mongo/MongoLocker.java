@@ -364,11 +364,7 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
             // the claim again under a later token: that grant is nobody's, our holder must stop. Withdrawn at once
             // (matched on its seq too: it can remove nothing else); a failure leaves it to expire
             try {
-                locks.updateOne(Filters.and(Filters.eq(LockDocument.ID, LockDocument.id(lock)),
-                                Filters.eq(LockDocument.HOLDER_CLAIM, new Binary(status.claimId())),
-                                Filters.eq(LockDocument.SEQ, after.get(LockDocument.SEQ))),
-                        Updates.combine(Updates.unset(LockDocument.HOLDER),
-                                Updates.set(LockDocument.EXPIRES_AT, now)));
+                release(lock, status.claimId(), Filters.eq(LockDocument.SEQ, after.get(LockDocument.SEQ)));
             } catch (RuntimeException e) {
                 log.warn("Could not withdraw the late re-grant of our claim on {} (it expires on its own): {}", lock,
                         e.toString());
@@ -476,10 +472,15 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
     }
 
     private boolean release(KeyColumn lock, byte[] claim) {
+        return release(lock, claim, null);
+    }
+
+    /** Compare-and-delete of claim {@code claim} on {@code lock}, matching {@code also} too when it is not null. */
+    private boolean release(KeyColumn lock, byte[] claim, Bson also) {
         Date now = serverClock.read().serverDateFloor();
-        UpdateResult res = locks.updateOne(
-                Filters.and(Filters.eq(LockDocument.ID, LockDocument.id(lock)),
-                        Filters.eq(LockDocument.HOLDER_CLAIM, new Binary(claim))),
+        Bson ours = Filters.and(Filters.eq(LockDocument.ID, LockDocument.id(lock)),
+                Filters.eq(LockDocument.HOLDER_CLAIM, new Binary(claim)));
+        UpdateResult res = locks.updateOne(also == null ? ours : Filters.and(ours, also),
                 Updates.combine(Updates.unset(LockDocument.HOLDER), Updates.set(LockDocument.EXPIRES_AT, now)));
         return res.getMatchedCount() > 0;
     }
