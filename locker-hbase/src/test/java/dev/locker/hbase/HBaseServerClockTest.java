@@ -140,8 +140,7 @@ class HBaseServerClockTest {
         // after an earlier test stepped the clock back, the region server's next report can wait that long: the doctor
         // now judges a lone server behind by more than half the allowance, so wait for a report on the true clock
         awaitReportAhead(Duration.ofMillis(-400));
-        List<Finding> inSync = new HBaseDoctor().check(uri, s -> { });
-        Finding clocks = finding(inSync, "server-clocks");
+        Finding clocks = judgedClocks(uri);
         assertEquals(Level.OK, clocks.level(), clocks::toString);
 
         serverClock.offsetMillis = 25_000;
@@ -149,10 +148,25 @@ class HBaseServerClockTest {
         // a region server reports every msginterval of its own clock: after an earlier test stepped it back, the next
         // report can wait that long; the doctor reads what the master has, so wait for a report on the new clock
         awaitReportAhead(Duration.ofSeconds(20));
-        List<Finding> ahead = new HBaseDoctor().check(uri, s -> { });
-        clocks = finding(ahead, "server-clocks");
+        clocks = judgedClocks(uri);
         assertEquals(Level.WARN, clocks.level(), clocks::toString);
         assertTrue(clocks.why().contains("against this client's clock +2"), clocks::toString);
+    }
+
+    /**
+     * The doctor's clock finding, run again as its advice says while a loaded machine delayed every report past the
+     * check: a server that did not report is named, never judged.
+     */
+    private static Finding judgedClocks(String uri) throws Exception {
+        Finding clocks = null;
+        for (int attempt = 0; attempt < 5; attempt++) {
+            List<Finding> found = new HBaseDoctor().check(uri, s -> { });
+            clocks = finding(found, "server-clocks");
+            if (!clocks.why().contains("sent the master no report during the check")) {
+                return clocks;
+            }
+        }
+        return clocks;
     }
 
     private void awaitReportAhead(Duration ahead) throws Exception {
