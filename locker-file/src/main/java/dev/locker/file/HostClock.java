@@ -135,7 +135,7 @@ final class HostClock {
     static long monotonicOffset() {
         String text;
         try {
-            text = new String(Files.readAllBytes(TIMENS_OFFSETS), StandardCharsets.US_ASCII);
+            text = new String(Uninterruptible.io(() -> Files.readAllBytes(TIMENS_OFFSETS)), StandardCharsets.US_ASCII);
         } catch (NoSuchFileException e) {
             return 0; // a kernel without time namespaces (before 5.6, or CONFIG_TIME_NS off): one monotonic clock
         } catch (IOException | SecurityException e) {
@@ -157,7 +157,7 @@ final class HostClock {
 
     private static String bootId() {
         try {
-            String id = new String(Files.readAllBytes(BOOT_ID), StandardCharsets.US_ASCII).trim();
+            String id = new String(Uninterruptible.io(() -> Files.readAllBytes(BOOT_ID)), StandardCharsets.US_ASCII).trim();
             return id.isEmpty() ? null : id;
         } catch (IOException | SecurityException | UnsupportedOperationException e) {
             return null;

@@ -4,7 +4,9 @@ import dev.locker.spi.PermanentStoreException;
 import dev.locker.spi.StoreException;
 import dev.locker.spi.TemporaryStoreException;
 
+import java.io.FileNotFoundException;
 import java.io.IOException;
+import java.io.RandomAccessFile;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
@@ -52,6 +54,9 @@ import java.util.concurrent.TimeUnit;
  * thread inside the monitor holds the string, so every copy of this library in the JVM (web applications, plugins)
  * synchronises on the same object. Nothing waits for another process while holding it: a busy range is let go and
  * tried again.
+ *
+ * <p><b>Interrupts.</b> A stripe file is held through a {@link RandomAccessFile}, which no interrupt closes. Every other
+ * read and write runs through {@link Uninterruptible}. So a cancelled task's release still deletes its claim.
  */
 final class LockDirectory {
 
@@ -143,10 +148,10 @@ final class LockDirectory {
 
     /** The stripe of the lock being changed, while its range is held. */
     final class Stripe {
-        private final FileChannel channel;
+        private final RandomAccessFile file;
 
-        private Stripe(FileChannel channel) {
-            this.channel = channel;
+        private Stripe(RandomAccessFile file) {
+            this.file = file;
         }
 
         /**
@@ -154,18 +159,21 @@ final class LockDirectory {
          * forced to disk before it returns.
          */
         long issue(long candidate) throws IOException {
-            FileLock header = channel.tryLock(0, HEADER, false);
+            FileLock header = file.getChannel().tryLock(0, HEADER, false);
             if (header == null) {
                 throw Busy.HEADER;
             }
             try {
-                ByteBuffer buf = ByteBuffer.allocate(HEADER);
-                while (buf.hasRemaining() && channel.read(buf, buf.position()) > 0) {
-                    // read on
+                byte[] mark = new byte[HEADER];
+                int read = 0;
+                file.seek(0);
+                for (int n; read < HEADER && (n = file.read(mark, read, HEADER - read)) > 0; ) {
+                    read += n;
                 }
-                boolean fresh = buf.position() == 0;
+                ByteBuffer buf = ByteBuffer.wrap(mark);
+                boolean fresh = read == 0;
                 long high = 0;
-                if (buf.position() == HEADER && buf.getLong(0) == ~buf.getLong(8)) {
+                if (read == HEADER && buf.getLong(0) == ~buf.getLong(8)) {
                     high = buf.getLong(0);
                 } else if (!fresh) {
                     org.slf4j.LoggerFactory.getLogger(LockDirectory.class).warn("The token high-water mark of {} is "
@@ -173,11 +181,9 @@ final class LockDirectory {
                             + "wall clock", stripes);
                 }
                 long token = Math.max(candidate, high + 1);
-                ByteBuffer out = ByteBuffer.allocate(HEADER).putLong(token).putLong(~token).flip();
-                while (out.hasRemaining()) {
-                    channel.write(out, out.position());
-                }
-                channel.force(false);
+                file.seek(0);
+                file.write(ByteBuffer.allocate(HEADER).putLong(token).putLong(~token).array());
+                file.getFD().sync();
                 if (fresh) {
                     force(stripes); // a new stripe file: its entry must survive a power loss with its mark
                 }
@@ -213,14 +219,13 @@ final class LockDirectory {
         while (true) {
             String busy;
             synchronized (monitor) {
-                try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.READ,
-                        StandardOpenOption.WRITE)) {
-                    FileLock lock = ch.tryLock(position, 1, false);
+                try (RandomAccessFile raf = openStripe(file)) {
+                    FileLock lock = raf.getChannel().tryLock(position, 1, false);
                     if (lock == null) {
                         busy = "lock " + name + " in " + dir + " stayed locked by another process";
                     } else {
                         try {
-                            return change.apply(new Stripe(ch));
+                            return change.apply(new Stripe(raf));
                         } catch (Busy b) {
                             busy = "the token high-water mark of stripe " + stripe + " of " + dir + " stayed locked by "
                                     + "another process";
@@ -245,6 +250,20 @@ final class LockDirectory {
                 throw new TemporaryStoreException("interrupted while waiting for " + name + " in " + dir, e);
             }
             pause = Math.min(pause * 2, 20);
+        }
+    }
+
+    /**
+     * Opens a stripe file, created if missing. Through a {@link RandomAccessFile}: no interrupt can close it, which
+     * would drop this process's OS locks on it in the middle of a change.
+     */
+    private static RandomAccessFile openStripe(Path file) throws IOException {
+        try {
+            return new RandomAccessFile(file.toFile(), "rw");
+        } catch (FileNotFoundException e) {
+            // its message is the only detail: NIO's open names the cause (access denied, read-only, gone) by type
+            FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.READ, StandardOpenOption.WRITE).close();
+            throw new FileSystemException(file.toString(), null, e.getMessage());
         }
     }
 
@@ -291,7 +310,7 @@ final class LockDirectory {
 
     private byte[] readBytes(Path file) {
         try {
-            return Files.readAllBytes(file);
+            return Uninterruptible.io(() -> Files.readAllBytes(file));
         } catch (NoSuchFileException e) {
             if (!Files.isDirectory(dir)) {
                 throw new TemporaryStoreException("the lock directory " + dir + " is gone (unmounted, moved or deleted)", e);
@@ -317,16 +336,20 @@ final class LockDirectory {
 
     private void replace(Path in, String name, LockFile content, boolean durable) throws IOException {
         Path temp = tmp.resolve(name);
-        try (FileChannel ch = FileChannel.open(temp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
-                StandardOpenOption.TRUNCATE_EXISTING)) {
-            ByteBuffer buf = ByteBuffer.wrap(content.toBytes());
-            while (buf.hasRemaining()) {
-                ch.write(buf);
+        byte[] bytes = content.toBytes();
+        Uninterruptible.io(() -> {
+            try (FileChannel ch = FileChannel.open(temp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+                    StandardOpenOption.TRUNCATE_EXISTING)) {
+                ByteBuffer buf = ByteBuffer.wrap(bytes);
+                while (buf.hasRemaining()) {
+                    ch.write(buf);
+                }
+                if (durable) {
+                    ch.force(true);
+                }
             }
-            if (durable) {
-                ch.force(true);
-            }
-        }
+            return null;
+        });
         Files.move(temp, in.resolve(name), StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
         if (durable) {
             force(in);
@@ -338,20 +361,23 @@ final class LockDirectory {
      * open a directory as a channel (NTFS journals its renames).
      */
     static void force(Path directory) throws IOException {
-        FileChannel ch;
-        try {
-            ch = FileChannel.open(directory, StandardOpenOption.READ);
-        } catch (IOException | UnsupportedOperationException e) {
-            if (WINDOWS) {
-                return;
+        Uninterruptible.io(() -> {
+            FileChannel ch;
+            try {
+                ch = FileChannel.open(directory, StandardOpenOption.READ);
+            } catch (IOException | UnsupportedOperationException e) {
+                if (WINDOWS) {
+                    return null;
+                }
+                throw e instanceof IOException ? (IOException) e
+                        : new IOException("cannot open " + directory + " to force it", e);
             }
-            throw e instanceof IOException ? (IOException) e : new IOException("cannot open " + directory + " to force it", e);
-        }
-        try (ch) {
-            ch.force(true);
-        }
+            try (ch) {
+                ch.force(true);
+            }
+            return null;
+        });
     }
-
 
     /** A file system failure as a store failure: refusals and read-only file systems are permanent, the rest temporary. */
     static StoreException translate(IOException e, String action) {
