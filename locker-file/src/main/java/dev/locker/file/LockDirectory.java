@@ -69,11 +69,6 @@ final class LockDirectory {
     private static final boolean WINDOWS = System.getProperty("os.name", "").toLowerCase(Locale.ROOT)
             .startsWith("windows");
 
-    /** File system types whose locks or clocks are not those of one host: refused. */
-    private static final Set<String> REMOTE = Set.of("nfs", "nfs4", "cifs", "smb", "smb2", "smb3", "smbfs", "9p",
-            "afs", "ncpfs", "ceph", "glusterfs", "lustre", "gpfs", "beegfs", "virtiofs", "vboxsf", "vmhgfs", "prl_fs",
-            "davfs", "coda", "ocfs2", "gfs2");
-
     final Path dir;
     final Path stripes;
     final Path tmp;
@@ -97,19 +92,19 @@ final class LockDirectory {
     /**
      * Opens (creating it if needed) the lock directory {@code path}.
      *
-     * @throws IllegalArgumentException when it is on a network or shared file system, or not a directory
+     * @param trustFileSystem accept a file system type not known to be local (see {@link LocalFileSystems})
+     * @throws IllegalArgumentException when it is on a network or shared file system, on one not known to be local
+     *         (unless {@code trustFileSystem}), or not a directory
      * @throws StoreException when it cannot be created or read
      */
-    static LockDirectory open(Path path) {
+    static LockDirectory open(Path path, boolean trustFileSystem) {
         try {
             Files.createDirectories(path);
             Path real = path.toRealPath();
-            String type = Files.getFileStore(real).type().toLowerCase(Locale.ROOT);
-            if (isShared(type)) {
-                throw new IllegalArgumentException("file: lock directory " + real + " is on a '" + type + "' file system. "
-                        + "file: works only on a local file system: across hosts, or through a network file system, "
-                        + "file locks are not trustworthy and each host's clock would judge the others' claims; use "
-                        + "redis://, mongodb:// or hbase:// for processes on several hosts");
+            String type = LocalFileSystems.typeOf(real);
+            String refusal = refusal(real, type, trustFileSystem);
+            if (refusal != null) {
+                throw new IllegalArgumentException(refusal);
             }
             Files.createDirectories(real.resolve(".stripes"));
             Files.createDirectories(real.resolve(".tmp"));
@@ -123,11 +118,23 @@ final class LockDirectory {
         }
     }
 
-    /** True for a file system type on which file locks and one host's clock cannot be trusted (network, VM-shared). */
-    static boolean isShared(String type) {
-        String t = type.toLowerCase(Locale.ROOT);
-        return REMOTE.contains(t) || t.startsWith("nfs") || t.startsWith("fuse.sshfs") || t.startsWith("fuse.glusterfs")
-                || t.startsWith("fuse.rclone") || t.startsWith("fuse.s3");
+    /** Why a lock directory on a file system of {@code type} is refused, or null when it is not. */
+    static String refusal(Path dir, String type, boolean trustFileSystem) {
+        switch (LocalFileSystems.classify(type)) {
+            case LOCAL:
+                return null;
+            case SHARED:
+                return "file: lock directory " + dir + " is on a '" + type + "' file system, shared between hosts. "
+                        + "file: works only on a file system local to one host: across hosts, OS file locks do not "
+                        + "exclude each other and each host takes the others' claims for claims of an earlier boot; "
+                        + "use redis://, mongodb:// or hbase:// for processes on several hosts";
+            default:
+                return trustFileSystem ? null : "file: lock directory " + dir + " is on a '" + type + "' file system, "
+                        + "which file: does not know to be local to this host (ext4, xfs, btrfs, tmpfs, zfs, overlay "
+                        + "and the like are). Shared between hosts, it would give two holders of one lock. If only "
+                        + "processes of this host use the directory and its OS locks work between them, open it with "
+                        + "trustFileSystem=true (URI) or trustFileSystem(true) (builder)";
+        }
     }
 
     /** The stripe of lock file {@code name}. */
