@@ -203,7 +203,9 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
 
     /**
      * One step under the lock's stripe lock: the claim (whose token is the file's token while it is there) is checked,
-     * the record written and the claim removed, so the record names exactly the claim it removed.
+     * then removed and recorded, so the record names exactly the claim it removed. The removal lands before the
+     * record ({@link LockDirectory#writeLockAndRecords}): a failure never leaves a record of a release that did not
+     * happen.
      */
     @Override
     protected boolean deleteClaimWithToken(KeyColumn lock, long token, byte[] record) {
@@ -215,9 +217,8 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
             }
             LockFile r = records(name, lock);
             r.records.put(FORCED, record.clone());
-            directory.writeRecords(name, r);
             f.claim = null;
-            directory.writeLock(name, f);
+            directory.writeLockAndRecords(name, f, r);
             return true;
         });
     }

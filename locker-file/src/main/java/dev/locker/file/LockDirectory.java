@@ -341,8 +341,46 @@ final class LockDirectory {
         replace(records, name, content, true);
     }
 
+    /**
+     * Removes a claim and leaves the record of it, in the one order that never records what did not happen: both
+     * files are written to temporary files first (where a full disk fails them), then the lock file is renamed (the
+     * step that counts), then the records file. A failure before the lock file's rename changes nothing. A failure of
+     * the records file's rename after it leaves the claim removed without its record, and is logged.
+     */
+    void writeLockAndRecords(String name, LockFile lock, LockFile records) throws IOException {
+        Path lockTemp = tmp.resolve(name);
+        Path recordsTemp = tmp.resolve("." + name); // no lock file's name starts with a dot (FileNames)
+        boolean removed = false;
+        try {
+            writeTemp(recordsTemp, records, true);
+            writeTemp(lockTemp, lock, false);
+            Files.move(lockTemp, dir.resolve(name), StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            removed = true;
+            Files.move(recordsTemp, this.records.resolve(name), StandardCopyOption.ATOMIC_MOVE,
+                    StandardCopyOption.REPLACE_EXISTING);
+            force(this.records);
+        } catch (IOException e) {
+            Files.deleteIfExists(lockTemp);
+            Files.deleteIfExists(recordsTemp);
+            if (!removed) {
+                throw e;
+            }
+            org.slf4j.LoggerFactory.getLogger(LockDirectory.class).warn("The claim on {} in {} was removed, but the "
+                    + "record of its forced release could not be written: {}", name, dir, e.toString());
+        }
+    }
+
     private void replace(Path in, String name, LockFile content, boolean durable) throws IOException {
         Path temp = tmp.resolve(name);
+        writeTemp(temp, content, durable);
+        Files.move(temp, in.resolve(name), StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+        if (durable) {
+            force(in);
+        }
+    }
+
+    /** Writes {@code content} to the temporary file {@code temp}, forced to disk when {@code durable}. */
+    private static void writeTemp(Path temp, LockFile content, boolean durable) throws IOException {
         byte[] bytes = content.toBytes();
         Uninterruptible.io(() -> {
             try (FileChannel ch = FileChannel.open(temp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
@@ -357,10 +395,6 @@ final class LockDirectory {
             }
             return null;
         });
-        Files.move(temp, in.resolve(name), StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-        if (durable) {
-            force(in);
-        }
     }
 
     /**
