@@ -67,7 +67,8 @@ import java.util.TreeSet;
  * under JVM-wide monitors, so other copies of this library in the JVM do not break it. Assumptions: a local file
  * system whose OS locks work between the processes that share the directory (known local types only; NFS, SMB, a
  * directory shared between a VM and its host, and unknown types are refused, the last unless the user vouches for
- * them); every process sharing the directory runs on this host's kernel;
+ * them); every process sharing the directory runs on this host's kernel (a process restored from a checkpoint, CRaC or
+ * CRIU, is refused: each grant, renewal and verification first reads its boot id, time namespace and identity again);
  * nobody edits the files by hand.
  */
 public final class FileLocker extends AbstractLocker<ClaimStatus> {
@@ -115,6 +116,11 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
     @Override
     protected ClaimStatus writeSingleLock(KeyColumn lock, LockOwner owner) {
         String name = name(lock);
+        try {
+            requireNotRestored();
+        } catch (IllegalStateException e) {
+            throw new PermanentLockingException(e.getMessage(), lock, null, e);
+        }
         long started = time.nanoTime();
         LockOwner holder = owner.withSince(time.now());
         return directory.locked(name, stripe -> {
@@ -138,6 +144,7 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
 
     @Override
     protected ClaimStatus verifySingleLock(KeyColumn lock, ClaimStatus status) {
+        requireNotRestored(lock);
         LockFile f = load(name(lock), lock);
         if (f.claim != null && f.claim.is(status.claimId()) && alive(f.claim)) {
             return status;
@@ -147,6 +154,7 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
 
     @Override
     protected ClaimStatus renewSingleLock(KeyColumn lock, ClaimStatus status) {
+        requireNotRestored(lock);
         String name = name(lock);
         long started = time.nanoTime();
         return directory.locked(name, stripe -> {
@@ -345,6 +353,24 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
                     + "lock (a SHA-256 collision of two long names, or a file renamed by hand)", lock);
         }
         return f;
+    }
+
+    /**
+     * Refuses to go on in a process restored from a checkpoint: its boot id, time namespace or identity, read once,
+     * are stale. Checked by every grant, renewal and verification, before their I/O.
+     */
+    private void requireNotRestored() {
+        clock.requireCurrent();
+        Sessions.requireCurrent(Sessions.PROCESS);
+    }
+
+    /** Likewise for a held claim: it can no longer be judged, so it is lost. */
+    private void requireNotRestored(KeyColumn lock) {
+        try {
+            requireNotRestored();
+        } catch (IllegalStateException e) {
+            throw new ExpiredLockException(e.getMessage(), lock, null, e, dev.locker.api.LossReason.EXPIRED);
+        }
     }
 
     /** Alive: not expired on the host's clock, not from an earlier boot, and its locker's process still runs. */

@@ -333,6 +333,21 @@ final class Sessions implements AutoCloseable {
     }
 
     /**
+     * Fails when this process is no longer the one {@code cached} names: restored from a checkpoint (CRaC, CRIU), it
+     * runs as a new process, maybe on another boot. Its claims would name the process it was, which no probe can
+     * tell alive or dead, so file: refuses to go on in it. Three small reads of {@code /proc}.
+     *
+     * @throws IllegalStateException when the identity read now differs
+     */
+    static void requireCurrent(String cached) {
+        String now = processIdentity();
+        if (!now.equals(cached)) {
+            throw new IllegalStateException(HostClock.RESTORED + "it is now " + now + ", not " + cached + ". Restart "
+                    + "the process to use file: locks again");
+        }
+    }
+
+    /**
      * This process's identity: boot id, pid namespace, pid and start time (clock ticks since boot) on Linux, read
      * from {@code /proc/self}; elsewhere the pid and start instant. Two live processes never share it; every copy of
      * this library in one process computes the same.
