@@ -41,7 +41,6 @@ final class HostClock {
 
     private static final Path BOOT_ID = Path.of("/proc/sys/kernel/random/boot_id");
     private static final Path TIMENS_OFFSETS = Path.of("/proc/self/timens_offsets");
-    private static final String BOOT = bootId();
     /** The domain of each non-system time source in use (weak: a discarded virtual clock is forgotten). */
     private static final Map<TimeSource, String> VIRTUAL = Collections.synchronizedMap(new WeakHashMap<>());
 
@@ -58,7 +57,7 @@ final class HostClock {
      *         or when this process's time namespace offset cannot be read
      */
     HostClock(TimeSource time, boolean allowWall) {
-        this(time, allowWall, BOOT);
+        this(time, allowWall, bootId()); // read for each clock: a process restored from a checkpoint may be on another boot
     }
 
     HostClock(TimeSource time, boolean allowWall, String bootId) {
@@ -82,6 +81,34 @@ final class HostClock {
                     + "wallClock(true) on the builder or ?wallClock=true on the URI");
         }
     }
+
+    /**
+     * Fails when what this clock read once no longer holds: the boot id, or this process's time-namespace offset.
+     * Both change when the process is restored from a checkpoint (CRaC, CRIU) on another boot or into another time
+     * namespace; claims written on the stale values would be misjudged by every other process. Two small reads of
+     * {@code /proc}.
+     *
+     * @throws IllegalStateException when either changed since this clock read it
+     */
+    void requireCurrent() {
+        if (!domain.startsWith("boot:")) {
+            return;
+        }
+        String boot = bootId();
+        if (!domain.equals("boot:" + boot)) {
+            throw new IllegalStateException(RESTORED + "the boot id is now " + boot + ", not the " + domain.substring(5)
+                    + " this locker read when it opened");
+        }
+        long now = monotonicOffset();
+        if (now != offset) {
+            throw new IllegalStateException(RESTORED + "this process's time namespace now reads the monotonic clock "
+                    + java.time.Duration.ofNanos(now) + " off the host's, not " + java.time.Duration.ofNanos(offset));
+        }
+    }
+
+    /** The start of every refusal of a process restored from a checkpoint. */
+    static final String RESTORED = "this process was restored from a checkpoint (CRaC, CRIU) or moved since file: read "
+            + "its clock, and claims written now would be misjudged by other processes: ";
 
     /** This clock's domain name. */
     String domain() {
@@ -135,7 +162,7 @@ final class HostClock {
     static long monotonicOffset() {
         String text;
         try {
-            text = new String(Files.readAllBytes(TIMENS_OFFSETS), StandardCharsets.US_ASCII);
+            text = new String(Uninterruptible.io(() -> Files.readAllBytes(TIMENS_OFFSETS)), StandardCharsets.US_ASCII);
         } catch (NoSuchFileException e) {
             return 0; // a kernel without time namespaces (before 5.6, or CONFIG_TIME_NS off): one monotonic clock
         } catch (IOException | SecurityException e) {
@@ -155,9 +182,10 @@ final class HostClock {
         throw new IllegalStateException("cannot understand " + TIMENS_OFFSETS + ": " + text.trim());
     }
 
-    private static String bootId() {
+    /** This host's boot id as the kernel says it now, or null off Linux. */
+    static String bootId() {
         try {
-            String id = new String(Files.readAllBytes(BOOT_ID), StandardCharsets.US_ASCII).trim();
+            String id = new String(Uninterruptible.io(() -> Files.readAllBytes(BOOT_ID)), StandardCharsets.US_ASCII).trim();
             return id.isEmpty() ? null : id;
         } catch (IOException | SecurityException | UnsupportedOperationException e) {
             return null;

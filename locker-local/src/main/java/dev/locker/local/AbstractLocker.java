@@ -1356,7 +1356,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
             log.info("Lost lock {} (locker {}): {}", hold.lock, config.rid(), loss);
             KeepAlive k = background;
             if (k != null) {
-                k.tell(listeners, loss);
+                k.tell(hold.tx, listeners, loss);
             } else {
                 KeepAlive.tellHere(listeners, loss);
             }
@@ -1374,7 +1374,7 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         KeepAlive k = background();
         LockLost already = hold.addListener(listener);
         if (already != null) {
-            k.tell(List.of(listener), already);
+            k.tell(hold.tx, List.of(listener), already);
         } else {
             k.watch(hold);
         }

@@ -1,0 +1,92 @@
+package dev.locker.file;
+
+import dev.locker.api.Locker;
+import dev.locker.api.LockerConfig;
+import dev.locker.api.Lockers;
+import org.junit.jupiter.api.Test;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** file: accepts only file systems known to be local to this host, read from the mount table, unless trusted. */
+class FileMountTest {
+
+    /** Lines as /proc/self/mountinfo has them, from a host with FUSE mounts, a bind mount and a stacked mount. */
+    private static final List<String> MOUNTINFO = List.of(
+            "26 1 259:2 / / rw,relatime shared:1 - ext4 /dev/nvme0n1p2 rw,errors=remount-ro",
+            "31 26 0:27 / /tmp rw,nosuid,nodev shared:13 - tmpfs tmpfs rw,size=8G",
+            "40 26 0:35 / /mnt/vmshare rw,relatime shared:20 - fuse.vmhgfs-fuse vmhgfs-fuse rw,user_id=0",
+            "41 26 0:36 / /mnt/ceph rw,relatime shared:21 - fuse.ceph-fuse ceph-fuse rw,user_id=0",
+            "42 26 0:37 / /mnt/gcs rw,relatime shared:22 - fuse.gcsfuse bucket rw,user_id=1000",
+            "43 26 0:38 / /mnt/jfs rw,relatime shared:23 - fuse.juicefs redis://meta rw,user_id=0",
+            "44 26 0:39 / /mnt/blob rw,relatime shared:24 - fuse.blobfuse2 blobfuse2 rw,user_id=0",
+            "45 26 0:40 / /mnt/moose rw,relatime shared:25 - fuse.mfs mfsmaster:9421 rw,user_id=0",
+            "46 26 0:41 / /mnt/odd rw,relatime shared:26 - fuse.someonesfs somefs rw,user_id=0",
+            "47 26 0:42 / /srv/nfs rw,relatime shared:27 - nfs4 nas:/export rw,vers=4.2",
+            "48 47 259:3 / /srv/nfs/local rw,relatime shared:28 - xfs /dev/nvme1n1 rw",
+            "49 26 0:43 / /mnt/with\\040space rw,relatime shared:29 - btrfs /dev/sdb rw",
+            "50 26 0:44 / /var/lib/docker/overlay2/x/merged rw,relatime - overlay overlay rw,lowerdir=/a",
+            "51 26 0:45 / /mnt/moose rw,relatime shared:30 - zfs tank/moose rw");
+
+    private static String type(String path) {
+        return LocalFileSystems.typeIn(MOUNTINFO, Path.of(path));
+    }
+
+    @Test
+    void theTypeIsTheMountWithTheLongestMountPointOverThePathTheLastOneOnTop() {
+        assertEquals("ext4", type("/var/lib/locks"));
+        assertEquals("tmpfs", type("/tmp/locks"));
+        assertEquals("ext4", type("/tmpfoo/locks"), "a mount point is a whole path element");
+        assertEquals("fuse.juicefs", type("/mnt/jfs/app/locks"));
+        assertEquals("nfs4", type("/srv/nfs/shared"));
+        assertEquals("xfs", type("/srv/nfs/local/locks"), "a local mount inside an NFS mount is local");
+        assertEquals("btrfs", type("/mnt/with space/locks"), "\\040 in a mount point is a space");
+        assertEquals("zfs", type("/mnt/moose/locks"), "of two mounts on one point, the later is on top");
+        assertEquals("overlay", type("/var/lib/docker/overlay2/x/merged/locks"));
+        assertNull(LocalFileSystems.typeIn(List.of("not a mountinfo line"), Path.of("/x")));
+    }
+
+    @Test
+    void sharedFuseFileSystemsAreRefusedAndUnknownOnesUnlessTrusted() {
+        for (String shared : List.of("fuse.vmhgfs-fuse", "fuse.ceph-fuse", "fuse.gcsfuse", "fuse.juicefs",
+                "fuse.blobfuse2", "fuse.mfs", "nfs4", "cifs", "9p", "virtiofs", "fuse.sshfs")) {
+            assertEquals(LocalFileSystems.Kind.SHARED, LocalFileSystems.classify(shared), shared);
+            String refusal = LockDirectory.refusal(Path.of("/mnt/x"), shared, true);
+            assertTrue(refusal != null && refusal.contains("shared between hosts"), "refused even when trusted: "
+                    + refusal);
+        }
+        for (String local : List.of("ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "zfs", "f2fs", "overlay", "EXT4")) {
+            assertEquals(LocalFileSystems.Kind.LOCAL, LocalFileSystems.classify(local), local);
+            assertNull(LockDirectory.refusal(Path.of("/var/lib/x"), local, false), local);
+        }
+        String unknown = LockDirectory.refusal(Path.of("/mnt/odd"), type("/mnt/odd/locks"), false);
+        assertTrue(unknown != null && unknown.contains("'fuse.someonesfs'") && unknown.contains("trustFileSystem=true"),
+                "an unknown type is refused, naming the override: " + unknown);
+        assertNull(LockDirectory.refusal(Path.of("/mnt/odd"), "fuse.someonesfs", true), "accepted when trusted");
+    }
+
+    @Test
+    void thisHostsMountTableNamesTheFixturesFileSystem() throws Exception {
+        try (FileFixture fixture = new FileFixture("file-mount")) {
+            Path real = fixture.dir().toRealPath();
+            org.junit.jupiter.api.Assumptions.assumeTrue(Files.isReadable(Path.of("/proc/self/mountinfo")), "Linux");
+            assertEquals(Files.getFileStore(real).type(), LocalFileSystems.typeOf(real),
+                    "the mount table and the JDK agree on the type of " + real);
+        }
+    }
+
+    @Test
+    void theUriTakesTheOverrideAsAnOption() throws Exception {
+        try (FileFixture fixture = new FileFixture("file-mount-uri");
+             Locker l = Lockers.open("file:" + fixture.dir() + "?trustFileSystem=true")) {
+            assertInstanceOf(FileLocker.class, l);
+            assertTrue(Lockers.check("file:" + fixture.dir() + "?trustFileSystem=false", LockerConfig.defaults()) != null);
+        }
+    }
+}
