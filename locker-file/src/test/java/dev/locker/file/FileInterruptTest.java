@@ -134,4 +134,50 @@ class FileInterruptTest {
             next.get().close();
         }
     }
+
+    @Test
+    @Disabled("a run whose task restores an interrupt goes unrecorded when another process holds the job's range")
+    void aRunOnceWhoseTaskRestoresAnInterruptIsRecordedWhileAnotherProcessIsInsideAChangeOfTheJob() throws Exception {
+        KeyColumn job = KeyColumn.named("job-restoring-an-interrupt-while-busy");
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        Process[] other = new Process[1];
+        Thread[] letGo = new Thread[1];
+        try (Locker a = open("a")) {
+            Run run = a.runOnce(job, "migrate", lease -> {
+                try {
+                    // another process enters a change of the job's lock (a contender's try) as the task ends
+                    other[0] = new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"),
+                            RangeHolder.class.getName(), fixture.dir().toString(), FileNames.of(job, false)).start();
+                    String said = new BufferedReader(new InputStreamReader(other[0].getInputStream(),
+                            StandardCharsets.UTF_8)).readLine();
+                    assertEquals("LOCKED", said, "the other process holds the job's range");
+                } catch (java.io.IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+                letGo[0] = new Thread(() -> {
+                    try {
+                        Thread.sleep(200); // well inside the 2 s a change waits for another process's range
+                        other[0].getOutputStream().write('\n');
+                        other[0].getOutputStream().flush();
+                    } catch (Exception e) {
+                        other[0].destroy();
+                    }
+                });
+                letGo[0].start();
+                Thread.currentThread().interrupt();
+            });
+            assertTrue(Thread.interrupted(), "the interrupt the task restored is kept for the caller");
+            letGo[0].join();
+            assertTrue(other[0].waitFor(30, TimeUnit.SECONDS), "the other process let go and ended");
+            assertEquals(Run.Outcome.RAN, run.outcome(), "the run is recorded: " + run);
+            Run again = a.runOnce(job, "migrate", lease -> {
+                throw new AssertionError("ran a second time");
+            });
+            assertEquals(Run.Outcome.ALREADY_DONE, again.outcome(), again.toString());
+        } finally {
+            if (other[0] != null) {
+                other[0].destroyForcibly();
+            }
+        }
+    }
 }
