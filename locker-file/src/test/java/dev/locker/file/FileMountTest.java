@@ -151,6 +151,34 @@ class FileMountTest {
         }
     }
 
+    /** A lock directory named through a link into a hugetlbfs (mounting needs root; skipped elsewhere). */
+    @Test
+    void aLockDirectoryReachedThroughALinkIsJudgedByTheFileSystemTheLinkLeadsTo() throws Exception {
+        Path base = Files.createTempDirectory(Files.createDirectories(Path.of("target", "lock-dirs")), "linked-")
+                .toRealPath();
+        Path mount = Files.createDirectories(base.resolve("mnt"));
+        Path link = base.resolve("locks");
+        try {
+            Assumptions.assumeTrue(run("mount", "-t", "hugetlbfs", "none", mount.toString()), "can mount (root)");
+            Files.createSymbolicLink(link, Files.createDirectories(mount.resolve("locks")));
+            IllegalArgumentException refused = assertThrows(IllegalArgumentException.class,
+                    () -> FileLocker.builder(link).build().close(), "a type file: does not know is refused");
+            assertTrue(refused.getMessage().contains("'hugetlbfs'"), refused.getMessage());
+            assertEquals(List.of(), listOf(mount.resolve("locks")), "nothing was made in the refused directory");
+        } finally {
+            run("umount", "-l", mount.toString());
+            Files.deleteIfExists(link);
+            Files.deleteIfExists(mount);
+            Files.deleteIfExists(base);
+        }
+    }
+
+    private static List<Path> listOf(Path dir) throws Exception {
+        try (java.util.stream.Stream<Path> entries = Files.list(dir)) {
+            return entries.toList();
+        }
+    }
+
     private static boolean run(String... command) throws Exception {
         Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
         p.getInputStream().readAllBytes();
