@@ -6,10 +6,17 @@ import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.Run;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Optional;
+import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -84,6 +91,93 @@ class FileInterruptTest {
             assertTrue(lease.isValid() && lease.fencingToken() > 0, lease.toString());
             assertTrue(b.tryAcquire(lock, "a contender", Duration.ZERO).isEmpty(), "the lock is held");
             lease.close();
+        }
+    }
+
+    @Test
+    @Disabled("a release on an interrupted thread gives up at once when another process holds the lock's range")
+    void aLeaseClosedOnAnInterruptedThreadReleasesItsClaimWhileAnotherProcessIsInsideAChangeOfTheLock()
+            throws Exception {
+        KeyColumn lock = KeyColumn.named("closed-interrupted-while-busy");
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        try (Locker a = open("a"); Locker b = open("b")) {
+            Lease lease = a.acquire(lock, "a task that is cancelled while a contender looks at the lock");
+            // another process inside a change of this lock (a contender's try, say) keeps its range for a moment
+            Process other = new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"),
+                    RangeHolder.class.getName(), fixture.dir().toString(), FileNames.of(lock, false)).start();
+            try {
+                String said = new BufferedReader(new InputStreamReader(other.getInputStream(), StandardCharsets.UTF_8))
+                        .readLine();
+                assertEquals("LOCKED", said, "the other process holds the lock's range");
+                Thread letGo = new Thread(() -> {
+                    try {
+                        Thread.sleep(200); // well inside the 2 s a change waits for another process's range
+                        OutputStream in = other.getOutputStream();
+                        in.write('\n');
+                        in.flush();
+                    } catch (Exception e) {
+                        other.destroy();
+                    }
+                });
+                letGo.start();
+                Thread.currentThread().interrupt();
+                lease.close();
+                assertTrue(Thread.interrupted(), "the caller's interrupt flag is kept");
+                letGo.join();
+                assertTrue(other.waitFor(30, TimeUnit.SECONDS), "the other process let go and ended");
+            } finally {
+                other.destroyForcibly();
+            }
+            Optional<Lease> next = b.tryAcquire(lock, "the next holder", Duration.ZERO);
+            assertTrue(next.isPresent(), "the claim closed on an interrupted thread was deleted, not left to its "
+                    + "60 s expiry: " + b.holding(lock));
+            next.get().close();
+        }
+    }
+
+    @Test
+    @Disabled("a run whose task restores an interrupt goes unrecorded when another process holds the job's range")
+    void aRunOnceWhoseTaskRestoresAnInterruptIsRecordedWhileAnotherProcessIsInsideAChangeOfTheJob() throws Exception {
+        KeyColumn job = KeyColumn.named("job-restoring-an-interrupt-while-busy");
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        Process[] other = new Process[1];
+        Thread[] letGo = new Thread[1];
+        try (Locker a = open("a")) {
+            Run run = a.runOnce(job, "migrate", lease -> {
+                try {
+                    // another process enters a change of the job's lock (a contender's try) as the task ends
+                    other[0] = new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"),
+                            RangeHolder.class.getName(), fixture.dir().toString(), FileNames.of(job, false)).start();
+                    String said = new BufferedReader(new InputStreamReader(other[0].getInputStream(),
+                            StandardCharsets.UTF_8)).readLine();
+                    assertEquals("LOCKED", said, "the other process holds the job's range");
+                } catch (java.io.IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+                letGo[0] = new Thread(() -> {
+                    try {
+                        Thread.sleep(200); // well inside the 2 s a change waits for another process's range
+                        other[0].getOutputStream().write('\n');
+                        other[0].getOutputStream().flush();
+                    } catch (Exception e) {
+                        other[0].destroy();
+                    }
+                });
+                letGo[0].start();
+                Thread.currentThread().interrupt();
+            });
+            assertTrue(Thread.interrupted(), "the interrupt the task restored is kept for the caller");
+            letGo[0].join();
+            assertTrue(other[0].waitFor(30, TimeUnit.SECONDS), "the other process let go and ended");
+            assertEquals(Run.Outcome.RAN, run.outcome(), "the run is recorded: " + run);
+            Run again = a.runOnce(job, "migrate", lease -> {
+                throw new AssertionError("ran a second time");
+            });
+            assertEquals(Run.Outcome.ALREADY_DONE, again.outcome(), again.toString());
+        } finally {
+            if (other[0] != null) {
+                other[0].destroyForcibly();
+            }
         }
     }
 }

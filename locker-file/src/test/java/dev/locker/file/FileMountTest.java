@@ -3,15 +3,19 @@ package dev.locker.file;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.Lockers;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** file: accepts only file systems known to be local to this host, read from the mount table, unless trusted. */
@@ -88,5 +92,96 @@ class FileMountTest {
             assertInstanceOf(FileLocker.class, l);
             assertTrue(Lockers.check("file:" + fixture.dir() + "?trustFileSystem=false", LockerConfig.defaults()) != null);
         }
+    }
+
+    @Test
+    void mountPointsWithEscapedTabsNewlinesAndBackslashesAreReadWhole() {
+        List<String> mountinfo = List.of(
+                "26 1 259:2 / / rw,relatime shared:1 - ext4 /dev/nvme0n1p2 rw",
+                "60 26 0:50 / /mnt/a\\011b rw,relatime shared:40 - nfs4 nas:/tab rw",
+                "61 26 0:51 / /mnt/c\\012d rw,relatime shared:41 - cifs //nas/newline rw",
+                "62 26 0:52 / /mnt/e\\134f rw,relatime shared:42 - 9p share rw",
+                "63 26 0:53 / /mnt/g\\040-\\040h rw,relatime shared:43 - virtiofs share rw");
+        assertEquals("nfs4", LocalFileSystems.typeIn(mountinfo, Path.of("/mnt/a\tb/locks")));
+        assertEquals("cifs", LocalFileSystems.typeIn(mountinfo, Path.of("/mnt/c\nd/locks")));
+        assertEquals("9p", LocalFileSystems.typeIn(mountinfo, Path.of("/mnt/e\\f/locks")));
+        assertEquals("virtiofs", LocalFileSystems.typeIn(mountinfo, Path.of("/mnt/g - h/locks")),
+                "a mount point holding \" - \" is not taken for the separator");
+        assertEquals("ext4", LocalFileSystems.typeIn(mountinfo, Path.of("/mnt/a/locks")));
+    }
+
+    @Test
+    @Disabled("the longest mount point wins even when a later mount over its parent hides it")
+    void aMountHiddenByALaterMountOverItsParentDoesNotDecideTheType() {
+        List<String> mountinfo = List.of(
+                "26 1 259:2 / / rw,relatime shared:1 - ext4 /dev/nvme0n1p2 rw",
+                "60 26 259:3 / /srv/data/local rw,relatime shared:40 - xfs /dev/nvme1n1 rw",
+                "61 26 0:51 / /srv/data rw,relatime shared:41 - nfs4 nas:/export rw,vers=4.2");
+        assertEquals("nfs4", LocalFileSystems.typeIn(mountinfo, Path.of("/srv/data/local/locks")),
+                "/srv/data/local of the xfs mount is hidden under the NFS mount made later on /srv/data");
+    }
+
+    /**
+     * A tmpfs mounted on {@code base/a/b}, then a hugetlbfs (a type file: does not know) mounted on {@code base/a}
+     * over it, and the lock directory made in the hugetlbfs (mounting needs root; skipped elsewhere).
+     */
+    @Test
+    @Disabled("a lock directory in a mount made over an earlier, deeper mount is judged by the hidden mount's type")
+    void aLockDirectoryUnderAMountMadeOverAnEarlierMountHasTheTypeOfTheMountOnTop() throws Exception {
+        Path base = Files.createTempDirectory(Files.createDirectories(Path.of("target", "lock-dirs")), "stacked-")
+                .toRealPath();
+        Path a = base.resolve("a");
+        Path hidden = Files.createDirectories(a.resolve("b"));
+        try {
+            Assumptions.assumeTrue(run("mount", "-t", "tmpfs", "tmpfs", hidden.toString()), "can mount (root)");
+            Assumptions.assumeTrue(run("mount", "-t", "hugetlbfs", "none", a.toString()), "can mount a hugetlbfs");
+            Path locks = Files.createDirectories(a.resolve("b").resolve("locks")).toRealPath();
+            String jdk = Files.getFileStore(locks).type();
+            assertEquals("hugetlbfs", jdk, "the JDK sees the mount on top");
+            assertEquals(jdk, LocalFileSystems.typeOf(locks), "the type of " + locks + ", under the mount on top");
+            IllegalArgumentException refused = assertThrows(IllegalArgumentException.class,
+                    () -> FileLocker.builder(locks).build().close(), "a type file: does not know is refused");
+            assertTrue(refused.getMessage().contains("'hugetlbfs'"), refused.getMessage());
+        } finally {
+            run("umount", "-l", a.toString());
+            run("umount", "-l", hidden.toString());
+            Files.deleteIfExists(hidden);
+            Files.deleteIfExists(a);
+            Files.deleteIfExists(base);
+        }
+    }
+
+    /** A lock directory named through a link into a hugetlbfs (mounting needs root; skipped elsewhere). */
+    @Test
+    void aLockDirectoryReachedThroughALinkIsJudgedByTheFileSystemTheLinkLeadsTo() throws Exception {
+        Path base = Files.createTempDirectory(Files.createDirectories(Path.of("target", "lock-dirs")), "linked-")
+                .toRealPath();
+        Path mount = Files.createDirectories(base.resolve("mnt"));
+        Path link = base.resolve("locks");
+        try {
+            Assumptions.assumeTrue(run("mount", "-t", "hugetlbfs", "none", mount.toString()), "can mount (root)");
+            Files.createSymbolicLink(link, Files.createDirectories(mount.resolve("locks")));
+            IllegalArgumentException refused = assertThrows(IllegalArgumentException.class,
+                    () -> FileLocker.builder(link).build().close(), "a type file: does not know is refused");
+            assertTrue(refused.getMessage().contains("'hugetlbfs'"), refused.getMessage());
+            assertEquals(List.of(), listOf(mount.resolve("locks")), "nothing was made in the refused directory");
+        } finally {
+            run("umount", "-l", mount.toString());
+            Files.deleteIfExists(link);
+            Files.deleteIfExists(mount);
+            Files.deleteIfExists(base);
+        }
+    }
+
+    private static List<Path> listOf(Path dir) throws Exception {
+        try (java.util.stream.Stream<Path> entries = Files.list(dir)) {
+            return entries.toList();
+        }
+    }
+
+    private static boolean run(String... command) throws Exception {
+        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+        p.getInputStream().readAllBytes();
+        return p.waitFor(10, TimeUnit.SECONDS) && p.exitValue() == 0;
     }
 }
