@@ -220,9 +220,8 @@ class FileLockerTest {
     }
 
     /**
-     * Two copies of the library in one JVM (two class loaders: web applications, plugins) on one lock: each copy's
-     * stripe mutex used to be its own, so the other copy's channel on the stripe file met the JDK's overlapping-lock
-     * check (and, closed, could drop the first copy's OS lock). The JVM-wide monitor makes them take turns.
+     * Two copies of the library in one JVM (two class loaders: web applications, plugins) churn on one lock. A JVM-wide
+     * monitor makes them take turns on the stripe file. Without it the JDK's overlapping-lock check would refuse one.
      */
     @Test
     void twoCopiesOfTheLibraryInOneJvmTakeTurnsOnAStripe() throws Exception {
