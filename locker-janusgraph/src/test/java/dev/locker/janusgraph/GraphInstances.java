@@ -25,29 +25,29 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 /**
  * The JanusGraph tests' scaffolding, written once: the store-manager configuration of an "instance" (its own instance
- * id and mediator group) on a data share of {@link ReviewStoreManager}, the managers and graphs a test opened (closed
- * last-opened first, with the share's review hooks removed), and JanusGraph's store-level steps (a transaction, a
+ * id and mediator group) on a data share of {@link HookedStoreManager}, the managers and graphs a test opened (closed
+ * last-opened first, with the share's hooks removed), and JanusGraph's store-level steps (a transaction, a
  * locked write, a lock-and-check, a whole commit).
  */
-final class ReviewGraphs implements AutoCloseable {
+final class GraphInstances implements AutoCloseable {
 
     private final String share;
     /** The managers and graphs opened, in order. */
     private final List<Object> opened = new ArrayList<>();
 
-    /** The managers and graphs of one test on the data share {@code share} (also the review hooks' key). */
-    ReviewGraphs(String share) {
+    /** The managers and graphs of one test on the data share {@code share} (also the hooks' key). */
+    GraphInstances(String share) {
         this.share = share;
     }
 
     /**
-     * An instance of the graph {@code graph} (its data share, on {@link ReviewStoreManager}) with the locks at
+     * An instance of the graph {@code graph} (its data share, on {@link HookedStoreManager}) with the locks at
      * {@code uri}, its own instance id and mediator group {@code graph/instance}; {@code namespace} null leaves
      * JanusGraph's default.
      */
     static ModifiableConfiguration config(String graph, String instance, String namespace, String uri,
                                           Duration expiry) {
-        return config(ReviewStoreManager.class, graph, instance, graph + "/" + instance, namespace, uri, expiry);
+        return config(HookedStoreManager.class, graph, instance, graph + "/" + instance, namespace, uri, expiry);
     }
 
     /** The same with the data backend and the mediator group named. */
@@ -85,7 +85,7 @@ final class ReviewGraphs implements AutoCloseable {
     JanusGraph graph(String instance, Duration expiry) {
         JanusGraph g = JanusGraphFactory.build()
                 .set("storage.backend", LockerStoreManager.class.getName())
-                .set("storage.locker.backend", ReviewStoreManager.class.getName())
+                .set("storage.locker.backend", HookedStoreManager.class.getName())
                 .set("storage.directory", share)
                 .set("storage.locker.uri", "mem:" + share + "?lockWait=10ms")
                 .set("storage.locker.namespace", share)
@@ -98,13 +98,13 @@ final class ReviewGraphs implements AutoCloseable {
         return g;
     }
 
-    /** Removes the share's review hooks, then closes what was opened, last first. */
+    /** Removes the share's hooks, then closes what was opened, last first. */
     @Override
     public void close() throws BackendException {
-        ReviewStoreManager.BEFORE_MUTATE.remove(share);
-        ReviewStoreManager.BEFORE_MUTATE_MANY.remove(share);
-        ReviewStoreManager.BEFORE_TX_COMMIT.remove(share);
-        ReviewStoreManager.ON_CLOSE.remove(share);
+        HookedStoreManager.BEFORE_MUTATE.remove(share);
+        HookedStoreManager.BEFORE_MUTATE_MANY.remove(share);
+        HookedStoreManager.BEFORE_TX_COMMIT.remove(share);
+        HookedStoreManager.ON_CLOSE.remove(share);
         for (int i = opened.size() - 1; i >= 0; i--) {
             Object o = opened.get(i);
             if (o instanceof JanusGraph g) {

@@ -33,13 +33,13 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Review of the forced release's token column (commit 549d8f1) on {@link HBaseKeyColumnValueStore} over the real
- * mini cluster: a renewal that read the row before the removal and rewrites its claim after it loses, by token and
- * unconditionally (the column and the removal are one {@code RowMutations}). Each "process" has its own
- * {@link FaultyStore} over the one HBase store; claims carry {@link VirtualClock} timestamps.
+ * The forced release's token column on {@link HBaseKeyColumnValueStore} over the real mini cluster. A renewal that read
+ * the row before the removal and rewrites its claim after it loses, by token and unconditionally: the column and the
+ * removal are one {@code RowMutations}. Each "process" has its own {@link FaultyStore} over the one HBase store; claims
+ * carry {@link VirtualClock} timestamps.
  */
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
-class HBaseForcedColumnReviewTest {
+class HBaseForcedColumnTest {
 
     private static final Duration EXPIRY = Duration.ofSeconds(30);
     private static final Duration LOCK_WAIT = Duration.ofMillis(100);
@@ -53,7 +53,7 @@ class HBaseForcedColumnReviewTest {
     @BeforeEach
     void open(TestInfo info) {
         // the shared connection stays open; closing this store does not close it
-        shared = HBaseKeyColumnValueStore.open(HBaseTestCluster.get().connection(), "forced_column_review", "l", true);
+        shared = HBaseKeyColumnValueStore.open(HBaseTestCluster.get().connection(), "forced_column", "l", true);
         lock = KeyColumn.of("vertex:" + info.getDisplayName() + ":" + System.nanoTime(), "name");
     }
 
@@ -93,7 +93,7 @@ class HBaseForcedColumnReviewTest {
         }
     }
 
-    /** The fix: A's renewal read its claim, the release by token removes it, A's rewrite lands and fails its confirm. */
+    /** A's renewal read its claim, the release by token removes it, and A's rewrite lands and fails its confirm. */
     @Test
     void aRenewalInFlightLosesToAReleaseByToken() throws Exception {
         renewalInFlight(true);
@@ -129,9 +129,12 @@ class HBaseForcedColumnReviewTest {
         assertTrue(u > t, u + " after " + t);
     }
 
-    /** Finding 1 of ForcedColumnReviewTest (locker-local), on HBase: see there. */
+    /**
+     * An unconditional release reads A's claim before A confirmed it, and removes it while A's renewal is in flight.
+     * The renewal does not put the claim back: A no longer holds, and the lock does not show A's token.
+     */
     @Test
-    void anUnconditionalReleaseThatReadTheClaimUnconfirmedIsUndoneByItsRenewal() throws Exception {
+    void anUnconditionalReleaseThatReadTheClaimUnconfirmedIsNotUndoneByItsRenewal() throws Exception {
         FaultyStore storeA = new FaultyStore(shared);
         FaultyStore storeOp = new FaultyStore(shared);
         Locker a = locker(storeA, "a");

@@ -20,13 +20,13 @@ import java.util.concurrent.atomic.AtomicReference;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Adversarial review of locker-janusgraph at the graph level: two graph instances on one data store, the locks on
- * {@code mem:}, a unique index with LOCK consistency. The {@code @Disabled} case is a finding.
+ * A unique index with LOCK consistency holds at the graph level: two graph instances on one data store, the locks on
+ * mem:.
  */
-class GraphReviewTest {
+class JanusGraphUniqueValueTest {
 
-    private final String share = "jg-review-graph-" + System.nanoTime();
-    private final ReviewGraphs graphs = new ReviewGraphs(share);
+    private final String share = "jg-graph-" + System.nanoTime();
+    private final GraphInstances graphs = new GraphInstances(share);
 
     @AfterEach
     void closeAll() throws Exception {
@@ -38,12 +38,8 @@ class GraphReviewTest {
     }
 
     /**
-     * Finding 3 at the graph level, with no pause of any process: instance a's commit checks its lock, then its data
-     * write fails temporarily (an overloaded backend); JanusGraph retries that write for up to
-     * {@code storage.write-time} (100 s by default) without checking the locks again. Meanwhile a's claim expires
-     * (1 s here; the README advises 30 s, under the 100 s), instance b takes the lock, finds no vertex with the value
-     * and commits it; then a's retried write succeeds: two vertices hold one value of a unique LOCK index (and the
-     * index, one cell per value, finds only one of them).
+     * Instance a's commit checks its lock, then its data write fails temporarily and JanusGraph retries it past the
+     * expiry. Meanwhile b takes the lock and commits the same value: no two vertices may hold one unique value.
      */
     @Test
     void aCommitWhoseDataWriteIsRetriedPastTheExpiryDoesNotDuplicateAUniqueValue() throws Exception {
@@ -58,10 +54,10 @@ class GraphReviewTest {
         AtomicReference<Thread> writerA = new AtomicReference<>();
         AtomicBoolean failing = new AtomicBoolean(true);
         CountDownLatch aFailing = new CountDownLatch(1);
-        ReviewStoreManager.BEFORE_MUTATE_MANY.put(share, () -> {
+        HookedStoreManager.BEFORE_MUTATE_MANY.put(share, () -> {
             if (Thread.currentThread() == writerA.get() && failing.get()) {
                 aFailing.countDown();
-                throw new TemporaryBackendException("review: the data backend is overloaded, try again");
+                throw new TemporaryBackendException("the data backend is overloaded, try again");
             }
         });
         AtomicBoolean aCommitted = new AtomicBoolean();
@@ -103,7 +99,7 @@ class GraphReviewTest {
         long indexed = read.traversal().V().has("name", "v").count().next(); // through the unique index
         long vertices = read.traversal().V().values("name").toList().stream().filter("v"::equals).count(); // a scan
         read.rollback();
-        System.out.printf("[jg-review] graph finding 3: a committed=%s (failure %s), b committed=%s, vertices=%d, "
+        System.out.printf("[locker-janusgraph] retried write: a committed=%s (failure %s), b committed=%s, vertices=%d, "
                 + "found through the index=%d%n", aCommitted.get(), aFailed.get(), bCommitted, vertices, indexed);
         assertTrue(vertices <= 1, "a unique LOCK index holds one value " + vertices + " times");
     }

@@ -29,11 +29,11 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Adversarial review of run once on MongoDB (58dc803): writeRecord checks the lock document, then upserts the record
- * guarded by the token, in two round trips.
+ * Run once on MongoDB: the record write checks the lock document, then upserts the record guarded by the token, in
+ * two round trips. A writer paused between them and the next holder are never both told RAN.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
-class MongoRunOnceReviewTest {
+class MongoRunOnceTest {
 
     private InProcessMongo mongo;
     private final List<AutoCloseable> toClose = new CopyOnWriteArrayList<>();
@@ -107,14 +107,11 @@ class MongoRunOnceReviewTest {
     }
 
     /**
-     * M1 (SAFETY of the outcome: two RAN for one runOnce). A's task finishes; writeRecord's find confirms A's claim;
-     * A freezes (GC) before its upsert. A's claim expires; B takes the lock, finds no record and starts the job. A
-     * thaws and upserts its record (no record yet, so the token guard admits it): RAN. B finishes and records under its
-     * higher token: RAN. The job ran twice, nothing crashed, and both callers were told theirs was the run. (Redis and
-     * HBase tell A LOST: their check is atomic with the write.)
+     * A's task finishes and its record write confirms A's claim; then A freezes (a GC pause) before its upsert. A's
+     * claim expires and B runs the job. A thaws and writes its record: A and B are not both told RAN.
      */
     @Test
-    void m1_aPausedRecordWriterReportsRanWhileAnotherProcessRunsTheJob() throws Exception {
+    void aPausedRecordWriterAndTheNextHolderAreNeverBothToldRan() throws Exception {
         Freezer freezer = new Freezer();
         MongoLocker a = open("a", freezer);
         MongoLocker b = open("b", null);

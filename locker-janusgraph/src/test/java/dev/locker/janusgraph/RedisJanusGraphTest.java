@@ -17,12 +17,12 @@ import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
 
-import static dev.locker.janusgraph.ReviewGraphs.buffer;
-import static dev.locker.janusgraph.ReviewGraphs.lockAndCheck;
-import static dev.locker.janusgraph.ReviewGraphs.lockAndWrite;
-import static dev.locker.janusgraph.ReviewGraphs.tryCommitRepeatedly;
-import static dev.locker.janusgraph.ReviewGraphs.tryLockedCommit;
-import static dev.locker.janusgraph.ReviewGraphs.tx;
+import static dev.locker.janusgraph.GraphInstances.buffer;
+import static dev.locker.janusgraph.GraphInstances.lockAndCheck;
+import static dev.locker.janusgraph.GraphInstances.lockAndWrite;
+import static dev.locker.janusgraph.GraphInstances.tryCommitRepeatedly;
+import static dev.locker.janusgraph.GraphInstances.tryLockedCommit;
+import static dev.locker.janusgraph.GraphInstances.tx;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -30,15 +30,14 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Adversarial review of locker-janusgraph on a real redis-server (an atomic backend: a claim is granted or refused when
- * it is written). The {@code @Disabled} cases are findings: each fails today and passes once fixed.
+ * locker-janusgraph on a real redis-server: an atomic backend, where a claim is granted or refused when it is written.
  */
-class RedisJanusGraphReviewTest {
+class RedisJanusGraphTest {
 
     private static RedisServerProcess redis;
 
-    private final String share = "jg-review-redis-" + System.nanoTime();
-    private final ReviewGraphs graphs = new ReviewGraphs(share);
+    private final String share = "jg-redis-" + System.nanoTime();
+    private final GraphInstances graphs = new GraphInstances(share);
 
     @BeforeAll
     static void startRedis() {
@@ -60,7 +59,7 @@ class RedisJanusGraphReviewTest {
     }
 
     private LockerStoreManager open(String graph, String instance, String namespace, String uri) throws BackendException {
-        return graphs.open(ReviewGraphs.config(graph, instance, namespace, uri, Duration.ofMinutes(5)));
+        return graphs.open(GraphInstances.config(graph, instance, namespace, uri, Duration.ofMinutes(5)));
     }
 
     private LockerStoreManager open(String instance) throws BackendException {

@@ -39,19 +39,18 @@ import java.util.concurrent.atomic.AtomicReference;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
-import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Third adversarial review of the HBase backend, on the real mini cluster. The faults are the HBase client's own
- * retries of a call the region server applied (the reply lost, or the call stalled past the client's RPC timeout),
- * made with {@link Observer}, a region observer loaded on this class's tables only: it holds back or fails the reply of
- * an applied check-and-mutate, or stalls one before its check, on one lock row chosen by the test. The HBase client
- * resends such a call with the same nonce; the region answers a repeated {@code Increment} without incrementing.
+ * The HBase client's own retries of a call the region server applied (its reply lost, or the call stalled past the
+ * client's RPC timeout) never revive a claim nor repeat a token, on the real mini cluster. {@link Observer}, a region
+ * observer loaded on this class's tables only, holds back or fails the reply of an applied check-and-mutate, or stalls
+ * one before its check, on one lock row chosen by the test. The HBase client resends such a call with the same nonce;
+ * the region answers a repeated {@code Increment} without incrementing.
  */
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class HBaseReview3Test {
+class HBaseClientRetryTest {
 
     private static final Duration LONG_EXPIRY = Duration.ofSeconds(30);
 
@@ -64,7 +63,7 @@ class HBaseReview3Test {
     void connect() throws Exception {
         // rpc timeout 2 s, operation timeout 4 s, 2 client retries
         connection = cluster.newConnection(Duration.ofSeconds(4));
-        options = HBaseOptions.builder().table("review3_locks").ttl(Duration.ofHours(1)).serverClockSkew(Duration.ZERO)
+        options = HBaseOptions.builder().table("retry_locks").ttl(Duration.ofHours(1)).serverClockSkew(Duration.ZERO)
                 .build();
         try (Admin admin = connection.getAdmin()) {
             TableName name = TableName.valueOf(options.table());
@@ -105,7 +104,7 @@ class HBaseReview3Test {
     }
 
     private static KeyColumn lock(String name) {
-        return KeyColumn.of("review3/" + name + "-" + LockerConfig.randomRid().substring(0, 8), "c");
+        return KeyColumn.of("retry/" + name + "-" + LockerConfig.randomRid().substring(0, 8), "c");
     }
 
     private static <T> CompletableFuture<Object> async(java.util.concurrent.Callable<T> c) {
@@ -130,25 +129,9 @@ class HBaseReview3Test {
         }
     }
 
-    // ---- findings ------------------------------------------------------------------------------------------------
-
     /**
-     * Finding 1 (safety: fencing). A's grant is applied by the region (claim C, counter to T) but its reply is lost.
-     * Before the client's retry arrives (well within the expiry, so writeSingleLock's "took longer than the expiry"
-     * guard does not fire), an operator force-releases the lock (the holder cell is C: compare-and-clear succeeds,
-     * the record names A with token T), B is granted with T+1 and releases. Then A's client retries the same
-     * check-and-mutate with the same nonce: the holder cell is free, so the Put of C is applied again, while the
-     * region answers the repeated Increment from its nonce table without incrementing. A is told "granted" with a
-     * token that is not above B's: A holds the lock after B with token T (or T+1 = B's), and a fenced resource that
-     * saw B's T+1 refuses A, or accepts two holders' writes under one token. (Seen: A granted with token 1 after B's
-     * 2, while holding() shows A's claim with the counter, 2: a forced release by A's real token 1 then says false, one
-     * by 2 removes A and records B's token.) writeSingleLock's guard only covers a retry after the claim EXPIRED; a
-     * forced release frees the cell at any time. Proposed fix: do not rely on the Increment's nonce for a grant; make
-     * the grant's check include the counter and write it with a Put: read (or cache) counter c, then one
-     * checkAndMutate with the condition "holder free or absent AND counter == c" (a FilterList of two
-     * SingleColumnValueFilters, or ifEquals on the counter with the holder checked in the same filter), mutations
-     * Put(holder = claim carrying token c + 1) and Put(counter = c + 1). A resend after any change fails its check
-     * (the counter moved), and the token is read from our own claim value, so it is always the one our write issued.
+     * A's grant is applied but its reply is lost; an operator force-releases the lock and B is granted and releases.
+     * The client's resend of A's grant, with the same nonce, must not hand A a token at or below B's.
      */
     @Test
     void aGrantRetriedAfterAForcedReleaseAndAnotherHolderGetsAFreshToken() throws Exception {
@@ -179,15 +162,9 @@ class HBaseReview3Test {
                 + ", not above B's; the lock shows " + shown);
     }
 
-    // ---- sound ---------------------------------------------------------------------------------------------------
-
     /**
-     * Sound (the region server refuses a late call). A's grant call (attempt 1) is stalled on the region server before
-     * its check, past the client's RPC timeout; the client resends it (attempt 2, same nonce), which is granted: A
-     * holds, and releases. Then attempt 1 goes on, with the holder cell free: were it applied, it would write A's
-     * released claim back (its Increment a repeat of attempt 2's nonce), and the lock would stay blocked, "held by A",
-     * for expiry + serverClockSkew. It is not: HBase bounds a call's row-lock wait by the deadline the client sent
-     * (its RPC timeout), and the repeated nonce is refused, so the late call changes nothing and B is granted.
+     * A's grant call is stalled before its check past the RPC timeout; the resend is granted, and A releases. The
+     * stalled call then goes on: HBase bounds its row-lock wait and refuses the repeated nonce, so B is granted.
      */
     @Test
     void aStalledGrantCallThatLandsAfterTheReleaseDoesNotResurrectTheReleasedClaim() throws Exception {
@@ -308,7 +285,7 @@ class HBaseReview3Test {
      */
     @Test
     void waitAndReadBackOverHBaseKeepsExclusionWhenTheTokenWritesReplyIsLost() throws Exception {
-        HBaseKeyColumnValueStore shared = HBaseKeyColumnValueStore.open(connection, "review3_kcvs", "l", true);
+        HBaseKeyColumnValueStore shared = HBaseKeyColumnValueStore.open(connection, "retry_kcvs", "l", true);
         try {
             dev.locker.testkit.FaultyStore storeA = new dev.locker.testkit.FaultyStore(shared);
             LockerConfig.Builder cfg = LockerConfig.builder().expiry(Duration.ofSeconds(10))

@@ -15,23 +15,20 @@ import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
 
-import static dev.locker.janusgraph.ReviewGraphs.buffer;
-import static dev.locker.janusgraph.ReviewGraphs.lockAndWrite;
-import static dev.locker.janusgraph.ReviewGraphs.tryCommitRepeatedly;
-import static dev.locker.janusgraph.ReviewGraphs.tx;
+import static dev.locker.janusgraph.GraphInstances.buffer;
+import static dev.locker.janusgraph.GraphInstances.lockAndWrite;
+import static dev.locker.janusgraph.GraphInstances.tryCommitRepeatedly;
+import static dev.locker.janusgraph.GraphInstances.tx;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/**
- * Adversarial review of locker-janusgraph on the in-process MongoDB wire-protocol server. The {@code @Disabled} case
- * is a finding: it fails today and passes once fixed.
- */
-class MongoJanusGraphReviewTest {
+/** locker-janusgraph on the in-process MongoDB wire-protocol server. */
+class MongoJanusGraphTest {
 
     private static InProcessMongo mongo;
 
-    private final String share = "jg-review-mongo-" + System.nanoTime();
-    private final ReviewGraphs graphs = new ReviewGraphs(share);
+    private final String share = "jg-mongo-" + System.nanoTime();
+    private final GraphInstances graphs = new GraphInstances(share);
 
     @BeforeAll
     static void startMongo() {
@@ -59,15 +56,12 @@ class MongoJanusGraphReviewTest {
     }
 
     private LockerStoreManager open(String instance, String uri) throws BackendException {
-        return graphs.open(ReviewGraphs.config(share, instance, share, uri, Duration.ofMinutes(5)));
+        return graphs.open(GraphInstances.config(share, instance, share, uri, Duration.ofMinutes(5)));
     }
 
     /**
-     * Finding 6: on MongoDB, a claim whose upsert timed out (the request reaches the server later, as after a stalled
-     * network path) is taken back once, at once, while the path is still stalled; that fails and nothing tries again,
-     * so the claim of a transaction that failed and rolled back (JanusGraph recorded no store for it: no deleteLocks)
-     * holds the lock for the whole {@code storage.lock.expiry-time} (5 minutes here and by default), on every instance.
-     * The Redis backend retries the withdrawal in the background ({@code RedisJanusGraphReviewTest}).
+     * A claim whose upsert timed out reaches the server later, after its transaction rolled back without deleteLocks.
+     * The backend withdraws it until it can, so the lock is not blocked for the whole expiry on any instance.
      */
     @Test
     void aTimedOutClaimIsWithdrawnAndDoesNotBlockTheLockForTheExpiry() throws Exception {

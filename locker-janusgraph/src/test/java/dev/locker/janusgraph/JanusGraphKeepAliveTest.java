@@ -33,10 +33,10 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
 
-import static dev.locker.janusgraph.ReviewGraphs.buffer;
-import static dev.locker.janusgraph.ReviewGraphs.lockAndCheck;
-import static dev.locker.janusgraph.ReviewGraphs.tryLockedCommit;
-import static dev.locker.janusgraph.ReviewGraphs.tx;
+import static dev.locker.janusgraph.GraphInstances.buffer;
+import static dev.locker.janusgraph.GraphInstances.lockAndCheck;
+import static dev.locker.janusgraph.GraphInstances.tryLockedCommit;
+import static dev.locker.janusgraph.GraphInstances.tx;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -45,22 +45,20 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Adversarial review (round 2) of the keep-alive from checkLocks to deleteLocks and the check before each later data
- * write (7b574f7: {@link JanusGraphLocker#checkLocks}, {@link LockerStoreManager#mutateMany}), on {@code mem:} (the
- * wait-and-read-back ConsistentKeyLocker, renewing in place) with several instances sharing one data store
- * ({@link ReviewStoreManager}). The {@code @Disabled} cases are findings: each fails today and passes once fixed.
- * Nothing is timed: the waits are generous bounds, many expiries long.
+ * The keep-alive from checkLocks to deleteLocks and the check before each later data write, on mem: (wait-and-read-
+ * back, renewing in place), several instances sharing one data store. Nothing is timed: the waits are generous bounds,
+ * many expiries long.
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
-class JanusGraphKeepAliveReviewTest {
+class JanusGraphKeepAliveTest {
 
     private static final Duration SHORT_EXPIRY = Duration.ofMillis(600);
     private static final Duration LONG_EXPIRY = Duration.ofMinutes(5);
     /** Far more expiries than a leaked claim may outlive. */
     private static final Duration PATIENCE = Duration.ofSeconds(15);
 
-    private final String share = "jg-keepalive-review-" + System.nanoTime();
-    private final ReviewGraphs graphs = new ReviewGraphs(share);
+    private final String share = "jg-keepalive-" + System.nanoTime();
+    private final GraphInstances graphs = new GraphInstances(share);
     private final StaticBuffer column = buffer("c");
 
     @AfterEach
@@ -74,7 +72,7 @@ class JanusGraphKeepAliveReviewTest {
 
     /** With {@code storage.write-time} set ({@code null}: JanusGraph's default, 100 s). */
     private LockerStoreManager open(String instance, Duration expiry, Duration writeTime) throws BackendException {
-        ModifiableConfiguration c = ReviewGraphs.config(share, instance, share, "mem:" + share + "?lockWait=10ms",
+        ModifiableConfiguration c = GraphInstances.config(share, instance, share, "mem:" + share + "?lockWait=10ms",
                 expiry);
         if (writeTime != null) {
             c.set(GraphDatabaseConfiguration.STORAGE_WRITE_WAITTIME, writeTime);
@@ -96,7 +94,7 @@ class JanusGraphKeepAliveReviewTest {
     }
 
     private static void await(BooleanSupplier condition, String what) throws InterruptedException {
-        ReviewGraphs.await(condition, what, PATIENCE);
+        GraphInstances.await(condition, what, PATIENCE);
     }
 
     /** Tries b's locked commit until it succeeds or {@code within} passed; true when it did. */
@@ -112,18 +110,9 @@ class JanusGraphKeepAliveReviewTest {
         return false;
     }
 
-    // ---- findings ---------------------------------------------------------------------------------------------------
-
     /**
-     * Finding 1: a transaction leaked after its check keeps its locks for ever. LockerStoreManager's class comment
-     * (and the README) promise that a leaked transaction keeps its locks until its claims expire, at most one
-     * {@code storage.lock.expiry-time}; since 7b574f7 checkLocks starts a keep-alive that only deleteLocks (or closing
-     * the instance) stops, with no bound, so the claims of a transaction that passed its check and was then neither
-     * committed nor rolled back are renewed as long as the process lives. JanusGraph's graph layer checks inside
-     * commit and rolls back on any Throwable (see the sound case below), so this reaches users of the store-level API
-     * that leak a transaction, and a data write that hangs (a backend call without a timeout) after the check: its
-     * locks are then held for ever instead of for one expiry. Here a's transaction checks its lock (600 ms expiry)
-     * and is leaked; b tries for 15 s (25 expiries) and never gets the lock.
+     * A transaction that passed its check and was neither committed nor rolled back is leaked. Its claims are not kept
+     * alive for ever: b gets the lock within a few expiries.
      */
     @Test
     void aTransactionLeakedAfterItsCheckLosesItsLocksWithinAFewExpiries() throws Exception {
@@ -145,11 +134,8 @@ class JanusGraphKeepAliveReviewTest {
     }
 
     /**
-     * Finding 2: the per-store write path is not checked again. {@link LockerStoreManager#mutateMany} checks the
-     * transaction's locks before every write after the first, but ExpectedValueCheckingStore.mutate (the stores that
-     * {@code openDatabase} returns) checks them before the first write only, and LockerStoreManager does not wrap it:
-     * a store-level write after the lock was lost (here force-released, and the keep-alive's renewal has marked the
-     * hold lost) goes on. JanusGraph's graph layer writes through mutateMany, so this reaches users of the store API.
+     * A store-level write (ExpectedValueCheckingStore.mutate) after the lock was force-released is refused. Every write
+     * after the first checks the transaction's locks again, not only mutateMany.
      */
     @Test
     void aStoreLevelWriteAfterTheLockWasLostIsRefused() throws Exception {
@@ -162,7 +148,7 @@ class JanusGraphKeepAliveReviewTest {
         dev.locker.api.KeyColumn lock = lockOf("graphindex", key);
         assertTrue(a.locker().status(lock, t.getConsistentTx()).isPresent(), "a holds the lock after its check");
 
-        assertTrue(b.locker().forceRelease(lock, "review: an operator frees the lock"));
+        assertTrue(b.locker().forceRelease(lock, "an operator frees the lock"));
         await(() -> a.locker().status(lock, t.getConsistentTx()).isEmpty(), "a's keep-alive finds its claim gone");
         try {
             PermanentLockingException e = assertThrows(PermanentLockingException.class,
@@ -177,7 +163,7 @@ class JanusGraphKeepAliveReviewTest {
     // ---- found sound ------------------------------------------------------------------------------------------------
 
     /**
-     * Sound: the same loss seen through mutateMany (JanusGraph's graph-level write): the write after the first fails
+     * The same loss seen through mutateMany (JanusGraph's graph-level write): the write after the first fails
      * for good, with our ExpiredLockException as the cause; a write before the loss goes on.
      */
     @Test
@@ -193,7 +179,7 @@ class JanusGraphKeepAliveReviewTest {
         a.mutateMany(write("graphindex", buffer("second"), "v2"), t);
 
         dev.locker.api.KeyColumn lock = lockOf("graphindex", key);
-        assertTrue(b.locker().forceRelease(lock, "review: an operator frees the lock"));
+        assertTrue(b.locker().forceRelease(lock, "an operator frees the lock"));
         await(() -> a.locker().status(lock, t.getConsistentTx()).isEmpty(), "a's keep-alive finds its claim gone");
         PermanentLockingException e = assertThrows(PermanentLockingException.class,
                 () -> a.mutateMany(write("graphindex", buffer("third"), "v3"), t));
@@ -202,7 +188,7 @@ class JanusGraphKeepAliveReviewTest {
     }
 
     /**
-     * Sound: two stores share the one Locker. A transaction with a lock on each is checked at its first mutateMany
+     * Two stores share the one Locker. A transaction with a lock on each is checked at its first mutateMany
      * (the second store's check costs nothing) and both claims are kept alive across many expiries (b is refused on
      * both all along); the commit releases both (b takes both at once).
      */
@@ -233,7 +219,7 @@ class JanusGraphKeepAliveReviewTest {
     }
 
     /**
-     * Sound: closing an instance after its transaction's check (keep-alive running) releases the claims at once (b,
+     * Closing an instance after its transaction's check (keep-alive running) releases the claims at once (b,
      * while a's claims would live 5 minutes, commits right away) and the transaction's next write fails for good.
      */
     @Test
@@ -258,7 +244,7 @@ class JanusGraphKeepAliveReviewTest {
     }
 
     /**
-     * Sound (JanusGraph 1.1.0 read and tried): a commit whose data write fails after the check, even with an Error,
+     * A commit whose data write fails after the check, even with an Error,
      * is rolled back by JanusGraph (BackendOperation turns any Throwable of the write into a PermanentBackendException,
      * and StandardJanusGraphTx.commit rolls back on an Exception), so its kept-alive claims are released at once: b,
      * while a's claim would live 5 minutes, commits the same unique value right after.
@@ -274,9 +260,9 @@ class JanusGraphKeepAliveReviewTest {
         JanusGraph b = graph("instance-b", LONG_EXPIRY);
 
         Thread writer = Thread.currentThread();
-        ReviewStoreManager.BEFORE_MUTATE_MANY.put(share, () -> {
+        HookedStoreManager.BEFORE_MUTATE_MANY.put(share, () -> {
             if (Thread.currentThread() == writer) {
-                throw new OutOfMemoryError("review: the data write ran out of memory");
+                throw new OutOfMemoryError("the data write ran out of memory");
             }
         });
         JanusGraphTransaction tx = a.newTransaction();
@@ -287,7 +273,7 @@ class JanusGraphKeepAliveReviewTest {
         } catch (Throwable e) {
             failed.set(e);
         }
-        ReviewStoreManager.BEFORE_MUTATE_MANY.remove(share);
+        HookedStoreManager.BEFORE_MUTATE_MANY.remove(share);
         assertNotNull(failed.get(), "a's commit failed");
         assertInstanceOf(RuntimeException.class, failed.get(), "JanusGraph turned the Error into an exception");
         assertFalse(tx.isOpen());
@@ -301,7 +287,7 @@ class JanusGraphKeepAliveReviewTest {
     }
 
     /**
-     * Sound (checked because finding 1 looked reachable from the graph layer, and it is not): a's commit checks its
+     * The graph layer cannot leak a checked transaction this way: a's commit checks its
      * unique-index lock and writes its data, then the data backend's transaction commit fails with an Error (an
      * OutOfMemoryError here), outside JanusGraph's BackendOperation: ExpectedValueCheckingTransaction.commit commits
      * the data transaction before it deletes the locks, and StandardJanusGraphTx.commit catches Exception only. But
@@ -322,10 +308,10 @@ class JanusGraphKeepAliveReviewTest {
         Thread writer = Thread.currentThread();
         AtomicBoolean once = new AtomicBoolean();
         AtomicBoolean heldAtTheError = new AtomicBoolean();
-        ReviewStoreManager.BEFORE_TX_COMMIT.put(share, () -> {
+        HookedStoreManager.BEFORE_TX_COMMIT.put(share, () -> {
             if (Thread.currentThread() == writer && once.compareAndSet(false, true)) {
                 heldAtTheError.set(!lockers.locker().list(namespace, 10, null).locks().isEmpty());
-                throw new OutOfMemoryError("review: the data transaction's commit ran out of memory");
+                throw new OutOfMemoryError("the data transaction's commit ran out of memory");
             }
         });
         JanusGraphTransaction tx = a.newTransaction();

@@ -18,12 +18,12 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * The review's data backend: {@link SharedInMemoryStoreManager} (one in-memory store per {@code storage.directory}),
+ * The tests' data backend: {@link SharedInMemoryStoreManager} (one in-memory store per {@code storage.directory}),
  * which also counts how often it was constructed per share (a real backend connects there: the "I/O" that bad input
  * must come before) and runs a hook before every store mutation of a share (to hold one transaction's data write,
  * as a slow or retried backend write does). The data itself is never faked.
  */
-public class ReviewStoreManager extends SharedInMemoryStoreManager {
+public class HookedStoreManager extends SharedInMemoryStoreManager {
 
     /** How many managers were constructed per share. */
     static final Map<String, AtomicInteger> OPENED = new ConcurrentHashMap<>();
@@ -49,7 +49,7 @@ public class ReviewStoreManager extends SharedInMemoryStoreManager {
 
     private final String share;
 
-    public ReviewStoreManager(Configuration config) {
+    public HookedStoreManager(Configuration config) {
         super(config);
         this.share = config.get(GraphDatabaseConfiguration.STORAGE_DIRECTORY);
         OPENED.computeIfAbsent(share, s -> new AtomicInteger()).incrementAndGet();
