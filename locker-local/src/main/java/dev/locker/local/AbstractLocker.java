@@ -392,7 +392,8 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
     /**
      * One wait of {@link #tryAcquire}, {@link #acquireWithin} or {@link #tryAcquireAll}: its attempts, under one
      * transaction, are one waiter to a backend that queues waiters. {@link #id()} is unique in this JVM; a backend
-     * adds its own instance id to make it unique across processes.
+     * adds its own instance id to make it unique across processes. It is compared by identity: a backend that keeps
+     * something for a wait between its hooks keys it by the Waiting.
      */
     protected static final class Waiting {
         private static final AtomicLong SEQ = new AtomicLong();
@@ -400,8 +401,6 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         private final long id = SEQ.incrementAndGet();
         private final List<KeyColumn> locks;
         private final boolean once;
-        /** What the backend keeps for this wait between its hooks (e.g. its release listeners). */
-        public volatile Object backendState;
 
         Waiting(List<KeyColumn> locks, boolean once) {
             this.locks = locks;
