@@ -102,7 +102,23 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         Steps<S> steps = new Steps<>(backend, this.config);
         this.transactions = new Transactions(lostSink);
         this.closing = new Closing(this::toString, this.mediator, lostSink, this.config.rid());
-        this.background = new Background(() -> new KeepAlive(this, this.config, time), closing, transactions,
+        KeepAliveHost host = new KeepAliveHost() {
+            @Override
+            public boolean keptAlive(Object tx) {
+                return transactions.keptAlive(tx);
+            }
+
+            @Override
+            public boolean renewQuietly(Hold hold) {
+                return claims.renewQuietly(hold);
+            }
+
+            @Override
+            public boolean isClosed() {
+                return closing.isClosed();
+            }
+        };
+        this.background = new Background(() -> new KeepAlive(host, this.config, time), closing, transactions,
                 this.config.probe(), this.config.rid());
         this.claims = new Claims<>(this.config, this.mediator, lostSink, backend, steps, transactions, background,
                 closing);
@@ -439,16 +455,6 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
     public void keepAlive(Object tx, boolean on) {
         closing.ensureOpen();
         background.keepAlive(tx, on);
-    }
-
-    /** For the keep-alive: renews one hold; false when it is lost (the hold then told its listeners). */
-    boolean renewQuietly(Hold hold) {
-        return claims.renewQuietly(hold);
-    }
-
-    /** For the keep-alive: is {@code tx} kept alive now? */
-    boolean keptAlive(Object tx) {
-        return transactions.keptAlive(tx);
     }
 
     /** Runs {@code task} once after {@code delay} on this locker's background thread (backends' retries). */

@@ -34,7 +34,7 @@ final class KeepAlive implements AutoCloseable {
     private static final long ONE_MS = TimeUnit.MILLISECONDS.toNanos(1);
     private static final long TEN_MS = TimeUnit.MILLISECONDS.toNanos(10);
 
-    private final AbstractLocker<?> locker;
+    private final KeepAliveHost locker;
     private final TimeSource time;
     private final long periodNanos;
     private final long marginNanos;
@@ -47,7 +47,7 @@ final class KeepAlive implements AutoCloseable {
     private final Timer<Hold> watchdogScheduler;
     private final ExecutorService notifier;
 
-    KeepAlive(AbstractLocker<?> locker, LockerConfig config, TimeSource time) {
+    KeepAlive(KeepAliveHost locker, LockerConfig config, TimeSource time) {
         this.locker = locker;
         this.time = time;
         long expiry = AbstractLocker.saturatedNanos(config.expiry());
