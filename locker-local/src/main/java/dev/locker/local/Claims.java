@@ -320,11 +320,11 @@ final class Claims<S extends LockStatus> {
      * holds of single-lock leases are found as their locks' mediator entries, or among the lost leases.
      */
     void loseAll() {
-        for (TxHolds holds : transactions.removeAll()) {
+        transactions.removeEach(holds -> {
             for (Hold hold : holds.all()) {
                 finish(hold, hold.lose(LossReason.LOCKER_CLOSED, "the locker was closed"));
             }
-        }
+        });
         // each live lease hold is its lock's mediator entry (a claim under way saw the closed flag after taking its
         // entry, or took it before this looks); a lost one may be among the lost leases instead
         mediator.forEachHold(hold -> {

@@ -4,7 +4,6 @@ import dev.locker.api.KeyColumn;
 import dev.locker.api.LockTransaction;
 
 import java.util.ArrayList;
-import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Consumer;
@@ -62,16 +61,17 @@ final class Transactions {
         return txs.remove(keyOf(tx));
     }
 
-    /** Removes every transaction's record, for close; a claim under way then sees its record gone. */
-    List<TxHolds> removeAll() {
-        List<TxHolds> removed = new ArrayList<>();
+    /**
+     * For close: removes each transaction's record in turn and hands it to {@code finish}. A claim under way then
+     * sees its record gone.
+     */
+    void removeEach(Consumer<TxHolds> finish) {
         for (Object key : new ArrayList<>(txs.keySet())) {
             TxHolds holds = txs.remove(key);
             if (holds != null) {
-                removed.add(holds);
+                finish.accept(holds);
             }
         }
-        return removed;
     }
 
     /** Forgets the record of {@code key} when it holds nothing any more. */
