@@ -41,9 +41,10 @@ final class WallStepGuard {
         long jump = (wallMicros - lastWallMicros) - elapsedMicros;
         // half a lockWait, plus 1000 ppm of the time since the last reading for ordinary slewing (NTP slews at most
         // 500), but never more than the slack a holder's deadline keeps (1% of expiry - lockWait): an idle locker
-        // must not grow an allowance that hides a real step (second review, N1); more drift only costs liveness
+        // must not grow an allowance that hides a real step; more drift only costs liveness
         long slackMicros = AbstractLocker.saturatedNanos(config.expiry().minus(config.lockWait())) / 100_000;
-        if (jump > Math.min(AbstractLocker.saturatedNanos(config.lockWait()) / 2_000 + elapsedMicros / 1_000, slackMicros)) {
+        long allowedMicros = AbstractLocker.saturatedNanos(config.lockWait()) / 2_000 + elapsedMicros / 1_000;
+        if (jump > Math.min(allowedMicros, slackMicros)) {
             stepMicros = (nanos - stepSeenAtNanos < AbstractLocker.saturatedNanos(config.expiry()) ? stepMicros : 0) + jump;
             stepSeenAtNanos = nanos;
             log.warn("The wall clock of locker {} stepped forward by {}: other claims' expiry is judged {} "
