@@ -39,7 +39,7 @@ final class KeepAlive implements AutoCloseable {
     /** The most threads telling lost-listeners at once, per locker. */
     static final int NOTIFIERS = 8;
 
-    private final AbstractLocker<?> locker;
+    private final KeepAliveHost locker;
     private final TimeSource time;
     private final long periodNanos;
     private final long marginNanos;
@@ -58,7 +58,7 @@ final class KeepAlive implements AutoCloseable {
     /** The losses waiting to be told, per transaction (by identity) being told now: one thread tells them in turn. */
     private final Map<Object, java.util.ArrayDeque<Runnable>> telling = new IdentityHashMap<>();
 
-    KeepAlive(AbstractLocker<?> locker, LockerConfig config, TimeSource time) {
+    KeepAlive(KeepAliveHost locker, LockerConfig config, TimeSource time) {
         this.locker = locker;
         this.time = time;
         long expiry = AbstractLocker.saturatedNanos(config.expiry());

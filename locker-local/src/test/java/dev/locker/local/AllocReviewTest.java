@@ -51,10 +51,11 @@ class AllocReviewTest {
         return f.get(of);
     }
 
-    /** The holds of {@code tx} in {@code l} (reflection on AbstractLocker.txs and TxHolds.all). */
+    /** The holds of {@code tx} in {@code l} (reflection on Transactions.txs and TxHolds.all). */
     @SuppressWarnings("unchecked")
     private static Hold[] holdsOf(Locker l, Object tx) throws Exception {
-        java.util.Map<Object, Object> txs = (java.util.Map<Object, Object>) field(AbstractLocker.class, "txs", l);
+        java.util.Map<Object, Object> txs = (java.util.Map<Object, Object>) field(Transactions.class, "txs",
+                field(AbstractLocker.class, "transactions", l));
         for (Object holds : txs.values()) {
             java.lang.reflect.Method all = holds.getClass().getDeclaredMethod("all");
             all.setAccessible(true);
@@ -164,7 +165,7 @@ class AllocReviewTest {
                 assertTrue(lease.fencingToken() > 0);
             }
         }
-        Object keepAlive = field(AbstractLocker.class, "background", l);
+        Object keepAlive = field(Background.class, "keepAlive", field(AbstractLocker.class, "background", l));
         Timer<?> renewals = (Timer<?>) field(KeepAlive.class, "scheduler", keepAlive);
         Timer<?> watch = (Timer<?>) field(KeepAlive.class, "watchdogScheduler", keepAlive);
         assertEquals(0, renewals.size(), "renewal entries of closed leases");
