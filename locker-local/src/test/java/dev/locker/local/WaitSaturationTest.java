@@ -14,11 +14,10 @@ import java.util.Optional;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/**
- * Review of 5dd1978 (tryAcquire's maxWait and localWait deadlines saturated instead of Duration.toNanos): the same
- * overflow in the waiting loop's pause, which converts the refusal's holderExpiresIn with Duration.toNanos.
- */
-class WaitSaturationReviewTest {
+/** Waits of absurd length end busy or are refused clearly, never overflow. */
+class WaitSaturationTest {
+
+
 
     /**
      * A holder whose claim (the longest expiry, 100 years) was written by a host whose clock runs 200 years ahead: the

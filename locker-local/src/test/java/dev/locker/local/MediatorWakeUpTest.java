@@ -1,8 +1,8 @@
 package dev.locker.local;
 
 import dev.locker.api.KeyColumn;
-import dev.locker.api.Locker;
 import dev.locker.api.LockProbe;
+import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.LockingException;
 import dev.locker.api.TemporaryLockingException;
@@ -31,19 +31,12 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/**
- * Adversarial review of the LocalLockMediator speed changes (issue 14: c4cb574, d77b058, 4f04cbe, e482508, ca6f7f3).
- *
- * <p>Findings are {@code @Disabled("finding N: ...")} tests that fail on the reviewed code. The other tests are the
- * attacks that found nothing: they pass, and stay as guards for the wake-up protocol (a waiter counts itself in
- * {@code sleepers}, registers with {@code replace(lock, seen, seen)} under {@code seen}'s monitor and waits on it).
- * A waiter waits {@link #FOREVER}; a lost wake-up would leave it asleep past the 60 s bound of {@code get}, which
- * nothing else comes near (no other timing is asserted).
- */
-class MediatorReviewTest {
+/** The mediator's wake-up protocol: no release, retake, resize or takeover leaves a local waiter asleep. */
+class MediatorWakeUpTest {
 
     /** Longer than any test runs: a waiter left asleep past its release outlasts the generous bound. */
     private static final long FOREVER = Duration.ofMinutes(10).toNanos();
+
     private static final long BOUND_SECONDS = 60;
 
     private static Hold hold(KeyColumn lock, Object tx) {
@@ -116,8 +109,6 @@ class MediatorReviewTest {
         return out;
     }
 
-    // ---- finding 1 -------------------------------------------------------------------------------------------------
-
     /**
      * Finding 1 (the brief's question "does a contended or retried take still get a correct deadline?"): no. The
      * hold's provisional deadline (what take() judges a CLAIMING entry by) is read once, in writeLock, before
@@ -176,8 +167,6 @@ class MediatorReviewTest {
             }
         }
     }
-
-    // ---- attacks that found nothing (guards) -----------------------------------------------------------------------
 
     /**
      * ABA: the entry a waiter saw is released and a new hold (same lock, same transaction object, so equal in every

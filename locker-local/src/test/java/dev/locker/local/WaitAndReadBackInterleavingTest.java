@@ -1,16 +1,16 @@
 package dev.locker.local;
 
-import dev.locker.spi.Entry;
 import dev.locker.api.ExpiredLockException;
 import dev.locker.api.KeyColumn;
-import dev.locker.spi.KeyColumnValueStore;
 import dev.locker.api.Lease;
 import dev.locker.api.LockProbe;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.LockingException;
-import dev.locker.spi.StoreTransaction;
 import dev.locker.api.TemporaryLockingException;
+import dev.locker.spi.Entry;
+import dev.locker.spi.KeyColumnValueStore;
+import dev.locker.spi.StoreTransaction;
 import dev.locker.spi.TemporaryStoreException;
 import dev.locker.testkit.FaultyStore;
 import dev.locker.testkit.Interleavings;
@@ -40,26 +40,22 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
-/**
- * Adversarial review of the three-phase template and the wait-and-read-back protocol. Every test replays one
- * interleaving deterministically (a {@link VirtualClock}, a real {@link InMemoryStore}, {@link FaultyStore} or probe
- * pauses, a second thread for the paused operation). Each failed on the code as first reviewed and names the property
- * it broke; they pass since the fixes (the renewal deadline rule, serialised steps per hold, withdrawal after a failed
- * check, every write attempt kept as ours, the builder's expiry check, the wall-clock step guard).
- *
- * <p>Each "process" gets its own {@link FaultyStore} over the one shared {@link InMemoryStore}, so that a pause fires
- * on exactly that process's n-th store call.
- */
+/** Interleavings on the wait-and-read-back protocol never give two holders, revive a dead claim or orphan one. */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
-class AdversarialReviewTest {
+class WaitAndReadBackInterleavingTest {
 
     private static final Duration EXPIRY = Duration.ofSeconds(30);
+
     private static final Duration LOCK_WAIT = Duration.ofMillis(100);
 
     private final VirtualClock clock = new VirtualClock();
+
     private final InMemoryStore shared = new InMemoryStore("review");
+
     private final ExecutorService pool = Executors.newCachedThreadPool();
+
     private final List<Locker> lockers = new ArrayList<>();
+
     private final KeyColumn lock = KeyColumn.of("vertex:42", "name");
 
     @AfterEach
@@ -101,247 +97,6 @@ class AdversarialReviewTest {
         } catch (ExecutionException e) {
             throw new AssertionError("the operation failed: " + e.getCause(), e.getCause());
         }
-    }
-
-    // =================================================================================================================
-    // R1 (SAFETY): a renewal that outlives the claim it renews resurrects a dead claim; a scrub decided while the claim
-    // was dead then deletes it, and a newcomer holds while the renewer also believes it holds.
-    // =================================================================================================================
-
-    /**
-     * Interleaving (E = 30 s, lockWait = 100 ms; A's claim: written at 0, store expiry 30.0 s, A's deadline 29.601 s):
-     * <ol>
-     *   <li>A holds (token N). At 29.5 s, before its deadline, A calls renewLocks: it reads its row (its claim is
-     *       live, confirm passes) and pauses before its rewrite reaches the store (a GC pause, a slow request);</li>
-     *   <li>at 30.05 s A's claim is dead on every clock. C writes its claim, waits lockWait, reads the row back: A's
-     *       claim is dead, so C is senior and will write token N+1 <em>and delete A's dead claim</em> (scrubExpired,
-     *       the default). C pauses just before that mutation reaches the store;</li>
-     *   <li>A's rewrite lands: A's claim is alive again (expiry 59.5 s, token N); A's confirm-after passes (C's claim
-     *       carries no token yet); the template compares only the NEW deadline (29.5 s + 29.6 s) with the clock, so
-     *       renewLocks succeeds: A believes it holds until 59.1 s;</li>
-     *   <li>C's mutation lands: token N+1, and A's (renewed!) claim is deleted by the stale scrub. C's confirm sees no
-     *       other live token holder and no higher token column: C holds.</li>
-     * </ol>
-     * Both believe they hold. The claim-deleting step is not special: the {@link ExpiredClaimCleaner} deletes
-     * "dead" columns just as blindly, from an equally old read.
-     */
-    @Test
-    void r1_aRenewalThatOutlivesItsClaimPlusAStaleScrubGivesTwoHolders() throws Exception {
-        FaultyStore storeA = new FaultyStore(shared);
-        FaultyStore storeC = new FaultyStore(shared);
-        Locker a = locker(storeA, "a");
-        Locker c = locker(storeC, "c");
-        Object ta = new Object();
-        long tokenA = take(a, ta);
-
-        clock.advance(Duration.ofMillis(29_400)); // now 29.5 s: before A's deadline (29.601 s)
-        assertTrue(believesItHolds(a, ta));
-        Pause rewrite = storeA.pauseAt(FaultyStore.Op.MUTATE, 0, false);
-        Future<String> renewal = async(() -> {
-            a.renewLocks(ta);
-            return "renewed";
-        });
-        rewrite.awaitArrival(); // A read its row (claim live) and is about to rewrite it
-
-        clock.advance(Duration.ofMillis(550)); // 30.05 s: A's claim (expiry 30.0 s) is dead on every clock
-        Object tc = new Object();
-        c.writeLock(lock, tc);
-        Pause tokenWrite = storeC.pauseAt(FaultyStore.Op.MUTATE, 0, false);
-        Future<Long> check = async(() -> {
-            c.checkLocks(tc);
-            return c.fencingToken(lock, tc);
-        });
-        tokenWrite.awaitArrival(); // C read A's claim as dead: its token write will scrub it
-
-        rewrite.resume();
-        try {
-            get(renewal); // on the reviewed code A's renewal succeeds: it believes it holds until 59.1 s
-        } catch (AssertionError refused) {
-            assertTrue(refused.getCause() instanceof ExpiredLockException, "a refused renewal says the lock was lost");
-        }
-        tokenWrite.resume();
-        long tokenC = get(check); // C holds too
-
-        boolean aHolds = believesItHolds(a, ta);
-        boolean cHolds = believesItHolds(c, tc);
-        assertFalse(aHolds && cHolds, "TWO HOLDERS: A (token " + tokenA + ", renewed) and C (token " + tokenC
-                + ") both believe they hold the lock at " + clock.now());
-    }
-
-    // =================================================================================================================
-    // R7 (SAFETY under an assumption the protocol does not state): a forward wall-clock step that every locker sees
-    // (processes on one host or VM, an NTP step) keeps "the clocks of all lockers agree within lockWait" true, yet
-    // expires every claim at once on the clocks that decide expiry while each holder's monotonic deadline runs on.
-    // =================================================================================================================
-
-    /**
-     * A holds (deadline 29.6 s after its write on its monotonic clock). One second later the host's wall clock is
-     * stepped forward by one minute (all lockers on it see the step: they still agree to the nanosecond). C's
-     * read-back now judges A's claim dead, scrubs it, and C holds, while A, one second into a 29.6 s deadline,
-     * believes it holds.
-     */
-    @Test
-    void r7_aForwardWallClockStepSeenByEveryLockerGivesTwoHolders() {
-        Locker a = locker(shared, "a");
-        Locker c = locker(shared, "c");
-        Object ta = new Object();
-        long tokenA = take(a, ta);
-        clock.advance(Duration.ofSeconds(1));
-        clock.stepWallClock(Duration.ofMinutes(1));
-        Object tc = new Object();
-        long tokenC;
-        try {
-            tokenC = take(c, tc);
-        } catch (TemporaryLockingException refused) {
-            return; // correct: A still holds
-        }
-        assertFalse(believesItHolds(a, ta) && believesItHolds(c, tc), "TWO HOLDERS after a wall-clock step every "
-                + "locker agrees on: A (token " + tokenA + ", " + Duration.ofNanos(a.status(lock, ta).orElseThrow()
-                .deadlineNanos() - clock.nanoTime()) + " left on its monotonic clock) and C (token " + tokenC + ")");
-    }
-
-    // =================================================================================================================
-    // R2 (template, every backend): a benign concurrent update of the hold (checkLocks from a worker thread while a
-    // heartbeat thread renews the same lease) makes renewLocks declare the hold lost and DELETE the healthy claim.
-    // =================================================================================================================
-
-    /**
-     * Lease says it is "not for sharing between threads that may close it concurrently with a renewal", i.e. a worker
-     * calling {@code check()} while a heartbeat calls {@code renew()} is allowed. Interleaving: the renewal's backend
-     * step answers (claim extended); before it records the answer, the worker's check (a verify) records its own
-     * answer; the renewal's compare-and-set on the hold state then fails, and renewLocks treats that as a loss: it
-     * marks the hold lost, withdraws (deletes) the claim and throws ExpiredLockException. The worker has just been
-     * told it holds; another process now takes the lock.
-     */
-    @Test
-    void r2_aConcurrentCheckMakesARenewalDeleteAHealthyClaim() throws Exception {
-        StepPauses pauses = new StepPauses();
-        Locker a = locker(shared, config("a").probe(pauses).build());
-        Locker b = locker(shared, "b");
-        Lease lease = a.acquire(lock, "worker");
-        lease.check(); // from now on checkLocks verifies with one read
-
-        Pause renewAnswered = pauses.after(LockProbe.Step.RENEW);
-        Future<String> heartbeat = async(() -> {
-            lease.renew();
-            return "renewed";
-        });
-        renewAnswered.awaitArrival();
-        Future<String> worker = async(() -> {
-            lease.check(); // the worker thread: "still mine" (waits for the heartbeat's step: steps are serialised)
-            return "checked";
-        });
-        renewAnswered.resume();
-        assertEquals("checked", worker.get(1, TimeUnit.MINUTES));
-
-        Throwable renewFailure = null;
-        try {
-            heartbeat.get(1, TimeUnit.MINUTES);
-        } catch (ExecutionException e) {
-            renewFailure = e.getCause();
-        }
-        Optional<Lease> stolen = Optional.empty();
-        try {
-            stolen = Optional.of(b.acquire(lock, "other process"));
-        } catch (TemporaryLockingException expected) {
-            // correct behaviour: the lock is still a's
-        }
-        assertTrue(renewFailure == null && stolen.isEmpty(), "a healthy lease, checked and renewed from two threads, "
-                + "lost its lock: renew failed with " + renewFailure + ", and another process "
-                + (stolen.isPresent() ? "took the lock (token " + stolen.get().fencingToken() + ")" : "did not get it"));
-    }
-
-    // =================================================================================================================
-    // R3 (LIVENESS): deleteLocks or close racing checkLocks: the check's token write re-creates the claim that the
-    // release just deleted; checkLocks then fails (the hold is released/lost) but never withdraws it, so a claim with a
-    // token that nobody holds blocks the lock for everyone until it expires.
-    // =================================================================================================================
-
-    @ParameterizedTest(name = "racing {0}")
-    @ValueSource(strings = {"deleteLocks", "close"})
-    void r3_aReleaseRacingCheckLocksOrphansAConfirmedClaimUntilItExpires(String release) throws Exception {
-        FaultyStore storeA = new FaultyStore(shared);
-        Locker a = locker(storeA, "a");
-        Locker b = locker(shared, "b");
-        Object ta = new Object();
-        a.writeLock(lock, ta);
-        Pause tokenWrite = storeA.pauseAt(FaultyStore.Op.MUTATE, 0, false);
-        Future<Long> check = async(() -> {
-            a.checkLocks(ta);
-            return a.fencingToken(lock, ta);
-        });
-        tokenWrite.awaitArrival(); // A read its row back and is about to write its token
-
-        // the release marks the hold final, then waits for the check in flight (steps are serialised) before deleting
-        java.util.concurrent.atomic.AtomicReference<Thread> releaser = new java.util.concurrent.atomic.AtomicReference<>();
-        Future<Object> released = async(() -> {
-            releaser.set(Thread.currentThread());
-            if (release.equals("deleteLocks")) {
-                a.deleteLocks(ta); // e.g. the transaction was rolled back by a timeout thread
-            } else {
-                a.close(); // e.g. a shutdown hook
-            }
-            return release;
-        });
-        while (releaser.get() == null || releaser.get().getState() != Thread.State.WAITING) {
-            Thread.sleep(1); // until the release marked the hold final and waits for the check's step to end
-        }
-        tokenWrite.resume(); // the token write (re-)creates A's claim, with a token
-        assertTrue(Interleavings.failureOf(check) instanceof LockingException, "A is told it does not hold");
-        assertEquals(release, released.get(1, TimeUnit.MINUTES));
-
-        clock.advance(EXPIRY.dividedBy(2)); // nobody holds the lock for 15 s...
-        try {
-            take(b, new Object());
-        } catch (TemporaryLockingException e) {
-            fail("nobody holds the lock, yet b is refused 15 s later (until A's orphaned claim expires): " + e.getMessage());
-        }
-    }
-
-    // =================================================================================================================
-    // R4 (LIVENESS): a claim-write attempt whose request was answered by a timeout but reaches the store later is never
-    // recognised as ours (ConsistentKeyClaim.earlierAttempts is always empty): it blocks its own writer and survives
-    // deleteLocks until it expires.
-    // =================================================================================================================
-
-    @Test
-    void r4_aLateLandingEarlierAttemptBlocksItsOwnWriterAndSurvivesRelease() {
-        DeferringStore storeA = new DeferringStore(shared);
-        Locker a = locker(storeA, "a");
-        Locker b = locker(shared, "b");
-        Object ta = new Object();
-        storeA.deferNextMutation(); // attempt 1 times out on the client, its request is still on the wire
-        a.writeLock(lock, ta); // attempt 2 succeeds (and deletes attempt 1's column, which is not there yet)
-        storeA.landDeferred(); // attempt 1's request arrives
-        try {
-            a.checkLocks(ta);
-        } catch (TemporaryLockingException e) {
-            a.deleteLocks(ta);
-            clock.advance(EXPIRY.dividedBy(2));
-            try {
-                take(b, new Object());
-            } catch (TemporaryLockingException again) {
-                fail("a's own earlier attempt refused a (" + e.getMessage() + ") and, after a released, still blocks "
-                        + "b 15 s later: " + again.getMessage());
-            }
-            fail("a's own earlier attempt (a late-landing retry) made a's check fail: " + e.getMessage());
-        }
-    }
-
-    // =================================================================================================================
-    // R5 (LIVENESS, configuration): expiry must exceed about 2 x lockWait, but the builder accepts lockWait < expiry:
-    // such a locker can never hold a lock (every checkLocks reports the validity ended while it was checked).
-    // =================================================================================================================
-
-    @Test
-    void r5_aConfigurationThatCouldNeverHoldALockIsRefusedByTheBuilder() {
-        // lockWait 100 ms, expiry 150 ms: the deadline (0.99 x (expiry - lockWait) = 49.5 ms after the write) would come
-        // before the read-back at 100 ms, so no lock could ever be held
-        IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
-                () -> locker(shared, config("a").expiry(Duration.ofMillis(150)).lockWait(Duration.ofMillis(100)).build()));
-        assertTrue(e.getMessage().contains("lockWait"), e.getMessage());
-        Locker ok = locker(shared, config("a").expiry(Duration.ofMillis(250)).lockWait(Duration.ofMillis(100)).build());
-        assertDoesNotThrow(() -> take(ok, new Object()));
     }
 
     /**
@@ -403,5 +158,213 @@ class AdversarialReviewTest {
         public void close() {
             real.close();
         }
+    }
+
+    /**
+     * Interleaving (E = 30 s, lockWait = 100 ms; A's claim: written at 0, store expiry 30.0 s, A's deadline 29.601 s):
+     * <ol>
+     *   <li>A holds (token N). At 29.5 s, before its deadline, A calls renewLocks: it reads its row (its claim is
+     *       live, confirm passes) and pauses before its rewrite reaches the store (a GC pause, a slow request);</li>
+     *   <li>at 30.05 s A's claim is dead on every clock. C writes its claim, waits lockWait, reads the row back: A's
+     *       claim is dead, so C is senior and will write token N+1 <em>and delete A's dead claim</em> (scrubExpired,
+     *       the default). C pauses just before that mutation reaches the store;</li>
+     *   <li>A's rewrite lands: A's claim is alive again (expiry 59.5 s, token N); A's confirm-after passes (C's claim
+     *       carries no token yet); the template compares only the NEW deadline (29.5 s + 29.6 s) with the clock, so
+     *       renewLocks succeeds: A believes it holds until 59.1 s;</li>
+     *   <li>C's mutation lands: token N+1, and A's (renewed!) claim is deleted by the stale scrub. C's confirm sees no
+     *       other live token holder and no higher token column: C holds.</li>
+     * </ol>
+     * Both believe they hold. The claim-deleting step is not special: the {@link ExpiredClaimCleaner} deletes
+     * "dead" columns just as blindly, from an equally old read.
+     */
+    @Test
+    void aRenewalThatOutlivesItsClaimAndAStaleScrubNeverMakeTwoHolders() throws Exception {
+        FaultyStore storeA = new FaultyStore(shared);
+        FaultyStore storeC = new FaultyStore(shared);
+        Locker a = locker(storeA, "a");
+        Locker c = locker(storeC, "c");
+        Object ta = new Object();
+        long tokenA = take(a, ta);
+
+        clock.advance(Duration.ofMillis(29_400)); // now 29.5 s: before A's deadline (29.601 s)
+        assertTrue(believesItHolds(a, ta));
+        Pause rewrite = storeA.pauseAt(FaultyStore.Op.MUTATE, 0, false);
+        Future<String> renewal = async(() -> {
+            a.renewLocks(ta);
+            return "renewed";
+        });
+        rewrite.awaitArrival(); // A read its row (claim live) and is about to rewrite it
+
+        clock.advance(Duration.ofMillis(550)); // 30.05 s: A's claim (expiry 30.0 s) is dead on every clock
+        Object tc = new Object();
+        c.writeLock(lock, tc);
+        Pause tokenWrite = storeC.pauseAt(FaultyStore.Op.MUTATE, 0, false);
+        Future<Long> check = async(() -> {
+            c.checkLocks(tc);
+            return c.fencingToken(lock, tc);
+        });
+        tokenWrite.awaitArrival(); // C read A's claim as dead: its token write will scrub it
+
+        rewrite.resume();
+        try {
+            get(renewal); // on the reviewed code A's renewal succeeds: it believes it holds until 59.1 s
+        } catch (AssertionError refused) {
+            assertTrue(refused.getCause() instanceof ExpiredLockException, "a refused renewal says the lock was lost");
+        }
+        tokenWrite.resume();
+        long tokenC = get(check); // C holds too
+
+        boolean aHolds = believesItHolds(a, ta);
+        boolean cHolds = believesItHolds(c, tc);
+        assertFalse(aHolds && cHolds, "TWO HOLDERS: A (token " + tokenA + ", renewed) and C (token " + tokenC
+                + ") both believe they hold the lock at " + clock.now());
+    }
+
+    /**
+     * A holds (deadline 29.6 s after its write on its monotonic clock). One second later the host's wall clock is
+     * stepped forward by one minute (all lockers on it see the step: they still agree to the nanosecond). C's
+     * read-back now judges A's claim dead, scrubs it, and C holds, while A, one second into a 29.6 s deadline,
+     * believes it holds.
+     */
+    @Test
+    void aForwardWallClockStepSeenByEveryLockerNeverMakesTwoHolders() {
+        Locker a = locker(shared, "a");
+        Locker c = locker(shared, "c");
+        Object ta = new Object();
+        long tokenA = take(a, ta);
+        clock.advance(Duration.ofSeconds(1));
+        clock.stepWallClock(Duration.ofMinutes(1));
+        Object tc = new Object();
+        long tokenC;
+        try {
+            tokenC = take(c, tc);
+        } catch (TemporaryLockingException refused) {
+            return; // correct: A still holds
+        }
+        assertFalse(believesItHolds(a, ta) && believesItHolds(c, tc), "TWO HOLDERS after a wall-clock step every "
+                + "locker agrees on: A (token " + tokenA + ", " + Duration.ofNanos(a.status(lock, ta).orElseThrow()
+                .deadlineNanos() - clock.nanoTime()) + " left on its monotonic clock) and C (token " + tokenC + ")");
+    }
+
+    /**
+     * Lease says it is "not for sharing between threads that may close it concurrently with a renewal", i.e. a worker
+     * calling {@code check()} while a heartbeat calls {@code renew()} is allowed. Interleaving: the renewal's backend
+     * step answers (claim extended); before it records the answer, the worker's check (a verify) records its own
+     * answer; the renewal's compare-and-set on the hold state then fails, and renewLocks treats that as a loss: it
+     * marks the hold lost, withdraws (deletes) the claim and throws ExpiredLockException. The worker has just been
+     * told it holds; another process now takes the lock.
+     */
+    @Test
+    void aConcurrentCheckNeverMakesARenewalDeleteAHealthyClaim() throws Exception {
+        StepPauses pauses = new StepPauses();
+        Locker a = locker(shared, config("a").probe(pauses).build());
+        Locker b = locker(shared, "b");
+        Lease lease = a.acquire(lock, "worker");
+        lease.check(); // from now on checkLocks verifies with one read
+
+        Pause renewAnswered = pauses.after(LockProbe.Step.RENEW);
+        Future<String> heartbeat = async(() -> {
+            lease.renew();
+            return "renewed";
+        });
+        renewAnswered.awaitArrival();
+        Future<String> worker = async(() -> {
+            lease.check(); // the worker thread: "still mine" (waits for the heartbeat's step: steps are serialised)
+            return "checked";
+        });
+        renewAnswered.resume();
+        assertEquals("checked", worker.get(1, TimeUnit.MINUTES));
+
+        Throwable renewFailure = null;
+        try {
+            heartbeat.get(1, TimeUnit.MINUTES);
+        } catch (ExecutionException e) {
+            renewFailure = e.getCause();
+        }
+        Optional<Lease> stolen = Optional.empty();
+        try {
+            stolen = Optional.of(b.acquire(lock, "other process"));
+        } catch (TemporaryLockingException expected) {
+            // correct behaviour: the lock is still a's
+        }
+        assertTrue(renewFailure == null && stolen.isEmpty(), "a healthy lease, checked and renewed from two threads, "
+                + "lost its lock: renew failed with " + renewFailure + ", and another process "
+                + (stolen.isPresent() ? "took the lock (token " + stolen.get().fencingToken() + ")" : "did not get it"));
+    }
+
+    @ParameterizedTest(name = "racing {0}")
+    @ValueSource(strings = {"deleteLocks", "close"})
+    void aReleaseRacingCheckLocksLeavesNoConfirmedClaimBehind(String release) throws Exception {
+        FaultyStore storeA = new FaultyStore(shared);
+        Locker a = locker(storeA, "a");
+        Locker b = locker(shared, "b");
+        Object ta = new Object();
+        a.writeLock(lock, ta);
+        Pause tokenWrite = storeA.pauseAt(FaultyStore.Op.MUTATE, 0, false);
+        Future<Long> check = async(() -> {
+            a.checkLocks(ta);
+            return a.fencingToken(lock, ta);
+        });
+        tokenWrite.awaitArrival(); // A read its row back and is about to write its token
+
+        // the release marks the hold final, then waits for the check in flight (steps are serialised) before deleting
+        java.util.concurrent.atomic.AtomicReference<Thread> releaser = new java.util.concurrent.atomic.AtomicReference<>();
+        Future<Object> released = async(() -> {
+            releaser.set(Thread.currentThread());
+            if (release.equals("deleteLocks")) {
+                a.deleteLocks(ta); // e.g. the transaction was rolled back by a timeout thread
+            } else {
+                a.close(); // e.g. a shutdown hook
+            }
+            return release;
+        });
+        while (releaser.get() == null || releaser.get().getState() != Thread.State.WAITING) {
+            Thread.sleep(1); // until the release marked the hold final and waits for the check's step to end
+        }
+        tokenWrite.resume(); // the token write (re-)creates A's claim, with a token
+        assertTrue(Interleavings.failureOf(check) instanceof LockingException, "A is told it does not hold");
+        assertEquals(release, released.get(1, TimeUnit.MINUTES));
+
+        clock.advance(EXPIRY.dividedBy(2)); // nobody holds the lock for 15 s...
+        try {
+            take(b, new Object());
+        } catch (TemporaryLockingException e) {
+            fail("nobody holds the lock, yet b is refused 15 s later (until A's orphaned claim expires): " + e.getMessage());
+        }
+    }
+
+    @Test
+    void aLateLandingEarlierAttemptIsOursAndGoesWithTheRelease() {
+        DeferringStore storeA = new DeferringStore(shared);
+        Locker a = locker(storeA, "a");
+        Locker b = locker(shared, "b");
+        Object ta = new Object();
+        storeA.deferNextMutation(); // attempt 1 times out on the client, its request is still on the wire
+        a.writeLock(lock, ta); // attempt 2 succeeds (and deletes attempt 1's column, which is not there yet)
+        storeA.landDeferred(); // attempt 1's request arrives
+        try {
+            a.checkLocks(ta);
+        } catch (TemporaryLockingException e) {
+            a.deleteLocks(ta);
+            clock.advance(EXPIRY.dividedBy(2));
+            try {
+                take(b, new Object());
+            } catch (TemporaryLockingException again) {
+                fail("a's own earlier attempt refused a (" + e.getMessage() + ") and, after a released, still blocks "
+                        + "b 15 s later: " + again.getMessage());
+            }
+            fail("a's own earlier attempt (a late-landing retry) made a's check fail: " + e.getMessage());
+        }
+    }
+
+    @Test
+    void aConfigurationThatCouldNeverHoldALockIsRefusedByTheBuilder() {
+        // lockWait 100 ms, expiry 150 ms: the deadline (0.99 x (expiry - lockWait) = 49.5 ms after the write) would come
+        // before the read-back at 100 ms, so no lock could ever be held
+        IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> locker(shared, config("a").expiry(Duration.ofMillis(150)).lockWait(Duration.ofMillis(100)).build()));
+        assertTrue(e.getMessage().contains("lockWait"), e.getMessage());
+        Locker ok = locker(shared, config("a").expiry(Duration.ofMillis(250)).lockWait(Duration.ofMillis(100)).build());
+        assertDoesNotThrow(() -> take(ok, new Object()));
     }
 }

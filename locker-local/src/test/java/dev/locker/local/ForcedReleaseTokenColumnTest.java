@@ -32,22 +32,22 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/**
- * Adversarial review of the forced release's token column on the wait-and-read-back protocol (commit 549d8f1): a
- * forced release writes, with its removal, a token column {@code 0xFF | token | "forced"} carrying the token it
- * removed (by token) or the highest token among the claims it read (unconditional). Each "process" has its own
- * {@link FaultyStore} over one shared {@link InMemoryStore}; time is a {@link VirtualClock}.
- */
+/** The token column a forced release writes on the wait-and-read-back protocol keeps tokens rising and frees the lock. */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
-class ForcedColumnReviewTest {
+class ForcedReleaseTokenColumnTest {
 
     private static final Duration EXPIRY = Duration.ofSeconds(30);
+
     private static final Duration LOCK_WAIT = Duration.ofMillis(100);
 
     private final VirtualClock clock = new VirtualClock();
+
     private final InMemoryStore shared = new InMemoryStore("forced-column-review");
+
     private final ExecutorService pool = Executors.newCachedThreadPool();
+
     private final List<Locker> lockers = new ArrayList<>();
+
     private final KeyColumn lock = KeyColumn.of("vertex:42", "name");
 
     @AfterEach

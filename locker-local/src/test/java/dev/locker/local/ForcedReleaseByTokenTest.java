@@ -29,23 +29,22 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/**
- * Adversarial review of the conditional forced release ({@code forceRelease(lock, reason, expectedToken)}) on the
- * wait-and-read-back protocol: {@link ConsistentKeyLocker#deleteClaimWithToken} deletes the first claim column of the
- * row that carries the token, live or dead, holder or not, after a read of its own. Each "process" has its own
- * {@link FaultyStore} over one shared {@link InMemoryStore}, so a pause fires on exactly that process's n-th store call;
- * time is a {@link VirtualClock}.
- */
+/** A forced release by token on the wait-and-read-back protocol removes only the claim carrying that token. */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
-class ForcedReleaseByTokenReviewTest {
+class ForcedReleaseByTokenTest {
 
     private static final Duration EXPIRY = Duration.ofSeconds(30);
+
     private static final Duration LOCK_WAIT = Duration.ofMillis(100);
 
     private final VirtualClock clock = new VirtualClock();
+
     private final InMemoryStore shared = new InMemoryStore("ftok-review");
+
     private final ExecutorService pool = Executors.newCachedThreadPool();
+
     private final List<Locker> lockers = new ArrayList<>();
+
     private final KeyColumn lock = KeyColumn.of("vertex:42", "name");
 
     @AfterEach

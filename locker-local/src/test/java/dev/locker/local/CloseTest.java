@@ -1,23 +1,20 @@
 package dev.locker.local;
 
 import dev.locker.api.ExpiredLockException;
-import dev.locker.api.ForcedRelease;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
-import dev.locker.api.LockLost;
 import dev.locker.api.LockProbe;
 import dev.locker.api.LockTransaction;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
-import dev.locker.api.LossReason;
-import dev.locker.api.TemporaryLockingException;
-import dev.locker.api.TimeSource;
 import dev.locker.spi.Entry;
 import dev.locker.spi.KeyColumnValueStore;
 import dev.locker.spi.PermanentStoreException;
 import dev.locker.spi.StoreTransaction;
 import dev.locker.testkit.FaultyStore;
+import dev.locker.testkit.Interleavings;
 import dev.locker.testkit.Pause;
+import dev.locker.testkit.StepPauses;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -27,6 +24,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
@@ -36,34 +34,35 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.stream.Collectors;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
 
-/**
- * Adversarial review of today's core changes (forced-release token attribution, close waiting for operations in
- * flight, keep-alive stopping on a lost hold, per-locker clocks in a shared mediator, the once-only multi-lock
- * listener) on the {@code mem:} backend (ConsistentKeyLocker over a real {@link InMemoryStore}).
- *
- * <p>Findings are {@code @Disabled("finding N: ...")} tests that fail on the reviewed code (run them with
- * {@code -Djunit.jupiter.conditions.deactivate='org.junit.*DisabledCondition'}). The enabled tests are attacks that
- * found the code sound. No test asserts a timing: waits are bounded only so that a failure ends the test.
- */
+/** Closing a locker or a lease waits for steps in flight and leaves no claim, no mediator entry and no thread behind. */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
-class TodayReviewTest {
+class CloseTest {
 
     private static final Duration EXPIRY = Duration.ofSeconds(30);
+
     private static final Duration LOCK_WAIT = Duration.ofMillis(100);
 
     private final VirtualClock clock = new VirtualClock();
-    private final InMemoryStore shared = new InMemoryStore("today-review");
+
+    private final InMemoryStore shared = new InMemoryStore("core-review");
+
     private final ExecutorService pool = Executors.newCachedThreadPool();
+
     private final List<Locker> lockers = new ArrayList<>();
-    private final KeyColumn lock = KeyColumn.of("today", "c");
-    private final KeyColumn x = KeyColumn.of("today", "x");
-    private final KeyColumn y = KeyColumn.of("today", "y");
+
+    private final KeyColumn lock = KeyColumn.of("core", "c");
+
+    private final KeyColumn x = KeyColumn.of("core", "x");
+
+    private final KeyColumn y = KeyColumn.of("core", "y");
 
     @AfterEach
     void tearDown() {
@@ -85,11 +84,11 @@ class TodayReviewTest {
         return locker(shared, config(rid).build());
     }
 
-    /** How many claims {@code l}'s row holds in {@code store} (record and token columns, from 0xfe on, aside). */
-    private static long claims(KeyColumnValueStore store, KeyColumn l) {
+    /** How many claims {@code lock}'s row holds (record and token columns, from 0xfe on, aside). */
+    private long claims(KeyColumn l) {
         byte[] end = new byte[64];
         Arrays.fill(end, (byte) 0xff);
-        List<Entry> row = store.getSlice(l.encoded(), new byte[0], end, store.beginTransaction());
+        List<Entry> row = shared.getSlice(l.encoded(), new byte[0], end, shared.beginTransaction());
         return row.stream().filter(e -> e.column().length == 0 || (e.column()[0] & 0xff) < 0xfe).count();
     }
 
@@ -103,6 +102,14 @@ class TodayReviewTest {
         } catch (ExecutionException e) {
             throw new AssertionError("the operation failed: " + e.getCause(), e.getCause());
         }
+    }
+
+    /** How many claims {@code l}'s row holds in {@code store} (record and token columns, from 0xfe on, aside). */
+    private static long claims(KeyColumnValueStore store, KeyColumn l) {
+        byte[] end = new byte[64];
+        Arrays.fill(end, (byte) 0xff);
+        List<Entry> row = store.getSlice(l.encoded(), new byte[0], end, store.beginTransaction());
+        return row.stream().filter(e -> e.column().length == 0 || (e.column()[0] & 0xff) < 0xfe).count();
     }
 
     /** A store that refuses every call once closed, as a client closed by closeBackend does; the data stays. */
@@ -154,9 +161,136 @@ class TodayReviewTest {
         }
     }
 
-    // =================================================================================================================
-    // Findings
-    // =================================================================================================================
+    /**
+     * Finding 4: {@code close()} does not wait for a release already in flight. A lease's close that started just
+     * before the locker's close owns the release ({@link Hold#markDone}); the locker's close skips that hold and goes
+     * on to stop the background and close the backend ({@code closeBackend}) while the claim is still in the store.
+     * After {@code close()} returns, a claim of the closed locker is still there; with a backend the locker owns
+     * (closeStoreOnClose, or a client such as Redis, MongoDB or HBase closed by closeBackend) the release in flight
+     * then fails on the closed client and the claim outlives the locker until it expires. The same holds for
+     * {@code deleteLocks(tx)} of a transaction in flight (close no longer finds the transaction in its map) and for
+     * a claim written while close runs (its withdrawal runs after close).
+     *
+     * <p>Interleaving: lease held; thread T closes the lease and pauses inside its delete, before the store (a slow
+     * request); the main thread closes the locker: it returns; the claim is still in the store.
+     */
+    @Test
+    void closeReturnsOnlyOnceAReleaseInFlightRemovedItsClaim() throws Exception {
+        FaultyStore fa = new FaultyStore(shared);
+        Locker a = locker(fa, config("a").build());
+        Lease lease = a.acquire(lock, "job");
+        assertEquals(1, claims(lock));
+        Pause delete = fa.pauseAt(FaultyStore.Op.MUTATE, 0, false); // the lease's delete
+        Future<?> closing = async(() -> {
+            lease.close();
+            return null;
+        });
+        delete.awaitArrival();
+        // the locker's close, from a thread of its own; what the store holds the moment it returns
+        Future<Long> closed = async(() -> {
+            a.close();
+            return claims(lock);
+        });
+        Thread.sleep(200); // the release stays paused meanwhile: a close that does not wait for it returns now
+        delete.resume();
+        assertEquals(0L, get(closed), "after locker.close() returned, no claim of it is left in the store");
+        get(closing);
+    }
+
+    /**
+     * Closing a lease while its renewal is in flight (paused after the store answered): the close waits for it, the
+     * renewal finds the hold released and withdraws what it wrote, and the claim is gone when close returns.
+     * After the locker's close no thread of its background is left running.
+     */
+    @Test
+    void closeWaitsForARenewalInFlightAndLeavesNoBackgroundThread() throws Exception {
+        Set<Thread> before = Thread.getAllStackTraces().keySet();
+        StepPauses pauses = new StepPauses();
+        Locker a = locker(shared, config("a").probe(pauses).build());
+        Lease lease = a.acquire(lock, "job").keepAlive(false);
+        lease.onLost(l -> { }); // starts the background (watchdog, notifier)
+        Pause renewal = pauses.after(LockProbe.Step.RENEW);
+        Future<?> renewing = async(() -> {
+            lease.renew();
+            return null;
+        });
+        renewal.awaitArrival();
+        Future<?> closing = async(() -> {
+            lease.close();
+            return null;
+        });
+        Thread.sleep(100);
+        assertFalse(closing.isDone(), "the lease's close waits for the renewal in flight");
+        renewal.resume();
+        get(closing);
+        assertEquals(0, claims(lock), "no claim left once the lease's close returned");
+        try {
+            renewing.get(1, TimeUnit.MINUTES);
+            fail("the renewal that answered after the release must fail");
+        } catch (ExecutionException e) {
+            assertTrue(e.getCause() instanceof ExpiredLockException, e.getCause().toString());
+        }
+        a.close();
+        List<Thread> left = List.of();
+        for (int i = 0; i < 500; i++) {
+            left = Thread.getAllStackTraces().keySet().stream()
+                    .filter(t -> !before.contains(t) && t.isAlive() && t.getName().startsWith("locker-"))
+                    .collect(Collectors.toList());
+            if (left.isEmpty()) {
+                break;
+            }
+            Thread.sleep(10);
+        }
+        assertEquals(List.of(), left.stream().map(Thread::getName).toList(), "threads of the closed locker still run");
+    }
+
+    /**
+     * After close every call but releasing fails with IllegalStateException, including on a lease of the closed
+     * locker; releasing stays harmless.
+     */
+    @Test
+    void afterCloseEveryCallButReleasingFailsWithIllegalState() {
+        Locker a = locker("a");
+        Lease lease = a.acquire(lock, "job");
+        Object tx = new LockTransaction("tx");
+        Interleavings.take(a, x, tx);
+        a.close();
+        assertEquals(0, claims(lock));
+        assertEquals(0, claims(x));
+        List<Runnable> calls = List.of(
+                () -> a.acquire(lock, "again"),
+                () -> a.acquireAll(List.of(x, y), "again"),
+                () -> a.tryAcquire(lock, "again", Duration.ofSeconds(1)),
+                () -> a.acquireWithin(lock, "again", Duration.ZERO),
+                () -> a.runOnce(lock, "again", l -> { }),
+                () -> a.writeLock(y, tx),
+                () -> a.checkLocks(tx),
+                () -> a.verifyLocks(tx),
+                () -> a.renewLocks(tx),
+                () -> a.keepAlive(tx, true),
+                () -> a.whenLost(x, tx, l -> { }),
+                () -> a.status(x, tx),
+                () -> a.fencingToken(x, tx),
+                () -> a.holder(lock),
+                () -> a.holding(lock),
+                () -> a.forceRelease(lock, "op"),
+                () -> a.lastRun(lock),
+                () -> a.lastForcedRelease(lock),
+                () -> a.list(new byte[0], 10, null),
+                lease::renew,
+                lease::check,
+                lease::fencingToken,
+                () -> lease.onLost(l -> { }),
+                () -> lease.keepAlive(true));
+        for (int i = 0; i < calls.size(); i++) {
+            int n = i;
+            assertThrows(IllegalStateException.class, calls.get(i)::run, "call " + n);
+        }
+        assertFalse(lease.isValid());
+        lease.close();
+        a.deleteLocks(tx);
+        a.close();
+    }
 
     /**
      * Finding 1 (change 4): close() does not wait for a claim whose write is in flight; it releases that claim's
@@ -172,7 +306,7 @@ class TodayReviewTest {
      * lost, withdraw fails (store closed), and the claim is left in the store.
      */
     @Test
-    void f1_closeWaitsForAClaimWhoseWriteIsInFlight() throws Exception {
+    void closeWaitsForAClaimWhoseWriteIsInFlight() throws Exception {
         InMemoryStore inner = new InMemoryStore("today-f1");
         FaultyStore faulty = new FaultyStore(inner);
         Locker a = ConsistentKeyLocker.builder(new ClosingStore(faulty)).config(config("a").build())
@@ -207,64 +341,6 @@ class TodayReviewTest {
         long left = claims(inner, lock);
         assertEquals(0, left, "close() returned while the claim's write was in flight (" + late + "); the claim it "
                 + "wrote was left in the store after close, until it expires");
-    }
-
-    // =================================================================================================================
-    // Attacks that found the code sound
-    // =================================================================================================================
-
-    /**
-     * Change 1: a forced release by token takes claim T1 of locker a; a later claim T2 of the same locker, lost within
-     * one expiry of that release for another reason (its column is gone: the store lost it), is not blamed on the
-     * release (the time heuristic alone would have said FORCE_RELEASED).
-     */
-    @Test
-    void aLaterClaimOfTheSameLockerIsNotBlamedOnTheReleaseOfAnEarlierOne() {
-        Locker a = locker("a");
-        Locker op = locker("op");
-        Lease first = a.acquire(lock, "first");
-        long t1 = first.fencingToken();
-        assertTrue(op.forceRelease(lock, "stuck", t1));
-        ExpiredLockException e1 = assertThrows(ExpiredLockException.class, first::check);
-        assertEquals(LossReason.FORCE_RELEASED, e1.reason());
-        assertEquals(t1, op.lastForcedRelease(lock).orElseThrow().releasedToken().orElseThrow());
-        first.close();
-
-        Lease second = a.acquire(lock, "second");
-        long t2 = second.fencingToken();
-        assertTrue(t2 > t1);
-        // the store loses the claim column (not a forced release): every column of the row below the records
-        byte[] end = new byte[]{(byte) 0xfe};
-        List<byte[]> cols = new ArrayList<>();
-        for (Entry e : shared.getSlice(lock.encoded(), new byte[0], end, shared.beginTransaction())) {
-            cols.add(e.column());
-        }
-        shared.mutate(lock.encoded(), List.of(), cols, shared.beginTransaction());
-        ExpiredLockException e2 = assertThrows(ExpiredLockException.class, second::check);
-        assertFalse(e2.reason() == LossReason.FORCE_RELEASED, "a loss of claim " + t2 + " blamed on the release of "
-                + t1 + ": " + e2);
-        second.close();
-    }
-
-    /**
-     * Change 1, wait-and-read-back: a forced release that reads the claim before it is confirmed records no token
-     * (0); the holder, whose hold has no token either, still learns FORCE_RELEASED (the fallback), and so does a
-     * holder that confirmed after the release read the row.
-     */
-    @Test
-    void aReleaseOfAClaimNotConfirmedYetIsStillToldAsForced() {
-        Locker a = locker("a");
-        Locker op = locker("op");
-        Object tx = new LockTransaction("three-phase");
-        a.writeLock(lock, tx); // written, not confirmed: holding() shows token 0
-        assertEquals(0, op.holding(lock).orElseThrow().fencingToken());
-        assertTrue(op.forceRelease(lock, "stuck"));
-        ForcedRelease rec = op.lastForcedRelease(lock).orElseThrow();
-        assertTrue(rec.releasedToken().isEmpty(), rec.toString());
-        clock.advance(LOCK_WAIT.plusMillis(1));
-        ExpiredLockException e = assertThrows(ExpiredLockException.class, () -> a.checkLocks(tx));
-        assertEquals(LossReason.FORCE_RELEASED, e.reason(), e.toString());
-        a.deleteLocks(tx);
     }
 
     /**
@@ -318,44 +394,5 @@ class TodayReviewTest {
         assertTrue(r instanceof RuntimeException, "the check on a closed locker fails: " + r);
         assertFalse(other.isValid());
         assertEquals(0, claims(shared, x) + claims(shared, lock), "claims deleted");
-    }
-
-    /** Change 6: a lease on two locks that loses both tells its listener once. */
-    @Test
-    void aMultiLockLeaseThatLosesBothLocksTellsItsListenerOnce() throws Exception {
-        Locker a = locker("a");
-        Locker op = locker("op");
-        Lease both = a.acquireAll(List.of(x, y), "both");
-        CopyOnWriteArrayList<LockLost> told = new CopyOnWriteArrayList<>();
-        both.onLost(told::add);
-        assertTrue(op.forceRelease(x, "go"));
-        assertTrue(op.forceRelease(y, "go"));
-        assertThrows(ExpiredLockException.class, both::check);
-        assertThrows(ExpiredLockException.class, both::check);
-        for (int i = 0; i < 200 && told.isEmpty(); i++) {
-            Thread.sleep(10);
-        }
-        Thread.sleep(200); // a second telling, if any, is queued on the same notifier behind the first
-        assertEquals(1, told.size(), told.toString());
-        both.close();
-    }
-
-    /**
-     * Change 5: a mediator made by a locker on the system clock, shared with a locker on a virtual clock (whose
-     * monotonic origin is far from the system's): the virtual-clock locker's live hold is judged on its own clock, so
-     * the system-clock locker's transaction does not take it over.
-     */
-    @Test
-    void aSharedMediatorJudgesEachHoldOnItsOwnLockersClock() {
-        Locker sys = locker(shared, LockerConfig.builder().rid("sys").expiry(EXPIRY).lockWait(LOCK_WAIT)
-                .localWait(Duration.ofMillis(50)).timeSource(TimeSource.system()).build());
-        Locker virt = locker(shared, config("virt").localArbitration(sys.arbitration()).build());
-        Lease held = virt.acquire(lock, "held");
-        TemporaryLockingException e = assertThrows(TemporaryLockingException.class,
-                () -> sys.acquire(lock, "contender"));
-        assertTrue(e.getMessage().contains("in this process"), e.getMessage());
-        assertTrue(held.isValid());
-        held.check();
-        held.close();
     }
 }
