@@ -52,7 +52,7 @@ class CloseTest {
 
     private final VirtualClock clock = new VirtualClock();
 
-    private final InMemoryStore shared = new InMemoryStore("core-review");
+    private final InMemoryStore shared = new InMemoryStore("shared");
 
     private final ExecutorService pool = Executors.newCachedThreadPool();
 
@@ -162,17 +162,11 @@ class CloseTest {
     }
 
     /**
-     * Finding 4: {@code close()} does not wait for a release already in flight. A lease's close that started just
-     * before the locker's close owns the release ({@link Hold#markDone}); the locker's close skips that hold and goes
-     * on to stop the background and close the backend ({@code closeBackend}) while the claim is still in the store.
-     * After {@code close()} returns, a claim of the closed locker is still there; with a backend the locker owns
-     * (closeStoreOnClose, or a client such as Redis, MongoDB or HBase closed by closeBackend) the release in flight
-     * then fails on the closed client and the claim outlives the locker until it expires. The same holds for
-     * {@code deleteLocks(tx)} of a transaction in flight (close no longer finds the transaction in its map) and for
-     * a claim written while close runs (its withdrawal runs after close).
+     * {@code close()} waits for a release already in flight, so no claim of the locker outlives it. Otherwise, with a
+     * backend the locker owns, the release would fail on the closed client and the claim would stay until it expired.
      *
-     * <p>Interleaving: lease held; thread T closes the lease and pauses inside its delete, before the store (a slow
-     * request); the main thread closes the locker: it returns; the claim is still in the store.
+     * <p>Interleaving: lease held; thread T closes the lease and pauses inside its delete, before the store. The main
+     * thread closes the locker; when close returns, the claim is gone.
      */
     @Test
     void closeReturnsOnlyOnceAReleaseInFlightRemovedItsClaim() throws Exception {
@@ -293,21 +287,16 @@ class CloseTest {
     }
 
     /**
-     * Finding 1 (change 4): close() does not wait for a claim whose write is in flight; it releases that claim's
-     * mediator entry itself, so {@code awaitOperationsInFlight} finds nothing to wait for and closeBackend cuts the
-     * ground from under the write: the claim lands in the store, its withdrawal fails on the closed backend, and it
-     * stays until it expires (the exact outcome the new javadoc says the wait prevents).
+     * {@code close()} waits for a claim whose write is in flight. The claim is then withdrawn before the backend closes,
+     * so it does not stay in the store until it expires.
      *
-     * <p>Interleaving: T1 writeLock(lock, tx): takes the entry, adds the hold to the transaction's record, passes the
-     * closed check, sends the claim's write; the store applies it, the reply is in flight (paused). T2 close():
-     * closed=true; removes the transaction's record and finish(hold, lose(LOCKER_CLOSED)): the state before has no
-     * status, so nothing is deleted, and releaseHold's finally removes the mediator entry; awaitOperationsInFlight sees
-     * no entry of this locker and returns at once; closeBackend closes the store. The reply arrives: the hold is
-     * lost, withdraw fails (store closed), and the claim is left in the store.
+     * <p>Interleaving: T1 writeLock(lock, tx) sends the claim's write; the store applies it, and its reply is paused.
+     * T2 calls close(). The reply arrives, the hold is lost to the close, and its claim is withdrawn. When close returns,
+     * no claim of the locker is left.
      */
     @Test
     void closeWaitsForAClaimWhoseWriteIsInFlight() throws Exception {
-        InMemoryStore inner = new InMemoryStore("today-f1");
+        InMemoryStore inner = new InMemoryStore("inner");
         FaultyStore faulty = new FaultyStore(inner);
         Locker a = ConsistentKeyLocker.builder(new ClosingStore(faulty)).config(config("a").build())
                 .closeStoreOnClose(true).build();
@@ -344,8 +333,8 @@ class CloseTest {
     }
 
     /**
-     * Change 4: close() from a lost-listener (on the notifier thread) and from a probe inside a step of the closing
-     * thread's own hold returns, and the other claims of the locker are deleted.
+     * close() from a lost-listener (on the notifier thread), and from a probe inside a step of the closing thread's own
+     * hold, returns; the locker's other claims are deleted.
      */
     @Test
     void closeFromAListenerOrFromInsideAStepReturnsAndDeletesTheClaims() throws Exception {

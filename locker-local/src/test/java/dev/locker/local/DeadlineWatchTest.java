@@ -52,7 +52,7 @@ class DeadlineWatchTest {
 
     private final VirtualClock clock = new VirtualClock();
 
-    private final InMemoryStore shared = new InMemoryStore("review2");
+    private final InMemoryStore shared = new InMemoryStore("shared");
 
     private final ExecutorService pool = Executors.newCachedThreadPool();
 
@@ -129,21 +129,16 @@ class DeadlineWatchTest {
     }
 
     /**
-     * Every lease is watched (acquire turns keep-alive on, and a kept-alive hold is watched), so each acquire puts its
-     * Hold in the deadline-watch timer, due at its deadline less the margin. deleteLocks (Lease.close) stops the
-     * transaction's renewals (Timer.cancel of its TxHolds) but never cancels its holds' watch entries: each closed
-     * lease's Hold, with its transaction, KeyColumn, status and listener list, stays reachable from the timer's heap
-     * for about 0.9 x the expiry (the default 30 s, often minutes). A service that takes and releases 10k leases a
-     * second keeps ~270k dead holds on its heap, which is what this rework set out to shrink ("client heap per held
-     * lock"); the heap array never shrinks back either. Timer.cancel is O(log n) and allocation-free now: releaseHold
-     * could cancel it. (The executor before had the same retention, through its futures.)
+     * Every lease is watched: each acquire puts its hold in the deadline-watch timer, due at its deadline less a margin.
+     * Closing a lease cancels both its renewal and its watch entry. So closed leases leave no dead hold in either heap,
+     * however long their expiry.
      */
     @Test
     void closedLeasesLeaveTheDeadlineWatchAtOnce() throws Exception {
-        Locker l = locker("alloc-f2", LockerConfig.builder().expiry(Duration.ofMinutes(10)).lockWait(Duration.ofMillis(1)));
+        Locker l = locker("watch", LockerConfig.builder().expiry(Duration.ofMinutes(10)).lockWait(Duration.ofMillis(1)));
         int n = 200;
         for (int i = 0; i < n; i++) {
-            try (Lease lease = l.acquire(KeyColumn.named("f2-" + i), "f2")) {
+            try (Lease lease = l.acquire(KeyColumn.named("watched-" + i), "watched")) {
                 assertTrue(lease.fencingToken() > 0);
             }
         }
@@ -156,12 +151,9 @@ class DeadlineWatchTest {
     }
 
     /**
-     * Virtual clock. A holds (E = 30 s, deadline 29.6 s, watchdog margin 3 s). At 26.7 s (renewals have failed or are
-     * slow) the watchdog runs fire(): it reads the hold's state (deadline 29.6 s) and is preempted before comparing
-     * (the test's clock parks the watchdog thread in nanoTime()). The holder's renew() succeeds: new deadline 56.3 s.
-     * fire() resumes: 2.9 s left on the state it read, under the margin: hold.lose() marks the CURRENT (renewed) state
-     * lost. renew() returned normally, yet the lease is invalid and the listener is told "no successful renewal";
-     * the renewed claim stays in the store until the lease is closed.
+     * Virtual clock. A holds (E = 30 s, deadline 29.6 s, watchdog margin 3 s). At 26.7 s the watchdog reads the hold's
+     * state and is preempted before it compares. The holder's renew() then succeeds: new deadline 56.3 s.
+     * The watchdog resumes, but it marks lost only the state it judged. The renewed lease stays valid, and nothing is told.
      */
     @Test
     void theWatchdogNeverOverrulesARenewalThatSucceededWhileItJudged() throws Exception {

@@ -40,7 +40,7 @@ class ForcedReleaseAttributionTest {
 
     private final VirtualClock clock = new VirtualClock();
 
-    private final InMemoryStore shared = new InMemoryStore("run-once-review");
+    private final InMemoryStore shared = new InMemoryStore("shared");
 
     private final ExecutorService pool = Executors.newCachedThreadPool();
 
@@ -100,10 +100,8 @@ class ForcedReleaseAttributionTest {
     }
 
     /**
-     * R2 (COSMETIC, a false audit trail): the forced-release record names a locker by rid and stays until the next
-     * forced release, and forcedAway() compares rids only. A was force-released once ("first"). Days later A holds the
-     * lock again with a new claim, which then disappears for an unrelated reason (the store lost it, or it was
-     * scrubbed as dead): A's loss is reported FORCE_RELEASED, quoting the old operator and reason.
+     * A was force-released once, and the record stays until the next forced release. Later A holds the lock again with a
+     * new claim, which disappears for an unrelated reason. That loss is not reported FORCE_RELEASED.
      */
     @Test
     void aStaleForcedRecordIsNotBlamedForALaterUnrelatedLoss() {
@@ -134,10 +132,8 @@ class ForcedReleaseAttributionTest {
     }
 
     /**
-     * R3 (COSMETIC/operability): forceRelease deletes the claims, then writes its record, not atomically. When the
-     * record write fails (a store blip), forceRelease throws although the lock was taken away; the operator's retry
-     * returns false and overwrites the record with "released: none", so the holder learns GONE and the audit trail
-     * never names it.
+     * forceRelease deletes the claims, then writes its record, not atomically. When the record write fails, a
+     * forceRelease that throws has not taken the lock unannounced: the holder still learns FORCE_RELEASED.
      */
     @Test
     void aForcedReleaseWhoseRecordWriteFailedIsStillToldAsForced() {
@@ -161,9 +157,8 @@ class ForcedReleaseAttributionTest {
     }
 
     /**
-     * Change 1: a forced release by token takes claim T1 of locker a; a later claim T2 of the same locker, lost within
-     * one expiry of that release for another reason (its column is gone: the store lost it), is not blamed on the
-     * release (the time heuristic alone would have said FORCE_RELEASED).
+     * A forced release by token takes claim T1 of locker a. A later claim T2 of the same locker, lost within one expiry
+     * for another reason (the store lost its column), is not blamed on that release.
      */
     @Test
     void aLaterClaimOfTheSameLockerIsNotBlamedOnTheReleaseOfAnEarlierOne() {
@@ -194,9 +189,8 @@ class ForcedReleaseAttributionTest {
     }
 
     /**
-     * Change 1, wait-and-read-back: a forced release that reads the claim before it is confirmed records no token
-     * (0); the holder, whose hold has no token either, still learns FORCE_RELEASED (the fallback), and so does a
-     * holder that confirmed after the release read the row.
+     * A forced release that reads the claim before it is confirmed records no token (0). The holder, whose hold has no
+     * token either, still learns FORCE_RELEASED, and so does a holder that confirmed after the release read the row.
      */
     @Test
     void aReleaseOfAClaimNotConfirmedYetIsStillToldAsForced() {

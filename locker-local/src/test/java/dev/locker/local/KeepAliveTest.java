@@ -71,7 +71,7 @@ class KeepAliveTest {
 
     private final VirtualClock clock = new VirtualClock();
 
-    private final InMemoryStore shared = new InMemoryStore("core-review");
+    private final InMemoryStore shared = new InMemoryStore("shared");
 
     private final ExecutorService pool = Executors.newCachedThreadPool();
 
@@ -137,11 +137,8 @@ class KeepAliveTest {
     }
 
     /**
-     * The same at the locker: one renewal whose probe throws a checked exception undeclared (a Kotlin LockProbe whose
-     * metrics exporter throws IOException: Kotlin has no checked exceptions) kills the locker's keep-alive thread.
-     * From then on no lease of that locker is ever renewed again: every lease acquired later is declared lost by the
-     * watchdog before its first expiry, for the life of the locker. Before the rework the failed task's throwable
-     * stayed in its ScheduledFuture and only that one transaction's renewals stopped.
+     * A renewal whose probe throws a checked exception undeclared (a Kotlin metrics exporter) must not stop keep-alive.
+     * A lease acquired afterwards on the same locker is still renewed, and never declared lost.
      */
     @Test
     void oneThrowableOnTheKeepAliveThreadLeavesLaterLeasesRenewed() throws Exception {
@@ -150,18 +147,18 @@ class KeepAliveTest {
         LockProbe probe = new LockProbe() {
             @Override
             public void before(Step step, KeyColumn lock, String rid) {
-                if (step == Step.RENEW && lock.equals(KeyColumn.named("f1-first")) && thrown.compareAndSet(false, true)) {
+                if (step == Step.RENEW && lock.equals(KeyColumn.named("first")) && thrown.compareAndSet(false, true)) {
                     threw.countDown();
                     KeepAliveTest.<RuntimeException>sneaky(new java.io.IOException("metrics exporter unreachable"));
                 }
             }
         };
         Duration expiry = Duration.ofMillis(1500);
-        Locker l = locker("alloc-f1", LockerConfig.builder().expiry(expiry).lockWait(Duration.ofMillis(5)).probe(probe));
-        Lease first = l.acquire(KeyColumn.named("f1-first"), "first");
+        Locker l = locker("keep-alive", LockerConfig.builder().expiry(expiry).lockWait(Duration.ofMillis(5)).probe(probe));
+        Lease first = l.acquire(KeyColumn.named("first"), "first");
         assertTrue(threw.await(20, TimeUnit.SECONDS), "the first renewal ran");
         Thread.sleep(100);
-        Lease later = l.acquire(KeyColumn.named("f1-later"), "later");
+        Lease later = l.acquire(KeyColumn.named("later"), "later");
         List<LockLost> lost = new CopyOnWriteArrayList<>();
         later.onLost(lost::add);
         Thread.sleep(expiry.toMillis() * 3); // nine renewal periods
@@ -210,16 +207,11 @@ class KeepAliveTest {
     }
 
     /**
-     * Finding 3: {@link Locker#keepAlive} documents "renews every claim of tx ... until tx is released or a claim is
-     * lost", and {@link KeepAlive.Kept#keptAlive} "until a renewal finds none of its holds live"; the code follows
-     * the latter. A lease from {@code acquireAll} that lost one lock is invalid for good ({@code isValid()} false,
-     * listeners told), yet its keep-alive goes on renewing its other claims for as long as the lease is not closed: a
-     * leaked or slow-to-close lease keeps those locks from every other process indefinitely, for a holder that was
-     * already told it lost.
+     * A lease from {@code acquireAll} that lost one lock is invalid for good. Its keep-alive then stops renewing its other
+     * claims, so a slow-to-close lease does not keep those locks from other processes.
      *
      * <p>Real clock (the keep-alive's scheduler runs on it): expiry 1.5 s, renewals every 0.5 s. The lease holds x and
-     * y; another locker force-releases x; the next renewal finds x gone (the lease is told); y's claim in the store is
-     * then still renewed.
+     * y; another locker force-releases x; the next renewal finds x gone and tells the lease; y is not renewed again.
      */
     @Test
     void keepAliveStopsRenewingTheOtherLocksOfALostMultiLockLease() throws Exception {
@@ -231,7 +223,7 @@ class KeepAliveTest {
         List<LockLost> told = new CopyOnWriteArrayList<>();
         lease.onLost(told::add);
 
-        assertTrue(operator.forceRelease(x, "review"));
+        assertTrue(operator.forceRelease(x, "operator"));
         assertTrue(awaitSize(told, 1), "the lease learned that x was lost");
         assertFalse(lease.isValid(), "the lease is no longer valid");
         Instant afterLoss = operator.holding(y).orElseThrow().expiresAt();
@@ -285,11 +277,9 @@ class KeepAliveTest {
     }
 
     /**
-     * Real clock. lockWait = 1 s, expiry = 3 s (the builder accepts it; its message advises "an expiry above about
-     * 2 x lockWait"). Claim written at 0; deadline 0.99 x 2 s = 1.98 s; acquire returns at ~1.0 s (after the
-     * read-back); keep-alive's first renewal is due 1 s later, at ~2.0 s; the watchdog (margin 0.3 s) fires at 1.68 s
-     * and declares the lease lost. Without the watchdog the lease would have expired at 1.98 s anyway: no renewal can
-     * come in time. Healthy store, nobody else around. Any expiry below ~3.6 x lockWait is affected.
+     * Real clock. lockWait = 1 s, expiry = 3 s: the deadline is 1.98 s after the claim's write, the acquire returns at
+     * about 1 s. The first renewal must come before the watchdog's margin, counted from the remaining validity.
+     * On a healthy store with nobody else around, the lease stays valid and nothing is told.
      */
     @Test
     void keepAliveRenewsAWaitAndReadBackLeaseInTimeTheFirstTime() {
@@ -305,10 +295,8 @@ class KeepAliveTest {
 
     /**
      * Real clock. expiry = 1.5 s, lockWait = 10 ms (renewals every 0.5 s, watchdog 0.15 s before the deadline).
-     * Leases L1 (lock 1) and L2 (lock 2) from one locker. A worker calls L1.check(); its read is stuck (a store call
-     * with a long client timeout: the test pauses it). L1's keep-alive tick blocks on L1's steps lock inside the
-     * single keep-alive thread; L2's tick, queued behind it, never runs; L2 (a different row, healthy) is declared
-     * lost at ~1.3 s.
+     * Leases L1 and L2 of one locker hold different locks. A worker's L1.check() is stuck in a store read.
+     * Keep-alive does not block on L1's busy hold: L2, healthy, keeps being renewed and is never declared lost.
      */
     @Test
     void aStuckCheckOnOneLeaseLeavesTheRenewalsOfOtherLeasesAlone() {
@@ -335,11 +323,9 @@ class KeepAliveTest {
     }
 
     /**
-     * Real clock, expiry 1.5 s, lockWait 10 ms. tx holds lock 1 (checked) with keep-alive on and a listener; it then
-     * claims lock 2 (writeLock; its store write is slow: paused). The keep-alive tick renews lock 1, then meets lock 2's
-     * hold with no status yet: requireLive throws IllegalStateException("still being written"), which Task.run takes
-     * for a closed locker: cancelled = true, return, task left in the map. Lock 2's write completes; lock 1 is never
-     * renewed again and is declared lost ~1.3 s later; calling keepAlive(tx, true) again does not help.
+     * Real clock, expiry 1.5 s, lockWait 10 ms. A transaction holds lock 1 with keep-alive on and a listener.
+     * It then claims lock 2, whose store write is paused. A keep-alive tick that meets lock 2's hold still being written
+     * skips it. Lock 1 keeps being renewed after the write completes, and the listener is told nothing.
      */
     @Test
     void aHoldBeingWrittenLeavesKeepAliveRunningForTheTransaction() {
@@ -387,20 +373,9 @@ class KeepAliveTest {
 
     /**
      * Virtual clock (expiries never pass), expiry 300 ms so that the real-time keep-alive ticks every 100 ms.
-     * <ol>
-     *   <li>A's keep-alive tick renews A's lease: it reads A's row (claim live, confirm passes) and is paused just
-     *       before its rewrite reaches the store;</li>
-     *   <li>the application closes the lease: deleteLocks stops the keep-alive task (the run in flight goes on),
-     *       deletes A's claim, frees the mediator and returns;</li>
-     *   <li>B (another process) acquires: the row is empty, B writes token N+1 and holds;</li>
-     *   <li>A's rewrite lands: A's claim is back, live for another expiry, with token N. A's renewal pauses at its
-     *       confirm read;</li>
-     *   <li>B checks its lease: confirm sees "another live claim holds token N" and B's lease is marked LOST
-     *       (TAKEN_OVER). A then withdraws: the lock is free and nobody holds it.</li>
-     * </ol>
-     * If A's withdrawal cannot reach the store (the application closes its store connection after close(), or a
-     * partition), the re-created claim also blocks the lock for a full expiry. (Should leaseA.close() wait for the
-     * renewal in flight, as a fix makes it, the test lets the renewal finish first and then expects B to hold.)
+     * A's keep-alive renewal reads A's row and pauses before its rewrite. The application closes A's lease meanwhile.
+     * The close waits for the renewal in flight, so the claim is gone when it returns. B then acquires and holds,
+     * its check passes, and A's store sees no write after the close.
      */
     @Test
     void aKeepAliveRenewalInFlightNeverReCreatesAReleasedClaim() throws Exception {
@@ -420,7 +395,7 @@ class KeepAliveTest {
         try {
             closing.get(1, TimeUnit.SECONDS);
         } catch (java.util.concurrent.TimeoutException waits) {
-            closeWaitedForTheRenewal = true; // (a fixed release waits for the step in flight)
+            closeWaitedForTheRenewal = true; // a release waits for the step in flight
         }
         String bCheck;
         int mutationsAtClose;

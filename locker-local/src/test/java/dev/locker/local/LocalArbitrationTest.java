@@ -48,7 +48,7 @@ class LocalArbitrationTest {
 
     private final VirtualClock clock = new VirtualClock();
 
-    private final InMemoryStore shared = new InMemoryStore("core-review");
+    private final InMemoryStore shared = new InMemoryStore("shared");
 
     private final ExecutorService pool = Executors.newCachedThreadPool();
 
@@ -147,17 +147,10 @@ class LocalArbitrationTest {
     }
 
     /**
-     * One transaction used from two threads (JanusGraph's threaded transactions, or a caller's own tx object shared by
-     * workers), localWait long enough for a local takeover. T2 passes the idempotence check (no hold yet) and waits
-     * in takeLocal behind another transaction X. X releases; T1 (same tx) claims the lock (hA) and its write stalls
-     * past the expiry. T2 then takes the lock over from hA (hA is marked lost, hB becomes the mediator's entry) and
-     * appends hB: the transaction's array is now [hA (lost), hB (live)] for one lock. The LinkedHashMap before the
-     * rework replaced hA by hB (put on the same key); the array keeps both and {@code find} returns the first. So
-     * while T1's write is in flight, the transaction, which holds the lock through hB (its claim is written, its
-     * token valid), is told it holds nothing: status() is empty, fencingToken() and checkLocks() throw "lost", a
-     * writeLock again is a no-op on the lost hold. The holder acts on a loss it did not suffer (releases, retries),
-     * and the duplicate breaks the array's one-hold-per-lock invariant that find/idempotence rely on. (Safety holds:
-     * the mediator has one entry, the store one live claim.)
+     * One transaction used from two threads (JanusGraph's threaded transactions), with localWait long enough for a local
+     * takeover. T1 claims the lock (hold hA) and its write stalls past the expiry. T2, same transaction, takes the lock
+     * over from hA (hB). The transaction keeps one hold per lock, the live one: while T1's write is in flight, status()
+     * shows the lock held, and the fencing token is valid.
      */
     @Test
     void aTakeoverWithinOneTransactionShowsTheLiveHoldNotTheLostOne() throws Exception {
@@ -187,9 +180,9 @@ class LocalArbitrationTest {
         };
         dev.locker.testkit.StepPauses pauses = new dev.locker.testkit.StepPauses();
         Duration expiry = Duration.ofSeconds(1);
-        Locker l = locker("alloc-f3", LockerConfig.builder().expiry(expiry).lockWait(Duration.ofMillis(10))
+        Locker l = locker("takeover", LockerConfig.builder().expiry(expiry).lockWait(Duration.ofMillis(10))
                 .localWait(Duration.ofSeconds(30)).timeSource(gate).probe(pauses));
-        KeyColumn lock = KeyColumn.named("f3");
+        KeyColumn lock = KeyColumn.named("taken-over");
         Object tx = new Object();
         Object txX = new Object();
         l.writeLock(lock, txX);

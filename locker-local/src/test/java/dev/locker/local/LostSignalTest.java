@@ -43,7 +43,7 @@ class LostSignalTest {
 
     private final VirtualClock clock = new VirtualClock();
 
-    private final InMemoryStore shared = new InMemoryStore("core-review");
+    private final InMemoryStore shared = new InMemoryStore("shared");
 
     private final ExecutorService pool = Executors.newCachedThreadPool();
 
@@ -131,15 +131,12 @@ class LostSignalTest {
     }
 
     /**
-     * Finding 1: the lost signal is not delivered to every listener. {@link KeepAlive#tellHere} catches only
-     * {@link RuntimeException}; a listener that throws anything else (an {@link Error} such as a failed
-     * {@code assert}, or a checked exception thrown undeclared, as Kotlin and Lombok's sneaky throws do; the very case
-     * {@link Timer#work} is written to survive) ends the loop, and on the notifier the task itself: every listener
-     * registered after it on that lease is never told.
+     * Every listener hears of the loss, whatever the one before it throws: an Error, or a checked exception thrown
+     * undeclared as Kotlin and Lombok's sneaky throws do.
      *
      * <p>Interleaving: a lease (keep-alive off) with two listeners, the first throwing an undeclared
      * {@link java.io.IOException}; the clock passes its deadline; another transaction of this process takes the lock
-     * over (the hold is marked lost, EXPIRED). The first listener throws; the second is never called.
+     * over (EXPIRED). The first listener throws, and the second is told all the same.
      */
     @Test
     void aListenerThatThrowsAnUndeclaredCheckedExceptionLeavesTheListenersAfterItTold() throws Exception {
@@ -164,9 +161,8 @@ class LostSignalTest {
     }
 
     /**
-     * Finding 2: {@link Lease#onLost} promises "calls listener once when this lease is lost", but on a lease from
-     * {@code acquireAll} it registers the listener on every lock, and each lock's loss tells it again: closing the
-     * locker tells it once per lock (twice here); a lease of which both locks were taken over likewise.
+     * {@link Lease#onLost} calls its listener once when the lease is lost. That holds for a lease from
+     * {@code acquireAll} too: closing the locker tells it once, not once per lock.
      */
     @Test
     void aLeaseOnSeveralLocksTellsItsListenerOnce() throws Exception {
@@ -224,7 +220,7 @@ class LostSignalTest {
         second.close();
     }
 
-    /** Change 6: a lease on two locks that loses both tells its listener once. */
+    /** A lease on two locks that loses both tells its listener once. */
     @Test
     void aMultiLockLeaseThatLosesBothLocksTellsItsListenerOnce() throws Exception {
         Locker a = locker("a");
@@ -245,12 +241,10 @@ class LostSignalTest {
     }
 
     /**
-     * A's lease has a listener. Another process force-releases the lock. A worker's check finds the claim gone: it
-     * marks the hold LOST (CAS) and calls lost(hold), which needs the hold's monitor for takeListeners (the test holds
-     * that monitor: the worker is preempted right there). Meanwhile the application closes A: close() finds the hold
-     * already final (lose() returns at once), deletes, closes the KeepAlive (notifier shut down) and returns. The
-     * worker resumes: takeListeners hands out the listener, tell() meets a shut-down notifier, catches the
-     * RejectedExecutionException and logs at debug level. The listener is told zero times.
+     * A's lease has a listener, and another process force-releases the lock. A worker's check finds the claim gone and
+     * marks the hold lost; it is preempted just before it takes the listeners (the test holds the hold's monitor).
+     * Meanwhile the application closes A, which shuts its notifier down. The worker resumes, and the listener is still
+     * told exactly once.
      */
     @Test
     void aLossRacingLockerCloseIsToldToItsListenerOnce() throws Exception {

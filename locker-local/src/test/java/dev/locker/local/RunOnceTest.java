@@ -33,7 +33,7 @@ class RunOnceTest {
 
     private final VirtualClock clock = new VirtualClock();
 
-    private final InMemoryStore shared = new InMemoryStore("run-once-review");
+    private final InMemoryStore shared = new InMemoryStore("shared");
 
     private final ExecutorService pool = Executors.newCachedThreadPool();
 
@@ -65,13 +65,9 @@ class RunOnceTest {
     }
 
     /**
-     * R1 (SAFETY of the outcome: two RAN for one runOnce). writeRecord is "checked, then written": it confirms the
-     * claim (read), reads the record columns (read), then writes. A finishes its task, confirms its claim, and pauses
-     * (GC, VM freeze: its keep-alive is stopped too, played here by an outage of A's store) before the write. A's claim
-     * expires; B takes the lock, finds no record, runs the job and records it (RAN). A resumes and writes its record
-     * column (token lower than B's, but the guard only looked at the columns that existed before the pause): RAN as
-     * well. Both callers are told their run was the one; the job ran twice and nothing crashed. On Redis and HBase
-     * (check atomic with the write) A would be told LOST. Real clock: expiry 1 s.
+     * A finishes its task, confirms its claim, and pauses before its record write; an outage of A's store stands in for
+     * a GC pause that stops its keep-alive too. A's claim expires; B takes the lock, finds no record, runs the job and
+     * records it. When A resumes, A and B are never both told RAN. Real clock: expiry 1 s.
      */
     @Test
     void aPausedRecordWriterAndAnotherRunnerAreNeverBothToldRan() throws Exception {
@@ -99,9 +95,8 @@ class RunOnceTest {
     }
 
     /**
-     * R4 (LIVENESS): the period is judged on wall clocks and a record from the future is trusted. A run whose
-     * process's wall clock was a day ahead (then corrected by NTP) records startedAt one day ahead; every later call
-     * of an hourly job says NOT_DUE for a day (negative "since" is less than the period).
+     * A run on a host whose wall clock was a day ahead records a start one day ahead. An hourly job is not held off
+     * for that day: two hours later it runs again.
      */
     @Test
     void aRecordFromTheFutureHoldsAnHourlyJobOffNoLongerThanItsPeriod() {

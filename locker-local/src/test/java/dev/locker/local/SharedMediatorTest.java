@@ -36,7 +36,7 @@ class SharedMediatorTest {
 
     private final VirtualClock clock = new VirtualClock();
 
-    private final InMemoryStore shared = new InMemoryStore("core-review");
+    private final InMemoryStore shared = new InMemoryStore("shared");
 
     private final ExecutorService pool = Executors.newCachedThreadPool();
 
@@ -65,16 +65,11 @@ class SharedMediatorTest {
     }
 
     /**
-     * Finding 5: the mediator judges every hold's deadline on its own time source, while each hold's deadline is on
-     * its locker's. Nothing checks that lockers sharing a mediator ({@code localArbitration}, builder
-     * {@code mediator(...)}, {@link LocalLockMediators#LocalLockMediators(TimeSource)}) share a monotonic clock, whose
-     * origin is arbitrary per source. Then a live hold whose deadline has not passed on its own clock is "past its
-     * deadline" for the mediator: another locker's transaction takes it over and marks it lost, so a valid lease is
-     * lost through a sharing that {@link dev.locker.api.LocalArbitration} says is "never needed for safety, only to
-     * fail fast"; the other way round a stalled hold is never taken over.
+     * The mediator judges each hold's deadline on its own locker's monotonic clock, whose origin is arbitrary per source.
+     * So a live hold is never "past its deadline" for a sharing locker on another clock, and is never taken over.
      *
      * <p>Interleaving: locker A (monotonic clock 27 years from its origin) makes the mediator; locker B, on the system
-     * clock, shares it and acquires the lock; A tries to acquire it: the mediator takes B's entry over at once.
+     * clock, shares it and acquires the lock; A's acquire is refused, and B's lease stays valid.
      */
     @Test
     void aSharedMediatorJudgesAnotherLockersHoldOnThatLockersClock() {
@@ -97,9 +92,8 @@ class SharedMediatorTest {
     }
 
     /**
-     * Change 5: a mediator made by a locker on the system clock, shared with a locker on a virtual clock (whose
-     * monotonic origin is far from the system's): the virtual-clock locker's live hold is judged on its own clock, so
-     * the system-clock locker's transaction does not take it over.
+     * A mediator made by a locker on the system clock is shared with a locker on a virtual clock, far from the system's
+     * origin. The virtual-clock locker's live hold is judged on its own clock, so the other locker does not take it over.
      */
     @Test
     void aSharedMediatorJudgesEachHoldOnItsOwnLockersClock() {

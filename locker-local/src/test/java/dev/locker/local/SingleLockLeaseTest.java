@@ -93,7 +93,7 @@ class SingleLockLeaseTest {
      */
     @Test
     void aLeaseClosedFromManyThreadsReleasesOnceAndNeverTheNextHoldersClaim() throws Exception {
-        InMemoryStore store = new InMemoryStore("heap-review-close-twice");
+        InMemoryStore store = new InMemoryStore("close-twice");
         Locker a = locker(store, config("a").build());
         for (int round = 0; round < 50; round++) {
             Lease first = a.acquire(lock, "first");
@@ -127,7 +127,7 @@ class SingleLockLeaseTest {
      */
     @Test
     void closeWhileALeasesClaimIsWrittenLeavesNoClaimAndNoEntry() throws Exception {
-        InMemoryStore store = new InMemoryStore("heap-review-close-write");
+        InMemoryStore store = new InMemoryStore("close-write");
         StepPauses pauses = new StepPauses();
         Pause written = pauses.after(LockProbe.Step.WRITE);
         Locker a = locker(store, config("a").probe(pauses).build());
@@ -149,7 +149,7 @@ class SingleLockLeaseTest {
      */
     @Test
     void closeWhileALeasesClaimIsCheckedLeavesNoClaim() throws Exception {
-        InMemoryStore store = new InMemoryStore("heap-review-close-check");
+        InMemoryStore store = new InMemoryStore("close-check");
         StepPauses pauses = new StepPauses();
         Pause checking = pauses.before(LockProbe.Step.CHECK);
         Locker a = locker(store, config("a").probe(pauses).build());
@@ -173,7 +173,7 @@ class SingleLockLeaseTest {
      */
     @Test
     void transactionsThatEqualEachOtherStayApartFromEachOtherAndFromLeases() {
-        InMemoryStore store = new InMemoryStore("heap-review-equal");
+        InMemoryStore store = new InMemoryStore("equal");
         Locker a = locker(store, config("a").build());
         KeyColumn other = KeyColumn.of("vertex:8", "name");
         Lease lease = a.acquire(other, "lease");
@@ -199,7 +199,7 @@ class SingleLockLeaseTest {
      */
     @Test
     void aLeaseTakenOverLocallyIsToldOnceEvenWhenTheLockerClosesAfterwards() throws Exception {
-        InMemoryStore store = new InMemoryStore("heap-review-told-once");
+        InMemoryStore store = new InMemoryStore("told-once");
         Locker a = locker(store, config("a").build());
         Lease first = a.acquire(lock, "first").keepAlive(false);
         List<LockLost> told = new CopyOnWriteArrayList<>();
@@ -221,7 +221,7 @@ class SingleLockLeaseTest {
      */
     @Test
     void closingOneLockerOfASharedMediatorLeavesTheOthersLeaseAlone() throws Exception {
-        InMemoryStore store = new InMemoryStore("heap-review-shared");
+        InMemoryStore store = new InMemoryStore("shared");
         Locker a = locker(store, config("a").build());
         Locker b = locker(store, config("b").localArbitration(a.arbitration()).build());
         Lease la = a.acquire(lock, "a's").keepAlive(false);

@@ -32,18 +32,13 @@ class TimerRobustnessTest {
     }
 
     /**
-     * Timer.work catches RuntimeException and Error around the handler, nothing else; a checked exception thrown
-     * without being declared (Kotlin/Groovy code, Lombok's SneakyThrows, a probe or backend client written that way)
-     * ends the timer's only thread. Nothing restarts it: {@code thread} stays non-null, so {@link Timer#schedule}
-     * keeps answering true and keeps piling entries into a heap nobody drains (a leak, too). The same holds for an
-     * Error thrown inside the locked section (an OutOfMemoryError allocating the condition's wait node), and for a
-     * thread that failed to start. The ScheduledThreadPoolExecutor it replaced kept every task's throwable in its
-     * future and replaced a dead worker.
+     * A handler may throw a checked exception undeclared (Kotlin, Groovy, Lombok's SneakyThrows). The timer's thread
+     * survives it: an entry scheduled afterwards still runs, and nothing piles up in the heap.
      */
     @Test
     void aHandlersUndeclaredCheckedThrowableLeavesTheTimerRunning() throws Exception {
         CountDownLatch ranAfter = new CountDownLatch(1);
-        Timer<TimerTest.Entry> timer = new Timer<>("alloc-review-timer", e -> {
+        Timer<TimerTest.Entry> timer = new Timer<>("throwing-handler", e -> {
             if (e.name.equals("boom")) {
                 sneaky(new java.io.IOException("a handler's checked exception"));
             }
@@ -51,7 +46,7 @@ class TimerRobustnessTest {
         });
         try {
             timer.schedule(new TimerTest.Entry("boom"), 0);
-            Thread.sleep(200); // let it run (and, as reviewed, kill the thread)
+            Thread.sleep(200); // let the throwing handler run first
             assertTrue(timer.schedule(new TimerTest.Entry("after"), 0), "the timer still accepts entries");
             assertTrue(ranAfter.await(10, TimeUnit.SECONDS),
                     "an entry scheduled after a handler threw a checked exception never ran: the timer thread is dead "
@@ -70,7 +65,7 @@ class TimerRobustnessTest {
     @Test
     void theHeapStaysAHeapAndAnEarlierEntryWakesTheWait() throws Exception {
         CountDownLatch early = new CountDownLatch(1);
-        Timer<TimerTest.Entry> timer = new Timer<>("alloc-review-heap", e -> {
+        Timer<TimerTest.Entry> timer = new Timer<>("heap-order", e -> {
             if (e.name.equals("early")) {
                 early.countDown();
             }

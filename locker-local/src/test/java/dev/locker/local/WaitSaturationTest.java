@@ -43,9 +43,8 @@ class WaitSaturationTest {
     }
 
     /**
-     * The same Duration.toNanos overflow on the third wait of the config, lockWait (only nonNegative in LockerConfig):
-     * a lockWait of centuries must be refused with a clear IllegalArgumentException before any I/O (it is longer than
-     * any expiry), as a too-short expiry is, not fail with ArithmeticException from the locker's constructor.
+     * A lockWait of centuries overflows Duration.toNanos. It is refused with a clear IllegalArgumentException before any
+     * I/O, as a too-short expiry is, never an ArithmeticException from the locker's constructor.
      */
     @Test
     void aLockWaitOfCenturiesIsRefusedClearly() {
