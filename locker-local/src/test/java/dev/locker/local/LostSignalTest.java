@@ -30,7 +30,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The lost signal: each listener hears of a lost lease once, whatever other listeners, a close or its other locks do. */
@@ -50,10 +49,6 @@ class LostSignalTest {
     private final List<Locker> lockers = new ArrayList<>();
 
     private final KeyColumn lock = KeyColumn.of("core", "c");
-
-    private final KeyColumn x = KeyColumn.of("core", "x");
-
-    private final KeyColumn y = KeyColumn.of("core", "y");
 
     @AfterEach
     void tearDown() {
@@ -158,86 +153,6 @@ class LostSignalTest {
         assertEquals(List.of(LossReason.EXPIRED), told.stream().map(LockLost::reason).toList(),
                 "the second listener of the lost lease was told of the loss");
         second.close();
-    }
-
-    /**
-     * {@link Lease#onLost} calls its listener once when the lease is lost. That holds for a lease from
-     * {@code acquireAll} too: closing the locker tells it once, not once per lock.
-     */
-    @Test
-    void aLeaseOnSeveralLocksTellsItsListenerOnce() throws Exception {
-        Locker a = locker("a");
-        Lease lease = a.acquireAll(List.of(x, y), "both");
-        List<LockLost> told = new CopyOnWriteArrayList<>();
-        lease.onLost(told::add);
-        a.close(); // both locks lost (LOCKER_CLOSED); close waits for the notifier (briefly)
-        awaitSize(told, 1);
-        Thread.sleep(200); // any further call is made by now (close awaited the notifier already)
-        assertEquals(1, told.size(), "the lease's listener was told once; it was told " + told);
-    }
-
-    /**
-     * A lost-listener that re-enters the locker (closes its lease, acquires the lock again, even closes the locker)
-     * neither deadlocks nor breaks it; a listener that throws a RuntimeException does not stop the next one.
-     */
-    @Test
-    void aListenerThatReentersTheLockerNeitherDeadlocksNorBreaksIt() throws Exception {
-        Locker a = locker("a");
-        Lease first = a.acquire(lock, "first").keepAlive(false);
-        List<String> seen = new CopyOnWriteArrayList<>();
-        java.util.concurrent.CountDownLatch secondAcquired = new java.util.concurrent.CountDownLatch(1);
-        first.onLost(l -> {
-            throw new IllegalStateException("a listener's own failure");
-        });
-        first.onLost(l -> {
-            first.close(); // releasing from the listener
-            try {
-                seen.add("reacquire: " + a.tryAcquire(KeyColumn.of("core", "other"), "in listener", Duration.ZERO)
-                        .map(lease -> {
-                            lease.close();
-                            return "ok";
-                        }).orElse("busy"));
-            } catch (RuntimeException e) {
-                seen.add("reacquire failed: " + e);
-            }
-            try {
-                // the listener runs while the main thread's acquire goes on: the close waits for its end (else the
-                // acquire fails, "the locker was closed", which is right but not this test's point)
-                secondAcquired.await(30, TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-            a.close(); // closing the locker from its own notifier thread
-            seen.add("closed");
-        });
-        clock.advance(EXPIRY.plusSeconds(1));
-        Lease second = a.acquire(lock, "second"); // takes over: first is lost
-        secondAcquired.countDown();
-        assertTrue(awaitSize(seen, 2), "the re-entering listener ran to its end: " + seen);
-        assertEquals(List.of("reacquire: ok", "closed"), seen);
-        assertFalse(second.isValid(), "the locker closed from the listener closed the second lease too");
-        assertThrows(IllegalStateException.class, () -> a.acquire(lock, "after"));
-        second.close();
-    }
-
-    /** A lease on two locks that loses both tells its listener once. */
-    @Test
-    void aMultiLockLeaseThatLosesBothLocksTellsItsListenerOnce() throws Exception {
-        Locker a = locker("a");
-        Locker op = locker("op");
-        Lease both = a.acquireAll(List.of(x, y), "both");
-        CopyOnWriteArrayList<LockLost> told = new CopyOnWriteArrayList<>();
-        both.onLost(told::add);
-        assertTrue(op.forceRelease(x, "go"));
-        assertTrue(op.forceRelease(y, "go"));
-        assertThrows(ExpiredLockException.class, both::check);
-        assertThrows(ExpiredLockException.class, both::check);
-        for (int i = 0; i < 200 && told.isEmpty(); i++) {
-            Thread.sleep(10);
-        }
-        Thread.sleep(200); // a second telling, if any, is queued on the same notifier behind the first
-        assertEquals(1, told.size(), told.toString());
-        both.close();
     }
 
     /**

@@ -24,7 +24,6 @@ import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
 
 /** Lockers sharing one mediator judge each hold on its own locker's clock. */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)

@@ -17,8 +17,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /** Waits of absurd length end busy or are refused clearly, never overflow. */
 class WaitSaturationTest {
 
-
-
     /**
      * A holder whose claim (the longest expiry, 100 years) was written by a host whose clock runs 200 years ahead: the
      * waiter's refusal says the holder expires in ~300 years, above Long.MAX_VALUE nanoseconds (~292 years). A wait

@@ -1,12 +1,12 @@
 package dev.locker.testkit;
 
-import dev.locker.spi.Entry;
 import dev.locker.api.KeyColumn;
-import dev.locker.spi.KeyColumnValueStore;
 import dev.locker.api.LockingException;
 import dev.locker.api.PermanentLockingException;
-import dev.locker.spi.StoreTransaction;
 import dev.locker.api.TemporaryLockingException;
+import dev.locker.spi.Entry;
+import dev.locker.spi.KeyColumnValueStore;
+import dev.locker.spi.StoreTransaction;
 import org.junit.jupiter.api.Test;
 
 import java.nio.charset.StandardCharsets;

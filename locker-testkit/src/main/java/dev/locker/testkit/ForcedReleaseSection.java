@@ -4,6 +4,7 @@ import dev.locker.api.ExpiredLockException;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.LockInfo;
+import dev.locker.api.LockLost;
 import dev.locker.api.Locker;
 import dev.locker.api.TimeSource;
 import org.junit.jupiter.api.Assumptions;
@@ -308,5 +309,27 @@ public interface ForcedReleaseSection extends ConformanceScenario {
         assertFalse(second.told.get(0).toString().contains("stuck since the deploy"),
                 "not blamed on the earlier release: " + second.told.get(0));
         again.close();
+    }
+
+    /** A lease on two locks that loses both to forced releases tells its listener once. */
+    @Test
+    default void aMultiLockLeaseThatLosesBothLocksTellsItsListenerOnce() throws Exception {
+        Locker a = process("a");
+        Locker op = process("op");
+        KeyColumn x = lock("x");
+        KeyColumn y = lock("y");
+        Lease both = a.acquireAll(List.of(x, y), "both");
+        CopyOnWriteArrayList<LockLost> told = new CopyOnWriteArrayList<>();
+        both.onLost(told::add);
+        assertTrue(op.forceRelease(x, "go"));
+        assertTrue(op.forceRelease(y, "go"));
+        assertThrows(ExpiredLockException.class, both::check);
+        assertThrows(ExpiredLockException.class, both::check);
+        for (int i = 0; i < 200 && told.isEmpty(); i++) {
+            Thread.sleep(10);
+        }
+        Thread.sleep(200); // a second telling, if any, is queued on the same notifier behind the first
+        assertEquals(1, told.size(), told.toString());
+        both.close();
     }
 }

@@ -3,6 +3,7 @@ package dev.locker.testkit;
 import dev.locker.api.ExpiredLockException;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
+import dev.locker.api.LockLost;
 import dev.locker.api.Locker;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.api.TimeSource;
@@ -14,6 +15,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -21,8 +23,9 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
-import static dev.locker.testkit.Scenarios.take;
 import static dev.locker.testkit.Scenarios.assertContended;
+import static dev.locker.testkit.Scenarios.awaitSize;
+import static dev.locker.testkit.Scenarios.take;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -260,5 +263,63 @@ public interface LeaseSection extends ConformanceScenario {
         } finally {
             pool.shutdownNow();
         }
+    }
+
+    /** A lease on several locks tells its listener once when its locker closes, not once per lock. */
+    @Test
+    default void aLeaseOnSeveralLocksTellsItsListenerOnce() throws Exception {
+        Locker a = process("a");
+        Lease lease = a.acquireAll(List.of(lock("x"), lock("y")), "both");
+        List<LockLost> told = new CopyOnWriteArrayList<>();
+        lease.onLost(told::add);
+        a.close(); // both locks lost (LOCKER_CLOSED); close waits for the notifier (briefly)
+        awaitSize(told, 1);
+        Thread.sleep(200); // any further call is made by now (close awaited the notifier already)
+        assertEquals(1, told.size(), "the lease's listener was told once; it was told " + told);
+    }
+
+    /**
+     * A lost-listener that re-enters the locker (closes its lease, acquires another lock, even closes the locker)
+     * neither deadlocks nor breaks it; a listener that throws a RuntimeException does not stop the next one.
+     */
+    @Test
+    default void aListenerThatReentersTheLockerNeitherDeadlocksNorBreaksIt() throws Exception {
+        Locker a = process("a");
+        KeyColumn lock = lock("x");
+        Lease first = a.acquire(lock, "first").keepAlive(false);
+        List<String> seen = new CopyOnWriteArrayList<>();
+        CountDownLatch secondAcquired = new CountDownLatch(1);
+        first.onLost(l -> {
+            throw new IllegalStateException("a listener's own failure");
+        });
+        first.onLost(l -> {
+            first.close(); // releasing from the listener
+            try {
+                seen.add("reacquire: " + a.tryAcquire(lock("other"), "in listener", Duration.ZERO)
+                        .map(lease -> {
+                            lease.close();
+                            return "ok";
+                        }).orElse("busy"));
+            } catch (RuntimeException e) {
+                seen.add("reacquire failed: " + e);
+            }
+            try {
+                // the listener runs while the main thread's acquire goes on: the close waits for its end (else the
+                // acquire fails, "the locker was closed", which is right but not this test's point)
+                secondAcquired.await(30, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            a.close(); // closing the locker from its own notifier thread
+            seen.add("closed");
+        });
+        pass(expiry().plusSeconds(1));
+        Lease second = a.acquire(lock, "second"); // takes over: first is lost
+        secondAcquired.countDown();
+        assertTrue(awaitSize(seen, 2), "the re-entering listener ran to its end: " + seen);
+        assertEquals(List.of("reacquire: ok", "closed"), seen);
+        assertFalse(second.isValid(), "the locker closed from the listener closed the second lease too");
+        assertThrows(IllegalStateException.class, () -> a.acquire(lock, "after"));
+        second.close();
     }
 }

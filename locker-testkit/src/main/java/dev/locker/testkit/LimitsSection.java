@@ -14,9 +14,9 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
 
-import static dev.locker.testkit.Scenarios.take;
 import static dev.locker.testkit.Scenarios.assertContended;
 import static dev.locker.testkit.Scenarios.hostileNames;
+import static dev.locker.testkit.Scenarios.take;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;

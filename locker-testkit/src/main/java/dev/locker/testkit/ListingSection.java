@@ -17,8 +17,8 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 
-import static dev.locker.testkit.Scenarios.take;
 import static dev.locker.testkit.Scenarios.listAll;
+import static dev.locker.testkit.Scenarios.take;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;

@@ -51,6 +51,14 @@ public final class Scenarios {
         throw new AssertionError("the listing did not end within 100000 pages");
     }
 
+    /** Waits (bounded, 10 s) until {@code list} has at least {@code n} elements; returns whether it has. */
+    public static boolean awaitSize(List<?> list, int n) throws InterruptedException {
+        for (int i = 0; i < 1000 && list.size() < n; i++) {
+            Thread.sleep(10);
+        }
+        return list.size() >= n;
+    }
+
     /** Names that break a backend which splices them into keys, queries, scripts or file names. */
     public static List<KeyColumn> hostileNames(String prefix) {
         List<KeyColumn> out = new ArrayList<>();

@@ -12,8 +12,8 @@ import java.util.List;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
-import static dev.locker.testkit.Scenarios.take;
 import static dev.locker.testkit.Scenarios.assertContended;
+import static dev.locker.testkit.Scenarios.take;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
