@@ -27,13 +27,11 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -51,18 +49,6 @@ class KeepAliveTest {
     void tearDown() {
         pool.shutdownNow();
         lockers.forEach(Locker::close);
-    }
-
-    private Locker locker(String name, LockerConfig.Builder config) {
-        Locker l = ConsistentKeyLocker.builder(new InMemoryStore(name)).config(config.rid(name).build()).build();
-        lockers.add(l);
-        return l;
-    }
-
-    /** Throws any throwable, checked or not, without declaring it (what Kotlin, Groovy or Lombok code does). */
-    @SuppressWarnings("unchecked")
-    private static <T extends Throwable> void sneaky(Throwable t) throws T {
-        throw (T) t;
     }
 
     private static final Duration EXPIRY = Duration.ofSeconds(30);
@@ -134,76 +120,6 @@ class KeepAliveTest {
             Thread.currentThread().interrupt();
             throw new AssertionError(e);
         }
-    }
-
-    /**
-     * A renewal whose probe throws a checked exception undeclared (a Kotlin metrics exporter) must not stop keep-alive.
-     * A lease acquired afterwards on the same locker is still renewed, and never declared lost.
-     */
-    @Test
-    void oneThrowableOnTheKeepAliveThreadLeavesLaterLeasesRenewed() throws Exception {
-        AtomicBoolean thrown = new AtomicBoolean();
-        CountDownLatch threw = new CountDownLatch(1);
-        LockProbe probe = new LockProbe() {
-            @Override
-            public void before(Step step, KeyColumn lock, String rid) {
-                if (step == Step.RENEW && lock.equals(KeyColumn.named("first")) && thrown.compareAndSet(false, true)) {
-                    threw.countDown();
-                    KeepAliveTest.<RuntimeException>sneaky(new java.io.IOException("metrics exporter unreachable"));
-                }
-            }
-        };
-        Duration expiry = Duration.ofMillis(1500);
-        Locker l = locker("keep-alive", LockerConfig.builder().expiry(expiry).lockWait(Duration.ofMillis(5)).probe(probe));
-        Lease first = l.acquire(KeyColumn.named("first"), "first");
-        assertTrue(threw.await(20, TimeUnit.SECONDS), "the first renewal ran");
-        Thread.sleep(100);
-        Lease later = l.acquire(KeyColumn.named("later"), "later");
-        List<LockLost> lost = new CopyOnWriteArrayList<>();
-        later.onLost(lost::add);
-        Thread.sleep(expiry.toMillis() * 3); // nine renewal periods
-        assertTrue(lost.isEmpty() && later.remaining().compareTo(Duration.ZERO) > 0,
-                "a lease acquired after one renewal threw was never renewed: " + lost);
-        later.close();
-        first.close();
-    }
-
-    /**
-     * The monotonic clock is only ever compared by difference: a time source whose nanoTime wraps past
-     * Long.MAX_VALUE half a second after the lease is taken (the real clock, shifted) keeps the lease renewed for
-     * three expiries, with no false loss from the watchdog and a positive remaining time.
-     */
-    @Test
-    void aLeaseIsKeptAliveAcrossAWrapOfTheMonotonicClock() throws Exception {
-        long shift = Long.MAX_VALUE - System.nanoTime() - TimeUnit.MILLISECONDS.toNanos(500);
-        dev.locker.api.TimeSource wrapping = new dev.locker.api.TimeSource() {
-            @Override
-            public java.time.Instant now() {
-                return java.time.Instant.now();
-            }
-
-            @Override
-            public long nanoTime() {
-                return System.nanoTime() + shift; // overflows half a second from now
-            }
-
-            @Override
-            public void sleep(Duration d) throws InterruptedException {
-                TimeUnit.NANOSECONDS.sleep(d.toNanos());
-            }
-        };
-        Duration expiry = Duration.ofMillis(1500);
-        Locker l = locker("alloc-wrap", LockerConfig.builder().expiry(expiry).lockWait(Duration.ofMillis(5))
-                .timeSource(wrapping));
-        Lease lease = l.acquire(KeyColumn.named("wrap"), "wrap");
-        List<LockLost> lost = new CopyOnWriteArrayList<>();
-        lease.onLost(lost::add);
-        Thread.sleep(expiry.toMillis() * 3);
-        assertTrue(wrapping.nanoTime() < 0, "the clock wrapped");
-        assertTrue(lost.isEmpty(), "no loss across the wrap: " + lost);
-        assertTrue(lease.remaining().compareTo(Duration.ZERO) > 0);
-        lease.check();
-        lease.close();
     }
 
     /**

@@ -4,6 +4,7 @@ import dev.locker.api.ExpiredLockException;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.LockLost;
+import dev.locker.api.LockProbe;
 import dev.locker.api.Locker;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.api.TimeSource;
@@ -11,6 +12,7 @@ import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -21,6 +23,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import static dev.locker.testkit.Scenarios.assertContended;
@@ -321,5 +324,82 @@ public interface LeaseSection extends ConformanceScenario {
         assertFalse(second.isValid(), "the locker closed from the listener closed the second lease too");
         assertThrows(IllegalStateException.class, () -> a.acquire(lock, "after"));
         second.close();
+    }
+
+    /**
+     * A renewal whose probe throws a checked exception undeclared (a Kotlin metrics exporter) must not stop keep-alive.
+     * A lease acquired afterwards on the same locker is still renewed, and never declared lost.
+     */
+    @Test
+    default void oneThrowableOnTheKeepAliveThreadLeavesLaterLeasesRenewed() throws Exception {
+        AtomicBoolean thrown = new AtomicBoolean();
+        CountDownLatch threw = new CountDownLatch(1);
+        KeyColumn firstLock = lock("first");
+        LockProbe probe = new LockProbe() {
+            @Override
+            public void before(Step step, KeyColumn lock, String rid) {
+                if (step == Step.RENEW && lock.equals(firstLock) && thrown.compareAndSet(false, true)) {
+                    threw.countDown();
+                    LeaseSection.<RuntimeException>sneaky(new java.io.IOException("metrics exporter unreachable"));
+                }
+            }
+        };
+        Duration expiry = Duration.ofMillis(1500);
+        Locker l = open(config("keep-alive").timeSource(TimeSource.system()).expiry(expiry)
+                .lockWait(Duration.ofMillis(5)).probe(probe).build());
+        Lease first = l.acquire(firstLock, "first");
+        assertTrue(threw.await(20, TimeUnit.SECONDS), "the first renewal ran");
+        Thread.sleep(100);
+        Lease later = l.acquire(lock("later"), "later");
+        List<LockLost> lost = new CopyOnWriteArrayList<>();
+        later.onLost(lost::add);
+        Thread.sleep(expiry.toMillis() * 3); // nine renewal periods
+        assertTrue(lost.isEmpty() && later.remaining().compareTo(Duration.ZERO) > 0,
+                "a lease acquired after one renewal threw was never renewed: " + lost);
+        later.close();
+        first.close();
+    }
+
+    /**
+     * The monotonic clock is only ever compared by difference: a time source whose nanoTime wraps past
+     * Long.MAX_VALUE half a second after the lease is taken (the real clock, shifted) keeps the lease renewed for
+     * three expiries, with no false loss from the watchdog and a positive remaining time.
+     */
+    @Test
+    default void aLeaseIsKeptAliveAcrossAWrapOfTheMonotonicClock() throws Exception {
+        long shift = Long.MAX_VALUE - System.nanoTime() - TimeUnit.MILLISECONDS.toNanos(500);
+        TimeSource wrapping = new TimeSource() {
+            @Override
+            public java.time.Instant now() {
+                return java.time.Instant.now();
+            }
+
+            @Override
+            public long nanoTime() {
+                return System.nanoTime() + shift; // overflows half a second from now
+            }
+
+            @Override
+            public void sleep(Duration d) throws InterruptedException {
+                TimeUnit.NANOSECONDS.sleep(d.toNanos());
+            }
+        };
+        Duration expiry = Duration.ofMillis(1500);
+        Locker l = open(config("wrap").expiry(expiry).lockWait(Duration.ofMillis(5)).timeSource(wrapping).build());
+        Lease lease = l.acquire(lock("wrap"), "wrap");
+        List<LockLost> lost = new CopyOnWriteArrayList<>();
+        lease.onLost(lost::add);
+        Thread.sleep(expiry.toMillis() * 3);
+        assertTrue(wrapping.nanoTime() < 0, "the clock wrapped");
+        assertTrue(lost.isEmpty(), "no loss across the wrap: " + lost);
+        assertTrue(lease.remaining().compareTo(Duration.ZERO) > 0);
+        lease.check();
+        lease.close();
+    }
+
+    /** Throws any throwable, checked or not, without declaring it (what Kotlin, Groovy or Lombok code does). */
+    @SuppressWarnings("unchecked")
+    private static <T extends Throwable> void sneaky(Throwable t) throws T {
+        throw (T) t;
     }
 }

@@ -2,6 +2,7 @@ package dev.locker.testkit;
 
 import dev.locker.api.ExpiredLockException;
 import dev.locker.api.KeyColumn;
+import dev.locker.api.Lease;
 import dev.locker.api.LockProbe;
 import dev.locker.api.Locker;
 import dev.locker.api.TemporaryLockingException;
@@ -9,6 +10,8 @@ import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
 import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
@@ -200,5 +203,48 @@ public interface UnknownOutcomeSection extends ConformanceScenario {
         assertInstanceOf(TemporaryLockingException.class, Interleavings.failureOf(paused));
         assertEquals(b.rid(), b.holder(lock).orElseThrow().rid());
         b.checkLocks(tb);
+    }
+
+    /**
+     * A worker may call {@code check()} while a heartbeat calls {@code renew()} on the same lease. Here the renewal's
+     * step answers, and the worker's check records its answer first. The renewal still succeeds, and the claim stays.
+     */
+    @Test
+    default void aConcurrentCheckNeverMakesARenewalDeleteAHealthyClaim() throws Exception {
+        StepPauses pauses = new StepPauses();
+        Locker a = pausable("a", pauses);
+        Locker b = process("b");
+        KeyColumn lock = lock("x");
+        Lease lease = a.acquire(lock, "worker");
+        lease.check(); // from now on checkLocks verifies with one read
+
+        Pause renewAnswered = pauses.after(LockProbe.Step.RENEW);
+        Future<String> heartbeat = stepPool().submit(() -> {
+            lease.renew();
+            return "renewed";
+        });
+        renewAnswered.awaitArrival();
+        Future<String> worker = stepPool().submit(() -> {
+            lease.check(); // the worker thread: "still mine" (waits for the heartbeat's step: steps are serialised)
+            return "checked";
+        });
+        renewAnswered.resume();
+        assertEquals("checked", worker.get(1, TimeUnit.MINUTES));
+
+        Throwable renewFailure = null;
+        try {
+            heartbeat.get(1, TimeUnit.MINUTES);
+        } catch (ExecutionException e) {
+            renewFailure = e.getCause();
+        }
+        Optional<Lease> stolen = Optional.empty();
+        try {
+            stolen = Optional.of(b.acquire(lock, "other process"));
+        } catch (TemporaryLockingException expected) {
+            // correct behaviour: the lock is still a's
+        }
+        assertTrue(renewFailure == null && stolen.isEmpty(), "a healthy lease, checked and renewed from two threads, "
+                + "lost its lock: renew failed with " + renewFailure + ", and another process "
+                + (stolen.isPresent() ? "took the lock (token " + stolen.get().fencingToken() + ")" : "did not get it"));
     }
 }
