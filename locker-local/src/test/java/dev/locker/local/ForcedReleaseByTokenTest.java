@@ -29,23 +29,22 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/**
- * Adversarial review of the conditional forced release ({@code forceRelease(lock, reason, expectedToken)}) on the
- * wait-and-read-back protocol: {@link ConsistentKeyLocker#deleteClaimWithToken} deletes the first claim column of the
- * row that carries the token, live or dead, holder or not, after a read of its own. Each "process" has its own
- * {@link FaultyStore} over one shared {@link InMemoryStore}, so a pause fires on exactly that process's n-th store call;
- * time is a {@link VirtualClock}.
- */
+/** A forced release by token on the wait-and-read-back protocol removes only the claim carrying that token. */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
-class ForcedReleaseByTokenReviewTest {
+class ForcedReleaseByTokenTest {
 
     private static final Duration EXPIRY = Duration.ofSeconds(30);
+
     private static final Duration LOCK_WAIT = Duration.ofMillis(100);
 
     private final VirtualClock clock = new VirtualClock();
-    private final InMemoryStore shared = new InMemoryStore("ftok-review");
+
+    private final InMemoryStore shared = new InMemoryStore("shared");
+
     private final ExecutorService pool = Executors.newCachedThreadPool();
+
     private final List<Locker> lockers = new ArrayList<>();
+
     private final KeyColumn lock = KeyColumn.of("vertex:42", "name");
 
     @AfterEach
@@ -80,16 +79,12 @@ class ForcedReleaseByTokenReviewTest {
     }
 
     /**
-     * Finding 1. A holds with token t and is renewing: its renewal has read the row (claim there) and is about to
-     * rewrite the claim column. The operator's {@code forceRelease(lock, r, t)} deletes the column, returns true and
-     * records that A was released; then A's renewal rewrites the column (a blind write) and confirms: A holds on,
-     * never told, and the lock shows A with token t again. The class comment names this as a limit of every forced
-     * release on a store without conditional writes ("the operator must repeat it"), but the conditional form's
-     * contract (Locker javadoc) says the holder taken from learns FORCE_RELEASED and true means the claim was removed,
-     * and the CLI prints "released ... with token t" and exits 0.
+     * A holds with token t, and its renewal has read the row and is about to rewrite the claim column.
+     * The operator's {@code forceRelease(lock, r, t)} deletes the column and returns true. A's rewrite then lands.
+     * A does not believe it holds afterwards, and the lock is never shown with token t again.
      */
     @Test
-    void aRenewalInFlightUndoesAForcedReleaseByTokenThatReturnedTrue() throws Exception {
+    void aRenewalInFlightNeverUndoesAForcedReleaseByTokenThatReturnedTrue() throws Exception {
         FaultyStore storeA = new FaultyStore(shared);
         Locker a = locker(storeA, "a");
         Locker operator = locker(shared, "operator");
@@ -124,19 +119,12 @@ class ForcedReleaseByTokenReviewTest {
     }
 
     /**
-     * Finding 2. Two claim columns can carry the same token for a moment (the safety argument allows it: two
-     * claimants that both wrote a token; one of them backs off at its confirm). A read its row back as senior and is
-     * about to write token 1 when it stalls past its expiry; B takes the lock with token 1; A's late write lands
-     * (token 1 in A's dead column) and A stalls again before its confirm. The operator sees B holding with token 1 and
-     * releases by token 1: {@code deleteClaimWithToken} deletes the FIRST column carrying 1 in row order, A's dead
-     * one, returns true and records B as released, while B's claim stays the holder ({@code holding} and
-     * {@code locker show} still show it with token 1; B learns of a loss at its next verify only because A's stale token
-     * column is left behind, see the report). Suggested fix:
-     * match only the live claim that {@code Row.holder(now)} picks (or delete every live column carrying the token),
-     * as the Redis script (live claims only) and the other backends do.
+     * Two claim columns may carry the same token for a moment: A stalled past its expiry after its read-back, B took the
+     * lock with token 1, and A's late token write then landed in A's dead column. The operator sees B holding with token 1
+     * and releases by token 1. When the release says it removed a claim, B's claim no longer holds the lock.
      */
     @Test
-    void aDeadColumnWithTheHoldersTokenIsRemovedInsteadOfTheHolder() throws Exception {
+    void aReleaseByTokenTakesTheLiveHolderNotADeadColumnWithItsToken() throws Exception {
         FaultyStore storeA = new FaultyStore(shared);
         Locker a = locker(storeA, "a");
         Locker b = locker(shared, "b");
@@ -174,10 +162,9 @@ class ForcedReleaseByTokenReviewTest {
     }
 
     /**
-     * Sound (as documented): the operator read A with token t, then stalls before its record write; A releases and B
-     * takes the lock with a higher token. The release goes on: the record names A (the holder of t, never B), the
-     * delete finds A's column gone, B keeps the lock and is not told anything. The return is true, as the javadoc
-     * says for this protocol.
+     * The operator read A with token t, then stalls before its record write; A releases, and B takes the lock with a
+     * higher token. The release goes on: its record names A, the holder of t, and never B. B keeps the lock, told nothing.
+     * The release returns true, as documented for this protocol.
      */
     @Test
     void aLockThatChangedHandsDuringTheReleaseKeepsItsNewHolder() throws Exception {
@@ -208,8 +195,8 @@ class ForcedReleaseByTokenReviewTest {
     }
 
     /**
-     * Sound: a claim not confirmed yet carries token 0 and is shown with 0; no expected token (at least 1) matches it,
-     * and the release leaves it to confirm.
+     * A claim not confirmed yet carries token 0 and is shown with 0. No expected token (at least 1) matches it, so the
+     * release leaves it to confirm.
      */
     @Test
     void anUnconfirmedClaimIsNeverReleasedByToken() {

@@ -14,11 +14,8 @@ import java.util.Optional;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/**
- * Review of 5dd1978 (tryAcquire's maxWait and localWait deadlines saturated instead of Duration.toNanos): the same
- * overflow in the waiting loop's pause, which converts the refusal's holderExpiresIn with Duration.toNanos.
- */
-class WaitSaturationReviewTest {
+/** Waits of absurd length end busy or are refused clearly, never overflow. */
+class WaitSaturationTest {
 
     /**
      * A holder whose claim (the longest expiry, 100 years) was written by a host whose clock runs 200 years ahead: the
@@ -44,9 +41,8 @@ class WaitSaturationReviewTest {
     }
 
     /**
-     * The same Duration.toNanos overflow on the third wait of the config, lockWait (only nonNegative in LockerConfig):
-     * a lockWait of centuries must be refused with a clear IllegalArgumentException before any I/O (it is longer than
-     * any expiry), as a too-short expiry is, not fail with ArithmeticException from the locker's constructor.
+     * A lockWait of centuries overflows Duration.toNanos. It is refused with a clear IllegalArgumentException before any
+     * I/O, as a too-short expiry is, never an ArithmeticException from the locker's constructor.
      */
     @Test
     void aLockWaitOfCenturiesIsRefusedClearly() {

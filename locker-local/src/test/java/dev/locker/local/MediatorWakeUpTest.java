@@ -1,8 +1,8 @@
 package dev.locker.local;
 
 import dev.locker.api.KeyColumn;
-import dev.locker.api.Locker;
 import dev.locker.api.LockProbe;
+import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.LockingException;
 import dev.locker.api.TemporaryLockingException;
@@ -31,19 +31,12 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/**
- * Adversarial review of the LocalLockMediator speed changes (issue 14: c4cb574, d77b058, 4f04cbe, e482508, ca6f7f3).
- *
- * <p>Findings are {@code @Disabled("finding N: ...")} tests that fail on the reviewed code. The other tests are the
- * attacks that found nothing: they pass, and stay as guards for the wake-up protocol (a waiter counts itself in
- * {@code sleepers}, registers with {@code replace(lock, seen, seen)} under {@code seen}'s monitor and waits on it).
- * A waiter waits {@link #FOREVER}; a lost wake-up would leave it asleep past the 60 s bound of {@code get}, which
- * nothing else comes near (no other timing is asserted).
- */
-class MediatorReviewTest {
+/** The mediator's wake-up protocol: no release, retake, resize or takeover leaves a local waiter asleep. */
+class MediatorWakeUpTest {
 
     /** Longer than any test runs: a waiter left asleep past its release outlasts the generous bound. */
     private static final long FOREVER = Duration.ofMinutes(10).toNanos();
+
     private static final long BOUND_SECONDS = 60;
 
     private static Hold hold(KeyColumn lock, Object tx) {
@@ -116,25 +109,16 @@ class MediatorReviewTest {
         return out;
     }
 
-    // ---- finding 1 -------------------------------------------------------------------------------------------------
-
     /**
-     * Finding 1 (the brief's question "does a contended or retried take still get a correct deadline?"): no. The
-     * hold's provisional deadline (what take() judges a CLAIMING entry by) is read once, in writeLock, before
-     * takeLocal: a transaction that waited locally (localWait) for longer than the expiry wins the entry with its
-     * deadline already behind it, so the very next take of another transaction marks it lost and takes the entry
-     * over while its claim is still being written, although it has held the entry for no time at all. The loser's
-     * write still goes to the store (then it is withdrawn), and its writeLock fails after it won the wait it asked for.
-     * With localWait above the expiry and three contenders this is a live-lock of takeovers, one per write. Not
-     * introduced by 4f04cbe (the hold was made before takeLocal before it too), but 4f04cbe's "reads no clock" is only
-     * right for the first take: a take after a wait needs a deadline counted from that take (the contended path can
-     * afford the clock read). Deterministic: a virtual clock, one thread; the probe (the locker's own hook, called
-     * just before the claim's write) runs another transaction's writeLock at the moment the entry was won.
+     * A transaction that waited locally for longer than the expiry wins the entry with a deadline counted from that win.
+     * So the next transaction's take does not mark it lost while its claim is still being written.
+     * Deterministic: a virtual clock, one thread; the probe, called just before the claim's write, runs another
+     * transaction's writeLock at the moment the entry was won.
      */
     @Test
     void aHoldThatWonAfterALocalWaitIsNotTakenOverBeforeItsClaimIsWritten() {
         VirtualClock clock = new VirtualClock();
-        InMemoryStore store = new InMemoryStore("review-mediator-deadline");
+        InMemoryStore store = new InMemoryStore("mediator-deadline");
         KeyColumn lock = KeyColumn.of("k", "c");
         AtomicBoolean armed = new AtomicBoolean();
         AtomicReference<Object> intruder = new AtomicReference<>();
@@ -176,8 +160,6 @@ class MediatorReviewTest {
             }
         }
     }
-
-    // ---- attacks that found nothing (guards) -----------------------------------------------------------------------
 
     /**
      * ABA: the entry a waiter saw is released and a new hold (same lock, same transaction object, so equal in every
@@ -352,10 +334,9 @@ class MediatorReviewTest {
     }
 
     /**
-     * The hold's monitor now serves two purposes: the listeners (addListener, takeListeners in the lost sink, called
-     * by a takeover in take) and the waiters. A waiter holds it across its replace (the bin lock: order hold monitor,
-     * then bin lock); nothing takes a hold's monitor inside a map operation, so the order has no cycle. Here a
-     * takeover (whose lost sink takes the hold's monitor) and listeners race waiters on the same hold.
+     * The hold's monitor serves both the listeners (taken by a takeover's lost sink) and the waiters. A waiter holds it
+     * across its replace, and nothing takes a hold's monitor inside a map operation, so the lock order has no cycle.
+     * Here a takeover with listeners races waiters on the same hold.
      */
     @Test
     void takeoversWithListenersRacingWaitersNeitherDeadlockNorLeaveThemAsleep() throws Exception {

@@ -32,22 +32,22 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/**
- * Adversarial review of the forced release's token column on the wait-and-read-back protocol (commit 549d8f1): a
- * forced release writes, with its removal, a token column {@code 0xFF | token | "forced"} carrying the token it
- * removed (by token) or the highest token among the claims it read (unconditional). Each "process" has its own
- * {@link FaultyStore} over one shared {@link InMemoryStore}; time is a {@link VirtualClock}.
- */
+/** The token column a forced release writes on the wait-and-read-back protocol keeps tokens rising and frees the lock. */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
-class ForcedColumnReviewTest {
+class ForcedReleaseTokenColumnTest {
 
     private static final Duration EXPIRY = Duration.ofSeconds(30);
+
     private static final Duration LOCK_WAIT = Duration.ofMillis(100);
 
     private final VirtualClock clock = new VirtualClock();
-    private final InMemoryStore shared = new InMemoryStore("forced-column-review");
+
+    private final InMemoryStore shared = new InMemoryStore("shared");
+
     private final ExecutorService pool = Executors.newCachedThreadPool();
+
     private final List<Locker> lockers = new ArrayList<>();
+
     private final KeyColumn lock = KeyColumn.of("vertex:42", "name");
 
     @AfterEach
@@ -102,18 +102,12 @@ class ForcedColumnReviewTest {
     }
 
     /**
-     * Finding 1. The unconditional release's token column carries the highest token among the claims it READ, but
-     * it deletes the claim columns it read LATER (after the record write): a claimant whose token write lands in
-     * between is deleted as a holder, yet the release's column carries no token of its (0 when the row had none, so
-     * no column at all). A renewal of that holder in flight across the removal then puts the claim back, confirms
-     * (no other token column as high as its own) and holds on, never told: exactly the undone release 549d8f1 says
-     * it fixed, on the unconditional form. Order: A wrote its claim; the operator read it (token 0), wrote the
-     * record, read the row again (A still token 0, top = 0) and stalls before its delete; A checks (token 1, held)
-     * and renews, its renewal reads the row and stalls before its rewrite; the operator's delete lands (true); A's
-     * rewrite lands and confirms.
+     * The operator's unconditional release reads A's claim before its token is written, then stalls before its delete.
+     * A confirms (token 1) and renews; its renewal reads the row and stalls before its rewrite. The delete lands, then the
+     * rewrite. A does not hold on, and the lock is never shown with A's token again.
      */
     @Test
-    void anUnconditionalReleaseThatReadTheClaimUnconfirmedIsUndoneByItsRenewal() throws Exception {
+    void anUnconditionalReleaseThatReadTheClaimUnconfirmedIsNeverUndoneByItsRenewal() throws Exception {
         FaultyStore storeA = new FaultyStore(shared);
         FaultyStore storeOp = new FaultyStore(shared);
         Locker a = locker(storeA, "a");
@@ -149,8 +143,8 @@ class ForcedColumnReviewTest {
     }
 
     /**
-     * Sound: the same renewal in flight across an unconditional release that read the claim WITH its token fails its
-     * confirm on the release's column, withdraws the claim and tells A (the fix holds for the unconditional form).
+     * The same renewal in flight across an unconditional release that read the claim with its token: the renewal fails
+     * its confirm on the release's column, withdraws the claim and tells A.
      */
     @Test
     void anUnconditionalReleaseThatSawTheTokenBeatsTheRenewalInFlight() throws Exception {
@@ -175,11 +169,9 @@ class ForcedColumnReviewTest {
     }
 
     /**
-     * Sound: a claim granted after either kind of release gets a token above the release's column, verifies, renews
-     * and checks again without tripping on it; the next release leaves the column of the one before behind only
-     * until a holder's write prunes it, so cycles of take / release keep the row's token columns bounded: at most
-     * four (the previous holder's and the previous release's, both at the previous token and kept as the high-water
-     * mark, the holder's own, and after its release that release's column), measured over 20 cycles of both kinds.
+     * A claim granted after either kind of release gets a token above the release's column, and verifies, renews and
+     * checks without tripping on it. Over 20 cycles of take and release of both kinds, the row keeps at most four token
+     * columns: the high-water mark of the previous holder and release, the holder's own, and its release's.
      */
     @Test
     void holdersAfterAReleaseAreNotFailedByItsColumnAndTheRowStaysSmall() {
@@ -209,8 +201,8 @@ class ForcedColumnReviewTest {
     }
 
     /**
-     * Sound: a row that holds nothing but token columns (the holder's and the release's "forced" column) lists no
-     * lock, shows no holder, and the "forced" holder part is never decoded as a claim; the lock is free at once.
+     * A row that holds nothing but token columns (the holder's and the release's "forced" column) lists no lock and
+     * shows no holder. The "forced" column is never decoded as a claim, and the lock is free at once.
      */
     @Test
     void aRowOfOnlyTokenColumnsIsFreeAndListsNothing() {
@@ -232,11 +224,8 @@ class ForcedColumnReviewTest {
     }
 
     /**
-     * Sound: a claimant whose read-back preceded a release by token and whose token write lands after it gets the
-     * same token the release recorded only when it raced the removed holder, and then it backs off as before; a
-     * claimant that reads after the release gets a token strictly above. Here: A holds t; B's claim is junior and
-     * its check reads A live with a token, so it backs off whatever the release does; after the release B takes
-     * t + 1.
+     * A holds t; B's claim is junior, and its check reads A live with a token, so it backs off whatever the release does.
+     * After the release by token, B takes the lock with t + 1: tokens never repeat across a release.
      */
     @Test
     void tokensStayMonotonicAcrossAReleaseByToken() {

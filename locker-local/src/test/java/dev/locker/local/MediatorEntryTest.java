@@ -8,7 +8,6 @@ import dev.locker.api.LockerConfig;
 import dev.locker.testkit.Pause;
 import dev.locker.testkit.StepPauses;
 import dev.locker.testkit.VirtualClock;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -24,14 +23,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
-/**
- * Adversarial review (round 4) of the fixes to locker-local: the mediator entry of a CLAIMING hold is no longer freed by
- * deleteLocks/close (the claiming thread drops it), and KeepAlive.anyLost ignores holds lost with no status.
- * {@code @Disabled} tests fail on the reviewed code (findings); the others pin what was attacked and found sound.
- * Nothing is timed: virtual clocks, pauses, and generous upper bounds only.
- */
+/** A claim that fails or is released mid-write drops its mediator entry, so the next transaction is not refused. */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
-class Review4Test {
+class MediatorEntryTest {
 
     /** Throws from {@code before(WRITE)} once: a metrics probe with a bug, or an Error of the backend's. */
     private static final class ThrowingOnce implements LockProbe {
@@ -51,22 +45,15 @@ class Review4Test {
     }
 
     /**
-     * Finding 1: a claim that leaves {@code claim()} by anything but a LockingException (a RuntimeException from the
-     * probe's {@code before(WRITE)}, which sits outside write()'s try; an Error of the backend or the driver) never
-     * reaches {@code drop}; the release that follows (acquire's own catch calls deleteLocks, a user's finally calls
-     * deleteLocks, close) saw the hold CLAIMING and, since the fix, leaves the entry to a claiming thread that is gone.
-     * The RELEASED entry blocks every other transaction of the process until the hold's provisional deadline (a full
-     * expiry; an hour here), and close() waits its whole 5 s for it. Before the fix, deleteLocks freed it at once.
-     *
-     * <p>Fix: in claim(), {@code try { status = write(...) } catch (LockingException e) {...} catch (RuntimeException |
-     * Error e) { drop(key, holds, hold); throw e; }} (and move probe.before inside write's try), so the claiming thread
-     * drops the entry whatever it throws; releaseHold's CLAIMING rule is then safe.
+     * A claim may leave by something other than a LockingException: a RuntimeException from the probe's
+     * {@code before(WRITE)}, or an Error of the backend. The claiming thread then drops its mediator entry itself.
+     * So the process's next transaction is not refused as local contention, and close() does not wait for the entry.
      */
     @Test
-    void finding1_aClaimThatThrowsOtherThanLockingExceptionLeaksItsMediatorEntry() {
+    void aClaimThatThrowsOtherThanLockingExceptionDropsItsMediatorEntry() {
         VirtualClock clock = new VirtualClock();
         ThrowingOnce probe = new ThrowingOnce(new IllegalStateException("a metrics probe's bug"));
-        try (Locker a = ConsistentKeyLocker.builder(new InMemoryStore("review4-leak"))
+        try (Locker a = ConsistentKeyLocker.builder(new InMemoryStore("throwing-claim"))
                 .config(LockerConfig.builder().rid("a").expiry(Duration.ofHours(1)).localWait(Duration.ZERO)
                         .timeSource(clock).probe(probe).build()).build()) {
             KeyColumn lock = KeyColumn.of("k", "c");
@@ -81,12 +68,12 @@ class Review4Test {
         }
     }
 
-    /** Same, through writeLock and the user's deleteLocks (the documented way to give a transaction up). */
+    /** The same through writeLock and the user's deleteLocks, the documented way to give a transaction up. */
     @Test
-    void finding1_writeLockThenDeleteLocksLeavesTheEntry() {
+    void deleteLocksAfterAWriteLockThatThrewLeavesNoEntry() {
         VirtualClock clock = new VirtualClock();
         ThrowingOnce probe = new ThrowingOnce(new IllegalStateException("a metrics probe's bug"));
-        try (Locker a = ConsistentKeyLocker.builder(new InMemoryStore("review4-leak2"))
+        try (Locker a = ConsistentKeyLocker.builder(new InMemoryStore("throwing-write"))
                 .config(LockerConfig.builder().rid("a").expiry(Duration.ofHours(1)).localWait(Duration.ZERO)
                         .timeSource(clock).probe(probe).build()).build()) {
             KeyColumn lock = KeyColumn.of("k", "c");
@@ -107,15 +94,15 @@ class Review4Test {
     }
 
     /**
-     * Sound: deleteLocks from another thread while the claim write is in flight leaves the entry to the claiming
-     * thread, which finds its hold final after the write, withdraws the claim and frees the entry; the lock is then
-     * free for another transaction, and the store has no claim left of the released transaction.
+     * deleteLocks from another thread while the claim write is in flight leaves the entry to the claiming thread.
+     * That thread finds its hold final after the write, withdraws the claim and frees the entry. The lock is then free,
+     * and the store has no claim left of the released transaction.
      */
     @Test
     void deleteLocksDuringTheClaimWriteIsFinishedByTheClaimingThread() throws Exception {
         VirtualClock clock = new VirtualClock();
         StepPauses pauses = new StepPauses();
-        InMemoryStore store = new InMemoryStore("review4-inflight");
+        InMemoryStore store = new InMemoryStore("inflight");
         ExecutorService pool = Executors.newSingleThreadExecutor();
         try (Locker a = ConsistentKeyLocker.builder(store)
                 .config(LockerConfig.builder().rid("a").expiry(Duration.ofHours(1)).localWait(Duration.ZERO)
