@@ -1,5 +1,6 @@
 package dev.locker.redis;
 
+import dev.locker.testkit.RedisServer;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import org.junit.jupiter.api.Test;
@@ -150,7 +151,7 @@ class RedisFastPathTest {
             if (written % 1_000_000 < 100_000) {
                 padded++;
             }
-            RedisServerProcess.sleep(5);
+            RedisServer.sleep(5);
         }
         assertTrue(padded > 0, "no grant fell in the first tenth of a second");
     }
@@ -158,7 +159,7 @@ class RedisFastPathTest {
     /*
      * The server's clock stepping back cannot be made here (libfaketime cannot be preloaded into Debian's redis-server:
      * it clashes with jemalloc's clock_gettime at start), so the test writes the state it leaves, as
-     * RedisCompactReviewTest does: field "t" an hour ahead of TIME. Every grant then takes last + 1, the claim carries
+     * RedisTokenIssueTest does: field "t" an hour ahead of TIME. Every grant then takes last + 1, the claim carries
      * a token delta that is not 0, and both fast paths (acquire: only "t"; release: only our claim) must keep it.
      */
     @Test
@@ -489,7 +490,7 @@ class RedisFastPathTest {
     /** Waits for a server second later than LASTSAVE: only then does a grant write a marker (see admit). */
     private void awaitSecondAfterLastSave() {
         while (serverMicros() / 1_000_000 <= lastSave()) {
-            RedisServerProcess.sleep(50);
+            RedisServer.sleep(50);
         }
     }
 

@@ -1,5 +1,6 @@
 package dev.locker.redis;
 
+import dev.locker.testkit.RedisServer;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.LockerConfig;
@@ -31,8 +32,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * behaviour): one server, a key prefix of the test class's own, the lockers a test opens (closed after it, with
  * whatever else it asked to be closed), a pool for the waits, and the views of a lock's queue and of a locker's
  * wake-up subscription that the waiting scenarios assert on. A JUnit extension, registered
- * in a static field of the test class ({@code @RegisterExtension}): the server starts before the class's tests, the
- * lockers are closed after each test, the server stops after the class.
+ * in a static field of the test class ({@code @RegisterExtension}). The server is the JVM's shared one, or the class's
+ * own ({@link #ownServer}) started before its tests and stopped after them; lockers are closed after each test.
  */
 final class RedisWaitingFixture implements BeforeAllCallback, AfterEachCallback, AfterAllCallback {
 
@@ -63,7 +64,7 @@ final class RedisWaitingFixture implements BeforeAllCallback, AfterEachCallback,
     }
 
     /** The server's process ({@link #ownServer} only). */
-    RedisServerProcess server() {
+    RedisServer server() {
         return target.process();
     }
 
@@ -207,7 +208,7 @@ final class RedisWaitingFixture implements BeforeAllCallback, AfterEachCallback,
         if (ownServer) {
             Assumptions.assumeFalse(RedisTarget.isExternal(), "kills clients and servers: needs a server of its own");
         }
-        target = RedisTarget.start();
+        target = ownServer ? RedisTarget.start() : RedisTarget.shared();
         admin = target.admin();
         pool = Executors.newCachedThreadPool();
     }
