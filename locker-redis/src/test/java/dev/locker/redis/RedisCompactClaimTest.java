@@ -82,10 +82,6 @@ class RedisCompactClaimTest {
         return v != null && !new String(v, StandardCharsets.US_ASCII).startsWith("0 0 ");
     }
 
-    private long serverMicros() {
-        return (Long) admin().eval("local t = redis.call('TIME') return tonumber(t[1]) * 1000000 + tonumber(t[2])");
-    }
-
     private String encoding(byte[] key) {
         return new String((byte[]) admin().sendCommand(Protocol.Command.OBJECT,
                 "ENCODING".getBytes(StandardCharsets.US_ASCII), key), StandardCharsets.US_ASCII);
@@ -278,7 +274,7 @@ class RedisCompactClaimTest {
         RedisLocker a = locker("new-build");
         KeyColumn lock = lock("mixed");
         byte[] key = a.redisKey(lock);
-        long now = serverMicros();
+        long now = fixture.serverMicros();
         byte[] owner = new LockOwner("old-build", "old-host", 1, "main", "old work", null).toBytes();
         byte[] head = (now + " " + (now + 60_000_000L) + " " + now + " " + "0123456789abcdef0000000000000001" + "\n")
                 .getBytes(StandardCharsets.US_ASCII);

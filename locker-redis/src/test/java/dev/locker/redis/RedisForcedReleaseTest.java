@@ -69,10 +69,6 @@ class RedisForcedReleaseTest {
     /** force.lua without the expected-token path (a test resource), on today's prelude, as older lockers run it. */
     private static final String OLD_FORCE = resource("common.lua") + "\n" + resource("force-without-token.lua");
 
-    private long serverMicros() {
-        return (Long) admin().eval("local t = redis.call('TIME') return tonumber(t[1]) * 1000000 + tonumber(t[2])");
-    }
-
     private Map<String, String> hash(byte[] key) {
         Map<String, String> out = new TreeMap<>();
         admin().hgetAll(key).forEach((f, v) -> out.put(s(f), s(v)));
@@ -126,7 +122,7 @@ class RedisForcedReleaseTest {
     @Test
     void theUnconditionalCallGetsWhatTheScriptWithoutTheTokenPathGave() {
         RedisKeys keys = new RedisKeys(fixture.prefix());
-        long now = serverMicros();
+        long now = fixture.serverMicros();
         List<Map<String, String>> shapes = new ArrayList<>();
         shapes.add(Map.of());
         shapes.add(Map.of("c" + A, claim(now, 30_000, now, "7")));
@@ -157,7 +153,7 @@ class RedisForcedReleaseTest {
         KeyColumn lock = lock("limit-1");
         byte[] key = keys.lockKey(lock);
         byte[] records = keys.recordKey(lock);
-        long now = serverMicros();
+        long now = fixture.serverMicros();
         admin().hset(key, b("c" + A), b(claim(now, 30_000, LIMIT - 1, "7")));
         assertEquals(0L, forceByToken(key, records, Long.toString(LIMIT - 2), "r0"));
         assertEquals(0L, forceByToken(key, records, Long.toString(LIMIT), "r0"));
@@ -176,7 +172,7 @@ class RedisForcedReleaseTest {
         KeyColumn lock = lock("limit-2");
         byte[] key = keys.lockKey(lock);
         byte[] records = keys.recordKey(lock);
-        long now = serverMicros();
+        long now = fixture.serverMicros();
         String value = claim(now, 30_000, LIMIT + 2, "7");
         admin().hset(key, b("c" + A), b(value));
         long removed = forceByToken(key, records, Long.toString(LIMIT), "r-wrong");
@@ -195,7 +191,7 @@ class RedisForcedReleaseTest {
         RedisKeys keys = new RedisKeys(fixture.prefix());
         byte[] key = keys.lockKey(lock("repeat"));
         byte[] records = keys.recordKey(lock("repeat"));
-        long now = serverMicros();
+        long now = fixture.serverMicros();
         long token = now + 3;
         admin().hset(key, b("c" + A), b(claim(now, 30_000, token, "7")));
         admin().pexpire(key, 600_000);

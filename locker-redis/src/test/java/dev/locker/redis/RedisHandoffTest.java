@@ -237,8 +237,6 @@ class RedisHandoffTest {
         assertFalse(bEntryGoneFirst, "C was granted the free lock only once B's stale entry had lapsed");
     }
 
-    // ---- checked and found sound ------------------------------------------------------------------------------
-
     /**
      * Repeated waits with a linger far shorter than the gaps between them: at most one listening thread per locker at
      * any time, and once nobody has waited for the linger, no thread and no subscription left (no pile-up).
@@ -420,8 +418,6 @@ class RedisHandoffTest {
                 left ? "left" : "removed");
         assertFalse(left, "the closed waiter's queue entry stayed (it lapses only after queueTtl)");
     }
-
-    // ---- checked and found sound ------------------------------------------------------------------------------
 
     /**
      * The Rawable path with a replica (replicas=1: script and WAIT pipelined, runAndWait) after SCRIPT FLUSH, on every

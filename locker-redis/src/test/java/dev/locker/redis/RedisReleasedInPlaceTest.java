@@ -105,7 +105,6 @@ class RedisReleasedInPlaceTest {
         }
     }
 
-
     // ---- helpers ---------------------------------------------------------------------------------------------------
 
     private static byte[] b(String s) {
@@ -122,10 +121,6 @@ class RedisReleasedInPlaceTest {
 
     private static String nonce(String instance, long counter) {
         return instance + String.format("%016x", counter);
-    }
-
-    private long serverMicros() {
-        return (Long) admin().eval("local t = redis.call('TIME') return tonumber(t[1]) * 1000000 + tonumber(t[2])");
     }
 
     private Map<String, String> hash(byte[] key) {
@@ -265,7 +260,7 @@ class RedisReleasedInPlaceTest {
     void oldScriptsTreatANewReleasedClaimAsADeadClaimAndKeepItsToken() {
         String a = "00000000000000aa";
         String bb = "00000000000000bb";
-        long last = serverMicros() + HOUR;
+        long last = fixture.serverMicros() + HOUR;
         for (String scrub : List.of("1", "0")) {
             byte[] key = key("old-sees-released-" + scrub);
             admin().hset(key, b("c" + a), b(released(last, "5")));
@@ -329,7 +324,7 @@ class RedisReleasedInPlaceTest {
             for (Scripts late : List.of(OLD, NEW)) {
                 for (String scrub : List.of("1", "0")) {
                     byte[] key = key("tomb-" + withdrawer + late + scrub);
-                    long last = serverMicros() + HOUR;
+                    long last = fixture.serverMicros() + HOUR;
                     admin().hset(key, b("c" + a), b(released(last, "5")));
                     admin().pexpire(key, 600_000);
                     // acquire 6 timed out before it reached the server: withdrawn
@@ -365,7 +360,7 @@ class RedisReleasedInPlaceTest {
                 for (String scrub : List.of("1", "0")) {
                     for (String counter : List.of("5", "0", "ffffffffffffffff", "6")) {
                         byte[] key = key("diff");
-                        long tok = ahead ? serverMicros() + HOUR : serverMicros() - 5_000_000L;
+                        long tok = ahead ? fixture.serverMicros() + HOUR : fixture.serverMicros() - 5_000_000L;
                         admin().hset(key, b("c" + holderOfReleased), b(released(tok, counter)));
                         admin().pexpire(key, 600_000);
                         byte[] twin = twin(key);
@@ -397,7 +392,7 @@ class RedisReleasedInPlaceTest {
     void aWaitingAcquireOnAReleasedClaimIsGrantedAsAPlainOneAndQueuesNothing() {
         String a = "00000000000000aa";
         String bb = "00000000000000bb";
-        long last = serverMicros() + HOUR;
+        long last = fixture.serverMicros() + HOUR;
         byte[] plain = key("plain");
         admin().hset(plain, b("c" + bb), b(released(last, "3")));
         admin().pexpire(plain, 600_000);
@@ -518,7 +513,7 @@ class RedisReleasedInPlaceTest {
         String bb = "00000000000000bb";
         String cc = "00000000000000cc";
         byte[] key = key("queue");
-        long last = serverMicros() + HOUR;
+        long last = fixture.serverMicros() + HOUR;
         admin().hset(key, b("c" + a), b(released(last, "1")));
         admin().pexpire(key, 600_000);
         // B takes it without scrubbing: A's released claim stays
@@ -655,7 +650,7 @@ class RedisReleasedInPlaceTest {
         Random rnd = new Random(seed);
         byte[] key = key("random-" + seed);
         if (ahead) {
-            admin().hset(key, b("t"), b(Long.toString(serverMicros() + HOUR)));
+            admin().hset(key, b("t"), b(Long.toString(fixture.serverMicros() + HOUR)));
             admin().pexpire(key, 600_000);
         }
         List<Inst> insts = new ArrayList<>();
@@ -798,7 +793,7 @@ class RedisReleasedInPlaceTest {
                     // time passes for the tombstones and queue entries: their ends move back (so scrubbing removes
                     // them, and the hash can come back to the fast path's shapes)
                     what = "lapse";
-                    long now = serverMicros();
+                    long now = fixture.serverMicros();
                     for (Map.Entry<String, String> e : shape.entrySet()) {
                         String f = e.getKey();
                         String v = e.getValue();

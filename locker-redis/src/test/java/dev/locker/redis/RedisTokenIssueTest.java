@@ -152,11 +152,6 @@ class RedisTokenIssueTest {
         }
     }
 
-    private long serverMicros() {
-        return (Long) fixture.admin().eval(
-                "local t = redis.call('TIME') return tonumber(t[1]) * 1000000 + tonumber(t[2])");
-    }
-
     /**
      * A claim no script of ours wrote (an operator's HSET, another tool's restore) may carry a token past 2^63.
      * Removing it must keep a last token no grant can go below, never restart the lock's tokens. Forced release is
@@ -167,7 +162,7 @@ class RedisTokenIssueTest {
         RedisLocker a = locker("huge-claim");
         KeyColumn lock = lock("huge-claim");
         byte[] key = a.redisKey(lock);
-        long now = serverMicros();
+        long now = fixture.serverMicros();
         // written now, 30 s, token delta 2^63 (the token is past the long range), counter 1, an inline owner
         fixture.admin().hset(key, b("c00000000000000ff"), b(now + " 30000 9223372036854775808 1 =someone"));
         fixture.admin().pexpire(key, 600_000);
@@ -288,7 +283,7 @@ class RedisTokenIssueTest {
             assertEquals(1L, release(key, i));
             previous = token;
         }
-        assertTrue(serverMicros() < previous, "the server's clock is behind these tokens, as after a step back");
+        assertTrue(fixture.serverMicros() < previous, "the server's clock is behind these tokens, as after a step back");
     }
 
     /**
@@ -308,7 +303,7 @@ class RedisTokenIssueTest {
         byte[] key = a.redisKey(lock);
         // the lock's hash as the server's clock stepping back an hour leaves it: its last token is ahead of TIME
         fixture.admin().hset(key, "t".getBytes(StandardCharsets.US_ASCII),
-                Long.toString(serverMicros() + 3_600_000_000L).getBytes(StandardCharsets.US_ASCII));
+                Long.toString(fixture.serverMicros() + 3_600_000_000L).getBytes(StandardCharsets.US_ASCII));
         fixture.admin().pexpire(key, 600_000);
         long previous;
         try (Lease l = a.acquire(lock, "fenced writer")) {

@@ -78,6 +78,11 @@ final class RedisWaitingFixture implements BeforeAllCallback, AfterEachCallback,
         return admin;
     }
 
+    /** The server's clock (TIME) in microseconds, the unit of tokens and claim times. */
+    long serverMicros() {
+        return (Long) admin.eval("local t = redis.call('TIME') return tonumber(t[1]) * 1000000 + tonumber(t[2])");
+    }
+
     /** The key prefix of this fixture's lockers. */
     String prefix() {
         return prefix;
