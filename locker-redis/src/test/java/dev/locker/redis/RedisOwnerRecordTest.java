@@ -6,6 +6,7 @@ import dev.locker.api.LockOwner;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.testkit.RedisServer;
+import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
@@ -38,6 +39,23 @@ class RedisOwnerRecordTest {
 
     private final String prefix = fixture.prefix();
 
+    private RedisServer.Cluster cluster;
+
+    /** The class's Cluster, started on first use: each test pauses a master only within its own try-finally. */
+    private synchronized RedisServer.Cluster cluster() {
+        if (cluster == null) {
+            cluster = RedisServer.startCluster();
+        }
+        return cluster;
+    }
+
+    @AfterAll
+    void stopCluster() {
+        if (cluster != null) {
+            cluster.close();
+        }
+    }
+
     private static UnifiedJedis admin() {
         return fixture.admin();
     }
@@ -64,40 +82,39 @@ class RedisOwnerRecordTest {
     @Test
     void inAClusterAnAcquireSucceedsWhileTheOwnerRecordsMasterIsUnavailable() {
         Assumptions.assumeFalse(RedisTarget.isExternal(), "runs its own cluster");
-        try (RedisServer.Cluster cluster = RedisServer.startCluster()) {
-            RedisLocker a = open(RedisLocker.builder().uri(cluster.uri()).keyPrefix(prefix)
-                    .timeout(Duration.ofMillis(500)), "clustered");
-            KeyColumn warm = lock("warm");
-            a.acquire(warm, "first").close(); // writes the owner record
-            String instance = new String(a.claimField(), 1, 16, StandardCharsets.US_ASCII);
-            String ownerKey = prefix + "{}o" + instance;
-            RedisServer ownerNode = null;
-            for (RedisServer n : cluster.nodes()) {
-                if (n.cli("EXISTS", ownerKey).trim().equals("1")) {
-                    ownerNode = n;
-                }
+        RedisServer.Cluster cluster = cluster();
+        RedisLocker a = open(RedisLocker.builder().uri(cluster.uri()).keyPrefix(prefix)
+                .timeout(Duration.ofMillis(500)), "clustered");
+        KeyColumn warm = lock("warm");
+        a.acquire(warm, "first").close(); // writes the owner record
+        String instance = new String(a.claimField(), 1, 16, StandardCharsets.US_ASCII);
+        String ownerKey = prefix + "{}o" + instance;
+        RedisServer ownerNode = null;
+        for (RedisServer n : cluster.nodes()) {
+            if (n.cli("EXISTS", ownerKey).trim().equals("1")) {
+                ownerNode = n;
             }
-            assertNotNull(ownerNode, "the owner record " + ownerKey + " is on one master");
-            // a lock whose slot is on another master
-            KeyColumn lock = null;
-            for (int i = 0; lock == null; i++) {
-                KeyColumn candidate = lock("elsewhere" + i);
-                a.acquire(candidate, "first").close(); // a known pair: no owner write
-                String k = new String(a.redisKey(candidate), StandardCharsets.UTF_8);
-                if (!ownerNode.cli("EXISTS", k).trim().equals("1")) {
-                    lock = candidate;
-                }
+        }
+        assertNotNull(ownerNode, "the owner record " + ownerKey + " is on one master");
+        // a lock whose slot is on another master
+        KeyColumn lock = null;
+        for (int i = 0; lock == null; i++) {
+            KeyColumn candidate = lock("elsewhere" + i);
+            a.acquire(candidate, "first").close(); // a known pair: no owner write
+            String k = new String(a.redisKey(candidate), StandardCharsets.UTF_8);
+            if (!ownerNode.cli("EXISTS", k).trim().equals("1")) {
+                lock = candidate;
             }
-            ownerNode.cli("CLIENT", "PAUSE", "10000", "WRITE"); // the owner record's master: failing over, say
-            try {
-                KeyColumn healthy = lock;
-                a.acquire(healthy, "first").close(); // control: a known pair, no owner write: the lock's master is fine
-                try (Lease l = a.acquire(healthy, "a reason this locker has not used yet")) {
-                    assertTrue(l.fencingToken() > 0);
-                }
-            } finally {
-                ownerNode.cli("CLIENT", "UNPAUSE");
+        }
+        ownerNode.cli("CLIENT", "PAUSE", "10000", "WRITE"); // the owner record's master: failing over, say
+        try {
+            KeyColumn healthy = lock;
+            a.acquire(healthy, "first").close(); // control: a known pair, no owner write: the lock's master is fine
+            try (Lease l = a.acquire(healthy, "a reason this locker has not used yet")) {
+                assertTrue(l.fencingToken() > 0);
             }
+        } finally {
+            ownerNode.cli("CLIENT", "UNPAUSE");
         }
     }
 
@@ -109,56 +126,55 @@ class RedisOwnerRecordTest {
     @Test
     void inAClusterHolderAnswersWhileTheHoldersOwnerRecordIsUnreachable() {
         Assumptions.assumeFalse(RedisTarget.isExternal(), "runs its own cluster");
-        try (RedisServer.Cluster cluster = RedisServer.startCluster()) {
-            RedisLocker a = open(RedisLocker.builder().uri(cluster.uri()).keyPrefix(prefix)
-                    .timeout(Duration.ofMillis(500)), "holder");
-            RedisLocker b = open(RedisLocker.builder().uri(cluster.uri()).keyPrefix(prefix)
-                    .timeout(Duration.ofMillis(500)), "asker");
-            a.acquire(lock("warm"), "held").close(); // writes a's owner record
-            b.acquire(lock("warm"), "contender").close(); // and b's: b writes nothing below
-            String ownerKey = prefix + "{}o" + new String(a.claimField(), 1, 16, StandardCharsets.US_ASCII);
-            RedisServer ownerNode = null;
-            for (RedisServer n : cluster.nodes()) {
-                if (n.cli("EXISTS", ownerKey).trim().equals("1")) {
-                    ownerNode = n;
-                }
+        RedisServer.Cluster cluster = cluster();
+        RedisLocker a = open(RedisLocker.builder().uri(cluster.uri()).keyPrefix(prefix)
+                .timeout(Duration.ofMillis(500)), "holder");
+        RedisLocker b = open(RedisLocker.builder().uri(cluster.uri()).keyPrefix(prefix)
+                .timeout(Duration.ofMillis(500)), "asker");
+        a.acquire(lock("warm"), "held").close(); // writes a's owner record
+        b.acquire(lock("warm"), "contender").close(); // and b's: b writes nothing below
+        String ownerKey = prefix + "{}o" + new String(a.claimField(), 1, 16, StandardCharsets.US_ASCII);
+        RedisServer ownerNode = null;
+        for (RedisServer n : cluster.nodes()) {
+            if (n.cli("EXISTS", ownerKey).trim().equals("1")) {
+                ownerNode = n;
             }
-            assertNotNull(ownerNode);
-            KeyColumn lock = null;
-            for (int i = 0; lock == null; i++) {
-                KeyColumn candidate = lock("elsewhere" + i);
-                a.acquire(candidate, "held").close();
-                if (!ownerNode.cli("EXISTS", new String(a.redisKey(candidate), StandardCharsets.UTF_8)).trim()
-                        .equals("1")) {
-                    lock = candidate;
-                }
+        }
+        assertNotNull(ownerNode);
+        KeyColumn lock = null;
+        for (int i = 0; lock == null; i++) {
+            KeyColumn candidate = lock("elsewhere" + i);
+            a.acquire(candidate, "held").close();
+            if (!ownerNode.cli("EXISTS", new String(a.redisKey(candidate), StandardCharsets.UTF_8)).trim()
+                    .equals("1")) {
+                lock = candidate;
             }
-            try (Lease l = a.acquire(lock, "held")) {
-                ownerNode.cli("CLIENT", "PAUSE", "10000", "ALL"); // the owner record's master: failing over, say
+        }
+        try (Lease l = a.acquire(lock, "held")) {
+            ownerNode.cli("CLIENT", "PAUSE", "10000", "ALL"); // the owner record's master: failing over, say
+            try {
+                KeyColumn held = lock;
+                String holderAnswer;
                 try {
-                    KeyColumn held = lock;
-                    String holderAnswer;
-                    try {
-                        holderAnswer = "present: " + b.holder(held).isPresent();
-                    } catch (RuntimeException e) {
-                        holderAnswer = "failed: " + e;
-                    }
-                    String contention;
-                    try {
-                        b.acquire(held, "contender").close();
-                        contention = "granted (two holders!)";
-                    } catch (TemporaryLockingException e) {
-                        contention = e.holder() != null ? "held by " + e.holder().rid() : "no holder named: " + e;
-                    } catch (RuntimeException e) {
-                        contention = "failed: " + e;
-                    }
-                    assertEquals("present: true", holderAnswer, "holder(): the lock's master answers: it is held (contention: "
-                            + contention + ")");
-                    assertTrue(contention.startsWith("held by "), "contention names a holder (its instance at "
-                            + "least): " + contention);
-                } finally {
-                    ownerNode.cli("CLIENT", "UNPAUSE");
+                    holderAnswer = "present: " + b.holder(held).isPresent();
+                } catch (RuntimeException e) {
+                    holderAnswer = "failed: " + e;
                 }
+                String contention;
+                try {
+                    b.acquire(held, "contender").close();
+                    contention = "granted (two holders!)";
+                } catch (TemporaryLockingException e) {
+                    contention = e.holder() != null ? "held by " + e.holder().rid() : "no holder named: " + e;
+                } catch (RuntimeException e) {
+                    contention = "failed: " + e;
+                }
+                assertEquals("present: true", holderAnswer, "holder(): the lock's master answers: it is held (contention: "
+                        + contention + ")");
+                assertTrue(contention.startsWith("held by "), "contention names a holder (its instance at "
+                        + "least): " + contention);
+            } finally {
+                ownerNode.cli("CLIENT", "UNPAUSE");
             }
         }
     }
@@ -172,50 +188,49 @@ class RedisOwnerRecordTest {
     void inAClusterARenewalKeepsItsLeaseWhileTheOwnerRecordsMasterIsUnavailable() throws Exception {
         Assumptions.assumeFalse(RedisTarget.isExternal(), "runs its own cluster");
         OffsetClock clock = new OffsetClock();
-        try (RedisServer.Cluster cluster = RedisServer.startCluster()) {
-            RedisLocker a = RedisLocker.builder().uri(cluster.uri()).keyPrefix(prefix)
-                    .config(LockerConfig.builder().rid("renewer").expiry(Duration.ofSeconds(3)).timeSource(clock)
-                            .build())
-                    .restartGuard(Duration.ZERO).build();
-            fixture.adopt(a);
-            a.acquire(lock("warm"), "job").close(); // writes the owner record: due again 6 h (locker time) from now
-            String ownerKey = prefix + "{}o" + new String(a.claimField(), 1, 16, StandardCharsets.US_ASCII);
-            RedisServer ownerNode = null;
-            for (RedisServer n : cluster.nodes()) {
-                if (n.cli("EXISTS", ownerKey).trim().equals("1")) {
-                    ownerNode = n;
-                }
+        RedisServer.Cluster cluster = cluster();
+        RedisLocker a = RedisLocker.builder().uri(cluster.uri()).keyPrefix(prefix)
+                .config(LockerConfig.builder().rid("renewer").expiry(Duration.ofSeconds(3)).timeSource(clock)
+                        .build())
+                .restartGuard(Duration.ZERO).build();
+        fixture.adopt(a);
+        a.acquire(lock("warm"), "job").close(); // writes the owner record: due again 6 h (locker time) from now
+        String ownerKey = prefix + "{}o" + new String(a.claimField(), 1, 16, StandardCharsets.US_ASCII);
+        RedisServer ownerNode = null;
+        for (RedisServer n : cluster.nodes()) {
+            if (n.cli("EXISTS", ownerKey).trim().equals("1")) {
+                ownerNode = n;
             }
-            assertNotNull(ownerNode);
-            KeyColumn lock = null;
-            for (int i = 0; lock == null; i++) {
-                KeyColumn candidate = lock("elsewhere" + i);
-                a.acquire(candidate, "job").close();
-                if (!ownerNode.cli("EXISTS", new String(a.redisKey(candidate), StandardCharsets.UTF_8)).trim()
-                        .equals("1")) {
-                    lock = candidate;
-                }
+        }
+        assertNotNull(ownerNode);
+        KeyColumn lock = null;
+        for (int i = 0; lock == null; i++) {
+            KeyColumn candidate = lock("elsewhere" + i);
+            a.acquire(candidate, "job").close();
+            if (!ownerNode.cli("EXISTS", new String(a.redisKey(candidate), StandardCharsets.UTF_8)).trim()
+                    .equals("1")) {
+                lock = candidate;
             }
-            dev.locker.api.LockTransaction tx = new dev.locker.api.LockTransaction("job");
-            a.writeLock(lock, tx);
-            a.checkLocks(tx);
-            long step = Duration.ofSeconds(2).toNanos();
-            long almostDue = Duration.ofHours(6).minusMinutes(1).toNanos();
-            while (clock.offset.get() < almostDue) { // a service holding its lease for six hours
+        }
+        dev.locker.api.LockTransaction tx = new dev.locker.api.LockTransaction("job");
+        a.writeLock(lock, tx);
+        a.checkLocks(tx);
+        long step = Duration.ofSeconds(2).toNanos();
+        long almostDue = Duration.ofHours(6).minusMinutes(1).toNanos();
+        while (clock.offset.get() < almostDue) { // a service holding its lease for six hours
+            clock.offset.addAndGet(step);
+            a.renewLocks(tx);
+        }
+        ownerNode.cli("CLIENT", "PAUSE", "30000", "WRITE"); // another master: failing over, say
+        try {
+            for (int i = 0; i < 60; i++) { // two more minutes of locker time: the record becomes due
                 clock.offset.addAndGet(step);
                 a.renewLocks(tx);
             }
-            ownerNode.cli("CLIENT", "PAUSE", "30000", "WRITE"); // another master: failing over, say
-            try {
-                for (int i = 0; i < 60; i++) { // two more minutes of locker time: the record becomes due
-                    clock.offset.addAndGet(step);
-                    a.renewLocks(tx);
-                }
-                a.checkLocks(tx);
-                a.deleteLocks(tx);
-            } finally {
-                ownerNode.cli("CLIENT", "UNPAUSE");
-            }
+            a.checkLocks(tx);
+            a.deleteLocks(tx);
+        } finally {
+            ownerNode.cli("CLIENT", "UNPAUSE");
         }
     }
 

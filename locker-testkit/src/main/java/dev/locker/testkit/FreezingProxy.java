@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 
@@ -52,7 +53,7 @@ public final class FreezingProxy implements AutoCloseable {
     private volatile int heldBelow; // connections numbered below it have their requests held while holding
     private boolean holding; // guarded by gate
     private final AtomicInteger markedRequests = new AtomicInteger();
-    private volatile boolean dropArmed;
+    private final AtomicBoolean dropArmed = new AtomicBoolean();
 
     /** One connection through the proxy: its number, whether its client sent the marker, whether it alone is frozen. */
     private static final class Link {
@@ -177,7 +178,7 @@ public final class FreezingProxy implements AutoCloseable {
      * and the proxy refuses connections until {@link #comeBack()}. The server has run the request all the same.
      */
     public void dropNextMarkedReplyAndGoDown() {
-        dropArmed = true;
+        dropArmed.set(true);
     }
 
     /** Accepts connections again on the same port, after {@link #dropNextMarkedReplyAndGoDown()} took it down. */
@@ -235,11 +236,8 @@ public final class FreezingProxy implements AutoCloseable {
                         .toUpperCase(Locale.ROOT).contains(marker)) {
                     link.marked = true;
                     markedRequests.incrementAndGet();
-                    synchronized (link) {
-                        if (dropArmed) {
-                            dropArmed = false;
-                            link.dropReply = true;
-                        }
+                    if (dropArmed.compareAndSet(true, false)) {
+                        link.dropReply = true; // set before the request goes on, so before its reply comes back
                     }
                 }
                 awaitThawed(link); // what was read when the freeze began is held back too
@@ -275,12 +273,10 @@ public final class FreezingProxy implements AutoCloseable {
                 if (link.id < heldBelow) {
                     repliesToHeldConnections.incrementAndGet();
                 }
-                synchronized (link) {
-                    if (link.dropReply) { // the server ran the request: lose its reply with the connection
-                        listener.close();
-                        client.setSoLinger(true, 0);
-                        return;
-                    }
+                if (link.dropReply) { // the server ran the request: lose its reply with the connection
+                    listener.close();
+                    client.setSoLinger(true, 0);
+                    return;
                 }
                 awaitThawed(link);
                 long wait;
