@@ -43,7 +43,7 @@ class RedisCompactClaimTest {
     private static final String LONG = "x".repeat(300);
 
     @RegisterExtension
-    static final RedisWaitingFixture fixture = RedisWaitingFixture.onTarget("cct");
+    static final RedisWaitingFixture fixture = RedisWaitingFixture.onFreshTarget("cct");
 
     private final String prefix = fixture.prefix();
 

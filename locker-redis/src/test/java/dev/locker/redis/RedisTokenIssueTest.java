@@ -218,7 +218,7 @@ class RedisTokenIssueTest {
             a = fixture.open(withRid(fixture.onTarget(), "forever-a", forever));
             b = fixture.open(withRid(fixture.onTarget(), "forever-b", forever));
         } catch (IllegalArgumentException refused) {
-            return; // a clear error before any I/O is the fix
+            return; // a clear error before any I/O is an answer too
         }
         try (Lease held = a.acquire(lock, "first")) {
             assertTrue(held.isValid(), "the first holder's lease is valid");
@@ -247,7 +247,7 @@ class RedisTokenIssueTest {
         try {
             held = a.acquire(lock, "first");
         } catch (RuntimeException refused) {
-            return; // refusing the grant is a fix
+            return; // refusing the grant is an answer too
         }
         try (held) {
             Optional<Lease> second = b.tryAcquire(lock, "second", Duration.ZERO);
@@ -273,7 +273,7 @@ class RedisTokenIssueTest {
             try {
                 r = acquire(key, i);
             } catch (JedisDataException refused) {
-                // the fix: a grant whose token would not rise, or would reach 2^53, is refused (never a repeated token)
+                // a grant whose token would not rise, or would reach 2^53, is refused (never a repeated token)
                 assertTrue(refused.getMessage().contains("fencing token"), refused.getMessage());
                 return;
             }

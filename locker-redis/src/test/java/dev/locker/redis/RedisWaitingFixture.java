@@ -38,6 +38,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 final class RedisWaitingFixture implements BeforeAllCallback, AfterEachCallback, AfterAllCallback {
 
     private final boolean ownServer;
+    private final boolean fresh;
     private final String prefix;
     private final List<RedisLocker> opened = new ArrayList<>();
     private final List<AutoCloseable> closeables = new ArrayList<>();
@@ -45,14 +46,23 @@ final class RedisWaitingFixture implements BeforeAllCallback, AfterEachCallback,
     private UnifiedJedis admin;
     private ExecutorService pool;
 
-    private RedisWaitingFixture(boolean ownServer, String stem) {
+    private RedisWaitingFixture(boolean ownServer, boolean fresh, String stem) {
         this.ownServer = ownServer;
+        this.fresh = fresh;
         this.prefix = stem + "-" + LockerConfig.randomRid().substring(0, 8) + ":";
     }
 
-    /** On {@link RedisTarget} (the server of {@code LOCKER_REDIS_URI}, if set); keys under {@code stem-<random>:}. */
+    /** On the JVM's shared server (or {@code LOCKER_REDIS_URI}'s); keys under {@code stem-<random>:}. */
     static RedisWaitingFixture onTarget(String stem) {
-        return new RedisWaitingFixture(false, stem);
+        return new RedisWaitingFixture(false, false, stem);
+    }
+
+    /**
+     * On a fresh server of the class's own (or {@code LOCKER_REDIS_URI}'s), for assertions that need a nearly empty
+     * keyspace: one listing page of a few SCANs finds every lock there.
+     */
+    static RedisWaitingFixture onFreshTarget(String stem) {
+        return new RedisWaitingFixture(false, true, stem);
     }
 
     /**
@@ -60,7 +70,7 @@ final class RedisWaitingFixture implements BeforeAllCallback, AfterEachCallback,
      * assumption fails) when {@code LOCKER_REDIS_URI} names an external server.
      */
     static RedisWaitingFixture ownServer(String stem) {
-        return new RedisWaitingFixture(true, stem);
+        return new RedisWaitingFixture(true, true, stem);
     }
 
     /** The server's process ({@link #ownServer} only). */
@@ -213,7 +223,7 @@ final class RedisWaitingFixture implements BeforeAllCallback, AfterEachCallback,
         if (ownServer) {
             Assumptions.assumeFalse(RedisTarget.isExternal(), "kills clients and servers: needs a server of its own");
         }
-        target = ownServer ? RedisTarget.start() : RedisTarget.shared();
+        target = fresh ? RedisTarget.start() : RedisTarget.shared();
         admin = target.admin();
         pool = Executors.newCachedThreadPool();
     }
