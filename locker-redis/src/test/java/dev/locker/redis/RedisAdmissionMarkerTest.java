@@ -1,5 +1,6 @@
 package dev.locker.redis;
 
+import dev.locker.testkit.RedisServer;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.Locker;
@@ -21,15 +22,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/**
- * Adversarial review of the admission marker (commit ab00cb4: the restart guard's and the eviction check's answers
- * kept for 1 s in a marker key, trusted while {@code LASTSAVE} is unchanged). Each test is a finding of the review,
- * failing on the code it reviewed and kept as a regression test since the fixes (no marker in Cluster mode, the
- * marker never replicated, the marker named {@code <prefix>{}guard}). Real {@code redis-server} processes
- * throughout; nothing of the server is faked.
- */
+/** The admission marker (the guard and eviction answers kept 1 s) under Cluster, replication and a bare prefix. */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
-class RedisGuardReviewTest {
+class RedisAdmissionMarkerTest {
 
     private final List<Locker> opened = new ArrayList<>();
     private final List<AutoCloseable> servers = new ArrayList<>();
@@ -49,7 +44,7 @@ class RedisGuardReviewTest {
         servers.clear();
     }
 
-    private RedisServerProcess server(RedisServerProcess s) {
+    private RedisServer server(RedisServer s) {
         servers.add(s);
         return s;
     }
@@ -66,33 +61,27 @@ class RedisGuardReviewTest {
     }
 
     /**
-     * Finding 1 (Cluster, availability). The acquire script now names two keys, the lock's hash and its slot's
-     * marker. While a slot is being migrated (MIGRATING on its owner, IMPORTING on the target: every
-     * {@code redis-cli --cluster reshard} or rebalance, and an "open slot" an interrupted reshard leaves behind until
-     * {@code --cluster fix}), a multi-key request whose keys are not all on the node is refused with
-     * {@code TRYAGAIN}. The marker lives one second and can be rewritten only by a script that runs, so in practice
-     * it is never present: every acquire of every lock in that slot is refused for as long as the slot stays open,
-     * held locks' keys or new ones alike. With one key, the owner served the locks whose key it still had and sent
-     * the rest (ASK) to the target, which served them.
+     * While a slot migrates, a request naming keys not all on the node is refused with TRYAGAIN. The acquire
+     * names only the lock's key in Cluster mode, so locks of that slot are still granted, on the owner or by ASK.
      */
     @Test
     void aSlotUnderMigrationStillGrantsLocks() {
-        RedisClusterProcess cluster = RedisClusterProcess.start();
+        RedisServer.Cluster cluster = RedisServer.startCluster();
         servers.add(cluster);
         RedisLocker l = open(RedisLocker.builder().uri(cluster.uri()).keyPrefix("mig:").restartGuard(Duration.ZERO),
                 "a");
         KeyColumn used = lock("used");
         l.acquire(used, "leaves its key behind (the token field outlives the release)").close();
         String usedKey = new String(l.redisKey(used), StandardCharsets.US_ASCII);
-        RedisServerProcess owner = ownerOf(cluster, usedKey);
-        RedisServerProcess target = cluster.nodes().stream().filter(n -> n != owner).findFirst().orElseThrow();
+        RedisServer owner = ownerOf(cluster, usedKey);
+        RedisServer target = cluster.nodes().stream().filter(n -> n != owner).findFirst().orElseThrow();
         String slot = owner.cli("CLUSTER", "KEYSLOT", usedKey).trim();
         assertTrue(owner.cli("EXISTS", usedKey).trim().equals("1"), "the released lock's key stays on its owner");
 
         // open the slot for migration, as redis-cli --cluster reshard does before it moves keys
         assertEquals("OK", target.cli("CLUSTER", "SETSLOT", slot, "IMPORTING", myId(owner)).trim());
         assertEquals("OK", owner.cli("CLUSTER", "SETSLOT", slot, "MIGRATING", myId(target)).trim());
-        RedisServerProcess.sleep(1100); // the marker the first grant wrote has lapsed (as in any steady state)
+        RedisServer.sleep(1100); // the marker the first grant wrote has lapsed (as in any steady state)
 
         // a lock whose key is still on the owner: served there before the change (one key, present)
         try (Lease again = l.acquire(used, "same lock, during the migration")) {
@@ -106,21 +95,13 @@ class RedisGuardReviewTest {
     }
 
     /**
-     * Finding 2 (replication: a marker vouches for a server it was not written on). The marker is a fact about one
-     * server (its boot, its eviction policy) but it travels with the data: it is replicated to replicas (and to the
-     * AOF), and LASTSAVE is the only thing that ties it to its server. LASTSAVE values coincide across servers
-     * often: a disk-based full sync ({@code repl-diskless-sync no}) ends with a BGSAVE on the master, which sets the
-     * master's LASTSAVE to (usually) the very second the replica booted, and the replica's LASTSAVE is its boot
-     * time; nodes started together (a Cluster, a compose file) share their boot second too. Given a master with
-     * {@code noeviction} and a replica that evicts ({@code allkeys-lru}), a grant on the master writes the marker
-     * (ok=1); the replica is promoted: for up to a second the promoted server grants with an evicting policy, which
-     * {@code evictionCheck=fail} promises never to do (the old code read INFO memory on it at once). With a restart
-     * guard the same marker also vouches the master's uptime for a replica that has just restarted.
+     * The marker is a fact about one server, and LASTSAVE values often coincide across a master and its replica. A
+     * promoted replica that evicts must be refused at once, so the marker is never replicated.
      */
     @Test
     void aPromotedReplicaThatMayEvictIsRefusedAtOnce() {
-        RedisServerProcess master = server(RedisServerProcess.start("--repl-diskless-sync", "no"));
-        RedisServerProcess replica = server(RedisServerProcess.start("--replicaof", "127.0.0.1",
+        RedisServer master = server(RedisServer.start("--repl-diskless-sync", "no"));
+        RedisServer replica = server(RedisServer.start("--replicaof", "127.0.0.1",
                 Integer.toString(master.port()), "--maxmemory", "64mb", "--maxmemory-policy", "allkeys-lru"));
         awaitReplicaLinked(replica);
         long masterSave = Long.parseLong(master.cli("LASTSAVE").trim());
@@ -146,14 +127,12 @@ class RedisGuardReviewTest {
     }
 
     /**
-     * Finding 3 (the marker overwrites a key that is not the locker's). {@code keyPrefix("")} is accepted (lock
-     * keys are then {@code {name}}, still recognisable by their braces), but the marker becomes the bare key
-     * {@code guard}, which the acquire script overwrites with {@code SET} (of any type) every second. Before the
-     * change the locker never wrote a key without its own braces.
+     * With {@code keyPrefix("")} the marker must not overwrite an application's key named {@code guard}. The locker
+     * writes no key without braces of its own.
      */
     @Test
     void anEmptyPrefixLeavesOtherKeysAlone() {
-        RedisServerProcess s = server(RedisServerProcess.start());
+        RedisServer s = server(RedisServer.start());
         s.cli("HSET", "guard", "gate", "north"); // an application's data, in the same database
         awaitServerSecondAfter(s, Long.parseLong(s.cli("LASTSAVE").trim())); // past the boot second, as in service
         RedisLocker l = open(RedisLocker.builder().node("127.0.0.1", s.port()).keyPrefix("")
@@ -166,8 +145,8 @@ class RedisGuardReviewTest {
 
     // ---- helpers ----------------------------------------------------------------------------------------------
 
-    private static RedisServerProcess ownerOf(RedisClusterProcess cluster, String key) {
-        for (RedisServerProcess n : cluster.nodes()) {
+    private static RedisServer ownerOf(RedisServer.Cluster cluster, String key) {
+        for (RedisServer n : cluster.nodes()) {
             if (!n.cli("EXISTS", key).contains("MOVED")) {
                 return n;
             }
@@ -175,13 +154,13 @@ class RedisGuardReviewTest {
         throw new IllegalStateException("no node owns " + key);
     }
 
-    private static String myId(RedisServerProcess n) {
+    private static String myId(RedisServer n) {
         return n.cli("CLUSTER", "MYID").trim();
     }
 
     /** A new lock whose key hashes to {@code slot}. */
-    private static KeyColumn sameSlot(RedisLocker l, String slot, RedisClusterProcess cluster) {
-        RedisServerProcess any = cluster.nodes().get(0);
+    private static KeyColumn sameSlot(RedisLocker l, String slot, RedisServer.Cluster cluster) {
+        RedisServer any = cluster.nodes().get(0);
         for (int i = 0; ; i++) {
             KeyColumn candidate = KeyColumn.named("fresh-" + i);
             String key = new String(l.redisKey(candidate), StandardCharsets.US_ASCII);
@@ -192,20 +171,20 @@ class RedisGuardReviewTest {
         }
     }
 
-    private static void awaitReplicaLinked(RedisServerProcess replica) {
+    private static void awaitReplicaLinked(RedisServer replica) {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (!replica.cli("INFO", "replication").contains("master_link_status:up")) {
             if (System.nanoTime() > deadline) {
                 throw new IllegalStateException("replica did not sync: " + replica.cli("INFO", "replication"));
             }
-            RedisServerProcess.sleep(20);
+            RedisServer.sleep(20);
         }
     }
 
     /** Waits until the server's clock is in a later whole second than {@code second}. */
-    private static void awaitServerSecondAfter(RedisServerProcess s, long second) {
+    private static void awaitServerSecondAfter(RedisServer s, long second) {
         while (Long.parseLong(s.cli("TIME").split("\\R")[0].trim()) <= second) {
-            RedisServerProcess.sleep(50);
+            RedisServer.sleep(50);
         }
     }
 }

@@ -3,19 +3,24 @@ package dev.locker.redis;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.testkit.FreezingProxy;
+import dev.locker.testkit.RedisServer;
 import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import redis.clients.jedis.Protocol;
+import redis.clients.jedis.UnifiedJedis;
 
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 
 import static dev.locker.redis.RedisWaitingFixture.awaitTrue;
 import static dev.locker.redis.RedisWaitingFixture.configured;
@@ -25,25 +30,15 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/**
- * Adversarial review of the Redis handoff changes (issue 14: 42b9924 the lingering wake-up subscription, b56fe2d a
- * waiter refused with -5 pauses until a wake-up, f5984be the 2-200 ms back-off while unsubscribed, 66c2426 their
- * tests). Real redis-server processes only; each finding is a failing test, disabled so the build stays green; the
- * cases checked and found sound run.
- *
- * <p>Design bound that limits every finding: a waiter never sleeps past a third of its queue entry's life
- * ({@code queueTtl / 3}, 500 ms with the 1.5 s expiry here, 1 s by default) before it asks again, so no lost wake-up
- * can make a wait run out a long timeout while the lock is free. The findings are lost wake-ups that turn a sub-ms
- * handoff into that fallback for good, leaks, and a queue entry left behind.
- */
+/** A released lock is handed to its waiters through a wake-up subscription that survives silence, kills and close. */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
-class RedisHandoffReviewTest {
+class RedisHandoffTest {
 
     private static final Duration EXPIRY = Duration.ofMillis(1500);
 
     @RegisterExtension
-    static final RedisWaitingFixture fixture = RedisWaitingFixture.ownServer("rhr");
+    static final RedisWaitingFixture fixture = RedisWaitingFixture.ownServer("handoff");
 
     private RedisLocker locker(String name, Duration linger) {
         return locker(name, linger, fixture.server().port());
@@ -68,26 +63,11 @@ class RedisHandoffReviewTest {
         fixture.handOver(holder, waiter, lock, Duration.ofSeconds(20), Duration.ofSeconds(30));
     }
 
-    // ---- findings ---------------------------------------------------------------------------------------------
-
     /**
-     * Finding 1: a subscription connection that goes silent (half-open TCP: a NAT or firewall drops its state, a
-     * partition, a hung proxy; no RST, no FIN) is never noticed. Jedis subscribes with an infinite read timeout and
-     * RedisWakeups never PINGs it, so the listening thread blocks forever, {@code subscribed()} stays true, and:
-     * <ul>
-     *   <li>no release ever wakes a waiter of this locker again: every handoff to it falls back to its queue
-     *       refresh (queueTtl / 3: 500 ms here, 1 s by default) instead of sub-millisecond, for the locker's whole
-     *       life; the f5984be back-off does not apply either, since the locker believes it is subscribed;</li>
-     *   <li>the linger's end sends UNSUBSCRIBE into the void and arms no further check, so the thread and the
-     *       connection outlive the linger (until close), and no new subscription is ever made.</li>
-     * </ul>
-     * The server still counts the subscriber and PUBLISH reports a receiver: nothing outside shows the loss either.
-     * Expected: a health check on the subscription (a PING every few seconds, with a read timeout), or a read timeout
-     * on the subscription socket, so a silent connection is replaced.
-     *
-     * <p>Fixed: RedisWakeups asks the subscription to answer every {@code wakeupHealthCheck} (250 ms here) and closes
-     * a connection that answered nothing for as long; the new connection passes (the proxy freezes the connections
-     * that had sent a SUBSCRIBE when told to, as a NAT that lost their state does; a new connection makes new state).
+     * A subscription connection that goes silent (half-open TCP: no RST, no FIN) is noticed and replaced. The health
+     * check asks it to answer every 250 ms here and closes a connection that stays mute as long. A new connection makes
+     * new state, so the proxy freezes only the connections that had sent SUBSCRIBE, as a NAT that lost their state
+     * would.
      */
     @Test
     void aSilentSubscriptionConnectionIsReplaced() throws Exception {
@@ -110,12 +90,12 @@ class RedisHandoffReviewTest {
             slowest = Math.max(slowest, System.nanoTime() - t0);
         }
         long told = b.wakeupMessages() - toldBefore;
-        System.out.printf("finding 1: %d handoffs after the silence: told of %d releases, %d subscriptions in all, "
+        System.out.printf("silent subscription: %d handoffs after the silence: told of %d releases, %d subscriptions in all, "
                 + "slowest handoff %d ms, server counts %d subscriber(s)%n", rounds, told, b.wakeupSubscriptions(),
                 TimeUnit.NANOSECONDS.toMillis(slowest), fixture.subscribersOnServer());
         // nobody waits now; well past the 300 ms linger, the thread and its connection should be gone
         Thread.sleep(3_000);
-        System.out.printf("finding 1: 3 s after the last wait (linger 300 ms): %d listening thread(s), subscribed()=%s%n",
+        System.out.printf("silent subscription: 3 s after the last wait (linger 300 ms): %d listening thread(s), subscribed()=%s%n",
                 listeners(b), b.wakeupsSubscribed());
         assertTrue(told > 0 || b.wakeupSubscriptions() > 1,
                 "after its subscription went silent, b was never told of a release again nor subscribed anew");
@@ -132,20 +112,10 @@ class RedisHandoffReviewTest {
     }
 
     /**
-     * Finding 2: while the subscription's connection is being made again after it broke (CLIENT KILL, a server
-     * restart, a network error), {@code wakeups.subscribed()} still says true: Jedis leaves the subscriber's channel
-     * count as it was when the read fails, and {@code subscriber} keeps pointing at the dead subscriber until the
-     * reconnect pause is over. So f5984be's back-off ("while the locker is not subscribed ... or the connection was
-     * lost and is being made again ... look again after 2-200 ms") never applies to a lost connection: a release
-     * published in the pause is seen only at the queue refresh (queueTtl / 3) or the next subscription's wake-all.
-     * Worse, that pause only grows: {@code pauseMillis} is reset to 100 ms only when {@code subscribe} returns
-     * normally, which a broken connection never does, so each kill (however far apart, with a good subscription in
-     * between) doubles it, up to 2 s. The test kills the subscription six times and shows the locker claiming to be
-     * subscribed while the server has no subscriber for it.
-     *
-     * <p>Fixed: subscribed() is true only from the server's confirmation until the subscription ends, and the pause is
-     * back at 100 ms after a subscription that worked. (A sample taken between the kill and the client reading the
-     * end of its connection may still say subscribed: no client can know sooner.)
+     * While the subscription is made again after it broke (CLIENT KILL six times), subscribed() does not say true. It
+     * is true only from the server's confirmation until the subscription ends, and the reconnect pause is back at 100
+     * ms after a subscription that worked. A sample taken before the client reads the end of its connection may still
+     * say subscribed: no client can know sooner.
      */
     @Test
     void aLockerWhoseSubscriptionBrokeDoesNotClaimToBeSubscribed() throws Exception {
@@ -183,7 +153,7 @@ class RedisHandoffReviewTest {
                 neverUnsubscribed++;
             }
         }
-        System.out.printf("finding 2: resubscribed after each kill in %s ms (pauses %s ms); %d of %d samples in the "
+        System.out.printf("broken subscription: resubscribed after each kill in %s ms (pauses %s ms); %d of %d samples in the "
                 + "gaps said subscribed with no subscriber on the server%n", reconnectMillis, pauses, staleSamples,
                 samples);
         held.close();
@@ -195,16 +165,9 @@ class RedisHandoffReviewTest {
     }
 
     /**
-     * Finding 3: close() racing a wait leaves the waiter's queue entry behind. close() ends the wake-ups (which wakes
-     * the waiter) and closes the client right after; the waiter's stopWaiting then runs its DEQUEUE on a closed client,
-     * which fails (logged at DEBUG only), so the entry stays until it lapses (queueTtl, 3 s by default). A process that
-     * shuts down gracefully thus holds up a free lock like a dead one: the next waiter is refused with -5 ("promised to
-     * the first of the processes queued") and, since b56fe2d, pauses in queueTtl / 3 steps for that whole time, as
-     * nobody announces the lapse. b56fe2d's reasoning ("only a first waiter that died goes unannounced") misses this
-     * case. Expected: close() withdraws its waiters' queue entries (DEQUEUE, which publishes) before closing the client.
-     *
-     * <p>Fixed: close() wakes the waiters and waits (at most queueTtl) until each left its queues before it closes the
-     * client.
+     * close() racing a wait leaves no queue entry behind: it wakes the waiters and waits, at most queueTtl, until each
+     * left its queues. Only then does it close the client, so a graceful shutdown does not hold a free lock like a dead
+     * process.
      */
     @Test
     void closingAWaitingLockerLeavesNoQueueEntry() throws Exception {
@@ -232,25 +195,20 @@ class RedisHandoffReviewTest {
             cWaits.get(30, TimeUnit.SECONDS).orElseThrow().close();
             slowestMs = Math.max(slowestMs, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0));
         }
-        System.out.printf("finding 3: %d of %d closed waiters left their queue entry; the live waiter took the free "
+        System.out.printf("close racing waits: %d of %d closed waiters left their queue entry; the live waiter took the free "
                 + "lock up to %d ms after its release (queueTtl %d ms)%n", left, rounds, slowestMs, EXPIRY.toMillis());
         assertEquals(0, left, "a waiter whose locker was closed left its queue entry behind");
     }
 
     /**
-     * Finding 4 (low; mostly the queue's design, made a little slower by b56fe2d): b56fe2d reasons that a waiter
-     * refused with -5 need not poll because "only a first waiter that died goes unannounced". A live multi-lock waiter
-     * (tryAcquireAll) goes unannounced too: B, waiting for {L1, L2}, is queued first on L2, is woken by L2's release,
-     * finds L1 taken meanwhile and waits on L1 instead, leaving its L2 entry to lapse silently (queueTtl). C, the only
-     * other waiter for the free L2, is refused with -5 all that time and, since b56fe2d, sleeps in queueTtl / 3 steps
-     * (1 s by default) instead of polling, so it takes L2 up to queueTtl + queueTtl / 3 after it became free while B,
-     * alive, never takes it. Shown by order: C is granted only after B's L2 entry is gone, although B was never granted.
+     * A live multi-lock waiter (tryAcquireAll) keeps its entry on a lock it was woken for while it waits on another.
+     * C, the only other waiter for the free L2, is refused -5 until that entry lapses. Shown by order: C is granted
+     * only after B's L2 entry is gone, although B was never granted.
      */
     @Test
-    @Disabled("finding 4, accepted: a live tryAcquireAll waiter's stale queue entry holds a free lock for at most "
-            + "queueTtl (3 s at most). Leaving the other queues instead (975c00e, reverted) starved multi-lock waiters "
-            + "under contention on each lock (RedisHandoffReview2Test.aMultiLockWaiterIsNotStarvedByContentionOnEach"
-            + "OfItsLocks): a bounded delay for others is the lesser harm")
+    @Disabled("accepted limit: a live tryAcquireAll waiter's stale queue entry holds a free lock for at most queueTtl "
+            + "(3 s at most). Leaving the other queues instead starves multi-lock waiters under contention on each "
+            + "lock (aMultiLockWaiterIsNotStarvedByContentionOnEachOfItsLocks): a bounded delay is the lesser harm")
     void aLiveMultiLockWaiterDoesNotHoldAFreeLockUnannounced() throws Exception {
         RedisLocker x = locker("x", Duration.ofSeconds(5));
         RedisLocker y = locker("y", Duration.ofSeconds(5));
@@ -274,12 +232,10 @@ class RedisHandoffReviewTest {
         cGot.close();
         xHolds.close();
         bWaits.get(30, TimeUnit.SECONDS).ifPresent(Lease::close);
-        System.out.printf("finding 4: C took the free L2 %d ms after its release (queueTtl %d ms)%n", ms,
+        System.out.printf("multi-lock waiter: C took the free L2 %d ms after its release (queueTtl %d ms)%n", ms,
                 EXPIRY.toMillis());
         assertFalse(bEntryGoneFirst, "C was granted the free lock only once B's stale entry had lapsed");
     }
-
-    // ---- checked and found sound ------------------------------------------------------------------------------
 
     /**
      * Repeated waits with a linger far shorter than the gaps between them: at most one listening thread per locker at
@@ -360,7 +316,7 @@ class RedisHandoffReviewTest {
      */
     @Test
     void aServerRestartDuringAWaitIsSurvived() throws Exception {
-        RedisServerProcess own = RedisServerProcess.start();
+        RedisServer own = RedisServer.start();
         try {
             RedisLocker a = locker("a", Duration.ofSeconds(5), own.port());
             RedisLocker b = locker("b", Duration.ofSeconds(30), own.port());
@@ -376,5 +332,237 @@ class RedisHandoffReviewTest {
         } finally {
             own.close();
         }
+    }
+
+    private RedisLocker.Builder builder(String name, int port, Duration expiry) {
+        return configured(fixture.on(port), name, expiry, Duration.ofSeconds(5));
+    }
+
+    /** A locker on the server with this expiry, whose wake-up subscription lingers 5 s. */
+    private RedisLocker lingering(String name, Duration expiry) {
+        return fixture.open(builder(name, fixture.server().port(), expiry));
+    }
+
+    /** A locker that takes {@code lock} again and again (a short hold each time), queueing for it, until stopped. */
+    private Future<Long> stream(RedisLocker l, KeyColumn lock, AtomicBoolean stop) {
+        return fixture.submit(() -> {
+            long holds = 0;
+            while (!stop.get()) {
+                Optional<Lease> got = l.tryAcquire(lock, "stream", Duration.ofSeconds(20));
+                if (got.isPresent()) {
+                    holds++;
+                    Thread.sleep(20);
+                    got.get().close();
+                }
+            }
+            return holds;
+        });
+    }
+
+    /**
+     * A multi-lock waiter gets both locks while single-lock waiters contend for each of them. It keeps its place on
+     * every lock while it waits for any of them. Here two lockers take turns on each lock with 20 ms holds, and B asks
+     * for both with 10 s.
+     */
+    @Test
+    void aMultiLockWaiterIsNotStarvedByContentionOnEachOfItsLocks() throws Exception {
+        Duration expiry = Duration.ofSeconds(6); // queue entries live 3 s
+        KeyColumn l1 = lock("starve-1");
+        KeyColumn l2 = lock("starve-2");
+        AtomicBoolean stop = new AtomicBoolean();
+        List<Future<Long>> streams = new ArrayList<>();
+        for (KeyColumn l : List.of(l1, l2)) {
+            for (int i = 0; i < 2; i++) {
+                streams.add(stream(lingering("s" + i, expiry), l, stop));
+            }
+        }
+        RedisLocker b = lingering("b", expiry);
+        Thread.sleep(300); // the streams are under way: each lock is held, with a waiter queued
+        long t0 = System.nanoTime();
+        Optional<Lease> both = b.tryAcquireAll(List.of(l1, l2), "both", Duration.ofSeconds(10));
+        long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+        stop.set(true);
+        List<Long> holds = new ArrayList<>();
+        for (Future<Long> f : streams) {
+            holds.add(f.get(60, TimeUnit.SECONDS));
+        }
+        both.ifPresent(Lease::close);
+        System.out.printf("silent subscription: multi-lock waiter %s after %d ms; the single-lock streams held %s times%n",
+                both.isPresent() ? "granted" : "refused", ms, holds);
+        assertTrue(both.isPresent(), "the multi-lock waiter was starved for its whole 10 s wait");
+    }
+
+    /**
+     * close() from an interrupted thread still waits for its waiters to leave their queues, bounded by queueTtl, and
+     * restores the interrupt flag afterwards. Shutdown paths often close lockers from interrupted threads (shutdownNow,
+     * then close in a finally).
+     */
+    @Test
+    void closingFromAnInterruptedThreadLeavesNoQueueEntry() throws Exception {
+        RedisLocker a = lingering("a", EXPIRY);
+        RedisLocker b = lingering("b", EXPIRY);
+        KeyColumn lock = lock("closing-interrupted");
+        Lease held = a.acquire(lock, "holding");
+        Future<Optional<Lease>> bWaits = fixture.submit(() -> b.tryAcquire(lock, "first", Duration.ofSeconds(20)));
+        awaitTrue(() -> fixture.queued(a, lock).size() == 1, "b never queued");
+        String bEntry = fixture.queued(a, lock).get(0);
+        fixture.submit(() -> {
+            Thread.currentThread().interrupt(); // a shutdown that interrupted this thread first
+            b.close();
+            return null;
+        }).get(30, TimeUnit.SECONDS);
+        assertFalse(bWaits.get(30, TimeUnit.SECONDS).isPresent());
+        boolean left = fixture.queued(a, lock).contains(bEntry);
+        held.close();
+        System.out.printf("closed from an interrupted thread, the waiter %s its queue entry%n",
+                left ? "left" : "removed");
+        assertFalse(left, "the closed waiter's queue entry stayed (it lapses only after queueTtl)");
+    }
+
+    /**
+     * The Rawable path with a replica (replicas=1: script and WAIT pipelined, runAndWait) after SCRIPT FLUSH, on every
+     * call of the lock path: acquire, renew and release each fall back to EVAL, the claim is on the master and the
+     * replica, the renewal is acknowledged, the release frees the lock (a second locker takes it at once).
+     */
+    @Test
+    void everyLockPathCallRunsAfterAScriptFlushWithAReplica() throws Exception {
+        RedisServer replica = RedisServer.start("--replicaof", "127.0.0.1",
+                Integer.toString(fixture.server().port()));
+        fixture.closeAfterTest(replica);
+        try (UnifiedJedis r = RedisLocker.builder().uri(replica.address()).newClient(1)) {
+            awaitTrue(() -> String.valueOf(r.info("replication")).contains("master_link_status:up"),
+                    "the replica never linked");
+        }
+        RedisLocker a = fixture.open(builder("a", fixture.server().port(), Duration.ofSeconds(5)).replicas(1)
+                .replicaTimeout(Duration.ofSeconds(2)));
+        RedisLocker b = lingering("b", Duration.ofSeconds(5));
+        KeyColumn lock = lock("flushed");
+        fixture.admin().scriptFlush();
+        Lease lease = a.acquire(lock, "after a flush");
+        assertTrue(fixture.admin().exists(a.redisKey(lock)), "no claim on the master");
+        fixture.admin().scriptFlush();
+        lease.renew();
+        assertTrue(lease.isValid());
+        fixture.admin().scriptFlush();
+        lease.close();
+        Optional<Lease> next = b.tryAcquire(lock, "next", Duration.ZERO);
+        assertTrue(next.isPresent(), "the release after a flush did not free the lock");
+        next.get().close();
+        // and the Rawable path without replicas, flushed before each call
+        fixture.admin().scriptFlush();
+        Lease plain = b.acquire(lock, "plain");
+        fixture.admin().scriptFlush();
+        plain.renew();
+        fixture.admin().scriptFlush();
+        plain.close();
+        assertTrue(a.tryAcquire(lock, "again", Duration.ZERO).map(l -> {
+            l.close();
+            return true;
+        }).orElse(false));
+    }
+
+    /**
+     * A busy, healthy subscription is not closed by its health check: 200 ms checks while releases are handed over
+     * and the channel carries a flood of other messages (published from another connection): one subscription for
+     * the whole run. Meanwhile a lease of the same locker, renewed by the same background thread, is never lost.
+     */
+    @Test
+    void aBusyHealthySubscriptionIsKeptAndRenewalsGoOn() throws Exception {
+        RedisLocker a = lingering("a", EXPIRY);
+        RedisLocker b = fixture.open(builder("b", fixture.server().port(), EXPIRY)
+                .wakeupHealthCheck(Duration.ofMillis(200)));
+        KeyColumn lock = lock("busy");
+        KeyColumn kept = lock("kept");
+        AtomicLong lost = new AtomicLong();
+        Lease keptLease = b.acquire(kept, "kept alive");
+        keptLease.onLost(x -> lost.incrementAndGet());
+        AtomicBoolean stop = new AtomicBoolean();
+        byte[] channel = (fixture.prefix() + "released").getBytes(StandardCharsets.US_ASCII);
+        Future<Long> flood = fixture.submit(() -> {
+            long n = 0;
+            try (UnifiedJedis p = RedisLocker.builder().uri(fixture.server().address()).newClient(1)) {
+                while (!stop.get()) {
+                    p.publish(channel, ("noise-" + n++).getBytes(StandardCharsets.US_ASCII));
+                }
+            }
+            return n;
+        });
+        long t0 = System.nanoTime();
+        int rounds = 0;
+        while (System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(4)) {
+            fixture.handOver(a, b, lock, Duration.ofSeconds(20), Duration.ofSeconds(30));
+            rounds++;
+        }
+        stop.set(true);
+        long published = flood.get(30, TimeUnit.SECONDS);
+        System.out.printf("health check under load: %d handoffs, %d noise messages, %d subscription(s)%n", rounds,
+                published, b.wakeupSubscriptions());
+        assertEquals(1, b.wakeupSubscriptions(), "a healthy subscription was closed and made anew");
+        assertTrue(keptLease.isValid());
+        assertEquals(0, lost.get(), "a lease was lost while the health check ran");
+        keptLease.close();
+    }
+
+    /**
+     * A silent subscription is replaced by the health check while a lease of the same locker, renewed on the same
+     * background thread, stays valid (the check's write and the socket's close do not block that thread), and close()
+     * afterwards ends it all.
+     */
+    @Test
+    void replacingASilentSubscriptionLosesNoLease() throws Exception {
+        FreezingProxy proxy = new FreezingProxy("127.0.0.1", fixture.server().port(), "SUBSCRIBE");
+        fixture.closeAfterTest(proxy);
+        RedisLocker a = lingering("a", EXPIRY);
+        RedisLocker b = fixture.open(builder("b", proxy.port(), EXPIRY).wakeupHealthCheck(Duration.ofMillis(250)));
+        KeyColumn lock = lock("silent");
+        AtomicLong lost = new AtomicLong();
+        Lease keptLease = b.acquire(lock("kept"), "kept alive");
+        keptLease.onLost(x -> lost.incrementAndGet());
+        Lease held = a.acquire(lock, "holding");
+        Future<Optional<Lease>> waits = fixture.submit(() -> b.tryAcquire(lock, "waiting", Duration.ofSeconds(30)));
+        awaitTrue(b::wakeupsSubscribed, "never subscribed");
+        for (int i = 0; i < 4; i++) {
+            long subs = b.wakeupSubscriptions();
+            proxy.freezeMarked();
+            awaitTrue(() -> b.wakeupSubscriptions() > subs, "the silent subscription was never replaced");
+        }
+        held.close();
+        waits.get(30, TimeUnit.SECONDS).orElseThrow().close();
+        assertTrue(keptLease.isValid());
+        assertEquals(0, lost.get(), "a lease was lost while the subscription was replaced");
+        keptLease.close();
+        long t0 = System.nanoTime();
+        b.close();
+        System.out.printf("silent subscription replaced 4 times; close() took %d ms%n",
+                TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0));
+        awaitTrue(() -> listeners(b) == 0, "the listening thread outlived close()");
+    }
+
+    /**
+     * The subscription's own Connection (outside the pool) is made with the locker's options: on a server with a
+     * password it authenticates (else it could not subscribe), carries the client name, and is the one connection
+     * the server counts on the release channel.
+     */
+    @Test
+    void theSubscriptionConnectionAuthenticatesAndIsNamed() throws Exception {
+        RedisServer secured = RedisServer.start("--requirepass", "s3cret-pw");
+        fixture.closeAfterTest(secured);
+        RedisLocker a = fixture.open(builder("a", secured.port(), EXPIRY).password("s3cret-pw"));
+        RedisLocker b = fixture.open(builder("b", secured.port(), EXPIRY).password("s3cret-pw")
+                .clientName("handoff-b"));
+        KeyColumn lock = lock("auth");
+        Lease held = a.acquire(lock, "holding");
+        Future<Optional<Lease>> waits = fixture.submit(() -> b.tryAcquire(lock, "waiting", Duration.ofSeconds(20)));
+        awaitTrue(b::wakeupsSubscribed, "never subscribed on a server with a password");
+        try (UnifiedJedis on = RedisLocker.builder().node("127.0.0.1", secured.port()).password("s3cret-pw")
+                .newClient(1)) {
+            String clients = new String((byte[]) on.sendCommand(Protocol.Command.CLIENT, "LIST"),
+                    StandardCharsets.UTF_8);
+            assertTrue(clients.lines().anyMatch(c -> c.contains("name=handoff-b") && c.contains("sub=1")), clients);
+            assertEquals(1L, fixture.subscribers(on));
+        }
+        held.close();
+        assertTrue(waits.get(30, TimeUnit.SECONDS).isPresent());
+        assertTrue(b.wakeupMessages() > 0, "the authenticated subscription was not told of the release");
     }
 }

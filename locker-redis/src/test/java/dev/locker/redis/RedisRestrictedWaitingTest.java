@@ -1,5 +1,6 @@
 package dev.locker.redis;
 
+import dev.locker.testkit.RedisServer;
 import dev.locker.api.Acquisition;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
@@ -30,23 +31,20 @@ import java.util.concurrent.TimeUnit;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/**
- * Adversarial review of 707e118 ("Waiting without polling"). Each case shows a regression of the queue/wake-up
- * design against a real redis-server.
- */
+/** Waiting, releasing and withdrawing work for a least-privilege ACL user, a channel-less user, a one-connection pool. */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
-class RedisWaitingReviewTest {
+class RedisRestrictedWaitingTest {
 
     private static final String PASSWORD = "s3cret-admin";
-    private RedisServerProcess server;
+    private RedisServer server;
     private final List<Locker> opened = new ArrayList<>();
     private final ExecutorService pool = Executors.newCachedThreadPool();
 
     @BeforeAll
     void start() {
         Assumptions.assumeFalse(RedisTarget.isExternal(), "needs a server it can configure");
-        server = RedisServerProcess.start("--requirepass", PASSWORD);
+        server = RedisServer.start("--requirepass", PASSWORD);
         // exactly the least-privilege ACL the README documents (section "Redis", ACL line)
         server.cli("-a", PASSWORD, "--no-auth-warning", "ACL", "SETUSER", "locker", "on", ">pw", "resetkeys",
                 "~locker:*", "-@all", "+evalsha", "+eval", "+time", "+hgetall", "+hget", "+hset", "+hdel", "+hkeys",
@@ -97,9 +95,8 @@ class RedisWaitingReviewTest {
     }
 
     /**
-     * Before 707e118 a user with the README's least-privilege ACL could wait for a lock (polling). Now the waiter's
-     * first refusal runs HINCRBY (enqueue) inside acquire.lua, which that ACL does not allow: the wait ends at once as
-     * REFUSED (NOPERM) although the lock is released 300 ms later.
+     * A user with the README's least-privilege ACL can wait for a lock. The waiter's first refusal queues it inside
+     * acquire.lua, and the lock released 300 ms later is granted, not refused with NOPERM.
      */
     @Test
     void aWaiterWithTheReadmeLeastPrivilegeAclWaitsForTheRelease() throws Exception {
@@ -116,8 +113,8 @@ class RedisWaitingReviewTest {
     }
 
     /**
-     * Every release runs HLEN after deleting the claim (release.lua), which the README's least-privilege ACL does not
-     * allow: the claim is gone, but the release step fails (NOPERM) and is logged at WARN on every single release.
+     * A release by a user with the README's least-privilege ACL removes the claim and fails in no step (no NOPERM,
+     * nothing logged at WARN).
      */
     @Test
     void aReleaseWithTheReadmeLeastPrivilegeAclDoesNotFail() {
@@ -139,9 +136,8 @@ class RedisWaitingReviewTest {
     }
 
     /**
-     * poolSize(1) is accepted by the builder. The wake-up subscription borrows that one pooled connection for as long
-     * as anyone waits, so the waiter's own retries cannot get a connection: a lock freed after 300 ms is never taken
-     * within 8 s (and any lease of that locker cannot renew meanwhile).
+     * poolSize(1) is accepted by the builder. The wake-up subscription must not hold that one pooled connection while
+     * anyone waits: a lock freed after 300 ms is taken.
      */
     @Test
     void aWaiterOnAOneConnectionPoolGetsTheLockOnceItIsFreed() throws Exception {
@@ -161,8 +157,8 @@ class RedisWaitingReviewTest {
     }
 
     /**
-     * While a locker with a small pool waits, its subscription occupies one of its connections: a lease it holds on
-     * another lock must still renew. With poolSize(1) the renewal cannot get a connection.
+     * While a locker with a small pool waits, a lease it holds on another lock still renews. Its subscription must not
+     * take the connection the renewal needs.
      */
     @Test
     void aLeaseOfAWaitingLockerStillRenews() throws Exception {
@@ -188,11 +184,9 @@ class RedisWaitingReviewTest {
     }
 
     /**
-     * The withdraw script publishes (wake) BEFORE it writes the tombstone. Without channel permission (Redis 7's
-     * default for a new ACL user) and with a waiter queued, PUBLISH fails and the script aborts after removing the
-     * claim but before the tombstone: a late duplicate of the withdrawn acquire (same nonce, e.g. the first copy of a
-     * request that withRetries resent) is then granted to a client that gave up on it, and blocks the lock for its
-     * whole expiry (nobody knows of that grant). Before 707e118 the same withdraw always wrote the tombstone.
+     * A withdrawal with a waiter queued leaves its tombstone even when PUBLISH fails: no channel permission is Redis
+     * 7's default for a new ACL user. Else a late duplicate of the withdrawn acquire is granted to a client that gave
+     * up, and blocks the lock for its whole expiry.
      */
     @Test
     void aWithdrawalWithWaitersQueuedStillLeavesItsTombstone() throws Exception {

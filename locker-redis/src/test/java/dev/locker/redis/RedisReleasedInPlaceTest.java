@@ -28,30 +28,25 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/**
- * Adversarial review of 8f3c52c (branch {@code dead}): a release on the fast path leaves its claim "released in place"
- * ({@code "0 0 <token> <counter> "}), acquire's fast path takes a hash holding only such a claim, force.lua no longer
- * counts released claims, and acquire gets the waiter's two arguments only when it waits.
- *
- * <p>The scripts are called directly on a real redis-server, as RedisFastPathTest does. For the rolling upgrade, the
- * scripts of the commit before ({@code git show 8f3c52c^:locker-redis/src/main/resources/dev/locker/redis/*.lua}) are
- * test resources under {@code review-rel-old/} and run by EVAL next to the new ones, against the same keys.
- *
- * <p>Enabled tests pin attacks that held; a finding would be a {@code @Disabled("review finding N: ...")} test.
- */
+/** A claim released in place ("0 0 <token> <counter> ") is dead to both builds, keeps its token and revives nothing. */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @Timeout(value = 300, unit = TimeUnit.SECONDS)
-class RedisReleasedReviewTest {
+class RedisReleasedInPlaceTest {
 
     private static final String EXPIRY_MS = "30000";
     /** An hour in microseconds: how far the server's clock is behind the last token after stepping back. */
     private static final long HOUR = 3_600_000_000L;
 
     @RegisterExtension
-    static final RedisWaitingFixture fixture = RedisWaitingFixture.onTarget("relrev");
+    static final RedisWaitingFixture fixture = RedisWaitingFixture.onTarget("released");
 
     private static final Scripts NEW = new Scripts("new", "");
-    private static final Scripts OLD = new Scripts("old", "review-rel-old/");
+    /**
+     * The scripts of the build before release in place (8f3c52c^), test resources run by EVAL next to today's, against
+     * the same keys: a rolling upgrade runs both. Today a release on the fast path leaves its claim released in place,
+     * acquire's fast path takes a hash holding only such a claim, and force.lua no longer counts released claims.
+     */
+    private static final Scripts OLD = new Scripts("old", "before-release-in-place/");
 
     private static UnifiedJedis admin() {
         return fixture.admin();
@@ -94,7 +89,7 @@ class RedisReleasedReviewTest {
                 args.add(waiter);
                 args.add("60000");
             } else if (this == OLD) {
-                args.add(""); // the commit before always sent both
+                args.add(""); // the build before always sent both
                 args.add("60000");
             }
             return AcquireReply.of(run("acquire", List.of(key), args), admin(), key, b("c" + instance));
@@ -109,7 +104,6 @@ class RedisReleasedReviewTest {
             return label;
         }
     }
-
 
     // ---- helpers ---------------------------------------------------------------------------------------------------
 
@@ -127,10 +121,6 @@ class RedisReleasedReviewTest {
 
     private static String nonce(String instance, long counter) {
         return instance + String.format("%016x", counter);
-    }
-
-    private long serverMicros() {
-        return (Long) admin().eval("local t = redis.call('TIME') return tonumber(t[1]) * 1000000 + tonumber(t[2])");
     }
 
     private Map<String, String> hash(byte[] key) {
@@ -261,7 +251,7 @@ class RedisReleasedReviewTest {
     // ---- 1. rolling upgrade: the old scripts on a released claim ----------------------------------------------------
 
     /**
-     * A released claim written by a new locker, met by every script of the commit before: it is dead to them (no
+     * A released claim written by a new locker, met by every script of the build before: it is dead to them (no
      * holder, no renewal, no check, no record, not listed), its token is kept (old acquire, with and without
      * scrubbing, grants above it), a repeated old release of the same nonce turns it into field "t" and a stale one
      * leaves it alone. The one difference: the old force.lua still counts it (reply 1, "claims found").
@@ -270,7 +260,7 @@ class RedisReleasedReviewTest {
     void oldScriptsTreatANewReleasedClaimAsADeadClaimAndKeepItsToken() {
         String a = "00000000000000aa";
         String bb = "00000000000000bb";
-        long last = serverMicros() + HOUR;
+        long last = fixture.serverMicros() + HOUR;
         for (String scrub : List.of("1", "0")) {
             byte[] key = key("old-sees-released-" + scrub);
             admin().hset(key, b("c" + a), b(released(last, "5")));
@@ -320,7 +310,7 @@ class RedisReleasedReviewTest {
         admin().pexpire(forced, 600_000);
         byte[] forcedNew = twin(forced);
         assertEquals(1L, OLD.run("force", forced, fixture.prefix() + "released"),
-                "the commit before counts a released claim as a claim: reply 1 (forceRelease true)");
+                "the build before counts a released claim as a claim: reply 1 (forceRelease true)");
         assertEquals(0L, NEW.run("force", forcedNew, fixture.prefix() + "released"));
         assertEquals(Map.of("t", Long.toString(last)), hash(forced));
         assertEquals(hash(forced), hash(forcedNew));
@@ -334,7 +324,7 @@ class RedisReleasedReviewTest {
             for (Scripts late : List.of(OLD, NEW)) {
                 for (String scrub : List.of("1", "0")) {
                     byte[] key = key("tomb-" + withdrawer + late + scrub);
-                    long last = serverMicros() + HOUR;
+                    long last = fixture.serverMicros() + HOUR;
                     admin().hset(key, b("c" + a), b(released(last, "5")));
                     admin().pexpire(key, 600_000);
                     // acquire 6 timed out before it reached the server: withdrawn
@@ -352,16 +342,16 @@ class RedisReleasedReviewTest {
         }
     }
 
-    // ---- 2. fast path == general path, by differential against the commit before -----------------------------------
+    // ---- 2. fast path == general path, by differential against the build before -----------------------------------
 
     /**
      * Every hash shape the new fast path takes with a released claim in it (ours or another's; scrubbing on or off;
-     * the last token ahead of the clock or behind it), acquired by the new script and, on a copy, by the commit
+     * the last token ahead of the clock or behind it), acquired by the new script and, on a copy, by the build
      * before's (which knows no released claims, so takes its general path): the same reply, the same hash (what
      * depends on the instant aside), the same TTL.
      */
     @Test
-    void theFastPathOnAReleasedClaimEndsWhereTheGeneralPathOfTheCommitBeforeEnds() {
+    void theFastPathOnAReleasedClaimEndsWhereTheGeneralPathOfTheBuildBeforeEnds() {
         String a = "00000000000000aa";
         String bb = "00000000000000bb";
         int compared = 0;
@@ -370,7 +360,7 @@ class RedisReleasedReviewTest {
                 for (String scrub : List.of("1", "0")) {
                     for (String counter : List.of("5", "0", "ffffffffffffffff", "6")) {
                         byte[] key = key("diff");
-                        long tok = ahead ? serverMicros() + HOUR : serverMicros() - 5_000_000L;
+                        long tok = ahead ? fixture.serverMicros() + HOUR : fixture.serverMicros() - 5_000_000L;
                         admin().hset(key, b("c" + holderOfReleased), b(released(tok, counter)));
                         admin().pexpire(key, 600_000);
                         byte[] twin = twin(key);
@@ -402,7 +392,7 @@ class RedisReleasedReviewTest {
     void aWaitingAcquireOnAReleasedClaimIsGrantedAsAPlainOneAndQueuesNothing() {
         String a = "00000000000000aa";
         String bb = "00000000000000bb";
-        long last = serverMicros() + HOUR;
+        long last = fixture.serverMicros() + HOUR;
         byte[] plain = key("plain");
         admin().hset(plain, b("c" + bb), b(released(last, "3")));
         admin().pexpire(plain, 600_000);
@@ -523,7 +513,7 @@ class RedisReleasedReviewTest {
         String bb = "00000000000000bb";
         String cc = "00000000000000cc";
         byte[] key = key("queue");
-        long last = serverMicros() + HOUR;
+        long last = fixture.serverMicros() + HOUR;
         admin().hset(key, b("c" + a), b(released(last, "1")));
         admin().pexpire(key, 600_000);
         // B takes it without scrubbing: A's released claim stays
@@ -606,7 +596,7 @@ class RedisReleasedReviewTest {
             var info = listed.stream().filter(i -> i.lock().equals(lock)).findFirst().orElseThrow();
             assertTrue(info.holder().rid().startsWith("rel-b"));
             assertEquals(l.fencingToken(), info.fencingToken());
-            assertTrue(b.forceRelease(lock, "review"), "one live claim");
+            assertTrue(b.forceRelease(lock, "operator"), "one live claim");
         }
         assertFalse(a.holder(lock).isPresent());
         assertFalse(a.forceRelease(lock, "again"), "nothing left to force");
@@ -643,7 +633,7 @@ class RedisReleasedReviewTest {
      * whose last token is an hour ahead of the server's clock. After every step: at most one live claim; no live claim
      * appears but by a grant, and a grant finds no other live claim (only its own request's); every grant's token is
      * above every earlier one and the hash keeps the highest; the key has a TTL that outlives its live claim. Every
-     * acquire and release of the new build is also run, on a copy, by the commit before: the same reply and the same
+     * acquire and release of the new build is also run, on a copy, by the build before: the same reply and the same
      * live claim and kept token (acquire: the same hash).
      */
     @Test
@@ -660,7 +650,7 @@ class RedisReleasedReviewTest {
         Random rnd = new Random(seed);
         byte[] key = key("random-" + seed);
         if (ahead) {
-            admin().hset(key, b("t"), b(Long.toString(serverMicros() + HOUR)));
+            admin().hset(key, b("t"), b(Long.toString(fixture.serverMicros() + HOUR)));
             admin().pexpire(key, 600_000);
         }
         List<Inst> insts = new ArrayList<>();
@@ -803,7 +793,7 @@ class RedisReleasedReviewTest {
                     // time passes for the tombstones and queue entries: their ends move back (so scrubbing removes
                     // them, and the hash can come back to the fast path's shapes)
                     what = "lapse";
-                    long now = serverMicros();
+                    long now = fixture.serverMicros();
                     for (Map.Entry<String, String> e : shape.entrySet()) {
                         String f = e.getKey();
                         String v = e.getValue();

@@ -1,5 +1,6 @@
 package dev.locker.redis;
 
+import dev.locker.testkit.RedisServer;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.LockTransaction;
@@ -37,25 +38,10 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/**
- * Adversarial review of d6054f5 (branch {@code dead}): acquire.lua's fast path passes ARGV 3 (expiry ms) into the
- * claim as it stands and tests ARGV 5 (restart guard ms) as the string '0' (no tonumber), the token error is one
- * literal, a released claim is coerced with {@code + 0}, and a grant without a warning replies with the bare token (an
- * integer), which RedisLocker tells from every other reply by {@code reply instanceof List}.
- *
- * <p>The scripts of the commit before ({@code git show d6054f5^:locker-redis/src/main/resources/dev/locker/redis/
- * acquire.lua}) is a test resource under {@code review-lean-old/}, run on the current prelude (the same text). Each comparison sets up one hash shape on
- * two keys (and the admission marker the same way before each run), runs the old and the new acquire by EVAL inside a
- * script that calls it as a function and then reads the hash and its PTTL (in the same script: even the 1 ms TTL
- * of an expiry of 0 ms has not lapsed yet), and compares outcome (read as each build's RedisLocker reads it), hash and TTL. The new general path is
- * compared too, on a third copy with a dead tombstone added (which makes the fast path step aside and changes nothing
- * else). A server of this class's own, so its maxmemory policy can be switched.
- *
- * <p>Enabled tests pin attacks that held; findings are {@code @Disabled("review finding N: ...")}.
- */
+/** acquire.lua ends where the build before did on every input RedisLocker sends, and each reply shape reads right. */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @Timeout(value = 600, unit = TimeUnit.SECONDS)
-class RedisLeanReviewTest {
+class RedisAcquireReplyTest {
 
     private static final String OWN = "00000000000000aa";
     private static final String OTHER = "00000000000000bb";
@@ -65,15 +51,23 @@ class RedisLeanReviewTest {
     /** LockerConfig.MAX_EXPIRY (100 years) in ms, as RedisLocker.millis writes it. */
     private static final String CENTURY_MS = Long.toString(LockerConfig.MAX_EXPIRY.toMillis());
 
-    private final String prefix = "leanrev-" + LockerConfig.randomRid().substring(0, 8) + ":";
+    private final String prefix = "acqreply-" + LockerConfig.randomRid().substring(0, 8) + ":";
     private final List<RedisLocker> opened = new ArrayList<>();
-    private RedisServerProcess server;
+    private RedisServer server;
     private Jedis admin;
     private byte[] marker;
 
     private static final Scripts NEW = new Scripts("new", "");
-    /** d6054f5^'s acquire on the prelude it ran with, which is the current one (d6054f5 left common.lua alone). */
-    private static final Scripts OLD = new Scripts("old", "review-lean-old/", "");
+    /**
+     * acquire.lua of the build before the bare-token reply (d6054f5^), a test resource, on today's prelude (the same
+     * text). It replied with a list on every grant; today a grant without a warning replies with the bare token.
+     *
+     * <p>Each comparison sets up one hash shape on two keys and runs the old and the new acquire by EVAL. A wrapper
+     * script calls each as a function and reads the hash and its PTTL in the same instant. Outcome (as each build's
+     * RedisLocker reads it), hash and TTL are compared. The new general path runs on a third copy, a dead tombstone
+     * added. The class has a server of its own, so its maxmemory policy can be switched.
+     */
+    private static final Scripts OLD = new Scripts("old", "before-bare-token/", "");
 
     /** One version's acquire script: the prelude, then acquire.lua, as RedisScript composes them. */
     static final class Scripts {
@@ -108,12 +102,12 @@ class RedisLeanReviewTest {
 
     @BeforeAll
     void startServer() {
-        server = RedisServerProcess.start();
+        server = RedisServer.start();
         admin = new Jedis("127.0.0.1", server.port());
         marker = b(prefix + "{}guard");
         // the guard's "up for 1 s" must be true for a guard of 1000 ms (a wait, not an assertion)
         while (uptimeSeconds() < 3) {
-            RedisServerProcess.sleep(100);
+            RedisServer.sleep(100);
         }
     }
 
@@ -204,7 +198,7 @@ class RedisLeanReviewTest {
         return new Run(reply, error, hash, (Long) all.get(3));
     }
 
-    /** The outcome as RedisLocker of d6054f5 reads the reply (writeSingleLock, verbatim in its decisions). */
+    /** The outcome as RedisLocker of the build before reads the reply (writeSingleLock, verbatim in its decisions). */
     private static String readAsNew(Object reply, Map<String, String> hash) {
         List<?> r = reply instanceof List ? (List<?>) reply : null;
         long code = r == null ? 1 : (Long) r.get(0);
@@ -216,7 +210,7 @@ class RedisLeanReviewTest {
         return refused(r);
     }
 
-    /** The outcome as RedisLocker of the commit before read it (every reply a list). */
+    /** The outcome as RedisLocker of the build before read it (every reply a list). */
     private static String readAsOld(Object reply, Map<String, String> hash) {
         List<?> r = (List<?>) reply;
         long code = (Long) r.get(0);
@@ -383,15 +377,14 @@ class RedisLeanReviewTest {
     // ---- 1. the differential -----------------------------------------------------------------------------------------
 
     /**
-     * Every input RedisLocker can send (expiry 0 ms, which millis writes for an expiry under 1 ms, up to 100 years;
-     * restart guard 0, 1 ms, 1 s, 100 years; eviction check off/warn/fail on a server that does not evict and on one
-     * that may; scrubbing on and off; the marker in each state) on every hash shape the fast path takes or borders:
-     * the new acquire ends with the outcome (as the new RedisLocker reads it), the hash (the claim's expiry digits
-     * exactly) and the TTL of the commit before's (as its RedisLocker read it), and the new general path (a dead
-     * tombstone added) ends there too. A grant's key outlives its claim.
+     * Every input RedisLocker can send, on every hash shape the fast path takes or borders, ends as it did on the
+     * build before. Inputs: expiry 0 ms to 100 years; restart guard 0, 1 ms, 1 s, 100 years; eviction check off,
+     * warn or fail on a server that evicts or not; scrubbing on and off; the marker in each state. Compared: the
+     * outcome, the hash (the claim's expiry digits exactly) and the TTL; the general path ends there too. A
+     * grant's key outlives its claim.
      */
     @Test
-    void theNewAcquireEndsWhereTheCommitBeforeEndsForEveryInputRedisLockerSends() {
+    void theNewAcquireEndsWhereTheBuildBeforeEndsForEveryInputRedisLockerSends() {
         byte[] kNew = b(prefix + "{diff}n");
         byte[] kOld = b(prefix + "{diff}o");
         byte[] kGen = b(prefix + "{diff}g");
@@ -406,8 +399,8 @@ class RedisLeanReviewTest {
                 noEviction();
             }
             String fresh = freshMarker();
-            // (the review ran expiry 999 and guard 1000 too, 18,000 cases: the same outcomes as their neighbours; left
-            // out of the suite's run, which this class should not slow by half a minute)
+            // expiry 999 and guard 1000 give the same outcomes as their neighbours (18,000 cases); they are left out
+            // because they would slow this class by half a minute
             for (String expiry : List.of("0", "1", "30000", CENTURY_MS)) {
                 for (String guard : List.of("0", "1", CENTURY_MS)) {
                     for (String check : List.of("off", "warn", "fail")) {
@@ -453,7 +446,7 @@ class RedisLeanReviewTest {
                                                 what + " (general path)");
                                     } else {
                                         // refused or the token error: the general path has scrubbed first (a dead
-                                        // claim moved into "t", capped at 2^53), as on the commit before: the same
+                                        // claim moved into "t", capped at 2^53), as on the build before: the same
                                         // last token and the same live claims
                                         assertEquals(kept(runs[1].hash), kept(runs[2].hash), what + " (general path)");
                                     }
@@ -493,7 +486,7 @@ class RedisLeanReviewTest {
                 }
             }
         }
-        System.out.println("RedisLeanReviewTest differential: " + compared + " comparisons, " + fast
+        System.out.println("RedisAcquireReplyTest differential: " + compared + " comparisons, " + fast
                 + " bare-token grants, " + lapsed + " with expiry 0 whose key lapsed in the script, outcomes " + outcomes);
         assertEquals(2 * 4 * 3 * 3 * 2 * MARKERS.size() * shapes.size(), compared);
         assertTrue(fast > 0);
@@ -639,12 +632,12 @@ class RedisLeanReviewTest {
      */
     @Test
     void theReplicasPathReadsBothGrantShapesAndWithdrawsAnUnacknowledgedOne() throws Exception {
-        RedisServerProcess replica = RedisServerProcess.start("--replicaof", "127.0.0.1",
+        RedisServer replica = RedisServer.start("--replicaof", "127.0.0.1",
                 Integer.toString(server.port()));
         try {
             while (!replica.cli("INFO", "replication").contains("master_link_status:up")
                     || admin.waitReplicas(1, 100) != 1) {
-                RedisServerProcess.sleep(50);
+                RedisServer.sleep(50);
             }
             for (boolean warn : List.of(false, true)) {
                 if (warn) {
@@ -682,21 +675,14 @@ class RedisLeanReviewTest {
         }
     }
 
-    // ---- 3. findings -------------------------------------------------------------------------------------------------
-
     /**
-     * Finding 1 (not introduced by d6054f5, met while trying "any expiry from LockerConfig's minimum"): RedisLocker.millis
-     * truncates the expiry to whole milliseconds (Duration.toMillis), and acquire/renew write that into the claim, so an
-     * expiry with a fraction of a millisecond gives a claim that lives shorter on the server than the lease the client
-     * holds: with expiry 1.9 ms the claim lives 1 ms after the script's TIME while the lease is valid 1.881 ms (expiry
-     * less 1%) after a reading taken BEFORE that TIME; an expiry under 1 ms is written as 0, a claim dead at birth
-     * (the lock free to the next acquire at once) while its holder's lease is valid. The prelude says expms is "rounded
-     * up: the server never lets a claim lapse before its client's deadline"; the Java side rounds down. The 1% margin
-     * hides it for expiries of 100 ms and more; any expiry under 100 ms with a sub-millisecond part is exposed. The
-     * clock here is virtual (frozen), so the lease's remaining time is exactly its validity: no timing asserted.
+     * An expiry with a fraction of a millisecond is written rounded up, so a claim never lapses on the server
+     * before its lease. Rounded down, an expiry under 1 ms would be a claim dead at birth while its holder's lease
+     * is valid. The clock is virtual (frozen), so the lease's remaining time is exactly its validity: no timing
+     * asserted.
      */
     @Test
-    void aSubMillisecondExpiryIsNotWrittenShorterThanTheLease() { // review finding 1, fixed: millis rounds up
+    void aSubMillisecondExpiryIsNotWrittenShorterThanTheLease() {
         // what the scripts get: whole milliseconds, never fewer than asked (a key of a few ms may lapse before the
         // claim can be read back below, so the shortest expiries are checked here)
         assertEquals("2", s(RedisLocker.millis(Duration.ofNanos(1_900_000))));
