@@ -104,7 +104,7 @@ class LocalArbitrationTest {
         return f.get(of);
     }
 
-    /** The holds of {@code tx} in {@code l} (reflection on AbstractLocker.txs and TxHolds.all). */
+    /** The holds of {@code tx} in {@code l} (reflection on Transactions.txs and TxHolds.all). */
     @SuppressWarnings("unchecked")
     private static Hold[] holdsOf(Locker l, Object tx) throws Exception {
         java.util.Map<Object, Object> txs = (java.util.Map<Object, Object>) field(Transactions.class, "txs",
