@@ -67,7 +67,7 @@ final class LockerStartupChecks {
                 + "), but an older Jedis is on the classpath: Spring Boot's dependency management chose it.",
                 "Pin Jedis in your pom: with spring-boot-starter-parent, add <jedis.version>" + version
                 + "</jedis.version> to <properties>; otherwise declare redis.clients:jedis:" + version
-                + " in <dependencyManagement> before Spring Boot's BOM (Gradle: ext['jedis.version'] = '" + version + "').",
+                + " in your own <dependencyManagement> (Gradle's dependency-management plugin: ext['jedis.version'] = '" + version + "').",
                 cause);
     }
 
