@@ -28,7 +28,6 @@ public class LockerFailureAnalyzer implements FailureAnalyzer {
     }
 
     private static FailureAnalysis analysis(LockerStartupException e) {
-        String description = e.getMessage().substring(0, e.getMessage().length() - e.action().length()).strip();
-        return new FailureAnalysis(description, e.action(), e);
+        return new FailureAnalysis(e.description(), e.action(), e);
     }
 }

@@ -8,6 +8,7 @@ public class LockerStartupException extends IllegalStateException {
 
     private static final long serialVersionUID = 1L;
 
+    private final String description;
     private final String action;
 
     /**
@@ -19,7 +20,13 @@ public class LockerStartupException extends IllegalStateException {
      */
     public LockerStartupException(String description, String action, Throwable cause) {
         super(description + " " + action, cause);
+        this.description = description;
         this.action = action;
+    }
+
+    /** @return what is wrong */
+    public String description() {
+        return description;
     }
 
     /** @return what the user changes to fix it */
