@@ -63,16 +63,16 @@ class StarterEndpointTest {
                 String cursor = null;
                 int calls = 0;
                 do {
-                    Map<String, Object> page = endpoint.locks("pages/", 2, cursor);
+                    Map<String, Object> page = endpoint.locks("pages/", "2", cursor);
                     assertTrue(locks(page).size() <= 2);
                     locks(page).forEach(l -> assertTrue(seen.add(l.get("key")), "listed twice: " + l));
                     cursor = (String) page.get("nextCursor");
                     calls++;
                 } while (cursor != null && calls < 100);
                 assertEquals(5, seen.size(), seen::toString);
-                assertThrows(IllegalArgumentException.class, () -> endpoint.locks("pages/", 0, null));
-                assertThrows(IllegalArgumentException.class, () -> endpoint.locks("pages/", 1001, null));
-                assertThrows(IllegalArgumentException.class, () -> endpoint.locks("pages/", 2, "not-a-cursor"));
+                assertThrows(InvalidEndpointRequestException.class, () -> endpoint.locks("pages/", "0", null));
+                assertThrows(InvalidEndpointRequestException.class, () -> endpoint.locks("pages/", "1001", null));
+                assertThrows(InvalidEndpointRequestException.class, () -> endpoint.locks("pages/", "2", "not-a-cursor"));
             } finally {
                 for (Lease l : leases) {
                     if (l != null) {
