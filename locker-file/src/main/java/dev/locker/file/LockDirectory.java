@@ -57,6 +57,9 @@ import java.util.concurrent.TimeUnit;
  *
  * <p><b>Interrupts.</b> A stripe file is held through a {@link RandomAccessFile}, which no interrupt closes. Every other
  * read and write runs through {@link Uninterruptible}. So a cancelled task's release still deletes its claim.
+ * The wait for another process's range ignores the interrupt too, and hands the flag back afterwards. It is short and
+ * bounded (2 s), and a release or a record must not give up because its thread was cancelled. A grant waits the same
+ * way: its outcome would otherwise hang on timing, and the engine honours an interrupt between its attempts.
  */
 final class LockDirectory {
 
@@ -250,12 +253,7 @@ final class LockDirectory {
                 throw new TemporaryStoreException(busy + " for " + TimeUnit.NANOSECONDS.toMillis(STRIPE_WAIT_NANOS)
                         + " ms (a process stopped inside an operation on it?)");
             }
-            try {
-                Thread.sleep(pause);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new TemporaryStoreException("interrupted while waiting for " + name + " in " + dir, e);
-            }
+            Uninterruptible.sleep(pause);
             pause = Math.min(pause * 2, 20);
         }
     }
