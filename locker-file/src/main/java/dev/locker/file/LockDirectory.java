@@ -102,13 +102,10 @@ final class LockDirectory {
      */
     static LockDirectory open(Path path, boolean trustFileSystem) {
         try {
+            refuseFileSystemOf(path, nearestExisting(path), trustFileSystem); // before anything is made in a refused place
             Files.createDirectories(path);
             Path real = path.toRealPath();
-            String type = LocalFileSystems.typeOf(real);
-            String refusal = refusal(real, type, trustFileSystem);
-            if (refusal != null) {
-                throw new IllegalArgumentException(refusal);
-            }
+            refuseFileSystemOf(real, real, trustFileSystem);
             Files.createDirectories(real.resolve(".stripes"));
             Files.createDirectories(real.resolve(".tmp"));
             Files.createDirectories(real.resolve(".sessions"));
@@ -118,6 +115,23 @@ final class LockDirectory {
             return new LockDirectory(real, caseInsensitive, fileKey != null ? fileKey.toString() : real.toString());
         } catch (IOException e) {
             throw translate(e, "opening the lock directory " + path);
+        }
+    }
+
+    /** The real path of {@code path}, or of its nearest ancestor that exists: where a new directory would be made. */
+    private static Path nearestExisting(Path path) throws IOException {
+        Path existing = path.toAbsolutePath();
+        while (existing.getParent() != null && !Files.exists(existing)) {
+            existing = existing.getParent();
+        }
+        return existing.toRealPath();
+    }
+
+    /** Throws when the file system of {@code real} is refused for the lock directory {@code dir}. */
+    private static void refuseFileSystemOf(Path dir, Path real, boolean trustFileSystem) throws IOException {
+        String refusal = refusal(dir, LocalFileSystems.typeOf(real), trustFileSystem);
+        if (refusal != null) {
+            throw new IllegalArgumentException(refusal);
         }
     }
 
