@@ -93,7 +93,8 @@ final class LockDirectory {
     }
 
     /**
-     * Opens (creating it if needed) the lock directory {@code path}.
+     * Opens (creating it if needed) the lock directory {@code path}. Its file system is judged before anything is
+     * made: where it does not exist yet, by its nearest existing ancestor, where it would be made.
      *
      * @param trustFileSystem accept a file system type not known to be local (see {@link LocalFileSystems})
      * @throws IllegalArgumentException when it is on a network or shared file system, on one not known to be local
