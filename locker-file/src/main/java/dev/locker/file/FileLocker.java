@@ -357,7 +357,8 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
 
     /**
      * Refuses to go on in a process restored from a checkpoint: its boot id, time namespace or identity, read once,
-     * are stale. Checked by every grant, renewal and verification, before their I/O.
+     * are stale. Checked by every grant, renewal and verification, before their I/O: two small reads of {@code /proc}.
+     * A read that fails is a temporary failure, never taken for a restore.
      */
     private void requireNotRestored() {
         clock.requireCurrent();

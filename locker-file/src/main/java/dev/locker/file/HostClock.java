@@ -1,6 +1,7 @@
 package dev.locker.file;
 
 import dev.locker.api.TimeSource;
+import dev.locker.spi.TemporaryStoreException;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -83,26 +84,28 @@ final class HostClock {
     }
 
     /**
-     * Fails when what this clock read once no longer holds: the boot id, or this process's time-namespace offset.
-     * Both change when the process is restored from a checkpoint (CRaC, CRIU) on another boot or into another time
-     * namespace; claims written on the stale values would be misjudged by every other process. Two small reads of
-     * {@code /proc}.
+     * Fails when the boot id this clock read once no longer holds: the process was restored from a checkpoint (CRaC,
+     * CRIU) on another boot. Claims written on the stale boot would be misjudged by every other process. One small read
+     * of {@code /proc}. The time-namespace offset is not read again: only a new task gets another one, and a restored
+     * process is a new task, which {@link Sessions#requireCurrent} tells by its start time.
      *
-     * @throws IllegalStateException when either changed since this clock read it
+     * @throws IllegalStateException when the boot id read now differs
+     * @throws TemporaryStoreException when the boot id cannot be read now (no descriptor left, say): not a restore
      */
     void requireCurrent() {
         if (!domain.startsWith("boot:")) {
             return;
         }
-        String boot = bootId();
+        String boot;
+        try {
+            boot = readBootId();
+        } catch (IOException | RuntimeException e) {
+            throw new TemporaryStoreException("cannot read " + BOOT_ID + " now (" + e + "): the check for a "
+                    + "checkpoint restore waits for a read that works", e);
+        }
         if (!domain.equals("boot:" + boot)) {
             throw new IllegalStateException(RESTORED + "the boot id is now " + boot + ", not the " + domain.substring(5)
                     + " this locker read when it opened");
-        }
-        long now = monotonicOffset();
-        if (now != offset) {
-            throw new IllegalStateException(RESTORED + "this process's time namespace now reads the monotonic clock "
-                    + java.time.Duration.ofNanos(now) + " off the host's, not " + java.time.Duration.ofNanos(offset));
         }
     }
 
@@ -182,12 +185,25 @@ final class HostClock {
         throw new IllegalStateException("cannot understand " + TIMENS_OFFSETS + ": " + text.trim());
     }
 
-    /** This host's boot id as the kernel says it now, or null off Linux. */
+    /**
+     * This host's boot id as the kernel says it now, or null off Linux.
+     *
+     * @throws IllegalStateException when the file is there but cannot be read: the wall clock is no answer to that
+     */
     static String bootId() {
+        try {
+            return readBootId();
+        } catch (IOException e) {
+            throw new IllegalStateException("cannot read " + BOOT_ID + " (" + e + "): file: must know this boot", e);
+        }
+    }
+
+    /** The boot id, or null when there is none to read (not Linux, no {@code /proc}). */
+    private static String readBootId() throws IOException {
         try {
             String id = new String(Uninterruptible.io(() -> Files.readAllBytes(BOOT_ID)), StandardCharsets.US_ASCII).trim();
             return id.isEmpty() ? null : id;
-        } catch (IOException | SecurityException | UnsupportedOperationException e) {
+        } catch (NoSuchFileException | SecurityException | UnsupportedOperationException e) {
             return null;
         }
     }

@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Set;
@@ -16,9 +17,9 @@ import java.util.Set;
  * claims of an earlier boot. So only types known to live on this host's kernel are accepted; known network types are
  * always refused; any other type is refused unless the user vouches for it ({@code trustFileSystem=true}).
  *
- * <p>On Linux the type is read from {@code /proc/self/mountinfo}: the mount whose mount point is the longest prefix of
- * the directory's real path, the last one listed when several share it (the mount on top). Elsewhere, or when that
- * file cannot be read, the JDK's {@link java.nio.file.FileStore#type()} is used.
+ * <p>On Linux the type is read from {@code /proc/self/mountinfo}: the mount the kernel reaches walking the directory's
+ * real path through the mount tree (mount ids and parent ids), so a mount hidden under a later one is passed over.
+ * Elsewhere, or when that file cannot be read, the JDK's {@link java.nio.file.FileStore#type()} is used.
  */
 final class LocalFileSystems {
 
@@ -78,26 +79,74 @@ final class LocalFileSystems {
      * The type of the mount of {@code real} in {@code mountinfo} lines, or null when none matches. A line reads
      * {@code 36 35 98:0 /root /mount/point options [optional fields] - type source super-options}; the mount point
      * escapes space, tab, newline and backslash in octal ({@code \040}).
+     *
+     * <p>The path is resolved the way the kernel walks it: from the root mount, one path element at a time, entering
+     * at each the mount whose parent is the mount walked so far. A mount whose parent was later covered by another
+     * mount is still listed, but no walk reaches it, so it never decides the type. Of mounts sharing a parent and a
+     * mount point, the later one listed is on top.
      */
     static String typeIn(List<String> mountinfo, Path real) {
-        String path = real.toAbsolutePath().normalize().toString();
-        String best = null;
-        int bestLength = -1;
+        List<Mount> mounts = new ArrayList<>();
         for (String line : mountinfo) {
             String[] f = line.trim().split(" ");
             int dash = List.of(f).indexOf("-");
             if (f.length < 5 || dash < 6 || dash + 1 >= f.length) {
                 continue; // not a mountinfo line
             }
-            String point = unescape(f[4]);
-            boolean contains = path.equals(point) || point.equals("/")
-                    || path.startsWith(point) && path.charAt(point.length()) == '/';
-            if (contains && point.length() >= bestLength) { // the later of two equal mount points is on top
-                best = f[dash + 1];
-                bestLength = point.length();
+            mounts.add(new Mount(f[0], f[1], unescape(f[4]), f[dash + 1]));
+        }
+        Mount at = root(mounts);
+        if (at == null) {
+            return null;
+        }
+        at = top(mounts, at, "/");
+        String path = real.toAbsolutePath().normalize().toString();
+        StringBuilder prefix = new StringBuilder();
+        for (String element : path.split("/")) {
+            if (element.isEmpty()) {
+                continue;
+            }
+            prefix.append('/').append(element);
+            at = top(mounts, at, prefix.toString());
+        }
+        return at.type;
+    }
+
+    /** One line of mountinfo: its mount id, its parent's, its mount point, its type. */
+    private record Mount(String id, String parent, String point, String type) {
+    }
+
+    /** The root mount: at "/" with a parent not listed (the process's root), else the first one at "/". */
+    private static Mount root(List<Mount> mounts) {
+        Mount first = null;
+        for (Mount m : mounts) {
+            if (m.point.equals("/")) {
+                if (first == null) {
+                    first = m;
+                }
+                if (m.parent.equals(m.id) || mounts.stream().noneMatch(p -> p.id.equals(m.parent))) {
+                    return m;
+                }
             }
         }
-        return best;
+        return first;
+    }
+
+    /** The mount on top at {@code point} over {@code at}: each mount on {@code point} whose parent is the one so far. */
+    private static Mount top(List<Mount> mounts, Mount at, String point) {
+        for (int climbs = 0; climbs < mounts.size(); climbs++) { // bounded: a malformed table may hold a cycle
+            Mount next = null;
+            for (Mount m : mounts) {
+                if (m != at && m.parent.equals(at.id) && m.point.equals(point)) {
+                    next = m; // of two on one parent and point, the later listed is on top
+                }
+            }
+            if (next == null) {
+                break;
+            }
+            at = next;
+        }
+        return at;
     }
 
     private static String unescape(String field) {

@@ -57,6 +57,9 @@ import java.util.concurrent.TimeUnit;
  *
  * <p><b>Interrupts.</b> A stripe file is held through a {@link RandomAccessFile}, which no interrupt closes. Every other
  * read and write runs through {@link Uninterruptible}. So a cancelled task's release still deletes its claim.
+ * The wait for another process's range ignores the interrupt too, and hands the flag back afterwards. It is short and
+ * bounded (2 s), and a release or a record must not give up because its thread was cancelled. A grant waits the same
+ * way: its outcome would otherwise hang on timing, and the engine honours an interrupt between its attempts.
  */
 final class LockDirectory {
 
@@ -90,7 +93,8 @@ final class LockDirectory {
     }
 
     /**
-     * Opens (creating it if needed) the lock directory {@code path}.
+     * Opens (creating it if needed) the lock directory {@code path}. Its file system is judged before anything is
+     * made: where it does not exist yet, by its nearest existing ancestor, where it would be made.
      *
      * @param trustFileSystem accept a file system type not known to be local (see {@link LocalFileSystems})
      * @throws IllegalArgumentException when it is on a network or shared file system, on one not known to be local
@@ -99,13 +103,10 @@ final class LockDirectory {
      */
     static LockDirectory open(Path path, boolean trustFileSystem) {
         try {
+            refuseFileSystemOf(path, nearestExisting(path), trustFileSystem); // before anything is made in a refused place
             Files.createDirectories(path);
             Path real = path.toRealPath();
-            String type = LocalFileSystems.typeOf(real);
-            String refusal = refusal(real, type, trustFileSystem);
-            if (refusal != null) {
-                throw new IllegalArgumentException(refusal);
-            }
+            refuseFileSystemOf(real, real, trustFileSystem);
             Files.createDirectories(real.resolve(".stripes"));
             Files.createDirectories(real.resolve(".tmp"));
             Files.createDirectories(real.resolve(".sessions"));
@@ -115,6 +116,23 @@ final class LockDirectory {
             return new LockDirectory(real, caseInsensitive, fileKey != null ? fileKey.toString() : real.toString());
         } catch (IOException e) {
             throw translate(e, "opening the lock directory " + path);
+        }
+    }
+
+    /** The real path of {@code path}, or of its nearest ancestor that exists: where a new directory would be made. */
+    private static Path nearestExisting(Path path) throws IOException {
+        Path existing = path.toAbsolutePath();
+        while (existing.getParent() != null && !Files.exists(existing)) {
+            existing = existing.getParent();
+        }
+        return existing.toRealPath();
+    }
+
+    /** Throws when the file system of {@code real} is refused for the lock directory {@code dir}. */
+    private static void refuseFileSystemOf(Path dir, Path real, boolean trustFileSystem) throws IOException {
+        String refusal = refusal(dir, LocalFileSystems.typeOf(real), trustFileSystem);
+        if (refusal != null) {
+            throw new IllegalArgumentException(refusal);
         }
     }
 
@@ -250,12 +268,7 @@ final class LockDirectory {
                 throw new TemporaryStoreException(busy + " for " + TimeUnit.NANOSECONDS.toMillis(STRIPE_WAIT_NANOS)
                         + " ms (a process stopped inside an operation on it?)");
             }
-            try {
-                Thread.sleep(pause);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new TemporaryStoreException("interrupted while waiting for " + name + " in " + dir, e);
-            }
+            Uninterruptible.sleep(pause);
             pause = Math.min(pause * 2, 20);
         }
     }

@@ -1,6 +1,7 @@
 package dev.locker.file;
 
 import dev.locker.api.LockOwner;
+import dev.locker.spi.TemporaryStoreException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -335,16 +336,49 @@ final class Sessions implements AutoCloseable {
     /**
      * Fails when this process is no longer the one {@code cached} names: restored from a checkpoint (CRaC, CRIU), it
      * runs as a new process, maybe on another boot. Its claims would name the process it was, which no probe can
-     * tell alive or dead, so file: refuses to go on in it. Three small reads of {@code /proc}.
+     * tell alive or dead, so file: refuses to go on in it. One small read of {@code /proc/self/stat}: a restore always
+     * makes a new task, whose start time is later than the checkpointed one's, even in a time namespace. The boot is
+     * {@link HostClock#requireCurrent}'s to check. A read that fails is not a restore: only a read that differs is.
      *
-     * @throws IllegalStateException when the identity read now differs
+     * @throws IllegalStateException when the start time read now differs
+     * @throws TemporaryStoreException when {@code /proc/self/stat} is there but cannot be read now
      */
     static void requireCurrent(String cached) {
-        String now = processIdentity();
-        if (!now.equals(cached)) {
-            throw new IllegalStateException(HostClock.RESTORED + "it is now " + now + ", not " + cached + ". Restart "
-                    + "the process to use file: locks again");
+        String now;
+        try {
+            now = startTime();
+        } catch (IOException | RuntimeException e) {
+            throw new TemporaryStoreException("cannot read /proc/self/stat now (" + e + "): the check for a "
+                    + "checkpoint restore waits for a read that works", e);
         }
+        if (now == null) {
+            return; // no /proc: nothing to compare, as when the identity was read
+        }
+        // the start time ending an identity read at load; else the first read since (that read failed)
+        String then = cached.startsWith("linux:")
+                ? cached.substring(cached.lastIndexOf(':') + 1)
+                : FIRST_READ.updateAndGet(first -> first != null ? first : now);
+        if (!now.equals(then)) {
+            throw new IllegalStateException(HostClock.RESTORED + "its start time is now " + now + ", not "
+                    + then + " (" + cached + "). Restart the process to use file: locks again");
+        }
+    }
+
+    /** This process's start time, first read after a failed read at load. */
+    private static final java.util.concurrent.atomic.AtomicReference<String> FIRST_READ =
+            new java.util.concurrent.atomic.AtomicReference<>();
+
+    /** This process's start time (clock ticks since boot) from {@code /proc/self/stat}, or null without it. */
+    private static String startTime() throws IOException {
+        String stat;
+        try {
+            stat = new String(Uninterruptible.io(() -> Files.readAllBytes(PROC_SELF.resolve("stat"))),
+                    StandardCharsets.US_ASCII);
+        } catch (java.nio.file.NoSuchFileException e) {
+            return null;
+        }
+        String[] after = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+        return after[19]; // field 22, starttime: the 20th after "(comm) "
     }
 
     /**

@@ -2,6 +2,7 @@ package dev.locker.file;
 
 import java.io.IOException;
 import java.nio.channels.ClosedByInterruptException;
+import java.util.concurrent.TimeUnit;
 
 /**
  * File I/O that the caller's interrupt flag cannot break, with the flag handed back to the caller afterwards.
@@ -35,6 +36,30 @@ final class Uninterruptible {
                 } catch (ClosedByInterruptException e) {
                     Thread.interrupted(); // the interrupt that closed it is the caller's: handed back below
                     interrupted = true;
+                }
+            }
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    /**
+     * Sleeps {@code millis} whatever the interrupt flag says, and sets the flag again afterwards if it was set. For
+     * short bounded waits that must not be cut short: a release waiting for another process's lock range.
+     */
+    static void sleep(long millis) {
+        boolean interrupted = Thread.interrupted();
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
+        try {
+            for (long left = millis; left > 0; ) {
+                try {
+                    Thread.sleep(left);
+                    return;
+                } catch (InterruptedException e) {
+                    interrupted = true; // the caller's: handed back below, the sleep goes on
+                    left = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
                 }
             }
         } finally {

@@ -6,7 +6,6 @@ import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.Run;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.io.BufferedReader;
@@ -95,7 +94,6 @@ class FileInterruptTest {
     }
 
     @Test
-    @Disabled("a release on an interrupted thread gives up at once when another process holds the lock's range")
     void aLeaseClosedOnAnInterruptedThreadReleasesItsClaimWhileAnotherProcessIsInsideAChangeOfTheLock()
             throws Exception {
         KeyColumn lock = KeyColumn.named("closed-interrupted-while-busy");
@@ -136,7 +134,6 @@ class FileInterruptTest {
     }
 
     @Test
-    @Disabled("a run whose task restores an interrupt goes unrecorded when another process holds the job's range")
     void aRunOnceWhoseTaskRestoresAnInterruptIsRecordedWhileAnotherProcessIsInsideAChangeOfTheJob() throws Exception {
         KeyColumn job = KeyColumn.named("job-restoring-an-interrupt-while-busy");
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();

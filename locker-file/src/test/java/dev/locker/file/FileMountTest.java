@@ -4,7 +4,6 @@ import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.Lockers;
 import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.nio.file.Files;
@@ -111,7 +110,6 @@ class FileMountTest {
     }
 
     @Test
-    @Disabled("the longest mount point wins even when a later mount over its parent hides it")
     void aMountHiddenByALaterMountOverItsParentDoesNotDecideTheType() {
         List<String> mountinfo = List.of(
                 "26 1 259:2 / / rw,relatime shared:1 - ext4 /dev/nvme0n1p2 rw",
@@ -126,7 +124,6 @@ class FileMountTest {
      * over it, and the lock directory made in the hugetlbfs (mounting needs root; skipped elsewhere).
      */
     @Test
-    @Disabled("a lock directory in a mount made over an earlier, deeper mount is judged by the hidden mount's type")
     void aLockDirectoryUnderAMountMadeOverAnEarlierMountHasTheTypeOfTheMountOnTop() throws Exception {
         Path base = Files.createTempDirectory(Files.createDirectories(Path.of("target", "lock-dirs")), "stacked-")
                 .toRealPath();
@@ -168,6 +165,27 @@ class FileMountTest {
         } finally {
             run("umount", "-l", mount.toString());
             Files.deleteIfExists(link);
+            Files.deleteIfExists(mount);
+            Files.deleteIfExists(base);
+        }
+    }
+
+    /** A lock directory asked for inside a hugetlbfs, below folders that do not exist yet (needs root). */
+    @Test
+    void aRefusedLockDirectoryIsNotCreatedNorAnyFolderAboveIt() throws Exception {
+        Path base = Files.createTempDirectory(Files.createDirectories(Path.of("target", "lock-dirs")), "refused-")
+                .toRealPath();
+        Path mount = Files.createDirectories(base.resolve("mnt"));
+        try {
+            Assumptions.assumeTrue(run("mount", "-t", "hugetlbfs", "none", mount.toString()), "can mount (root)");
+            Path locks = mount.resolve("app").resolve("locks");
+            IllegalArgumentException refused = assertThrows(IllegalArgumentException.class,
+                    () -> FileLocker.builder(locks).build().close(), "a type file: does not know is refused");
+            assertTrue(refused.getMessage().contains("'hugetlbfs'") && refused.getMessage().contains(locks.toString()),
+                    refused.getMessage());
+            assertEquals(List.of(), listOf(mount), "nothing was made on the refused file system");
+        } finally {
+            run("umount", "-l", mount.toString());
             Files.deleteIfExists(mount);
             Files.deleteIfExists(base);
         }
