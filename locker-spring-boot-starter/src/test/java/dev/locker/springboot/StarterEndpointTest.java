@@ -4,6 +4,7 @@ import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.Locker;
 import org.junit.jupiter.api.Test;
+import org.springframework.boot.actuate.endpoint.InvalidEndpointRequestException;
 import org.springframework.boot.actuate.endpoint.annotation.DeleteOperation;
 import org.springframework.boot.actuate.endpoint.annotation.WriteOperation;
 import org.springframework.context.ConfigurableApplicationContext;
