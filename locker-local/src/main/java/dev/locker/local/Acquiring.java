@@ -91,11 +91,20 @@ final class Acquiring<S extends LockStatus> {
             claims.confirm(tx, false);
             closing.ensureOpen(); // as keepAlive
             background.keepAlive(tx, true);
-        } catch (RuntimeException e) {
-            claims.deleteLocks(tx);
+        } catch (RuntimeException | Error e) { // an Error too: a failed attempt never leaves a claim behind
+            release(() -> claims.deleteLocks(tx), e);
             throw e;
         }
         return new Lease(locker, locks, tx);
+    }
+
+    /** Releases a failed attempt's claims; a failure of the release stays with the attempt's own failure. */
+    private static void release(Runnable deleteLocks, Throwable failure) {
+        try {
+            deleteLocks.run();
+        } catch (RuntimeException | Error e) {
+            failure.addSuppressed(e);
+        }
     }
 
     /**
@@ -113,8 +122,8 @@ final class Acquiring<S extends LockStatus> {
             KeepAlive k = background.started();
             k.start(hold);
             k.watch(hold);
-        } catch (RuntimeException e) {
-            claims.deleteLocks(hold);
+        } catch (RuntimeException | Error e) { // an Error too: a failed attempt never leaves a claim behind
+            release(() -> claims.deleteLocks(hold), e);
             throw e;
         }
         return hold;

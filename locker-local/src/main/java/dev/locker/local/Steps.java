@@ -7,6 +7,7 @@ import dev.locker.api.LockProbe;
 import dev.locker.api.LockStatus;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.LockingException;
+import dev.locker.api.TemporaryLockingException;
 import dev.locker.api.LossReason;
 import dev.locker.api.TimeSource;
 import org.slf4j.Logger;
@@ -50,6 +51,9 @@ final class Steps<S extends LockStatus> {
             LockingException t = backend.translate(e, lock, "writing a claim");
             probe.after(LockProbe.Step.WRITE, lock, config.rid(), t);
             throw t;
+        } catch (Error e) {
+            probe.after(LockProbe.Step.WRITE, lock, config.rid(), asFailure(e, lock, "writing a claim"));
+            throw e;
         }
     }
 
@@ -63,6 +67,9 @@ final class Steps<S extends LockStatus> {
             LockingException t = backend.translate(e, lock, "deleting a claim");
             probe.after(LockProbe.Step.RELEASE, lock, config.rid(), t);
             throw t;
+        } catch (Error e) {
+            probe.after(LockProbe.Step.RELEASE, lock, config.rid(), asFailure(e, lock, "deleting a claim"));
+            throw e;
         }
     }
 
@@ -77,7 +84,18 @@ final class Steps<S extends LockStatus> {
             LockingException t = backend.translate(e, lock, action);
             probe.after(step, lock, config.rid(), t);
             throw t;
+        } catch (Error e) {
+            probe.after(step, lock, config.rid(), asFailure(e, lock, action));
+            throw e;
         }
+    }
+
+    /**
+     * An Error as the probe sees it: a temporary failure, since the keep-alive retries it like one. The caller still
+     * gets the Error itself.
+     */
+    private static RuntimeException asFailure(Error e, KeyColumn lock, String action) {
+        return new TemporaryLockingException(action + " failed: " + e, lock, null, e);
     }
 
     /** Like {@link #step(LockProbe.Step, KeyColumn, String, Supplier)}; an {@link ExpiredLockException} loses the hold. */

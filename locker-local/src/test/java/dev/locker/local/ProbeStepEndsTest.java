@@ -7,7 +7,6 @@ import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -64,7 +63,6 @@ class ProbeStepEndsTest {
     }
 
     @Test
-    @Disabled("a backend step that fails with an Error is never told to the probe as ended: its after call is skipped")
     void aRenewalThatFailsWithAnErrorEndsItsStepForTheProbe() {
         Lease lease = locker().acquire(lock, "renewed").keepAlive(false);
         store.failRead(new NoClassDefFoundError("a class of the backend's driver"));
