@@ -533,8 +533,9 @@ public abstract class AbstractLocker<S extends LockStatus> implements Locker {
         if (!closing.begin()) {
             return;
         }
-        claims.loseAll();
-        closing.awaitOperationsInFlight();
+        long end = Closing.waitEnd(); // one bound for every wait of close
+        claims.loseAll(end);
+        closing.awaitOperationsInFlight(end);
         background.close(); // after the losses above were handed to it: their listeners are told, then it stops
         closeBackend();
     }

@@ -319,29 +319,54 @@ final class Claims<S extends LockStatus> {
      * For close: marks every open hold lost ("the locker was closed") and deletes their claims (best effort). The
      * holds of single-lock leases are found as their locks' mediator entries, or among the lost leases.
      */
-    void loseAll() {
+    void loseAll(long endNanos) {
         transactions.removeEach(holds -> {
             for (Hold hold : holds.all()) {
-                finish(hold, hold.lose(LossReason.LOCKER_CLOSED, "the locker was closed"));
+                finishWithin(hold, hold.lose(LossReason.LOCKER_CLOSED, "the locker was closed"), endNanos);
             }
         });
         // each live lease hold is its lock's mediator entry (a claim under way saw the closed flag after taking its
         // entry, or took it before this looks); a lost one may be among the lost leases instead
         mediator.forEachHold(hold -> {
             if (hold.ownTransaction() && hold.reportsTo(sink)) {
-                closeLease(hold);
+                closeLease(hold, endNanos);
             }
         });
         for (Hold hold : transactions.lostLeases()) {
-            closeLease(hold);
+            closeLease(hold, endNanos);
         }
     }
 
     /** Close for a hold that is its own transaction, unless a release or close finishes it already. */
-    private void closeLease(Hold hold) {
+    private void closeLease(Hold hold, long endNanos) {
         if (hold.markDone()) {
-            finish(hold, hold.lose(LossReason.LOCKER_CLOSED, "the locker was closed"));
+            finishWithin(hold, hold.lose(LossReason.LOCKER_CLOSED, "the locker was closed"), endNanos);
             transactions.leaseFinished(hold);
+        }
+    }
+
+    /**
+     * {@link #finish} for close, which waits for a step in flight only until {@code endNanos} (System.nanoTime). A
+     * step stuck in the backend past that keeps its hold: the step finds the hold final when it returns, and the claim
+     * expires if it never does.
+     */
+    private void finishWithin(Hold hold, Hold.State before, long endNanos) {
+        boolean locked;
+        try {
+            locked = hold.lockSteps(Math.max(0, endNanos - System.nanoTime()));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt(); // close goes on
+            locked = hold.tryLockSteps();
+        }
+        if (!locked) {
+            log.warn("Locker {} closed while a step on {} was still in the backend; its claim is left to that step or "
+                    + "to its expiry", config.rid(), hold.lock);
+            return;
+        }
+        try {
+            releaseHold(hold, before);
+        } finally {
+            hold.unlockSteps();
         }
     }
 

@@ -43,6 +43,11 @@ final class Closing {
         return closed.compareAndSet(false, true);
     }
 
+    /** The end of close's wait for operations in flight: {@link #CLOSE_WAIT_NANOS} from now, on the system clock. */
+    static long waitEnd() {
+        return System.nanoTime() + CLOSE_WAIT_NANOS;
+    }
+
     boolean isClosed() {
         return closed.get();
     }
@@ -58,16 +63,15 @@ final class Closing {
     }
 
     /**
-     * Waits, a bounded time ({@link #CLOSE_WAIT_NANOS}, on the system clock: a wall-time bound whatever time source
-     * the locker runs on), until no mediator entry of this locker is left. Once close released what it could, an
+     * Waits until {@code end} (System.nanoTime: a wall-time bound whatever time source the locker runs on), until no
+     * mediator entry of this locker is left. Once close released what it could, an
      * entry left is an operation of another thread in flight: a release it finishes (a lease's close or a deleteLocks
      * that started first), or a claim under way that will withdraw on seeing the locker closed. Each removes its entry
      * only after its backend I/O, so waiting for the entries keeps the backend's close from cutting the ground from
      * under them (the claim would stay in the store until it expired). Waits on each hold's steps lock (reentrant: a
      * probe or listener closing the locker from inside a step of its own does not wait for itself).
      */
-    void awaitOperationsInFlight() {
-        long end = System.nanoTime() + CLOSE_WAIT_NANOS;
+    void awaitOperationsInFlight(long end) {
         List<Hold> left = new ArrayList<>();
         try {
             while (true) {

@@ -259,7 +259,7 @@ class WaitAndReadBackInterleavingTest {
             }
             return release;
         });
-        while (releaser.get() == null || releaser.get().getState() != Thread.State.WAITING) {
+        while (releaser.get() == null || !waiting(releaser.get())) {
             Thread.sleep(1); // until the release marked the hold final and waits for the check's step to end
         }
         tokenWrite.resume(); // the token write (re-)creates A's claim, with a token
@@ -307,5 +307,11 @@ class WaitAndReadBackInterleavingTest {
         assertTrue(e.getMessage().contains("lockWait"), e.getMessage());
         Locker ok = locker(shared, config("a").expiry(Duration.ofMillis(250)).lockWait(Duration.ofMillis(100)).build());
         assertDoesNotThrow(() -> take(ok, new Object()));
+    }
+
+    /** Parked, as a release is while it waits for a step in flight (close waits with a bound). */
+    private static boolean waiting(Thread t) {
+        Thread.State state = t.getState();
+        return state == Thread.State.WAITING || state == Thread.State.TIMED_WAITING;
     }
 }
