@@ -59,8 +59,8 @@ public final class HBaseClients {
         conf.setInt("zookeeper.recovery.retry", 0);
         conf.setInt("zookeeper.recovery.retry.intervalmill", 200);
         conf.setLong("zookeeper.session.timeout", Math.max(2000, op / 3));
-        // Admin calls that wait for a procedure (table creation) on the master
-        conf.setLong("hbase.client.sync.wait.timeout.msec", op);
+        // Admin calls that wait for a procedure (table creation) on the master: the budget HBaseTables gives them
+        conf.setLong("hbase.client.sync.wait.timeout.msec", Math.max(op, HBaseTables.CREATE_BUDGET_MS));
         return conf;
     }
 

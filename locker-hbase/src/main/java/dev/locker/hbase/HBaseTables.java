@@ -20,11 +20,15 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /** Finds a table and checks its column families, creating it when allowed. */
 final class HBaseTables {
 
     private static final Logger log = LoggerFactory.getLogger(HBaseTables.class);
+
+    /** How long a table's creation may take once the cluster answered: a master procedure, seconds when busy. */
+    static final long CREATE_BUDGET_MS = 60_000;
 
     private HBaseTables() {
     }
@@ -39,16 +43,29 @@ final class HBaseTables {
         // HBase's nested retries (ZooKeeper reads inside meta lookups inside RPC retries) can outlast the operation
         // timeout several times over when the quorum is down: give the whole check one deadline of its own
         long deadlineMs = connection.getConfiguration().getLong(HConstants.HBASE_CLIENT_OPERATION_TIMEOUT, 10_000L);
-        FutureTask<TableDescriptor> task = new FutureTask<>(() -> ensureNow(connection, name, families, create, where));
+        AtomicBoolean creating = new AtomicBoolean();
+        FutureTask<TableDescriptor> task = new FutureTask<>(
+                () -> ensureNow(connection, name, families, create, where, creating));
         Thread t = new Thread(task, "locker-hbase-open-" + name);
         t.setDaemon(true);
         t.start();
         try {
-            return task.get(deadlineMs, TimeUnit.MILLISECONDS);
+            try {
+                return task.get(deadlineMs, TimeUnit.MILLISECONDS);
+            } catch (TimeoutException e) {
+                if (!creating.get()) {
+                    throw e;
+                }
+                // the cluster answered and runs the table's creation, a master procedure that takes seconds on a
+                // busy cluster: that gets a budget of its own, so a slow creation is not taken for an outage
+                return task.get(Math.max(deadlineMs, CREATE_BUDGET_MS), TimeUnit.MILLISECONDS);
+            }
         } catch (TimeoutException e) {
             task.cancel(true);
             throw new TemporaryStoreException("opening table " + name + " on " + where + ": no answer within the "
-                    + "operation timeout of " + deadlineMs + " ms (cluster or ZooKeeper quorum unreachable?)", e);
+                    + "operation timeout of " + deadlineMs + " ms" + (creating.get()
+                    ? " and the table's creation took longer than " + Math.max(deadlineMs, CREATE_BUDGET_MS) + " ms"
+                    : " (cluster or ZooKeeper quorum unreachable?)"), e);
         } catch (InterruptedException e) {
             task.cancel(true);
             Thread.currentThread().interrupt();
@@ -66,7 +83,7 @@ final class HBaseTables {
     }
 
     private static TableDescriptor ensureNow(Connection connection, TableName name, List<ColumnFamilyDescriptor> families,
-                                             boolean create, String where) {
+                                             boolean create, String where, AtomicBoolean creating) {
         try (Admin admin = connection.getAdmin()) {
             if (!admin.tableExists(name)) {
                 if (!create) {
@@ -79,6 +96,7 @@ final class HBaseTables {
                 for (ColumnFamilyDescriptor f : families) {
                     b.setColumnFamily(f);
                 }
+                creating.set(true);
                 try {
                     admin.createTable(b.build());
                     log.info("Created table {} with families {} on {}", name, families, where);
