@@ -345,12 +345,13 @@ class MongoLockerTest {
 
     @Test
     void aTakenOverClaimCannotBeRenewedOrReleasedByItsFormerOwner() throws Exception {
-        MongoLocker a = open(config("a").expiry(Duration.ofMillis(200)).build(), null, b -> b);
+        // an expiry a loaded machine's first write cannot outlast, yet short enough to wait out
+        MongoLocker a = open(config("a").expiry(Duration.ofSeconds(2)).build(), null, b -> b);
         MongoLocker b = open("b");
         KeyColumn lock = lock("takeover");
         Object ta = new Object();
         a.writeLock(lock, ta);
-        Thread.sleep(400);
+        Thread.sleep(2_500);
         Lease lb = b.acquire(lock, "takeover");
         assertThrows(dev.locker.api.ExpiredLockException.class, () -> a.renewLocks(ta));
         a.deleteLocks(ta); // by claim id: never b's claim
