@@ -8,7 +8,6 @@ import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.LossReason;
 import dev.locker.testkit.VirtualClock;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -164,7 +163,6 @@ class KeepAliveThreadsTest {
     }
 
     @Test
-    @Disabled("past 8 blocked lost-listeners of other leases, a lease's lost signal waits for one of them to return")
     void ninthLeasesLostSignalIsToldWhileEightOtherLeasesListenersBlock() throws Exception {
         VirtualClock clock = new VirtualClock();
         int blocked = KeepAlive.NOTIFIERS;
@@ -208,7 +206,6 @@ class KeepAliveThreadsTest {
     }
 
     @Test
-    @Disabled("a locker closed while 8 lost-listeners block never tells its other leases they were lost")
     void aLockerClosedWhileEightListenersBlockTellsItsOtherLeasesTheirLoss() throws Exception {
         VirtualClock clock = new VirtualClock();
         int blocked = KeepAlive.NOTIFIERS;
