@@ -12,6 +12,7 @@ import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutorService;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.SynchronousQueue;
 import java.util.concurrent.ThreadPoolExecutor;
@@ -31,6 +32,12 @@ import java.util.function.Consumer;
  * then, before its validity ends, so its holder can stop writing in time. Keep-alive stops the moment the transaction
  * is released: a renewal in flight then finds its hold released and withdraws nothing of anybody else's.
  *
+ * <h2>Renewing on a small pool</h2>
+ * The keep-alive thread only tells when a renewal falls due; the renewal itself runs on one of {@value #RENEWERS}
+ * threads. A renewal stalled on one server (a master that stays connected but never answers) then holds one thread,
+ * and the locker's other transactions go on being renewed on the others. Past that many stalls at once, renewals
+ * wait for a thread: the bound keeps a locker's threads few, and the watchdog still tells a late renewal's loss.
+ *
  * <h2>Telling lost-listeners</h2>
  * A listener may block for as long as it likes, so no signal ever waits in a queue behind one. A signal goes to an
  * idle notifier thread (at most {@value #NOTIFIERS}, kept while in use). When all of them are busy, or the locker has
@@ -46,6 +53,8 @@ final class KeepAlive implements AutoCloseable {
     private static final long TEN_MS = TimeUnit.MILLISECONDS.toNanos(10);
     /** The most threads telling lost-listeners at once, per locker. */
     static final int NOTIFIERS = 8;
+    /** The most renewals running at once, per locker: each stalled renewal holds one of these threads. */
+    static final int RENEWERS = 4;
     /** The most extra threads telling lost-listeners at once, per locker, while every notifier thread is busy. */
     static final int EXTRA_TELLERS = 64;
 
@@ -60,6 +69,8 @@ final class KeepAlive implements AutoCloseable {
     private final Timer<Timer.Timed> scheduler;
     /** The early lost signal: each watched hold is its own slot in this timer (no object per watched hold). */
     private final Timer<Hold> watchdogScheduler;
+    /** Runs the renewals that fall due, so that one stalled renewal delays no other transaction's. */
+    private final ThreadPoolExecutor renewers;
     /** Tells lost-listeners: up to {@value #NOTIFIERS} threads and no queue; see the class comment for the rest. */
     private final ExecutorService notifier;
     /** Extra threads telling a listener now, while every notifier thread is busy. */
@@ -81,6 +92,10 @@ final class KeepAlive implements AutoCloseable {
         this.scheduler = new Timer<>("locker-keepalive-" + n, true, this::due);
         // apart from renewals: a renewal blocked on an unreachable backend must not delay the early lost signal
         this.watchdogScheduler = new Timer<>("locker-deadline-watch-" + n, this::fire);
+        AtomicLong renewerNames = new AtomicLong();
+        this.renewers = new ThreadPoolExecutor(RENEWERS, RENEWERS, 10, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
+                r -> daemon(r, "locker-renewals-" + n + "-" + renewerNames.incrementAndGet()));
+        renewers.allowCoreThreadTimeOut(true); // no thread kept while nothing is kept alive
         // a hand-off, no queue: a signal that finds no idle thread is refused at once and told elsewhere (tell)
         ThreadPoolExecutor pool = new ThreadPoolExecutor(NOTIFIERS, NOTIFIERS, 10, TimeUnit.SECONDS,
                 new SynchronousQueue<>(), r -> daemon(r, tellerName()));
@@ -131,7 +146,15 @@ final class KeepAlive implements AutoCloseable {
         if (e instanceof Later) {
             ((Later) e).task.run();
         } else {
-            renew((Kept) e);
+            Kept kept = (Kept) e;
+            try {
+                renewers.execute(() -> renew(kept));
+            } catch (RejectedExecutionException closing) {
+                kept.keptAlive(false); // the locker is closing: no renewal is promised any more
+            } catch (Throwable t) { // NOPMD: no thread could be made (an OutOfMemoryError): renewed on this thread
+                log.warn("Could not start a renewal thread; renewing on the keep-alive thread: {}", t.toString());
+                renew(kept);
+            }
         }
     }
 
@@ -283,6 +306,7 @@ final class KeepAlive implements AutoCloseable {
     public void close() {
         scheduler.shutdownNow(); // drops every scheduled renewal
         watchdogScheduler.shutdownNow();
+        renewers.shutdown(); // a renewal in flight ends on its own; renew() then finds the locker closed
         notifier.shutdown();
         try {
             notifier.awaitTermination(1, TimeUnit.SECONDS);
@@ -362,7 +386,7 @@ final class KeepAlive implements AutoCloseable {
         return false;
     }
 
-    /** One renewal of a kept-alive transaction, on the keep-alive thread. */
+    /** One renewal of a kept-alive transaction, on a renewal thread. */
     private void renew(Kept kept) {
         if (!kept.keptAlive()) {
             return;
