@@ -17,6 +17,7 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.SynchronousQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 
@@ -74,7 +75,7 @@ final class KeepAlive implements AutoCloseable {
     /** Tells lost-listeners: up to {@value #NOTIFIERS} threads and no queue; see the class comment for the rest. */
     private final ExecutorService notifier;
     /** Extra threads telling a listener now, while every notifier thread is busy. */
-    private final java.util.concurrent.atomic.AtomicInteger extraTellers = new java.util.concurrent.atomic.AtomicInteger();
+    private final AtomicInteger extraTellers = new AtomicInteger();
     /** Names the threads that tell lost-listeners. */
     private final AtomicLong tellerNames = new AtomicLong();
     private final long number;

@@ -24,7 +24,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** The keep-alive's threads: a blocked listener or a stalled renewal delays no other lease; a renewal outlives an Error. */
+/** The keep-alive's threads: a blocked listener or a stalled renewal delays no other lease; renewals outlive Errors. */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class KeepAliveThreadsTest {
 
@@ -263,7 +263,8 @@ class KeepAliveThreadsTest {
         }
 
         @Override
-        public List<byte[]> getKeys(byte[] keyPrefix, byte[] startAfter, int limit, dev.locker.spi.StoreTransaction tx) {
+        public List<byte[]> getKeys(byte[] keyPrefix, byte[] startAfter, int limit,
+                dev.locker.spi.StoreTransaction tx) {
             return real.getKeys(keyPrefix, startAfter, limit, tx);
         }
 
