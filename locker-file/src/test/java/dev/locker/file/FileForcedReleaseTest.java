@@ -7,7 +7,6 @@ import dev.locker.api.LockerConfig;
 import dev.locker.api.LockingException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
@@ -103,7 +102,6 @@ class FileForcedReleaseTest {
     }
 
     @Test
-    @Disabled("a forced release without a token writes its record before the removal, which can then fail")
     void aForcedReleaseWithoutTokenThatCannotRemoveTheClaimLeavesNoRecordOfIt() throws Exception {
         KeyColumn lock = KeyColumn.named("forced-without-token-on-a-frozen-directory");
         try (Locker holder = open("holder"); Locker operator = open("operator");

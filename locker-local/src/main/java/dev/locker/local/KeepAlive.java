@@ -13,8 +13,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.SynchronousQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 
@@ -29,6 +32,19 @@ import java.util.function.Consumer;
  * margin (a tenth of the expiry, at most 5 s) without a successful renewal is marked lost ({@link LossReason#EXPIRED})
  * then, before its validity ends, so its holder can stop writing in time. Keep-alive stops the moment the transaction
  * is released: a renewal in flight then finds its hold released and withdraws nothing of anybody else's.
+ *
+ * <h2>Renewing on a small pool</h2>
+ * The keep-alive thread only tells when a renewal falls due; the renewal itself runs on one of {@value #RENEWERS}
+ * threads. A renewal stalled on one server (a master that stays connected but never answers) then holds one thread,
+ * and the locker's other transactions go on being renewed on the others. Past that many stalls at once, renewals
+ * wait for a thread: the bound keeps a locker's threads few, and the watchdog still tells a late renewal's loss.
+ *
+ * <h2>Telling lost-listeners</h2>
+ * A listener may block for as long as it likes, so no signal ever waits in a queue behind one. A signal goes to an
+ * idle notifier thread (at most {@value #NOTIFIERS}, kept while in use). When all of them are busy, or the locker has
+ * closed, it is told on a fresh daemon thread of its own. Those extra threads are bounded ({@value #EXTRA_TELLERS} per
+ * locker), and past the bound a warning is logged and the signal is told on the caller's thread. The caller is then
+ * delayed, never a signal: a loss is told late only when hundreds of listeners block at once.
  */
 final class KeepAlive implements AutoCloseable {
 
@@ -38,6 +54,10 @@ final class KeepAlive implements AutoCloseable {
     private static final long TEN_MS = TimeUnit.MILLISECONDS.toNanos(10);
     /** The most threads telling lost-listeners at once, per locker. */
     static final int NOTIFIERS = 8;
+    /** The most renewals running at once, per locker: each stalled renewal holds one of these threads. */
+    static final int RENEWERS = 4;
+    /** The most extra threads telling lost-listeners at once, per locker, while every notifier thread is busy. */
+    static final int EXTRA_TELLERS = 64;
 
     private final KeepAliveHost locker;
     private final TimeSource time;
@@ -50,11 +70,15 @@ final class KeepAlive implements AutoCloseable {
     private final Timer<Timer.Timed> scheduler;
     /** The early lost signal: each watched hold is its own slot in this timer (no object per watched hold). */
     private final Timer<Hold> watchdogScheduler;
-    /**
-     * Tells lost-listeners: up to {@value #NOTIFIERS} threads, so that a listener that blocks delays no other
-     * transaction's signal (past that many blocked listeners, signals wait for a thread).
-     */
+    /** Runs the renewals that fall due, so that one stalled renewal delays no other transaction's. */
+    private final ThreadPoolExecutor renewers;
+    /** Tells lost-listeners: up to {@value #NOTIFIERS} threads and no queue; see the class comment for the rest. */
     private final ExecutorService notifier;
+    /** Extra threads telling a listener now, while every notifier thread is busy. */
+    private final AtomicInteger extraTellers = new AtomicInteger();
+    /** Names the threads that tell lost-listeners. */
+    private final AtomicLong tellerNames = new AtomicLong();
+    private final long number;
     /** The losses waiting to be told, per transaction (by identity) being told now: one thread tells them in turn. */
     private final Map<Object, java.util.ArrayDeque<Runnable>> telling = new IdentityHashMap<>();
 
@@ -65,14 +89,23 @@ final class KeepAlive implements AutoCloseable {
         this.periodNanos = Math.max(1, expiry / 3);
         this.marginNanos = Math.max(1, Math.min(expiry / 10, Duration.ofSeconds(5).toNanos()));
         long n = THREADS.incrementAndGet();
+        this.number = n;
         this.scheduler = new Timer<>("locker-keepalive-" + n, true, this::due);
         // apart from renewals: a renewal blocked on an unreachable backend must not delay the early lost signal
         this.watchdogScheduler = new Timer<>("locker-deadline-watch-" + n, this::fire);
-        AtomicLong notifiers = new AtomicLong();
+        AtomicLong renewerNames = new AtomicLong();
+        this.renewers = new ThreadPoolExecutor(RENEWERS, RENEWERS, 10, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
+                r -> daemon(r, "locker-renewals-" + n + "-" + renewerNames.incrementAndGet()));
+        renewers.allowCoreThreadTimeOut(true); // no thread kept while nothing is kept alive
+        // a hand-off, no queue: a signal that finds no idle thread is refused at once and told elsewhere (tell)
         ThreadPoolExecutor pool = new ThreadPoolExecutor(NOTIFIERS, NOTIFIERS, 10, TimeUnit.SECONDS,
-                new LinkedBlockingQueue<>(), r -> daemon(r, "locker-lost-listeners-" + n + "-" + notifiers.incrementAndGet()));
+                new SynchronousQueue<>(), r -> daemon(r, tellerName()));
         pool.allowCoreThreadTimeOut(true); // no thread kept while nobody is told anything
         this.notifier = pool;
+    }
+
+    private String tellerName() {
+        return "locker-lost-listeners-" + number + "-" + tellerNames.incrementAndGet();
     }
 
     private static Thread daemon(Runnable r, String name) {
@@ -114,7 +147,15 @@ final class KeepAlive implements AutoCloseable {
         if (e instanceof Later) {
             ((Later) e).task.run();
         } else {
-            renew((Kept) e);
+            Kept kept = (Kept) e;
+            try {
+                renewers.execute(() -> renew(kept));
+            } catch (RejectedExecutionException closing) {
+                kept.keptAlive(false); // the locker is closing: no renewal is promised any more
+            } catch (Throwable t) { // NOPMD: no thread could be made (an OutOfMemoryError): renewed on this thread
+                log.warn("Could not start a renewal thread; renewing on the keep-alive thread: {}", t.toString());
+                renew(kept);
+            }
         }
     }
 
@@ -178,11 +219,44 @@ final class KeepAlive implements AutoCloseable {
             }
             telling.put(tx, new java.util.ArrayDeque<>());
         }
+        Runnable turn = () -> tellInTurn(tx, told);
         try {
-            notifier.execute(() -> tellInTurn(tx, told));
-        } catch (java.util.concurrent.RejectedExecutionException closed) {
-            tellInTurn(tx, told); // the notifier is gone (the locker closed meanwhile): a loss is never dropped
+            notifier.execute(turn);
+            return;
+        } catch (RejectedExecutionException busyOrClosed) {
+            // every notifier thread tells a listener that has not returned yet, or the locker closed
+        } catch (Throwable e) { // NOPMD: no thread could be made (an OutOfMemoryError); told elsewhere below
+            log.warn("Could not start a thread to tell the loss of {}: {}", loss.lock(), e.toString());
         }
+        tellApart(turn, loss);
+    }
+
+    /**
+     * Tells {@code turn} on an extra daemon thread, within {@value #EXTRA_TELLERS} of them; else, or when no thread
+     * can be made, on this thread. Either way it runs, so the transaction's entry in {@link #telling} is removed.
+     */
+    private void tellApart(Runnable turn, LockLost loss) {
+        if (extraTellers.incrementAndGet() <= EXTRA_TELLERS) {
+            try {
+                daemon(() -> {
+                    try {
+                        turn.run();
+                    } finally {
+                        extraTellers.decrementAndGet();
+                    }
+                }, tellerName()).start();
+                return;
+            } catch (Throwable e) { // NOPMD: no thread could be made (an OutOfMemoryError); told on this thread
+                extraTellers.decrementAndGet();
+                log.warn("Could not start a thread to tell the loss of {}; telling it on this thread: {}",
+                        loss.lock(), e.toString());
+            }
+        } else {
+            extraTellers.decrementAndGet();
+            log.warn("More than {} lost-listeners of this locker block; telling the loss of {} on this thread",
+                    NOTIFIERS + EXTRA_TELLERS, loss.lock());
+        }
+        turn.run();
     }
 
     /** Tells {@code first}, then every loss of {@code tx} queued meanwhile, until none is left. */
@@ -233,6 +307,7 @@ final class KeepAlive implements AutoCloseable {
     public void close() {
         scheduler.shutdownNow(); // drops every scheduled renewal
         watchdogScheduler.shutdownNow();
+        renewers.shutdown(); // a renewal in flight ends on its own; renew() then finds the locker closed
         notifier.shutdown();
         try {
             notifier.awaitTermination(1, TimeUnit.SECONDS);
@@ -312,7 +387,7 @@ final class KeepAlive implements AutoCloseable {
         return false;
     }
 
-    /** One renewal of a kept-alive transaction, on the keep-alive thread. */
+    /** One renewal of a kept-alive transaction, on a renewal thread. */
     private void renew(Kept kept) {
         if (!kept.keptAlive()) {
             return;

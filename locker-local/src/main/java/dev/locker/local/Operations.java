@@ -28,6 +28,9 @@ final class Operations<S extends LockStatus> {
     /** The longest reason a forced release records. */
     private static final int MAX_REASON_CHARS = 1000;
 
+    /** What a withdrawn record reads: no backend needs a delete of records, and no real record is empty. */
+    private static final byte[] NO_RECORD = new byte[0];
+
     private final LockerConfig config;
     private final Backend<S> backend;
     private final Closing closing;
@@ -60,8 +63,8 @@ final class Operations<S extends LockStatus> {
 
     /**
      * Both forms of forceRelease: {@code expected} null removes every claim, else only the claim with that token.
-     * Reads the holder and writes the record of the release before the removal: a failure before the removal
-     * leaves the lock as it was.
+     * Without a token the record goes in before the removal, so a holder that finds its claim gone finds the record
+     * too. A removal that fails while the claim is still there withdraws the record again ({@link #withdraw}).
      */
     boolean forceRelease(KeyColumn lock, String reason, Long expected) {
         config.validate(lock);
@@ -87,8 +90,14 @@ final class Operations<S extends LockStatus> {
                     releasedToken).toBytes();
             boolean any;
             if (expected == null) {
+                Optional<byte[]> before = backend.readRecord(lock, AbstractLocker.FORCED);
                 backend.putRecord(lock, AbstractLocker.FORCED, record);
-                any = backend.deleteAllClaims(lock);
+                try {
+                    any = backend.deleteAllClaims(lock);
+                } catch (RuntimeException e) {
+                    withdraw(lock, record, before, holding, e);
+                    throw e;
+                }
             } else {
                 any = backend.deleteClaimWithToken(lock, expected, record);
             }
@@ -101,11 +110,39 @@ final class Operations<S extends LockStatus> {
         }
     }
 
+    /**
+     * After a removal that failed: puts back the record that was there before ours, or an empty one, which reads as
+     * none. Only while the claim we read is still there; a claim gone may have been removed, and then keeps its record.
+     * A record another operator wrote meanwhile is left alone. Best effort: the removal's failure is what the caller
+     * learns.
+     */
+    private void withdraw(KeyColumn lock, byte[] record, Optional<byte[]> before, Optional<LockInfo> holding,
+            RuntimeException failure) {
+        try {
+            Optional<LockInfo> now = backend.readHolding(lock);
+            boolean stillThere = now.map(h -> holding.isPresent() && h.holder().equals(holding.get().holder())
+                    && h.fencingToken() == holding.get().fencingToken()).orElse(holding.isEmpty());
+            Optional<byte[]> current = backend.readRecord(lock, AbstractLocker.FORCED);
+            if (stillThere && current.isPresent() && java.util.Arrays.equals(current.get(), record)) {
+                backend.putRecord(lock, AbstractLocker.FORCED, before.orElse(NO_RECORD));
+            }
+        } catch (RuntimeException e) {
+            failure.addSuppressed(e);
+            log.warn("Could not withdraw the record of a forced release of lock {} that failed, by locker {}: {}",
+                    lock, config.rid(), e.getMessage());
+        }
+    }
+
+    /** The forced-release record {@code lock} keeps, or empty: an empty record is one a failed release withdrew. */
+    static Optional<ForcedRelease> forcedRecord(Backend<?> backend, KeyColumn lock) {
+        return backend.readRecord(lock, AbstractLocker.FORCED).filter(b -> b.length > 0).map(ForcedRelease::fromBytes);
+    }
+
     Optional<ForcedRelease> lastForcedRelease(KeyColumn lock) {
         config.validate(lock);
         closing.ensureOpen();
         try {
-            return backend.readRecord(lock, AbstractLocker.FORCED).map(ForcedRelease::fromBytes);
+            return forcedRecord(backend, lock);
         } catch (RuntimeException e) {
             throw backend.translate(e, lock, "reading the last forced release");
         }

@@ -152,8 +152,7 @@ final class Steps<S extends LockStatus> {
             return e;
         }
         try {
-            Optional<ForcedRelease> forced = backend.readRecord(hold.lock, AbstractLocker.FORCED)
-                    .map(ForcedRelease::fromBytes);
+            Optional<ForcedRelease> forced = Operations.forcedRecord(backend, hold.lock);
             if (forced.isPresent() && tookThisClaim(forced.get(), hold)) {
                 return new ExpiredLockException("our claim was " + forced.get(), hold.lock, e.holder(), e,
                         LossReason.FORCE_RELEASED);

@@ -132,7 +132,7 @@ class ForcedReleaseAttributionTest {
     }
 
     /**
-     * forceRelease deletes the claims, then writes its record, not atomically. When the record write fails, a
+     * forceRelease writes its record, then deletes the claims, not atomically. When the removal fails, a
      * forceRelease that throws has not taken the lock unannounced: the holder still learns FORCE_RELEASED.
      */
     @Test
@@ -206,5 +206,50 @@ class ForcedReleaseAttributionTest {
         ExpiredLockException e = assertThrows(ExpiredLockException.class, () -> a.checkLocks(tx));
         assertEquals(LossReason.FORCE_RELEASED, e.reason(), e.toString());
         a.deleteLocks(tx);
+    }
+
+    /** A forced release without token whose removal fails while the claim stays leaves the earlier record in place. */
+    @Test
+    void aForcedReleaseWithoutTokenThatCannotRemoveTheClaimLeavesNoRecordOfIt() {
+        FaultyStore opStore = new FaultyStore(shared);
+        Locker a = locker(shared, "a", Duration.ofSeconds(30), Duration.ofMillis(100), clock);
+        Locker op = locker(opStore, "operator", Duration.ofSeconds(30), Duration.ofMillis(100), clock);
+        Object t = new Object();
+        Interleavings.take(a, job, t);
+        opStore.scriptMutations(FaultyStore.Outcome.OK, FaultyStore.Outcome.TEMPORARY_FAILURE);
+        assertThrows(LockingException.class, () -> op.forceRelease(job, "stuck"));
+        assertTrue(op.lastForcedRelease(job).isEmpty(), "a record says the release happened: "
+                + op.lastForcedRelease(job));
+        a.verifyLocks(t);
+        assertTrue(op.holder(job).orElseThrow().rid().startsWith("a-"), "the claim is still there");
+    }
+
+    /** A failed forced release puts back the record of the release before it, which still names its own claim. */
+    @Test
+    void aForcedReleaseThatCannotRemoveTheClaimKeepsTheEarlierRecord() {
+        FaultyStore opStore = new FaultyStore(shared);
+        Locker a = locker(shared, "a", Duration.ofSeconds(30), Duration.ofMillis(100), clock);
+        Locker op = locker(opStore, "operator", Duration.ofSeconds(30), Duration.ofMillis(100), clock);
+        assertFalse(op.forceRelease(job, "first: nobody holds it"));
+        ForcedRelease earlier = op.lastForcedRelease(job).orElseThrow();
+        Object t = new Object();
+        Interleavings.take(a, job, t);
+        opStore.scriptMutations(FaultyStore.Outcome.OK, FaultyStore.Outcome.TEMPORARY_FAILURE);
+        assertThrows(LockingException.class, () -> op.forceRelease(job, "second: stuck"));
+        assertEquals(earlier.reason(), op.lastForcedRelease(job).orElseThrow().reason());
+        a.verifyLocks(t);
+    }
+
+    /** A removal that landed though its reply was lost keeps its record: the holder learns FORCE_RELEASED. */
+    @Test
+    void aForcedReleaseWithoutTokenWhoseRemovalLandedBeforeItFailedIsToldAsForced() {
+        FaultyStore opStore = new FaultyStore(shared);
+        Locker a = locker(shared, "a", Duration.ofSeconds(30), Duration.ofMillis(100), clock);
+        Locker op = locker(opStore, "operator", Duration.ofSeconds(30), Duration.ofMillis(100), clock);
+        Object t = new Object();
+        Interleavings.take(a, job, t);
+        opStore.scriptMutations(FaultyStore.Outcome.OK, FaultyStore.Outcome.APPLIED_THEN_TEMPORARY_FAILURE);
+        assertThrows(LockingException.class, () -> op.forceRelease(job, "stuck"));
+        assertEquals(LossReason.FORCE_RELEASED, expectLoss(a, t).reason());
     }
 }

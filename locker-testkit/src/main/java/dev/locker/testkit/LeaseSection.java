@@ -105,6 +105,36 @@ public interface LeaseSection extends ConformanceScenario {
         lease.close();
     }
 
+    /**
+     * A lease from {@code acquireAll} that lost one lock is invalid for good. Its keep-alive then stops renewing its
+     * other claims, so a lease not closed yet does not keep those locks from other processes past one expiry.
+     */
+    @Test
+    default void keepAliveStopsRenewingTheOtherLocksOfALostMultiLockLease() throws Exception {
+        Locker a = realTimeProcess("a");
+        Locker operator = realTimeProcess("operator");
+        KeyColumn x = lock("x");
+        KeyColumn y = lock("y");
+        Lease lease = a.acquireAll(List.of(x, y), "both"); // kept alive
+        List<LockLost> told = new CopyOnWriteArrayList<>();
+        lease.onLost(told::add);
+
+        assertTrue(operator.forceRelease(x, "operator"));
+        assertTrue(awaitSize(told, 1), "the lease learned that x was lost");
+        assertFalse(lease.isValid(), "the lease is no longer valid");
+        // bounded by three expiries: a keep-alive that goes on renewing y keeps it held for all of them
+        long bound = LEASE_EXPIRY.multipliedBy(3).toMillis() / 10;
+        for (int i = 0; i < bound && operator.holding(y).isPresent(); i++) {
+            Thread.sleep(10);
+        }
+        assertTrue(operator.holding(y).isEmpty(), "after the lease lost x (and was told), its keep-alive went on "
+                + "renewing y: " + operator.holding(y));
+        try (Lease next = operator.acquire(y, "y is free again")) {
+            assertTrue(next.isValid());
+        }
+        lease.close();
+    }
+
     /** Renewals that keep failing (backend unreachable): the lease is declared lost before its validity ends. */
     @Test
     default void aLeaseWhoseRenewalsFailIsDeclaredLostBeforeItsValidityEnds() throws Exception {
