@@ -21,6 +21,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -61,6 +62,10 @@ class KeepAliveTest {
     private final ExecutorService pool = Executors.newCachedThreadPool();
 
     private final KeyColumn lock = KeyColumn.of("core", "c");
+
+    private final KeyColumn x = KeyColumn.of("core", "x");
+
+    private final KeyColumn y = KeyColumn.of("core", "y");
 
     private LockerConfig.Builder config(String rid) {
         return LockerConfig.builder().rid(rid).expiry(EXPIRY).lockWait(LOCK_WAIT).timeSource(clock);
@@ -115,6 +120,37 @@ class KeepAliveTest {
             Thread.currentThread().interrupt();
             throw new AssertionError(e);
         }
+    }
+
+    /**
+     * A lease from {@code acquireAll} that lost one lock is invalid for good. Its keep-alive then stops renewing its other
+     * claims, so a slow-to-close lease does not keep those locks from other processes.
+     *
+     * <p>Real clock (the keep-alive's scheduler runs on it): expiry 1.5 s, renewals every 0.5 s. The lease holds x and
+     * y; another locker force-releases x; the next renewal finds x gone and tells the lease; y is not renewed again.
+     */
+    @Test
+    void keepAliveStopsRenewingTheOtherLocksOfALostMultiLockLease() throws Exception {
+        LockerConfig.Builder real = LockerConfig.builder().expiry(Duration.ofMillis(1_500)).lockWait(Duration.ofMillis(20))
+                .timeSource(TimeSource.system());
+        Locker a = locker(shared, real.rid("a").build());
+        Locker operator = locker(shared, real.rid("op").build());
+        Lease lease = a.acquireAll(List.of(x, y), "both"); // kept alive
+        List<LockLost> told = new CopyOnWriteArrayList<>();
+        lease.onLost(told::add);
+
+        assertTrue(operator.forceRelease(x, "operator"));
+        assertTrue(awaitSize(told, 1), "the lease learned that x was lost");
+        assertFalse(lease.isValid(), "the lease is no longer valid");
+        Instant afterLoss = operator.holding(y).orElseThrow().expiresAt();
+        boolean renewedAgain = false;
+        for (int i = 0; i < 300 && !renewedAgain; i++) { // bounded: 3 s, six renewal periods
+            Thread.sleep(10);
+            renewedAgain = operator.holding(y).map(h -> h.expiresAt().isAfter(afterLoss)).orElse(false);
+        }
+        assertFalse(renewedAgain, "after the lease lost x (and was told), its keep-alive renewed y again: "
+                + operator.holding(y));
+        lease.close();
     }
 
     /**

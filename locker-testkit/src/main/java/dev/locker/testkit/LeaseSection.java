@@ -110,7 +110,7 @@ public interface LeaseSection extends ConformanceScenario {
      * other claims, so a lease not closed yet does not keep those locks from other processes past one expiry.
      */
     @Test
-    default void keepAliveStopsRenewingTheOtherLocksOfALostMultiLockLease() throws Exception {
+    default void theOtherLocksOfALostMultiLockLeaseBecomeFreeForOthers() throws Exception {
         Locker a = realTimeProcess("a");
         Locker operator = realTimeProcess("operator");
         KeyColumn x = lock("x");
