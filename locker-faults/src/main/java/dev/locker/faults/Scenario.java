@@ -90,6 +90,16 @@ public enum Scenario {
     }
 
     /**
+     * Whether only the long profile runs this scenario (unless named in {@code -Dfaults.scenarios}): each costs a
+     * run of 20-30 s, and the short profile grows by at most about 40 s.
+     *
+     * @return true for the heavier variants
+     */
+    public boolean longOnly() {
+        return this == REDIS_FAILOVER_CLOCK_AHEAD || this == MIXED_EXPIRY_RESTART;
+    }
+
+    /**
      * Whether a holder is cut off by this fault (so liveness, the next grant after it, is measured).
      *
      * @return true for faults on the holder itself

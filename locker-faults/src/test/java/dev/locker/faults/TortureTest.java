@@ -60,6 +60,9 @@ class TortureTest {
                 if (why == null) {
                     why = TortureRun.unavailable(s);
                 }
+                if (why == null && s.longOnly() && PROFILE.name().equals("short") && onlyScenarios.isEmpty()) {
+                    why = "long profile only (-Dfaults.profile=long), or named in -Dfaults.scenarios";
+                }
                 if (why != null) {
                     REPORT.skip(backend.name(), s, why);
                     continue;
