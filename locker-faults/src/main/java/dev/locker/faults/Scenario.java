@@ -49,10 +49,10 @@ public enum Scenario {
      */
     MIXED_EXPIRY_RESTART("Redis restart, no persistence, expiries 5 s and 500 ms mixed"),
     /**
-     * file: a holder closes its lease on an interrupted thread and exits: a waiter must be granted at once, not after
+     * file: a holder closes its lease on an interrupted thread and contends no more: a waiter must be granted at once, not after
      * the expiry (10 s here). A liveness check.
      */
-    FILE_INTERRUPTED_CLOSE("file: lease closed on an interrupted thread, holder exits"),
+    FILE_INTERRUPTED_CLOSE("file: lease closed on an interrupted thread, holder quits"),
     /**
      * Control: the server restarted without persistence while the restart guard is off and the holder does not renew:
      * the next contender is granted the lock while the holder's lease is still valid. Must be flagged.
