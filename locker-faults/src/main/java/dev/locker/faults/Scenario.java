@@ -49,8 +49,8 @@ public enum Scenario {
      */
     MIXED_EXPIRY_RESTART("Redis restart, no persistence, expiries 5 s and 500 ms mixed"),
     /**
-     * file: a holder closes its lease on an interrupted thread and contends no more: a waiter must be granted at once, not after
-     * the expiry (10 s here). A liveness check.
+     * file: a holder closes its lease on an interrupted thread and contends no more (its JVM stays up): a waiter must be
+     * granted at once, not after the expiry (10 s here). A liveness check.
      */
     FILE_INTERRUPTED_CLOSE("file: lease closed on an interrupted thread, holder quits"),
     /**
