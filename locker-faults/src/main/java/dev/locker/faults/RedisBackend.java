@@ -66,7 +66,6 @@ public final class RedisBackend implements Backend {
     public String inapplicable(Scenario s) {
         return switch (s) {
             case REGION_SERVER_ABORT -> "HBase only";
-            case REDIS_FAILOVER_CLOCK_AHEAD -> ClockShift.unavailable();
             case REDIS_SLOT_MIGRATION -> Files.isExecutable(Path.of(REDIS_CLI)) ? null
                     : "redis-cli is not installed (" + REDIS_CLI + ")";
             default -> s.onlyOn(name());

@@ -101,7 +101,8 @@ public final class TortureRun {
     }
 
     /**
-     * Whether this machine can run the scenario at all (libfaketime for the clock scenarios).
+     * Whether this machine can run the scenario at all (libfaketime for the clock scenarios, gcc for the shim that
+     * shifts a Redis server's clock).
      *
      * @param scenario the scenario
      * @return the reason it cannot, or null
@@ -109,6 +110,9 @@ public final class TortureRun {
     public static String unavailable(Scenario scenario) {
         if ((scenario == Scenario.CLOCK_SKEW || scenario == Scenario.CLOCK_JUMP) && !Files.exists(LIBFAKETIME)) {
             return "libfaketime is not installed (" + LIBFAKETIME + "; Debian package libfaketime)";
+        }
+        if (scenario == Scenario.REDIS_FAILOVER_CLOCK_AHEAD) {
+            return ClockShift.unavailable();
         }
         return null;
     }
