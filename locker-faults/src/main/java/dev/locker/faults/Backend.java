@@ -35,7 +35,28 @@ public interface Backend extends AutoCloseable {
      * @return true when the safety checks must hold
      */
     default boolean promisesSafety(Scenario scenario) {
-        return scenario != Scenario.CONTROL_NO_GUARD;
+        return !isControl(scenario);
+    }
+
+    /**
+     * Whether {@code scenario} is a control here: a guard is off on purpose, and the checkers must flag the run.
+     *
+     * @param scenario the scenario
+     * @return true for a control
+     */
+    default boolean isControl(Scenario scenario) {
+        return scenario == Scenario.CONTROL_NO_GUARD;
+    }
+
+    /**
+     * The locker URI of one worker; by default every worker's is {@link #uri(String)}.
+     *
+     * @param worker   the worker's number, from 0
+     * @param hostPort as for {@link #uri(String)}
+     * @return the URI
+     */
+    default String uri(int worker, String hostPort) {
+        return uri(hostPort);
     }
 
     /**

@@ -19,7 +19,8 @@ import java.util.TreeMap;
  *       been granted that lock with a token greater than T (its {@code GRANTED} is earlier on the timeline); and the
  *       referee's {@code CLASH}es (one token, two writers).</li>
  *   <li><b>Liveness</b>: after a fault cuts off a holder (SIGKILL, SIGSTOP, frozen connection), the next grant of its
- *       lock to another worker comes within expiry + lock wait + slack.</li>
+ *       lock to another worker comes within expiry + lock wait + slack; after a holder closed its lease on an
+       interrupted thread ({@code CLOSE_INTERRUPTED}), within lock wait + slack, without the expiry.</li>
  *   <li><b>No claim left behind</b>: counted by the harness ({@code list} on the backend after the run).</li>
  * </ol>
  */
@@ -238,12 +239,58 @@ public final class Checker {
         }
     }
 
+    /**
+     * The bound after a holder closed its lease itself: lock wait + slack, without the expiry, since a close that
+     * worked left no claim to wait out.
+     *
+     * @return the bound
+     */
+    public Duration closedLivenessBound() {
+        return lockWait.plus(slack);
+    }
+
+    /** A holder closed its lease on an interrupted thread: the next grant of its lock must not wait for the expiry. */
+    private void closedInterrupted(String worker, Event f, List<Event> events, List<Hold> holds, Verdict.Builder v) {
+        Hold cut = null;
+        for (Hold h : holds) {
+            if (h.worker.equals(worker) && h.start - f.nanos() <= 0) {
+                cut = h; // its last hold before the fault's note: the one it closed
+            }
+        }
+        if (cut == null || cut.end == Long.MAX_VALUE) {
+            return;
+        }
+        long closedAt = cut.end;
+        Long next = null;
+        for (Hold h : holds) {
+            if (h.lock.equals(cut.lock) && !h.worker.equals(worker) && h.start - closedAt > 0) {
+                next = next == null ? h.start : Math.min(next, h.start);
+            }
+        }
+        if (next == null) {
+            v.livenessMissing++;
+            v.example("no grant of " + cut.lock + " after " + f.toLine(), events, f.nanos());
+            return;
+        }
+        long latency = next - closedAt;
+        v.takeovers.add(latency);
+        if (latency > closedLivenessBound().toNanos()) {
+            v.livenessViolations++;
+            v.example("grant of " + cut.lock + " " + latency / 1_000_000 + " ms after its holder closed it > bound "
+                    + closedLivenessBound().toMillis() + " ms: " + f.toLine(), events, f.nanos());
+        }
+    }
+
     private void liveness(List<Event> events, List<Hold> holds, Verdict.Builder v) {
         for (Event f : events) {
             if (f.type() != Event.Type.FAULT) {
                 continue;
             }
             String[] d = f.detail().split(" ");
+            if (d.length >= 2 && d[0].equals("CLOSE_INTERRUPTED")) {
+                closedInterrupted(d[1], f, events, holds, v);
+                continue;
+            }
             if (d.length < 2 || !(d[0].equals("KILL") || d[0].equals("STOP") || d[0].equals("FREEZE"))) {
                 continue;
             }

@@ -40,7 +40,7 @@ public final class FileBackend implements Backend {
             case SERVER_RESTART, SERVER_RESTART_AOF, SERVER_PAUSE -> "no server";
             case REGION_SERVER_ABORT -> "HBase only";
             case CONTROL_NO_GUARD -> "Redis only (the restart guard)";
-            default -> null;
+            default -> s.onlyOn(name());
         };
     }
 

@@ -60,7 +60,7 @@ public final class HBaseBackend implements Backend {
             case SERVER_RESTART, SERVER_PAUSE -> "the mini cluster runs in the harness JVM (region server abort instead)";
             case SERVER_RESTART_AOF -> "Redis only (append-only file)";
             case CONTROL_NO_GUARD -> "Redis only (the restart guard)";
-            default -> null;
+            default -> s.onlyOn(name());
         };
     }
 

@@ -41,7 +41,7 @@ public final class MongoBackend implements Backend {
             case SERVER_RESTART_AOF -> "Redis only (append-only file)";
             case REGION_SERVER_ABORT -> "HBase only";
             case CONTROL_NO_GUARD -> "Redis only (the restart guard); MongoDB's own restart shows the same loss";
-            default -> null;
+            default -> s.onlyOn(name());
         };
     }
 

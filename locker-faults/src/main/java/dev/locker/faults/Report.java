@@ -84,7 +84,7 @@ public final class Report {
             }
             String takeover = maxTakeover < 0 ? "n/a" : String.format(Locale.ROOT, "%d ms (%.2fx)",
                     maxTakeover / 1_000_000, maxTakeover / (double) first.expiry().toNanos());
-            String promise = first.scenario() == Scenario.CONTROL_NO_GUARD ? "control"
+            String promise = first.control() ? "control"
                     : first.promisesSafety() ? "safe" : "not promised";
             String title = first.scenario().title() + (first.expiry().equals(profile.expiry()) ? ""
                     : " (expiry " + first.expiry().toMillis() + " ms)");
@@ -108,7 +108,7 @@ public final class Report {
         TortureRun.Result first = row.get(0);
         boolean unsafe = row.stream().anyMatch(r -> r.verdict().unsafe());
         boolean stuck = row.stream().anyMatch(r -> r.verdict().stuck());
-        if (first.scenario() == Scenario.CONTROL_NO_GUARD) {
+        if (first.control()) {
             return row.stream().allMatch(r -> r.verdict().unsafe()) ? "flagged (as it must be)" : "NOT FLAGGED";
         }
         if (unsafe) {
@@ -145,7 +145,7 @@ public final class Report {
         if (!r.faultInjected()) {
             return "the fault was never injected";
         }
-        if (r.scenario() == Scenario.CONTROL_NO_GUARD) {
+        if (r.control()) {
             return v.overlaps() > 0 ? null : "the control scenario was not flagged: the checkers cannot fail?";
         }
         if (r.promisesSafety() && v.unsafe()) {

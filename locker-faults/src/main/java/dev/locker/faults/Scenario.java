@@ -30,6 +30,30 @@ public enum Scenario {
     /** The region server hosting the lock table aborts while a lock is held. */
     REGION_SERVER_ABORT("region server abort"),
     /**
+     * A Redis master with one replica, lockers with {@code replicas=1}: the master SIGKILLed under a held lock, the
+     * replica promoted ({@code REPLICAOF NO ONE}), the workers' forwarder switched to it, the old master back as its
+     * replica. The servers' clocks agree.
+     */
+    REDIS_FAILOVER("Redis master SIGKILL, replica promoted (replicas=1)"),
+    /**
+     * Control: {@link #REDIS_FAILOVER} with the replica's wall clock ahead by 30 s, beyond the lockers' stated bound:
+     * the promoted replica expires the held claim at once and grants the lock again. Must be flagged, unless the
+     * lockers are told the bound ({@code -Dfaults.redisServerClockSkew}, see docs/reliability.md).
+     */
+    REDIS_FAILOVER_CLOCK_AHEAD("CONTROL: Redis failover to a replica whose clock is 30 s ahead"),
+    /** A real Redis Cluster (3 masters): the lock's slot migrated to another master while workers contend on it. */
+    REDIS_SLOT_MIGRATION("Redis Cluster slot migrated under contention"),
+    /**
+     * Two groups of workers with expiries 5 s and 500 ms on one Redis without persistence, each locker's restart guard
+     * at the longest expiry: the server SIGKILLed and started empty while a long-expiry worker holds.
+     */
+    MIXED_EXPIRY_RESTART("Redis restart, no persistence, expiries 5 s and 500 ms mixed"),
+    /**
+     * file: a holder closes its lease on an interrupted thread and contends no more (its JVM stays up): a waiter must be
+     * granted at once, not after the expiry (10 s here). A liveness check.
+     */
+    FILE_INTERRUPTED_CLOSE("file: lease closed on an interrupted thread, holder quits"),
+    /**
      * Control: the server restarted without persistence while the restart guard is off and the holder does not renew:
      * the next contender is granted the lock while the holder's lease is still valid. Must be flagged.
      */
@@ -48,6 +72,31 @@ public enum Scenario {
      */
     public String title() {
         return title;
+    }
+
+    /**
+     * Why this scenario does not apply to {@code backend}, when it is written for one backend only; else null.
+     *
+     * @param backend a backend's name
+     * @return the reason, or null
+     */
+    public String onlyOn(String backend) {
+        String only = switch (this) {
+            case REDIS_FAILOVER, REDIS_FAILOVER_CLOCK_AHEAD, REDIS_SLOT_MIGRATION, MIXED_EXPIRY_RESTART -> "redis";
+            case FILE_INTERRUPTED_CLOSE -> "file";
+            default -> null;
+        };
+        return only == null || only.equals(backend) ? null : (only.equals("redis") ? "Redis" : "file:") + " only";
+    }
+
+    /**
+     * Whether only the long profile runs this scenario (unless named in {@code -Dfaults.scenarios}): each costs a
+     * run of 20-30 s, and the short profile grows by at most about 40 s.
+     *
+     * @return true for the heavier variants
+     */
+    public boolean longOnly() {
+        return this == REDIS_FAILOVER_CLOCK_AHEAD || this == MIXED_EXPIRY_RESTART;
     }
 
     /**

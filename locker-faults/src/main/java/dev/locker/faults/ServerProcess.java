@@ -48,12 +48,20 @@ final class ServerProcess {
      * Starts {@code command}, its output appended to {@code log}, and waits until {@code port} accepts connections.
      */
     static ServerProcess start(String name, List<String> command, Path log, int port, Duration max) {
+        return start(name, command, java.util.Map.of(), log, port, max);
+    }
+
+    /** As {@link #start(String, List, Path, int, Duration)}, with {@code env} added to the server's environment. */
+    static ServerProcess start(String name, List<String> command, java.util.Map<String, String> env, Path log, int port,
+                               Duration max) {
         List<String> cmd = new ArrayList<>(List.of("sh", "-c", WATCHDOG, "sh", log.toString()));
         cmd.addAll(command);
         Process watchdog;
         long pid;
         try {
-            watchdog = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
+            ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.appendTo(log.toFile()));
+            pb.environment().putAll(env);
+            watchdog = pb.start();
             String line = new BufferedReader(new InputStreamReader(watchdog.getInputStream(), StandardCharsets.US_ASCII))
                     .readLine();
             if (line == null) {

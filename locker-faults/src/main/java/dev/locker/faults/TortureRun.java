@@ -45,13 +45,15 @@ public final class TortureRun {
      * @param scenario       the scenario
      * @param run            the run's number
      * @param promisesSafety whether Locker promises mutual exclusion here (see {@link Backend#promisesSafety})
+     * @param control        whether the run is a control the checkers must flag (see {@link Backend#isControl})
      * @param faultInjected  whether the fault happened (a run whose moment never came proves nothing)
      * @param verdict        what the checkers found
      * @param expiry         the claims' expiry
      * @param duration       how long the run took, workers' start included
      * @param dir            where its timeline and logs are
      */
-    public record Result(String backend, Scenario scenario, int run, boolean promisesSafety, boolean faultInjected,
+    public record Result(String backend, Scenario scenario, int run, boolean promisesSafety, boolean control,
+                         boolean faultInjected,
                          Verdict verdict, Duration expiry, Duration duration, Path dir) {
     }
 
@@ -86,13 +88,21 @@ public final class TortureRun {
         // a restart outside the promise (MongoDB's test server loses its data) with an expiry that outlasts the server's
         // restart, so that the loss can show: with a short one the holder's own deadline ends first
         this.expiry = scenario == Scenario.SERVER_RESTART && !backend.promisesSafety(scenario)
-                ? profile.expiry().multipliedBy(5) : profile.expiry();
+                ? profile.expiry().multipliedBy(5)
+                : scenario == Scenario.MIXED_EXPIRY_RESTART ? RedisBackend.LONG_EXPIRY
+                // longer than the failover itself, so that a holder's claim can live through it
+                : scenario == Scenario.REDIS_FAILOVER || scenario == Scenario.REDIS_FAILOVER_CLOCK_AHEAD
+                ? profile.expiry().multipliedBy(3)
+                // far above a prompt takeover, so that a claim a close left to expire shows in the liveness check
+                : scenario == Scenario.FILE_INTERRUPTED_CLOSE ? profile.expiry().multipliedBy(10)
+                : profile.expiry();
         this.dir = root.resolve(backend.name()).resolve(scenario.name().toLowerCase() + "-" + run);
         this.prefix = "f" + Long.toHexString(System.nanoTime() & 0xffffffL) + scenario.ordinal() + "-";
     }
 
     /**
-     * Whether this machine can run the scenario at all (libfaketime for the clock scenarios).
+     * Whether this machine can run the scenario at all (libfaketime for the clock scenarios, gcc for the shim that
+     * shifts a Redis server's clock).
      *
      * @param scenario the scenario
      * @return the reason it cannot, or null
@@ -100,6 +110,9 @@ public final class TortureRun {
     public static String unavailable(Scenario scenario) {
         if ((scenario == Scenario.CLOCK_SKEW || scenario == Scenario.CLOCK_JUMP) && !Files.exists(LIBFAKETIME)) {
             return "libfaketime is not installed (" + LIBFAKETIME + "; Debian package libfaketime)";
+        }
+        if (scenario == Scenario.REDIS_FAILOVER_CLOCK_AHEAD) {
+            return ClockShift.unavailable();
         }
         return null;
     }
@@ -155,7 +168,8 @@ public final class TortureRun {
         }
         Checker checker = new Checker(expiry, Duration.ZERO, profile.slack());
         Verdict verdict = checker.check(timeline.events(), leftovers);
-        return new Result(backend.name(), scenario, run, backend.promisesSafety(scenario), injected, verdict, expiry,
+        return new Result(backend.name(), scenario, run, backend.promisesSafety(scenario), backend.isControl(scenario),
+                injected, verdict, expiry,
                 Duration.ofNanos(System.nanoTime() - t0), dir);
     }
 
@@ -174,6 +188,14 @@ public final class TortureRun {
             // holds longer than the expiry: the holder's keep-alive must carry it across the fault, or it must learn
             case STOP_HOLDER, FREEZE_CONNECTION, SERVER_RESTART, SERVER_RESTART_AOF, SERVER_PAUSE,
                     REGION_SERVER_ABORT -> new Plan(3, "L0", 2 * e, 10, 3 * e + 2000, 20, 0, true, Long.MAX_VALUE);
+            // e is 3 x the profile's expiry here: a hold as long as it still spans the failover
+            case REDIS_FAILOVER, REDIS_FAILOVER_CLOCK_AHEAD ->
+                    new Plan(3, "L0", e, 6, 3 * e + 2000, 20, 0, true, Long.MAX_VALUE);
+            // two workers of each expiry; e is the long one, and every hold outlasts the short expiry
+            case MIXED_EXPIRY_RESTART -> new Plan(4, "L0", 1500, 10, 2 * e + 2000, 20, 0, true, Long.MAX_VALUE);
+            // 4 workers on one lock: someone waits on it whenever the slot moves
+            case REDIS_SLOT_MIGRATION -> new Plan(4, "L0", 300, 3, 3 * e + 2000, 20, 0, true, Long.MAX_VALUE);
+            case FILE_INTERRUPTED_CLOSE -> new Plan(3, "L0", 500, 2, 2 * e, 20, 0, true, Long.MAX_VALUE);
             // the same, with a gap between a worker's release and its next acquire longer than a waiter's poll: the
             // second jump needs a second holder, and where nothing wakes waiters (file:) a releaser that asked again
             // 20 ms later kept the lock for 30 s in one run (18 grants in a row: "the fault was never injected")
@@ -201,10 +223,11 @@ public final class TortureRun {
                     "-XX:TieredStopAtLevel=1", "-Dfaults.log=" + dir.resolve(id + ".log")));
             cmd.addAll(backend.workerJvmOptions());
             cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), Worker.class.getName(),
-                    "--id=" + id, "--uri=" + backend.uri(hostPort), "--locks=" + locks, "--referee=" + refereePort,
+                    "--id=" + id, "--uri=" + backend.uri(i, hostPort), "--locks=" + locks, "--referee=" + refereePort,
                     "--cycles=" + plan.cycles(), "--holdMs=" + plan.holdMs(), "--writes=" + plan.writes(),
                     "--waitMs=" + plan.waitMs(), "--gapMs=" + plan.gapMs(), "--releasePauseMs=" + plan.releasePauseMs(),
-                    "--keepAlive=" + plan.keepAlive(), "--seed=" + random.nextLong()));
+                    "--keepAlive=" + plan.keepAlive(), "--seed=" + random.nextLong(),
+                    "--closeInterruptedAndQuit=" + (scenario == Scenario.FILE_INTERRUPTED_CLOSE && i == 0)));
             ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(dir.resolve(id + ".stderr").toFile());
             if (scenario == Scenario.CLOCK_SKEW && i < 2) {
                 fakeTime(pb, null).put("FAKETIME", (i == 0 ? "-" : "+") + skew + "s");
@@ -396,6 +419,60 @@ public final class TortureRun {
                 Thread.sleep(twice.toMillis());
                 backend.resumeServer();
                 timeline.note(HARNESS, Event.Type.FAULT, g.get().lock(), "SERVER_RESUME");
+            }
+            case REDIS_FAILOVER, REDIS_FAILOVER_CLOCK_AHEAD -> {
+                Optional<Event> g = awaitAfterWarmUp(e -> e.type() == Event.Type.GRANTED);
+                if (g.isEmpty()) {
+                    return false;
+                }
+                RedisBackend redis = (RedisBackend) backend;
+                timeline.note(HARNESS, Event.Type.FAULT, g.get().lock(), "FAILOVER (holder " + g.get().source() + ")");
+                String what = redis.failover();
+                timeline.note(HARNESS, Event.Type.FAULT, g.get().lock(), "FAILOVER_DONE " + what);
+                redis.awaitReplicaInSync();
+                timeline.note(HARNESS, Event.Type.NOTE, g.get().lock(), "the new master's replica is in sync");
+                Thread.sleep(expiry.toMillis());
+            }
+            case REDIS_SLOT_MIGRATION -> {
+                Optional<Event> g = awaitAfterWarmUp(e -> e.type() == Event.Type.GRANTED);
+                if (g.isEmpty()) {
+                    return false;
+                }
+                String lock = g.get().lock();
+                boolean moved = ((RedisBackend) backend).migrateSlotOf(lock, expiry, Duration.ofMillis(100),
+                        step -> timeline.note(HARNESS, Event.Type.FAULT, lock, step));
+                if (!moved) {
+                    timeline.note(HARNESS, Event.Type.NOTE, lock, "no key of " + lock + " found to migrate");
+                    return false;
+                }
+            }
+            case MIXED_EXPIRY_RESTART -> {
+                // a long-expiry worker (w0 or w1) holding
+                Optional<Event> g = awaitAfterWarmUp(e -> e.type() == Event.Type.GRANTED
+                        && (e.source().equals("w0") || e.source().equals("w1")));
+                if (g.isEmpty()) {
+                    return false;
+                }
+                timeline.note(HARNESS, Event.Type.FAULT, g.get().lock(), "SERVER_KILL (long-expiry holder "
+                        + g.get().source() + ")");
+                backend.killServer();
+                backend.startServer();
+                timeline.note(HARNESS, Event.Type.FAULT, g.get().lock(), "SERVER_START");
+                Thread.sleep(expiry.toMillis());
+            }
+            case FILE_INTERRUPTED_CLOSE -> {
+                Optional<Event> r = timeline.await(0, e -> e.type() == Event.Type.RELEASED && e.source().equals("w0"),
+                        Duration.ofSeconds(60));
+                if (r.isEmpty()) {
+                    return false;
+                }
+                timeline.note(HARNESS, Event.Type.FAULT, r.get().lock(), "CLOSE_INTERRUPTED w0 (" + r.get().detail() + ")");
+                String lock = r.get().lock();
+                long at = r.get().nanos();
+                timeline.await(0, e -> e.type() == Event.Type.GRANTED && e.lock().equals(lock)
+                        && !e.source().equals("w0") && e.nanos() - at > 0, expiry.plus(profile.slack()));
+                Thread.sleep(300);
+                return true;
             }
             case CLOCK_SKEW -> Thread.sleep(expiry.multipliedBy(4).plusSeconds(2).toMillis());
             case CLOCK_JUMP -> {

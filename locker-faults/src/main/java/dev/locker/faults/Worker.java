@@ -33,7 +33,10 @@ import java.util.Random;
  * <p>Arguments ({@code --name=value}): {@code id}, {@code uri}, {@code locks} (comma-separated names), {@code referee}
  * (port), {@code cycles}, {@code holdMs}, {@code writes} (per hold), {@code waitMs} (per acquire), {@code gapMs}
  * (between cycles), {@code releasePauseMs} (sleep inside the release step, so the harness can kill it there),
- * {@code keepAlive} (true/false), {@code seed}. Standard input: {@code GO <untilNanos>} starts it, {@code STOP} ends
+ * {@code keepAlive} (true/false), {@code seed}, {@code closeInterruptedAndQuit} (true: close the first lease with the
+ * thread's interrupt flag set, then contend no more). A write is guarded by {@link Lease#remaining()} alone, which
+ * reads the local monotonic clock: no server round trip stands between the validity check and the write, so a guard
+ * turned off in the locker shows as an overlap or a stale write. Standard input: {@code GO <untilNanos>} starts it, {@code STOP} ends
  * it after the current cycle; end of input (the harness died) halts it at once.
  */
 public final class Worker {
@@ -96,6 +99,7 @@ public final class Worker {
         long gapMs = num("gapMs", 10);
         long releasePauseMs = num("releasePauseMs", 0);
         boolean keepAlive = Boolean.parseBoolean(args.getOrDefault("keepAlive", "true"));
+        boolean closeInterrupted = Boolean.parseBoolean(args.getOrDefault("closeInterruptedAndQuit", "false"));
         Random random = new Random(num("seed", 1));
 
         LockProbe probe = new LockProbe() {
@@ -174,6 +178,10 @@ public final class Worker {
                 }
                 emit(Event.Type.RELEASE, name, token, deadlineOf(lease), "");
                 current = null;
+                if (closeInterrupted) {
+                    closeInterruptedAndQuit(lease, name, token);
+                    break;
+                }
                 lease.close();
                 emit(Event.Type.RELEASED, name, token, 0, "");
                 if (gapMs > 0) {
@@ -184,6 +192,24 @@ public final class Worker {
         emit(Event.Type.EXIT, "-", 0, 0, "done");
         out.flush();
         System.exit(0);
+    }
+
+    /**
+     * Closes the lease with this thread's interrupt flag set, then contends no more but stays up until STOP. The JVM
+     * stays alive on purpose: on file: its exit would drop the kernel's locks and hide a claim the close left behind.
+     */
+    private void closeInterruptedAndQuit(Lease lease, String name, long token) {
+        Thread.currentThread().interrupt();
+        try {
+            lease.close();
+        } catch (RuntimeException e) {
+            emit(Event.Type.NOTE, name, token, 0, "close on an interrupted thread failed: " + e);
+        }
+        boolean flag = Thread.interrupted();
+        emit(Event.Type.RELEASED, name, token, 0, "closed on an interrupted thread (flag kept: " + flag + "); quits");
+        while (!stopped) {
+            sleep(20);
+        }
     }
 
     /**

@@ -154,6 +154,28 @@ class CheckerTest {
     }
 
     @Test
+    void aGrantWaitingOutTheExpiryAfterAHolderClosedItsLeaseIsALivenessFinding() {
+        // the bound after a close is lock wait + slack (1 s here), without the expiry
+        at(0, "w0", Event.Type.GRANTED, 1, 1000, "");
+        at(100, "w0", Event.Type.RELEASE, 1, 900, "");
+        at(110, "w0", Event.Type.RELEASED, 1, 0, "closed on an interrupted thread");
+        at(120, "harness", Event.Type.FAULT, 0, 0, "CLOSE_INTERRUPTED w0");
+        at(1200, "w1", Event.Type.GRANTED, 2, 2200, "");
+        Verdict v = checker.check(events, 0);
+        assertEquals(1, v.livenessViolations());
+        assertTrue(v.stuck());
+        events.clear(); // the near miss: granted within the bound
+        at(0, "w0", Event.Type.GRANTED, 1, 1000, "");
+        at(100, "w0", Event.Type.RELEASE, 1, 900, "");
+        at(110, "w0", Event.Type.RELEASED, 1, 0, "closed on an interrupted thread");
+        at(120, "harness", Event.Type.FAULT, 0, 0, "CLOSE_INTERRUPTED w0");
+        at(900, "w1", Event.Type.GRANTED, 2, 1900, "");
+        Verdict near = checker.check(events, 0);
+        assertEquals(0, near.livenessViolations());
+        assertFalse(near.stuck());
+    }
+
+    @Test
     void claimsLeftBehindAreAFinding() {
         assertTrue(checker.check(events, 2).stuck());
         assertFalse(checker.check(events, 0).stuck());

@@ -57,6 +57,9 @@ class TortureTest {
                     continue;
                 }
                 String why = backend.inapplicable(s);
+                if (why == null && s.longOnly() && PROFILE.name().equals("short") && onlyScenarios.isEmpty()) {
+                    why = "long profile only (-Dfaults.profile=long), or named in -Dfaults.scenarios";
+                }
                 if (why == null) {
                     why = TortureRun.unavailable(s);
                 }
