@@ -308,9 +308,19 @@ public final class TortureRun {
     private void awaitAll(Event.Type type, Duration max) throws InterruptedException {
         long deadline = System.nanoTime() + max.toNanos();
         for (String id : workers.keySet()) {
-            long left = deadline - System.nanoTime();
-            Optional<Event> e = timeline.await(0, ev -> ev.source().equals(id) && ev.type() == type,
-                    Duration.ofNanos(Math.max(0, left)));
+            Optional<Event> e = Optional.empty();
+            // in slices, so that a worker that died at start ends the wait at once instead of after max
+            while (e.isEmpty() && workers.get(id).isAlive()) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    break;
+                }
+                e = timeline.await(0, ev -> ev.source().equals(id) && ev.type() == type,
+                        Duration.ofNanos(Math.min(left, Duration.ofMillis(200).toNanos())));
+            }
+            if (e.isEmpty()) {
+                e = timeline.await(0, ev -> ev.source().equals(id) && ev.type() == type, Duration.ZERO);
+            }
             if (e.isEmpty()) {
                 throw new IllegalStateException("worker " + id + " did not report " + type + " within " + max
                         + " (alive: " + workers.get(id).isAlive() + "); see " + dir);
