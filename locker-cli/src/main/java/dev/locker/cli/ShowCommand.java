@@ -60,7 +60,10 @@ final class ShowCommand {
             return holder.isPresent() ? Cli.OK : Cli.NO;
         }
         Terminal t = cli.terminal();
-        t.out("lock      " + Show.lock(lock));
+        String asTyped = Show.lock(lock);
+        // Messages and the servers spell a lock KeyColumn.legible(); shown beside the command-line form when they differ.
+        String server = lock.legible();
+        t.out("lock      " + asTyped + (asTyped.equals(server) ? "" : " (" + server + " in messages and on the server)"));
         if (holder.isPresent()) {
             LockOwner o = holder.get();
             t.out("held by   " + Show.owner(o));

@@ -4,6 +4,7 @@ import dev.locker.api.KeyColumn;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.Lockers;
+import dev.locker.api.LockingException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -12,6 +13,7 @@ import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** {@code locker show} of a free lock says which records exist for the name, and what to try when none does. */
@@ -64,5 +66,26 @@ class CliShowTest {
         assertTrue(run.out().contains("INC-12 cleanup"), run::toString);
         assertTrue(run.out().contains("last run  none recorded"), run::toString);
         assertFalse(run.out().contains("nothing is known"), run::toString);
+    }
+
+    @Test
+    void showAndAContendedWriterSpellTheLockAsTheServerDoes() {
+        KeyColumn lock = KeyColumn.of("vertex:42", "name");
+        try (Locker holder = Lockers.open(uri(), LockerConfig.builder().rid("holder").build());
+             Locker writer = Lockers.open(uri(), LockerConfig.builder().rid("writer").build())) {
+            Object held = new Object();
+            holder.writeLock(lock, held);
+            holder.checkLocks(held);
+            Object late = new Object();
+            LockingException e = assertThrows(LockingException.class, () -> {
+                writer.writeLock(lock, late);
+                writer.checkLocks(late);
+            });
+            assertTrue(e.getMessage().contains("[lock vertex:42#name"), e.getMessage());
+            CliRun run = CliRun.run(Map.of("LOCKER_URI", uri()), "show", "vertex:42", "--column", "name");
+            assertEquals(Cli.OK, run.code(), run::toString);
+            assertTrue(run.out().contains("vertex:42#name"), run::toString);
+            holder.deleteLocks(held);
+        }
     }
 }
