@@ -470,11 +470,11 @@ public final class KeyColumn implements Comparable<KeyColumn> {
     private static final String HEX_DIGITS = "0123456789ABCDEF";
 
     /**
-     * Bytes in the legible form {@link #toString()} uses: printable ASCII as is, others as {@code \xNN}, shortened.
+     * Bytes for a diagnostic line: printable ASCII as is, others as {@code \xNN}, shortened. A lock's name in a message
+     * is {@link #toString()} (its {@link #legible()} name) instead.
      *
      * @param bytes any bytes
-     * @return bytes in the legible form {@link #toString()} uses: printable ASCII as is, others as {@code \xNN},
-     * shortened
+     * @return the bytes with printable ASCII as is, others as {@code \xNN}, shortened past 64 bytes
      */
     public static String printable(byte[] bytes) {
         int limit = 64;
