@@ -273,10 +273,27 @@ public final class KeyColumn implements Comparable<KeyColumn> {
         return c != 0 ? c : Arrays.compareUnsigned(column, o.column);
     }
 
-    /** Printable ASCII as is, other bytes as {@code \xNN}; long names are shortened so messages stay readable. */
+    /**
+     * The {@link #legible()} name, the one spelling of a lock in messages, the {@code locker} command and the servers.
+     * A part longer than 64 bytes is shortened, with its length, so messages stay readable.
+     */
     @Override
     public String toString() {
-        return "KeyColumn[" + printable(key) + "/" + printable(column) + "]";
+        StringBuilder sb = new StringBuilder(Math.min(key.length, 64) + Math.min(column.length, 64) + 8);
+        shortened(key, sb);
+        if (column.length > 0) {
+            sb.append('#');
+            shortened(column, sb);
+        }
+        return sb.toString();
+    }
+
+    private static void shortened(byte[] part, StringBuilder sb) {
+        int limit = 64;
+        escape(part.length <= limit ? part : Arrays.copyOf(part, limit), sb);
+        if (part.length > limit) {
+            sb.append("...(").append(part.length).append(" bytes)");
+        }
     }
 
     /** The bytes a legible name shows as they are; every other byte is written {@code %XX}. */
@@ -453,11 +470,11 @@ public final class KeyColumn implements Comparable<KeyColumn> {
     private static final String HEX_DIGITS = "0123456789ABCDEF";
 
     /**
-     * Bytes in the legible form {@link #toString()} uses: printable ASCII as is, others as {@code \xNN}, shortened.
+     * Bytes for a diagnostic line: printable ASCII as is, others as {@code \xNN}, shortened. A lock's name in a message
+     * is {@link #toString()} (its {@link #legible()} name) instead.
      *
      * @param bytes any bytes
-     * @return bytes in the legible form {@link #toString()} uses: printable ASCII as is, others as {@code \xNN},
-     * shortened
+     * @return the bytes with printable ASCII as is, others as {@code \xNN}, shortened past 64 bytes
      */
     public static String printable(byte[] bytes) {
         int limit = 64;

@@ -80,16 +80,24 @@ public final class Lockers {
         }
         int colon = uri.indexOf(':');
         if (colon <= 0) {
-            throw new IllegalArgumentException("locker URI '" + redact(uri) + "' has no scheme; known schemes: "
-                    + providers().keySet());
+            throw new IllegalArgumentException("locker URI '" + redact(uri) + "' has no scheme" + redisGuess(uri)
+                    + "; known schemes: " + KNOWN + onClasspath());
         }
         String scheme = uri.substring(0, colon).toLowerCase(Locale.ROOT);
         Map<String, LockerProvider> providers = providers();
         LockerProvider provider = providers.get(scheme);
         if (provider == null) {
+            String module = MODULES.get(scheme);
+            if (module != null) {
+                throw new IllegalArgumentException("no locker backend for scheme '" + scheme + "' on the classpath (URI '"
+                        + redact(uri) + "'): add dev.locker:" + module + " to the classpath" + onClasspath());
+            }
+            if (!uri.startsWith("//", colon + 1)) {
+                throw new IllegalArgumentException("locker URI '" + redact(uri) + "' has no scheme ('" + redact(scheme)
+                        + "' is not one)" + redisGuess(uri) + "; known schemes: " + KNOWN + onClasspath());
+            }
             throw new IllegalArgumentException("no locker backend for scheme '" + redact(scheme) + "' (URI '"
-                    + redact(uri) + "'); known schemes: " + providers.keySet()
-                    + " (add the backend's module, e.g. locker-redis, to the classpath)");
+                    + redact(uri) + "'); known schemes: " + KNOWN + onClasspath());
         }
         return provider;
     }
@@ -145,6 +153,25 @@ public final class Lockers {
     }
 
     private static final Pattern SCHEME = Pattern.compile("[A-Za-z][A-Za-z0-9+.-]*");
+
+    /** The module that serves each scheme Locker has, so a refusal can say which one to add. */
+    private static final Map<String, String> MODULES = Map.of("redis", "locker-redis", "rediss", "locker-redis",
+            "mongodb", "locker-mongo", "mongodb+srv", "locker-mongo", "hbase", "locker-hbase", "file", "locker-file",
+            "mem", "locker-local");
+
+    /** Every scheme of {@link #MODULES} as a URI starts with it, most used first. */
+    private static final String KNOWN = "redis://, rediss://, mongodb://, mongodb+srv://, hbase://, file:, mem:";
+
+    /** Text without {@code scheme://} is most often a Redis address: the hint shows it as one, redacted. */
+    private static String redisGuess(String uri) {
+        return ": for a Redis server, write redis://" + redact(uri).strip();
+    }
+
+    /** The schemes this classpath serves, for a refusal: which backend modules are really there. */
+    private static String onClasspath() {
+        java.util.Set<String> here = providers().keySet();
+        return here.isEmpty() ? " (no backend module is on the classpath)" : " (on the classpath: " + here + ")";
+    }
 
     /**
      * The schemes of every backend on the classpath, sorted, with their providers.

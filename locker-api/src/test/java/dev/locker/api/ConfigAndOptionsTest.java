@@ -87,7 +87,7 @@ class ConfigAndOptionsTest {
         LockOwner holder = new LockOwner("r", "h", 1, "t", "why", null);
         RuntimeException cause = new RuntimeException("boom");
         TemporaryLockingException e = new TemporaryLockingException("taken", lock, holder, cause);
-        assertTrue(e.getMessage().contains("KeyColumn[k/c]") && e.getMessage().contains("rid=r"), e.getMessage());
+        assertTrue(e.getMessage().contains("[lock k#c") && e.getMessage().contains("rid=r"), e.getMessage());
         assertEquals(cause, e.getCause());
         assertTrue(e.isTemporary());
         assertFalse(new PermanentLockingException("no", lock).isTemporary());

@@ -44,9 +44,11 @@ class KeyColumnTest {
     }
 
     @Test
-    void toStringIsLegibleAndEscapesBinary() {
-        assertEquals("KeyColumn[user:42/name]", KeyColumn.of("user:42", "name").toString());
-        assertEquals("KeyColumn[a\\x00b/\\x2f]", KeyColumn.of("a\u0000b", "/").toString());
+    void toStringIsTheLegibleNameTheServersShow() {
+        assertEquals("user:42#name", KeyColumn.of("user:42", "name").toString());
+        assertEquals("schema-migration-42", KeyColumn.named("schema-migration-42").toString());
+        assertEquals("a%00b#/", KeyColumn.of("a\u0000b", "/").toString());
+        assertEquals(KeyColumn.of("nightly report", "").legible(), KeyColumn.of("nightly report", "").toString());
         String longName = KeyColumn.of("x".repeat(1000), "").toString();
         assertTrue(longName.contains("(1000 bytes)"), longName);
     }
@@ -94,7 +96,7 @@ class KeyColumnTest {
         assertEquals(info.hashCode(), new LockInfo(KeyColumn.of("k", "c"), owner, 42,
                 Instant.ofEpochSecond(61)).hashCode());
         assertNotEquals(info, new LockInfo(KeyColumn.of("k", "c"), owner, 43, Instant.ofEpochSecond(61)));
-        assertEquals("KeyColumn[k/c] held by rid=rid-1 host=host pid=7 thread=main why=\"why\" since=1970-01-01T00:00:01Z "
+        assertEquals("k#c held by rid=rid-1 host=host pid=7 thread=main why=\"why\" since=1970-01-01T00:00:01Z "
                 + "token=42 until 1970-01-01T00:01:01Z", info.toString());
         List<LockInfo> locks = new ArrayList<>(List.of(info));
         LockPage page = new LockPage(locks, "next");

@@ -171,16 +171,10 @@ public final class Cli {
                     + "mongodb://db1/?replicaSet=rs0, hbase://zk1:2181/locker_locks)", args.command);
         }
         uri = uri.trim();
-        int colon = uri.indexOf(':');
-        if (colon <= 0) {
-            throw new UsageException("the URI '" + Secrets.mask(uri) + "' has no scheme; known: "
-                    + Lockers.providers().keySet(), args.command);
+        if (uri.indexOf(':') <= 0 || !Lockers.providers().containsKey(scheme(uri))) {
+            throw new UsageException(schemeRefusal(uri), args.command);
         }
         String scheme = scheme(uri);
-        if (!Lockers.providers().containsKey(scheme)) {
-            throw new UsageException("no backend for scheme '" + scheme + "' in '" + Secrets.mask(uri) + "'; known: "
-                    + Lockers.providers().keySet(), args.command);
-        }
         if (scheme.equals("mem")) {
             terminal.err("locker: note: mem: keeps locks inside one JVM; this command sees only its own process's "
                     + "locks, never another process's");
@@ -226,6 +220,16 @@ public final class Cli {
         String column = args.value("--column");
         byte[] c = column == null ? new byte[0] : LockNames.parse(column, "--column");
         return KeyColumn.of(k, c);
+    }
+
+    /** Lockers' own refusal of a URI whose scheme no backend here serves: it names the schemes and the module. */
+    private static String schemeRefusal(String uri) {
+        try {
+            Lockers.check(uri, LockerConfig.defaults());
+        } catch (IllegalArgumentException e) {
+            return new Secrets(uri).scrub(e.getMessage());
+        }
+        return "no backend for the URI '" + Secrets.mask(uri) + "'";
     }
 
     private static String message(Throwable e) {

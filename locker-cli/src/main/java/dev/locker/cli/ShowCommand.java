@@ -16,7 +16,8 @@ import java.util.Optional;
 /**
  * {@code locker show NAME}: the holder ({@link Locker#holder}), its token and expiry (from a listing by the lock's
  * key, the one API that returns them; given up after {@link #LISTING_BUDGET}), the last forced release and the last
- * finished run.
+ * finished run. For a free lock it says which of those records exist, and when none does, that nothing is known of the
+ * name: it reads only that name's records, never a listing of the whole server.
  */
 final class ShowCommand {
 
@@ -59,7 +60,10 @@ final class ShowCommand {
             return holder.isPresent() ? Cli.OK : Cli.NO;
         }
         Terminal t = cli.terminal();
-        t.out("lock      " + Show.lock(lock));
+        String asTyped = Show.lock(lock);
+        // Messages and the servers spell a lock KeyColumn.legible(); shown beside the command-line form when they differ.
+        String server = lock.legible();
+        t.out("lock      " + asTyped + (asTyped.equals(server) ? "" : " (" + server + " in messages and on the server)"));
         if (holder.isPresent()) {
             LockOwner o = holder.get();
             t.out("held by   " + Show.owner(o));
@@ -79,8 +83,18 @@ final class ShowCommand {
         } else {
             t.out("forced    never force-released");
         }
-        run.ifPresent(r -> t.out("last run  " + Show.owner(r.ranBy()) + ", started " + Show.instant(r.startedAt(), now)
-                + ", finished " + Show.instant(r.finishedAt(), now) + ", token " + r.token()));
+        if (run.isPresent()) {
+            RunRecord r = run.get();
+            t.out("last run  " + Show.owner(r.ranBy()) + ", started " + Show.instant(r.startedAt(), now)
+                    + ", finished " + Show.instant(r.finishedAt(), now) + ", token " + r.token());
+        } else if (holder.isEmpty()) {
+            t.out("last run  none recorded");
+        }
+        if (holder.isEmpty() && forced.isEmpty() && run.isEmpty()) {
+            // A job's lock often has a longer name than the job; listing by prefix finds it while it is held.
+            t.out("note      nothing is known of this name: no holder, no run record, no forced release. A job's "
+                    + "lock may have a longer name; `locker list PREFIX` shows the held locks whose name starts with PREFIX");
+        }
         return holder.isPresent() ? Cli.OK : Cli.NO;
     }
 

@@ -59,4 +59,14 @@ class CliUsageTest {
             assertTrue(run.out().isEmpty(), run::toString);
         }
     }
+
+    @Test
+    void aHostAndPortWithoutASchemeIsRefusedWithTheSchemesAndARedisSuggestion() {
+        CliRun run = CliRun.run(Map.of(), "list", "--uri", "default:s3cret-pw@localhost:6379");
+        assertEquals(Cli.USAGE, run.code(), run::toString);
+        assertTrue(run.err().contains("redis://default:***@localhost:6379"), run::toString);
+        assertTrue(run.err().contains("mongodb://") && run.err().contains("hbase://") && run.err().contains("file:"),
+                run::toString);
+        assertFalse(run.err().contains("s3cret-pw"), run::toString);
+    }
 }

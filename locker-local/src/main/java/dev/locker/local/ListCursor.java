@@ -51,10 +51,12 @@ public final class ListCursor {
         return out;
     }
 
+    /** The refusal names no tag: a tag is internal, and the user needs to know what to do instead. */
     private static IllegalArgumentException notOurs(String cursor, String tag) {
         String shown = cursor.length() > 80 ? cursor.substring(0, 80) + "..." : cursor;
-        return new IllegalArgumentException("cursor '" + shown + "' was not issued by a " + tag + " listing: pass null "
-                + "for the first page, then each page's nextCursor unchanged");
+        return new IllegalArgumentException("cursor '" + shown + "' was not issued by this locker's listing: it may come "
+                + "from another backend or another prefix's listing, or be damaged; start again without a cursor (null "
+                + "for the first page), then pass each page's nextCursor unchanged with the same prefix");
     }
 
     private static String checkTag(String tag) {
