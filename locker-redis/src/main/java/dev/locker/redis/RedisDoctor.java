@@ -33,7 +33,7 @@ import java.util.function.Consumer;
  *       carries the safety-net {@code PEXPIRE}, so {@code volatile-*} too), and the lock is granted twice: FAIL, even
  *       while {@code maxmemory} is 0 (one {@code CONFIG SET} away);</li>
  *   <li>{@code persistence}: a restart that can lose claims (no AOF with {@code appendfsync always}) is safe only with
- *       a {@code restartGuard} of at least the expiry;</li>
+ *       a {@code restartGuard} of at least the expiry (one guard for every locker of the server, default 60 s);</li>
  *   <li>{@code restart-guard}: grants are refused while the server's uptime is below the guard;</li>
  *   <li>{@code acl}: every command Locker sends or its scripts call, with a lock key and the release channel, asked
  *       of {@code redis.acl_check_cmd} inside a script, so a least-privilege user needs no admin right to be
@@ -61,7 +61,7 @@ public final class RedisDoctor implements DeploymentCheck {
         RedisLocker.Builder b = RedisLocker.builder().uri(uri); // a malformed URI fails here, before any I/O
         LockerConfig config = b.mergedConfig();
         Duration expiry = config.expiry();
-        Duration guard = b.restartGuardOption() != null ? b.restartGuardOption() : expiry;
+        Duration guard = b.restartGuard();
         String where = b.describe();
         List<Finding> out = new ArrayList<>();
         progress.accept("connecting to " + where);
@@ -191,13 +191,13 @@ public final class RedisDoctor implements DeploymentCheck {
             return Finding.warn("persistence", name + what + ": could not check whether a restart keeps claims, and "
                             + "restartGuard=" + format(guard) + " is shorter than the expiry " + format(expiry)
                             + ": if it does not, a lock can be granted after a restart while its former holder still works",
-                    "drop restartGuard from the URI (its default is the expiry), or run the doctor as a user allowed "
+                    "set restartGuard to at least the expiry on every locker of this server, or run the doctor as a user allowed "
                             + "INFO persistence and CONFIG GET appendfsync");
         }
         return Finding.fail("persistence", name + what + ": a restart can lose claims, and restartGuard="
                         + format(guard) + " is shorter than the expiry " + format(expiry) + ": after a restart a "
                         + "lock can be granted while its former holder still works",
-                "drop restartGuard from the URI (its default is the expiry), or run Redis with appendonly yes and "
+                "set restartGuard to at least the expiry on every locker of this server, or run Redis with appendonly yes and "
                         + "appendfsync always");
     }
 

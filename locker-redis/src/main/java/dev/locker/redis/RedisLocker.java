@@ -71,7 +71,7 @@ import java.util.function.Supplier;
  *   <li>a claim's expiry is server time + {@link LockerConfig#expiry()}; the local {@code ClaimStatus.expiry()} is
  *       taken from the config's time source before the request is sent, so it ends first (see the safety argument
  *       for the clock assumption);</li>
- *   <li>restart guard: while the server has been up for less than {@code restartGuard} (default: the expiry),
+ *   <li>restart guard: while the server has been up for less than {@code restartGuard} (default 60 s),
  *       the acquire script grants nothing, because a server that restarted without all of its data (no persistence,
  *       an older RDB snapshot, the last second of an AOF) may have lost a claim whose holder still works. It is
  *       decided by the server's uptime rather than by a client noticing a new {@code run_id}, which a client that
@@ -80,7 +80,11 @@ import java.util.function.Supplier;
  *       ({@code uptime_in_seconds - 1} plus the fraction of the current second), so the guard may hold up to a
  *       second longer than asked, never shorter. The uptime is read once, not per grant: the script keeps it, with
  *       the eviction check's answer, in an admission marker (see {@code admit} in {@code common.lua}) that lives a
- *       second and is trusted only while the server's {@code LASTSAVE} is unchanged, which a restart always changes;</li>
+ *       second and is trusted only while the server's {@code LASTSAVE} is unchanged, which a restart always changes.
+ *       The guard is one value for every locker of a server, never one per locker: the restarted server knows
+ *       nothing of the claims it lost, so a locker with a shorter guard would grant them while their holders work.
+ *       Hence its default does not follow the expiry, an expiry longer than the guard is refused when built, and a
+ *       single server records the guard in use and refuses a locker that asks with another one;</li>
  *   <li>with {@code replicas > 0}, a granted claim counts only once that many replicas acknowledged it
  *       ({@code WAIT}, pipelined with the script on the same connection); otherwise it is removed again. A renewal
  *       likewise extends the local expiry only once the replicas acknowledged it;</li>
@@ -113,8 +117,8 @@ import java.util.function.Supplier;
  *       {@code max(last + 1, server time in microseconds)}: strictly increasing while the hash keeps the last one,
  *       and after the hash was lost as long as the server's clock has not stepped back.</li>
  *   <li><b>Assumptions, per guarantee.</b> One holder at a time needs: no lost claims across restarts (AOF with
- *       {@code appendfsync always}, or a {@code restartGuard} at least as long as the longest expiry of all lockers
- *       sharing the server; the guard measures uptime on the server's wall clock, so it too needs a clock that does
+ *       {@code appendfsync always}, or one {@code restartGuard} on all lockers sharing the server, at least as long
+ *       as each one's expiry (both checked, the second in Cluster mode only when built); the guard measures uptime on the server's wall clock, so it too needs a clock that does
  *       not step); across failovers, {@code replicas} acknowledgements from the replica that will be promoted (the
  *       guard does not help there: a promoted replica has been up for long); no eviction (enforced by
  *       {@link EvictionCheck#FAIL}); and a server clock that does not step forward (NTP slewing is fine).
@@ -147,6 +151,12 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     private static final byte[] ONE = {'1'};
     private static final byte[] ZERO = {'0'};
     private static final Duration DEFAULT_TOMBSTONE_TTL = Duration.ofMinutes(20);
+    /**
+     * The restart guard unless set: one value for every locker of a deployment, never derived from a locker's expiry.
+     * After a restart without data the server knows nothing of the claims it lost, so only a guard that all lockers
+     * share and that covers all their expiries keeps one holder. A minute covers the default expiry.
+     */
+    static final Duration DEFAULT_RESTART_GUARD = Duration.ofSeconds(60);
     /** How long the release subscription outlives the last waiter (see {@link RedisWakeups}). */
     private static final Duration WAKEUP_LINGER = Duration.ofSeconds(5);
 
@@ -193,6 +203,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
 
     private final Rawable channelArg;
     private final Rawable guardKeyArg;
+    private final Rawable guardRecordArg;
 
     private RedisLocker(Builder b, LockerConfig config, UnifiedJedis client, boolean ownsClient) {
         super(b);
@@ -204,7 +215,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         this.server = b.describe();
         this.replicas = b.replicas;
         this.replicaTimeout = b.replicaTimeout;
-        this.restartGuard = b.restartGuard != null ? b.restartGuard : config.expiry();
+        this.restartGuard = b.restartGuard();
         this.tombstoneTtl = b.tombstoneTtl;
         this.evictionCheck = b.evictionCheck;
         this.ownField = ("c" + instance).getBytes(StandardCharsets.US_ASCII); // this instance's field
@@ -220,6 +231,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         this.evictionArg = RedisScript.arg(evictionCheck.arg);
         this.channelArg = RedisScript.arg(channel);
         this.guardKeyArg = RedisScript.arg(guardKey);
+        this.guardRecordArg = RedisScript.arg(keys.guardRecordKey());
         // the wake-ups' subscription gets a connection of its own, made with these options; with a client the caller
         // manages there are no options to make one with, and waiters poll instead
         AtomicLong subscriptionsMade = new AtomicLong();
@@ -287,12 +299,14 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         if (wait != null) {
             wait.beforeAttempt(lock); // a release published from now on wakes the pause after this attempt
         }
-        // no marker in Cluster mode: a second key would make the script fail (TRYAGAIN) while the lock's slot migrates
-        int keyCount = standalone ? 2 : 1;
+        // no marker nor guard record in Cluster mode: a second key would make the script fail (TRYAGAIN) while the
+        // lock's slot migrates
+        int keyCount = standalone ? 3 : 1;
         Rawable[] call = new Rawable[keyCount + (wait == null ? 7 : 9)]; // the waiter's two only when waiting
         call[0] = RedisScript.arg(key);
         if (standalone) {
             call[1] = guardKeyArg;
+            call[2] = guardRecordArg;
         }
         call[keyCount] = fieldArg;
         call[keyCount + 1] = RedisScript.arg(nonce);
@@ -371,6 +385,16 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
                     + "maxmemory " + r.get(2) + " bytes): an evicted lock key lets a second process acquire a lock "
                     + "that is still held. Set maxmemory-policy noeviction (or maxmemory 0) on every master, or "
                     + "evictionCheck=warn to accept the risk", lock);
+        }
+        if (code == -6) {
+            Duration recorded = Duration.ofMillis(Long.parseLong(new String((byte[]) r.get(1),
+                    StandardCharsets.US_ASCII)));
+            throw new PermanentLockingException("restartGuard=" + restartGuard + " differs from restartGuard="
+                    + recorded + ", which the other lockers of prefix " + keys.prefix() + " use on " + server
+                    + ": after a restart without data the shorter guard would grant locks whose holders still work. "
+                    + "Give every locker sharing the server one restartGuard (the record lapses "
+                    + (recorded.compareTo(Duration.ofSeconds(1)) > 0 ? recorded : Duration.ofSeconds(1)).plusSeconds(1)
+                    + " after their last grant)", lock);
         }
         if (code == -3) { // only a late request meets its tombstone, and nobody waits for its reply
             throw new TemporaryLockingException("this acquire had been withdrawn on " + server + " before it arrived; "
@@ -1049,11 +1073,13 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
 
         /**
          * No claim is granted while the server's uptime is below this (it may have restarted and lost claims);
-         * renewals and releases go on. Default: the config's expiry; use the longest expiry of all lockers sharing
-         * the server. Zero turns the guard off (for servers whose data survives restarts, e.g. AOF with
-         * {@code appendfsync always}). The guard reads {@code INFO server} inside the acquire script, so an ACL
-         * user needs {@code +info}; with {@code +lastsave +get +set} too, it reads it about once a second instead of
-         * at every grant (the admission marker, see the README).
+         * renewals and releases go on. Default 60 s, whatever the expiry: every locker sharing a server (and key
+         * prefix) must use the same guard, and each locker's expiry must be at most the guard (checked when built;
+         * hold longer with keep-alive, which renews within the expiry). A single server records the guard in use,
+         * and refuses a locker asking with another one. Zero turns the guard off (for servers whose data survives
+         * restarts, e.g. AOF with {@code appendfsync always}). The guard reads {@code INFO server} inside the acquire
+         * script, so an ACL user needs {@code +info}; with {@code +lastsave +get +set} too, it reads it about once a
+         * second instead of at every grant (the admission marker, see the README).
          */
         public Builder restartGuard(Duration d) {
             Objects.requireNonNull(d, "restartGuard must not be null");
@@ -1118,8 +1144,12 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
             return socketTimeout.compareTo(Duration.ofSeconds(2)) > 0 ? socketTimeout : Duration.ofSeconds(2);
         }
 
-        /** A change to the locker config that comes from the URI (expiry, retries...); applied over {@link #config}. */
-        /** The options a deployment check judges ({@link RedisDoctor}): restart guard (null: the expiry), replicas. */
+        /** The restart guard this builder's locker would use: the one set, or {@link #DEFAULT_RESTART_GUARD}. */
+        Duration restartGuard() {
+            return restartGuard != null ? restartGuard : DEFAULT_RESTART_GUARD;
+        }
+
+        /** The options a deployment check judges ({@link RedisDoctor}): restart guard (null: the default), replicas. */
         Duration restartGuardOption() {
             return restartGuard;
         }
@@ -1136,6 +1166,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
             return evictionCheck;
         }
 
+        /** A change to the locker config that comes from the URI (expiry, retries...); applied over {@link #config}. */
         Builder configOverride(Consumer<LockerConfig.Builder> change) {
             configOverrides.add(change);
             return this;
@@ -1170,6 +1201,16 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
                 atMostCenturies(restartGuard, "restartGuard");
             }
             atMostCenturies(tombstoneTtl, "tombstoneTtl");
+            Duration guard = restartGuard();
+            if (!guard.isZero() && cfg.expiry().compareTo(guard) > 0) {
+                // a claim that outlives the guard outlives a restart that lost it: a second locker is granted its lock
+                // once the guard is over, while this holder still counts on its claim
+                throw new IllegalArgumentException("expiry " + cfg.expiry() + " is longer than restartGuard " + guard
+                        + ": after a restart without data a lock could be granted again while its holder still works. "
+                        + "Use an expiry of at most restartGuard (keep-alive renews longer holds), or raise "
+                        + "restartGuard on every locker sharing the server, or set restartGuard=0 where claims survive "
+                        + "restarts (appendonly yes, appendfsync always)");
+            }
             if (client == null) {
                 checkTopology();
             }

@@ -31,7 +31,8 @@ import java.util.stream.Stream;
  *   <tr><td>poolSize</td><td>8</td><td>connections per server</td></tr>
  *   <tr><td>replicas</td><td>0</td><td>replica acknowledgements ({@code WAIT}) a claim needs</td></tr>
  *   <tr><td>replicaTimeout</td><td>1s</td><td>how long to wait for them</td></tr>
- *   <tr><td>restartGuard</td><td>the expiry</td><td>refuse grants while the server's provable uptime is lower</td></tr>
+ *   <tr><td>restartGuard</td><td>60s</td><td>refuse grants while the server's provable uptime is lower; one value
+ *       for every locker of the server, at least each one's expiry</td></tr>
  *   <tr><td>evictionCheck</td><td>fail</td><td>fail, warn or off: an acquire on a server that may evict keys</td></tr>
  *   <tr><td>tombstoneTtl</td><td>20m</td><td>how long a withdrawn acquire's late request is still refused</td></tr>
  *   <tr><td>verifyHostname</td><td>true</td><td>TLS hostname verification</td></tr>

@@ -1,0 +1,127 @@
+package dev.locker.redis;
+
+import dev.locker.api.KeyColumn;
+import dev.locker.api.Lease;
+import dev.locker.api.Locker;
+import dev.locker.api.LockerConfig;
+import dev.locker.api.LockingException;
+import dev.locker.api.PermanentLockingException;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import redis.clients.jedis.UnifiedJedis;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Lockers with different expiries on one server share one restart guard, so a restart never yields two holders. */
+@Timeout(value = 180, unit = TimeUnit.SECONDS)
+class RedisMixedExpiryRestartTest {
+
+    private final List<Locker> opened = new ArrayList<>();
+
+    @BeforeEach
+    void needsOwnServers() {
+        Assumptions.assumeFalse(RedisTarget.isExternal(), "needs servers it can kill");
+    }
+
+    @AfterEach
+    void closeLockers() {
+        opened.forEach(Locker::close);
+        opened.clear();
+    }
+
+    private RedisLocker.Builder builder(RedisServerProcess s, String name, Duration expiry) {
+        return RedisLocker.builder().node("127.0.0.1", s.port()).keyPrefix("mixed:")
+                .config(LockerConfig.builder().rid(name + "-" + LockerConfig.randomRid().substring(0, 8))
+                        .expiry(expiry).build());
+    }
+
+    private RedisLocker open(RedisLocker.Builder b) {
+        RedisLocker l = b.build();
+        opened.add(l);
+        return l;
+    }
+
+    /**
+     * Given A holding a lock with a 5 s expiry and B built with a 500 ms expiry, both with the default guard: the
+     * server restarts without its data. However often B asks while A's lease is valid, B is refused.
+     */
+    @Test
+    void aLockerWithAShorterExpiryIsNotGrantedALockLostInARestartWhileItsHolderIsValid() {
+        try (RedisServerProcess server = RedisServerProcess.start()) {
+            RedisLocker a = open(builder(server, "a", Duration.ofSeconds(5)));
+            KeyColumn lock = KeyColumn.named("nightly-" + LockerConfig.randomRid().substring(0, 8));
+            Lease held;
+            try (UnifiedJedis admin = RedisLocker.builder().node("127.0.0.1", server.port()).newClient(1)) {
+                held = awaitGrant(a, lock, admin);
+            }
+            server.kill9();
+            server.startAgain(); // no data: A's claim is gone, A's lease does not know yet
+            RedisLocker b = open(builder(server, "b", Duration.ofMillis(500)));
+            while (held.isValid()) {
+                try (Lease second = b.acquire(lock, "takeover")) {
+                    assertFalse(held.isValid(), "B was granted the lock (token " + second.fencingToken()
+                            + ") while A's lease (token " + held.fencingToken() + ") was still valid: two holders");
+                } catch (LockingException refused) {
+                    assertTrue(refused.getMessage().contains("restartGuard"), refused.getMessage());
+                }
+                RedisServerProcess.sleep(100);
+            }
+        }
+    }
+
+    /** Asks until the guard of a fresh server lets the grant through (the default guard is a minute). */
+    private static Lease awaitGrant(RedisLocker a, KeyColumn lock, UnifiedJedis admin) {
+        while (true) {
+            try {
+                return a.acquire(lock, "nightly");
+            } catch (LockingException refused) {
+                assertTrue(refused.getMessage().contains("restartGuard"), refused.getMessage());
+                RedisServerProcess.sleep(500);
+            }
+        }
+    }
+
+    /** An expiry the guard does not cover would outlive a restart's guard: refused before any I/O. */
+    @Test
+    void anExpiryLongerThanTheRestartGuardIsRefusedWhenBuilt() {
+        RedisLocker.Builder b = RedisLocker.builder().node("127.0.0.1", 1)
+                .config(LockerConfig.builder().expiry(Duration.ofMinutes(5)).build());
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, b::build);
+        assertTrue(e.getMessage().contains("restartGuard") && e.getMessage().contains("expiry"), e.getMessage());
+        IllegalArgumentException explicit = assertThrows(IllegalArgumentException.class, () -> RedisLocker.builder()
+                .node("127.0.0.1", 1).config(LockerConfig.builder().expiry(Duration.ofSeconds(5)).build())
+                .restartGuard(Duration.ofSeconds(2)).build());
+        assertTrue(explicit.getMessage().contains("restartGuard"), explicit.getMessage());
+    }
+
+    /**
+     * Given A granted a lock with a 2 s guard, B with a 1 s guard on the same server and prefix is refused at once,
+     * naming both guards, long before a restart could show the difference.
+     */
+    @Test
+    void aLockerWhoseRestartGuardDiffersFromTheOneInUseIsRefused() {
+        try (RedisServerProcess server = RedisServerProcess.start()) {
+            try (UnifiedJedis admin = RedisLocker.builder().node("127.0.0.1", server.port()).newClient(1)) {
+                RedisTarget.awaitUptime(admin, Duration.ofSeconds(2));
+            }
+            RedisLocker a = open(builder(server, "a", Duration.ofSeconds(1)).restartGuard(Duration.ofSeconds(2)));
+            RedisLocker b = open(builder(server, "b", Duration.ofSeconds(1)).restartGuard(Duration.ofSeconds(1)));
+            a.acquire(KeyColumn.named("first"), "records the guard").close();
+            PermanentLockingException e = assertThrows(PermanentLockingException.class,
+                    () -> b.acquire(KeyColumn.named("other"), "a second guard"));
+            assertTrue(e.getMessage().contains("restartGuard=PT1S") && e.getMessage().contains("PT2S"),
+                    e.getMessage());
+            a.acquire(KeyColumn.named("other"), "the guard in use").close();
+        }
+    }
+}
