@@ -59,18 +59,18 @@ if fast then
   local warning
   local guard = ARGV[5]
   if guard ~= '0' or check ~= 'off' then
-    -- admitted outright by a marker of this boot, written with our guard, that says up long enough and no eviction
-    -- (see admit); anything else (no marker, another boot's or guard's, Cluster mode, a warning or a refusal to give)
-    -- is admit's to decide
+    -- admitted outright by a marker of this boot that says up long enough and no eviction, written with our guard
+    -- when we have one (see admit); anything else (no marker, another boot's or guard's, Cluster mode, a warning or a
+    -- refusal to give) is admit's to decide
     local marker, saved, ms, us, g = KEYS[2]
     if marker then
       saved = redis.pcall('LASTSAVE') -- a number, or an error reply (a table) that no marker matches
       marker = redis.pcall('GET', marker)
       if type(marker) == 'string' then
-        ms, us, g = string.match(marker, '^(%d+) (%d+) 1 (%d+)$')
+        ms, us, g = string.match(marker, '^(%d+) (%d+) 1 ?(%d*)$')
       end
     end
-    if not (ms and ms + 0 == saved and g == guard and (guard == '0' or now - us >= guard * 1000)) then
+    if not (ms and ms + 0 == saved and (guard == '0' or g == guard and now - us >= guard * 1000)) then
       local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner,
           wake, may_have_waiters, is_senior, keep_until, admit = lib()
       local refusal
