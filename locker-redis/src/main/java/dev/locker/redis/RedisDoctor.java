@@ -34,6 +34,8 @@ import java.util.function.Consumer;
  *       while {@code maxmemory} is 0 (one {@code CONFIG SET} away);</li>
  *   <li>{@code persistence}: a restart that can lose claims (no AOF with {@code appendfsync always}) is safe only with
  *       a {@code restartGuard} of at least the expiry (one guard for every locker of the server, default 60 s);</li>
+ *   <li>{@code run-records}: a restart that loses data loses the records of finished {@code runOnce} jobs too,
+ *       and no guard brings them back: such a job runs again (WARN);</li>
  *   <li>{@code restart-guard}: grants are refused while the server's uptime is below the guard;</li>
  *   <li>{@code acl}: every command Locker sends or its scripts call, with a lock key and the release channel, asked
  *       of {@code redis.acl_check_cmd} inside a script, so a least-privilege user needs no admin right to be
@@ -100,6 +102,7 @@ public final class RedisDoctor implements DeploymentCheck {
         Map<String, String> persistence = info(node, "persistence");
         String appendfsync = config(node, "appendfsync");
         out.add(persistence(name, persistence, appendfsync, config(node, "save"), guard, expiry));
+        out.add(runRecords(name, persistence, appendfsync));
         out.add(restartGuard(name, info, guard));
         out.add(acl(node, name, b, major));
         out.add(replication(name, replication, b.replicasOption()));
@@ -199,6 +202,24 @@ public final class RedisDoctor implements DeploymentCheck {
                         + "lock can be granted while its former holder still works",
                 "set restartGuard to at least the expiry on every locker of this server, or run Redis with appendonly yes and "
                         + "appendfsync always");
+    }
+
+    /** Records of finished runs are data like any other: only a restart that keeps every write keeps them. */
+    private static Finding runRecords(String name, Map<String, String> p, String appendfsync) {
+        String aofEnabled = p == null ? null : p.get("aof_enabled");
+        if ("1".equals(aofEnabled) && "always".equals(appendfsync)) {
+            return Finding.ok("run-records", name + "AOF with appendfsync always: the records of finished runOnce jobs "
+                    + "survive a restart");
+        }
+        String fix = "if a job must never run twice, run Redis with appendonly yes and appendfsync always; otherwise "
+                + "make such jobs safe to run again";
+        if (aofEnabled == null || "1".equals(aofEnabled) && appendfsync == null) {
+            return Finding.warn("run-records", name + "could not check whether a restart keeps the records of "
+                    + "finished runOnce jobs (" + refused(p == null ? "persistence" : null) + "): if it does not, such "
+                    + "a job runs again after one", fix);
+        }
+        return Finding.warn("run-records", name + "a restart can lose the records of finished runOnce jobs (no AOF "
+                + "with appendfsync always), and no restartGuard brings them back: such a job then runs again", fix);
     }
 
     private static Finding restartGuard(String name, Map<String, String> info, Duration guard) {

@@ -534,13 +534,28 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         withRetries(() -> RedisScript.RECORD.run(client, keyList, args));
     }
 
-    /** Atomic with the check that our claim (field, nonce, token) is alive: one script. */
+    /**
+     * Atomic with the check that our claim (field, nonce, token) is alive: one script. With {@code replicas > 0} the
+     * record counts only once that many replicas acknowledged it, like the claim it follows: otherwise a failover to
+     * a replica that has the claim but not the record would run the job again after a run reported done.
+     */
     @Override
     protected boolean writeRecord(KeyColumn lock, String name, byte[] value, ClaimStatus holding) {
-        List<byte[]> keyList = List.of(keys.lockKey(lock), keys.recordKey(lock));
-        List<byte[]> args = List.of(new byte[]{'w'}, name.getBytes(StandardCharsets.US_ASCII), value, ownField,
-                holding.claimId(), Long.toString(holding.fencingToken()).getBytes(StandardCharsets.US_ASCII));
-        return (Long) withRetries(() -> RedisScript.RECORD.run(client, keyList, args)) == 1L;
+        Rawable[] call = {RedisScript.arg(keys.lockKey(lock)), RedisScript.arg(keys.recordKey(lock)),
+                RedisScript.arg(new byte[]{'w'}), RedisScript.arg(name.getBytes(StandardCharsets.US_ASCII)),
+                RedisScript.arg(value), fieldArg, RedisScript.arg(holding.claimId()),
+                RedisScript.arg(Long.toString(holding.fencingToken()).getBytes(StandardCharsets.US_ASCII))};
+        if (replicas == 0) {
+            return (Long) withRetries(() -> RedisScript.RECORD.run(client, 2, call)) == 1L;
+        }
+        Object[] both = withRetries(() -> runAndWait(RedisScript.RECORD, 2, call));
+        long acks = (Long) both[1];
+        if ((Long) both[0] == 1L && acks < replicas) {
+            throw new TemporaryLockingException("the run's record was written on " + server + " but only " + acks
+                    + " of " + replicas + " replicas acknowledged it within " + replicaTimeout + ": a failover may "
+                    + "lose it, and the job then runs again", lock);
+        }
+        return (Long) both[0] == 1L;
     }
 
     // ---- waiting: a queue per lock, woken by releases ----------------------------------------------------------
