@@ -167,6 +167,8 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     private final int replicas;
     private final Duration replicaTimeout;
     private final Duration restartGuard;
+    /** What a holder may count on: the expiry less {@code serverClockSkew}, the clock another server may be ahead by. */
+    private final Duration validity;
     private final Duration tombstoneTtl;
     private final EvictionCheck evictionCheck;
     private final Set<String> evictionWarnings = ConcurrentHashMap.newKeySet();
@@ -216,6 +218,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         this.replicas = b.replicas;
         this.replicaTimeout = b.replicaTimeout;
         this.restartGuard = b.restartGuard();
+        this.validity = this.config.expiry().minus(b.serverClockSkew);
         this.tombstoneTtl = b.tombstoneTtl;
         this.evictionCheck = b.evictionCheck;
         this.ownField = ("c" + instance).getBytes(StandardCharsets.US_ASCII); // this instance's field
@@ -351,7 +354,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
             }
             long token = r == null ? (Long) reply : (Long) r.get(1);
             // kept as (instance, acquire number): the nonce's bytes are made again when sent
-            ClaimStatus status = grantedCounted(instanceBytes, acquire, token, deadline(started, config.expiry()));
+            ClaimStatus status = grantedCounted(instanceBytes, acquire, token, deadline(started, validity));
             if (replicas > 0 && acks < replicas) {
                 withdraw(lock, key, nonce, "only " + acks + " of " + replicas + " replicas acknowledged it");
                 throw new TemporaryLockingException("only " + acks + " of " + replicas + " replicas of " + server
@@ -431,7 +434,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
                         + " acknowledged the renewal within " + replicaTimeout + "; the claim keeps its former deadline",
                         lock);
             }
-            return status.renewed(deadline(started, config.expiry()));
+            return status.renewed(deadline(started, validity));
         }
         throw notOurs(lock, r);
     }
@@ -941,6 +944,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         private int replicas;
         private Duration replicaTimeout = Duration.ofSeconds(1);
         private Duration restartGuard;
+        private Duration serverClockSkew = Duration.ZERO;
         private Duration tombstoneTtl = DEFAULT_TOMBSTONE_TTL;
         private EvictionCheck evictionCheck = EvictionCheck.FAIL;
         private String clientName;
@@ -1106,6 +1110,22 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         }
 
         /**
+         * How far apart the clocks of the servers that may judge a claim can be: the master that wrote it, and a
+         * replica a failover promotes or a Cluster node a slot migrates to. Default 0, right for one server without
+         * replicas. The claim's expiry is an instant of the writing master's clock; a server ahead by this much ends it
+         * this much sooner, so each holder's validity is the expiry less this bound. Must be under half the expiry
+         * (keep-alive renews every third of it). {@code locker doctor} measures the clocks it can reach.
+         */
+        public Builder serverClockSkew(Duration d) {
+            Objects.requireNonNull(d, "serverClockSkew must not be null");
+            if (d.isNegative()) {
+                throw new IllegalArgumentException("serverClockSkew must not be negative, was " + d);
+            }
+            this.serverClockSkew = d;
+            return this;
+        }
+
+        /**
          * What an acquire does on a server that may evict keys ({@code maxmemory} above 0 and a
          * {@code maxmemory-policy} other than {@code noeviction}; volatile policies included, since lock keys carry
          * the safety-net {@code PEXPIRE}). Default {@link EvictionCheck#FAIL}. The check runs inside the acquire
@@ -1169,6 +1189,10 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
             return restartGuard;
         }
 
+        Duration serverClockSkewOption() {
+            return serverClockSkew;
+        }
+
         int replicasOption() {
             return replicas;
         }
@@ -1216,6 +1240,13 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
                 atMostCenturies(restartGuard, "restartGuard");
             }
             atMostCenturies(tombstoneTtl, "tombstoneTtl");
+            // Tokens need no allowance of their own: every PEXPIRE keeps the lock's key (and the last token in it) at
+            // least one expiry past the token's issue, so a server behind by less than that never forgets it too early
+            if (serverClockSkew.multipliedBy(2).compareTo(cfg.expiry()) >= 0) {
+                throw new IllegalArgumentException("serverClockSkew " + serverClockSkew + " must be less than half the "
+                        + "expiry " + cfg.expiry() + ": a holder counts on the expiry less the skew, and keep-alive "
+                        + "renews every third of the expiry");
+            }
             Duration guard = restartGuard();
             if (!guard.isZero() && cfg.expiry().compareTo(guard) > 0) {
                 // a claim that outlives the guard outlives a restart that lost it: a second locker is granted its lock
