@@ -220,7 +220,7 @@ public final class RedisDoctor implements DeploymentCheck {
         String appendfsync = config(node, "appendfsync");
         out.add(persistence(name, persistence, appendfsync, config(node, "save"), guard, expiry));
         out.add(runRecords(name, persistence, appendfsync));
-        out.add(restartGuard(name, info, guard));
+        out.add(restartGuard(name, info, guard, cluster ? null : recordedGuard(node, b)));
         out.add(acl(node, name, b, major));
         out.add(replication(name, replication, b.replicasOption()));
     }
@@ -339,7 +339,24 @@ public final class RedisDoctor implements DeploymentCheck {
                 + "with appendfsync always), and no restartGuard brings them back: such a job then runs again", fix);
     }
 
-    private static Finding restartGuard(String name, Map<String, String> info, Duration guard) {
+    /** The restart guard the lockers of the URI's prefix record on a single server (ms), or null when none is read. */
+    private static Long recordedGuard(Node node, RedisLocker.Builder b) {
+        try {
+            Object v = node.call("GET", new String(new RedisKeys(b.keyPrefixOption()).guardRecordKey(),
+                    StandardCharsets.UTF_8));
+            return v == null ? null : Long.valueOf(text(v));
+        } catch (JedisException | NumberFormatException e) {
+            return null;
+        }
+    }
+
+    private static Finding restartGuard(String name, Map<String, String> info, Duration guard, Long recordedMs) {
+        if (recordedMs != null && !guard.isZero() && recordedMs != guard.toMillis()) {
+            return Finding.fail("restart-guard", name + "restartGuard=" + format(guard) + " differs from restartGuard="
+                            + format(Duration.ofMillis(recordedMs)) + ", which the lockers of this prefix use here: "
+                            + "acquires with it are refused, and after a restart the shorter guard would grant locks "
+                            + "whose holders still work", "give every locker of this server one restartGuard");
+        }
         if (guard.isZero()) {
             return Finding.ok("restart-guard", name + "restartGuard=0: grants right after a restart");
         }

@@ -6,6 +6,7 @@ import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.LockingException;
 import dev.locker.api.PermanentLockingException;
+import dev.locker.spi.DeploymentCheck;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
@@ -18,6 +19,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -106,7 +108,7 @@ class RedisMixedExpiryRestartTest {
 
     /**
      * Given A granted a lock with a 2 s guard, B with a 1 s guard on the same server and prefix is refused at once,
-     * naming both guards, long before a restart could show the difference.
+     * naming both guards, long before a restart could show the difference; the doctor fails B's URI too.
      */
     @Test
     void aLockerWhoseRestartGuardDiffersFromTheOneInUseIsRefused() {
@@ -122,6 +124,10 @@ class RedisMixedExpiryRestartTest {
             assertTrue(e.getMessage().contains("restartGuard=PT1S") && e.getMessage().contains("PT2S"),
                     e.getMessage());
             a.acquire(KeyColumn.named("other"), "the guard in use").close();
+            DeploymentCheck.Finding doctor = new RedisDoctor().check(server.uri() + "?prefix=mixed:&expiry=1s"
+                    + "&restartGuard=1s", p -> { }).stream().filter(f -> f.check().equals("restart-guard"))
+                    .findFirst().orElseThrow();
+            assertEquals(DeploymentCheck.Level.FAIL, doctor.level(), doctor::toString);
         }
     }
 }
