@@ -139,8 +139,8 @@ public final class RedisDoctor implements DeploymentCheck {
         long errorMs = 2 * error / 1000 + 1;
         String seen = offsets.size() + " server clock(s) read" + (offsets.size() > 1 ? ", " + spreadMs + " ms apart (±"
                 + errorMs + " ms)" : "") + (unread.isEmpty() ? "" : "; not read: " + unread);
-        String fix = "keep the servers' clocks in sync (NTP or chrony), or raise serverClockSkew in the URI to at least "
-                + "the largest difference you expect";
+        String fix = "keep the servers' clocks in sync (NTP or chrony), or raise serverClockSkew in the URI to at "
+                + "least the largest difference you expect";
         if (offsets.size() > 1 && spreadMs - errorMs > skew.toMillis()) {
             return Finding.fail("server-clocks", seen + ": further apart than serverClockSkew=" + format(skew)
                     + ", so a failover or slot migration can end a claim while its holder still counts on it", fix);
@@ -311,14 +311,14 @@ public final class RedisDoctor implements DeploymentCheck {
             return Finding.warn("persistence", name + what + ": could not check whether a restart keeps claims, and "
                             + "restartGuard=" + format(guard) + " is shorter than the expiry " + format(expiry)
                             + ": if it does not, a lock can be granted after a restart while its former holder still works",
-                    "set restartGuard to at least the expiry on every locker of this server, or run the doctor as a user allowed "
-                            + "INFO persistence and CONFIG GET appendfsync");
+                    "set restartGuard to at least the expiry on every locker of this server, or run the doctor as a "
+                            + "user allowed INFO persistence and CONFIG GET appendfsync");
         }
         return Finding.fail("persistence", name + what + ": a restart can lose claims, and restartGuard="
                         + format(guard) + " is shorter than the expiry " + format(expiry) + ": after a restart a "
                         + "lock can be granted while its former holder still works",
-                "set restartGuard to at least the expiry on every locker of this server, or run Redis with appendonly yes and "
-                        + "appendfsync always");
+                "set restartGuard to at least the expiry on every locker of this server, or run Redis with "
+                        + "appendonly yes and appendfsync always");
     }
 
     /** Records of finished runs are data like any other: only a restart that keeps every write keeps them. */

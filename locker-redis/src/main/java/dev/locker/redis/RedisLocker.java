@@ -118,9 +118,11 @@ import java.util.function.Supplier;
  *       and after the hash was lost as long as the server's clock has not stepped back.</li>
  *   <li><b>Assumptions, per guarantee.</b> One holder at a time needs: no lost claims across restarts (AOF with
  *       {@code appendfsync always}, or one {@code restartGuard} on all lockers sharing the server, at least as long
- *       as each one's expiry (both checked, the second in Cluster mode only when built); the guard measures uptime on the server's wall clock, so it too needs a clock that does
- *       not step); across failovers, {@code replicas} acknowledgements from the replica that will be promoted (the
- *       guard does not help there: a promoted replica has been up for long); no eviction (enforced by
+ *       as each one's expiry: the expiry is checked when built, the one guard by a single server's record; the guard
+ *       measures uptime on the server's wall clock, so it too needs a clock that does not step); across failovers,
+ *       {@code replicas} acknowledgements from the replica that will be promoted (the guard does not help there: a
+ *       promoted replica has been up for long), and {@code serverClockSkew} at least the clocks' difference (taken off
+ *       each holder's validity); no eviction (enforced by
  *       {@link EvictionCheck#FAIL}); and a server clock that does not step forward (NTP slewing is fine).
  *       Increasing fencing tokens need a server clock that does not step back once data was lost. Everything else
  *       (lost replies, late requests, failed withdrawals, tombstones outlived by a request) costs only liveness: a
@@ -167,7 +169,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     private final int replicas;
     private final Duration replicaTimeout;
     private final Duration restartGuard;
-    /** What a holder may count on: the expiry less {@code serverClockSkew}, the clock another server may be ahead by. */
+    /** What a holder counts on: the expiry less {@code serverClockSkew}, how far another server may be ahead. */
     private final Duration validity;
     private final Duration tombstoneTtl;
     private final EvictionCheck evictionCheck;
