@@ -15,6 +15,11 @@ import java.util.Objects;
  * <p>While it is valid ({@link #isValid()}: not closed, not known lost, before its deadline on this process's
  * monotonic clock) the holder may act, passing {@link #fencingToken()} to what it writes. When it is lost, the
  * listeners given to {@link #onLost} are told once, with the reason.
+ *
+ * <p>A loss the holder did not cause (a forced release, a takeover after a server lost the claim) is learnt at the
+ * next step that asks the backend: a renewal (the keep-alive renews every third of the expiry, or {@link #renew()}),
+ * or {@link #check()}. A lease that is not kept alive and never checked learns it at its deadline at the latest.
+ * {@link #isValid()} does no I/O, so it turns false only once the loss is learnt or the deadline passed.
  */
 public final class Lease implements AutoCloseable {
 
@@ -171,9 +176,10 @@ public final class Lease implements AutoCloseable {
     }
 
     /**
-     * Extends the lease in place, keeping its seniority and fencing token.
+     * Extends the lease in place, keeping its seniority and fencing token. Asks the backend, so it also finds a
+     * forced release or a takeover.
      *
-     * @throws ExpiredLockException when it has already expired or was force-released
+     * @throws ExpiredLockException when it has already expired, was force-released or taken over
      */
     public void renew() {
         locker.renewLocks(openTx());
@@ -191,7 +197,8 @@ public final class Lease implements AutoCloseable {
 
     /**
      * True while this process may act under the lease: not closed, not known to be lost, and before its deadline on
-     * the monotonic clock. No I/O: a loss the backend has not reported yet is seen by {@link #check()}.
+     * the monotonic clock. No I/O: a loss the backend has not reported yet is seen by {@link #check()} or by the
+     * next renewal.
      *
      * @return true while this process may act under the lease: not closed, not known to be lost, and before its
      * deadline on the monotonic clock

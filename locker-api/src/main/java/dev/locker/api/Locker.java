@@ -75,7 +75,8 @@ public interface Locker extends AutoCloseable {
      * Extends the expiry of every lock {@code tx} holds, in place: the claims keep their seniority and fencing tokens.
      *
      * @param tx the transaction: any object of the caller's, compared by identity
-     * @throws ExpiredLockException when a claim has expired or was taken away (then the lock may be someone else's)
+     * @throws ExpiredLockException when a claim has expired, was taken away or force-released (then the lock may be
+     *         someone else's)
      */
     void renewLocks(Object tx);
 
@@ -157,9 +158,15 @@ public interface Locker extends AutoCloseable {
     Optional<LockInfo> holding(KeyColumn lock);
 
     /**
-     * Operator's tool: removes every claim on {@code lock}, whoever owns it. The former holder learns it at its next
-     * {@link #checkLocks} or {@link #renewLocks} ({@link ExpiredLockException}); its fencing token is refused by the
-     * resource once the next holder wrote there. Use it only for a holder known to be dead.
+     * Operator's tool: removes every claim on {@code lock}, whoever owns it. Use it only for a holder known to be dead.
+     *
+     * <p>The former holder learns it at its next step that asks the backend about the claim: a renewal (its lease's
+     * keep-alive renews every third of the expiry; {@link #renewLocks}), {@link #verifyLocks} or {@link Lease#check()}.
+     * That step throws {@link ExpiredLockException}, and the lease's lost-listeners ({@link Lease#onLost}) are told.
+     * {@link #checkLocks} does not see it for a claim it confirmed before: it asks the backend once per claim.
+     * A holder that neither renews nor asks learns it at its deadline at the latest: {@link Lease#isValid()} turns
+     * false then. Until it learns, it may still write: its fencing token is refused by the resource once the next
+     * holder wrote there.
      *
      * @param lock the lock
      * @return true if there was any claim to remove
@@ -186,7 +193,8 @@ public interface Locker extends AutoCloseable {
      * wait-and-read-back protocol, whose claims are one entry per claimant, only the entry that carries that token is
      * removed: a claim written later carries another token and is never touched). If the lock changed hands since
      * (the holder's claim ended and another process took the lock), nothing happens. Same checks, reason limit and
-     * audit record as the unconditional form; the holder taken from learns {@link LossReason#FORCE_RELEASED}.
+     * audit record as the unconditional form; the holder taken from learns {@link LossReason#FORCE_RELEASED}, when and
+     * as {@link #forceRelease(KeyColumn)} says.
      *
      * <p>The record is written only when the removal is attempted: never when the holder was already gone or another
      * claim held the lock. Where the backend keeps the record with the claim (Redis, HBase, {@code file:}), record and

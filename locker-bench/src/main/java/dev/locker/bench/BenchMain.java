@@ -196,7 +196,7 @@ public final class BenchMain {
                     Better.LOWER, 1 / 0.9, false));
             table.add(new Row("the same as an acquire pays it, " + t + " (+ the hold's clock reading and state change)",
                     "ns", byName.get("acquirePath"), "bare ConcurrentHashMap, a new Object per pair",
-                    byName.get("bareMap"), Better.LOWER, 1 / 0.9, false)); // judged as first measured (review of a58df72)
+                    byName.get("bareMap"), Better.LOWER, 1 / 0.9, false)); // the row the first published figures measured, so runs compare
         }
     }
 
@@ -204,7 +204,7 @@ public final class BenchMain {
 
     /**
      * Uncontended acquire+release on one backend, with {@code LockerMetrics} installed against without: the cost of
-     * the meters on the lock path (issue 13's "off the lock path's critical cost"). Two lockers on one backend,
+     * the meters on the lock path, which must stay off its critical cost. Two lockers on one backend,
      * rounds interleaved. On {@code mem:} there is no I/O, so the row shows the meters' CPU cost at its largest.
      */
     private void metrics(String uri, String backend) throws Exception {

@@ -17,6 +17,7 @@ import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.Jedis;
 
 import java.net.ServerSocket;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -416,6 +417,50 @@ class CliRedisTest {
     private static int deadPort() throws Exception {
         try (ServerSocket s = new ServerSocket(0)) {
             return s.getLocalPort();
+        }
+    }
+
+    /**
+     * A watch whose backend refuses the credentials exits 4, as every other command does, never shown as unreachable.
+     */
+    @Test
+    void watchExitsFourWhenTheBackendRefusesTheCredentials() {
+        CliRun run = CliRun.run(Map.of("LOCKER_URI", "redis://nouser:Wr0ngPw55@127.0.0.1:" + safe.port()),
+                "watch", "x", "--count", "1");
+        assertEquals(Cli.REFUSED, run.code(), run::toString);
+        assertFalse(run.out().contains("unreachable"), run::toString);
+    }
+
+    /**
+     * A list without --limit stops at a default bound of 1000, says so in text and JSON, and --limit lists past it.
+     */
+    @Test
+    void listWithoutALimitStopsAtADefaultBound() throws Exception {
+        List<Lease> leases = new ArrayList<>();
+        try (Locker worker = holder("many")) {
+            for (int i = 0; i < 1001; i++) {
+                leases.add(worker.acquire(KeyColumn.named("many/" + i), "many"));
+            }
+            CliRun run = cli("--json", "list", "many/");
+            assertEquals(Cli.OK, run.code(), run::toString);
+            JsonNode doc = JSON.readTree(run.out());
+            assertTrue(doc.get("count").asInt() <= 1000, "count " + doc.get("count"));
+            assertTrue(doc.get("truncated").asBoolean(), "truncated");
+            // the bound is said in text too; --limit lists past it page by page, the JSON one document
+            CliRun text = cli("list", "many/");
+            assertEquals(Cli.OK, text.code(), text::toString);
+            assertTrue(text.out().contains("stopped at the default limit of 1000"), text.err());
+            CliRun all = cli("--json", "list", "many/", "--limit", "5000");
+            assertEquals(Cli.OK, all.code(), all::toString);
+            JsonNode every = JSON.readTree(all.out());
+            assertEquals(1001, every.get("count").asInt());
+            assertEquals(1001, every.get("locks").size());
+            assertFalse(every.get("truncated").asBoolean());
+            CliRun allText = cli("list", "many/", "--limit", "5000");
+            assertTrue(allText.out().contains("1001 locks held under 'many/'\n"), allText.err());
+            assertEquals(1001 + 2, allText.out().lines().count(), "a header, 1001 rows, the summary");
+        } finally {
+            leases.forEach(Lease::close);
         }
     }
 }

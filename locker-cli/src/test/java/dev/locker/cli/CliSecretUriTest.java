@@ -4,16 +4,19 @@ import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
 import java.net.ServerSocket;
+import java.util.List;
 import java.util.Map;
 
+import static dev.locker.cli.CliChecks.assertNoSecret;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * URIs whose secret option holds a raw '&amp;' (so the rest of the secret looks like an unknown option): whatever the
- * command, and with --verbose, the CLI prints no piece of the secret, in the URI it shows or in the backend's refusal,
- * and still says what is wrong. Every secret piece here contains "Pw0"; the port is one nothing listens on.
+ * URIs that carry secrets awkwardly: a raw '&amp;', '/', '?', '@' or ':' in a password, a mistyped scheme separator,
+ * a token in an option named for something else. Whatever the command, and with --verbose, the CLI prints no piece of
+ * the secret, in the URI it shows or in the backend's refusal, and still says what is wrong.
  */
 class CliSecretUriTest {
 
@@ -75,5 +78,67 @@ class CliSecretUriTest {
         Secrets s = new Secrets("redis://localhost:1?password=Pw0a&Pw0b=Pw0c&expiry=1s");
         String text = s.scrub("AUTH Pw0a&Pw0b=Pw0c failed; option Pw0b=Pw0c; Pw0a");
         assertFalse(text.contains("Pw0"), text);
+    }
+
+    /** A URI whose scheme separator is mistyped (redis//, redis:/) is refused without printing its password. */
+    @Test
+    void aMistypedSchemeSeparatorDoesNotPrintThePassword() throws Exception {
+        int dead = deadPort();
+        CliRun noColon = CliRun.run(Map.of(), "list", "--uri", "redis//locker:S3cretPw99@127.0.0.1:" + dead);
+        assertEquals(Cli.USAGE, noColon.code(), noColon::toString);
+        assertNoSecret(noColon, "S3cretPw99");
+        CliRun oneSlash = CliRun.run(Map.of(), "list", "--uri", "redis:/locker:S3cretPw99@127.0.0.1:" + dead);
+        assertEquals(Cli.USAGE, oneSlash.code(), oneSlash::toString);
+        assertNoSecret(oneSlash, "S3cretPw99");
+        CliRun env = CliRun.run(Map.of("LOCKER_URI", "mongodb:/locker:S3cretPw99@127.0.0.1:" + dead), "list");
+        assertNoSecret(env, "S3cretPw99");
+    }
+
+    /** A password holding a raw '/' or '?' makes the URI malformed. No part of the password is printed. */
+    @Test
+    void aPasswordWithARawSlashOrQuestionMarkIsNotPrinted() throws Exception {
+        int dead = deadPort();
+        CliRun slash = CliRun.run(Map.of(), "list", "--uri", "redis://locker:S3c/retPw99@127.0.0.1:" + dead);
+        assertEquals(Cli.USAGE, slash.code(), slash::toString);
+        assertNoSecret(slash, "retPw99", "S3c/");
+        CliRun question = CliRun.run(Map.of(), "list", "--uri", "redis://locker:S3c?retPw99@127.0.0.1:" + dead);
+        assertNoSecret(question, "'S3c'", "retPw99");
+        CliRun mongo = CliRun.run(Map.of(), "list", "--uri", "mongodb://locker:S3c/retPw99@127.0.0.1:" + dead + "/");
+        assertNoSecret(mongo, "retPw99");
+    }
+
+    /**
+     * A MongoDB URI may carry a secret in an option whose name says nothing of passwords (AWS_SESSION_TOKEN). It is
+     * masked like a password.
+     */
+    @Test
+    void anAwsSessionTokenInTheMongoUriIsNotPrinted() {
+        CliRun run = CliRun.run(Map.of(), "list", "--uri", "mongodb://AKIAEXAMPLE:S3cretPw99@127.0.0.1:27O17/"
+                + "?authMechanism=MONGODB-AWS&authMechanismProperties=AWS_SESSION_TOKEN:T0kenSecret77");
+        assertEquals(Cli.USAGE, run.code(), run::toString);
+        assertNoSecret(run, "S3cretPw99", "T0kenSecret77");
+    }
+
+    /**
+     * Passwords holding '@', '#' or ':', raw or encoded, and TLS store passwords are neither masked wrong nor printed.
+     */
+    @Test
+    void passwordsWithEncodedOrRawAtHashAndColonAreNeitherMaskedWrongNorPrinted() throws Exception {
+        int dead = deadPort();
+        for (String uri : List.of("redis://locker:S3cr@tPw99@127.0.0.1:" + dead,
+                "redis://locker:S3c#retPw99@127.0.0.1:" + dead,
+                "redis://locker:S3c:retPw99@127.0.0.1:" + dead,
+                "redis://locker:S3c%2Fr%40tPw99@127.0.0.1:" + dead,
+                "redis://:S3cretPw99@127.0.0.1:" + dead,
+                "rediss://127.0.0.1:" + dead + "?keystorePassword=S3cretPw99&truststorePassword=S3cretPw98")) {
+            CliRun run = CliRun.run(Map.of(), "--verbose", "list", "--uri", uri);
+            assertNotEquals(Cli.OK, run.code(), run::toString);
+            assertNoSecret(run, "S3cretPw99", "S3cretPw98", "tPw99", "retPw99", "S3c/r@tPw99", "S3c%2Fr%40tPw99");
+            assertFalse(run.err().contains("unexpected failure"), run::toString);
+        }
+        CliRun json = CliRun.run(Map.of("LOCKER_URI", "redis://locker:S3cretPw99@127.0.0.1:" + dead), "--json",
+                "show", "x");
+        assertEquals(Cli.UNREACHABLE, json.code(), json::toString);
+        assertNoSecret(json, "S3cretPw99");
     }
 }

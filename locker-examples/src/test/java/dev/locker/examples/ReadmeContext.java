@@ -7,8 +7,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * What the README's code fragments may assume (the README says so above its first fragment): a {@code locker}, a
- * {@code uri}, an slf4j {@code log}, the user's {@code store} and {@code migrate}, a Micrometer {@code registry}.
+ * What the code fragments of the README and the docs may assume, as each says above its first fragment: a
+ * {@code locker}, a {@code uri}, an slf4j {@code log}, the user's {@code store} and {@code migrate}, and a Micrometer
+ * {@code registry}.
  * {@link ReadmeSnippetsTest} compiles every fragment as the body of a method of a subclass of this class.
  */
 public abstract class ReadmeContext {

@@ -21,19 +21,21 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Every ```java block of the README compiles as written, and every whole program in it runs on {@code mem:}.
+ * Every ```java block of the README and of the Markdown files under docs/ compiles, and every program in them runs.
  *
  * <p>A block that declares a public class is compiled as that class's source file, and run if it has a main. Any other
  * block is a fragment: its imports go to the top, its statements become the body of {@link ReadmeContext#run()},
  * which declares what fragments may assume (the README says which); fragments are compiled, and run against a
- * {@code mem:} locker. A block's {@code redis://localhost:6379} runs as {@code mem:}, its {@code file:/tmp/locker-jobs} in a
- * directory of the test's own: the test needs no server and meets no earlier run's locks.
+ * {@code mem:} locker. A block's {@code redis://localhost:6379} runs as {@code mem:}, and its {@code file:/tmp/...}
+ * directory becomes one of the test's own: the test needs no server and meets no earlier run's locks.
  */
 class ReadmeSnippetsTest {
 
@@ -41,43 +43,53 @@ class ReadmeSnippetsTest {
     private static final Pattern PUBLIC_CLASS = Pattern.compile("(?m)^public (?:final )?class (\\w+)");
 
     @Test
-    void everyJavaBlockOfTheReadmeCompilesAndTheProgramsRun(@TempDir Path dir) throws Exception {
-        String readme = Files.readString(readme(), StandardCharsets.UTF_8);
+    void everyJavaBlockOfTheReadmeAndTheDocsCompilesAndTheProgramsRun(@TempDir Path dir) throws Exception {
+        Path root = projectRoot();
+        List<Path> documents = documents(root);
         List<Path> sources = new ArrayList<>();
         List<String> programs = new ArrayList<>();
         List<String> fragments = new ArrayList<>();
-        Matcher m = BLOCK.matcher(readme);
         int n = 0;
-        while (m.find()) {
-            n++;
-            // the blocks name a local Redis and a shared /tmp directory; the test runs them on the in-JVM backend and
-            // on a directory of its own (string literals: the code compiles the same), so no earlier run is met
-            String code = m.group(1).replace("\"redis://localhost:6379", "\"mem:readme")
-                    .replace("\"file:/tmp/locker-jobs", "\"file:" + dir.resolve("locker-jobs"));
-            Matcher c = PUBLIC_CLASS.matcher(code);
-            if (c.find()) {
-                Path src = dir.resolve(c.group(1) + ".java");
-                Files.writeString(src, code);
-                sources.add(src);
-                if (code.contains("public static void main(")) {
-                    programs.add(c.group(1));
+        int inReadme = 0;
+        for (Path document : documents) {
+            Matcher m = BLOCK.matcher(Files.readString(document, StandardCharsets.UTF_8));
+            while (m.find()) {
+                n++;
+                if (document.equals(root.resolve("README.md"))) {
+                    inReadme++;
                 }
-            } else {
-                String name = "ReadmeFragment" + n;
-                StringBuilder imports = new StringBuilder();
-                StringBuilder body = new StringBuilder();
-                for (String line : code.split("\n", -1)) {
-                    (line.startsWith("import ") ? imports : body).append(line).append('\n');
+                // string literals only, so the code compiles the same: a shared /tmp directory would carry one run's
+                // locks and run-once records into the next, and a local Redis may not be running
+                String code = m.group(1).replace("\"redis://localhost:6379", "\"mem:readme")
+                        .replace("\"file:/tmp/", "\"file:" + dir.resolve("tmp") + "/");
+                Matcher c = PUBLIC_CLASS.matcher(code);
+                if (c.find()) {
+                    Path src = dir.resolve(c.group(1) + ".java");
+                    assertFalse(Files.exists(src), "two programs of the docs are both named " + c.group(1));
+                    Files.writeString(src, code);
+                    sources.add(src);
+                    if (code.contains("public static void main(")) {
+                        programs.add(c.group(1));
+                    }
+                } else {
+                    String name = "DocFragment" + n;
+                    StringBuilder imports = new StringBuilder();
+                    StringBuilder body = new StringBuilder();
+                    for (String line : code.split("\n", -1)) {
+                        (line.startsWith("import ") ? imports : body).append(line).append('\n');
+                    }
+                    Path src = dir.resolve(name + ".java");
+                    Files.writeString(src, "// " + root.relativize(document) + "\n"
+                            + "import dev.locker.api.*;\nimport dev.locker.micrometer.*;\n" + imports
+                            + "public class " + name + " extends dev.locker.examples.ReadmeContext {\n"
+                            + "public void run() throws Exception {\n" + body + "}\n}\n");
+                    sources.add(src);
+                    fragments.add(name);
                 }
-                Path src = dir.resolve(name + ".java");
-                Files.writeString(src, "import dev.locker.api.*;\nimport dev.locker.micrometer.*;\n" + imports
-                        + "public class " + name + " extends dev.locker.examples.ReadmeContext {\n"
-                        + "public void run() throws Exception {\n" + body + "}\n}\n");
-                sources.add(src);
-                fragments.add(name);
             }
         }
-        assertTrue(n >= 5, "the README's java blocks were found (" + n + ")");
+        assertTrue(inReadme >= 2, "the README's java blocks were found (" + inReadme + ")");
+        assertTrue(n >= 5, "the docs' java blocks were found (" + n + ")");
 
         JavaCompiler javac = ToolProvider.getSystemJavaCompiler();
         assertNotNull(javac, "a JDK runs the tests");
@@ -94,13 +106,13 @@ class ReadmeSnippetsTest {
                             .append(':').append(d.getLineNumber()).append(": ").append(d.getMessage(null)).append('\n');
                 }
             }
-            assertTrue(ok, "the README's java blocks compile:\n" + errors);
+            assertTrue(ok, "the docs' java blocks compile:\n" + errors);
         }
 
         try (URLClassLoader loader = new URLClassLoader(new URL[] {out.toUri().toURL()}, getClass().getClassLoader())) {
             for (String program : programs) {
                 Method main = loader.loadClass(program).getMethod("main", String[].class);
-                main.invoke(null, (Object) new String[0]); // the programs default to mem:
+                main.invoke(null, (Object) new String[0]); // the programs default to mem: or a directory of the test's
             }
             for (String fragment : fragments) {
                 ReadmeContext context = (ReadmeContext) loader.loadClass(fragment).getConstructor().newInstance();
@@ -113,10 +125,20 @@ class ReadmeSnippetsTest {
         assertEquals(n, sources.size(), "every block was compiled");
     }
 
-    private static Path readme() throws IOException {
+    /** README.md, then every Markdown file under docs/, in a fixed order. */
+    private static List<Path> documents(Path root) throws IOException {
+        List<Path> documents = new ArrayList<>();
+        documents.add(root.resolve("README.md"));
+        try (Stream<Path> docs = Files.walk(root.resolve("docs"))) {
+            docs.filter(p -> p.toString().endsWith(".md")).sorted().forEach(documents::add);
+        }
+        return documents;
+    }
+
+    private static Path projectRoot() throws IOException {
         for (Path p = Path.of("").toAbsolutePath(); p != null; p = p.getParent()) {
             if (Files.isRegularFile(p.resolve("README.md")) && Files.isDirectory(p.resolve("locker-api"))) {
-                return p.resolve("README.md");
+                return p;
             }
         }
         throw new IOException("README.md of the project not found above " + Path.of("").toAbsolutePath());

@@ -13,7 +13,8 @@ import java.util.function.Consumer;
 
 /**
  * The checks of a {@code file:} lock directory, for {@code locker doctor}: that it is (or can become) a writable
- * directory on a local file system, and which clock judges its claims. It only reads: it creates nothing. A path it
+ * directory on a file system known to be local (or one the URI trusts: {@code trustFileSystem=true}), and which clock
+ * judges its claims. It only reads: it creates nothing. A path it
  * can neither find nor find missing (a parent this user may not search) is "could not check" (WARN), never "the first
  * locker creates it".
  */
@@ -74,11 +75,23 @@ public final class FileDoctor implements DeploymentCheck {
             if (unknown) {
                 throw new IOException("this user may not look at it");
             }
-            String type = Files.getFileStore(existing).type();
-            out.add(LockDirectory.isShared(type)
-                    ? Finding.fail("file-system", "'" + type + "': file locks over a network or VM-shared file system "
-                            + "are not trustworthy, and each host's clock would judge the others' claims (lockers refuse to open)",
+            String type = LocalFileSystems.typeOf(existing.toRealPath());
+            LocalFileSystems.Kind kind = LocalFileSystems.classify(type);
+            boolean trusted = kind == LocalFileSystems.Kind.UNKNOWN && FileLockerProvider.trustsFileSystem(uri);
+            out.add(kind == LocalFileSystems.Kind.SHARED
+                    ? Finding.fail("file-system", "'" + type + "', shared between hosts: across hosts OS file locks do "
+                            + "not exclude each other, and each host takes the others' claims for an earlier boot's "
+                            + "(lockers refuse to open)",
                             "use a directory on a local disk, or redis://, mongodb:// or hbase:// for processes on several hosts")
+                    : trusted
+                    ? Finding.warn("file-system", "'" + type + "' is not known to be local to this host; accepted "
+                            + "because the URI says trustFileSystem=true. A process of another host on it would make a "
+                            + "second holder of a lock", "make sure only processes of this host use " + dir)
+                    : kind == LocalFileSystems.Kind.UNKNOWN
+                    ? Finding.fail("file-system", "'" + type + "' is not known to be local to this host (ext4, xfs, "
+                            + "btrfs, tmpfs, zfs, overlay and the like are); lockers refuse to open there",
+                            "use a directory on a local disk; if only processes of this host use this one and its OS "
+                            + "locks work between them, add ?trustFileSystem=true")
                     : IN_MEMORY.contains(type)
                     ? Finding.warn("file-system", "'" + type + "', in memory: the records (runOnce, forced releases) and "
                             + "the tokens' high-water marks are gone at the next boot: a job that ran once runs again, and "

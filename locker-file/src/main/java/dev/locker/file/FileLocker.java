@@ -65,8 +65,10 @@ import java.util.TreeSet;
  * restored lock file nor a wall-clock step back lowers them. A process never opens a file it may hold an OS lock on
  * (closing it would drop the lock): claims of its own process are judged by expiry only, and stripe files are opened
  * under JVM-wide monitors, so other copies of this library in the JVM do not break it. Assumptions: a local file
- * system whose OS locks work between the processes that share the directory (not NFS, SMB or a directory shared
- * between a VM and its host: refused when recognised); every process sharing the directory runs on this host's kernel;
+ * system whose OS locks work between the processes that share the directory (known local types only; NFS, SMB, a
+ * directory shared between a VM and its host, and unknown types are refused, the last unless the user vouches for
+ * them); every process sharing the directory runs on this host's kernel (a process restored from a checkpoint, CRaC or
+ * CRIU, is refused: each grant, renewal and verification first reads its boot id, time namespace and identity again);
  * nobody edits the files by hand.
  */
 public final class FileLocker extends AbstractLocker<ClaimStatus> {
@@ -114,6 +116,11 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
     @Override
     protected ClaimStatus writeSingleLock(KeyColumn lock, LockOwner owner) {
         String name = name(lock);
+        try {
+            requireNotRestored();
+        } catch (IllegalStateException e) {
+            throw new PermanentLockingException(e.getMessage(), lock, null, e);
+        }
         long started = time.nanoTime();
         LockOwner holder = owner.withSince(time.now());
         return directory.locked(name, stripe -> {
@@ -137,6 +144,7 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
 
     @Override
     protected ClaimStatus verifySingleLock(KeyColumn lock, ClaimStatus status) {
+        requireNotRestored(lock);
         LockFile f = load(name(lock), lock);
         if (f.claim != null && f.claim.is(status.claimId()) && alive(f.claim)) {
             return status;
@@ -146,6 +154,7 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
 
     @Override
     protected ClaimStatus renewSingleLock(KeyColumn lock, ClaimStatus status) {
+        requireNotRestored(lock);
         String name = name(lock);
         long started = time.nanoTime();
         return directory.locked(name, stripe -> {
@@ -202,7 +211,9 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
 
     /**
      * One step under the lock's stripe lock: the claim (whose token is the file's token while it is there) is checked,
-     * the record written and the claim removed, so the record names exactly the claim it removed.
+     * then removed and recorded, so the record names exactly the claim it removed. The removal lands before the
+     * record ({@link LockDirectory#writeLockAndRecords}): a failure never leaves a record of a release that did not
+     * happen.
      */
     @Override
     protected boolean deleteClaimWithToken(KeyColumn lock, long token, byte[] record) {
@@ -214,9 +225,8 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
             }
             LockFile r = records(name, lock);
             r.records.put(FORCED, record.clone());
-            directory.writeRecords(name, r);
             f.claim = null;
-            directory.writeLock(name, f);
+            directory.writeLockAndRecords(name, f, r);
             return true;
         });
     }
@@ -345,6 +355,25 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
         return f;
     }
 
+    /**
+     * Refuses to go on in a process restored from a checkpoint: its boot id, time namespace or identity, read once,
+     * are stale. Checked by every grant, renewal and verification, before their I/O: two small reads of {@code /proc}.
+     * A read that fails is a temporary failure, never taken for a restore.
+     */
+    private void requireNotRestored() {
+        clock.requireCurrent();
+        Sessions.requireCurrent(Sessions.PROCESS);
+    }
+
+    /** Likewise for a held claim: it can no longer be judged, so it is lost. */
+    private void requireNotRestored(KeyColumn lock) {
+        try {
+            requireNotRestored();
+        } catch (IllegalStateException e) {
+            throw new ExpiredLockException(e.getMessage(), lock, null, e, dev.locker.api.LossReason.EXPIRED);
+        }
+    }
+
     /** Alive: not expired on the host's clock, not from an earlier boot, and its locker's process still runs. */
     private boolean alive(LockFile.Claim c) {
         if (c == null || clock.isOtherBoot(c.domain)) {
@@ -381,10 +410,14 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
         return t.getEpochSecond() * 1_000_000L + t.getNano() / 1_000;
     }
 
-    /** Options of a {@link FileLocker}: the directory, whether the wall clock may judge claims, and the common configuration. */
+    /**
+     * Options of a {@link FileLocker}: the directory, whether the wall clock may judge claims, whether a file system
+     * not known to be local is accepted, and the common configuration.
+     */
     public static final class Builder extends LockerBuilder<Builder> {
         private final Path dir;
         private boolean wallClock;
+        private boolean trustFileSystem;
 
         private Builder(Path dir) {
             this.dir = Objects.requireNonNull(dir, "dir must not be null");
@@ -406,9 +439,25 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
         }
 
         /**
+         * Accepts a lock directory on a file system whose type file: does not know to be local to this host (a FUSE
+         * file system, say). Default false: the locker refuses to open there, since a file system shared between hosts
+         * would give two holders of one lock. Say true only when no process of another host (or of a VM's host)
+         * uses the directory and its OS locks work between this host's processes. Network file systems file: knows
+         * (NFS, SMB, CephFS, JuiceFS, ...) stay refused.
+         *
+         * @param trust true to accept a file system type not known to be local
+         * @return this builder
+         */
+        public Builder trustFileSystem(boolean trust) {
+            this.trustFileSystem = trust;
+            return this;
+        }
+
+        /**
          * Opens the lock directory (created if missing) and starts this locker's session in it.
          *
-         * @throws IllegalArgumentException when the directory is on a network or shared file system
+         * @throws IllegalArgumentException when the directory is on a network or shared file system, or on one not
+         *         known to be local (unless {@link #trustFileSystem(boolean)})
          * @throws PermanentLockingException when it cannot be created or written (permissions, read-only), or when
          *         the host has no clock every process shares (off Linux, unless {@link #wallClock(boolean)})
          */
@@ -421,7 +470,7 @@ public final class FileLocker extends AbstractLocker<ClaimStatus> {
             }
             LockDirectory d;
             try {
-                d = LockDirectory.open(dir);
+                d = LockDirectory.open(dir, trustFileSystem);
             } catch (StoreException e) {
                 throw e.isTemporary() ? new TemporaryLockingException(e.getMessage(), null, null, e)
                         : new PermanentLockingException(e.getMessage(), null, null, e);

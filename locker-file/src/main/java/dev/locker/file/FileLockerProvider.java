@@ -18,11 +18,19 @@ import java.util.Set;
  * directory) or {@code file:///var/lib/myapp/locks}, with the common options ({@code file:/tmp/locks?expiry=30s}).
  * Percent-escapes in the path are decoded ({@code %20} is a space). The directory is created when missing; it must be
  * on a local file system, shared by processes of this host only.
+ *
+ * <p>Options of {@code file:} beside the common ones:
+ * <ul>
+ *   <li>{@code wallClock=true}: off Linux, let the wall clock judge claims ({@link FileLocker.Builder#wallClock}).</li>
+ *   <li>{@code trustFileSystem=true}: accept a file system type not known to be local to this host, such as a FUSE
+ *       file system used by this host alone ({@link FileLocker.Builder#trustFileSystem}). Known network types stay
+ *       refused.</li>
+ * </ul>
  */
 public final class FileLockerProvider implements LockerProvider {
 
     /** The options of {@code file:} beside the common ones. */
-    private static final Set<String> OPTIONS = Set.of("wallClock");
+    private static final Set<String> OPTIONS = Set.of("wallClock", "trustFileSystem");
 
     @Override
     public Set<String> schemes() {
@@ -32,7 +40,8 @@ public final class FileLockerProvider implements LockerProvider {
     @Override
     public Locker open(String uri, LockerConfig config) {
         Parsed p = parse(uri, config);
-        return FileLocker.builder(p.dir()).wallClock(p.wallClock()).config(p.config()).build();
+        return FileLocker.builder(p.dir()).wallClock(p.wallClock()).trustFileSystem(p.trustFileSystem())
+                .config(p.config()).build();
     }
 
     @Override
@@ -45,8 +54,11 @@ public final class FileLockerProvider implements LockerProvider {
         return UriOptions.syntax(OPTIONS);
     }
 
-    /** A {@code file:} URI read: the directory (not touched), the clock choice and the effective configuration. */
-    private record Parsed(Path dir, boolean wallClock, LockerConfig config) {
+    /**
+     * A {@code file:} URI read: the directory (not touched), the clock choice, whether an unknown file system type is
+     * trusted, and the effective configuration.
+     */
+    private record Parsed(Path dir, boolean wallClock, boolean trustFileSystem, LockerConfig config) {
     }
 
     /** The one parse of a {@code file:} URI, for {@link #open} and {@link #check}; no file is read or created. */
@@ -54,7 +66,17 @@ public final class FileLockerProvider implements LockerProvider {
         UriOptions options = UriOptions.parse(uri).requireKnown(OPTIONS);
         Path dir = directoryOf(options.base());
         boolean wallClock = options.getBoolean("wallClock", false);
-        return new Parsed(dir, wallClock, options.applyTo(config));
+        boolean trustFileSystem = options.getBoolean("trustFileSystem", false);
+        return new Parsed(dir, wallClock, trustFileSystem, options.applyTo(config));
+    }
+
+    /** Does a {@code file:} URI accept a file system type not known to be local ({@code trustFileSystem=true})? */
+    static boolean trustsFileSystem(String uri) {
+        try {
+            return UriOptions.parse(uri).getBoolean("trustFileSystem", false);
+        } catch (IllegalArgumentException unreadable) {
+            return false; // the doctor reports what it can; opening such a URI fails with the parse's message
+        }
     }
 
     /** The directory a {@code file:} URI (without its query) names. */

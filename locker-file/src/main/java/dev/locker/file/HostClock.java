@@ -1,6 +1,7 @@
 package dev.locker.file;
 
 import dev.locker.api.TimeSource;
+import dev.locker.spi.TemporaryStoreException;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -41,7 +42,6 @@ final class HostClock {
 
     private static final Path BOOT_ID = Path.of("/proc/sys/kernel/random/boot_id");
     private static final Path TIMENS_OFFSETS = Path.of("/proc/self/timens_offsets");
-    private static final String BOOT = bootId();
     /** The domain of each non-system time source in use (weak: a discarded virtual clock is forgotten). */
     private static final Map<TimeSource, String> VIRTUAL = Collections.synchronizedMap(new WeakHashMap<>());
 
@@ -58,7 +58,7 @@ final class HostClock {
      *         or when this process's time namespace offset cannot be read
      */
     HostClock(TimeSource time, boolean allowWall) {
-        this(time, allowWall, BOOT);
+        this(time, allowWall, bootId()); // read for each clock: a process restored from a checkpoint may be on another boot
     }
 
     HostClock(TimeSource time, boolean allowWall, String bootId) {
@@ -82,6 +82,36 @@ final class HostClock {
                     + "wallClock(true) on the builder or ?wallClock=true on the URI");
         }
     }
+
+    /**
+     * Fails when the boot id this clock read once no longer holds: the process was restored from a checkpoint (CRaC,
+     * CRIU) on another boot. Claims written on the stale boot would be misjudged by every other process. One small read
+     * of {@code /proc}. The time-namespace offset is not read again: only a new task gets another one, and a restored
+     * process is a new task, which {@link Sessions#requireCurrent} tells by its start time.
+     *
+     * @throws IllegalStateException when the boot id read now differs
+     * @throws TemporaryStoreException when the boot id cannot be read now (no descriptor left, say): not a restore
+     */
+    void requireCurrent() {
+        if (!domain.startsWith("boot:")) {
+            return;
+        }
+        String boot;
+        try {
+            boot = readBootId();
+        } catch (IOException | RuntimeException e) {
+            throw new TemporaryStoreException("cannot read " + BOOT_ID + " now (" + e + "): the check for a "
+                    + "checkpoint restore waits for a read that works", e);
+        }
+        if (!domain.equals("boot:" + boot)) {
+            throw new IllegalStateException(RESTORED + "the boot id is now " + boot + ", not the " + domain.substring(5)
+                    + " this locker read when it opened");
+        }
+    }
+
+    /** The start of every refusal of a process restored from a checkpoint. */
+    static final String RESTORED = "this process was restored from a checkpoint (CRaC, CRIU) or moved since file: read "
+            + "its clock, and claims written now would be misjudged by other processes: ";
 
     /** This clock's domain name. */
     String domain() {
@@ -135,7 +165,7 @@ final class HostClock {
     static long monotonicOffset() {
         String text;
         try {
-            text = new String(Files.readAllBytes(TIMENS_OFFSETS), StandardCharsets.US_ASCII);
+            text = new String(Uninterruptible.io(() -> Files.readAllBytes(TIMENS_OFFSETS)), StandardCharsets.US_ASCII);
         } catch (NoSuchFileException e) {
             return 0; // a kernel without time namespaces (before 5.6, or CONFIG_TIME_NS off): one monotonic clock
         } catch (IOException | SecurityException e) {
@@ -155,11 +185,25 @@ final class HostClock {
         throw new IllegalStateException("cannot understand " + TIMENS_OFFSETS + ": " + text.trim());
     }
 
-    private static String bootId() {
+    /**
+     * This host's boot id as the kernel says it now, or null off Linux.
+     *
+     * @throws IllegalStateException when the file is there but cannot be read: the wall clock is no answer to that
+     */
+    static String bootId() {
         try {
-            String id = new String(Files.readAllBytes(BOOT_ID), StandardCharsets.US_ASCII).trim();
+            return readBootId();
+        } catch (IOException e) {
+            throw new IllegalStateException("cannot read " + BOOT_ID + " (" + e + "): file: must know this boot", e);
+        }
+    }
+
+    /** The boot id, or null when there is none to read (not Linux, no {@code /proc}). */
+    private static String readBootId() throws IOException {
+        try {
+            String id = new String(Uninterruptible.io(() -> Files.readAllBytes(BOOT_ID)), StandardCharsets.US_ASCII).trim();
             return id.isEmpty() ? null : id;
-        } catch (IOException | SecurityException | UnsupportedOperationException e) {
+        } catch (NoSuchFileException | SecurityException | UnsupportedOperationException e) {
             return null;
         }
     }

@@ -4,7 +4,9 @@ import dev.locker.spi.PermanentStoreException;
 import dev.locker.spi.StoreException;
 import dev.locker.spi.TemporaryStoreException;
 
+import java.io.FileNotFoundException;
 import java.io.IOException;
+import java.io.RandomAccessFile;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
@@ -52,6 +54,12 @@ import java.util.concurrent.TimeUnit;
  * thread inside the monitor holds the string, so every copy of this library in the JVM (web applications, plugins)
  * synchronises on the same object. Nothing waits for another process while holding it: a busy range is let go and
  * tried again.
+ *
+ * <p><b>Interrupts.</b> A stripe file is held through a {@link RandomAccessFile}, which no interrupt closes. Every other
+ * read and write runs through {@link Uninterruptible}. So a cancelled task's release still deletes its claim.
+ * The wait for another process's range ignores the interrupt too, and hands the flag back afterwards. It is short and
+ * bounded (2 s), and a release or a record must not give up because its thread was cancelled. A grant waits the same
+ * way: its outcome would otherwise hang on timing, and the engine honours an interrupt between its attempts.
  */
 final class LockDirectory {
 
@@ -63,11 +71,6 @@ final class LockDirectory {
 
     private static final boolean WINDOWS = System.getProperty("os.name", "").toLowerCase(Locale.ROOT)
             .startsWith("windows");
-
-    /** File system types whose locks or clocks are not those of one host: refused. */
-    private static final Set<String> REMOTE = Set.of("nfs", "nfs4", "cifs", "smb", "smb2", "smb3", "smbfs", "9p",
-            "afs", "ncpfs", "ceph", "glusterfs", "lustre", "gpfs", "beegfs", "virtiofs", "vboxsf", "vmhgfs", "prl_fs",
-            "davfs", "coda", "ocfs2", "gfs2");
 
     final Path dir;
     final Path stripes;
@@ -90,22 +93,20 @@ final class LockDirectory {
     }
 
     /**
-     * Opens (creating it if needed) the lock directory {@code path}.
+     * Opens (creating it if needed) the lock directory {@code path}. Its file system is judged before anything is
+     * made: where it does not exist yet, by its nearest existing ancestor, where it would be made.
      *
-     * @throws IllegalArgumentException when it is on a network or shared file system, or not a directory
+     * @param trustFileSystem accept a file system type not known to be local (see {@link LocalFileSystems})
+     * @throws IllegalArgumentException when it is on a network or shared file system, on one not known to be local
+     *         (unless {@code trustFileSystem}), or not a directory
      * @throws StoreException when it cannot be created or read
      */
-    static LockDirectory open(Path path) {
+    static LockDirectory open(Path path, boolean trustFileSystem) {
         try {
+            refuseFileSystemOf(path, nearestExisting(path), trustFileSystem); // before anything is made in a refused place
             Files.createDirectories(path);
             Path real = path.toRealPath();
-            String type = Files.getFileStore(real).type().toLowerCase(Locale.ROOT);
-            if (isShared(type)) {
-                throw new IllegalArgumentException("file: lock directory " + real + " is on a '" + type + "' file system. "
-                        + "file: works only on a local file system: across hosts, or through a network file system, "
-                        + "file locks are not trustworthy and each host's clock would judge the others' claims; use "
-                        + "redis://, mongodb:// or hbase:// for processes on several hosts");
-            }
+            refuseFileSystemOf(real, real, trustFileSystem);
             Files.createDirectories(real.resolve(".stripes"));
             Files.createDirectories(real.resolve(".tmp"));
             Files.createDirectories(real.resolve(".sessions"));
@@ -118,11 +119,40 @@ final class LockDirectory {
         }
     }
 
-    /** True for a file system type on which file locks and one host's clock cannot be trusted (network, VM-shared). */
-    static boolean isShared(String type) {
-        String t = type.toLowerCase(Locale.ROOT);
-        return REMOTE.contains(t) || t.startsWith("nfs") || t.startsWith("fuse.sshfs") || t.startsWith("fuse.glusterfs")
-                || t.startsWith("fuse.rclone") || t.startsWith("fuse.s3");
+    /** The real path of {@code path}, or of its nearest ancestor that exists: where a new directory would be made. */
+    private static Path nearestExisting(Path path) throws IOException {
+        Path existing = path.toAbsolutePath();
+        while (existing.getParent() != null && !Files.exists(existing)) {
+            existing = existing.getParent();
+        }
+        return existing.toRealPath();
+    }
+
+    /** Throws when the file system of {@code real} is refused for the lock directory {@code dir}. */
+    private static void refuseFileSystemOf(Path dir, Path real, boolean trustFileSystem) throws IOException {
+        String refusal = refusal(dir, LocalFileSystems.typeOf(real), trustFileSystem);
+        if (refusal != null) {
+            throw new IllegalArgumentException(refusal);
+        }
+    }
+
+    /** Why a lock directory on a file system of {@code type} is refused, or null when it is not. */
+    static String refusal(Path dir, String type, boolean trustFileSystem) {
+        switch (LocalFileSystems.classify(type)) {
+            case LOCAL:
+                return null;
+            case SHARED:
+                return "file: lock directory " + dir + " is on a '" + type + "' file system, shared between hosts. "
+                        + "file: works only on a file system local to one host: across hosts, OS file locks do not "
+                        + "exclude each other and each host takes the others' claims for claims of an earlier boot; "
+                        + "use redis://, mongodb:// or hbase:// for processes on several hosts";
+            default:
+                return trustFileSystem ? null : "file: lock directory " + dir + " is on a '" + type + "' file system, "
+                        + "which file: does not know to be local to this host (ext4, xfs, btrfs, tmpfs, zfs, overlay "
+                        + "and the like are). Shared between hosts, it would give two holders of one lock. If only "
+                        + "processes of this host use the directory and its OS locks work between them, open it with "
+                        + "trustFileSystem=true (URI) or trustFileSystem(true) (builder)";
+        }
     }
 
     /** The stripe of lock file {@code name}. */
@@ -143,10 +173,10 @@ final class LockDirectory {
 
     /** The stripe of the lock being changed, while its range is held. */
     final class Stripe {
-        private final FileChannel channel;
+        private final RandomAccessFile file;
 
-        private Stripe(FileChannel channel) {
-            this.channel = channel;
+        private Stripe(RandomAccessFile file) {
+            this.file = file;
         }
 
         /**
@@ -154,18 +184,21 @@ final class LockDirectory {
          * forced to disk before it returns.
          */
         long issue(long candidate) throws IOException {
-            FileLock header = channel.tryLock(0, HEADER, false);
+            FileLock header = file.getChannel().tryLock(0, HEADER, false);
             if (header == null) {
                 throw Busy.HEADER;
             }
             try {
-                ByteBuffer buf = ByteBuffer.allocate(HEADER);
-                while (buf.hasRemaining() && channel.read(buf, buf.position()) > 0) {
-                    // read on
+                byte[] mark = new byte[HEADER];
+                int read = 0;
+                file.seek(0);
+                for (int n; read < HEADER && (n = file.read(mark, read, HEADER - read)) > 0; ) {
+                    read += n;
                 }
-                boolean fresh = buf.position() == 0;
+                ByteBuffer buf = ByteBuffer.wrap(mark);
+                boolean fresh = read == 0;
                 long high = 0;
-                if (buf.position() == HEADER && buf.getLong(0) == ~buf.getLong(8)) {
+                if (read == HEADER && buf.getLong(0) == ~buf.getLong(8)) {
                     high = buf.getLong(0);
                 } else if (!fresh) {
                     org.slf4j.LoggerFactory.getLogger(LockDirectory.class).warn("The token high-water mark of {} is "
@@ -173,11 +206,9 @@ final class LockDirectory {
                             + "wall clock", stripes);
                 }
                 long token = Math.max(candidate, high + 1);
-                ByteBuffer out = ByteBuffer.allocate(HEADER).putLong(token).putLong(~token).flip();
-                while (out.hasRemaining()) {
-                    channel.write(out, out.position());
-                }
-                channel.force(false);
+                file.seek(0);
+                file.write(ByteBuffer.allocate(HEADER).putLong(token).putLong(~token).array());
+                file.getFD().sync();
                 if (fresh) {
                     force(stripes); // a new stripe file: its entry must survive a power loss with its mark
                 }
@@ -213,14 +244,13 @@ final class LockDirectory {
         while (true) {
             String busy;
             synchronized (monitor) {
-                try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.READ,
-                        StandardOpenOption.WRITE)) {
-                    FileLock lock = ch.tryLock(position, 1, false);
+                try (RandomAccessFile raf = openStripe(file)) {
+                    FileLock lock = raf.getChannel().tryLock(position, 1, false);
                     if (lock == null) {
                         busy = "lock " + name + " in " + dir + " stayed locked by another process";
                     } else {
                         try {
-                            return change.apply(new Stripe(ch));
+                            return change.apply(new Stripe(raf));
                         } catch (Busy b) {
                             busy = "the token high-water mark of stripe " + stripe + " of " + dir + " stayed locked by "
                                     + "another process";
@@ -238,13 +268,22 @@ final class LockDirectory {
                 throw new TemporaryStoreException(busy + " for " + TimeUnit.NANOSECONDS.toMillis(STRIPE_WAIT_NANOS)
                         + " ms (a process stopped inside an operation on it?)");
             }
-            try {
-                Thread.sleep(pause);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new TemporaryStoreException("interrupted while waiting for " + name + " in " + dir, e);
-            }
+            Uninterruptible.sleep(pause);
             pause = Math.min(pause * 2, 20);
+        }
+    }
+
+    /**
+     * Opens a stripe file, created if missing. Through a {@link RandomAccessFile}: no interrupt can close it, which
+     * would drop this process's OS locks on it in the middle of a change.
+     */
+    private static RandomAccessFile openStripe(Path file) throws IOException {
+        try {
+            return new RandomAccessFile(file.toFile(), "rw");
+        } catch (FileNotFoundException e) {
+            // its message is the only detail: NIO's open names the cause (access denied, read-only, gone) by type
+            FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.READ, StandardOpenOption.WRITE).close();
+            throw new FileSystemException(file.toString(), null, e.getMessage());
         }
     }
 
@@ -291,7 +330,7 @@ final class LockDirectory {
 
     private byte[] readBytes(Path file) {
         try {
-            return Files.readAllBytes(file);
+            return Uninterruptible.io(() -> Files.readAllBytes(file));
         } catch (NoSuchFileException e) {
             if (!Files.isDirectory(dir)) {
                 throw new TemporaryStoreException("the lock directory " + dir + " is gone (unmounted, moved or deleted)", e);
@@ -315,22 +354,60 @@ final class LockDirectory {
         replace(records, name, content, true);
     }
 
+    /**
+     * Removes a claim and leaves the record of it, in the one order that never records what did not happen: both
+     * files are written to temporary files first (where a full disk fails them), then the lock file is renamed (the
+     * step that counts), then the records file. A failure before the lock file's rename changes nothing. A failure of
+     * the records file's rename after it leaves the claim removed without its record, and is logged.
+     */
+    void writeLockAndRecords(String name, LockFile lock, LockFile records) throws IOException {
+        Path lockTemp = tmp.resolve(name);
+        Path recordsTemp = tmp.resolve("." + name); // no lock file's name starts with a dot (FileNames)
+        boolean removed = false;
+        try {
+            writeTemp(recordsTemp, records, true);
+            writeTemp(lockTemp, lock, false);
+            Files.move(lockTemp, dir.resolve(name), StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            removed = true;
+            Files.move(recordsTemp, this.records.resolve(name), StandardCopyOption.ATOMIC_MOVE,
+                    StandardCopyOption.REPLACE_EXISTING);
+            force(this.records);
+        } catch (IOException e) {
+            Files.deleteIfExists(lockTemp);
+            Files.deleteIfExists(recordsTemp);
+            if (!removed) {
+                throw e;
+            }
+            org.slf4j.LoggerFactory.getLogger(LockDirectory.class).warn("The claim on {} in {} was removed, but the "
+                    + "record of its forced release could not be written: {}", name, dir, e.toString());
+        }
+    }
+
     private void replace(Path in, String name, LockFile content, boolean durable) throws IOException {
         Path temp = tmp.resolve(name);
-        try (FileChannel ch = FileChannel.open(temp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
-                StandardOpenOption.TRUNCATE_EXISTING)) {
-            ByteBuffer buf = ByteBuffer.wrap(content.toBytes());
-            while (buf.hasRemaining()) {
-                ch.write(buf);
-            }
-            if (durable) {
-                ch.force(true);
-            }
-        }
+        writeTemp(temp, content, durable);
         Files.move(temp, in.resolve(name), StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
         if (durable) {
             force(in);
         }
+    }
+
+    /** Writes {@code content} to the temporary file {@code temp}, forced to disk when {@code durable}. */
+    private static void writeTemp(Path temp, LockFile content, boolean durable) throws IOException {
+        byte[] bytes = content.toBytes();
+        Uninterruptible.io(() -> {
+            try (FileChannel ch = FileChannel.open(temp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+                    StandardOpenOption.TRUNCATE_EXISTING)) {
+                ByteBuffer buf = ByteBuffer.wrap(bytes);
+                while (buf.hasRemaining()) {
+                    ch.write(buf);
+                }
+                if (durable) {
+                    ch.force(true);
+                }
+            }
+            return null;
+        });
     }
 
     /**
@@ -338,20 +415,23 @@ final class LockDirectory {
      * open a directory as a channel (NTFS journals its renames).
      */
     static void force(Path directory) throws IOException {
-        FileChannel ch;
-        try {
-            ch = FileChannel.open(directory, StandardOpenOption.READ);
-        } catch (IOException | UnsupportedOperationException e) {
-            if (WINDOWS) {
-                return;
+        Uninterruptible.io(() -> {
+            FileChannel ch;
+            try {
+                ch = FileChannel.open(directory, StandardOpenOption.READ);
+            } catch (IOException | UnsupportedOperationException e) {
+                if (WINDOWS) {
+                    return null;
+                }
+                throw e instanceof IOException ? (IOException) e
+                        : new IOException("cannot open " + directory + " to force it", e);
             }
-            throw e instanceof IOException ? (IOException) e : new IOException("cannot open " + directory + " to force it", e);
-        }
-        try (ch) {
-            ch.force(true);
-        }
+            try (ch) {
+                ch.force(true);
+            }
+            return null;
+        });
     }
-
 
     /** A file system failure as a store failure: refusals and read-only file systems are permanent, the rest temporary. */
     static StoreException translate(IOException e, String action) {

@@ -1,22 +1,20 @@
 package dev.locker.file;
 
 import dev.locker.api.LockOwner;
+import dev.locker.spi.TemporaryStoreException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.RandomAccessFile;
-import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
 import java.nio.channels.OverlappingFileLockException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
-import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Collections;
@@ -166,12 +164,13 @@ final class Sessions implements AutoCloseable {
      */
     private static boolean probe(Path file, Deletion delete) {
         synchronized (PROBES) {
-            try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
-                FileLock probe = ch.tryLock(0, Long.MAX_VALUE, true);
+            // a RandomAccessFile, which no interrupt closes: a cancelled caller still proves a dead locker dead
+            try (RandomAccessFile raf = new RandomAccessFile(file.toFile(), "r")) {
+                FileLock probe = raf.getChannel().tryLock(0, Long.MAX_VALUE, true);
                 if (probe == null) {
                     return true;
                 }
-                if (delete == Deletion.IF_DEAD || delete == Deletion.IF_STALE && stale(file, ch)) {
+                if (delete == Deletion.IF_DEAD || delete == Deletion.IF_STALE && stale(file, raf)) {
                     try {
                         Files.deleteIfExists(file); // no claim of it can be live: deleted while we hold the lock
                     } catch (IOException e) {
@@ -180,8 +179,8 @@ final class Sessions implements AutoCloseable {
                 }
                 probe.release();
                 return false;
-            } catch (NoSuchFileException e) {
-                return true; // deleted by someone (a tmp cleaner?): proves nothing, the claim's expiry decides
+            } catch (FileNotFoundException e) {
+                return true; // deleted by someone (a tmp cleaner?), or unreadable: proves nothing, the expiry decides
             } catch (OverlappingFileLockException e) {
                 return true; // locked elsewhere in this JVM
             } catch (IOException e) {
@@ -233,14 +232,13 @@ final class Sessions implements AutoCloseable {
      * locker's expiry (recorded in the file; a day for a file of an earlier build, which did not record it) plus the
      * touch period and a minute. Read through {@code ch}: opening another descriptor of it would drop our probe lock.
      */
-    private static boolean stale(Path file, FileChannel ch) {
+    private static boolean stale(Path file, RandomAccessFile raf) {
         try {
-            ByteBuffer buf = ByteBuffer.allocate((int) Math.min(ch.size(), 64 * 1024));
-            while (buf.hasRemaining() && ch.read(buf, buf.position()) > 0) {
-                // read it whole (it is small)
-            }
+            byte[] text = new byte[(int) Math.min(raf.length(), 64 * 1024)];
+            raf.seek(0);
+            raf.readFully(text);
             long expiryMillis = UNRECORDED_EXPIRY_MILLIS;
-            for (String line : new String(buf.array(), 0, buf.position(), StandardCharsets.UTF_8).split("\n")) {
+            for (String line : new String(text, StandardCharsets.UTF_8).split("\n")) {
                 if (line.startsWith(EXPIRY_KEY)) {
                     expiryMillis = Long.parseLong(line.substring(EXPIRY_KEY.length()).trim());
                 }
@@ -274,7 +272,7 @@ final class Sessions implements AutoCloseable {
     private static Set<Long> lockedHere() throws IOException {
         String pid = Files.readSymbolicLink(PROC_SELF).toString();
         Set<Long> inodes = new HashSet<>();
-        for (String line : Files.readAllLines(PROC_LOCKS, StandardCharsets.US_ASCII)) {
+        for (String line : Uninterruptible.io(() -> Files.readAllLines(PROC_LOCKS, StandardCharsets.US_ASCII))) {
             // "1: POSIX  ADVISORY  WRITE 3568 fd:00:1234 0 EOF", or "1: -> POSIX ..." for a waiter
             String[] f = line.trim().split("\\s+");
             int i = f.length > 1 && f[1].equals("->") ? 2 : 1;
@@ -336,6 +334,54 @@ final class Sessions implements AutoCloseable {
     }
 
     /**
+     * Fails when this process is no longer the one {@code cached} names: restored from a checkpoint (CRaC, CRIU), it
+     * runs as a new process, maybe on another boot. Its claims would name the process it was, which no probe can
+     * tell alive or dead, so file: refuses to go on in it. One small read of {@code /proc/self/stat}: a restore always
+     * makes a new task, whose start time is later than the checkpointed one's, even in a time namespace. The boot is
+     * {@link HostClock#requireCurrent}'s to check. A read that fails is not a restore: only a read that differs is.
+     *
+     * @throws IllegalStateException when the start time read now differs
+     * @throws TemporaryStoreException when {@code /proc/self/stat} is there but cannot be read now
+     */
+    static void requireCurrent(String cached) {
+        String now;
+        try {
+            now = startTime();
+        } catch (IOException | RuntimeException e) {
+            throw new TemporaryStoreException("cannot read /proc/self/stat now (" + e + "): the check for a "
+                    + "checkpoint restore waits for a read that works", e);
+        }
+        if (now == null) {
+            return; // no /proc: nothing to compare, as when the identity was read
+        }
+        // the start time ending an identity read at load; else the first read since (that read failed)
+        String then = cached.startsWith("linux:")
+                ? cached.substring(cached.lastIndexOf(':') + 1)
+                : FIRST_READ.updateAndGet(first -> first != null ? first : now);
+        if (!now.equals(then)) {
+            throw new IllegalStateException(HostClock.RESTORED + "its start time is now " + now + ", not "
+                    + then + " (" + cached + "). Restart the process to use file: locks again");
+        }
+    }
+
+    /** This process's start time, first read after a failed read at load. */
+    private static final java.util.concurrent.atomic.AtomicReference<String> FIRST_READ =
+            new java.util.concurrent.atomic.AtomicReference<>();
+
+    /** This process's start time (clock ticks since boot) from {@code /proc/self/stat}, or null without it. */
+    private static String startTime() throws IOException {
+        String stat;
+        try {
+            stat = new String(Uninterruptible.io(() -> Files.readAllBytes(PROC_SELF.resolve("stat"))),
+                    StandardCharsets.US_ASCII);
+        } catch (java.nio.file.NoSuchFileException e) {
+            return null;
+        }
+        String[] after = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+        return after[19]; // field 22, starttime: the 20th after "(comm) "
+    }
+
+    /**
      * This process's identity: boot id, pid namespace, pid and start time (clock ticks since boot) on Linux, read
      * from {@code /proc/self}; elsewhere the pid and start instant. Two live processes never share it; every copy of
      * this library in one process computes the same.
@@ -343,11 +389,12 @@ final class Sessions implements AutoCloseable {
     private static String processIdentity() {
         long pid = ProcessHandle.current().pid();
         try {
-            String stat = new String(Files.readAllBytes(Path.of("/proc/self/stat")), StandardCharsets.US_ASCII);
+            String stat = new String(Uninterruptible.io(() -> Files.readAllBytes(Path.of("/proc/self/stat"))),
+                    StandardCharsets.US_ASCII);
             String[] after = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
             String start = after[19]; // field 22, starttime: the 20th after "(comm) "
             String ns = Files.readSymbolicLink(Path.of("/proc/self/ns/pid")).toString();
-            String boot = new String(Files.readAllBytes(Path.of("/proc/sys/kernel/random/boot_id")),
+            String boot = new String(Uninterruptible.io(() -> Files.readAllBytes(Path.of("/proc/sys/kernel/random/boot_id"))),
                     StandardCharsets.US_ASCII).trim();
             return "linux:" + boot + ":" + ns + ":" + pid + ":" + start;
         } catch (IOException | RuntimeException e) {

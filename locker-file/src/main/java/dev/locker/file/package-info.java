@@ -8,7 +8,8 @@
  * SIGKILL) loses its claims at once, told by the kernel through the OS lock on the locker's session file (a missing
  * session file proves nothing); a claim from before a reboot is dead. Fencing tokens never fall: each is above a
  * high-water mark forced to disk before a grant returns. {@link dev.locker.file.FileLockerProvider} serves
- * {@code file:DIR} URIs. Linux (elsewhere only with the wall clock, when accepted) and local file systems only: NFS,
- * SMB and VM-shared folders are refused.
+ * {@code file:DIR} URIs. Linux (elsewhere only with the wall clock, when accepted) and file systems known to be local
+ * only (ext4, xfs, btrfs, tmpfs, zfs, overlay, ...): network and VM-shared ones are refused, and so are unknown types
+ * unless trusted ({@code trustFileSystem=true}).
  */
 package dev.locker.file;

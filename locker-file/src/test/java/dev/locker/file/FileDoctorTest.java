@@ -1,12 +1,12 @@
 package dev.locker.file;
 
+import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.Locker;
-import dev.locker.api.KeyColumn;
 import dev.locker.api.Lockers;
-import dev.locker.spi.DeploymentCheck;
 import dev.locker.spi.DeploymentCheck.Finding;
 import dev.locker.spi.DeploymentCheck.Level;
+import dev.locker.spi.DeploymentCheck;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -20,7 +20,9 @@ import java.util.stream.Collectors;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 class FileDoctorTest {
 
@@ -77,5 +79,26 @@ class FileDoctorTest {
 
     private static Map<String, Level> levels(List<Finding> findings) {
         return findings.stream().collect(Collectors.toMap(Finding::check, Finding::level));
+    }
+
+    /**
+     * On a tmpfs the runOnce records and token marks, always forced to disk, vanish at every reboot. The doctor reports
+     * such a lock directory rather than passing it.
+     */
+    @Test
+    void theDoctorWarnsOfATmpfsDirectoryWhoseRecordsDieAtReboot() throws Exception {
+        Path shm = Path.of("/dev/shm");
+        assumeTrue(Files.isDirectory(shm) && Files.getFileStore(shm).type().equals("tmpfs"), "/dev/shm is a tmpfs");
+        Path locks = Files.createTempDirectory(shm, "doctor-");
+        try {
+            DeploymentCheck doctor = DeploymentCheck.forScheme("file").orElseThrow();
+            List<DeploymentCheck.Finding> findings = doctor.check("file:" + locks, s -> { });
+            DeploymentCheck.Finding fs = findings.stream().filter(f -> f.check().equals("file-system")).findFirst()
+                    .orElseThrow();
+            assertNotEquals(DeploymentCheck.Level.OK, fs.level(), "a tmpfs lock directory, whose runOnce records and "
+                    + "token marks are gone at the next boot, is reported: " + fs.why());
+        } finally {
+            Files.deleteIfExists(locks);
+        }
     }
 }

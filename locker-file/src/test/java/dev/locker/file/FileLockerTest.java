@@ -6,12 +6,15 @@ import dev.locker.api.LockOwner;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.Lockers;
+import dev.locker.api.LockingException;
+import dev.locker.api.PermanentLockingException;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.api.TimeSource;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.Test;
 
 import java.io.BufferedReader;
+import java.io.IOException;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -19,10 +22,13 @@ import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -30,6 +36,7 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /** What file: adds to the conformance suite: names, URIs, real processes, restarts, reboots. */
 class FileLockerTest {
@@ -213,9 +220,8 @@ class FileLockerTest {
     }
 
     /**
-     * Two copies of the library in one JVM (two class loaders: web applications, plugins) on one lock: each copy's
-     * stripe mutex used to be its own, so the other copy's channel on the stripe file met the JDK's overlapping-lock
-     * check (and, closed, could drop the first copy's OS lock). The JVM-wide monitor makes them take turns.
+     * Two copies of the library in one JVM (two class loaders: web applications, plugins) churn on one lock. A JVM-wide
+     * monitor makes them take turns on the stripe file. Without it the JDK's overlapping-lock check would refuse one.
      */
     @Test
     void twoCopiesOfTheLibraryInOneJvmTakeTurnsOnAStripe() throws Exception {
@@ -288,5 +294,108 @@ class FileLockerTest {
                 + expiryLine);
         Files.setLastModifiedTime(f, FileTime.from(touched));
         return f;
+    }
+
+    /**
+     * Hostile names ('/', '..', NUL, '%', control bytes, invalid UTF-8, 4000 bytes) each get their own file in the
+     * directory. All are held at once; a file of one lock copied under another's name is refused, never granted over.
+     */
+    @Test
+    void hostileNamesStayInTheDirectoryAndNeverShareAFile() throws Exception {
+        List<KeyColumn> locks = new ArrayList<>();
+        for (String s : List.of("/", "..", ".", "../escape", "a/../../b", "%2E", "%2F", "a@b", "a%40b", "~", "A", "a",
+                " ", "\t", "x".repeat(4000), "x".repeat(3999) + "y", "\u00e9", "e\u0301")) {
+            locks.add(KeyColumn.named(s));
+        }
+        locks.add(KeyColumn.of(new byte[] {0}, new byte[0]));
+        locks.add(KeyColumn.of(new byte[] {0, 0}, new byte[0]));
+        locks.add(KeyColumn.of(new byte[] {(byte) 0xff, (byte) 0xfe, '/'}, new byte[] {0}));
+        locks.add(KeyColumn.of("a", "b"));
+        locks.add(KeyColumn.of("a@", "b"));
+        locks.add(KeyColumn.of("a", "@b"));
+        Set<Path> files = new HashSet<>();
+        List<Lease> leases = new ArrayList<>();
+        try (Locker a = open("names")) {
+            for (KeyColumn k : locks) {
+                leases.add(a.acquire(k, "hostile name"));
+                Path f = ((FileLocker) a).fileOf(k);
+                assertEquals(fixture.dir(), f.getParent(), "directly in the lock directory: " + f);
+                assertFalse(f.getFileName().toString().startsWith("."), "never hidden: " + f);
+                assertTrue(f.getFileName().toString().length() < 256, f.toString());
+                assertTrue(Files.isRegularFile(f), f.toString());
+                assertTrue(files.add(f), "one file per lock: " + f);
+            }
+            try (Stream<Path> all = Files.list(fixture.dir())) {
+                assertEquals(locks.size(), all.filter(p -> !p.getFileName().toString().startsWith(".")).count(),
+                        "nothing written outside the lock files");
+            }
+            try (Stream<Path> outside = Files.list(fixture.dir().getParent())) {
+                assertTrue(outside.noneMatch(p -> p.getFileName().toString().contains("escape")), "nothing escaped");
+            }
+            for (Lease l : leases) {
+                l.close();
+            }
+            KeyColumn victim = KeyColumn.named("renamed-over");
+            try (Lease held = a.acquire(KeyColumn.named("owner-of-the-file"), "held")) {
+                Files.copy(((FileLocker) a).fileOf(KeyColumn.named("owner-of-the-file")), ((FileLocker) a).fileOf(victim));
+                try (Locker b = open("b")) {
+                    assertThrows(PermanentLockingException.class, () -> b.acquire(victim, "over another lock's file"));
+                }
+                assertTrue(held.isValid());
+            }
+        }
+    }
+
+    /**
+     * A full file system (a 256 KiB tmpfs, mounted as root; skipped elsewhere) fails renewals and grants as temporary.
+     * No lock file or token mark is left half-written and no other locker gets in; with space back the holder renews.
+     */
+    @Test
+    void aFullFileSystemFailsChangesCleanly() throws Exception {
+        Path mnt = Files.createTempDirectory(Path.of("target"), "full-fs-").toAbsolutePath();
+        Process mount = new ProcessBuilder("mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", mnt.toString())
+                .redirectErrorStream(true).start();
+        assumeTrue(mount.waitFor(10, TimeUnit.SECONDS) && mount.exitValue() == 0, "can mount a tmpfs (root)");
+        try {
+            Path locks = mnt.resolve("locks");
+            KeyColumn lock = KeyColumn.named("full");
+            KeyColumn other = KeyColumn.named("full-other");
+            LockerConfig base = LockerConfig.builder().expiry(Duration.ofSeconds(60)).build();
+            try (Locker a = FileLocker.builder(locks).config(base.toBuilder().rid("a").build()).build();
+                 Locker b = FileLocker.builder(locks).config(base.toBuilder().rid("b").build()).build()) {
+                Object tx = new Object();
+                a.writeLock(lock, tx);
+                a.checkLocks(tx);
+                long token = a.status(lock, tx).orElseThrow().fencingToken();
+                Path filler = mnt.resolve("filler");
+                try (var out = Files.newOutputStream(filler)) {
+                    byte[] block = new byte[4096];
+                    while (true) {
+                        out.write(block);
+                    }
+                } catch (IOException full) {
+                    // ENOSPC
+                }
+                assertThrows(LockingException.class, () -> a.renewLocks(tx), "a renewal cannot be written");
+                assertFalse(b.tryAcquire(lock, "while full", Duration.ZERO).isPresent(), "never granted over the claim");
+                try {
+                    b.tryAcquire(other, "while full", Duration.ZERO).ifPresent(Lease::close);
+                } catch (LockingException expected) {
+                    // a grant that cannot be written fails
+                }
+                LockFile f = LockFile.fromBytes(Files.readAllBytes(locks.resolve(FileNames.of(lock, false))));
+                assertEquals(token, f.token, "the lock file is whole and unchanged");
+                Files.delete(filler);
+                a.renewLocks(tx);
+                a.checkLocks(tx);
+                a.deleteLocks(tx);
+                try (Lease l = b.acquire(lock, "space back")) {
+                    assertTrue(l.fencingToken() > token, l.fencingToken() + " after " + token);
+                }
+            }
+        } finally {
+            new ProcessBuilder("umount", "-l", mnt.toString()).start().waitFor(10, TimeUnit.SECONDS);
+            Files.deleteIfExists(mnt);
+        }
     }
 }

@@ -13,8 +13,8 @@ import org.junit.jupiter.api.Test;
 import java.time.Duration;
 import java.util.List;
 
-import static dev.locker.janusgraph.ReviewGraphs.buffer;
-import static dev.locker.janusgraph.ReviewGraphs.tx;
+import static dev.locker.janusgraph.GraphInstances.buffer;
+import static dev.locker.janusgraph.GraphInstances.tx;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -26,7 +26,7 @@ class LockerStoreManagerTest {
     private final String share = "manager-test-" + System.nanoTime();
 
     private ModifiableConfiguration config(String instance) {
-        return ReviewGraphs.config(SharedInMemoryStoreManager.class, share, instance, share + instance, share, URI,
+        return GraphInstances.config(SharedInMemoryStoreManager.class, share, instance, share + instance, share, URI,
                 Duration.ofMinutes(5));
     }
 

@@ -17,7 +17,6 @@ import dev.locker.spi.TemporaryStoreException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -25,8 +24,6 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -80,9 +77,8 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
     private final ExpiredClaimCleaner cleaner;
     private final boolean ownsStore;
     private final AtomicLong nonces = new AtomicLong(System.nanoTime());
-    private final StepGuard stepGuard = new StepGuard();
-    /** Claims of ours that were released but whose deletion failed: never the holder, deleted again when met. */
-    private final ConcurrentHashMap<KeyColumn, Set<ByteBuffer>> undeleted = new ConcurrentHashMap<>();
+    private final WallStepGuard stepGuard;
+    private final UndeletedClaims undeleted = new UndeletedClaims();
 
     private ConsistentKeyLocker(Builder b) {
         super(b);
@@ -96,6 +92,7 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
                     + "before its read-back, or no claim could ever be held; use an expiry above about 2 x lockWait");
         }
         this.store = b.store;
+        this.stepGuard = new WallStepGuard(config);
         this.ownsStore = b.closeStoreOnClose;
         this.cleaner = config.scrubExpired() ? new ExpiredClaimCleaner(store, b.cleanerQueue) : null;
     }
@@ -120,7 +117,7 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
             Instant ts = time.now();
             byte[] column = ClaimCodec.column(ts, config.rid(), nonces.incrementAndGet());
             byte[] value = ClaimCodec.value(ts.plus(config.expiry()), 0L, owner.withSince(ts));
-            List<byte[]> deletions = withUndeleted(lock, attempts);
+            List<byte[]> deletions = undeleted.with(lock, attempts);
             try {
                 // every earlier attempt may have reached the store: each write deletes all of them, not just the last
                 mutate(row, List.of(new Entry(column, value)), deletions);
@@ -135,7 +132,7 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
                 log.debug("Claim write on {} failed temporarily (attempt {}/{}): {}", lock, attempt, config.retries(), e.toString());
                 continue;
             }
-            forgetUndeleted(lock, deletions);
+            undeleted.forget(lock, deletions);
             // Strictly shorter: then our write completed before ts + lockWait on every clock that agrees with ours, so
             // every claimant with a timestamp >= ours sees our claim when it reads back (equal would not order them).
             long took = time.nanoTime() - started;
@@ -164,7 +161,7 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
             Thread.currentThread().interrupt();
             throw new TemporaryLockingException("interrupted while waiting lockWait before reading the lock row", lock, null, e);
         }
-        Row r = readRowRetrying(lock, row);
+        LockRow r = readRowRetrying(lock, row);
         Instant wall = time.now();
         Instant now = stepGuard.judgingTime(wall, time.nanoTime()); // others' claims are judged on this
         ClaimCodec.Claim own = r.find(claim.column);
@@ -191,7 +188,7 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
         long token = r.maxToken() + 1;
         List<byte[]> deletions = new ArrayList<>(r.tokenColumnsBelow(r.maxTokenColumnToken()));
         deletions.addAll(claim.earlierAttempts);
-        deletions.addAll(undeletedOf(lock));
+        deletions.addAll(undeleted.of(lock));
         if (config.scrubExpired()) {
             deletions.addAll(dead);
         }
@@ -279,7 +276,7 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
         byte[] row = lock.encoded();
         long started = time.nanoTime();
         Instant now = time.now();
-        Row before = readRow(row);
+        LockRow before = readRow(row);
         String conflict = confirm(before, lock, claim);
         if (conflict != null) {
             throw new ExpiredLockException("cannot renew: our claim is " + conflict, lock, null, null, reasonOf(conflict));
@@ -303,16 +300,16 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
         List<byte[]> columns = claim.allColumns();
         StoreException last = null;
         for (int attempt = 1; attempt <= config.retries(); attempt++) {
-            List<byte[]> deletions = withUndeleted(lock, columns);
+            List<byte[]> deletions = undeleted.with(lock, columns);
             try {
                 mutate(lock.encoded(), List.of(), deletions);
-                forgetUndeleted(lock, deletions);
+                undeleted.forget(lock, deletions);
                 return;
             } catch (TemporaryStoreException e) {
                 last = e;
             }
         }
-        rememberUndeleted(lock, columns);
+        undeleted.remember(lock, columns);
         throw last;
     }
 
@@ -336,7 +333,7 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
     protected LockPage listHeld(byte[] keyPrefix, int limit, String cursor) {
         byte[] after = cursor == null ? null : ListCursor.decode(cursor, LIST_CURSOR_TAG, 1)[0];
         boolean all = keyPrefix.length == 0;
-        long keyLength = all ? 0 : Math.max(Math.max(1, keyPrefix.length), after == null ? 0 : lengthField(after));
+        long keyLength = all ? 0 : Math.max(Math.max(1, keyPrefix.length), after == null ? 0 : LockRow.lengthField(after));
         List<LockInfo> out = new ArrayList<>();
         int budget = 2 * limit + 16;
         while (true) {
@@ -360,16 +357,16 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
             }
             if (all || keyLength >= Integer.MAX_VALUE || budget < 1) {
                 return all || keyLength >= Integer.MAX_VALUE ? new LockPage(out, null)
-                        : new LockPage(out, ListCursor.encode(LIST_CURSOR_TAG, lengthOnly(keyLength + 1)));
+                        : new LockPage(out, ListCursor.encode(LIST_CURSOR_TAG, LockRow.lengthOnly(keyLength + 1)));
             }
             // this key length is exhausted: the first row of any longer key says which length to visit next
-            List<byte[]> next = store.getKeys(EMPTY, lengthOnly(keyLength + 1), 1, tx());
+            List<byte[]> next = store.getKeys(EMPTY, LockRow.lengthOnly(keyLength + 1), 1, tx());
             budget--;
-            if (next.isEmpty() || lengthField(next.get(0)) > Integer.MAX_VALUE) {
+            if (next.isEmpty() || LockRow.lengthField(next.get(0)) > Integer.MAX_VALUE) {
                 return new LockPage(out, null);
             }
-            keyLength = lengthField(next.get(0));
-            after = lengthOnly(keyLength); // every row of that length sorts after its bare length field
+            keyLength = LockRow.lengthField(next.get(0));
+            after = LockRow.lengthOnly(keyLength); // every row of that length sorts after its bare length field
         }
     }
 
@@ -389,22 +386,6 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
     }
 
     /**
-     * The key-length field a row starts with, unsigned; a row shorter than the field counts as zero-padded, which is
-     * the smallest length field of the rows that sort after it.
-     */
-    private static long lengthField(byte[] row) {
-        long v = 0;
-        for (int i = 0; i < 4; i++) {
-            v = (v << 8) | (i < row.length ? row[i] & 0xff : 0);
-        }
-        return v;
-    }
-
-    private static byte[] lengthOnly(long keyLength) {
-        return ByteBuffer.allocate(4).putInt((int) keyLength).array();
-    }
-
-    /**
      * Removes every claim column and, in the same write, a token column of the operator's one above the greatest token
      * the row records at this read ({@link #forcedTokenColumn}). Every claim whose token was worked out from a read no
      * later than this one carries at most that token, so a holder's renewal, or a claimant's check, that read the row
@@ -417,7 +398,7 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
     @Override
     protected boolean deleteAllClaims(KeyColumn lock) {
         byte[] row = lock.encoded();
-        Row r = readRow(row);
+        LockRow r = readRow(row);
         List<byte[]> columns = new ArrayList<>();
         for (ClaimCodec.Claim c : r.claims) {
             columns.add(c.column);
@@ -458,7 +439,7 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
     /**
      * A token column of a forced release: {@code token} with {@link #FORCED_HOLDER} for its holder. Every claim that
      * carries a token up to {@code token} fails its next confirm (see {@link #confirm}: another holder's token column
-     * as high as its own); the next claimant's token is above it ({@link Row#maxToken}), and its write removes it like
+     * as high as its own); the next claimant's token is above it ({@link LockRow#maxToken}), and its write removes it like
      * every token column below its own.
      */
     private static byte[] forcedTokenColumn(long token) {
@@ -486,7 +467,7 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
      * Whether the held claim {@code claim} is still the holder in {@code r}: null if it is, else what is wrong (a text
      * starting with "gone" when our claim is missing).
      */
-    private String confirm(Row r, KeyColumn lock, ConsistentKeyClaim claim) {
+    private String confirm(LockRow r, KeyColumn lock, ConsistentKeyClaim claim) {
         Instant now = stepGuard.judgingTime(time.now(), time.nanoTime());
         ClaimCodec.Claim own = r.find(claim.column);
         if (own == null) {
@@ -516,50 +497,8 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
     /** Columns that are ours and never the holder: earlier attempts of this claim, and released claims not yet deleted. */
     private List<byte[]> ignored(KeyColumn lock, ConsistentKeyClaim claim) {
         List<byte[]> out = new ArrayList<>(claim.earlierAttempts);
-        out.addAll(undeletedOf(lock));
+        out.addAll(undeleted.of(lock));
         return out;
-    }
-
-    private List<byte[]> undeletedOf(KeyColumn lock) {
-        Set<ByteBuffer> s = undeleted.get(lock);
-        if (s == null) {
-            return List.of();
-        }
-        List<byte[]> out = new ArrayList<>();
-        for (ByteBuffer b : s) {
-            out.add(b.array());
-        }
-        return out;
-    }
-
-    private List<byte[]> withUndeleted(KeyColumn lock, List<byte[]> columns) {
-        List<byte[]> u = undeletedOf(lock);
-        if (u.isEmpty()) {
-            return columns;
-        }
-        List<byte[]> out = new ArrayList<>(columns);
-        out.addAll(u);
-        return out;
-    }
-
-    private void rememberUndeleted(KeyColumn lock, List<byte[]> columns) {
-        Set<ByteBuffer> s = undeleted.computeIfAbsent(lock, k -> ConcurrentHashMap.newKeySet());
-        for (byte[] c : columns) {
-            s.add(ByteBuffer.wrap(c));
-        }
-    }
-
-    /** Forgets exactly the columns a successful mutation deleted (others may have been added meanwhile). */
-    private void forgetUndeleted(KeyColumn lock, List<byte[]> deleted) {
-        Set<ByteBuffer> s = undeleted.get(lock);
-        if (s != null) {
-            for (byte[] c : deleted) {
-                s.remove(ByteBuffer.wrap(c));
-            }
-            if (s.isEmpty()) {
-                undeleted.remove(lock, s);
-            }
-        }
     }
 
     // ---- store access -------------------------------------------------------------------------------------------
@@ -581,7 +520,7 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
         try {
             mutate(lock.encoded(), List.of(), columns);
         } catch (StoreException e) {
-            rememberUndeleted(lock, columns);
+            undeleted.remember(lock, columns);
             // debug, not warn: during an outage every attempt would say it again; the columns are remembered
             log.debug("Could not delete a claim of ours on {}; it will expire (or be deleted when met again): {}", lock,
                     e.toString());
@@ -594,8 +533,8 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
         }
     }
 
-    private Row readRow(byte[] row) {
-        return new Row(store.getSlice(row, EMPTY, EMPTY, tx()));
+    private LockRow readRow(byte[] row) {
+        return new LockRow(store.getSlice(row, EMPTY, EMPTY, tx()));
     }
 
     /**
@@ -603,7 +542,7 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
      * changes nothing, so repeating it is always safe, and giving up at once would leave a written claim blocking the
      * lock for others until the transaction releases it. Every step still compares its deadline after the read.
      */
-    private Row readRowRetrying(KeyColumn lock, byte[] row) {
+    private LockRow readRowRetrying(KeyColumn lock, byte[] row) {
         TemporaryStoreException last = null;
         for (int attempt = 1; attempt <= config.retries(); attempt++) {
             try {
@@ -619,163 +558,6 @@ public final class ConsistentKeyLocker extends AbstractLocker<ConsistentKeyClaim
 
     static byte[] successor(byte[] column) {
         return Arrays.copyOf(column, column.length + 1);
-    }
-
-    /** A lock row as read: its claims in (timestamp, rid, nonce) order and its token columns. */
-    private static final class Row {
-        final List<ClaimCodec.Claim> claims = new ArrayList<>();
-        final List<byte[]> tokenColumns = new ArrayList<>();
-        long legacyHighWater;
-
-        Row(List<Entry> entries) {
-            for (Entry e : entries) {
-                byte[] col = e.column();
-                if (Arrays.equals(col, ClaimCodec.LEGACY_TOKEN_COLUMN)) {
-                    legacyHighWater = ClaimCodec.legacyTokenOf(e.value());
-                } else if (ClaimCodec.isTokenColumn(col)) {
-                    tokenColumns.add(col);
-                } else if (ClaimCodec.isClaimColumn(col)) {
-                    try {
-                        claims.add(ClaimCodec.decode(col, e.value()));
-                    } catch (IllegalArgumentException bad) {
-                        log.warn("Ignoring an unreadable claim column in a lock row: {}", bad.toString());
-                    }
-                }
-            }
-        }
-
-        ClaimCodec.Claim find(byte[] column) {
-            for (ClaimCodec.Claim c : claims) {
-                if (Arrays.equals(c.column, column)) {
-                    return c;
-                }
-            }
-            return null;
-        }
-
-        /**
-         * The claim that holds the lock as an observer sees it: a live claim carrying a token (a confirmed holder),
-         * else the senior live claim (not confirmed yet); null when no claim lives.
-         */
-        ClaimCodec.Claim holder(Instant now) {
-            ClaimCodec.Claim confirmed = otherTokenHolder(now, EMPTY, List.of());
-            return confirmed != null ? confirmed : seniorLive(now, List.of());
-        }
-
-        /** The earliest live claim, skipping the {@code ignored} columns (ours, never the holder). */
-        ClaimCodec.Claim seniorLive(Instant now, List<byte[]> ignored) {
-            for (ClaimCodec.Claim c : claims) {
-                if (c.isLiveAt(now) && !contains(ignored, c.column)) {
-                    return c;
-                }
-            }
-            return null;
-        }
-
-        /** A live claim other than {@code own} (and the ignored ones) that carries a token: a confirmed holder. */
-        ClaimCodec.Claim otherTokenHolder(Instant now, byte[] own, List<byte[]> ignored) {
-            for (ClaimCodec.Claim c : claims) {
-                if (c.token != 0 && c.isLiveAt(now) && !Arrays.equals(c.column, own) && !contains(ignored, c.column)) {
-                    return c;
-                }
-            }
-            return null;
-        }
-
-        List<byte[]> deadColumns(Instant now) {
-            List<byte[]> out = new ArrayList<>();
-            for (ClaimCodec.Claim c : claims) {
-                if (!c.isLiveAt(now)) {
-                    out.add(c.column);
-                }
-            }
-            return out;
-        }
-
-        long maxTokenColumnToken() {
-            long max = 0;
-            for (byte[] t : tokenColumns) {
-                max = Math.max(max, ClaimCodec.tokenOfColumn(t));
-            }
-            return max;
-        }
-
-        long maxTokenColumnTokenOfOthers(byte[] holder) {
-            long max = 0;
-            for (byte[] t : tokenColumns) {
-                if (!Arrays.equals(ClaimCodec.holderOfTokenColumn(t), holder)) {
-                    max = Math.max(max, ClaimCodec.tokenOfColumn(t));
-                }
-            }
-            return max;
-        }
-
-        List<byte[]> tokenColumnsBelow(long token) {
-            List<byte[]> out = new ArrayList<>();
-            for (byte[] t : tokenColumns) {
-                if (ClaimCodec.tokenOfColumn(t) < token) {
-                    out.add(t);
-                }
-            }
-            return out;
-        }
-
-        /** The greatest token this row records anywhere: token columns, claims, and the legacy column. */
-        long maxToken() {
-            long max = Math.max(legacyHighWater, maxTokenColumnToken());
-            for (ClaimCodec.Claim c : claims) {
-                max = Math.max(max, c.token);
-            }
-            return max;
-        }
-
-        private static boolean contains(List<byte[]> list, byte[] column) {
-            for (byte[] b : list) {
-                if (Arrays.equals(b, column)) {
-                    return true;
-                }
-            }
-            return false;
-        }
-    }
-
-    /**
-     * Notices forward steps of this host's wall clock, measured against its monotonic clock between two readings of
-     * this locker, and for one expiry after a step judges other claims' liveness by the wall clock less the step. A
-     * step that every locker of the host sees (NTP, a resumed VM) would otherwise make every live claim look dead at
-     * once while its holder's monotonic deadline has not moved. It cannot see a step that happened before this
-     * locker was built; backward steps need no guard (they only make claims look alive longer, and the confirm
-     * step refuses a claimant that a backward step made look senior).
-     */
-    private final class StepGuard {
-        private long lastWallMicros = ClaimCodec.micros(time.now()); // a baseline from the locker's start
-        private long lastNanos = time.nanoTime();
-        private long stepMicros;
-        private long stepSeenAtNanos;
-
-        synchronized Instant judgingTime(Instant wall, long nanos) {
-            long wallMicros = ClaimCodec.micros(wall);
-            long elapsedMicros = (nanos - lastNanos) / 1_000;
-            long jump = (wallMicros - lastWallMicros) - elapsedMicros;
-            // half a lockWait, plus 1000 ppm of the time since the last reading for ordinary slewing (NTP slews at most
-            // 500), but never more than the slack a holder's deadline keeps (1% of expiry - lockWait): an idle locker
-            // must not grow an allowance that hides a real step (second review, N1); more drift only costs liveness
-            long slackMicros = saturatedNanos(config.expiry().minus(config.lockWait())) / 100_000;
-            if (jump > Math.min(saturatedNanos(config.lockWait()) / 2_000 + elapsedMicros / 1_000, slackMicros)) {
-                stepMicros = (nanos - stepSeenAtNanos < saturatedNanos(config.expiry()) ? stepMicros : 0) + jump;
-                stepSeenAtNanos = nanos;
-                log.warn("The wall clock of locker {} stepped forward by {}: other claims' expiry is judged {} "
-                        + "earlier for one expiry", config.rid(), Duration.ofNanos(jump * 1_000),
-                        Duration.ofNanos(stepMicros * 1_000));
-            }
-            lastWallMicros = wallMicros;
-            lastNanos = nanos;
-            if (stepMicros != 0 && nanos - stepSeenAtNanos < saturatedNanos(config.expiry())) {
-                return wall.minusNanos(stepMicros * 1_000);
-            }
-            stepMicros = 0;
-            return wall;
-        }
     }
 
     /** Options of a {@link ConsistentKeyLocker}; store and config are required. */

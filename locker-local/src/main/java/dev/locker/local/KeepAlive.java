@@ -8,7 +8,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.time.Duration;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
@@ -19,7 +21,8 @@ import java.util.function.Consumer;
 /**
  * The background work of one locker, created the first time it is needed and stopped by the locker's close:
  * keep-alive renewals of the transactions that asked for them, the early lost signal of watched holds, and telling
- * lost-listeners (on a thread of their own, so that a slow listener delays no renewal and no lock call).
+ * lost-listeners (on threads of their own, so that a slow listener delays no renewal, no lock call and no other
+ * transaction's lost signal).
  *
  * <p>A kept-alive transaction is renewed every third of the expiry, in place (same claim, same token); a failed
  * renewal is retried sooner. A watched hold (one with a listener, or kept alive) that reaches its deadline less a
@@ -33,8 +36,10 @@ final class KeepAlive implements AutoCloseable {
     private static final AtomicLong THREADS = new AtomicLong();
     private static final long ONE_MS = TimeUnit.MILLISECONDS.toNanos(1);
     private static final long TEN_MS = TimeUnit.MILLISECONDS.toNanos(10);
+    /** The most threads telling lost-listeners at once, per locker. */
+    static final int NOTIFIERS = 8;
 
-    private final AbstractLocker<?> locker;
+    private final KeepAliveHost locker;
     private final TimeSource time;
     private final long periodNanos;
     private final long marginNanos;
@@ -45,9 +50,15 @@ final class KeepAlive implements AutoCloseable {
     private final Timer<Timer.Timed> scheduler;
     /** The early lost signal: each watched hold is its own slot in this timer (no object per watched hold). */
     private final Timer<Hold> watchdogScheduler;
+    /**
+     * Tells lost-listeners: up to {@value #NOTIFIERS} threads, so that a listener that blocks delays no other
+     * transaction's signal (past that many blocked listeners, signals wait for a thread).
+     */
     private final ExecutorService notifier;
+    /** The losses waiting to be told, per transaction (by identity) being told now: one thread tells them in turn. */
+    private final Map<Object, java.util.ArrayDeque<Runnable>> telling = new IdentityHashMap<>();
 
-    KeepAlive(AbstractLocker<?> locker, LockerConfig config, TimeSource time) {
+    KeepAlive(KeepAliveHost locker, LockerConfig config, TimeSource time) {
         this.locker = locker;
         this.time = time;
         long expiry = AbstractLocker.saturatedNanos(config.expiry());
@@ -57,8 +68,11 @@ final class KeepAlive implements AutoCloseable {
         this.scheduler = new Timer<>("locker-keepalive-" + n, true, this::due);
         // apart from renewals: a renewal blocked on an unreachable backend must not delay the early lost signal
         this.watchdogScheduler = new Timer<>("locker-deadline-watch-" + n, this::fire);
-        this.notifier = new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(),
-                r -> daemon(r, "locker-lost-listeners-" + n));
+        AtomicLong notifiers = new AtomicLong();
+        ThreadPoolExecutor pool = new ThreadPoolExecutor(NOTIFIERS, NOTIFIERS, 10, TimeUnit.SECONDS,
+                new LinkedBlockingQueue<>(), r -> daemon(r, "locker-lost-listeners-" + n + "-" + notifiers.incrementAndGet()));
+        pool.allowCoreThreadTimeOut(true); // no thread kept while nobody is told anything
+        this.notifier = pool;
     }
 
     private static Thread daemon(Runnable r, String name) {
@@ -148,13 +162,47 @@ final class KeepAlive implements AutoCloseable {
         }
     }
 
-    /** Tells each listener of a loss, once, on the notifier thread. */
-    void tell(List<Consumer<LockLost>> listeners, LockLost loss) {
+    /**
+     * Tells each listener of a loss, once, on a notifier thread. The losses of one transaction ({@code tx}) are told
+     * in turn, in the order they came; those of different transactions on threads of their own, so that a listener
+     * that blocks holds up only its own transaction's later losses.
+     */
+    void tell(Object tx, List<Consumer<LockLost>> listeners, LockLost loss) {
         log.debug("Telling {} listener(s): {}", listeners.size(), loss);
+        Runnable told = () -> tellHere(listeners, loss);
+        synchronized (telling) {
+            java.util.ArrayDeque<Runnable> queue = telling.get(tx);
+            if (queue != null) {
+                queue.add(told); // the thread telling this transaction's earlier loss tells this one next
+                return;
+            }
+            telling.put(tx, new java.util.ArrayDeque<>());
+        }
         try {
-            notifier.execute(() -> tellHere(listeners, loss));
+            notifier.execute(() -> tellInTurn(tx, told));
         } catch (java.util.concurrent.RejectedExecutionException closed) {
-            tellHere(listeners, loss); // the notifier is gone (the locker closed meanwhile): a loss is never dropped
+            tellInTurn(tx, told); // the notifier is gone (the locker closed meanwhile): a loss is never dropped
+        }
+    }
+
+    /** Tells {@code first}, then every loss of {@code tx} queued meanwhile, until none is left. */
+    private void tellInTurn(Object tx, Runnable first) {
+        VirtualMachineError fatal = null;
+        for (Runnable next = first; next != null; ) {
+            try {
+                next.run();
+            } catch (VirtualMachineError e) { // thrown again once this transaction's queue is empty (see tellHere)
+                fatal = fatal == null ? e : fatal;
+            }
+            synchronized (telling) {
+                next = telling.get(tx).poll();
+                if (next == null) {
+                    telling.remove(tx);
+                }
+            }
+        }
+        if (fatal != null) {
+            throw fatal;
         }
     }
 
@@ -298,11 +346,21 @@ final class KeepAlive implements AutoCloseable {
                 anyLive = true;
                 failed = true;
                 soonest = Math.min(soonest, hold.deadlineOf(hold.state()) - time.nanoTime());
-            } catch (RuntimeException e) { // unreachable, slow, refused, busy: retry sooner; the watchdog tells if too late
+            } catch (VirtualMachineError e) {
+                // the process itself may be failing: no renewal is promised any more, and the holder hears it now
+                kept.keptAlive(false);
+                hold.lose(LossReason.EXPIRED, "the keep-alive stopped renewing the claim after " + e);
+                throw e;
+            } catch (Throwable e) { // NOPMD: unreachable, slow, refused, busy, or a backend's Error (a missing class):
+                // retried sooner all the same; the watchdog tells the holder if no renewal comes in time
                 anyLive = true;
                 failed = true;
                 soonest = Math.min(soonest, hold.deadlineOf(hold.state()) - time.nanoTime());
-                log.debug("Keep-alive renewal of {} failed, retrying: {}", hold.lock, e.toString());
+                if (e instanceof RuntimeException) {
+                    log.debug("Keep-alive renewal of {} failed, retrying: {}", hold.lock, e.toString());
+                } else {
+                    log.warn("Keep-alive renewal of {} failed with an Error, retrying: {}", hold.lock, e.toString(), e);
+                }
             }
         }
         if (!anyLive || anyLost(holds)) {

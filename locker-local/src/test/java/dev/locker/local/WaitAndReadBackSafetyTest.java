@@ -36,9 +36,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * The interleavings an adversarial review found on the wait-and-read-back protocol (issue 8), each replayed
- * deterministically: a {@link VirtualClock}, a real {@link InMemoryStore} behind a {@link FaultyStore} that pauses the
- * chosen store call, and a second thread for the paused operation. Each test names the finding it reproduces.
+ * The wait-and-read-back protocol keeps one holder and rising tokens under paused store calls and late writes.
+ * Each interleaving is replayed deterministically: a {@link VirtualClock}, a real {@link InMemoryStore} behind a
+ * {@link FaultyStore} that pauses the chosen store call, and a second thread for the paused operation.
  */
 class WaitAndReadBackSafetyTest {
 
@@ -80,11 +80,11 @@ class WaitAndReadBackSafetyTest {
     }
 
     /**
-     * Finding 1: a claim write (retries included) slower than the JVM-local record lives lets a second transaction of
+     * A claim write (retries included) slower than the JVM-local record lives lets a second transaction of
      * the same locker take the lock; the first must not also hold when its write finally returns.
      */
     @Test
-    void finding1_aSlowClaimWriteNeverGivesOneLockerTwoHolders() throws Exception {
+    void aSlowClaimWriteNeverGivesOneLockerTwoHolders() throws Exception {
         Locker a = locker("a");
         Object first = new Object();
         Pause stalled = store.pauseAt(FaultyStore.Op.MUTATE, 0, false);
@@ -100,11 +100,11 @@ class WaitAndReadBackSafetyTest {
     }
 
     /**
-     * Finding 2: a holder paused inside its renewal (after reading its claim, before rewriting it) until its claim
+     * A holder paused inside its renewal (after reading its claim, before rewriting it) until its claim
      * expired and another process took over must not resurrect its claim and be told it renewed.
      */
     @Test
-    void finding2_aPausedRenewalDoesNotResurrectAnExpiredClaim() throws Exception {
+    void aPausedRenewalDoesNotResurrectAnExpiredClaim() throws Exception {
         Locker a = locker("a");
         Locker b = locker("b");
         Object ta = new Object();
@@ -128,11 +128,11 @@ class WaitAndReadBackSafetyTest {
     }
 
     /**
-     * Finding 3: a holder paused after its read-back (before writing its token) gets no token that another holder
+     * A holder paused after its read-back (before writing its token) gets no token that another holder
      * got, and its late write never lowers the tokens later holders get.
      */
     @Test
-    void finding3_aHolderPausedAfterItsReadBackNeitherRepeatsNorLowersTokens() throws Exception {
+    void aHolderPausedAfterItsReadBackNeitherRepeatsNorLowersTokens() throws Exception {
         Locker a = locker("a");
         Locker b = locker("b");
         Locker c = locker("c");
@@ -166,11 +166,11 @@ class WaitAndReadBackSafetyTest {
     }
 
     /**
-     * Finding 8: an earlier attempt that was applied (reply lost), then a failed one, then a good one: no attempt's
+     * An earlier attempt that was applied (reply lost), then a failed one, then a good one: no attempt's
      * claim survives the release.
      */
     @Test
-    void finding8_mixedWriteFailuresLeaveNoOrphanClaim() {
+    void mixedWriteFailuresLeaveNoOrphanClaim() {
         Locker a = locker("a");
         Locker b = locker("b");
         store.scriptMutations(FaultyStore.Outcome.APPLIED_THEN_TEMPORARY_FAILURE, FaultyStore.Outcome.TEMPORARY_FAILURE,
@@ -183,12 +183,12 @@ class WaitAndReadBackSafetyTest {
     }
 
     /**
-     * Finding 9: a wall-clock step at any clock reading during writeLock does not stretch the holder's belief: its
+     * A wall-clock step at any clock reading during writeLock does not stretch the holder's belief: its
      * deadline is one monotonic reading plus the claim's lifetime.
      */
     @ParameterizedTest
     @ValueSource(ints = {1, 2, 3, 4})
-    void finding9_aWallClockStepDuringTheWriteDoesNotStretchTheHoldersBelief(int stepAfterReading) {
+    void aWallClockStepDuringTheWriteDoesNotStretchTheHoldersBelief(int stepAfterReading) {
         SteppingClock stepping = new SteppingClock(clock, stepAfterReading, Duration.ofHours(1));
         Locker a = locker(config("a").timeSource(stepping).build());
         Object ta = new Object();
@@ -201,9 +201,9 @@ class WaitAndReadBackSafetyTest {
         assertThrows(ExpiredLockException.class, () -> a.checkLocks(ta));
     }
 
-    /** Finding 10: checkLocks waits lockWait on the monotonic clock; a backward wall-clock step does not make it sleep. */
+    /** checkLocks waits lockWait on the monotonic clock; a backward wall-clock step does not make it sleep. */
     @Test
-    void finding10_aBackwardWallClockStepDoesNotMakeCheckLocksSleep() {
+    void aBackwardWallClockStepDoesNotMakeCheckLocksSleep() {
         Locker a = locker("a");
         Object ta = new Object();
         a.writeLock(lock, ta);
@@ -218,9 +218,9 @@ class WaitAndReadBackSafetyTest {
                 + Duration.ofNanos(clock.nanoTime() - before) + " on the monotonic clock");
     }
 
-    /** Finding 11: an expected-value-checking store refuses a transaction begun by another store. */
+    /** An expected-value-checking store refuses a transaction begun by another store. */
     @Test
-    void finding11_anExpectedValueCheckingStoreRefusesAnotherStoresTransaction() {
+    void anExpectedValueCheckingStoreRefusesAnotherStoresTransaction() {
         Locker a = locker("a");
         ExpectedValueCheckingStore one = new ExpectedValueCheckingStore(new InMemoryStore("one"), a);
         ExpectedValueCheckingStore two = new ExpectedValueCheckingStore(new InMemoryStore("two"), a);
@@ -233,9 +233,9 @@ class WaitAndReadBackSafetyTest {
         fromOne.rollback();
     }
 
-    /** Finding 12: two lockers built from one configuration are two owners: they never both hold. */
+    /** two lockers built from one configuration are two owners: they never both hold. */
     @Test
-    void finding12_oneConfigurationForTwoLockersGivesTwoOwners() {
+    void oneConfigurationForTwoLockersGivesTwoOwners() {
         LockerConfig shared = config("shared").build();
         Locker a = locker(shared);
         Locker b = locker(shared);
@@ -244,7 +244,7 @@ class WaitAndReadBackSafetyTest {
         assertThrows(TemporaryLockingException.class, () -> take(b, new Object()));
     }
 
-    /** Finding 4, on the wait-and-read-back protocol: a force-released holder learns it at its next verification. */
+    /** On the wait-and-read-back protocol, a force-released holder learns it at its next verification. */
     @Test
     void aForceReleasedHolderLearnsItAtItsNextCheck() {
         Locker a = locker("a");

@@ -180,8 +180,11 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     /** How long a waiter's queue entry lives unless the waiter refreshes it (see acquire.lua). */
     private final Duration queueTtl;
     private final RedisWakeups wakeups;
-    /** The waits in progress (from startWaiting to the end of stopWaiting); close() lets them leave their queues. */
-    private final Set<WaitState> waitsInProgress = ConcurrentHashMap.newKeySet();
+    /**
+     * The waits in progress (from startWaiting to the end of stopWaiting), each with what this backend keeps for it;
+     * close() lets them leave their queues.
+     */
+    private final ConcurrentHashMap<Waiting, WaitState> waitsInProgress = new ConcurrentHashMap<>();
     /** The first half of every nonce: this instance, even among lockers sharing a rid. */
     private final String instance = HexFormat.of().toHexDigits(new SecureRandom().nextLong());
     /** The second half: counts this instance's acquires, so that a tombstone can cover all those up to one. */
@@ -300,7 +303,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         byte[] key = keys.lockKey(lock);
         long acquire = acquires.incrementAndGet();
         byte[] nonce = countedClaimId(instanceBytes, acquire);
-        WaitState wait = waiting == null ? null : (WaitState) waiting.backendState;
+        WaitState wait = waiting == null ? null : waitsInProgress.get(waiting);
         if (wait != null) {
             wait.beforeAttempt(lock); // a release published from now on wakes the pause after this attempt
         }
@@ -573,8 +576,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     @Override
     protected void startWaiting(Waiting waiting) {
         WaitState wait = new WaitState(waiting);
-        waiting.backendState = wait;
-        waitsInProgress.add(wait);
+        waitsInProgress.put(waiting, wait);
         if (!toldOfReleases()) {
             return;
         }
@@ -589,7 +591,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         if (isClosed()) {
             return; // the waiting loop ends; close() waits for the wait to leave its queues
         }
-        WaitState wait = (WaitState) waiting.backendState;
+        WaitState wait = waitsInProgress.get(waiting);
         RedisWakeups.Watch watch = wait == null || refusal.lock() == null ? null : wait.watches.get(refusal.lock());
         if (watch == null) {
             super.awaitRelease(waiting, refusal, maxNanos);
@@ -613,7 +615,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
 
     @Override
     protected void stopWaiting(Waiting waiting, boolean acquired) {
-        WaitState wait = (WaitState) waiting.backendState;
+        WaitState wait = waitsInProgress.get(waiting);
         if (wait == null) {
             return;
         }
@@ -621,7 +623,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
             leaveQueues(waiting, wait, acquired);
         } finally {
             synchronized (waitsInProgress) {
-                waitsInProgress.remove(wait);
+                waitsInProgress.remove(waiting);
                 waitsInProgress.notifyAll();
             }
         }

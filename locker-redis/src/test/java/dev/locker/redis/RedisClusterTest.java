@@ -1,5 +1,6 @@
 package dev.locker.redis;
 
+import dev.locker.testkit.RedisServer;
 import dev.locker.api.KeyColumn;
 import dev.locker.spi.KeyColumnValueStore;
 import dev.locker.api.Lease;
@@ -35,7 +36,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class RedisClusterTest extends LockerConformanceSuite {
 
-    private RedisClusterProcess cluster;
+    private RedisServer.Cluster cluster;
     private final InMemoryStore data = new InMemoryStore("guarded-data");
 
     @Override
@@ -46,7 +47,7 @@ class RedisClusterTest extends LockerConformanceSuite {
     @Override
     protected LockerFixture createFixture() {
         Assumptions.assumeFalse(RedisTarget.isExternal(), "runs its own cluster");
-        cluster = RedisClusterProcess.start();
+        cluster = RedisServer.startCluster();
         String prefix = "cluster-" + LockerConfig.randomRid().substring(0, 8) + ":";
         return new LockerFixture() {
             @Override
@@ -89,7 +90,7 @@ class RedisClusterTest extends LockerConformanceSuite {
             assertEquals(a.rid(), e.holder().rid());
         }
         assertTrue(slots.size() > 30, "names with the same {tag} still spread: " + slots.size() + " slots");
-        for (RedisServerProcess node : cluster.nodes()) {
+        for (RedisServer node : cluster.nodes()) {
             long keys = Long.parseLong(node.cli("DBSIZE").trim());
             assertTrue(keys > 0, "every master holds some of the locks: " + node);
         }
@@ -102,7 +103,7 @@ class RedisClusterTest extends LockerConformanceSuite {
      */
     @Test
     void aClusterNodeSpokenToAsASingleServerIsPermanent() {
-        RedisServerProcess node = cluster.nodes().get(0);
+        RedisServer node = cluster.nodes().get(0);
         try (RedisLocker single = RedisLocker.builder().node("127.0.0.1", node.port()).cluster(false)
                 .keyPrefix("single:").restartGuard(Duration.ZERO).build()) {
             PermanentLockingException moved = null;
@@ -125,7 +126,7 @@ class RedisClusterTest extends LockerConformanceSuite {
      */
     @Test
     void theEvictionCheckRunsOnEachMaster() {
-        RedisServerProcess evicting = cluster.nodes().get(0);
+        RedisServer evicting = cluster.nodes().get(0);
         Set<Integer> itsSlots = ownSlots(evicting);
         RedisLocker a = (RedisLocker) process("a");
         evicting.cli("CONFIG", "SET", "maxmemory", "1gb");
@@ -152,7 +153,7 @@ class RedisClusterTest extends LockerConformanceSuite {
     }
 
     /** The slots a node serves, from the {@code myself} line of CLUSTER NODES ({@code ... 0-5460 ...}). */
-    private static Set<Integer> ownSlots(RedisServerProcess node) {
+    private static Set<Integer> ownSlots(RedisServer node) {
         Set<Integer> slots = new HashSet<>();
         for (String line : node.cli("CLUSTER", "NODES").split("\\R")) {
             if (line.contains("myself")) {

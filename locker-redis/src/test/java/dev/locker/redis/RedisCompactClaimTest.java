@@ -4,12 +4,15 @@ import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.LockInfo;
 import dev.locker.api.LockOwner;
+import dev.locker.api.LockTransaction;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.TemporaryLockingException;
+import dev.locker.local.ClaimStatus;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import redis.clients.jedis.Protocol;
 import redis.clients.jedis.RedisClient;
 import redis.clients.jedis.UnifiedJedis;
 
@@ -18,10 +21,13 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 
 import static dev.locker.redis.RedisWaitingFixture.lock;
+import static dev.locker.redis.RedisWaitingFixture.withRid;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -37,7 +43,7 @@ class RedisCompactClaimTest {
     private static final String LONG = "x".repeat(300);
 
     @RegisterExtension
-    static final RedisWaitingFixture fixture = RedisWaitingFixture.onTarget("cct");
+    static final RedisWaitingFixture fixture = RedisWaitingFixture.onFreshTarget("cct");
 
     private final String prefix = fixture.prefix();
 
@@ -53,6 +59,36 @@ class RedisCompactClaimTest {
                 .build();
         fixture.adopt(l);
         return l;
+    }
+
+    /** A locker whose rid is {@code rid} exactly. */
+    private RedisLocker locker(String rid) {
+        return fixture.open(withRid(fixture.onTarget(), rid, Duration.ofSeconds(30)));
+    }
+
+    /** A locker of a rid never used before: {@code name} and the current nano time. */
+    private RedisLocker freshLocker(String name) {
+        return fixture.open(withRid(fixture.onTarget(), name + "-" + System.nanoTime(), Duration.ofSeconds(30)));
+    }
+
+    /** The claim id the locker keeps for {@code lease}'s lock, as text (Redis nonces are ASCII hex). */
+    private static String claimIdOf(Lease lease) {
+        return new String(((ClaimStatus) lease.status()).claimId(), StandardCharsets.US_ASCII);
+    }
+
+    /** Our field holds a claim that is not released (a release leaves "0 0 <token> <counter> " there: common.lua). */
+    private boolean claimed(RedisLocker l, KeyColumn lock) {
+        byte[] v = fixture.admin().hget(l.redisKey(lock), l.claimField());
+        return v != null && !new String(v, StandardCharsets.US_ASCII).startsWith("0 0 ");
+    }
+
+    private String encoding(byte[] key) {
+        return new String((byte[]) admin().sendCommand(Protocol.Command.OBJECT,
+                "ENCODING".getBytes(StandardCharsets.US_ASCII), key), StandardCharsets.US_ASCII);
+    }
+
+    private static String ascii(byte[] b) {
+        return b == null ? "(none)" : new String(b, StandardCharsets.ISO_8859_1).replace("\n", "\\n");
     }
 
     @Test
@@ -188,5 +224,149 @@ class RedisCompactClaimTest {
 
     private byte[] prefixed(String tail) {
         return (prefix + tail).getBytes(StandardCharsets.UTF_8);
+    }
+
+    /**
+     * A lock that once had a waiter is a compact listpack again when held: one field, the claim. Redis never
+     * converts a hashtable back, so no queue entry may pass hash-max-listpack-value.
+     */
+    @Test
+    void aLockThatHadAWaiterIsACompactListpackAgainWhenHeld() throws Exception {
+        RedisLocker a = locker("first");
+        RedisLocker b = locker("waiter");
+        KeyColumn lock = lock("contended");
+        byte[] key = a.redisKey(lock);
+        // each pair's first claim (and queue entry) carries its owner in full while the record is written: warm both
+        a.acquire(lock("warm-a"), "first").close();
+        Thread warm = new Thread(() -> b.acquire(lock("warm-b"), "patient").close(), "waiter");
+        warm.start();
+        warm.join();
+        a.awaitOwnerRecord();
+        b.awaitOwnerRecord();
+        Lease held = a.acquire(lock, "first");
+        AtomicReference<Lease> got = new AtomicReference<>();
+        Thread waiter = new Thread(() -> got.set(b.tryAcquire(lock, "patient", Duration.ofSeconds(60)).orElseThrow()),
+                "waiter");
+        waiter.start();
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (admin().hkeys(key).stream().noneMatch(f -> f.length > 0 && f[0] == 'q')) {
+            assertTrue(System.nanoTime() < until, "the waiter never queued");
+            Thread.sleep(5);
+        }
+        held.close();
+        waiter.join();
+        got.get().close();
+        try (Lease again = a.acquire(lock, "first")) {
+            assertEquals(1, admin().hlen(key), "one field again: the claim");
+            String encoding = new String((byte[]) admin().sendCommand(redis.clients.jedis.Protocol.Command.OBJECT,
+                    "ENCODING".getBytes(StandardCharsets.US_ASCII), key), StandardCharsets.US_ASCII);
+            assertEquals("listpack", encoding, "a held lock's hash is the compact listpack");
+        }
+    }
+
+    /**
+     * A live claim in the previous layout ({@code <written> <expiry> <token> <32-hex nonce>\n<owner>}) is not
+     * taken over. An unreadable claim is a live holder, not a dead one, so builds sharing a prefix never make two
+     * holders.
+     */
+    @Test
+    void aLiveClaimOfThePreviousLayoutIsNotTakenOver() {
+        RedisLocker a = locker("new-build");
+        KeyColumn lock = lock("mixed");
+        byte[] key = a.redisKey(lock);
+        long now = fixture.serverMicros();
+        byte[] owner = new LockOwner("old-build", "old-host", 1, "main", "old work", null).toBytes();
+        byte[] head = (now + " " + (now + 60_000_000L) + " " + now + " " + "0123456789abcdef0000000000000001" + "\n")
+                .getBytes(StandardCharsets.US_ASCII);
+        byte[] value = new byte[head.length + owner.length];
+        System.arraycopy(head, 0, value, 0, head.length);
+        System.arraycopy(owner, 0, value, head.length, owner.length);
+        admin().hset(key, "cold-build".getBytes(StandardCharsets.US_ASCII), value); // as the old build writes it
+        admin().hset(key, "t".getBytes(StandardCharsets.US_ASCII),
+                Long.toString(now).getBytes(StandardCharsets.US_ASCII));
+        admin().pexpire(key, 120_000);
+        assertThrows(TemporaryLockingException.class, () -> a.acquire(lock, "new work").close(),
+                "the old build's live claim holds the lock");
+    }
+
+    /**
+     * The first acquire of a fresh locker, kept alive by renewals, leaves a compact listpack. Its owner record is
+     * written before the first claim that references it, so no owner goes inline.
+     */
+    @Test
+    void aLockTakenByAFreshLockerAndKeptAliveIsACompactListpack() throws Exception {
+        RedisLocker a = locker("service-leader");
+        KeyColumn leader = lock("leader");
+        byte[] key = a.redisKey(leader);
+        String held;
+        String heldEncoding;
+        try (Lease l = a.acquire(leader, "leading")) { // the locker's first acquire: its record is not written yet
+            a.awaitOwnerRecord(); // the record is on the server now
+            l.renew(); // a keep-alive renewal, long after the record was written
+            held = ascii(admin().hget(key, a.claimField()));
+            heldEncoding = encoding(key);
+        }
+        // the next holder (same locker and pair: its reference is published) in the same key
+        try (Lease again = a.acquire(leader, "leading")) {
+            assertEquals(1, admin().hlen(key), "one field: the claim");
+            String encoding = encoding(key);
+            assertTrue(heldEncoding.equals("listpack") && encoding.equals("listpack"),
+                    "a held lock's hash is the compact listpack (while held and renewed: " + heldEncoding
+                            + ", claim " + held + "; held again: " + encoding + ", claim "
+                            + ascii(admin().hget(key, a.claimField())) + ")");
+        }
+    }
+
+    /**
+     * A claim id kept as (instance prefix, acquire number) and rebuilt when sent is the bytes the acquire wrote.
+     * Renew, verify and delete compare on it, so a wrong id would fail them or leave the claim behind.
+     */
+    @Test
+    void theRebuiltClaimIdRenewsVerifiesAndDeletesTheWrittenClaim() {
+        RedisLocker a = freshLocker("a");
+        for (int round = 0; round < 20; round++) { // acquire numbers 1..20: every hex digit position moves
+            KeyColumn lock = lock("one");
+            Lease lease = a.acquire(lock, "round " + round);
+            String id = claimIdOf(lease);
+            assertEquals(32, id.length(), id);
+            assertTrue(id.matches("[0-9a-f]{32}"), id);
+            String stored = new String(fixture.admin().hget(a.redisKey(lock), a.claimField()),
+                    StandardCharsets.ISO_8859_1);
+            // the compact claim: the instance half in the field's name, the acquire number in the value
+            assertTrue(new String(a.claimField(), StandardCharsets.ISO_8859_1).endsWith(id.substring(0, 16)), id);
+            assertTrue(List.of(stored.split(" ")).contains(Long.toHexString(Long.parseUnsignedLong(id.substring(16), 16))),
+                    "the stored claim " + stored + " carries the acquire number of the id the locker keeps " + id);
+            long token = lease.fencingToken();
+            lease.renew();
+            lease.renew();
+            assertEquals(id, claimIdOf(lease), "a renewal keeps the id");
+            lease.check();
+            assertEquals(token, lease.fencingToken());
+            assertTrue(claimed(a, lock));
+            lease.close();
+            assertFalse(claimed(a, lock), "the rebuilt id deleted the written claim");
+        }
+    }
+
+    /** Multi-lock leases and JanusGraph-style transactions renew, verify and delete the claims they wrote too. */
+    @Test
+    void multiLockLeasesAndTransactionsKeepTheirIdsToo() {
+        RedisLocker a = freshLocker("b");
+        KeyColumn x = lock("x");
+        KeyColumn y = lock("y");
+        Lease both = a.acquireAll(List.of(x, y), "both");
+        both.renew();
+        both.check();
+        both.close();
+        assertFalse(claimed(a, x));
+        assertFalse(claimed(a, y));
+        LockTransaction tx = new LockTransaction("janus");
+        a.writeLock(x, tx);
+        a.checkLocks(tx);
+        a.renewLocks(tx);
+        a.verifyLocks(tx);
+        assertTrue(claimed(a, x));
+        a.deleteLocks(tx);
+        assertFalse(claimed(a, x));
     }
 }

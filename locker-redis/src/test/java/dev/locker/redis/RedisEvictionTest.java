@@ -1,5 +1,6 @@
 package dev.locker.redis;
 
+import dev.locker.testkit.RedisServer;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.Locker;
@@ -33,12 +34,12 @@ class RedisEvictionTest {
 
     private final List<Locker> opened = new ArrayList<>();
     private final List<UnifiedJedis> admins = new ArrayList<>();
-    private RedisServerProcess server;
+    private RedisServer server;
 
     @BeforeEach
     void start() {
         Assumptions.assumeFalse(RedisTarget.isExternal(), "needs a server it can configure");
-        server = RedisServerProcess.start("--maxmemory", "64mb", "--maxmemory-policy", "allkeys-lru");
+        server = RedisServer.start("--maxmemory", "64mb", "--maxmemory-policy", "allkeys-lru");
     }
 
     @AfterEach
@@ -52,7 +53,7 @@ class RedisEvictionTest {
         }
     }
 
-    private RedisLocker.Builder on(RedisServerProcess s) {
+    private RedisLocker.Builder on(RedisServer s) {
         return RedisLocker.builder().node("127.0.0.1", s.port()).keyPrefix("evict:").restartGuard(Duration.ZERO)
                 .config(LockerConfig.builder().rid("p-" + LockerConfig.randomRid().substring(0, 8))
                         .expiry(Duration.ofSeconds(30)).build());
@@ -155,13 +156,13 @@ class RedisEvictionTest {
     }
 
     /** {@code maxmemory} 1 byte and back: the server evicts every key its policy allows, at once. */
-    static void squeezeMemory(RedisServerProcess s) {
+    static void squeezeMemory(RedisServer s) {
         String max = s.cli("CONFIG", "GET", "maxmemory").split("\\R")[1].trim();
         s.cli("CONFIG", "SET", "maxmemory", "1");
         s.cli("CONFIG", "SET", "maxmemory", max);
     }
 
-    private UnifiedJedis admin(RedisServerProcess s) {
+    private UnifiedJedis admin(RedisServer s) {
         UnifiedJedis c = RedisLocker.builder().node("127.0.0.1", s.port()).newClient(1);
         admins.add(c);
         return c;

@@ -1,5 +1,6 @@
 package dev.locker.redis;
 
+import dev.locker.testkit.RedisServer;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.Locker;
@@ -59,13 +60,13 @@ class RedisFailureMeaningTest {
         servers.clear();
     }
 
-    private RedisServerProcess server(String... args) {
-        RedisServerProcess s = RedisServerProcess.start(args);
+    private RedisServer server(String... args) {
+        RedisServer s = RedisServer.start(args);
         servers.add(s);
         return s;
     }
 
-    private RedisLocker locker(RedisServerProcess s) {
+    private RedisLocker locker(RedisServer s) {
         RedisLocker l = RedisLocker.builder().node("127.0.0.1", s.port()).keyPrefix("meaning:")
                 .config(LockerConfig.builder().expiry(Duration.ofSeconds(5)).build())
                 .restartGuard(Duration.ZERO).build();
@@ -84,7 +85,7 @@ class RedisFailureMeaningTest {
     }
 
     /** The failure, checked to be temporary, to name the server, and to carry the server's words. */
-    private static void assertTemporary(Locker l, RedisServerProcess s, String serverSays) {
+    private static void assertTemporary(Locker l, RedisServer s, String serverSays) {
         LockingException e = failure(l, lock("temporary"));
         assertInstanceOf(TemporaryLockingException.class, e, e.toString());
         assertTrue(e.getMessage().contains("127.0.0.1:" + s.port()), e.getMessage());
@@ -98,7 +99,7 @@ class RedisFailureMeaningTest {
      */
     @Test
     void maxClientsReachedIsTemporary() throws IOException {
-        RedisServerProcess s = server("--maxclients", "1");
+        RedisServer s = server("--maxclients", "1");
         KeyColumn lock = lock("max-clients");
         RedisLocker l;
         try (Socket hog = occupyTheOnlySlot(s)) {
@@ -113,7 +114,7 @@ class RedisFailureMeaningTest {
     }
 
     /** Holds the server's only client slot: a raw connection that the server has accepted (it answered PING). */
-    private static Socket occupyTheOnlySlot(RedisServerProcess s) throws IOException {
+    private static Socket occupyTheOnlySlot(RedisServer s) throws IOException {
         while (true) {
             Socket socket = new Socket(InetAddress.getLoopbackAddress(), s.port());
             socket.getOutputStream().write("PING\r\n".getBytes(StandardCharsets.US_ASCII));
@@ -123,14 +124,14 @@ class RedisFailureMeaningTest {
                 return socket;
             }
             socket.close(); // the server had not yet noticed that an earlier client (the start-up PING) left
-            RedisServerProcess.sleep(20);
+            RedisServer.sleep(20);
         }
     }
 
     /** {@code OOM}: over {@code maxmemory} under {@code noeviction}, writes are refused until memory is freed. */
     @Test
     void outOfMemoryIsTemporary() {
-        RedisServerProcess s = server();
+        RedisServer s = server();
         RedisLocker l = locker(s);
         s.cli("CONFIG", "SET", "maxmemory", "1");
         assertTemporary(l, s, "OOM");
@@ -141,7 +142,7 @@ class RedisFailureMeaningTest {
     /** {@code NOREPLICAS}: fewer good replicas than {@code min-replicas-to-write}; they may come back. */
     @Test
     void tooFewReplicasIsTemporary() {
-        RedisServerProcess s = server();
+        RedisServer s = server();
         RedisLocker l = locker(s);
         s.cli("CONFIG", "SET", "min-replicas-to-write", "1");
         assertTemporary(l, s, "NOREPLICAS");
@@ -155,9 +156,9 @@ class RedisFailureMeaningTest {
      */
     @Test
     void aDemotedMasterIsTemporary() {
-        RedisServerProcess s = server();
+        RedisServer s = server();
         RedisLocker l = locker(s);
-        int nobody = RedisServerProcess.freePort(false);
+        int nobody = RedisServer.freePort(false);
         s.cli("REPLICAOF", "127.0.0.1", Integer.toString(nobody));
         assertTemporary(l, s, "READONLY");
         s.cli("CONFIG", "SET", "replica-serve-stale-data", "no");
@@ -169,7 +170,7 @@ class RedisFailureMeaningTest {
     /** {@code BUSY}: another client's script runs past {@code busy-reply-threshold}; it ends or is killed. */
     @Test
     void aServerBusyWithAScriptIsTemporary() throws Exception {
-        RedisServerProcess s = server("--busy-reply-threshold", "50");
+        RedisServer s = server("--busy-reply-threshold", "50");
         RedisLocker l = locker(s);
         l.acquire(lock("warm-up"), "").close();
         Thread busy = new Thread(() -> s.cli("EVAL", "while true do end", "0"), "busy-script");
@@ -187,7 +188,7 @@ class RedisFailureMeaningTest {
      */
     @Test
     void aServerLoadingItsDataIsTemporary() {
-        RedisServerProcess s = server("--enable-debug-command", "local", "--key-load-delay", "2000",
+        RedisServer s = server("--enable-debug-command", "local", "--key-load-delay", "2000",
                 "--loading-process-events-interval-bytes", "1024");
         s.cli("DEBUG", "POPULATE", "2000", "filler", "100");
         s.cli("SAVE");
@@ -198,7 +199,7 @@ class RedisFailureMeaningTest {
     }
 
     /** Waits until the server answers PING with a reply starting with {@code prefix}. */
-    private static void awaitReply(RedisServerProcess s, String prefix) {
+    private static void awaitReply(RedisServer s, String prefix) {
         while (true) {
             try (Socket socket = new Socket(InetAddress.getLoopbackAddress(), s.port())) {
                 socket.getOutputStream().write("PING\r\n".getBytes(StandardCharsets.US_ASCII));
@@ -210,7 +211,7 @@ class RedisFailureMeaningTest {
             } catch (IOException e) {
                 throw new UncheckedIOException(e);
             }
-            RedisServerProcess.sleep(10);
+            RedisServer.sleep(10);
         }
     }
 
@@ -220,7 +221,7 @@ class RedisFailureMeaningTest {
      */
     @Test
     void anotherTypeUnderOurKeyIsPermanent() {
-        RedisServerProcess s = server();
+        RedisServer s = server();
         RedisLocker l = locker(s);
         KeyColumn lock = lock("wrong-type");
         try (var admin = RedisLocker.builder().node("127.0.0.1", s.port()).newClient(1)) {
@@ -235,7 +236,7 @@ class RedisFailureMeaningTest {
     /** A server whose operator disabled scripting ({@code rename-command EVALSHA ""}) will never run the protocol. */
     @Test
     void aServerWithoutScriptingIsPermanent() {
-        RedisServerProcess s = server("--rename-command", "EVALSHA", "", "--rename-command", "EVAL", "");
+        RedisServer s = server("--rename-command", "EVALSHA", "", "--rename-command", "EVAL", "");
         LockingException e = failure(locker(s), lock("no-scripts"));
         assertInstanceOf(PermanentLockingException.class, e, e.toString());
         assertTrue(e.getMessage().contains("unknown command"), e.getMessage());

@@ -1,5 +1,7 @@
 package dev.locker.redis;
 
+import dev.locker.testkit.FreezingProxy;
+import dev.locker.testkit.RedisServer;
 import dev.locker.api.ExpiredLockException;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
@@ -47,13 +49,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class RedisFailureTest {
 
     private static final String PASSWORD = "s3cret-admin";
-    private RedisServerProcess server;
+    private RedisServer server;
     private final List<Locker> opened = new ArrayList<>();
 
     @BeforeAll
     void start() {
         Assumptions.assumeFalse(RedisTarget.isExternal(), "needs servers it can configure");
-        server = RedisServerProcess.start("--requirepass", PASSWORD, "--enable-debug-command", "local");
+        server = RedisServer.start("--requirepass", PASSWORD, "--enable-debug-command", "local");
         server.cli("-a", PASSWORD, "--no-auth-warning", "ACL", "SETUSER", "limited", "on", ">limited-pw", "resetkeys",
                 "~lim:*", "resetchannels", "-@all", "+evalsha", "+eval", "+info", "+time", "+hgetall", "+hget", "+hset", "+hdel", "+hkeys",
                 "+pexpire");
@@ -82,7 +84,7 @@ class RedisFailureTest {
         return l;
     }
 
-    private RedisLocker.Builder on(RedisServerProcess s) {
+    private RedisLocker.Builder on(RedisServer s) {
         return RedisLocker.builder().node("127.0.0.1", s.port()).keyPrefix("lim:");
     }
 
@@ -94,7 +96,7 @@ class RedisFailureTest {
         return e;
     }
 
-    private String where(RedisServerProcess s) {
+    private String where(RedisServer s) {
         return "127.0.0.1:" + s.port();
     }
 
@@ -197,7 +199,7 @@ class RedisFailureTest {
      */
     @Test
     void aTimedOutAcquireThatTheServerGrantedIsWithdrawn() throws Exception {
-        try (StallingProxy proxy = new StallingProxy(server.port())) {
+        try (FreezingProxy proxy = new FreezingProxy("127.0.0.1", server.port())) {
             RedisLocker late = open(RedisLocker.builder().node("127.0.0.1", proxy.port()).keyPrefix("lim:")
                     .password(PASSWORD).socketTimeout(Duration.ofMillis(300)));
             RedisLocker other = open(on(server).password(PASSWORD));
@@ -221,7 +223,7 @@ class RedisFailureTest {
      */
     @Test
     void aLateAcquireRequestGrantsNothingOnceItWasWithdrawn() throws Exception {
-        try (StallingProxy proxy = new StallingProxy(server.port())) {
+        try (FreezingProxy proxy = new FreezingProxy("127.0.0.1", server.port())) {
             RedisLocker late = open(RedisLocker.builder().node("127.0.0.1", proxy.port()).keyPrefix("lim:")
                     .password(PASSWORD).socketTimeout(Duration.ofMillis(300)).poolSize(1));
             RedisLocker other = open(on(server).password(PASSWORD));
@@ -248,13 +250,13 @@ class RedisFailureTest {
     }
 
     /** Waits until the server stops answering PING within 100 ms (it is inside DEBUG SLEEP). */
-    private static void awaitUnresponsive(RedisServerProcess s) {
+    private static void awaitUnresponsive(RedisServer s) {
         while (true) {
             try (Socket socket = new Socket(InetAddress.getLoopbackAddress(), s.port())) {
                 socket.setSoTimeout(100);
                 socket.getOutputStream().write("PING\r\n".getBytes(StandardCharsets.US_ASCII));
                 socket.getInputStream().read();
-                RedisServerProcess.sleep(10); // it answered (NOAUTH): not asleep yet
+                RedisServer.sleep(10); // it answered (NOAUTH): not asleep yet
             } catch (SocketTimeoutException asleep) {
                 return;
             } catch (IOException e) {
@@ -270,13 +272,13 @@ class RedisFailureTest {
      */
     @Test
     void aRenewalCountsOnlyOnceTheReplicasAcknowledgedIt() {
-        RedisServerProcess master = RedisServerProcess.start("--repl-diskless-sync-delay", "0"); // no 5 s wait to sync
-        RedisServerProcess replica = RedisServerProcess.start("--replicaof", "127.0.0.1", Integer.toString(master.port()));
+        RedisServer master = RedisServer.start("--repl-diskless-sync-delay", "0"); // no 5 s wait to sync
+        RedisServer replica = RedisServer.start("--replicaof", "127.0.0.1", Integer.toString(master.port()));
         try {
             while (!master.cli("INFO", "replication").contains("connected_slaves:1")
                     || !replica.cli("INFO", "replication").contains("master_link_status:up")
                     || !master.cli("WAIT", "1", "100").trim().equals("1")) {
-                RedisServerProcess.sleep(50);
+                RedisServer.sleep(50);
             }
             RedisLocker a = on(master).replicas(1).replicaTimeout(Duration.ofSeconds(1))
                     .config(LockerConfig.builder().expiry(Duration.ofSeconds(3)).build())
@@ -287,10 +289,10 @@ class RedisFailureTest {
             a.writeLock(lock, tx);
             a.checkLocks(tx);
             replica.cli("REPLICAOF", "NO", "ONE"); // promoted; on it, the claim expires 3 s after it was granted
-            RedisServerProcess.sleep(1500);
+            RedisServer.sleep(1500);
             // unacknowledged, the renewal would have moved the holder's expiry to ~4.5 s
             assertThrows(TemporaryLockingException.class, () -> a.renewLocks(tx), "no replica saw the renewal");
-            RedisServerProcess.sleep(2000); // ~3.5 s or later: the claim is dead on the promoted replica
+            RedisServer.sleep(2000); // ~3.5 s or later: the claim is dead on the promoted replica
             RedisLocker b = open(on(replica));
             try (Lease lease = b.acquire(lock, "on the new master")) {
                 assertThrows(ExpiredLockException.class, () -> a.checkLocks(tx), "the holder knows it lost the lock");
@@ -304,12 +306,12 @@ class RedisFailureTest {
     /** The failover knob: a claim counts only once N replicas acknowledged it. */
     @Test
     void aClaimWaitsForReplicaAcknowledgements() {
-        RedisServerProcess master = RedisServerProcess.start("--repl-diskless-sync-delay", "0"); // no 5 s wait to sync
-        RedisServerProcess replica = RedisServerProcess.start("--replicaof", "127.0.0.1", Integer.toString(master.port()));
+        RedisServer master = RedisServer.start("--repl-diskless-sync-delay", "0"); // no 5 s wait to sync
+        RedisServer replica = RedisServer.start("--replicaof", "127.0.0.1", Integer.toString(master.port()));
         try {
             while (!master.cli("INFO", "replication").contains("connected_slaves:1")
                     || !replica.cli("INFO", "replication").contains("master_link_status:up")) {
-                RedisServerProcess.sleep(50);
+                RedisServer.sleep(50);
             }
             RedisLocker one = open(on(master).replicas(1).replicaTimeout(Duration.ofSeconds(2)));
             KeyColumn lock = KeyColumn.named("replicated");

@@ -1,5 +1,6 @@
 package dev.locker.redis;
 
+import dev.locker.testkit.RedisServer;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import org.junit.jupiter.api.Test;
@@ -68,10 +69,6 @@ class RedisFastPathTest {
         return instance + String.format("%016x", counter);
     }
 
-    private long serverMicros() {
-        return (Long) admin().eval("local t = redis.call('TIME') return tonumber(t[1]) * 1000000 + tonumber(t[2])");
-    }
-
     /** The acquire script without the admission marker (as in Cluster mode): no guard, no eviction check. */
     private List<?> acquire(byte[] key, String instance, long counter, String scrub) {
         return acquire(key, null, instance, counter, scrub, "0", "off");
@@ -123,7 +120,7 @@ class RedisFastPathTest {
 
         // the same request where a tombstone of another locker sends it the general way: the same claim
         byte[] general = key("general");
-        admin().hset(general, b("w" + B), b((serverMicros() + HOUR) + " 0000000000000001"));
+        admin().hset(general, b("w" + B), b((fixture.serverMicros() + HOUR) + " 0000000000000001"));
         r = acquire(general, A, 0x1a2b, "1");
         assertEquals(1L, code(r));
         written = (Long) r.get(2);
@@ -140,8 +137,8 @@ class RedisFastPathTest {
     void theWrittenTimeIsTheServersMicrosecondsWhateverTheirDigits() {
         byte[] key = key("digits");
         int padded = 0;
-        long until = serverMicros() + 3_000_000L; // three first tenths of a second go by meanwhile
-        for (int i = 1; padded < 3 && serverMicros() < until; i++) {
+        long until = fixture.serverMicros() + 3_000_000L; // three first tenths of a second go by meanwhile
+        for (int i = 1; padded < 3 && fixture.serverMicros() < until; i++) {
             List<?> r = acquire(key, A, i, "1");
             long written = (Long) r.get(2);
             assertEquals(written + " 30000 0 " + Long.toHexString(i) + " =owner " + A, field(key, "c" + A));
@@ -150,7 +147,7 @@ class RedisFastPathTest {
             if (written % 1_000_000 < 100_000) {
                 padded++;
             }
-            RedisServerProcess.sleep(5);
+            RedisServer.sleep(5);
         }
         assertTrue(padded > 0, "no grant fell in the first tenth of a second");
     }
@@ -158,13 +155,13 @@ class RedisFastPathTest {
     /*
      * The server's clock stepping back cannot be made here (libfaketime cannot be preloaded into Debian's redis-server:
      * it clashes with jemalloc's clock_gettime at start), so the test writes the state it leaves, as
-     * RedisCompactReviewTest does: field "t" an hour ahead of TIME. Every grant then takes last + 1, the claim carries
+     * RedisTokenIssueTest does: field "t" an hour ahead of TIME. Every grant then takes last + 1, the claim carries
      * a token delta that is not 0, and both fast paths (acquire: only "t"; release: only our claim) must keep it.
      */
     @Test
     void tokensRiseAcrossReleasesAndGrantsWhileTheServerClockIsBehindTheLastToken() {
         byte[] key = key("stepped-back");
-        long last = serverMicros() + HOUR;
+        long last = fixture.serverMicros() + HOUR;
         admin().hset(key, b("t"), b(Long.toString(last)));
         admin().pexpire(key, 600_000);
         String[] instances = {A, B, A, B};
@@ -186,7 +183,7 @@ class RedisFastPathTest {
         RedisLocker b = fixture.open(withRid(fixture.onTarget(), "stepped-b", Duration.ofSeconds(30)));
         KeyColumn lock = lock("stepped-locker");
         byte[] lk = a.redisKey(lock);
-        long t = serverMicros() + HOUR;
+        long t = fixture.serverMicros() + HOUR;
         admin().hset(lk, b("t"), b(Long.toString(t)));
         admin().pexpire(lk, 600_000);
         try (Lease l = a.acquire(lock, "first")) {
@@ -218,7 +215,7 @@ class RedisFastPathTest {
 
     @Test
     void aDeadClaimSendsTheAcquireTheGeneralWayWhichScrubsItAndKeepsItsToken() {
-        long now = serverMicros();
+        long now = fixture.serverMicros();
         long deadToken = now + HOUR; // issued before the clock stepped back: the next token must be above it
         for (String scrub : List.of("1", "0")) {
             byte[] key = key("dead-" + scrub);
@@ -237,7 +234,7 @@ class RedisFastPathTest {
     @Test
     void aLiveClaimOfAnotherLockerSendsTheAcquireTheGeneralWayAndIsRefused() {
         byte[] key = key("held");
-        long now = serverMicros();
+        long now = fixture.serverMicros();
         admin().hset(key, b("c" + B), b(claim(now, 30_000, now, "3")));
         List<?> r = acquire(key, A, 1, "1");
         assertEquals(0L, code(r), "held by the other claim");
@@ -250,14 +247,14 @@ class RedisFastPathTest {
         String waiter = B + "0000000000000001";
         byte[] key = key("queued");
         admin().hset(key, b("n"), b("1"));
-        admin().hset(key, b("q" + waiter), b("1 " + (serverMicros() + 60_000_000L) + "\n=waiter"));
+        admin().hset(key, b("q" + waiter), b("1 " + (fixture.serverMicros() + 60_000_000L) + "\n=waiter"));
         List<?> r = acquire(key, A, 1, "1");
         assertEquals(-5L, code(r), "promised to the waiter queued first");
         assertNull(field(key, "c" + A));
 
         byte[] lapsed = key("lapsed");
         admin().hset(lapsed, b("n"), b("1"));
-        admin().hset(lapsed, b("q" + waiter), b("1 " + (serverMicros() - 1_000_000L) + "\n=waiter"));
+        admin().hset(lapsed, b("q" + waiter), b("1 " + (fixture.serverMicros() - 1_000_000L) + "\n=waiter"));
         r = acquire(lapsed, A, 1, "1");
         assertEquals(1L, code(r), "a lapsed entry promises nothing");
         assertEquals(List.of("c" + A), List.copyOf(hash(lapsed).keySet()), "the entry and the queue's counter scrubbed");
@@ -266,7 +263,7 @@ class RedisFastPathTest {
     @Test
     void aTombstoneOfOurLockerRefusesTheLateAcquiresItCovers() {
         byte[] key = key("tombstone");
-        admin().hset(key, b("w" + A), b((serverMicros() + 600_000_000L) + " 0000000000000005"));
+        admin().hset(key, b("w" + A), b((fixture.serverMicros() + 600_000_000L) + " 0000000000000005"));
         assertEquals(-3L, code(acquire(key, A, 5, "1")), "withdrawn: grants nothing");
         assertNull(field(key, "c" + A));
         assertEquals(1L, code(acquire(key, A, 6, "1")), "a later acquire is not covered");
@@ -302,7 +299,7 @@ class RedisFastPathTest {
     @Test
     void aClaimOfTheEarlierLayoutIsReleasedByItsNonce() {
         byte[] key = key("old-layout");
-        long now = serverMicros();
+        long now = fixture.serverMicros();
         long token = now + 7;
         // 0.1.0: "<written> <expiry> <token> <nonce>\n<owner bytes>"
         admin().hset(key, b("c" + A), b(now + " " + (now + 30_000_000L) + " " + token + " " + nonce(A, 4)
@@ -319,7 +316,7 @@ class RedisFastPathTest {
         String waiter = B + "0000000000000002";
         long token = (Long) acquire(key, A, 1, "1").get(1);
         admin().hset(key, b("n"), b("1"));
-        admin().hset(key, b("q" + waiter), b("1 " + (serverMicros() + 60_000_000L) + "\n=waiter"));
+        admin().hset(key, b("q" + waiter), b("1 " + (fixture.serverMicros() + 60_000_000L) + "\n=waiter"));
         assertEquals(1L, release(key, A, nonce(A, 1)));
         Map<String, String> left = hash(key);
         assertEquals(Long.toString(token), left.get("t"));
@@ -381,7 +378,7 @@ class RedisFastPathTest {
         byte[] records = keys.recordKey(lock);
         long tokenA = (Long) acquire(key, A, 7, "1").get(1);
         assertEquals(1L, release(key, A, nonce(A, 7)));
-        long now = serverMicros();
+        long now = fixture.serverMicros();
         long deadToken = tokenA + 1;
         admin().hset(key, b("c" + B), b(claim(now - 60_000_000L, 1, deadToken, "9"))); // expired
         Map<String, String> before = hash(key);
@@ -412,7 +409,7 @@ class RedisFastPathTest {
      */
     @Test
     void theNextGrantKeepsAReleasedClaimsTokenOnEveryPath() {
-        long last = serverMicros() + HOUR;
+        long last = fixture.serverMicros() + HOUR;
         // ours, fast path
         byte[] key = key("released-ours");
         admin().hset(key, b("c" + A), b(released(last, "5")));
@@ -435,7 +432,7 @@ class RedisFastPathTest {
         // next to a tombstone of another locker (general path): scrubbed, its token carried by our claim
         byte[] tomb = key("released-tomb");
         admin().hset(tomb, b("c" + B), b(released(last, "5")));
-        admin().hset(tomb, b("w" + B), b((serverMicros() + HOUR) + " 0000000000000001"));
+        admin().hset(tomb, b("w" + B), b((fixture.serverMicros() + HOUR) + " 0000000000000001"));
         r = acquire(tomb, A, 1, "1");
         assertEquals(last + 1, r.get(1));
         assertEquals(List.of("c" + A, "w" + B), List.copyOf(hash(tomb).keySet()));
@@ -454,7 +451,7 @@ class RedisFastPathTest {
     @Test
     void aValueThatOnlyLooksReleasedTakesTheGeneralWay() {
         byte[] key = key("released-long");
-        admin().hset(key, b("c" + A), b("0 0 " + (serverMicros() + HOUR) + " 12345678901234567 "));
+        admin().hset(key, b("c" + A), b("0 0 " + (fixture.serverMicros() + HOUR) + " 12345678901234567 "));
         List<?> r = acquire(key, A, 1, "1");
         assertEquals(1L, code(r));
         assertEquals(r.get(2), r.get(1), "the token is the server's time, as the general path reads it");
@@ -488,8 +485,8 @@ class RedisFastPathTest {
 
     /** Waits for a server second later than LASTSAVE: only then does a grant write a marker (see admit). */
     private void awaitSecondAfterLastSave() {
-        while (serverMicros() / 1_000_000 <= lastSave()) {
-            RedisServerProcess.sleep(50);
+        while (fixture.serverMicros() / 1_000_000 <= lastSave()) {
+            RedisServer.sleep(50);
         }
     }
 
@@ -510,7 +507,7 @@ class RedisFastPathTest {
                 "the server does not evict");
 
         // this boot's marker saying the server came up just now: the restart guard refuses
-        admin().psetex(marker, 60_000, b(lastSave() + " " + serverMicros() + " 1"));
+        admin().psetex(marker, 60_000, b(lastSave() + " " + fixture.serverMicros() + " 1"));
         List<?> r = acquire(key("just-booted"), marker, A, 3, "1", "5000", "fail");
         assertEquals(-2L, code(r), "up for less than the guard: " + r);
 

@@ -38,7 +38,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class RedisListingTest {
 
     @RegisterExtension
-    static final RedisWaitingFixture fixture = RedisWaitingFixture.onTarget("rls");
+    static final RedisWaitingFixture fixture = RedisWaitingFixture.onFreshTarget("rls");
 
     private final String prefix = fixture.prefix();
 

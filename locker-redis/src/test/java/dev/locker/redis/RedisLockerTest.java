@@ -1,5 +1,6 @@
 package dev.locker.redis;
 
+import dev.locker.testkit.RedisServer;
 import dev.locker.api.ExpiredLockException;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
@@ -412,7 +413,7 @@ class RedisLockerTest {
                 () -> take(b, lock));
         assertEquals(a.rid(), e.holder().rid());
         assertNotNull(e.holder().since(), "since = the claim's server time");
-        RedisServerProcess server = fixture.target().process();
+        RedisServer server = fixture.target().process();
         assertTrue(e.getMessage().contains(server == null ? "Redis" : ":" + server.port()), e.getMessage());
         assertEquals(1, admin().hlen(a.redisKey(lock)), "only the holder's claim: b left nothing");
         assertNotEquals(0, admin().pttl(a.redisKey(lock)));

@@ -1,5 +1,6 @@
 package dev.locker.redis;
 
+import dev.locker.testkit.RedisServer;
 import dev.locker.api.ExpiredLockException;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
@@ -54,11 +55,11 @@ class RedisRestartTest {
     }
 
     /** A locker with the default restart guard (= its expiry). */
-    private RedisLocker locker(RedisServerProcess s, String name) {
+    private RedisLocker locker(RedisServer s, String name) {
         return locker(s, name, null);
     }
 
-    private RedisLocker locker(RedisServerProcess s, String name, Duration restartGuard) {
+    private RedisLocker locker(RedisServer s, String name, Duration restartGuard) {
         RedisLocker.Builder b = RedisLocker.builder().node("127.0.0.1", s.port()).keyPrefix("restart:")
                 .config(LockerConfig.builder().rid(name + "-" + LockerConfig.randomRid().substring(0, 8))
                         .expiry(EXPIRY).build());
@@ -72,7 +73,7 @@ class RedisRestartTest {
 
     @Test
     void afterARestartWithoutDataNoClaimIsGrantedForOneExpiry() {
-        try (RedisServerProcess server = RedisServerProcess.start()) {
+        try (RedisServer server = RedisServer.start()) {
             RedisLocker a = locker(server, "a");
             try (UnifiedJedis admin = RedisLocker.builder().node("127.0.0.1", server.port()).newClient(1)) {
                 TemporaryLockingException early = assertThrows(TemporaryLockingException.class,
@@ -118,7 +119,7 @@ class RedisRestartTest {
     @Test
     void theGuardCountsTheServersRealUptimeNotWholeSeconds() {
         Duration guard = Duration.ofSeconds(2);
-        try (RedisServerProcess server = RedisServerProcess.start()) {
+        try (RedisServer server = RedisServer.start()) {
             server.kill9();
             awaitWallClockMillisBetween(400, 600); // redis-server reads the same wall clock as this JVM
             long beforeRestart = System.nanoTime();
@@ -139,7 +140,7 @@ class RedisRestartTest {
                             + "uptime the guard announced only " + leftMs + " ms left of " + guard);
                     refusals++;
                 }
-                RedisServerProcess.sleep(20);
+                RedisServer.sleep(20);
             }
             assertTrue(refusals > 0, "the restarted server refused at first");
         }
@@ -159,13 +160,13 @@ class RedisRestartTest {
             if (ms >= from && ms < to) {
                 return;
             }
-            RedisServerProcess.sleep(ms < from ? from - ms : 1000 - ms + from);
+            RedisServer.sleep(ms < from ? from - ms : 1000 - ms + from);
         }
     }
 
     @Test
     void withAofTheHolderKeepsItsLockAcrossARestart() {
-        try (RedisServerProcess server = RedisServerProcess.startPersistent()) {
+        try (RedisServer server = RedisServer.startPersistent()) {
             // every write is on disk before it is acknowledged: nothing granted is ever lost, so no guard is needed
             RedisLocker a = locker(server, "a", Duration.ZERO);
             KeyColumn lock = KeyColumn.named("schema-migration");
@@ -201,7 +202,7 @@ class RedisRestartTest {
     @Test
     void aMarkerReloadedAfterARestartDoesNotSkipTheGuard() {
         Duration guard = Duration.ofSeconds(2);
-        try (RedisServerProcess server = RedisServerProcess.startPersistent()) {
+        try (RedisServer server = RedisServer.startPersistent()) {
             RedisLocker a = locker(server, "a", guard);
             try (UnifiedJedis admin = RedisLocker.builder().node("127.0.0.1", server.port()).newClient(1)) {
                 RedisTarget.awaitUptime(admin, guard.plusMillis(1100)); // LASTSAVE (boot) a second behind

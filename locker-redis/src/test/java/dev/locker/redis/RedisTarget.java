@@ -1,40 +1,53 @@
 package dev.locker.redis;
 
+import dev.locker.testkit.RedisServer;
 import redis.clients.jedis.UnifiedJedis;
 
 import java.time.Duration;
 
 /**
- * The Redis server a test class runs against: the one named by the environment variable {@code LOCKER_REDIS_URI}
- * when it is set (then the tests that must kill or reconfigure a server are skipped), else a fresh local
- * {@link RedisServerProcess}.
+ * The Redis server a test class runs against: the one named by {@code LOCKER_REDIS_URI} when it is set (then the tests
+ * that must kill or reconfigure a server are skipped), else a local {@link RedisServer}. Classes that only read and
+ * write keys under a prefix of their own share one server per test JVM; the others start their own.
  */
 final class RedisTarget implements AutoCloseable {
 
     static final String EXTERNAL_URI = System.getenv("LOCKER_REDIS_URI");
 
-    private final RedisServerProcess process;
+    private final RedisServer process;
     private final String uri;
+    private final boolean owned;
 
-    private RedisTarget(RedisServerProcess process, String uri) {
+    private RedisTarget(RedisServer process, String uri, boolean owned) {
         this.process = process;
         this.uri = uri;
+        this.owned = owned;
     }
 
     static boolean isExternal() {
         return EXTERNAL_URI != null && !EXTERNAL_URI.isBlank();
     }
 
+    /** A server of the caller's own, which it may kill, restart or reconfigure; closing the target stops it. */
     static RedisTarget start() {
         if (isExternal()) {
-            return new RedisTarget(null, EXTERNAL_URI.trim());
+            return new RedisTarget(null, EXTERNAL_URI.trim(), false);
         }
-        RedisServerProcess p = RedisServerProcess.start();
-        return new RedisTarget(p, p.uri());
+        RedisServer p = RedisServer.start();
+        return new RedisTarget(p, p.address(), true);
+    }
+
+    /** The server this JVM's test classes share: never killed or reconfigured, and left running by close. */
+    static RedisTarget shared() {
+        if (isExternal()) {
+            return new RedisTarget(null, EXTERNAL_URI.trim(), false);
+        }
+        RedisServer p = RedisServer.shared();
+        return new RedisTarget(p, p.address(), false);
     }
 
     /** Null when the server is external. */
-    RedisServerProcess process() {
+    RedisServer process() {
         return process;
     }
 
@@ -63,13 +76,13 @@ final class RedisTarget implements AutoCloseable {
             if ((up - 1) * 1000 >= d.toMillis()) {
                 return;
             }
-            RedisServerProcess.sleep(100);
+            RedisServer.sleep(100);
         }
     }
 
     @Override
     public void close() {
-        if (process != null) {
+        if (owned) {
             process.close();
         }
     }

@@ -1,5 +1,6 @@
 package dev.locker.redis;
 
+import dev.locker.testkit.RedisServer;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.LockerConfig;
@@ -37,7 +38,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class RedisTlsTest {
 
-    private RedisServerProcess server;
+    private RedisServer server;
     private int tlsPort;
     private Path certs;
 
@@ -47,11 +48,11 @@ class RedisTlsTest {
         Assumptions.assumeTrue(Files.isExecutable(Path.of("/usr/bin/openssl")), "openssl is needed for a certificate");
         certs = Files.createTempDirectory("locker-redis-tls-");
         makeCert("localhost", "DNS:localhost,IP:127.0.0.1");
-        RedisServerProcess.run(List.of("keytool", "-importcert", "-noprompt", "-storetype", "PKCS12",
+        RedisServer.run(List.of("keytool", "-importcert", "-noprompt", "-storetype", "PKCS12",
                 "-alias", "redis", "-file", certs.resolve("localhost.pem").toString(),
                 "-keystore", certs.resolve("trust.p12").toString(), "-storepass", "changeit"));
-        tlsPort = RedisServerProcess.freePort(false);
-        server = RedisServerProcess.start("--tls-port", Integer.toString(tlsPort),
+        tlsPort = RedisServer.freePort(false);
+        server = RedisServer.start("--tls-port", Integer.toString(tlsPort),
                 "--tls-cert-file", certs.resolve("localhost.pem").toString(),
                 "--tls-key-file", certs.resolve("localhost.key").toString(),
                 "--tls-ca-cert-file", certs.resolve("localhost.pem").toString(),
@@ -74,7 +75,7 @@ class RedisTlsTest {
     }
 
     private void makeCert(String name, String san) {
-        String out = RedisServerProcess.run(List.of("/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048",
+        String out = RedisServer.run(List.of("/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048",
                 "-nodes", "-days", "1", "-subj", "/CN=" + name, "-addext", "subjectAltName=" + san,
                 "-keyout", certs.resolve(name + ".key").toString(), "-out", certs.resolve(name + ".pem").toString()));
         if (!Files.exists(certs.resolve(name + ".pem"))) {

@@ -1,5 +1,6 @@
 package dev.locker.redis;
 
+import dev.locker.testkit.RedisServer;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.LockerConfig;
@@ -31,12 +32,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * behaviour): one server, a key prefix of the test class's own, the lockers a test opens (closed after it, with
  * whatever else it asked to be closed), a pool for the waits, and the views of a lock's queue and of a locker's
  * wake-up subscription that the waiting scenarios assert on. A JUnit extension, registered
- * in a static field of the test class ({@code @RegisterExtension}): the server starts before the class's tests, the
- * lockers are closed after each test, the server stops after the class.
+ * in a static field of the test class ({@code @RegisterExtension}). The server is the JVM's shared one, or the class's
+ * own ({@link #ownServer}) started before its tests and stopped after them; lockers are closed after each test.
  */
 final class RedisWaitingFixture implements BeforeAllCallback, AfterEachCallback, AfterAllCallback {
 
     private final boolean ownServer;
+    private final boolean fresh;
     private final String prefix;
     private final List<RedisLocker> opened = new ArrayList<>();
     private final List<AutoCloseable> closeables = new ArrayList<>();
@@ -44,14 +46,23 @@ final class RedisWaitingFixture implements BeforeAllCallback, AfterEachCallback,
     private UnifiedJedis admin;
     private ExecutorService pool;
 
-    private RedisWaitingFixture(boolean ownServer, String stem) {
+    private RedisWaitingFixture(boolean ownServer, boolean fresh, String stem) {
         this.ownServer = ownServer;
+        this.fresh = fresh;
         this.prefix = stem + "-" + LockerConfig.randomRid().substring(0, 8) + ":";
     }
 
-    /** On {@link RedisTarget} (the server of {@code LOCKER_REDIS_URI}, if set); keys under {@code stem-<random>:}. */
+    /** On the JVM's shared server (or {@code LOCKER_REDIS_URI}'s); keys under {@code stem-<random>:}. */
     static RedisWaitingFixture onTarget(String stem) {
-        return new RedisWaitingFixture(false, stem);
+        return new RedisWaitingFixture(false, false, stem);
+    }
+
+    /**
+     * On a fresh server of the class's own (or {@code LOCKER_REDIS_URI}'s), for assertions that need a nearly empty
+     * keyspace: one listing page of a few SCANs finds every lock there.
+     */
+    static RedisWaitingFixture onFreshTarget(String stem) {
+        return new RedisWaitingFixture(false, true, stem);
     }
 
     /**
@@ -59,11 +70,11 @@ final class RedisWaitingFixture implements BeforeAllCallback, AfterEachCallback,
      * assumption fails) when {@code LOCKER_REDIS_URI} names an external server.
      */
     static RedisWaitingFixture ownServer(String stem) {
-        return new RedisWaitingFixture(true, stem);
+        return new RedisWaitingFixture(true, true, stem);
     }
 
     /** The server's process ({@link #ownServer} only). */
-    RedisServerProcess server() {
+    RedisServer server() {
         return target.process();
     }
 
@@ -75,6 +86,11 @@ final class RedisWaitingFixture implements BeforeAllCallback, AfterEachCallback,
     /** A plain client for looking at the server. */
     UnifiedJedis admin() {
         return admin;
+    }
+
+    /** The server's clock (TIME) in microseconds, the unit of tokens and claim times. */
+    long serverMicros() {
+        return (Long) admin.eval("local t = redis.call('TIME') return tonumber(t[1]) * 1000000 + tonumber(t[2])");
     }
 
     /** The key prefix of this fixture's lockers. */
@@ -207,7 +223,7 @@ final class RedisWaitingFixture implements BeforeAllCallback, AfterEachCallback,
         if (ownServer) {
             Assumptions.assumeFalse(RedisTarget.isExternal(), "kills clients and servers: needs a server of its own");
         }
-        target = RedisTarget.start();
+        target = fresh ? RedisTarget.start() : RedisTarget.shared();
         admin = target.admin();
         pool = Executors.newCachedThreadPool();
     }

@@ -51,4 +51,17 @@ public class LockerActuatorAutoConfiguration {
     public LockerEndpoint lockerEndpoint(Locker locker) {
         return new LockerEndpoint(locker);
     }
+
+    /**
+     * The {@code locks} endpoint's HTTP face, which answers a bad parameter with 400 and its reason.
+     *
+     * @param endpoint the endpoint
+     * @return the web extension
+     */
+    @Bean
+    @ConditionalOnMissingBean
+    @ConditionalOnBean(LockerEndpoint.class)
+    public LockerEndpointWebExtension lockerEndpointWebExtension(LockerEndpoint endpoint) {
+        return new LockerEndpointWebExtension(endpoint);
+    }
 }

@@ -46,17 +46,27 @@ public class LockerAutoConfiguration {
      * @param properties the {@code locker.*} properties
      * @param probe      a probe to install (the meters, or the application's own), if there is exactly one
      * @return the open locker; Spring closes it with the context
+     * @throws LockerStartupException for a property Locker cannot read or a driver older than Locker's
      */
     @Bean(destroyMethod = "close")
     @ConditionalOnMissingBean
     @ConditionalOnProperty(prefix = "locker", name = "uri")
     public Locker locker(LockerProperties properties, ObjectProvider<LockProbe> probe) {
-        LockerConfig.Builder config = properties.toConfig();
+        String uri = properties.getUri();
+        LockerStartupChecks.noInlineComment("locker.uri", uri, false);
+        LockerStartupChecks.driverFor(uri, Lockers.class.getClassLoader());
+        LockerConfig.Builder config;
+        try {
+            config = properties.toConfig();
+        } catch (IllegalArgumentException e) {
+            throw new LockerStartupException(e.getMessage(),
+                    "Correct that locker.* property where it is set (application.properties, the environment).", e);
+        }
         LockProbe p = probe.getIfUnique();
         if (p != null) {
             config.probe(p);
         }
-        return Lockers.open(properties.getUri(), config.build());
+        return Lockers.open(uri, config.build());
     }
 
     /** The meters, when Micrometer and locker-micrometer are present and the application has a registry. */

@@ -4,6 +4,7 @@ import dev.locker.api.LockerConfig;
 import dev.locker.spi.UriOptions;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -50,16 +51,16 @@ public class LockerProperties {
     public LockerConfig.Builder toConfig() {
         LockerConfig.Builder b = LockerConfig.builder();
         if (expiry != null) {
-            b.expiry(UriOptions.duration("locker.expiry", expiry));
+            b.expiry(duration("locker.expiry", expiry));
         }
         if (lockWait != null) {
-            b.lockWait(UriOptions.duration("locker.lock-wait", lockWait));
+            b.lockWait(duration("locker.lock-wait", lockWait));
         }
         if (retries != null) {
             b.retries(retries);
         }
         if (localWait != null) {
-            b.localWait(UriOptions.duration("locker.local-wait", localWait));
+            b.localWait(duration("locker.local-wait", localWait));
         }
         if (scrubExpired != null) {
             b.scrubExpired(scrubExpired);
@@ -74,6 +75,12 @@ public class LockerProperties {
             b.why(why);
         }
         return b;
+    }
+
+    /** A duration property, refusing a pasted inline comment with its own message rather than "not a duration". */
+    private static Duration duration(String name, String value) {
+        LockerStartupChecks.noInlineComment(name, value, true);
+        return UriOptions.duration(name, value);
     }
 
     /** @return the backend URI */

@@ -3,13 +3,12 @@ package dev.locker.springboot;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.Locker;
+import dev.locker.api.LockingException;
 import dev.locker.micrometer.LockerMetrics;
 import dev.locker.testkit.RedisServer;
 import io.micrometer.core.instrument.MeterRegistry;
 import org.junit.jupiter.api.Test;
-import org.springframework.boot.WebApplicationType;
 import org.springframework.boot.actuate.health.Status;
-import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
 
 import java.time.Duration;
@@ -18,17 +17,15 @@ import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** The test application on a real redis-server: it starts, takes a lease, reports health, and shuts down cleanly. */
+/** The test application on a real backend: it starts, takes a lease, reports health, and shuts down cleanly. */
 class LockerStarterTest {
 
     static ConfigurableApplicationContext start(String... properties) {
-        return new SpringApplicationBuilder(LockerTestApplication.class)
-                .web(WebApplicationType.NONE)
-                .properties(properties)
-                .run();
+        return StarterApps.start(properties);
     }
 
     @Test
@@ -105,6 +102,25 @@ class LockerStarterTest {
                 assertTrue(lease.isValid());
             }
             assertEquals(Status.UP, app.getBean(LockerHealthIndicator.class).health().getStatus());
+        }
+    }
+
+    @Test
+    void twoContextsOnOneMemStoreExcludeEachOtherAndEachClosesOnlyItsOwnLeases() {
+        KeyColumn lock = KeyColumn.named("two-contexts");
+        try (ConfigurableApplicationContext one = start("locker.uri=mem:two?lockWait=1ms", "locker.rid=app");
+             ConfigurableApplicationContext two = start("locker.uri=mem:two?lockWait=1ms", "locker.rid=app")) {
+            Locker a = one.getBean(Locker.class);
+            Locker b = two.getBean(Locker.class);
+            assertNotEquals(a.rid(), b.rid(), "one locker.rid, two owners");
+            Lease held = a.acquire(lock, "context one");
+            assertThrows(LockingException.class, () -> b.acquire(lock, "context two"));
+            Lease other = b.acquire(KeyColumn.named("two-contexts-b"), "context two");
+            one.close();
+            assertFalse(held.isValid(), "context one's close released its lease");
+            assertTrue(b.holder(lock).isEmpty(), "and the lock is free for context two");
+            assertTrue(other.isValid(), "context two's lease is untouched");
+            other.close();
         }
     }
 }

@@ -9,9 +9,14 @@ import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
 
 /**
  * A TCP proxy on loopback that can <em>freeze</em>: while frozen it forwards no byte in either direction and keeps
@@ -19,23 +24,47 @@ import java.util.concurrent.CopyOnWriteArrayList;
  * reset, no error: only silence). Connections made while frozen are accepted and frozen too. {@link #thaw()} forwards
  * what was held back, in order. Made with a marker, it can also freeze just the connections whose client sent the
  * marker ({@link #freezeMarked()}), as a NAT or firewall that lost the state of those connections alone.
+ *
+ * <p>It can also make one direction late on the connections open at the moment it is told to (later connections
+ * pass freely): {@link #stallRepliesOnOpenConnections} holds replies back for a while although the server has run the
+ * commands (a reply lost on the way back, as a client sees it); {@link #holdRequestsOnOpenConnections} holds requests
+ * back until {@link #releaseRequests()}, even after their client gave up and closed (a request that reaches the server
+ * late). A client's close is passed on as a half-close, so the server still runs and answers what it was sent.
+ * {@link #dropNextMarkedReplyAndGoDown()} loses the reply to the next marked request with its connection, and refuses
+ * connections until {@link #comeBack()}: an endpoint that fails over just after the server ran a command.
  */
 public final class FreezingProxy implements AutoCloseable {
 
-    private final ServerSocket listener;
+    private final int port;
+    private volatile ServerSocket listener;
     private final String targetHost;
     private final int targetPort;
     private final String marker; // upper case; null: none
     private final List<Socket> sockets = new CopyOnWriteArrayList<>();
     private final List<Link> links = new CopyOnWriteArrayList<>();
     private final Object gate = new Object();
+    private final AtomicInteger connections = new AtomicInteger();
+    private final AtomicInteger heldRequests = new AtomicInteger();
+    private final AtomicInteger repliesToHeldConnections = new AtomicInteger();
     private volatile boolean frozen;
     private volatile boolean closed;
+    private volatile int stalledBelow; // connections numbered below it have their replies stalled
+    private volatile long stalledUntilNanos;
+    private volatile int heldBelow; // connections numbered below it have their requests held while holding
+    private boolean holding; // guarded by gate
+    private final AtomicInteger markedRequests = new AtomicInteger();
+    private final AtomicBoolean dropArmed = new AtomicBoolean();
 
-    /** One connection through the proxy: whether its client sent the marker, and whether it alone is frozen. */
+    /** One connection through the proxy: its number, whether its client sent the marker, whether it alone is frozen. */
     private static final class Link {
+        final int id;
         volatile boolean marked;
+        volatile boolean dropReply;
         volatile boolean frozen;
+
+        Link(int id) {
+            this.id = id;
+        }
     }
 
     public FreezingProxy(String targetHost, int targetPort) {
@@ -56,12 +85,14 @@ public final class FreezingProxy implements AutoCloseable {
         } catch (IOException e) {
             throw new UncheckedIOException("cannot open the proxy's port", e);
         }
-        daemon("freezing-proxy-accept-" + port(), this::acceptLoop);
+        this.port = listener.getLocalPort();
+        ServerSocket first = listener;
+        daemon("freezing-proxy-accept-" + port, () -> acceptLoop(first));
     }
 
     /** The loopback port clients connect to. */
     public int port() {
-        return listener.getLocalPort();
+        return port;
     }
 
     /** From now on no byte passes, either way; connections stay open. */
@@ -90,19 +121,92 @@ public final class FreezingProxy implements AutoCloseable {
         }
     }
 
-    private void acceptLoop() {
-        while (!closed) {
+    /** Holds back, for {@code d}, every reply on the connections open now. */
+    public void stallRepliesOnOpenConnections(Duration d) {
+        stalledUntilNanos = System.nanoTime() + d.toNanos();
+        stalledBelow = connections.get();
+    }
+
+    /** Holds back every request byte on the connections open now, until {@link #releaseRequests()}. */
+    public void holdRequestsOnOpenConnections() {
+        synchronized (gate) {
+            holding = true;
+            heldBelow = connections.get();
+        }
+    }
+
+    /** Lets the held requests through, in order. */
+    public void releaseRequests() {
+        synchronized (gate) {
+            holding = false;
+            gate.notifyAll();
+        }
+    }
+
+    /** Waits until at least one request is being held: the client sent it, the server has not seen it. */
+    public void awaitHeldRequest(Duration max) {
+        await(() -> heldRequests.get() > 0, max, "no request was held");
+    }
+
+    /** Waits until the server answered on a connection whose requests were held: it has run the late request. */
+    public void awaitReplyToHeldRequest(Duration max) {
+        await(() -> repliesToHeldConnections.get() > 0, max, "the server never answered the held request");
+    }
+
+    private static void await(BooleanSupplier done, Duration max, String failure) {
+        long deadline = System.nanoTime() + max.toNanos();
+        while (!done.getAsBoolean()) {
+            if (System.nanoTime() - deadline > 0) {
+                throw new IllegalStateException(failure + " within " + max);
+            }
             try {
-                Socket client = listener.accept();
+                Thread.sleep(5);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted while waiting: " + failure, e);
+            }
+        }
+    }
+
+    /** How many client reads held the marker so far: requests such as a script call, counted once per read. */
+    public int markedRequests() {
+        return markedRequests.get();
+    }
+
+    /**
+     * The server's reply to the next request holding the marker is lost: the client's connection is reset instead,
+     * and the proxy refuses connections until {@link #comeBack()}. The server has run the request all the same.
+     */
+    public void dropNextMarkedReplyAndGoDown() {
+        dropArmed.set(true);
+    }
+
+    /** Accepts connections again on the same port, after {@link #dropNextMarkedReplyAndGoDown()} took it down. */
+    public void comeBack() {
+        try {
+            ServerSocket again = new ServerSocket();
+            again.setReuseAddress(true);
+            again.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), port));
+            listener = again;
+            daemon("freezing-proxy-accept-" + port, () -> acceptLoop(again));
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot open the proxy's port " + port + " again", e);
+        }
+    }
+
+    private void acceptLoop(ServerSocket on) {
+        while (!closed && !on.isClosed()) {
+            try {
+                Socket client = on.accept();
                 Socket server = new Socket(targetHost, targetPort);
                 client.setTcpNoDelay(true);
                 server.setTcpNoDelay(true);
                 sockets.add(client);
                 sockets.add(server);
-                Link link = new Link();
+                Link link = new Link(connections.getAndIncrement());
                 links.add(link);
-                daemon("freezing-proxy-up-" + port(), () -> pump(client, server, link, true));
-                daemon("freezing-proxy-down-" + port(), () -> pump(server, client, link, false));
+                daemon("freezing-proxy-up-" + port(), () -> requests(client, server, link));
+                daemon("freezing-proxy-down-" + port(), () -> replies(server, client, link));
             } catch (IOException e) {
                 if (!closed) {
                     continue;
@@ -112,28 +216,95 @@ public final class FreezingProxy implements AutoCloseable {
         }
     }
 
-    private void pump(Socket from, Socket to, Link link, boolean fromClient) {
+    /**
+     * Client to server. The client's close (Jedis closes with a reset) becomes a half-close towards the server, which
+     * then still answers what it was sent.
+     */
+    private void requests(Socket client, Socket server, Link link) {
         byte[] buf = new byte[16 * 1024];
-        try (InputStream in = from.getInputStream(); OutputStream out = to.getOutputStream()) {
+        try {
+            InputStream in = client.getInputStream();
+            OutputStream out = server.getOutputStream();
+            int n;
+            while (true) {
+                awaitThawed(link);
+                n = readOrEnd(in, buf);
+                if (n < 0) {
+                    break;
+                }
+                if (marker != null && new String(buf, 0, n, StandardCharsets.ISO_8859_1)
+                        .toUpperCase(Locale.ROOT).contains(marker)) {
+                    link.marked = true;
+                    markedRequests.incrementAndGet();
+                    if (dropArmed.compareAndSet(true, false)) {
+                        link.dropReply = true; // set before the request goes on, so before its reply comes back
+                    }
+                }
+                awaitThawed(link); // what was read when the freeze began is held back too
+                awaitReleased(link);
+                out.write(buf, 0, n);
+                out.flush();
+            }
+            server.shutdownOutput();
+        } catch (IOException | InterruptedException e) {
+            closeQuietly(client);
+            closeQuietly(server);
+        }
+    }
+
+    private static int readOrEnd(InputStream in, byte[] buf) {
+        try {
+            return in.read(buf);
+        } catch (IOException reset) {
+            return -1;
+        }
+    }
+
+    /** Server to client; replies wait while their connection is frozen or stalled. */
+    private void replies(Socket server, Socket client, Link link) {
+        byte[] buf = new byte[16 * 1024];
+        try (InputStream in = server.getInputStream(); OutputStream out = client.getOutputStream()) {
             while (true) {
                 awaitThawed(link);
                 int n = in.read(buf);
                 if (n < 0) {
                     break;
                 }
-                if (fromClient && marker != null && !link.marked && new String(buf, 0, n, StandardCharsets.ISO_8859_1)
-                        .toUpperCase(Locale.ROOT).contains(marker)) {
-                    link.marked = true;
+                if (link.id < heldBelow) {
+                    repliesToHeldConnections.incrementAndGet();
                 }
-                awaitThawed(link); // what was read when the freeze began is held back too
+                if (link.dropReply) { // the server ran the request: lose its reply with the connection
+                    listener.close();
+                    client.setSoLinger(true, 0);
+                    return;
+                }
+                awaitThawed(link);
+                long wait;
+                while (link.id < stalledBelow && !closed && (wait = stalledUntilNanos - System.nanoTime()) > 0) {
+                    Thread.sleep(Math.max(1, TimeUnit.NANOSECONDS.toMillis(wait)));
+                }
                 out.write(buf, 0, n);
                 out.flush();
             }
         } catch (IOException | InterruptedException e) {
             // the other side closed, or the proxy did
         } finally {
-            closeQuietly(from);
-            closeQuietly(to);
+            closeQuietly(server);
+            closeQuietly(client);
+        }
+    }
+
+    private void awaitReleased(Link link) throws InterruptedException {
+        if (link.id >= heldBelow) {
+            return;
+        }
+        synchronized (gate) {
+            if (holding && !closed) {
+                heldRequests.incrementAndGet();
+            }
+            while (holding && !closed) {
+                gate.wait();
+            }
         }
     }
 
@@ -163,6 +334,7 @@ public final class FreezingProxy implements AutoCloseable {
     public void close() {
         closed = true;
         thaw();
+        releaseRequests();
         try {
             listener.close();
         } catch (IOException ignored) {
