@@ -7,6 +7,7 @@ import dev.locker.api.LockerConfig;
 import dev.locker.api.LockingException;
 import dev.locker.api.PermanentLockingException;
 import dev.locker.spi.DeploymentCheck;
+import dev.locker.testkit.RedisServer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
@@ -25,8 +26,11 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Lockers with different expiries on one server share one restart guard, so a restart never yields two holders. */
-@Timeout(value = 180, unit = TimeUnit.SECONDS)
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
 class RedisMixedExpiryRestartTest {
+
+    /** One guard for both lockers, and A's expiry: the longest a restart may need to wait out. */
+    private static final Duration GUARD = Duration.ofSeconds(3);
 
     private final List<Locker> opened = new ArrayList<>();
 
@@ -41,7 +45,7 @@ class RedisMixedExpiryRestartTest {
         opened.clear();
     }
 
-    private RedisLocker.Builder builder(RedisServerProcess s, String name, Duration expiry) {
+    private RedisLocker.Builder builder(RedisServer s, String name, Duration expiry) {
         return RedisLocker.builder().node("127.0.0.1", s.port()).keyPrefix("mixed:")
                 .config(LockerConfig.builder().rid(name + "-" + LockerConfig.randomRid().substring(0, 8))
                         .expiry(expiry).build());
@@ -54,21 +58,18 @@ class RedisMixedExpiryRestartTest {
     }
 
     /**
-     * Given A holding a lock with a 5 s expiry and B built with a 500 ms expiry, both with the default guard: the
-     * server restarts without its data. However often B asks while A's lease is valid, B is refused.
+     * Given A holding a lock with a 3 s expiry and B built with a 500 ms expiry, both with one 3 s guard: the server
+     * restarts without its data. However often B asks while A's lease is valid, B is refused.
      */
     @Test
     void aLockerWithAShorterExpiryIsNotGrantedALockLostInARestartWhileItsHolderIsValid() {
-        try (RedisServerProcess server = RedisServerProcess.start()) {
-            RedisLocker a = open(builder(server, "a", Duration.ofSeconds(5)));
+        try (RedisServer server = RedisServer.start()) {
+            RedisLocker a = open(builder(server, "a", GUARD).restartGuard(GUARD));
             KeyColumn lock = KeyColumn.named("nightly-" + LockerConfig.randomRid().substring(0, 8));
-            Lease held;
-            try (UnifiedJedis admin = RedisLocker.builder().node("127.0.0.1", server.port()).newClient(1)) {
-                held = awaitGrant(a, lock, admin);
-            }
+            Lease held = awaitGrant(a, lock);
             server.kill9();
             server.startAgain(); // no data: A's claim is gone, A's lease does not know yet
-            RedisLocker b = open(builder(server, "b", Duration.ofMillis(500)));
+            RedisLocker b = open(builder(server, "b", Duration.ofMillis(500)).restartGuard(GUARD));
             while (held.isValid()) {
                 try (Lease second = b.acquire(lock, "takeover")) {
                     assertFalse(held.isValid(), "B was granted the lock (token " + second.fencingToken()
@@ -76,21 +77,34 @@ class RedisMixedExpiryRestartTest {
                 } catch (LockingException refused) {
                     assertTrue(refused.getMessage().contains("restartGuard"), refused.getMessage());
                 }
-                RedisServerProcess.sleep(100);
+                RedisServer.sleep(100);
             }
         }
     }
 
-    /** Asks until the guard of a fresh server lets the grant through (the default guard is a minute). */
-    private static Lease awaitGrant(RedisLocker a, KeyColumn lock, UnifiedJedis admin) {
+    /** Asks until the guard of a fresh server lets the grant through. */
+    private static Lease awaitGrant(RedisLocker a, KeyColumn lock) {
         while (true) {
             try {
                 return a.acquire(lock, "nightly");
             } catch (LockingException refused) {
                 assertTrue(refused.getMessage().contains("restartGuard"), refused.getMessage());
-                RedisServerProcess.sleep(500);
+                RedisServer.sleep(200);
             }
         }
+    }
+
+    /** Left unset, the guard is the same minute for every expiry, so lockers with different expiries agree on it. */
+    @Test
+    void theDefaultRestartGuardDoesNotFollowTheExpiry() {
+        for (Duration expiry : List.of(Duration.ofMillis(500), Duration.ofSeconds(5), Duration.ofSeconds(60))) {
+            RedisLocker.Builder b = RedisLocker.builder().node("127.0.0.1", 1)
+                    .config(LockerConfig.builder().expiry(expiry).build());
+            assertEquals(Duration.ofSeconds(60), b.restartGuard(), "the default guard for an expiry of " + expiry);
+        }
+        RedisLocker.Builder set = RedisLocker.builder().node("127.0.0.1", 1)
+                .config(LockerConfig.builder().expiry(Duration.ofSeconds(5)).build()).restartGuard(GUARD);
+        assertEquals(GUARD, set.restartGuard(), "a guard set is the guard used");
     }
 
     /** An expiry the guard does not cover would outlive a restart's guard: refused before any I/O. */
@@ -112,7 +126,7 @@ class RedisMixedExpiryRestartTest {
      */
     @Test
     void aLockerWhoseRestartGuardDiffersFromTheOneInUseIsRefused() {
-        try (RedisServerProcess server = RedisServerProcess.start()) {
+        try (RedisServer server = RedisServer.start()) {
             try (UnifiedJedis admin = RedisLocker.builder().node("127.0.0.1", server.port()).newClient(1)) {
                 RedisTarget.awaitUptime(admin, Duration.ofSeconds(2));
             }
@@ -124,7 +138,7 @@ class RedisMixedExpiryRestartTest {
             assertTrue(e.getMessage().contains("restartGuard=PT1S") && e.getMessage().contains("PT2S"),
                     e.getMessage());
             a.acquire(KeyColumn.named("other"), "the guard in use").close();
-            DeploymentCheck.Finding doctor = new RedisDoctor().check(server.uri() + "?prefix=mixed:&expiry=1s"
+            DeploymentCheck.Finding doctor = new RedisDoctor().check(server.address() + "?prefix=mixed:&expiry=1s"
                     + "&restartGuard=1s", p -> { }).stream().filter(f -> f.check().equals("restart-guard"))
                     .findFirst().orElseThrow();
             assertEquals(DeploymentCheck.Level.FAIL, doctor.level(), doctor::toString);

@@ -4,6 +4,7 @@ import dev.locker.api.KeyColumn;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.Run;
+import dev.locker.testkit.RedisServer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
@@ -38,7 +39,7 @@ class RedisRunRecordDurabilityTest {
         opened.clear();
     }
 
-    private RedisLocker open(RedisServerProcess s, String name, int replicas) {
+    private RedisLocker open(RedisServer s, String name, int replicas) {
         RedisLocker l = RedisLocker.builder().node("127.0.0.1", s.port()).keyPrefix("runs:")
                 .config(LockerConfig.builder().rid(name + "-" + LockerConfig.randomRid().substring(0, 8))
                         .expiry(EXPIRY).build())
@@ -55,14 +56,14 @@ class RedisRunRecordDurabilityTest {
      */
     @Test
     void aRunReportedRanIsKeptByTheReplicaAFailoverPromotes() {
-        RedisServerProcess master = RedisServerProcess.start("--repl-diskless-sync-delay", "0");
-        RedisServerProcess replica = RedisServerProcess.start("--replicaof", "127.0.0.1",
+        RedisServer master = RedisServer.start("--repl-diskless-sync-delay", "0");
+        RedisServer replica = RedisServer.start("--replicaof", "127.0.0.1",
                 Integer.toString(master.port()));
         try {
             while (!master.cli("INFO", "replication").contains("connected_slaves:1")
                     || !replica.cli("INFO", "replication").contains("master_link_status:up")
                     || !master.cli("WAIT", "1", "100").trim().equals("1")) {
-                RedisServerProcess.sleep(50);
+                RedisServer.sleep(50);
             }
             RedisLocker a = open(master, "a", 1);
             KeyColumn job = KeyColumn.named("invoice-run-" + LockerConfig.randomRid().substring(0, 8));
@@ -76,7 +77,7 @@ class RedisRunRecordDurabilityTest {
             RedisLocker b = open(replica, "b", 0);
             Run second = b.runOnce(job, "monthly invoices", lease -> runs.incrementAndGet());
             while (second.outcome() == Run.Outcome.BUSY) { // A's claim lives on the promoted replica until it expires
-                RedisServerProcess.sleep(200);
+                RedisServer.sleep(200);
                 second = b.runOnce(job, "monthly invoices", lease -> runs.incrementAndGet());
             }
             if (first.ran()) {

@@ -6,6 +6,7 @@ import dev.locker.api.LockTransaction;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.spi.DeploymentCheck;
+import dev.locker.testkit.RedisServer;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
@@ -57,6 +58,8 @@ class RedisServerClockSkewTest {
             "}",
             "");
 
+    private static final String REDIS_SERVER = System.getenv().getOrDefault("REDIS_SERVER", "/usr/bin/redis-server");
+
     private final List<Locker> opened = new ArrayList<>();
 
     @BeforeEach
@@ -76,7 +79,7 @@ class RedisServerClockSkewTest {
      */
     @Test
     void aHoldersValidityIsTheExpiryLessTheServerClockSkew() {
-        try (RedisServerProcess server = RedisServerProcess.start()) {
+        try (RedisServer server = RedisServer.start()) {
             VirtualClock clock = new VirtualClock(Instant.now());
             RedisLocker a = RedisLocker.builder().node("127.0.0.1", server.port()).keyPrefix("skew:")
                     .config(LockerConfig.builder().expiry(Duration.ofSeconds(10)).timeSource(clock).build())
@@ -114,9 +117,9 @@ class RedisServerClockSkewTest {
                 .redirectErrorStream(true).start();
         String gccOut = new String(gcc.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         Assumptions.assumeTrue(gcc.waitFor() == 0, "gcc could not build the clock shim: " + gccOut);
-        try (RedisServerProcess master = RedisServerProcess.start()) {
-            int port = RedisServerProcess.freePort(false);
-            ProcessBuilder pb = new ProcessBuilder(RedisServerProcess.REDIS_SERVER, "--port", Integer.toString(port),
+        try (RedisServer master = RedisServer.start()) {
+            int port = RedisServer.freePort(false);
+            ProcessBuilder pb = new ProcessBuilder(REDIS_SERVER, "--port", Integer.toString(port),
                     "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir.toString(),
                     "--replicaof", "127.0.0.1", Integer.toString(master.port()))
                     .redirectErrorStream(true).redirectOutput(dir.resolve("replica.log").toFile());
@@ -126,11 +129,11 @@ class RedisServerClockSkewTest {
             try {
                 while (!master.cli("INFO", "replication").contains("connected_slaves:1")) {
                     assertTrue(replica.isAlive(), () -> "the shifted replica died: " + log(dir));
-                    RedisServerProcess.sleep(50);
+                    RedisServer.sleep(50);
                 }
-                DeploymentCheck.Finding tight = clocks(master.uri() + "?expiry=30s&serverClockSkew=1s");
+                DeploymentCheck.Finding tight = clocks(master.address() + "?expiry=30s&serverClockSkew=1s");
                 assertEquals(DeploymentCheck.Level.FAIL, tight.level(), tight::toString);
-                DeploymentCheck.Finding loose = clocks(master.uri() + "?expiry=30s&serverClockSkew=5s");
+                DeploymentCheck.Finding loose = clocks(master.address() + "?expiry=30s&serverClockSkew=5s");
                 assertEquals(DeploymentCheck.Level.OK, loose.level(), loose::toString);
             } finally {
                 replica.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
