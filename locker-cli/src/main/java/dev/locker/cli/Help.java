@@ -152,9 +152,11 @@ final class Help {
             Each check prints OK, WARN or FAIL, one line why and what to change. It only reads.
               Redis:   server version and role; maxmemory-policy (allkeys-* and volatile-* may evict a held lock's
                        key: FAIL; noeviction: OK); persistence (AOF appendfsync always, or a restartGuard of at
-                       least the expiry); the restart guard still running; ACL rights for every command Locker uses
-                       (redis.acl_check_cmd); replicas and WAIT (asynchronous replication can lose a lock on
-                       failover).
+                       least the expiry); run records (WARN unless AOF appendfsync always: a finished runOnce job
+                       runs again after a restart that lost its record); the restart guard still running, or
+                       another one recorded for the prefix (FAIL); ACL rights for every command Locker uses
+                       (redis.acl_check_cmd); the servers' clocks (TIME) against serverClockSkew; replicas and
+                       WAIT (asynchronous replication can lose a lock on failover).
               MongoDB: server and replica set; write concern (a majority of the set's voters, journaled: w=1
                        without journal=true FAILs on a standalone too) and read concern (majority); this host's
                        clock offset to the server and its uncertainty (vs lockerMaxClockSkewMS); the TTL index.

@@ -1,6 +1,10 @@
 package dev.locker.cli;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.locker.api.KeyColumn;
+import dev.locker.api.Locker;
+import dev.locker.api.LockerConfig;
+import dev.locker.api.Lockers;
 import dev.locker.mongo.InProcessMongo;
 import dev.locker.redis.RedisServerProcess;
 import org.junit.jupiter.api.AfterAll;
@@ -125,6 +129,58 @@ class CliDoctorTest {
         CliRun unguarded = CliRun.run(Map.of(), "--json", "doctor", "--uri", master.uri() + "?restartGuard=0");
         assertEquals(Cli.NO, unguarded.code(), unguarded::toString);
         assertEquals("FAIL", finding(JSON.readTree(unguarded.out()), "persistence").get("level").asText());
+    }
+
+    /**
+     * Without AOF a restart loses the records of finished runOnce jobs, which no guard brings back: WARN. With a
+     * replica, two clocks judge claims: WARN under serverClockSkew=0, OK within a bound they keep.
+     */
+    @Test
+    void doctorWarnsOfRunRecordsWithoutAofAndJudgesEveryServersClock() throws Exception {
+        JsonNode doc = JSON.readTree(CliRun.run(Map.of(), "--json", "doctor", "--uri", master.uri()).out());
+        JsonNode records = finding(doc, "run-records");
+        assertEquals("WARN", records.get("level").asText(), doc::toString);
+        assertTrue(records.get("why").asText().contains("runOnce"), records::toString);
+        JsonNode unbounded = finding(doc, "server-clocks");
+        assertEquals("WARN", unbounded.get("level").asText(), doc::toString);
+        assertTrue(unbounded.get("why").asText().contains("2 server clock(s) read"), unbounded::toString);
+        JsonNode bounded = finding(JSON.readTree(CliRun.run(Map.of(), "--json", "doctor", "--uri",
+                master.uri() + "?serverClockSkew=5s").out()), "server-clocks");
+        assertEquals("OK", bounded.get("level").asText(), bounded::toString);
+    }
+
+    /** A URI whose restartGuard differs from the one its prefix's lockers recorded on the server fails the doctor. */
+    @Test
+    void doctorFailsARestartGuardOtherThanTheOneItsPrefixRecorded() throws Exception {
+        try (Jedis admin = new Jedis(new HostAndPort("127.0.0.1", master.port()))) {
+            // the recording locker's 2 s guard refuses grants on a younger server; a generous wait, not an assertion
+            for (int i = 0; i < 200 && uptimeSeconds(admin) < 3; i++) {
+                Thread.sleep(50);
+            }
+        }
+        try (Locker recording = Lockers.open(master.uri() + "?prefix=guarded:&expiry=1s&restartGuard=2s",
+                LockerConfig.builder().rid("guard-recorder").build())) {
+            recording.acquire(KeyColumn.named("nightly"), "records the guard").close();
+            CliRun other = CliRun.run(Map.of(), "--json", "doctor", "--uri",
+                    master.uri() + "?prefix=guarded:&expiry=1s&restartGuard=1s");
+            assertEquals(Cli.NO, other.code(), other::toString);
+            JsonNode f = finding(JSON.readTree(other.out()), "restart-guard");
+            assertEquals("FAIL", f.get("level").asText(), f::toString);
+            assertTrue(f.get("why").asText().contains("differs"), f::toString);
+            CliRun same = CliRun.run(Map.of(), "--json", "doctor", "--uri",
+                    master.uri() + "?prefix=guarded:&expiry=1s&restartGuard=2s");
+            assertNotEquals("FAIL", finding(JSON.readTree(same.out()), "restart-guard").get("level").asText(),
+                    same::toString);
+        }
+    }
+
+    private static long uptimeSeconds(Jedis admin) {
+        for (String line : admin.info("server").split("\r?\n")) {
+            if (line.startsWith("uptime_in_seconds:")) {
+                return Long.parseLong(line.substring("uptime_in_seconds:".length()).trim());
+            }
+        }
+        return 0;
     }
 
     @Test

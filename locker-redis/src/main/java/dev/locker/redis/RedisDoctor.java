@@ -33,11 +33,15 @@ import java.util.function.Consumer;
  *       carries the safety-net {@code PEXPIRE}, so {@code volatile-*} too), and the lock is granted twice: FAIL, even
  *       while {@code maxmemory} is 0 (one {@code CONFIG SET} away);</li>
  *   <li>{@code persistence}: a restart that can lose claims (no AOF with {@code appendfsync always}) is safe only with
- *       a {@code restartGuard} of at least the expiry;</li>
+ *       a {@code restartGuard} of at least the expiry (one guard for every locker of the server, default 60 s);</li>
+ *   <li>{@code run-records}: a restart that loses data loses the records of finished {@code runOnce} jobs too,
+ *       and no guard brings them back: such a job runs again (WARN);</li>
  *   <li>{@code restart-guard}: grants are refused while the server's uptime is below the guard;</li>
  *   <li>{@code acl}: every command Locker sends or its scripts call, with a lock key and the release channel, asked
  *       of {@code redis.acl_check_cmd} inside a script, so a least-privilege user needs no admin right to be
  *       checked;</li>
+ *   <li>{@code server-clocks}: TIME on every master and replica it can reach, against {@code serverClockSkew}: a
+ *       failover or slot migration hands a claim's expiry to another server's clock (FAIL beyond the bound);</li>
  *   <li>{@code replication}: replicas that a failover could promote without the claims written since
  *       ({@code replicas=N} makes each claim wait for N acknowledgements, {@code WAIT}).</li>
  * </ul>
@@ -61,7 +65,7 @@ public final class RedisDoctor implements DeploymentCheck {
         RedisLocker.Builder b = RedisLocker.builder().uri(uri); // a malformed URI fails here, before any I/O
         LockerConfig config = b.mergedConfig();
         Duration expiry = config.expiry();
-        Duration guard = b.restartGuardOption() != null ? b.restartGuardOption() : expiry;
+        Duration guard = b.restartGuard();
         String where = b.describe();
         List<Finding> out = new ArrayList<>();
         progress.accept("connecting to " + where);
@@ -82,6 +86,121 @@ public final class RedisDoctor implements DeploymentCheck {
                     throw RedisFailures.classify(ex, null, "checking the deployment", where);
                 }
             }
+            progress.accept("reading the servers' clocks");
+            out.add(serverClocks(uri, nodes, b.serverClockSkewOption()));
+        }
+        return out;
+    }
+
+    // ---- server clocks -------------------------------------------------------------------------------------------
+
+    /**
+     * Reads TIME on every server that may judge a claim: each node given (a Cluster's masters and replicas), and on
+     * a single server its replicas too, which a failover may promote. Each reading is placed against this host's
+     * clock at the middle of its round trip, so half the round trip bounds its error.
+     */
+    private static Finding serverClocks(String uri, Map<String, Node> nodes, Duration skew) {
+        Map<String, long[]> offsets = new LinkedHashMap<>(); // server -> {offset us, uncertainty us}
+        List<String> unread = new ArrayList<>();
+        for (Map.Entry<String, Node> e : nodes.entrySet()) {
+            String name = e.getKey().isEmpty() ? "master" : e.getKey();
+            read(name, e.getValue(), offsets, unread);
+            if (!e.getValue().cluster()) {
+                for (String replica : replicasOf(e.getValue())) {
+                    String[] hostPort = replica.split(":");
+                    try (UnifiedJedis c = RedisLocker.builder().uri(uri).clearNodes().cluster(false)
+                            .node(hostPort[0], Integer.parseInt(hostPort[1])).newClient(1, 1)) {
+                        read(replica, new Node() {
+                            @Override
+                            public Object call(String... args) {
+                                return c.sendCommand(command(args[0]));
+                            }
+
+                            @Override
+                            public boolean cluster() {
+                                return false;
+                            }
+                        }, offsets, unread);
+                    } catch (JedisException | IllegalArgumentException ex) {
+                        unread.add(replica);
+                    }
+                }
+            }
+        }
+        long low = Long.MAX_VALUE;
+        long high = Long.MIN_VALUE;
+        long error = 0;
+        for (long[] o : offsets.values()) {
+            low = Math.min(low, o[0]);
+            high = Math.max(high, o[0]);
+            error = Math.max(error, o[1]);
+        }
+        long spreadMs = offsets.isEmpty() ? 0 : (high - low) / 1000;
+        long errorMs = 2 * error / 1000 + 1;
+        String seen = offsets.size() + " server clock(s) read" + (offsets.size() > 1 ? ", " + spreadMs + " ms apart (±"
+                + errorMs + " ms)" : "") + (unread.isEmpty() ? "" : "; not read: " + unread);
+        String fix = "keep the servers' clocks in sync (NTP or chrony), or raise serverClockSkew in the URI to at "
+                + "least the largest difference you expect";
+        if (offsets.size() > 1 && spreadMs - errorMs > skew.toMillis()) {
+            return Finding.fail("server-clocks", seen + ": further apart than serverClockSkew=" + format(skew)
+                    + ", so a failover or slot migration can end a claim while its holder still counts on it", fix);
+        }
+        if (!unread.isEmpty()) {
+            return Finding.warn("server-clocks", seen + ": a failover to an unread server may end claims early by "
+                    + "its clock's difference", "run the doctor where it can reach every server, with the URI's "
+                    + "credentials allowed TIME");
+        }
+        if (offsets.size() > 1 && skew.isZero()) {
+            return Finding.warn("server-clocks", seen + ", and serverClockSkew=0: a failover or slot migration "
+                    + "hands a claim's expiry to another server's clock, which may end it early", "set serverClockSkew "
+                    + "in the URI (e.g. 1s with NTP), under half the expiry");
+        }
+        return Finding.ok("server-clocks", seen + (offsets.size() > 1 ? ", within serverClockSkew=" + format(skew)
+                : ": one clock judges every claim"));
+    }
+
+    private static void read(String name, Node node, Map<String, long[]> offsets, List<String> unread) {
+        try {
+            long before = System.currentTimeMillis() * 1000;
+            Object reply = node.call("TIME");
+            long after = System.currentTimeMillis() * 1000;
+            if (reply instanceof List<?> l && l.size() == 2) {
+                long server = Long.parseLong(text(l.get(0))) * 1_000_000 + Long.parseLong(text(l.get(1)));
+                offsets.put(name, new long[]{server - (before + after) / 2, (after - before) / 2 + 1000});
+                return;
+            }
+        } catch (JedisException | NumberFormatException e) {
+            // unread, said below
+        }
+        unread.add(name);
+    }
+
+    private static String text(Object o) {
+        return o instanceof byte[] bytes ? new String(bytes, StandardCharsets.UTF_8) : String.valueOf(o);
+    }
+
+    /** The replicas a single server names in INFO replication ("host:port"), online or not. */
+    private static List<String> replicasOf(Node node) {
+        Map<String, String> r = info(node, "replication");
+        List<String> out = new ArrayList<>();
+        if (r == null) {
+            return out;
+        }
+        for (Map.Entry<String, String> e : r.entrySet()) {
+            if (e.getKey().matches("slave\\d+")) {
+                String ip = null;
+                String port = null;
+                for (String kv : e.getValue().split(",")) {
+                    if (kv.startsWith("ip=")) {
+                        ip = kv.substring(3);
+                    } else if (kv.startsWith("port=")) {
+                        port = kv.substring(5);
+                    }
+                }
+                if (ip != null && port != null) {
+                    out.add(ip + ":" + port);
+                }
+            }
         }
         return out;
     }
@@ -100,7 +219,8 @@ public final class RedisDoctor implements DeploymentCheck {
         Map<String, String> persistence = info(node, "persistence");
         String appendfsync = config(node, "appendfsync");
         out.add(persistence(name, persistence, appendfsync, config(node, "save"), guard, expiry));
-        out.add(restartGuard(name, info, guard));
+        out.add(runRecords(name, persistence, appendfsync));
+        out.add(restartGuard(name, info, guard, cluster ? null : recordedGuard(node, b)));
         out.add(acl(node, name, b, major));
         out.add(replication(name, replication, b.replicasOption()));
     }
@@ -191,17 +311,52 @@ public final class RedisDoctor implements DeploymentCheck {
             return Finding.warn("persistence", name + what + ": could not check whether a restart keeps claims, and "
                             + "restartGuard=" + format(guard) + " is shorter than the expiry " + format(expiry)
                             + ": if it does not, a lock can be granted after a restart while its former holder still works",
-                    "drop restartGuard from the URI (its default is the expiry), or run the doctor as a user allowed "
-                            + "INFO persistence and CONFIG GET appendfsync");
+                    "set restartGuard to at least the expiry on every locker of this server, or run the doctor as a "
+                            + "user allowed INFO persistence and CONFIG GET appendfsync");
         }
         return Finding.fail("persistence", name + what + ": a restart can lose claims, and restartGuard="
                         + format(guard) + " is shorter than the expiry " + format(expiry) + ": after a restart a "
                         + "lock can be granted while its former holder still works",
-                "drop restartGuard from the URI (its default is the expiry), or run Redis with appendonly yes and "
-                        + "appendfsync always");
+                "set restartGuard to at least the expiry on every locker of this server, or run Redis with "
+                        + "appendonly yes and appendfsync always");
     }
 
-    private static Finding restartGuard(String name, Map<String, String> info, Duration guard) {
+    /** Records of finished runs are data like any other: only a restart that keeps every write keeps them. */
+    private static Finding runRecords(String name, Map<String, String> p, String appendfsync) {
+        String aofEnabled = p == null ? null : p.get("aof_enabled");
+        if ("1".equals(aofEnabled) && "always".equals(appendfsync)) {
+            return Finding.ok("run-records", name + "AOF with appendfsync always: the records of finished runOnce jobs "
+                    + "survive a restart");
+        }
+        String fix = "if a job must never run twice, run Redis with appendonly yes and appendfsync always; otherwise "
+                + "make such jobs safe to run again";
+        if (aofEnabled == null || "1".equals(aofEnabled) && appendfsync == null) {
+            return Finding.warn("run-records", name + "could not check whether a restart keeps the records of "
+                    + "finished runOnce jobs (" + refused(p == null ? "persistence" : null) + "): if it does not, such "
+                    + "a job runs again after one", fix);
+        }
+        return Finding.warn("run-records", name + "a restart can lose the records of finished runOnce jobs (no AOF "
+                + "with appendfsync always), and no restartGuard brings them back: such a job then runs again", fix);
+    }
+
+    /** The restart guard the lockers of the URI's prefix record on a single server (ms), or null when none is read. */
+    private static Long recordedGuard(Node node, RedisLocker.Builder b) {
+        try {
+            Object v = node.call("GET", new String(new RedisKeys(b.keyPrefixOption()).guardRecordKey(),
+                    StandardCharsets.UTF_8));
+            return v == null ? null : Long.valueOf(text(v));
+        } catch (JedisException | NumberFormatException e) {
+            return null;
+        }
+    }
+
+    private static Finding restartGuard(String name, Map<String, String> info, Duration guard, Long recordedMs) {
+        if (recordedMs != null && !guard.isZero() && recordedMs != guard.toMillis()) {
+            return Finding.fail("restart-guard", name + "restartGuard=" + format(guard) + " differs from restartGuard="
+                            + format(Duration.ofMillis(recordedMs)) + ", which the lockers of this prefix use here: "
+                            + "acquires with it are refused, and after a restart the shorter guard would grant locks "
+                            + "whose holders still work", "give every locker of this server one restartGuard");
+        }
         if (guard.isZero()) {
             return Finding.ok("restart-guard", name + "restartGuard=0: grants right after a restart");
         }

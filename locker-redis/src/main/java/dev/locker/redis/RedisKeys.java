@@ -85,6 +85,14 @@ final class RedisKeys {
     }
 
     /**
+     * The restart guard the lockers of this prefix use, as the acquire script records it (single server only):
+     * {@code <prefix>{}restartGuard}. Like the marker, no lock, record or owner key can be it.
+     */
+    byte[] guardRecordKey() {
+        return concat(prefix, "{}restartGuard".getBytes(StandardCharsets.US_ASCII));
+    }
+
+    /**
      * The owner record of a locker instance (see {@link RedisOwners}): {@code <prefix>{}o<instance>}. No lock or record
      * key can be it (a lock's name is never empty), nor the admission marker.
      */

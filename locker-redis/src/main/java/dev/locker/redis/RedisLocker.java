@@ -71,7 +71,7 @@ import java.util.function.Supplier;
  *   <li>a claim's expiry is server time + {@link LockerConfig#expiry()}; the local {@code ClaimStatus.expiry()} is
  *       taken from the config's time source before the request is sent, so it ends first (see the safety argument
  *       for the clock assumption);</li>
- *   <li>restart guard: while the server has been up for less than {@code restartGuard} (default: the expiry),
+ *   <li>restart guard: while the server has been up for less than {@code restartGuard} (default 60 s),
  *       the acquire script grants nothing, because a server that restarted without all of its data (no persistence,
  *       an older RDB snapshot, the last second of an AOF) may have lost a claim whose holder still works. It is
  *       decided by the server's uptime rather than by a client noticing a new {@code run_id}, which a client that
@@ -80,7 +80,11 @@ import java.util.function.Supplier;
  *       ({@code uptime_in_seconds - 1} plus the fraction of the current second), so the guard may hold up to a
  *       second longer than asked, never shorter. The uptime is read once, not per grant: the script keeps it, with
  *       the eviction check's answer, in an admission marker (see {@code admit} in {@code common.lua}) that lives a
- *       second and is trusted only while the server's {@code LASTSAVE} is unchanged, which a restart always changes;</li>
+ *       second and is trusted only while the server's {@code LASTSAVE} is unchanged, which a restart always changes.
+ *       The guard is one value for every locker of a server, never one per locker: the restarted server knows
+ *       nothing of the claims it lost, so a locker with a shorter guard would grant them while their holders work.
+ *       Hence its default does not follow the expiry, an expiry longer than the guard is refused when built, and a
+ *       single server records the guard in use and refuses a locker that asks with another one;</li>
  *   <li>with {@code replicas > 0}, a granted claim counts only once that many replicas acknowledged it
  *       ({@code WAIT}, pipelined with the script on the same connection); otherwise it is removed again. A renewal
  *       likewise extends the local expiry only once the replicas acknowledged it;</li>
@@ -113,10 +117,12 @@ import java.util.function.Supplier;
  *       {@code max(last + 1, server time in microseconds)}: strictly increasing while the hash keeps the last one,
  *       and after the hash was lost as long as the server's clock has not stepped back.</li>
  *   <li><b>Assumptions, per guarantee.</b> One holder at a time needs: no lost claims across restarts (AOF with
- *       {@code appendfsync always}, or a {@code restartGuard} at least as long as the longest expiry of all lockers
- *       sharing the server; the guard measures uptime on the server's wall clock, so it too needs a clock that does
- *       not step); across failovers, {@code replicas} acknowledgements from the replica that will be promoted (the
- *       guard does not help there: a promoted replica has been up for long); no eviction (enforced by
+ *       {@code appendfsync always}, or one {@code restartGuard} on all lockers sharing the server, at least as long
+ *       as each one's expiry: the expiry is checked when built, the one guard by a single server's record; the guard
+ *       measures uptime on the server's wall clock, so it too needs a clock that does not step); across failovers,
+ *       {@code replicas} acknowledgements from the replica that will be promoted (the guard does not help there: a
+ *       promoted replica has been up for long), and {@code serverClockSkew} at least the clocks' difference (taken off
+ *       each holder's validity); no eviction (enforced by
  *       {@link EvictionCheck#FAIL}); and a server clock that does not step forward (NTP slewing is fine).
  *       Increasing fencing tokens need a server clock that does not step back once data was lost. Everything else
  *       (lost replies, late requests, failed withdrawals, tombstones outlived by a request) costs only liveness: a
@@ -147,6 +153,12 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     private static final byte[] ONE = {'1'};
     private static final byte[] ZERO = {'0'};
     private static final Duration DEFAULT_TOMBSTONE_TTL = Duration.ofMinutes(20);
+    /**
+     * The restart guard unless set: one value for every locker of a deployment, never derived from a locker's expiry.
+     * After a restart without data the server knows nothing of the claims it lost, so only a guard that all lockers
+     * share and that covers all their expiries keeps one holder. A minute covers the default expiry.
+     */
+    static final Duration DEFAULT_RESTART_GUARD = Duration.ofSeconds(60);
     /** How long the release subscription outlives the last waiter (see {@link RedisWakeups}). */
     private static final Duration WAKEUP_LINGER = Duration.ofSeconds(5);
 
@@ -157,6 +169,8 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     private final int replicas;
     private final Duration replicaTimeout;
     private final Duration restartGuard;
+    /** What a holder counts on: the expiry less {@code serverClockSkew}, how far another server may be ahead. */
+    private final Duration validity;
     private final Duration tombstoneTtl;
     private final EvictionCheck evictionCheck;
     private final Set<String> evictionWarnings = ConcurrentHashMap.newKeySet();
@@ -196,6 +210,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
 
     private final Rawable channelArg;
     private final Rawable guardKeyArg;
+    private final Rawable guardRecordArg;
 
     private RedisLocker(Builder b, LockerConfig config, UnifiedJedis client, boolean ownsClient) {
         super(b);
@@ -207,7 +222,8 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         this.server = b.describe();
         this.replicas = b.replicas;
         this.replicaTimeout = b.replicaTimeout;
-        this.restartGuard = b.restartGuard != null ? b.restartGuard : config.expiry();
+        this.restartGuard = b.restartGuard();
+        this.validity = this.config.expiry().minus(b.serverClockSkew);
         this.tombstoneTtl = b.tombstoneTtl;
         this.evictionCheck = b.evictionCheck;
         this.ownField = ("c" + instance).getBytes(StandardCharsets.US_ASCII); // this instance's field
@@ -223,6 +239,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         this.evictionArg = RedisScript.arg(evictionCheck.arg);
         this.channelArg = RedisScript.arg(channel);
         this.guardKeyArg = RedisScript.arg(guardKey);
+        this.guardRecordArg = RedisScript.arg(keys.guardRecordKey());
         // the wake-ups' subscription gets a connection of its own, made with these options; with a client the caller
         // manages there are no options to make one with, and waiters poll instead
         AtomicLong subscriptionsMade = new AtomicLong();
@@ -290,12 +307,14 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         if (wait != null) {
             wait.beforeAttempt(lock); // a release published from now on wakes the pause after this attempt
         }
-        // no marker in Cluster mode: a second key would make the script fail (TRYAGAIN) while the lock's slot migrates
-        int keyCount = standalone ? 2 : 1;
+        // no marker nor guard record in Cluster mode: a second key would make the script fail (TRYAGAIN) while the
+        // lock's slot migrates
+        int keyCount = standalone ? 3 : 1;
         Rawable[] call = new Rawable[keyCount + (wait == null ? 7 : 9)]; // the waiter's two only when waiting
         call[0] = RedisScript.arg(key);
         if (standalone) {
             call[1] = guardKeyArg;
+            call[2] = guardRecordArg;
         }
         call[keyCount] = fieldArg;
         call[keyCount + 1] = RedisScript.arg(nonce);
@@ -340,7 +359,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
             }
             long token = r == null ? (Long) reply : (Long) r.get(1);
             // kept as (instance, acquire number): the nonce's bytes are made again when sent
-            ClaimStatus status = grantedCounted(instanceBytes, acquire, token, deadline(started, config.expiry()));
+            ClaimStatus status = grantedCounted(instanceBytes, acquire, token, deadline(started, validity));
             if (replicas > 0 && acks < replicas) {
                 withdraw(lock, key, nonce, "only " + acks + " of " + replicas + " replicas acknowledged it");
                 throw new TemporaryLockingException("only " + acks + " of " + replicas + " replicas of " + server
@@ -374,6 +393,16 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
                     + "maxmemory " + r.get(2) + " bytes): an evicted lock key lets a second process acquire a lock "
                     + "that is still held. Set maxmemory-policy noeviction (or maxmemory 0) on every master, or "
                     + "evictionCheck=warn to accept the risk", lock);
+        }
+        if (code == -6) {
+            Duration recorded = Duration.ofMillis(Long.parseLong(new String((byte[]) r.get(1),
+                    StandardCharsets.US_ASCII)));
+            throw new PermanentLockingException("restartGuard=" + restartGuard + " differs from restartGuard="
+                    + recorded + ", which the other lockers of prefix " + keys.prefix() + " use on " + server
+                    + ": after a restart without data the shorter guard would grant locks whose holders still work. "
+                    + "Give every locker sharing the server one restartGuard (the record lapses "
+                    + (recorded.compareTo(Duration.ofSeconds(1)) > 0 ? recorded : Duration.ofSeconds(1)).plusSeconds(1)
+                    + " after their last grant)", lock);
         }
         if (code == -3) { // only a late request meets its tombstone, and nobody waits for its reply
             throw new TemporaryLockingException("this acquire had been withdrawn on " + server + " before it arrived; "
@@ -410,7 +439,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
                         + " acknowledged the renewal within " + replicaTimeout + "; the claim keeps its former deadline",
                         lock);
             }
-            return status.renewed(deadline(started, config.expiry()));
+            return status.renewed(deadline(started, validity));
         }
         throw notOurs(lock, r);
     }
@@ -513,13 +542,28 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         withRetries(() -> RedisScript.RECORD.run(client, keyList, args));
     }
 
-    /** Atomic with the check that our claim (field, nonce, token) is alive: one script. */
+    /**
+     * Atomic with the check that our claim (field, nonce, token) is alive: one script. With {@code replicas > 0} the
+     * record counts only once that many replicas acknowledged it, like the claim it follows: otherwise a failover to
+     * a replica that has the claim but not the record would run the job again after a run reported done.
+     */
     @Override
     protected boolean writeRecord(KeyColumn lock, String name, byte[] value, ClaimStatus holding) {
-        List<byte[]> keyList = List.of(keys.lockKey(lock), keys.recordKey(lock));
-        List<byte[]> args = List.of(new byte[]{'w'}, name.getBytes(StandardCharsets.US_ASCII), value, ownField,
-                holding.claimId(), Long.toString(holding.fencingToken()).getBytes(StandardCharsets.US_ASCII));
-        return (Long) withRetries(() -> RedisScript.RECORD.run(client, keyList, args)) == 1L;
+        Rawable[] call = {RedisScript.arg(keys.lockKey(lock)), RedisScript.arg(keys.recordKey(lock)),
+                RedisScript.arg(new byte[]{'w'}), RedisScript.arg(name.getBytes(StandardCharsets.US_ASCII)),
+                RedisScript.arg(value), fieldArg, RedisScript.arg(holding.claimId()),
+                RedisScript.arg(Long.toString(holding.fencingToken()).getBytes(StandardCharsets.US_ASCII))};
+        if (replicas == 0) {
+            return (Long) withRetries(() -> RedisScript.RECORD.run(client, 2, call)) == 1L;
+        }
+        Object[] both = withRetries(() -> runAndWait(RedisScript.RECORD, 2, call));
+        long acks = (Long) both[1];
+        if ((Long) both[0] == 1L && acks < replicas) {
+            throw new TemporaryLockingException("the run's record was written on " + server + " but only " + acks
+                    + " of " + replicas + " replicas acknowledged it within " + replicaTimeout + ": a failover may "
+                    + "lose it, and the job then runs again", lock);
+        }
+        return (Long) both[0] == 1L;
     }
 
     // ---- waiting: a queue per lock, woken by releases ----------------------------------------------------------
@@ -904,6 +948,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         private int replicas;
         private Duration replicaTimeout = Duration.ofSeconds(1);
         private Duration restartGuard;
+        private Duration serverClockSkew = Duration.ZERO;
         private Duration tombstoneTtl = DEFAULT_TOMBSTONE_TTL;
         private EvictionCheck evictionCheck = EvictionCheck.FAIL;
         private String clientName;
@@ -1051,11 +1096,13 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
 
         /**
          * No claim is granted while the server's uptime is below this (it may have restarted and lost claims);
-         * renewals and releases go on. Default: the config's expiry; use the longest expiry of all lockers sharing
-         * the server. Zero turns the guard off (for servers whose data survives restarts, e.g. AOF with
-         * {@code appendfsync always}). The guard reads {@code INFO server} inside the acquire script, so an ACL
-         * user needs {@code +info}; with {@code +lastsave +get +set} too, it reads it about once a second instead of
-         * at every grant (the admission marker, see the README).
+         * renewals and releases go on. Default 60 s, whatever the expiry: every locker sharing a server (and key
+         * prefix) must use the same guard, and each locker's expiry must be at most the guard (checked when built;
+         * hold longer with keep-alive, which renews within the expiry). A single server records the guard in use,
+         * and refuses a locker asking with another one. Zero turns the guard off (for servers whose data survives
+         * restarts, e.g. AOF with {@code appendfsync always}). The guard reads {@code INFO server} inside the acquire
+         * script, so an ACL user needs {@code +info}; with {@code +lastsave +get +set} too, it reads it about once a
+         * second instead of at every grant (the admission marker, see the README).
          */
         public Builder restartGuard(Duration d) {
             Objects.requireNonNull(d, "restartGuard must not be null");
@@ -1063,6 +1110,22 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
                 throw new IllegalArgumentException("restartGuard must not be negative, was " + d);
             }
             this.restartGuard = d;
+            return this;
+        }
+
+        /**
+         * How far apart the clocks of the servers that may judge a claim can be: the master that wrote it, and a
+         * replica a failover promotes or a Cluster node a slot migrates to. Default 0, right for one server without
+         * replicas. The claim's expiry is an instant of the writing master's clock; a server ahead by this much ends it
+         * this much sooner, so each holder's validity is the expiry less this bound. Must be under half the expiry
+         * (keep-alive renews every third of it). {@code locker doctor} measures the clocks it can reach.
+         */
+        public Builder serverClockSkew(Duration d) {
+            Objects.requireNonNull(d, "serverClockSkew must not be null");
+            if (d.isNegative()) {
+                throw new IllegalArgumentException("serverClockSkew must not be negative, was " + d);
+            }
+            this.serverClockSkew = d;
             return this;
         }
 
@@ -1120,10 +1183,18 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
             return socketTimeout.compareTo(Duration.ofSeconds(2)) > 0 ? socketTimeout : Duration.ofSeconds(2);
         }
 
-        /** A change to the locker config that comes from the URI (expiry, retries...); applied over {@link #config}. */
-        /** The options a deployment check judges ({@link RedisDoctor}): restart guard (null: the expiry), replicas. */
+        /** The restart guard this builder's locker would use: the one set, or {@link #DEFAULT_RESTART_GUARD}. */
+        Duration restartGuard() {
+            return restartGuard != null ? restartGuard : DEFAULT_RESTART_GUARD;
+        }
+
+        /** The options a deployment check judges ({@link RedisDoctor}): restart guard (null: the default), replicas. */
         Duration restartGuardOption() {
             return restartGuard;
+        }
+
+        Duration serverClockSkewOption() {
+            return serverClockSkew;
         }
 
         int replicasOption() {
@@ -1138,6 +1209,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
             return evictionCheck;
         }
 
+        /** A change to the locker config that comes from the URI (expiry, retries...); applied over {@link #config}. */
         Builder configOverride(Consumer<LockerConfig.Builder> change) {
             configOverrides.add(change);
             return this;
@@ -1172,6 +1244,23 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
                 atMostCenturies(restartGuard, "restartGuard");
             }
             atMostCenturies(tombstoneTtl, "tombstoneTtl");
+            // Tokens need no allowance of their own: every PEXPIRE keeps the lock's key (and the last token in it) at
+            // least one expiry past the token's issue, so a server behind by less than that never forgets it too early
+            if (serverClockSkew.multipliedBy(2).compareTo(cfg.expiry()) >= 0) {
+                throw new IllegalArgumentException("serverClockSkew " + serverClockSkew + " must be less than half the "
+                        + "expiry " + cfg.expiry() + ": a holder counts on the expiry less the skew, and keep-alive "
+                        + "renews every third of the expiry");
+            }
+            Duration guard = restartGuard();
+            if (!guard.isZero() && cfg.expiry().compareTo(guard) > 0) {
+                // a claim that outlives the guard outlives a restart that lost it: a second locker is granted its lock
+                // once the guard is over, while this holder still counts on its claim
+                throw new IllegalArgumentException("expiry " + cfg.expiry() + " is longer than restartGuard " + guard
+                        + ": after a restart without data a lock could be granted again while its holder still works. "
+                        + "Use an expiry of at most restartGuard (keep-alive renews longer holds), or raise "
+                        + "restartGuard on every locker sharing the server, or set restartGuard=0 where claims survive "
+                        + "restarts (appendonly yes, appendfsync always)");
+            }
             if (client == null) {
                 checkTopology();
             }

@@ -44,7 +44,8 @@ final class RedisScript {
     static final RedisScript OWNER = new RedisScript("owner");
 
     /** The key counts a script call gives, as arguments. */
-    private static final Rawable[] KEY_COUNTS = {arg(new byte[]{'0'}), arg(new byte[]{'1'}), arg(new byte[]{'2'})};
+    private static final Rawable[] KEY_COUNTS = {arg(new byte[]{'0'}), arg(new byte[]{'1'}), arg(new byte[]{'2'}),
+            arg(new byte[]{'3'})};
 
     private final String name;
     private final byte[] source;

@@ -31,7 +31,10 @@ import java.util.stream.Stream;
  *   <tr><td>poolSize</td><td>8</td><td>connections per server</td></tr>
  *   <tr><td>replicas</td><td>0</td><td>replica acknowledgements ({@code WAIT}) a claim needs</td></tr>
  *   <tr><td>replicaTimeout</td><td>1s</td><td>how long to wait for them</td></tr>
- *   <tr><td>restartGuard</td><td>the expiry</td><td>refuse grants while the server's provable uptime is lower</td></tr>
+ *   <tr><td>restartGuard</td><td>60s</td><td>refuse grants while the server's provable uptime is lower; one value
+ *       for every locker of the server, at least each one's expiry</td></tr>
+ *   <tr><td>serverClockSkew</td><td>0</td><td>how far the clocks of the servers that may judge a claim (master,
+ *       replicas, Cluster nodes) may differ; taken off each holder's validity</td></tr>
  *   <tr><td>evictionCheck</td><td>fail</td><td>fail, warn or off: an acquire on a server that may evict keys</td></tr>
  *   <tr><td>tombstoneTtl</td><td>20m</td><td>how long a withdrawn acquire's late request is still refused</td></tr>
  *   <tr><td>verifyHostname</td><td>true</td><td>TLS hostname verification</td></tr>
@@ -46,7 +49,7 @@ final class RedisUri {
 
     /** The options of this backend, in the order its messages list them. */
     private static final List<String> OPTIONS = List.of("prefix", "cluster", "database", "user", "password", "timeout",
-            "connectTimeout", "socketTimeout", "poolSize", "replicas", "replicaTimeout", "restartGuard", "tombstoneTtl",
+            "connectTimeout", "socketTimeout", "poolSize", "replicas", "replicaTimeout", "restartGuard", "serverClockSkew", "tombstoneTtl",
             "evictionCheck", "verifyHostname", "truststore", "truststorePassword", "keystore", "keystorePassword",
             "clientName");
 
@@ -196,6 +199,7 @@ final class RedisUri {
                 case "replicas" -> b.replicas(parseInt(uri, name, value));
                 case "replicaTimeout" -> b.replicaTimeout(duration(uri, name, value));
                 case "restartGuard" -> b.restartGuard(duration(uri, name, value));
+                case "serverClockSkew" -> b.serverClockSkew(duration(uri, name, value));
                 case "tombstoneTtl" -> b.tombstoneTtl(duration(uri, name, value));
                 case "evictionCheck" -> b.evictionCheck(RedisLocker.EvictionCheck.parse(value));
                 case "verifyHostname" -> b.verifyHostname(parseBoolean(uri, name, value));

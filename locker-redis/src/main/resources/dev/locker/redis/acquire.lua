@@ -1,5 +1,5 @@
 -- writeLock: write our claim and decide the holder in one step.
--- KEYS: 1 the lock's hash, 2 the admission marker (see admit in the prelude; single server only)
+-- KEYS: 1 the lock's hash, 2 the admission marker, 3 the guard record (see admit in the prelude; single server only)
 -- ARGV: 1 our field ("c" .. instance), 2 nonce, 3 expiry ms, 4 owner part of the claim (a reference into our owner
 --       record, or "=" and the owner's bytes), 5 restart guard ms, 6 scrub ("1"/"0"),
 --       7 eviction check ("fail", "warn" or "off"), 8 waiter id (absent or "" when this acquire does not wait), 9 queue
@@ -17,6 +17,7 @@
 --        {-2, ms left}        the server may have started less than the restart guard ago: nothing is granted yet
 --        {-3}                 its client already gave up on this request and withdrew it: nothing is granted
 --        {-4, policy, maxmemory}  the server may evict keys, ours included, and the check says fail
+--        {-6, guard ms}       the lockers of this prefix use that other restart guard: nothing is granted
 -- ARGV 3 and 5 are whole numbers of ms, at least 0, in their shortest digits (RedisLocker writes them so): the fast
 -- path writes ARGV 3 into the claim as it stands and coerces where it needs numbers. A library call (tonumber,
 -- string.format, string.match...) costs the server 700 to 3,700 instructions (callgrind), a plain Lua operation tens:
@@ -58,17 +59,18 @@ if fast then
   local warning
   local guard = ARGV[5]
   if guard ~= '0' or check ~= 'off' then
-    -- admitted outright by a marker of this boot that says up long enough and no eviction (see admit); anything
-    -- else (no marker, another boot's, Cluster mode, a warning or a refusal to give) is admit's to decide
-    local marker, saved, ms, us = KEYS[2]
+    -- admitted outright by a marker of this boot that says up long enough and no eviction, written with our guard
+    -- when we have one (see admit); anything else (no marker, another boot's or guard's, Cluster mode, a warning or a
+    -- refusal to give) is admit's to decide
+    local marker, saved, ms, us, g = KEYS[2]
     if marker then
       saved = redis.pcall('LASTSAVE') -- a number, or an error reply (a table) that no marker matches
       marker = redis.pcall('GET', marker)
       if type(marker) == 'string' then
-        ms, us = string.match(marker, '^(%d+) (%d+) 1$')
+        ms, us, g = string.match(marker, '^(%d+) (%d+) 1 ?(%d*)$')
       end
     end
-    if not (ms and ms + 0 == saved and (guard == '0' or now - us >= guard * 1000)) then
+    if not (ms and ms + 0 == saved and (guard == '0' or g == guard and now - us >= guard * 1000)) then
       local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner,
           wake, may_have_waiters, is_senior, keep_until, admit = lib()
       local refusal

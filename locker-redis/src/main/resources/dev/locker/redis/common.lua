@@ -264,8 +264,8 @@ local function lib()
   -- Admission of a grant: the restart guard and the eviction check, at no cost per grant in the steady state.
   -- Both need INFO (server: uptime; memory: maxmemory and its policy), which costs several microseconds of server
   -- CPU. Their answers are kept in a marker key (KEYS[2], one per server; none in Cluster mode, where a second key
-  -- would make the script fail with TRYAGAIN while its slot migrates), "<lastsave> <upsince> <ok>", never replicated
-  -- nor in the AOF:
+  -- would make the script fail with TRYAGAIN while its slot migrates), "<lastsave> <upsince> <ok>[ <guard>]", never
+  -- replicated nor in the AOF:
   --   lastsave  LASTSAVE when the marker was written. LASTSAVE is set to the boot time when the server starts (from
   --             an RDB, an AOF or nothing) and moves on with every save, so a marker that survives a restart (in a
   --             snapshot, an AOF) or outlives a save no longer matches, and INFO is read again. A marker is written
@@ -276,6 +276,14 @@ local function lib()
   --             locker asks.
   --   ok        1 when maxmemory is 0 or the policy is noeviction. A 0 is never trusted: the check reads INFO memory
   --             again, so a refusal always names the current policy.
+  --   guard     the restart guard (ms) the guard record (below) held when the marker was written; absent when the
+  --             script was given no record. A marker with a guard vouches only for a locker asking with that guard.
+  -- The guard record (KEYS[3], standalone only) holds the restart guard the lockers of this prefix use. After a restart
+  -- without data the server knows nothing of the claims it lost, so every locker must wait out the same guard: one
+  -- asking with another guard is refused ({-6, recorded guard}) while the record lives. Every admission refreshes it
+  -- for the longer of its guard and a second, plus a second, so it outlives the marker under steady traffic. A guard
+  -- of 0 declares that the server keeps its data across restarts: it neither reads nor writes the record (the doctor
+  -- checks that declaration against the server's persistence).
   -- The marker lives 1 s (PX), so a CONFIG SET to an evicting policy is noticed within a second. Without LASTSAVE, GET
   -- or SET in the ACL, every grant reads INFO as before (pcall: no marker, same answers). acquire.lua's fast path
   -- reads the marker itself and calls this only when the marker does not admit the grant outright.
@@ -286,15 +294,24 @@ local function lib()
     end
     local saved = redis.pcall('LASTSAVE')
     local marker = KEYS[2]
-    local upsince, ok
+    local upsince, ok, marked
     if type(saved) == 'number' and marker then
       local m = redis.pcall('GET', marker)
       if type(m) == 'string' then
-        local ms, us, e = string.match(m, '^(%d+) (%d+) ([01])$')
+        local ms, us, e, g = string.match(m, '^(%d+) (%d+) ([01]) ?(%d*)$')
         if ms and tonumber(ms) == saved then
-          upsince, ok = tonumber(us), e == '1'
+          upsince, ok, marked = tonumber(us), e == '1', tonumber(g)
         end
       end
+    end
+    local record = KEYS[3]
+    if record and guard > 0 and marked ~= guard then
+      -- one guard per prefix: a locker with another one would grant a lock a restart lost before its holder gave up
+      local g = redis.pcall('GET', record)
+      if type(g) == 'string' and tonumber(g) ~= guard then
+        return { -6, g }, nil
+      end
+      redis.pcall('SET', record, fmt(guard), 'PX', fmt(math.max(guard, 1000) + 1000))
     end
     local fresh = upsince == nil
     local t
@@ -328,7 +345,9 @@ local function lib()
       -- the marker is a fact about this server alone: it must never reach a replica (which may evict, or have booted in
       -- the same second) nor the AOF. Where replication cannot be switched off for it, no marker is written.
       if pcall(redis.set_repl, redis.REPL_NONE) then
-        redis.pcall('SET', marker, fmt(saved) .. ' ' .. fmt(upsince) .. ' ' .. (ok and '1' or '0'), 'PX', 1000)
+        local vouches = (record and guard > 0) and (' ' .. fmt(guard)) or ''
+        redis.pcall('SET', marker, fmt(saved) .. ' ' .. fmt(upsince) .. ' ' .. (ok and '1' or '0') .. vouches,
+            'PX', 1000)
         redis.set_repl(redis.REPL_ALL)
       end
     end

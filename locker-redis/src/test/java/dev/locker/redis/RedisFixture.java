@@ -32,7 +32,7 @@ class RedisFixture implements LockerFixture {
 
     @Override
     public Locker open(LockerConfig config) {
-        return target.locker(prefix).config(config).restartGuard(RESTART_GUARD).timeout(Duration.ofSeconds(2)).build();
+        return target.locker(prefix).config(config).restartGuard(guardFor(config)).timeout(Duration.ofSeconds(2)).build();
     }
 
     @Override
@@ -87,7 +87,12 @@ class RedisFixture implements LockerFixture {
             proxy = new FreezingProxy("127.0.0.1", target.process().port());
         }
         return RedisLocker.builder().uri("redis://127.0.0.1:" + proxy.port()).keyPrefix(prefix).config(config)
-                .restartGuard(RESTART_GUARD).timeout(Duration.ofSeconds(2)).build();
+                .restartGuard(guardFor(config)).timeout(Duration.ofSeconds(2)).build();
+    }
+
+    /** A scenario whose expiry outlasts the guard never restarts the server: it runs unguarded. */
+    private static Duration guardFor(LockerConfig config) {
+        return config.expiry().compareTo(RESTART_GUARD) > 0 ? Duration.ZERO : RESTART_GUARD;
     }
 
     @Override

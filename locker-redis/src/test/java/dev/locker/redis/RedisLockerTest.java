@@ -292,7 +292,7 @@ class RedisLockerTest {
     void oneRoundTripPerAcquireAndPerRelease() {
         Assumptions.assumeFalse(RedisTarget.isExternal(), "an external server may have other traffic");
         RedisTarget.awaitUptime(admin(), Duration.ofSeconds(1));
-        RedisLocker a = fixture.onTarget().config(LockerConfig.builder().expiry(Duration.ofSeconds(30)).build())
+        RedisLocker a = fixture.onTarget().config(LockerConfig.builder().expiry(Duration.ofSeconds(1)).build())
                 .restartGuard(Duration.ofSeconds(1)).build(); // the guard's INFO is part of a production acquire
         fixture.adopt(a);
         RedisLocker b = locker("b", Duration.ofSeconds(30));

@@ -33,14 +33,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * <p>Without persistence the restarted server has lost the claim, while its holder may still be working. Detecting
  * the restart by {@code run_id} would only protect clients that saw the old run; a client that connects for the
  * first time after the restart cannot tell. So the guard is decided on the server, by uptime: while the server has
- * been up for less than {@code restartGuard} (default: the expiry), the acquire script grants nothing to anyone.
+ * been up for less than {@code restartGuard} (at least the expiry), the acquire script grants nothing to anyone.
  * With AOF ({@code appendfsync always}) the claim survives the restart, the holder keeps its lock, and the operator
  * may turn the guard off.
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class RedisRestartTest {
 
-    private static final Duration EXPIRY = Duration.ofSeconds(3);
+    private static final Duration EXPIRY = Duration.ofSeconds(2);
     private final List<Locker> opened = new ArrayList<>();
 
     @BeforeEach
@@ -54,9 +54,9 @@ class RedisRestartTest {
         opened.clear();
     }
 
-    /** A locker with the default restart guard (= its expiry). */
+    /** A locker whose restart guard is its expiry. */
     private RedisLocker locker(RedisServer s, String name) {
-        return locker(s, name, null);
+        return locker(s, name, EXPIRY);
     }
 
     private RedisLocker locker(RedisServer s, String name, Duration restartGuard) {
