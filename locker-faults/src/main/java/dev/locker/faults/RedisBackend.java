@@ -16,9 +16,9 @@ import java.util.concurrent.TimeUnit;
 /**
  * Debian's {@code redis-server} (or {@code $REDIS_SERVER}), a fresh one per run on a free loopback port, started by
  * the harness so that it can be killed, restarted on the same port and paused by pid. Without persistence by default;
- * with {@code appendonly yes --appendfsync always} for {@link Scenario#SERVER_RESTART_AOF}. The locker URI keeps the
- * default restart guard (one expiry), except with AOF (where claims survive) and in the control scenario, which
- * switches it off on purpose.
+ * with {@code appendonly yes --appendfsync always} for {@link Scenario#SERVER_RESTART_AOF}. The locker URI sets one
+ * restart guard for every worker, the longest expiry of the run, except with AOF (where claims survive) and in the
+ * control scenario, which switches it off on purpose.
  *
  * <p>The failover scenarios run a master and a replica behind a {@link Forwarder} (the workers' one address), with
  * {@code replicas=1}; the slot migration runs a Redis Cluster of three masters; the mixed-expiry restart gives half
@@ -125,13 +125,16 @@ public final class RedisBackend implements Backend {
 
     @Override
     public String uri(int worker, String hostPort) {
+        // one restart guard for every locker of a run: the longest expiry any of them uses (the default, 60 s,
+        // would keep a fresh server refusing past the liveness bound)
+        String guard = "&restartGuard=" + (scenario == Scenario.MIXED_EXPIRY_RESTART ? LONG_EXPIRY : expiry).toMillis()
+                + "ms";
         String options = switch (scenario) {
             case SERVER_RESTART_AOF, CONTROL_NO_GUARD -> "&restartGuard=0";
-            case REDIS_FAILOVER -> "&replicas=1";
-            case REDIS_FAILOVER_CLOCK_AHEAD -> "&replicas=1"
+            case REDIS_FAILOVER -> guard + "&replicas=1";
+            case REDIS_FAILOVER_CLOCK_AHEAD -> guard + "&replicas=1"
                     + (toldServerClockSkew().isEmpty() ? "" : "&serverClockSkew=" + toldServerClockSkew());
-            case MIXED_EXPIRY_RESTART -> "&restartGuard=" + LONG_EXPIRY.toMillis() + "ms";
-            default -> "";
+            default -> guard;
         };
         Duration e = scenario != Scenario.MIXED_EXPIRY_RESTART ? expiry : worker < 2 ? LONG_EXPIRY : SHORT_EXPIRY;
         String hosts = scenario == Scenario.REDIS_SLOT_MIGRATION

@@ -217,7 +217,8 @@ public final class RedisServer implements AutoCloseable {
 
     /**
      * A locker URI for this fresh server: {@code redis://127.0.0.1:port?restartGuard=0}. The restart guard is off
-     * because the server was just started on purpose (a locker would otherwise refuse grants for one expiry).
+     * because the server was just started on purpose (a locker would otherwise refuse grants for its restart guard,
+     * 60 s by default).
      *
      * @return the URI
      */
