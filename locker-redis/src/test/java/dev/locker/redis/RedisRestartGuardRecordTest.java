@@ -5,6 +5,7 @@ import dev.locker.api.Lease;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.LockingException;
+import dev.locker.api.PermanentLockingException;
 import dev.locker.testkit.RedisServer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
@@ -91,6 +92,38 @@ class RedisRestartGuardRecordTest {
                 RedisServer.sleep(100);
             }
             assertTrue(asked, "B asked at least once while A's lease was valid");
+        }
+    }
+
+    /**
+     * Given A holding a lock under a 2 s guard, recorded for the prefix, C on the same server and prefix asks with
+     * no guard at all. A guard of 0 is the shortest guard there is: C must be refused like any other guard that
+     * differs, or a restart without data lets C take A's lock at once while A's lease is valid.
+     */
+    @Test
+    @Disabled("a locker with restartGuard 0 neither reads nor writes the guard record, so it is never refused for it")
+    void aLockerWithoutARestartGuardIsRefusedWhileThePrefixRecordsOne() {
+        try (RedisServer server = RedisServer.start()) {
+            try (UnifiedJedis admin = RedisLocker.builder().node("127.0.0.1", server.port()).newClient(1)) {
+                RedisTarget.awaitUptime(admin, Duration.ofSeconds(2));
+            }
+            RedisLocker a = open(server, "a", Duration.ofSeconds(2), Duration.ofSeconds(2));
+            KeyColumn lock = KeyColumn.named("nightly-" + LockerConfig.randomRid().substring(0, 8));
+            Lease held = a.acquire(lock, "nightly").keepAlive(false);
+            RedisLocker c = open(server, "c", Duration.ofSeconds(1), Duration.ZERO);
+            try (Lease other = c.acquire(KeyColumn.named("other"), "no guard")) {
+                held.renew();
+                server.kill9();
+                server.startAgain(); // no data: A's claim is gone, A's lease does not know yet
+                try (Lease second = c.acquire(lock, "takeover")) {
+                    assertFalse(held.isValid(), "C (no guard) was granted the lock (token " + second.fencingToken()
+                            + ") while A's lease under the prefix's 2 s guard (token " + held.fencingToken()
+                            + ") was still valid: two holders; C had been granted " + other.lock()
+                            + " though the prefix records a 2 s guard");
+                }
+            } catch (PermanentLockingException refused) {
+                assertTrue(refused.getMessage().contains("restartGuard"), refused.getMessage());
+            }
         }
     }
 }
