@@ -21,6 +21,7 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The guard recorded for a prefix keeps a locker with another guard out for as long as any claim it covers lives. */
@@ -124,6 +125,46 @@ class RedisRestartGuardRecordTest {
             } catch (PermanentLockingException refused) {
                 assertTrue(refused.getMessage().contains("restartGuard"), refused.getMessage());
             }
+        }
+    }
+
+    /**
+     * Given A holding a lock under a 4 s guard, B with a 1 s guard is refused for its guard. The server then
+     * restarts without data, which loses the record too. B, asking again as a scheduler would, must still be refused
+     * while A's lease is valid: the restart the record exists for must not reset it.
+     */
+    @Test
+    @Disabled("the guard record is lost with the data in the restart it guards, so the first locker to ask records its own guard")
+    void aLockerRefusedForItsGuardBeforeARestartIsNotGrantedAfterIt() {
+        try (RedisServer server = RedisServer.start()) {
+            try (UnifiedJedis admin = RedisLocker.builder().node("127.0.0.1", server.port()).newClient(1)) {
+                RedisTarget.awaitUptime(admin, Duration.ofSeconds(4));
+            }
+            Duration guardA = Duration.ofSeconds(4);
+            RedisLocker a = open(server, "a", guardA, guardA);
+            KeyColumn lock = KeyColumn.named("nightly-" + LockerConfig.randomRid().substring(0, 8));
+            // renewed by hand at the test's steps: a holder without keep-alive counts on its deadline alone
+            Lease held = a.acquire(lock, "nightly").keepAlive(false);
+            RedisLocker b = open(server, "b", Duration.ofSeconds(1), Duration.ofSeconds(1));
+            PermanentLockingException before = assertThrows(PermanentLockingException.class,
+                    () -> b.acquire(KeyColumn.named("other"), "a second guard"));
+            assertTrue(before.getMessage().contains("restartGuard"), before.getMessage());
+            held.renew();
+            server.kill9();
+            server.startAgain(); // no data: A's claim and the record are gone, A's lease does not know yet
+            boolean asked = false;
+            while (held.isValid()) {
+                try (Lease second = b.acquire(lock, "takeover")) {
+                    assertFalse(held.isValid(), "B (1 s guard, refused for it before the restart) was granted the "
+                            + "lock (token " + second.fencingToken() + ") while A's lease under a 4 s guard (token "
+                            + held.fencingToken() + ") was still valid: two holders");
+                } catch (LockingException refused) {
+                    assertTrue(refused.getMessage().contains("restartGuard"), refused.getMessage());
+                }
+                asked = true;
+                RedisServer.sleep(100);
+            }
+            assertTrue(asked, "B asked at least once while A's lease was valid");
         }
     }
 }
