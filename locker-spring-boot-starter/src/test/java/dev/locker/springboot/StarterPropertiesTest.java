@@ -40,7 +40,7 @@ class StarterPropertiesTest {
     @Test
     void aMissingBackendModuleFailsTheStartNamingTheModuleAndNotThePassword() {
         String out = failedStart("locker.uri=mongodb://app:S3cretPw99@db1:27017/?replicaSet=rs0");
-        assertTrue(out.contains("mongodb") && out.contains("add the backend's module"), out);
+        assertTrue(out.contains("mongodb") && out.contains("add dev.locker:locker-mongo"), out);
         assertFalse(out.contains("S3cretPw99"), out);
         String blank = failedStart("locker.uri=");
         assertTrue(blank.contains("must not be empty"), blank);
