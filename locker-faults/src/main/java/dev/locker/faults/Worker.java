@@ -124,7 +124,7 @@ public final class Worker {
             }
         };
         LockerConfig config = LockerConfig.builder().rid("faults-" + id).probe(probe).build();
-        try (Locker locker = Lockers.open(arg("uri"), config);
+        try (Locker locker = openPatiently(arg("uri"), config);
              Socket referee = new Socket(InetAddress.getLoopbackAddress(), Integer.parseInt(arg("referee")))) {
             referee.setTcpNoDelay(true);
             BufferedReader refereeIn = new BufferedReader(new InputStreamReader(referee.getInputStream(), StandardCharsets.UTF_8));
@@ -281,6 +281,25 @@ public final class Worker {
             Thread.sleep(ms);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
+        }
+    }
+
+    /**
+     * Opens the locker, again while the backend answers "not now": a worker started on a busy machine may find the
+     * server slow to open (HBase creates or finds its table). The run's faults start after every worker is READY.
+     */
+    private static Locker openPatiently(String uri, LockerConfig config) {
+        long end = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(60);
+        while (true) {
+            try {
+                return Lockers.open(uri, config);
+            } catch (dev.locker.api.TemporaryLockingException e) {
+                if (System.nanoTime() - end >= 0) {
+                    throw e;
+                }
+                System.err.println("opening the locker failed for now, again in 1 s: " + e.getMessage());
+                sleep(1_000);
+            }
         }
     }
 }
