@@ -124,7 +124,7 @@ final class RedisFailures {
         String msg = String.valueOf(e.getMessage());
         Meaning m = of(e);
         String text = switch (m) {
-            case REFUSED -> action + " was refused by " + server + " (credentials or ACL permissions): " + msg;
+            case REFUSED -> action + " was refused by " + server + ": " + refusal(e) + ": " + msg;
             case UNTRUSTED_CERTIFICATE -> action + ": the TLS handshake with " + server + " failed (server "
                     + "certificate not trusted or not issued for this host): " + msg;
             case CANNOT_RUN -> action + " failed on " + server + ", which cannot run the request (a script error, "
@@ -144,6 +144,25 @@ final class RedisFailures {
         return m.temporary
                 ? new TemporaryLockingException(text, lock, null, e)
                 : new PermanentLockingException(text, lock, null, e);
+    }
+
+    /** Which refusal it is, and what fixes it: a missing password, a wrong one, or missing ACL permissions. */
+    private static String refusal(JedisException e) {
+        String codes = "";
+        for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+            codes += " " + code(String.valueOf(t.getMessage()));
+        }
+        if (codes.contains(" NOAUTH")) {
+            return "the server requires a password and none was given (put it in the URI, "
+                    + "redis://:PASSWORD@host:port or redis://USER:PASSWORD@host:port for an ACL user, "
+                    + "or in the builder's user/password)";
+        }
+        if (codes.contains(" WRONGPASS")) {
+            return "the user name or password is wrong, or the ACL user is disabled (check the URI's user info "
+                    + "or the builder's user/password)";
+        }
+        return "the ACL user lacks a permission on a key, channel or command (docs/backends/redis.md gives a "
+                + "least-privilege ACL for the lock prefix)";
     }
 
     /** True when a socket read or connect timed out somewhere in the chain. */

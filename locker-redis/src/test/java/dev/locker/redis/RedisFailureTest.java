@@ -35,6 +35,7 @@ import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -116,14 +117,21 @@ class RedisFailureTest {
 
     @Test
     void aWrongPasswordIsPermanentAndNamesTheServer() {
-        LockingException e = failure(open(on(server).password("wrong")));
+        LockingException e = failure(open(on(server).password("wrong-pw-here")));
         assertInstanceOf(PermanentLockingException.class, e, e.toString());
         assertTrue(e.getMessage().contains(where(server)), e.getMessage());
+        assertTrue(e.getMessage().contains("password is wrong"), e.getMessage());
+        assertFalse(e.getMessage().contains("wrong-pw-here"), e.getMessage());
         assertNotNull(e.getCause());
+    }
 
+    @Test
+    void aMissingPasswordIsPermanentAndSaysWhereToGiveIt() {
         LockingException noAuth = failure(open(on(server)));
         assertInstanceOf(PermanentLockingException.class, noAuth, noAuth.toString());
         assertTrue(noAuth.getMessage().contains(where(server)), noAuth.getMessage());
+        assertTrue(noAuth.getMessage().contains("requires a password and none was given"), noAuth.getMessage());
+        assertTrue(noAuth.getMessage().contains("redis://:PASSWORD@host:port"), noAuth.getMessage());
     }
 
     @Test
@@ -149,6 +157,7 @@ class RedisFailureTest {
         assertInstanceOf(PermanentLockingException.class, e, e.toString());
         assertTrue(e.getMessage().contains(where(server)), e.getMessage());
         assertTrue(e.getMessage().contains("NOPERM"), e.getMessage());
+        assertTrue(e.getMessage().contains("lacks a permission"), e.getMessage());
         assertThrows(PermanentLockingException.class, () -> l.holder(KeyColumn.named("job")));
     }
 
