@@ -21,7 +21,7 @@ import java.util.Date;
  *   _id:       KeyColumn.legible(),   // e.g. "vertex:42#name"
  *   seq:       NumberLong,  // grants made in this document's life; $inc'ed by the update that makes a holder
  *   tokenBase: NumberLong,  // server-clock microseconds when the document was created ($setOnInsert)
- *   expiresAt: Date,        // TTL index field: the holder's expiry, or the release time when free
+ *   expiresAt: Date,        // TTL index field: the holder's expiry, or the release time, plus 2 x serverClockSkew
  *   holder: {               // absent when the lock is free
  *     claim: BinData,       // 16 random bytes naming this claim: what renew and release compare
  *     rid, host, pid, thread, why,
@@ -36,7 +36,8 @@ import java.util.Date;
  * document's tokenBase plus its grants as long as fewer than one grant per microsecond happened on it, and as long as
  * the request that creates the new document was sent after the old one's last grant: an acquire request that lands
  * more than {@code ttlGrace} (1 h by default) after it was sent could re-create a deleted document with an older base
- * (see MongoLocker's safety argument).
+ * (see MongoLocker's safety argument). After an election the new document's base is on another member's clock: the
+ * TTL field's allowance of twice {@code serverClockSkew} keeps the old document until that base is higher too.
  */
 final class LockDocument {
 

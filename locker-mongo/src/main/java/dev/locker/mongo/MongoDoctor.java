@@ -3,12 +3,15 @@ package dev.locker.mongo;
 import com.mongodb.ConnectionString;
 import com.mongodb.MongoClientSettings;
 import com.mongodb.MongoException;
+import com.mongodb.ServerAddress;
 import com.mongodb.ReadConcern;
 import com.mongodb.ReadConcernLevel;
 import com.mongodb.WriteConcern;
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoClients;
 import com.mongodb.client.MongoDatabase;
+import com.mongodb.connection.ClusterConnectionMode;
+import com.mongodb.connection.ClusterSettings;
 import dev.locker.spi.DeploymentCheck;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.LockingException;
@@ -18,7 +21,10 @@ import org.bson.Document;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
@@ -35,6 +41,9 @@ import java.util.function.Consumer;
  *   <li>{@code read-concern}: below majority, holder reads and verifications may see a grant a failover rolls back;</li>
  *   <li>{@code clock}: this host's offset to the server's clock and its uncertainty, measured like
  *       {@link MongoLocker} does ({@code ServerClock}), against {@code lockerMaxClockSkewMS};</li>
+ *   <li>{@code server-clocks}: the wall clock of every member {@code hello} lists (hosts and passives), each read
+ *       on a connection of its own, against {@code lockerServerClockSkewMS}: an election hands the clock that judges
+ *       claims to another member (FAIL beyond the bound, WARN near it or for a member it could not read);</li>
  *   <li>{@code ttl-index}: the safety net on {@code expiresAt} of the lock collection.</li>
  * </ul>
  * A check whose input this user may not read says so (WARN "could not check"), never OK.
@@ -52,8 +61,10 @@ public final class MongoDoctor implements DeploymentCheck {
     @Override
     public List<Finding> check(String uri, Consumer<String> progress) {
         // a malformed URI or option fails here, before any I/O, as the locker's own parse refuses it
-        MongoLockerProvider.prepared(uri, LockerConfig.defaults());
+        MongoLockerProvider.Prepared prepared = MongoLockerProvider.prepared(uri, LockerConfig.defaults());
+        prepared.builder().validated(prepared.config());
         MongoLockerProvider.Parsed p = MongoLockerProvider.parse(uri);
+        Duration serverClockSkew = MongoLockerProvider.serverClockSkew(p);
         ConnectionString cs = MongoLockerProvider.resolvedConnectionString(p.driverUri());
         String database = p.options().getOrDefault(MongoLockerProvider.DATABASE,
                 cs.getDatabase() != null ? cs.getDatabase() : "locker");
@@ -95,6 +106,12 @@ public final class MongoDoctor implements DeploymentCheck {
             out.add(writeConcern(cs.getWriteConcern() != null ? cs.getWriteConcern() : WriteConcern.MAJORITY, topology));
             out.add(readConcern(cs.getReadConcern() != null ? cs.getReadConcern() : ReadConcern.MAJORITY, replicaSet));
             out.add(clock(sample, maxSkew));
+            List<String> members = members(hello);
+            if (replicaSet) {
+                progress.accept("reading the clocks of " + members.size() + " member(s)");
+            }
+            out.add(replicaSet ? serverClocks(members, settings.build(), serverClockSkew)
+                    : Finding.ok("server-clocks", "a standalone server: one clock judges every claim"));
             progress.accept("reading the indexes of " + database + "." + collection);
             try {
                 out.add(ttlIndex(client.getDatabase(database), database + "." + collection, collection));
@@ -110,6 +127,99 @@ public final class MongoDoctor implements DeploymentCheck {
             }
         }
         return out;
+    }
+
+    /**
+     * The members an election may hand the primary to, as {@code hello} lists them: {@code hosts} and
+     * {@code passives} (priority 0 members, read too: a reconfiguration may make them electable). Arbiters hold no
+     * data and hidden members are not listed.
+     */
+    static List<String> members(Document hello) {
+        List<String> out = new ArrayList<>();
+        for (String field : List.of("hosts", "passives")) {
+            if (hello.get(field) instanceof List<?> list) {
+                for (Object o : list) {
+                    out.add(String.valueOf(o));
+                }
+            }
+        }
+        return out;
+    }
+
+    /**
+     * Reads the wall clock of each member on a connection of its own, with the URI's credentials and TLS settings
+     * ({@code base}), and judges how far apart they are against {@code skew}. Each reading is this host's clock at
+     * the middle of its round trip against the member's {@code localTime}, so half the round trip bounds its error.
+     * Two readings' difference is known within the sum of their errors: FAIL only beyond the bound by more than
+     * that, WARN when it may be over half of it.
+     */
+    static Finding serverClocks(List<String> members, MongoClientSettings base, Duration skew) {
+        Map<String, ServerClock.Sample> read = new LinkedHashMap<>();
+        List<String> unread = new ArrayList<>();
+        for (String member : members) {
+            try {
+                read.put(member, memberClock(member, base));
+            } catch (MongoException | IllegalArgumentException | IllegalStateException e) {
+                unread.add(member);
+            }
+        }
+        long low = Long.MAX_VALUE;
+        long high = Long.MIN_VALUE;
+        List<Long> errors = new ArrayList<>();
+        for (ServerClock.Sample s : read.values()) {
+            low = Math.min(low, s.offset().toMillis());
+            high = Math.max(high, s.offset().toMillis());
+            errors.add(s.uncertainty().toMillis());
+        }
+        errors.sort(Comparator.reverseOrder());
+        long spreadMs = read.isEmpty() ? 0 : high - low;
+        long errorMs = errors.size() < 2 ? 0 : errors.get(0) + errors.get(1);
+        String seen = read.size() + " member clock(s) read" + (read.size() > 1 ? ", " + spreadMs + " ms apart (± "
+                + errorMs + " ms)" : "") + (unread.isEmpty() ? "" : "; not read: " + unread)
+                + "; lockerServerClockSkewMS=" + skew.toMillis();
+        String fix = "keep the members' clocks in sync (NTP or chrony), or raise lockerServerClockSkewMS in the URI to "
+                + "at least the largest difference you expect (under half the expiry)";
+        if (read.size() > 1 && spreadMs - errorMs > skew.toMillis()) {
+            return Finding.fail("server-clocks", seen + ": after an election, a new primary ahead ends claims while "
+                    + "their holders still count on them, and one behind may issue a lower fencing token", fix);
+        }
+        if (!unread.isEmpty()) {
+            return Finding.warn("server-clocks", seen + ": an election to a member not read may judge claims by a "
+                    + "clock further off", "run the doctor where it reaches every member, with credentials allowed "
+                    + "hello");
+        }
+        if (read.size() > 1 && skew.isZero()) {
+            return Finding.warn("server-clocks", seen + ": an election hands the clock that judges claims to "
+                    + "another member, which may end them early by the clocks' difference", "set "
+                    + "lockerServerClockSkewMS in the URI (e.g. 1000 with NTP), under half the expiry");
+        }
+        if (read.size() > 1 && 2 * (spreadMs + errorMs) > skew.toMillis()) {
+            return Finding.warn("server-clocks", seen + ": within the bound, but by less than half of it", fix);
+        }
+        return Finding.ok("server-clocks", seen + (read.size() > 1 ? ": within half the bound"
+                : ": one clock judges every claim"));
+    }
+
+    /** One member's clock against this host's: the tightest of three readings on a direct connection. */
+    private static ServerClock.Sample memberClock(String member, MongoClientSettings base) {
+        MongoClientSettings direct = MongoClientSettings.builder(base)
+                .applyToClusterSettings(c -> c.applySettings(ClusterSettings.builder()
+                        .hosts(List.of(new ServerAddress(member))).mode(ClusterConnectionMode.SINGLE)
+                        .serverSelectionTimeout(base.getClusterSettings().getServerSelectionTimeout(
+                                TimeUnit.MILLISECONDS), TimeUnit.MILLISECONDS).build()))
+                .build();
+        try (MongoClient client = MongoClients.create(direct)) {
+            ServerClock clock = new ServerClock(TimeSource.system(), client.getDatabase("admin"), Duration.ZERO,
+                    Duration.ofSeconds(30));
+            ServerClock.Sample best = clock.measure();
+            for (int i = 0; i < 2; i++) {
+                ServerClock.Sample again = clock.measure();
+                if (again.uncertainty().compareTo(best.uncertainty()) < 0) {
+                    best = again;
+                }
+            }
+            return best;
+        }
     }
 
     private static Document hello(MongoDatabase admin) {

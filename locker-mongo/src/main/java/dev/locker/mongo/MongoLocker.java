@@ -24,6 +24,7 @@ import dev.locker.api.KeyColumn;
 import dev.locker.api.LockInfo;
 import dev.locker.api.LockOwner;
 import dev.locker.api.LockPage;
+import dev.locker.api.LockerConfig;
 import dev.locker.api.LockingException;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.local.AbstractLocker;
@@ -90,13 +91,21 @@ import java.util.concurrent.TimeUnit;
  * id, so once another process was granted the lock it matches nothing (a late renewal with nobody else granted in
  * between only extends a claim that is still the holder's). Assumptions: writes and reads with majority concerns (the
  * defaults; with {@code w=1} a failover can roll back a grant and admit a second holder); the primary's clock does not
- * step while claims live (a forward step expires them early); {@code tokenBase} outgrows earlier tokens after the TTL
+ * step while claims live (a forward step expires them early); the clocks of the members that an election may promote
+ * stay within {@code serverClockSkew} of each other (below); {@code tokenBase} outgrows earlier tokens after the TTL
  * safety net deleted a document only while the primary's clock does not step back, fewer than one grant per
  * microsecond happened on that document, and no acquire request lands more than {@code ttlGrace} after it was sent
  * (1 h by default): such a request, re-creating the deleted document, would bring the older time of its sending as
  * the new document's {@code tokenBase}. The base must be the creation time for {@code tokenBase + seq} to track time
  * (raising it at every grant instead lets tokens run ahead of it by the grant count); MongoDB offers the time of
  * applying a write only through {@code $$NOW} in pipeline updates, which not every server here runs.
+ *
+ * <p><b>Across an election.</b> A new primary brings its own clock, which lockers estimate from then on. Its members'
+ * clocks may differ by at most {@code serverClockSkew}, a bound the deployment states (default 0, one server). A member
+ * ahead by the bound ends every claim that much sooner, so each holder counts on the expiry less the bound. A member
+ * behind by it creates a deleted lock document afresh with a lower {@code tokenBase}. So the TTL field outlives each
+ * write by twice the bound: one bound for the member that deletes, one for the member that creates. Then a new base
+ * is above the old document's creation time, on every clock within the bound. {@link MongoDoctor} measures the members.
  *
  * <p><b>An acquire whose outcome is unknown</b> (its upsert timed out, or the connection broke after sending it) may
  * still write its claim later, when a stalled network path delivers the request; nobody would ever use or release that
@@ -126,6 +135,13 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
     private final String server;
     private final ServerClock serverClock;
     private final Duration ttlGrace;
+    /** How far the clocks of the members that may judge a claim can differ: taken off every holder's validity. */
+    private final Duration serverClockSkew;
+    /**
+     * What the TTL field carries beyond a claim's expiry or a release: twice {@link #serverClockSkew}, in milliseconds.
+     * A document then outlives its last token long enough that a member behind by the bound issues a higher base.
+     */
+    private final long keepTokenMillis;
     private final ScheduledExecutorService clockChecker;
     /** Guards {@link #takeBacks} and {@link #takeBacksStopped}. */
     private final Object takeBackGuard = new Object();
@@ -147,6 +163,8 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
         this.ownsClient = ownsClient;
         this.server = server;
         this.ttlGrace = b.ttlGrace;
+        this.serverClockSkew = b.serverClockSkew;
+        this.keepTokenMillis = ceilMillis(b.serverClockSkew.multipliedBy(2));
         this.locks = client.getDatabase(b.database).getCollection(b.collection)
                 .withWriteConcern(writeConcern).withReadConcern(readConcern);
         this.locksLocal = locks.withReadConcern(ReadConcern.LOCAL);
@@ -254,7 +272,7 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
                 : Filters.and(Filters.eq(LockDocument.ID, id), free);
         Bson update = Updates.combine(
                 Updates.set(LockDocument.HOLDER, LockDocument.holder(claim.id, owner, now, expiresAt)),
-                Updates.set(LockDocument.EXPIRES_AT, expiresAt),
+                Updates.set(LockDocument.EXPIRES_AT, keptUntil(expiresAt)),
                 Updates.inc(LockDocument.SEQ, 1L),
                 Updates.setOnInsert(LockDocument.TOKEN_BASE, r.serverMicros()));
         FindOneAndUpdateOptions opts = new FindOneAndUpdateOptions().upsert(true)
@@ -289,7 +307,28 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
     private ClaimStatus granted(Claim claim, ServerClock.Reading first, long token) {
         Duration uncertainty = first.uncertainty().compareTo(claim.uncertainty) >= 0 ? first.uncertainty()
                 : claim.uncertainty;
-        return ClaimStatus.granted(claim.id, token, deadline(first.nanos(), config.expiry().minus(uncertainty)));
+        return ClaimStatus.granted(claim.id, token, deadline(first.nanos(), validity(uncertainty)));
+    }
+
+    /**
+     * What a holder counts on: the expiry, less the uncertainty of the reading its expiry was written from, less
+     * {@code serverClockSkew}, since a member ahead by that much judges the claim dead that much sooner.
+     */
+    private Duration validity(Duration uncertainty) {
+        return config.expiry().minus(uncertainty).minus(serverClockSkew);
+    }
+
+    /**
+     * The TTL field's value for a document whose holder expires (or that was released) at {@code at}: later by twice
+     * {@code serverClockSkew}. A member ahead by the bound may delete it; one behind by it may create the next.
+     */
+    private Date keptUntil(Date at) {
+        return keepTokenMillis == 0 ? at : new Date(at.getTime() + keepTokenMillis);
+    }
+
+    private static long ceilMillis(Duration d) {
+        long millis = d.toMillis();
+        return d.minusMillis(millis).isZero() ? millis : millis + 1;
     }
 
     /** The upsert met a live holder (or lost the race to create the document): read who holds it. */
@@ -350,7 +389,7 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
                 Updates.combine(
                         Updates.set(LockDocument.HOLDER_EXPIRES_AT, expiresAt),
                         Updates.set(LockDocument.HOLDER_RENEWED_AT, now),
-                        Updates.set(LockDocument.EXPIRES_AT, expiresAt)),
+                        Updates.set(LockDocument.EXPIRES_AT, keptUntil(expiresAt))),
                 new FindOneAndUpdateOptions().returnDocument(ReturnDocument.AFTER)
                         .projection(Projections.include(LockDocument.SEQ, LockDocument.TOKEN_BASE)));
         if (after == null) {
@@ -373,7 +412,7 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
                     + "written again by a late attempt of the same acquire, as token " + LockDocument.token(after)
                     + " (withdrawn)", lock, null, null);
         }
-        return status.renewed(deadline(r.nanos(), config.expiry().minus(r.uncertainty())));
+        return status.renewed(deadline(r.nanos(), validity(r.uncertainty())));
     }
 
     /** One read: our claim is still the document's holder, with the grant count (hence the token) it got. */
@@ -467,7 +506,7 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
      */
     private void settleOnRelease(Claim claim) {
         long deadBefore = serverClock.read().deadBefore().getTime();
-        unsettled.values().removeIf(latest -> latest + driftAllowanceMillis() < deadBefore);
+        unsettled.values().removeIf(latest -> latest + mayStillLookLiveMillis() < deadBefore);
         unsettled.put(ByteBuffer.wrap(claim.id), claim.latestExpiryMillis);
     }
 
@@ -481,7 +520,8 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
         Bson ours = Filters.and(Filters.eq(LockDocument.ID, LockDocument.id(lock)),
                 Filters.eq(LockDocument.HOLDER_CLAIM, new Binary(claim)));
         UpdateResult res = locks.updateOne(also == null ? ours : Filters.and(ours, also),
-                Updates.combine(Updates.unset(LockDocument.HOLDER), Updates.set(LockDocument.EXPIRES_AT, now)));
+                Updates.combine(Updates.unset(LockDocument.HOLDER),
+                        Updates.set(LockDocument.EXPIRES_AT, keptUntil(now))));
         return res.getMatchedCount() > 0;
     }
 
@@ -497,7 +537,7 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
     private void takeBack(KeyColumn lock, byte[] claim, long latestExpiryMillis) {
         long latest = latestExpiryMillis != Long.MIN_VALUE ? latestExpiryMillis
                 : serverClock.read().serverDateCeil(config.expiry()).getTime();
-        TakeBack t = new TakeBack(lock, claim, latest + driftAllowanceMillis());
+        TakeBack t = new TakeBack(lock, claim, latest + mayStillLookLiveMillis());
         ScheduledExecutorService ex;
         synchronized (takeBackGuard) {
             if (takeBacksStopped) {
@@ -521,9 +561,12 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
         t.schedule(ex, 0);
     }
 
-    /** What the server-clock estimate may drift from the server's clock while a claim lives: 1 %, as in deadline(). */
-    private long driftAllowanceMillis() {
-        return Math.max(1, saturatedNanos(config.expiry()) / 100 / 1_000_000);
+    /**
+     * How long past its expiry on this estimate a claim may still look live: 1 % of the expiry for drift (as in
+     * deadline()), and {@code serverClockSkew} for a member whose clock is behind by the bound.
+     */
+    private long mayStillLookLiveMillis() {
+        return Math.max(1, saturatedNanos(config.expiry()) / 100 / 1_000_000) + ceilMillis(serverClockSkew);
     }
 
     /** Claims being taken back now (for tests). */
@@ -614,7 +657,7 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
                             Filters.eq(LockDocument.HOLDER_CLAIM, deadHolder.get(LockDocument.CLAIM)),
                             Filters.lt(LockDocument.HOLDER_EXPIRES_AT, r.deadBefore())),
                     Updates.combine(Updates.unset(LockDocument.HOLDER),
-                            Updates.set(LockDocument.EXPIRES_AT, r.serverDateFloor())));
+                            Updates.set(LockDocument.EXPIRES_AT, keptUntil(r.serverDateFloor()))));
         } catch (RuntimeException e) {
             log.debug("Could not scrub the dead claim of {} on {}: {}", LockDocument.owner(deadHolder), lock,
                     e.toString());
@@ -695,7 +738,8 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
         Date now = serverClock.read().serverDateFloor();
         UpdateResult res = locks.updateOne(
                 Filters.and(Filters.eq(LockDocument.ID, LockDocument.id(lock)), Filters.exists(LockDocument.HOLDER)),
-                Updates.combine(Updates.unset(LockDocument.HOLDER), Updates.set(LockDocument.EXPIRES_AT, now)));
+                Updates.combine(Updates.unset(LockDocument.HOLDER),
+                        Updates.set(LockDocument.EXPIRES_AT, keptUntil(now))));
         return res.getMatchedCount() > 0;
     }
 
@@ -733,7 +777,8 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
                         Filters.eq(LockDocument.HOLDER_CLAIM, holder.get(LockDocument.CLAIM)),
                         Filters.eq(LockDocument.SEQ, doc.get(LockDocument.SEQ)),
                         Filters.eq(LockDocument.TOKEN_BASE, doc.get(LockDocument.TOKEN_BASE))),
-                Updates.combine(Updates.unset(LockDocument.HOLDER), Updates.set(LockDocument.EXPIRES_AT, now)));
+                Updates.combine(Updates.unset(LockDocument.HOLDER),
+                        Updates.set(LockDocument.EXPIRES_AT, keptUntil(now))));
         return res.getMatchedCount() > 0;
     }
 
@@ -836,7 +881,7 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
      * Options of a {@link MongoLocker}, with safe defaults: database {@code locker}, collection {@code locks},
      * write concern and read concern {@code majority} (unless the URI names its own), a server selection and connect
      * timeout of 3 s and a socket timeout of 10 s (unless the URI names its own), maxClockSkew 10 s,
-     * clockCheckInterval 60 s, ttlGrace 1 h.
+     * clockCheckInterval 60 s, ttlGrace 1 h, serverClockSkew 0.
      */
     public static final class Builder extends LockerBuilder<Builder> {
         private String connectionString;
@@ -848,6 +893,7 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
         private Duration maxClockSkew = Duration.ofSeconds(10);
         private Duration clockCheckInterval = Duration.ofSeconds(60);
         private Duration ttlGrace = Duration.ofHours(1);
+        private Duration serverClockSkew = Duration.ZERO;
 
         private Builder() {
         }
@@ -911,15 +957,44 @@ public final class MongoLocker extends AbstractLocker<ClaimStatus> {
         }
 
         /**
+         * How far apart the clocks of the replica set's members may be. An election hands the primary, and so the
+         * clock that lockers estimate, to another member. A member ahead by this much ends every claim this much
+         * sooner, so each holder counts on the expiry less this bound. A member behind by it must issue no lower
+         * token, so a lock document outlives its last write by twice the bound. Default 0, right for one server.
+         * Must be under half the expiry; {@code locker doctor} measures the members' clocks.
+         */
+        public Builder serverClockSkew(Duration d) {
+            this.serverClockSkew = nonNegative(d, "serverClockSkew");
+            return this;
+        }
+
+        /**
+         * Checks the options against the locker configuration {@code cfg}, before any I/O.
+         *
+         * @throws IllegalArgumentException naming the option and what it must be
+         */
+        LockerConfig validated(LockerConfig cfg) {
+            // compared as skew < expiry - skew: no multiplication, so no overflow for a huge skew
+            if (serverClockSkew.compareTo(cfg.expiry().minus(serverClockSkew)) >= 0) {
+                throw new IllegalArgumentException("serverClockSkew " + serverClockSkew + " must be less than half "
+                        + "the expiry " + cfg.expiry() + ": a holder counts on the expiry less the skew, and "
+                        + "keep-alive renews every third of the expiry");
+            }
+            return cfg;
+        }
+
+        /**
          * Connects, measures the clock offset and creates the TTL index.
          *
          * @throws dev.locker.api.TemporaryLockingException when the server is unreachable (naming it)
          * @throws dev.locker.api.PermanentLockingException when authentication fails or the server refuses
+         * @throws IllegalArgumentException before any I/O, when an option is out of bounds (serverClockSkew)
          */
         public MongoLocker build() {
             if (client == null && connectionString == null) {
                 throw new IllegalArgumentException("set connectionString(...) or client(...)");
             }
+            validated(effectiveConfig());
             if (client != null) {
                 WriteConcern wc = writeConcern != null ? writeConcern : WriteConcern.MAJORITY;
                 ReadConcern rc = readConcern != null ? readConcern : ReadConcern.MAJORITY;

@@ -29,6 +29,8 @@ import java.util.TreeSet;
  *   <tr><td>lockerClockCheckIntervalMS</td><td>60000: how often the offset is measured again (0: only at start)</td></tr>
  *   <tr><td>lockerTtlGraceSeconds</td><td>3600: the TTL index removes a lock document this long after its expiry
  *       or release</td></tr>
+ *   <tr><td>lockerServerClockSkewMS</td><td>0: how far apart the replica set members' clocks may be; taken off
+ *       every holder's validity, under half the expiry ({@link MongoLocker.Builder#serverClockSkew})</td></tr>
  * </table>
  *
  * <p>The common options of every backend ({@code expiry}, {@code retries}, {@code why}... see
@@ -50,10 +52,12 @@ public final class MongoLockerProvider implements LockerProvider {
     static final String MAX_CLOCK_SKEW = "lockermaxclockskewms";
     static final String CLOCK_CHECK = "lockerclockcheckintervalms";
     static final String TTL_GRACE = "lockerttlgraceseconds";
-    private static final Set<String> OPTIONS = Set.of(DATABASE, COLLECTION, MAX_CLOCK_SKEW, CLOCK_CHECK, TTL_GRACE);
+    static final String SERVER_CLOCK_SKEW = "lockerserverclockskewms";
+    private static final Set<String> OPTIONS = Set.of(DATABASE, COLLECTION, MAX_CLOCK_SKEW, CLOCK_CHECK, TTL_GRACE,
+            SERVER_CLOCK_SKEW);
     /** Locker's own options as the documentation spells them, for messages. */
     private static final List<String> OPTION_NAMES = List.of("lockerDatabase", "lockerCollection",
-            "lockerMaxClockSkewMS", "lockerClockCheckIntervalMS", "lockerTtlGraceSeconds");
+            "lockerMaxClockSkewMS", "lockerClockCheckIntervalMS", "lockerTtlGraceSeconds", "lockerServerClockSkewMS");
 
     /**
      * How a MongoDB URI's query is read: options split at '&amp;' and ';' (as the driver does), names case-insensitive
@@ -76,7 +80,8 @@ public final class MongoLockerProvider implements LockerProvider {
 
     @Override
     public LockerConfig check(String uri, LockerConfig config) {
-        return prepared(uri, config).config();
+        Prepared p = prepared(uri, config);
+        return p.builder().validated(p.config());
     }
 
     @Override
@@ -123,7 +128,14 @@ public final class MongoLockerProvider implements LockerProvider {
         if (p.options.containsKey(TTL_GRACE)) {
             b.ttlGrace(Duration.ofSeconds(number(p.options, TTL_GRACE, "lockerTtlGraceSeconds")));
         }
+        b.serverClockSkew(serverClockSkew(p));
         return b;
+    }
+
+    /** The URI's {@code lockerServerClockSkewMS}, zero when it has none; a bad value fails naming the option. */
+    static Duration serverClockSkew(Parsed p) {
+        return p.options.containsKey(SERVER_CLOCK_SKEW)
+                ? Duration.ofMillis(number(p.options, SERVER_CLOCK_SKEW, "lockerServerClockSkewMS")) : Duration.ZERO;
     }
 
     /** The URI's {@code lockerMaxClockSkewMS}, or null when it has none; a bad value fails naming the option. */
