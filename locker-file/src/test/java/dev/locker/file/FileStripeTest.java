@@ -103,7 +103,7 @@ class FileStripeTest {
         ChildJvm churn = start("churn", 60, "header-churned");
         churn.expect("TOKEN ");
         try (Locker healthy = open("healthy", Duration.ofSeconds(30))) {
-            Lease lease = healthy.acquire(held, "held across the stop").keepAlive(false);
+            Lease lease = healthy.acquire(held, "held across the stop"); // kept alive while the child is caught
 
             stopInsideTokenStep(churn, stripe);
             assertHeldUp(healthy, free, stripe);
