@@ -12,10 +12,11 @@ import dev.locker.testkit.Pause;
 import dev.locker.testkit.StepPauses;
 import dev.locker.testkit.VirtualClock;
 import org.bson.Document;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
+import java.time.Instant;
+import java.util.Date;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
@@ -29,59 +30,44 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
-/** Requests that land late (after a forced release, a takeover or the TTL monitor) never revive a claim or lower a token. */
+/** Requests that land late revive no claim, and lower no token while they land within ttlGrace of their sending. */
 class MongoLateRequestTest extends MongoScenarios {
 
     /**
-     * An acquire's upsert held in a stalled path lands after the TTL monitor deleted the released document. It inserts
-     * the document again with its own older tokenBase, so the next holder's token falls below B's. A counter that is
-     * not sent with the request would lift this limit.
+     * An acquire's upsert is held in a stalled path while B creates the lock's document and releases it. Landing
+     * ttlGrace after it was sent, it meets the document still there, and the next token is above B's. Landing once
+     * the TTL index removed the document, it creates it again with its own older tokenBase: the next token falls
+     * below B's. That is the documented bound: no acquire request lands more than ttlGrace after it was sent.
      */
     @Test
-    @Disabled("accepted limit (MongoLocker's safety argument, README): no acquire request lands more than ttlGrace "
-            + "after it was sent (1 h by default; 0 here); raising tokenBase at every grant instead ($max) let tokens "
-            + "run ahead of time by the grant count")
-    void aLateUpsertRecreatingADocumentDeletedAfterTtlGraceCanLowerLaterTokens() throws Exception {
-        VirtualClock clock = new VirtualClock();
-        mongo.clock().follow(clock);
-        Duration expiry = Duration.ofSeconds(10);
-        try (FreezingProxy proxy = new FreezingProxy("127.0.0.1", mongo.port(), "findAndModify")) {
-            MongoLocker a = fixture.openThrough("127.0.0.1:" + proxy.port(), config("a", expiry, clock).retries(1)
-                    .build(), null);
-            MongoLocker b = fixture.openDirect(config("b", expiry, clock).build());
-            MongoLocker c = fixture.openDirect(config("c", expiry, clock).build());
-            a.acquire(lock("warm-up"), "marks the pooled connection").close();
-            KeyColumn lock = lock("recreated");
+    void aLateUpsertWithinTtlGraceNeverLowersATokenWhileOneLandingAfterTtlGraceCan() throws Exception {
+        LateLanding within = landLate(false);
+        assertNotNull(within.kept, "the TTL index removed the document within ttlGrace of A's request");
+        assertTrue(within.nextToken > within.tokenB, "fencing tokens must strictly increase: B had " + within.tokenB
+                + ", the next holder got " + within.nextToken + " after A's upsert landed ttlGrace after it was sent: "
+                + within.landed.toJson());
 
-            proxy.freezeMarked();
-            assertThrows(TemporaryLockingException.class, () -> a.acquire(lock, "stalled upsert"));
-            clock.advance(Duration.ofSeconds(1));
-            long tokenB;
-            try (Lease theirs = b.acquire(lock, "creates the document")) {
-                tokenB = theirs.fencingToken();
-            }
-            clock.advance(expiry.plusSeconds(1)); // A's claim could no longer be live: its take-back ends
-            await(() -> a.pendingTakeBacks() == 0, "A's take-back ends");
-            // the TTL monitor (ttlGrace 0) deletes the document whose expiresAt (B's release) has passed
-            fixture.raw().deleteOne(Filters.eq("_id", lock.legible()));
+        LateLanding after = landLate(true);
+        assertNull(after.kept, "the TTL index kept the document past ttlGrace after B released it");
+        assertTrue(after.nextToken < after.tokenB, "past ttlGrace, A's late upsert re-creates the document with the "
+                + "older tokenBase of its sending (the documented weakness): B had " + after.tokenB + ", the next "
+                + "holder got " + after.nextToken + "; A's upsert inserted " + after.landed.toJson());
+    }
 
-            proxy.thaw();
-            await(() -> fixture.rawDoc(lock) != null, "A's held upsert lands and inserts the document again");
-            Document landed = fixture.rawDoc(lock);
-            try (Lease next = c.acquire(lock, "the next holder")) {
-                assertTrue(next.fencingToken() > tokenB, "fencing tokens must strictly increase: B had " + tokenB
-                        + ", the next holder C got " + next.fencingToken() + " (lower by "
-                        + (tokenB - next.fencingToken()) + "); A's late upsert inserted " + landed.toJson());
-            }
-        }
+    /** The tokens around one late upsert: B's, the next holder's, and the document before and after it landed. */
+    private static final class LateLanding {
+        long tokenB;
+        long nextToken;
+        Document kept;
+        Document landed;
     }
 
     /**
-     * The bound of that limit: the same late upsert landing within ttlGrace meets the document still there. The next
-     * holder's token is above B's.
+     * A's acquire is held in a stalled path; B takes and releases the lock. Then the TTL monitor runs and A's upsert
+     * lands: ttlGrace after it was sent, or just past ttlGrace after B's release when {@code pastGrace}.
      */
-    @Test
-    void aLateUpsertLandingWithinTtlGraceLeavesLaterTokensRising() throws Exception {
+    private LateLanding landLate(boolean pastGrace) throws Exception {
+        LateLanding out = new LateLanding();
         VirtualClock clock = new VirtualClock();
         mongo.clock().follow(clock);
         Duration expiry = Duration.ofSeconds(10);
@@ -92,28 +78,51 @@ class MongoLateRequestTest extends MongoScenarios {
             MongoLocker c = fixture.openDirect(config("c", expiry, clock).build());
             a.acquire(lock("warm-up"), "marks the pooled connection").close();
             KeyColumn lock = lock("recreated");
+            Duration grace = ttlGrace();
 
             proxy.freezeMarked();
+            Instant sent = clock.now();
             assertThrows(TemporaryLockingException.class, () -> a.acquire(lock, "stalled upsert"));
             clock.advance(Duration.ofSeconds(1));
-            long tokenB;
             try (Lease theirs = b.acquire(lock, "creates the document")) {
-                tokenB = theirs.fencingToken();
+                out.tokenB = theirs.fencingToken();
             }
+            Instant released = clock.now();
             clock.advance(expiry.plusSeconds(1)); // A's claim could no longer be live: its take-back ends
             await(() -> a.pendingTakeBacks() == 0, "A's take-back ends");
-            // within ttlGrace of A's request the TTL monitor has not deleted the document B released
             long seq = fixture.rawDoc(lock).getLong("seq");
 
+            Instant landing = pastGrace ? released.plus(grace).plusSeconds(1) : sent.plus(grace);
+            clock.advance(Duration.between(clock.now(), landing));
+            runTtlMonitor(clock.now(), grace);
+            out.kept = fixture.rawDoc(lock);
             proxy.thaw();
-            await(() -> fixture.rawDoc(lock).getLong("seq") > seq, "A's held upsert lands on the document");
-            Document landed = fixture.rawDoc(lock);
+            await(() -> fixture.rawDoc(lock) != null && (out.kept == null || fixture.rawDoc(lock).getLong("seq") > seq),
+                    "A's held upsert lands");
+            out.landed = fixture.rawDoc(lock);
             try (Lease next = c.acquire(lock, "the next holder")) {
-                assertTrue(next.fencingToken() > tokenB, "fencing tokens must strictly increase: B had " + tokenB
-                        + ", the next holder C got " + next.fencingToken() + " (lower by "
-                        + (tokenB - next.fencingToken()) + "); A's late upsert inserted " + landed.toJson());
+                out.nextToken = next.fencingToken();
             }
         }
+        return out;
+    }
+
+    /** The TTL index's expireAfterSeconds: the ttlGrace of the first locker on the collection (1 h by default). */
+    private Duration ttlGrace() {
+        for (Document ix : fixture.raw().listIndexes()) {
+            if (MongoLocker.TTL_INDEX.equals(ix.getString("name"))) {
+                return Duration.ofSeconds(((Number) ix.get("expireAfterSeconds")).longValue());
+            }
+        }
+        throw new AssertionError("no TTL index on the lock collection");
+    }
+
+    /**
+     * What MongoDB's TTL monitor does at {@code now}: it deletes the documents whose expiresAt is more than
+     * {@code grace} ago. The in-process server has no TTL monitor of its own.
+     */
+    private void runTtlMonitor(Instant now, Duration grace) {
+        fixture.raw().deleteMany(Filters.lt(LockDocument.EXPIRES_AT, Date.from(now.minus(grace))));
     }
 
     /**

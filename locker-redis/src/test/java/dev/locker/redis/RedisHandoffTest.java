@@ -4,7 +4,6 @@ import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.testkit.FreezingProxy;
 import dev.locker.testkit.RedisServer;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
@@ -29,6 +28,7 @@ import static dev.locker.redis.RedisWaitingFixture.lock;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /** A released lock is handed to its waiters through a wake-up subscription that survives silence, kills and close. */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -201,40 +201,58 @@ class RedisHandoffTest {
     }
 
     /**
-     * A live multi-lock waiter (tryAcquireAll) keeps its entry on a lock it was woken for while it waits on another.
-     * C, the only other waiter for the free L2, is refused -5 until that entry lapses. Shown by order: C is granted
-     * only after B's L2 entry is gone, although B was never granted.
+     * A live multi-lock waiter (tryAcquireAll) refused on L1 stops refreshing its entry on L2, queued earlier. That
+     * stale entry keeps C, the only other waiter, off the free L2 until it lapses: never before, and at most queueTtl
+     * after the release. C is then granted at one of its refreshes, a third of queueTtl apart, while B still waits.
+     * Times are the server's, read from the entry and from C's token (the server's microseconds at its grant).
      */
     @Test
-    @Disabled("accepted limit: a live tryAcquireAll waiter's stale queue entry holds a free lock for at most queueTtl "
-            + "(3 s at most). Leaving the other queues instead starves multi-lock waiters under contention on each "
-            + "lock (aMultiLockWaiterIsNotStarvedByContentionOnEachOfItsLocks): a bounded delay is the lesser harm")
-    void aLiveMultiLockWaiterDoesNotHoldAFreeLockUnannounced() throws Exception {
-        RedisLocker x = locker("x", Duration.ofSeconds(5));
-        RedisLocker y = locker("y", Duration.ofSeconds(5));
-        RedisLocker b = locker("b", Duration.ofSeconds(5));
-        RedisLocker c = locker("c", Duration.ofSeconds(5));
+    void aStaleQueueEntryOfALiveMultiLockWaiterHoldsAFreeLockAtMostQueueTtl() throws Exception {
+        Duration expiry = Duration.ofSeconds(6);
+        long queueTtlMicros = TimeUnit.SECONDS.toMicros(3); // min(expiry, 3 s): the documented life of an entry
+        RedisLocker x = locker("x", Duration.ofSeconds(5), fixture.server().port(), expiry, null);
+        RedisLocker y = locker("y", Duration.ofSeconds(5), fixture.server().port(), expiry, null);
+        RedisLocker b = locker("b", Duration.ofSeconds(5), fixture.server().port(), expiry, null);
+        RedisLocker c = locker("c", Duration.ofSeconds(5), fixture.server().port(), expiry, null);
         KeyColumn l1 = lock("multi-1");
         KeyColumn l2 = lock("multi-2");
         Lease yHolds = y.acquire(l2, "holding l2");
         Future<Optional<Lease>> bWaits = fixture.submit(() -> b.tryAcquireAll(List.of(l1, l2), "both",
-                Duration.ofSeconds(20)));
+                Duration.ofSeconds(60)));
         fixture.awaitQueued(y, l2, 1); // B took L1, was refused L2, queued on L2 and let L1 go
         String bEntry = fixture.queued(y, l2).get(0);
-        Lease xHolds = x.acquire(l1, "holding l1"); // L1 is free and nobody is queued on it: granted
-        Future<Optional<Lease>> cWaits = fixture.submit(() -> c.tryAcquire(l2, "only l2", Duration.ofSeconds(20)));
+        Lease xHolds = x.tryAcquire(l1, "holding l1", Duration.ofSeconds(30)).orElseThrow();
+        Future<Optional<Lease>> cWaits = fixture.submit(() -> c.tryAcquire(l2, "only l2", Duration.ofSeconds(60)));
         fixture.awaitQueued(y, l2, 2);
-        long t0 = System.nanoTime();
-        yHolds.close(); // L2 free; B is woken, is refused L1 and waits there; C is refused -5
-        Lease cGot = cWaits.get(30, TimeUnit.SECONDS).orElseThrow();
-        long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
-        boolean bEntryGoneFirst = !fixture.queued(y, l2).contains(bEntry);
+        fixture.awaitQueued(x, l1, 1); // B is refused L1 now, at every attempt: it refreshes its L2 entry no more
+        long bEntryEnds = entryEnd(y, l2, bEntry);
+        long released = fixture.serverMicros();
+        yHolds.close(); // L2 free; only B's stale entry stands before C's
+        assumeTrue(bEntryEnds > released, "B's entry on L2 lapsed before the release (a busy machine)");
+        Lease cGot = cWaits.get(60, TimeUnit.SECONDS).orElseThrow(() -> new AssertionError("C never took the free L2"));
+        long cGranted = cGot.fencingToken();
+        boolean bStillWaits = !bWaits.isDone();
         cGot.close();
         xHolds.close();
-        bWaits.get(30, TimeUnit.SECONDS).ifPresent(Lease::close);
-        System.out.printf("multi-lock waiter: C took the free L2 %d ms after its release (queueTtl %d ms)%n", ms,
-                EXPIRY.toMillis());
-        assertFalse(bEntryGoneFirst, "C was granted the free lock only once B's stale entry had lapsed");
+        bWaits.get(60, TimeUnit.SECONDS).ifPresent(Lease::close);
+        System.out.printf("multi-lock waiter: its stale entry held the free L2 %d ms after the release; C took it %d ms "
+                + "after the release (queueTtl %d ms)%n", (bEntryEnds - released) / 1000,
+                (cGranted - released) / 1000, queueTtlMicros / 1000);
+        assertTrue(bEntryEnds - released <= queueTtlMicros, "B's stale entry outlived the release by "
+                + (bEntryEnds - released) + " µs, more than queueTtl");
+        assertTrue(cGranted >= bEntryEnds, "C was granted the free lock " + (bEntryEnds - cGranted) + " µs before B's "
+                + "stale entry lapsed");
+        assertTrue(cGranted - released <= 2 * queueTtlMicros, "C took the free L2 " + (cGranted - released)
+                + " µs after its release: more than queueTtl for the stale entry and one more for C's refreshes");
+        assertTrue(bStillWaits, "B was no longer waiting when C was granted: its entry was not a live waiter's");
+    }
+
+    /** The end of queue entry {@code field} of {@code lock}, in the server's microseconds ("seq until\nowner"). */
+    private long entryEnd(RedisLocker l, KeyColumn lock, String field) {
+        byte[] v = fixture.admin().hget(l.redisKey(lock), field.getBytes(StandardCharsets.US_ASCII));
+        assertTrue(v != null, "no queue entry " + field + " on " + lock);
+        String head = new String(v, StandardCharsets.US_ASCII).split("\n", 2)[0];
+        return Long.parseLong(head.split(" ")[1]);
     }
 
     /**
