@@ -53,7 +53,7 @@ public abstract class AbstractLocker<S extends LockStatus> extends LockerEngine<
         calls.bind(this); // before the subclass's constructor runs: nothing calls the driver earlier
     }
 
-    /** Reads the holder through the hook of its own, as these backends always did. */
+    /** Reads the holder through its own hook: some of these backends read it apart from the holding. */
     @Override
     public Optional<LockOwner> holder(KeyColumn lock) {
         config.validate(lock);

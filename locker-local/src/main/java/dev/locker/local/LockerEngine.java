@@ -1,7 +1,6 @@
 package dev.locker.local;
 
 import dev.locker.api.Acquisition;
-import dev.locker.api.ExpiredLockException;
 import dev.locker.api.ForcedRelease;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
@@ -11,10 +10,8 @@ import dev.locker.api.LockLost;
 import dev.locker.api.LockOwner;
 import dev.locker.api.LockPage;
 import dev.locker.api.LockStatus;
-import dev.locker.api.LockTransaction;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
-import dev.locker.api.LockingException;
 import dev.locker.api.PermanentLockingException;
 import dev.locker.api.Run;
 import dev.locker.api.RunRecord;
