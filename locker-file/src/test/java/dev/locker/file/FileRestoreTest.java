@@ -6,6 +6,7 @@ import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.PermanentLockingException;
 import dev.locker.api.TimeSource;
+import dev.locker.local.LockerEngine;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
@@ -48,9 +49,11 @@ class FileRestoreTest {
 
     /** Gives {@code locker} the clock it would have kept from before a restore onto another boot. */
     private static void restoredOntoAnotherBoot(Locker locker) throws Exception {
-        Field clock = FileLocker.class.getDeclaredField("clock");
+        Field driver = LockerEngine.class.getDeclaredField("driver");
+        driver.setAccessible(true);
+        Field clock = FileDriver.class.getDeclaredField("clock");
         clock.setAccessible(true);
-        clock.set(locker, new HostClock(TimeSource.system(), false, OTHER_BOOT));
+        clock.set(driver.get(locker), new HostClock(TimeSource.system(), false, OTHER_BOOT));
     }
 
     @Test

@@ -6,6 +6,7 @@ import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.spi.DeploymentCheck;
+import dev.locker.local.LockerEngine;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -278,9 +279,11 @@ class FileSessionProofTest {
     }
 
     private static Sessions sessionOf(Locker locker) throws Exception {
-        Field f = FileLocker.class.getDeclaredField("session");
+        Field d = LockerEngine.class.getDeclaredField("driver");
+        d.setAccessible(true);
+        Field f = FileDriver.class.getDeclaredField("session");
         f.setAccessible(true);
-        return (Sessions) f.get(locker);
+        return (Sessions) f.get(d.get(locker));
     }
 
     private static FileLock sessionLock(Sessions s) throws Exception {

@@ -11,6 +11,8 @@ import dev.locker.api.LockerConfig;
 import dev.locker.api.PermanentLockingException;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.api.TimeSource;
+import dev.locker.spi.WaitQueue;
+import dev.locker.spi.Waiting;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -31,7 +33,7 @@ import java.util.concurrent.ThreadLocalRandom;
 final class Acquiring<S extends LockStatus> {
 
     /** The engine logs under one name, whichever of its classes writes the line. */
-    private static final Logger log = LoggerFactory.getLogger(AbstractLocker.class);
+    private static final Logger log = LoggerFactory.getLogger(LockerEngine.class);
 
     /** The locker a lease is of: a lease's calls go to it. */
     private final Locker locker;
@@ -39,19 +41,20 @@ final class Acquiring<S extends LockStatus> {
     private final TimeSource time;
     private final LockProbe probe;
     private final LocalLockMediator mediator;
-    private final Backend<S> backend;
+    /** The driver's wait queue, or null: then a waiter sleeps its back-off on the time source. */
+    private final WaitQueue queue;
     private final Claims<S> claims;
     private final Background background;
     private final Closing closing;
 
-    Acquiring(Locker locker, LockerConfig config, LocalLockMediator mediator, Backend<S> backend, Claims<S> claims,
+    Acquiring(Locker locker, LockerConfig config, LocalLockMediator mediator, WaitQueue queue, Claims<S> claims,
               Background background, Closing closing) {
         this.locker = locker;
         this.config = config;
         this.time = config.timeSource();
         this.probe = config.probe();
         this.mediator = mediator;
-        this.backend = backend;
+        this.queue = queue;
         this.claims = claims;
         this.background = background;
         this.closing = closing;
@@ -74,7 +77,7 @@ final class Acquiring<S extends LockStatus> {
      * One attempt of a new lease on {@code locks} (validated, canonical), for the wait {@code waiting} (null: none):
      * a single lock's lease is its hold ({@link #attemptOne}), several are claimed under a {@link LockTransaction}.
      */
-    Lease attempt(List<KeyColumn> locks, String why, AbstractLocker.Waiting waiting) {
+    Lease attempt(List<KeyColumn> locks, String why, Waiting waiting) {
         if (locks.size() == 1) {
             return new Lease(locker, locks, attemptOne(locks.get(0), why, waiting));
         }
@@ -82,7 +85,7 @@ final class Acquiring<S extends LockStatus> {
     }
 
     /** One attempt: claims every lock for {@code tx}, checks them, keeps them alive; all or nothing. */
-    private Lease attempt(List<KeyColumn> locks, LockTransaction tx, AbstractLocker.Waiting waiting) {
+    private Lease attempt(List<KeyColumn> locks, LockTransaction tx, Waiting waiting) {
         try {
             for (int i = 0, n = locks.size(); i < n; i++) { // no iterator per attempt
                 closing.ensureOpen(); // as writeLock
@@ -111,7 +114,7 @@ final class Acquiring<S extends LockStatus> {
      * {@link #attempt} for one lock: the same steps (claim, check, keep alive; all or nothing), with a hold that is
      * its own transaction, so the lease costs no transaction object, no record of its holds and no map entry.
      */
-    Hold attemptOne(KeyColumn lock, String why, AbstractLocker.Waiting waiting) {
+    Hold attemptOne(KeyColumn lock, String why, Waiting waiting) {
         closing.ensureOpen();
         Hold hold = claims.leaseHold(lock, why);
         try {
@@ -148,15 +151,15 @@ final class Acquiring<S extends LockStatus> {
         }
         closing.ensureOpen();
         long start = time.nanoTime();
-        long deadline = start + AbstractLocker.saturatedNanos(maxWait); // centuries mean "until granted", not overflow
+        long deadline = start + LockerEngine.saturatedNanos(maxWait); // centuries mean "until granted", not overflow
         // several locks: one transaction for every attempt (one waiter to a backend that queues waiters); one lock:
         // a lease's own hold per attempt, the same waiter
         LockTransaction tx = locks.size() == 1 ? null : new LockTransaction(why);
-        AbstractLocker.Waiting waiting = new AbstractLocker.Waiting(locks, maxWait.isZero());
+        Waiting waiting = new Waiting(locks, maxWait.isZero());
         boolean acquired = false;
         try {
-            if (!waiting.once()) {
-                backend.startWaiting(waiting);
+            if (!waiting.once() && queue != null) {
+                queue.startWaiting(waiting);
             }
             long pauseMillis = 5;
             for (int attempts = 1; ; attempts++) {
@@ -177,18 +180,20 @@ final class Acquiring<S extends LockStatus> {
                     long pause = Math.min(left, Duration.ofMillis(jittered).toNanos());
                     Optional<Duration> expires = last.holderExpiresIn();
                     boolean local = last.lock() != null && mediator.holder(last.lock()).isPresent();
-                    if (!local && backend.toldOfReleases() && expires.isPresent()) {
+                    if (!local && queue != null && queue.toldOfReleases() && expires.isPresent()) {
                         // woken by a release before (saturated: a holder whose clock runs far ahead may report
                         // an expiry beyond the nanosecond range)
-                        pause = Math.min(left, AbstractLocker.saturatedNanos(expires.get()) + 1_000_000);
+                        pause = Math.min(left, LockerEngine.saturatedNanos(expires.get()) + 1_000_000);
                     } else if (expires.isPresent()) {
-                        pause = Math.min(pause, AbstractLocker.saturatedNanos(expires.get()) + 1_000_000);
+                        pause = Math.min(pause, LockerEngine.saturatedNanos(expires.get()) + 1_000_000);
                     }
                     try {
                         if (local) {
                             mediator.awaitRelease(last.lock(), pause);
+                        } else if (queue != null) {
+                            queue.awaitRelease(waiting, last, pause);
                         } else {
-                            backend.awaitRelease(waiting, last, pause);
+                            time.sleep(Duration.ofNanos(pause));
                         }
                     } catch (InterruptedException ie) {
                         Thread.currentThread().interrupt();
@@ -203,9 +208,9 @@ final class Acquiring<S extends LockStatus> {
                 }
             }
         } finally {
-            if (!waiting.once()) {
+            if (!waiting.once() && queue != null) {
                 try {
-                    backend.stopWaiting(waiting, acquired);
+                    queue.stopWaiting(waiting, acquired);
                 } catch (RuntimeException e) {
                     log.debug("Could not end the wait for {} cleanly (locker {}): {}", locks, config.rid(), e.toString());
                 }

@@ -18,7 +18,7 @@ import java.util.function.Supplier;
 final class Background {
 
     /** The engine logs under one name, whichever of its classes writes the line. */
-    private static final Logger log = LoggerFactory.getLogger(AbstractLocker.class);
+    private static final Logger log = LoggerFactory.getLogger(LockerEngine.class);
 
     private final Supplier<KeepAlive> factory;
     private final Closing closing;

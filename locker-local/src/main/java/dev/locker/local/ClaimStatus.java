@@ -41,7 +41,7 @@ public final class ClaimStatus extends Hold.State implements LockStatus {
     /**
      * A claim the backend made the holder in the step that wrote it.
      *
-     * @param deadlineNanos from {@link AbstractLocker#deadline}: one monotonic reading taken before the request
+     * @param deadlineNanos from {@link dev.locker.spi.Deadlines#of}: one monotonic reading taken before the request
      */
     public static ClaimStatus granted(byte[] claimId, long fencingToken, long deadlineNanos) {
         return new ClaimStatus(Objects.requireNonNull(claimId, "claimId").clone(), WHOLE, fencingToken, deadlineNanos);

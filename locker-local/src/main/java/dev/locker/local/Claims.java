@@ -11,6 +11,8 @@ import dev.locker.api.LockingException;
 import dev.locker.api.LossReason;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.api.TimeSource;
+import dev.locker.spi.LockDriver;
+import dev.locker.spi.Waiting;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -31,7 +33,7 @@ import java.util.function.Consumer;
 final class Claims<S extends LockStatus> {
 
     /** The engine logs under one name, whichever of its classes writes the line. */
-    private static final Logger log = LoggerFactory.getLogger(AbstractLocker.class);
+    private static final Logger log = LoggerFactory.getLogger(LockerEngine.class);
 
     private final LockerConfig config;
     private final TimeSource time;
@@ -40,20 +42,20 @@ final class Claims<S extends LockStatus> {
     /** The configured expiry in nanoseconds (read on every claim). */
     private final long expiryNanos;
     private final Consumer<Hold> sink;
-    private final Backend<S> backend;
+    private final LockDriver<S> driver;
     private final Steps<S> steps;
     private final Transactions transactions;
     private final Background background;
     private final Closing closing;
 
-    Claims(LockerConfig config, LocalLockMediator mediator, Consumer<Hold> sink, Backend<S> backend, Steps<S> steps,
+    Claims(LockerConfig config, LocalLockMediator mediator, Consumer<Hold> sink, LockDriver<S> driver, Steps<S> steps,
            Transactions transactions, Background background, Closing closing) {
-        this.backend = backend;
+        this.driver = driver;
         this.config = config;
         this.time = config.timeSource();
         this.probe = config.probe();
         this.mediator = mediator;
-        this.expiryNanos = AbstractLocker.saturatedNanos(config.expiry());
+        this.expiryNanos = LockerEngine.saturatedNanos(config.expiry());
         this.sink = sink;
         this.steps = steps;
         this.transactions = transactions;
@@ -75,7 +77,7 @@ final class Claims<S extends LockStatus> {
     // ---- claim ----------------------------------------------------------------------------------------------------
 
     /** A writeLock of a validated lock, for an attempt of the wait {@code waiting} (null: no wait). */
-    void claim(KeyColumn lock, Object tx, AbstractLocker.Waiting waiting) {
+    void claim(KeyColumn lock, Object tx, Waiting waiting) {
         Object key = Transactions.keyOf(tx);
         TxHolds holds = transactions.recordOf(key);
         if (holds.find(lock) != null) {
@@ -94,7 +96,7 @@ final class Claims<S extends LockStatus> {
      * The steps of a writeLock once the hold is made: takes the mediator entry, writes the claim, records the status.
      * {@code holds} is null for a hold that is its own transaction (it is in no transaction's record).
      */
-    void claim(Hold hold, Object key, TxHolds holds, AbstractLocker.Waiting waiting) {
+    void claim(Hold hold, Object key, TxHolds holds, Waiting waiting) {
         KeyColumn lock = hold.lock;
         Object tx = hold.tx;
         if (!takeLocal(hold)) {
@@ -149,7 +151,7 @@ final class Claims<S extends LockStatus> {
         if (mediator.take(hold)) {
             return true; // the common case reads no clock
         }
-        long deadline = time.nanoTime() + AbstractLocker.saturatedNanos(config.localWait());
+        long deadline = time.nanoTime() + LockerEngine.saturatedNanos(config.localWait());
         long pauseMillis = 1;
         while (true) {
             long left = deadline - time.nanoTime();
@@ -213,9 +215,9 @@ final class Claims<S extends LockStatus> {
         }
         S checked = status.isHeld()
                 ? steps.step(LockProbe.Step.VERIFY, hold.lock, "verifying a claim",
-                        () -> backend.verify(hold.lock, status), hold)
+                        () -> driver.verify(hold.lock, status), hold)
                 : steps.step(LockProbe.Step.CHECK, hold.lock, "checking a claim",
-                        () -> backend.check(hold.lock, status), hold);
+                        () -> driver.verify(hold.lock, status), hold);
         String problem = null;
         if (time.nanoTime() - hold.deadlineOf(s) >= 0) {
             problem = "our claim's validity ended while it was checked";
@@ -268,7 +270,7 @@ final class Claims<S extends LockStatus> {
         Hold.State s = hold.state();
         S status = steps.requireLive(hold, s, "renewing");
         S renewed = steps.step(LockProbe.Step.RENEW, hold.lock, "renewing a claim",
-                () -> backend.renew(hold.lock, status), hold);
+                () -> driver.renew(hold.lock, status, config.expiry()), hold);
         String problem = null;
         long now = time.nanoTime();
         if (now - hold.deadlineOf(s) >= 0) {

@@ -18,7 +18,7 @@ import java.util.function.Supplier;
 final class Closing {
 
     /** The engine logs under one name, whichever of its classes writes the line. */
-    private static final Logger log = LoggerFactory.getLogger(AbstractLocker.class);
+    private static final Logger log = LoggerFactory.getLogger(LockerEngine.class);
 
     /** How long a close waits for other threads' operations in flight on this locker's claims. */
     static final long CLOSE_WAIT_NANOS = TimeUnit.SECONDS.toNanos(5);

@@ -7,71 +7,111 @@ import dev.locker.api.LockPage;
 import dev.locker.api.LockStatus;
 import dev.locker.api.LockingException;
 import dev.locker.api.TemporaryLockingException;
+import dev.locker.spi.LockDriver;
+import dev.locker.spi.LockRecords;
+import dev.locker.spi.WaitQueue;
+import dev.locker.spi.Waiting;
 
+import java.time.Duration;
 import java.util.Optional;
+import java.util.OptionalLong;
 
 /**
- * A locker's hooks as its collaborators see them: each method calls the hook of the same name. It is the one path
- * from the engine's collaborators to the backend, and it calls nothing else of the locker.
+ * A driver over the hooks of an {@link AbstractLocker}: each operation calls the hook it replaces. The hooks read the
+ * expiry from the locker's configuration, which is the one the engine passes, so the expiry arguments are not used.
  *
  * @param <S> what the backend remembers of one claim
  */
-final class HookCalls<S extends LockStatus> implements Backend<S> {
+final class HookCalls<S extends LockStatus> implements LockDriver<S>, WaitQueue, LockRecords<S> {
 
-    private final AbstractLocker<S> locker;
+    /** Set once, in the locker's constructor; volatile, so a locker published without a barrier still finds it. */
+    private volatile AbstractLocker<S> locker;
 
-    HookCalls(AbstractLocker<S> locker) {
-        this.locker = locker;
+    /** The locker whose hooks it calls, once that locker's engine is built. */
+    void bind(AbstractLocker<S> hooks) {
+        this.locker = hooks;
     }
 
     @Override
-    public S write(KeyColumn lock, LockOwner owner, AbstractLocker.Waiting waiting) {
+    public S write(KeyColumn lock, LockOwner owner, Duration expiry, Waiting waiting) {
         return locker.writeSingleLock(lock, owner, waiting);
     }
 
     @Override
-    public S check(KeyColumn lock, S status) {
-        return locker.checkSingleLock(lock, status);
+    public S verify(KeyColumn lock, S claim) {
+        return claim.isHeld() ? locker.verifySingleLock(lock, claim) : locker.checkSingleLock(lock, claim);
     }
 
     @Override
-    public S verify(KeyColumn lock, S status) {
-        return locker.verifySingleLock(lock, status);
+    public S renew(KeyColumn lock, S claim, Duration expiry) {
+        return locker.renewSingleLock(lock, claim);
     }
 
     @Override
-    public S renew(KeyColumn lock, S status) {
-        return locker.renewSingleLock(lock, status);
+    public void release(KeyColumn lock, S claim) {
+        locker.deleteSingleLock(lock, claim);
     }
 
     @Override
-    public void delete(KeyColumn lock, S status) {
-        locker.deleteSingleLock(lock, status);
-    }
-
-    @Override
-    public Optional<LockOwner> readHolder(KeyColumn lock) {
-        return locker.readHolder(lock);
-    }
-
-    @Override
-    public Optional<LockInfo> readHolding(KeyColumn lock) {
+    public Optional<LockInfo> readHolder(KeyColumn lock) {
         return locker.readHolding(lock);
     }
 
     @Override
-    public boolean deleteAllClaims(KeyColumn lock) {
-        return locker.deleteAllClaims(lock);
+    public boolean remove(KeyColumn lock, OptionalLong expectedToken, byte[] record) {
+        return expectedToken.isPresent() ? locker.deleteClaimWithToken(lock, expectedToken.getAsLong(), record)
+                : locker.deleteAllClaims(lock);
     }
 
     @Override
-    public boolean deleteClaimWithToken(KeyColumn lock, long token, byte[] record) {
-        return locker.deleteClaimWithToken(lock, token, record);
-    }
-
-    @Override
-    public LockPage listHeld(byte[] keyPrefix, int limit, String cursor) {
+    public LockPage list(byte[] keyPrefix, int limit, String cursor) {
         return locker.listHeld(keyPrefix, limit, cursor);
+    }
+
+    @Override
+    public void close() {
+        locker.closeBackend();
+    }
+
+    @Override
+    public LockingException translate(RuntimeException e, KeyColumn lock, String action) {
+        return locker.translate(e, lock, action);
+    }
+
+    /** The translation every driver gets, for the hook's own default. */
+    LockingException translateByDefault(RuntimeException e, KeyColumn lock, String action) {
+        return LockDriver.super.translate(e, lock, action);
+    }
+
+    @Override
+    public Optional<WaitQueue> waitQueue() {
+        return Optional.of(this);
+    }
+
+    @Override
+    public Optional<LockRecords<S>> records() {
+        return Optional.of(this);
+    }
+
+    @Override
+    public void startWaiting(Waiting waiting) {
+        locker.startWaiting(waiting);
+    }
+
+    @Override
+    public void awaitRelease(Waiting waiting, TemporaryLockingException refusal, long maxNanos)
+            throws InterruptedException {
+        locker.awaitRelease(waiting, refusal, maxNanos);
+    }
+
+    @Override
+    public void stopWaiting(Waiting waiting, boolean acquired) {
+        locker.stopWaiting(waiting, acquired);
+    }
+
+    @Override
+    public boolean toldOfReleases() {
+        return locker.toldOfReleases();
     }
 
     @Override
@@ -87,31 +127,5 @@ final class HookCalls<S extends LockStatus> implements Backend<S> {
     @Override
     public void putRecord(KeyColumn lock, String name, byte[] value) {
         locker.putRecord(lock, name, value);
-    }
-
-    @Override
-    public void startWaiting(AbstractLocker.Waiting waiting) {
-        locker.startWaiting(waiting);
-    }
-
-    @Override
-    public void awaitRelease(AbstractLocker.Waiting waiting, TemporaryLockingException refusal, long maxNanos)
-            throws InterruptedException {
-        locker.awaitRelease(waiting, refusal, maxNanos);
-    }
-
-    @Override
-    public void stopWaiting(AbstractLocker.Waiting waiting, boolean acquired) {
-        locker.stopWaiting(waiting, acquired);
-    }
-
-    @Override
-    public boolean toldOfReleases() {
-        return locker.toldOfReleases();
-    }
-
-    @Override
-    public LockingException translate(RuntimeException e, KeyColumn lock, String action) {
-        return locker.translate(e, lock, action);
     }
 }

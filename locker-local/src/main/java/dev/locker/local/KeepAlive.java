@@ -85,7 +85,7 @@ final class KeepAlive implements AutoCloseable {
     KeepAlive(KeepAliveHost locker, LockerConfig config, TimeSource time) {
         this.locker = locker;
         this.time = time;
-        long expiry = AbstractLocker.saturatedNanos(config.expiry());
+        long expiry = LockerEngine.saturatedNanos(config.expiry());
         this.periodNanos = Math.max(1, expiry / 3);
         this.marginNanos = Math.max(1, Math.min(expiry / 10, Duration.ofSeconds(5).toNanos()));
         long n = THREADS.incrementAndGet();

@@ -9,21 +9,24 @@ import dev.locker.api.LockStatus;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.RunRecord;
+import dev.locker.spi.LockDriver;
+import dev.locker.spi.LockRecords;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.util.Optional;
+import java.util.OptionalLong;
 
 /**
  * The operator's calls: who holds a lock, forced releases and their records, the last run of a job, the list of
  * held locks. Each validates its arguments before any I/O; a forced release records who took which claim and why.
  *
- * @param <S> what the backend remembers of one claim
+ * @param <S> what the driver remembers of one claim
  */
 final class Operations<S extends LockStatus> {
 
     /** The engine logs under one name, whichever of its classes writes the line. */
-    private static final Logger log = LoggerFactory.getLogger(AbstractLocker.class);
+    private static final Logger log = LoggerFactory.getLogger(LockerEngine.class);
 
     /** The longest reason a forced release records. */
     private static final int MAX_REASON_CHARS = 1000;
@@ -32,12 +35,15 @@ final class Operations<S extends LockStatus> {
     private static final byte[] NO_RECORD = new byte[0];
 
     private final LockerConfig config;
-    private final Backend<S> backend;
+    private final LockDriver<S> driver;
+    /** The driver's records, or null: a forced release then leaves no record, and there is no last run to read. */
+    private final LockRecords<S> records;
     private final Closing closing;
 
-    Operations(LockerConfig config, Backend<S> backend, Closing closing) {
+    Operations(LockerConfig config, LockDriver<S> driver, Closing closing) {
         this.config = config;
-        this.backend = backend;
+        this.driver = driver;
+        this.records = driver.records().orElse(null);
         this.closing = closing;
     }
 
@@ -45,9 +51,9 @@ final class Operations<S extends LockStatus> {
         config.validate(lock);
         closing.ensureOpen();
         try {
-            return backend.readHolder(lock);
+            return driver.readHolder(lock).map(LockInfo::holder);
         } catch (RuntimeException e) {
-            throw backend.translate(e, lock, "reading the holder");
+            throw driver.translate(e, lock, "reading the holder");
         }
     }
 
@@ -55,9 +61,9 @@ final class Operations<S extends LockStatus> {
         config.validate(lock);
         closing.ensureOpen();
         try {
-            return backend.readHolding(lock);
+            return driver.readHolder(lock);
         } catch (RuntimeException e) {
-            throw backend.translate(e, lock, "reading the holder");
+            throw driver.translate(e, lock, "reading the holder");
         }
     }
 
@@ -77,7 +83,7 @@ final class Operations<S extends LockStatus> {
         String said = why.isEmpty() ? "(no reason given)" : why.replaceAll("\\p{Cntrl}", " ");
         try {
             // the holder and its token go into the record: the token tells the claim taken from that holder's others
-            Optional<LockInfo> holding = backend.readHolding(lock);
+            Optional<LockInfo> holding = driver.readHolder(lock);
             if (expected != null && (holding.isEmpty() || holding.get().fencingToken() != expected)) {
                 log.info("Did not force-release lock {} by locker {}: its holder is {}, not the claim with token {} "
                         + "({})", lock, config.rid(), holding.map(h -> h.holder().rid() + " (token "
@@ -90,23 +96,28 @@ final class Operations<S extends LockStatus> {
                     releasedToken).toBytes();
             boolean any;
             if (expected == null) {
-                Optional<byte[]> before = backend.readRecord(lock, AbstractLocker.FORCED);
-                backend.putRecord(lock, AbstractLocker.FORCED, record);
+                Optional<byte[]> before = records == null ? Optional.empty()
+                        : records.readRecord(lock, LockRecords.FORCED);
+                if (records != null) {
+                    records.putRecord(lock, LockRecords.FORCED, record);
+                }
                 try {
-                    any = backend.deleteAllClaims(lock);
+                    any = driver.remove(lock, OptionalLong.empty(), null);
                 } catch (RuntimeException e) {
-                    withdraw(lock, record, before, holding, e);
+                    if (records != null) {
+                        withdraw(lock, record, before, holding, e);
+                    }
                     throw e;
                 }
             } else {
-                any = backend.deleteClaimWithToken(lock, expected, record);
+                any = driver.remove(lock, OptionalLong.of(expected), record);
             }
             log.warn("Force-released lock {} ({}: {}, holder: {}) by locker {}: {}", lock,
                     expected == null ? "claims found" : "claim with token " + expected + " removed", any,
                     released == null ? "none" : released.rid(), config.rid(), said);
             return any;
         } catch (RuntimeException e) {
-            throw backend.translate(e, lock, "force-releasing");
+            throw driver.translate(e, lock, "force-releasing");
         }
     }
 
@@ -119,12 +130,12 @@ final class Operations<S extends LockStatus> {
     private void withdraw(KeyColumn lock, byte[] record, Optional<byte[]> before, Optional<LockInfo> holding,
             RuntimeException failure) {
         try {
-            Optional<LockInfo> now = backend.readHolding(lock);
+            Optional<LockInfo> now = driver.readHolder(lock);
             boolean stillThere = now.map(h -> holding.isPresent() && h.holder().equals(holding.get().holder())
                     && h.fencingToken() == holding.get().fencingToken()).orElse(holding.isEmpty());
-            Optional<byte[]> current = backend.readRecord(lock, AbstractLocker.FORCED);
+            Optional<byte[]> current = records.readRecord(lock, LockRecords.FORCED);
             if (stillThere && current.isPresent() && java.util.Arrays.equals(current.get(), record)) {
-                backend.putRecord(lock, AbstractLocker.FORCED, before.orElse(NO_RECORD));
+                records.putRecord(lock, LockRecords.FORCED, before.orElse(NO_RECORD));
             }
         } catch (RuntimeException e) {
             failure.addSuppressed(e);
@@ -134,17 +145,17 @@ final class Operations<S extends LockStatus> {
     }
 
     /** The forced-release record {@code lock} keeps, or empty: an empty record is one a failed release withdrew. */
-    static Optional<ForcedRelease> forcedRecord(Backend<?> backend, KeyColumn lock) {
-        return backend.readRecord(lock, AbstractLocker.FORCED).filter(b -> b.length > 0).map(ForcedRelease::fromBytes);
+    static Optional<ForcedRelease> forcedRecord(LockRecords<?> records, KeyColumn lock) {
+        return records.readRecord(lock, LockRecords.FORCED).filter(b -> b.length > 0).map(ForcedRelease::fromBytes);
     }
 
     Optional<ForcedRelease> lastForcedRelease(KeyColumn lock) {
         config.validate(lock);
         closing.ensureOpen();
         try {
-            return forcedRecord(backend, lock);
+            return records == null ? Optional.empty() : forcedRecord(records, lock);
         } catch (RuntimeException e) {
-            throw backend.translate(e, lock, "reading the last forced release");
+            throw driver.translate(e, lock, "reading the last forced release");
         }
     }
 
@@ -152,13 +163,14 @@ final class Operations<S extends LockStatus> {
         config.validate(job);
         closing.ensureOpen();
         try {
-            return backend.readRecord(job, AbstractLocker.DONE).map(RunRecord::fromBytes);
+            return records == null ? Optional.empty()
+                    : records.readRecord(job, LockRecords.DONE).map(RunRecord::fromBytes);
         } catch (RuntimeException e) {
-            throw backend.translate(e, job, "reading the last run's record");
+            throw driver.translate(e, job, "reading the last run's record");
         }
     }
 
-    /** Validates the arguments (before any I/O), checks that the locker is open, and asks the backend. */
+    /** Validates the arguments (before any I/O), checks that the locker is open, and asks the driver. */
     LockPage list(byte[] keyPrefix, int limit, String cursor) {
         if (keyPrefix == null) {
             throw new IllegalArgumentException("keyPrefix must not be null (use an empty prefix to list every lock)");
@@ -175,11 +187,11 @@ final class Operations<S extends LockStatus> {
         }
         closing.ensureOpen();
         try {
-            return backend.listHeld(keyPrefix.clone(), limit, cursor);
+            return driver.list(keyPrefix.clone(), limit, cursor);
         } catch (IllegalArgumentException badCursor) {
             throw badCursor; // the caller's argument, refused by the backend before any I/O
         } catch (RuntimeException e) {
-            throw backend.translate(e, null, "listing held locks");
+            throw driver.translate(e, null, "listing held locks");
         }
     }
 }

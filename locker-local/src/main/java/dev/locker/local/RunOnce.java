@@ -12,6 +12,7 @@ import dev.locker.api.Run;
 import dev.locker.api.RunRecord;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.api.TimeSource;
+import dev.locker.spi.LockRecords;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -29,24 +30,25 @@ import java.util.function.Consumer;
 final class RunOnce<S extends LockStatus> {
 
     /** The engine logs under one name, whichever of its classes writes the line. */
-    private static final Logger log = LoggerFactory.getLogger(AbstractLocker.class);
+    private static final Logger log = LoggerFactory.getLogger(LockerEngine.class);
 
     /** The locker a lease is of: a lease's calls go to it. */
     private final Locker locker;
     private final LockerConfig config;
     private final TimeSource time;
-    private final Backend<S> backend;
+    /** The driver's records, or null: run-once is then refused. */
+    private final LockRecords<S> records;
     private final Steps<S> steps;
     private final Transactions transactions;
     private final Acquiring<S> acquiring;
     private final Closing closing;
 
-    RunOnce(Locker locker, LockerConfig config, Backend<S> backend, Steps<S> steps, Transactions transactions,
+    RunOnce(Locker locker, LockerConfig config, LockRecords<S> records, Steps<S> steps, Transactions transactions,
             Acquiring<S> acquiring, Closing closing) {
         this.locker = locker;
         this.config = config;
         this.time = config.timeSource();
-        this.backend = backend;
+        this.records = records;
         this.steps = steps;
         this.transactions = transactions;
         this.acquiring = acquiring;
@@ -63,6 +65,10 @@ final class RunOnce<S extends LockStatus> {
         if (task == null) {
             throw new IllegalArgumentException("task must not be null");
         }
+        if (records == null) {
+            throw new UnsupportedOperationException("run-once needs a backend that keeps records with its locks; this "
+                    + "one keeps none");
+        }
         closing.ensureOpen();
         Hold own;
         try {
@@ -77,7 +83,7 @@ final class RunOnce<S extends LockStatus> {
             Optional<RunRecord> last;
             try {
                 last = steps.step(LockProbe.Step.VERIFY, job, "reading the last run's record",
-                        () -> backend.readRecord(job, AbstractLocker.DONE).map(RunRecord::fromBytes));
+                        () -> records.readRecord(job, LockRecords.DONE).map(RunRecord::fromBytes));
             } catch (TemporaryLockingException e) {
                 return new Run(Run.Outcome.UNREACHABLE, null, e, null);
             }
@@ -111,7 +117,7 @@ final class RunOnce<S extends LockStatus> {
                 }
                 S holding = steps.requireLive(hold, hold.state(), "recording the run");
                 boolean written = steps.step(LockProbe.Step.VERIFY, job, "recording the run",
-                        () -> backend.writeRecord(job, AbstractLocker.DONE, done.toBytes(), holding));
+                        () -> records.writeRecord(job, LockRecords.DONE, done.toBytes(), holding));
                 if (!written) {
                     throw new ExpiredLockException("the job's lock was no longer ours when its run was recorded", job);
                 }

@@ -10,6 +10,9 @@ import dev.locker.api.LockingException;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.api.LossReason;
 import dev.locker.api.TimeSource;
+import dev.locker.spi.LockDriver;
+import dev.locker.spi.LockRecords;
+import dev.locker.spi.Waiting;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -21,34 +24,37 @@ import java.util.function.Supplier;
  * {@link LockingException} naming the lock, with the original failure as its cause. A claim the backend finds gone
  * or taken over is attributed to a forced release when the release's record names it.
  *
- * @param <S> what the backend remembers of one claim
+ * @param <S> what the driver remembers of one claim
  */
 final class Steps<S extends LockStatus> {
 
     /** The engine logs under one name, whichever of its classes writes the line. */
-    private static final Logger log = LoggerFactory.getLogger(AbstractLocker.class);
+    private static final Logger log = LoggerFactory.getLogger(LockerEngine.class);
 
-    private final Backend<S> backend;
+    private final LockDriver<S> driver;
+    /** The driver's records, or null: a forced release's record attributes a loss only where there are any. */
+    private final LockRecords<S> records;
     private final LockerConfig config;
     private final TimeSource time;
     private final LockProbe probe;
 
-    Steps(Backend<S> backend, LockerConfig config) {
-        this.backend = backend;
+    Steps(LockDriver<S> driver, LockerConfig config) {
+        this.driver = driver;
+        this.records = driver.records().orElse(null);
         this.config = config;
         this.time = config.timeSource();
         this.probe = config.probe();
     }
 
     /** The write step of a claim: {@link #step} written out, so the hot path makes no lambda per claim. */
-    S write(KeyColumn lock, String why, AbstractLocker.Waiting waiting) {
+    S write(KeyColumn lock, String why, Waiting waiting) {
         probe.before(LockProbe.Step.WRITE, lock, config.rid());
         try {
-            S result = backend.write(lock, config.owner(why), waiting);
+            S result = driver.write(lock, config.owner(why), config.expiry(), waiting);
             probe.after(LockProbe.Step.WRITE, lock, config.rid(), null);
             return result;
         } catch (RuntimeException e) {
-            LockingException t = backend.translate(e, lock, "writing a claim");
+            LockingException t = driver.translate(e, lock, "writing a claim");
             probe.after(LockProbe.Step.WRITE, lock, config.rid(), t);
             throw t;
         } catch (Error e) {
@@ -61,10 +67,10 @@ final class Steps<S extends LockStatus> {
     void delete(KeyColumn lock, S status) {
         probe.before(LockProbe.Step.RELEASE, lock, config.rid());
         try {
-            backend.delete(lock, status);
+            driver.release(lock, status);
             probe.after(LockProbe.Step.RELEASE, lock, config.rid(), null);
         } catch (RuntimeException e) {
-            LockingException t = backend.translate(e, lock, "deleting a claim");
+            LockingException t = driver.translate(e, lock, "deleting a claim");
             probe.after(LockProbe.Step.RELEASE, lock, config.rid(), t);
             throw t;
         } catch (Error e) {
@@ -81,7 +87,7 @@ final class Steps<S extends LockStatus> {
             probe.after(step, lock, config.rid(), null);
             return result;
         } catch (RuntimeException e) {
-            LockingException t = backend.translate(e, lock, action);
+            LockingException t = driver.translate(e, lock, action);
             probe.after(step, lock, config.rid(), t);
             throw t;
         } catch (Error e) {
@@ -113,7 +119,7 @@ final class Steps<S extends LockStatus> {
     void withdraw(KeyColumn lock, S status, String why) {
         try {
             step(LockProbe.Step.RELEASE, lock, "withdrawing a claim", () -> {
-                backend.delete(lock, status);
+                driver.release(lock, status);
                 return status;
             });
         } catch (LockingException e) {
@@ -148,11 +154,11 @@ final class Steps<S extends LockStatus> {
      * {@link LossReason#FORCE_RELEASED}, naming who and why. One read, on this path only.
      */
     private ExpiredLockException forcedAway(Hold hold, ExpiredLockException e) {
-        if (e.reason() != LossReason.GONE && e.reason() != LossReason.TAKEN_OVER) {
+        if (records == null || (e.reason() != LossReason.GONE && e.reason() != LossReason.TAKEN_OVER)) {
             return e;
         }
         try {
-            Optional<ForcedRelease> forced = Operations.forcedRecord(backend, hold.lock);
+            Optional<ForcedRelease> forced = Operations.forcedRecord(records, hold.lock);
             if (forced.isPresent() && tookThisClaim(forced.get(), hold)) {
                 return new ExpiredLockException("our claim was " + forced.get(), hold.lock, e.holder(), e,
                         LossReason.FORCE_RELEASED);

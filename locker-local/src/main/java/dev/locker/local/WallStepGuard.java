@@ -42,10 +42,10 @@ final class WallStepGuard {
         // half a lockWait, plus 1000 ppm of the time since the last reading for ordinary slewing (NTP slews at most
         // 500), but never more than the slack a holder's deadline keeps (1% of expiry - lockWait): an idle locker
         // must not grow an allowance that hides a real step; more drift only costs liveness
-        long slackMicros = AbstractLocker.saturatedNanos(config.expiry().minus(config.lockWait())) / 100_000;
-        long allowedMicros = AbstractLocker.saturatedNanos(config.lockWait()) / 2_000 + elapsedMicros / 1_000;
+        long slackMicros = LockerEngine.saturatedNanos(config.expiry().minus(config.lockWait())) / 100_000;
+        long allowedMicros = LockerEngine.saturatedNanos(config.lockWait()) / 2_000 + elapsedMicros / 1_000;
         if (jump > Math.min(allowedMicros, slackMicros)) {
-            stepMicros = (nanos - stepSeenAtNanos < AbstractLocker.saturatedNanos(config.expiry()) ? stepMicros : 0) + jump;
+            stepMicros = (nanos - stepSeenAtNanos < LockerEngine.saturatedNanos(config.expiry()) ? stepMicros : 0) + jump;
             stepSeenAtNanos = nanos;
             log.warn("The wall clock of locker {} stepped forward by {}: other claims' expiry is judged {} "
                     + "earlier for one expiry", config.rid(), Duration.ofNanos(jump * 1_000),
@@ -53,7 +53,7 @@ final class WallStepGuard {
         }
         lastWallMicros = wallMicros;
         lastNanos = nanos;
-        if (stepMicros != 0 && nanos - stepSeenAtNanos < AbstractLocker.saturatedNanos(config.expiry())) {
+        if (stepMicros != 0 && nanos - stepSeenAtNanos < LockerEngine.saturatedNanos(config.expiry())) {
             return wall.minusNanos(stepMicros * 1_000);
         }
         stepMicros = 0;

@@ -142,7 +142,7 @@ class DeadlineWatchTest {
                 assertTrue(lease.fencingToken() > 0);
             }
         }
-        Object keepAlive = field(Background.class, "keepAlive", field(AbstractLocker.class, "background", l));
+        Object keepAlive = field(Background.class, "keepAlive", field(LockerEngine.class, "background", l));
         Timer<?> renewals = (Timer<?>) field(KeepAlive.class, "scheduler", keepAlive);
         Timer<?> watch = (Timer<?>) field(KeepAlive.class, "watchdogScheduler", keepAlive);
         assertEquals(0, renewals.size(), "renewal entries of closed leases");

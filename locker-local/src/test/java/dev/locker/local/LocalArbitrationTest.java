@@ -108,7 +108,7 @@ class LocalArbitrationTest {
     @SuppressWarnings("unchecked")
     private static Hold[] holdsOf(Locker l, Object tx) throws Exception {
         java.util.Map<Object, Object> txs = (java.util.Map<Object, Object>) field(Transactions.class, "txs",
-                field(AbstractLocker.class, "transactions", l));
+                field(LockerEngine.class, "transactions", l));
         for (Object holds : txs.values()) {
             java.lang.reflect.Method all = holds.getClass().getDeclaredMethod("all");
             all.setAccessible(true);
@@ -271,6 +271,6 @@ class LocalArbitrationTest {
         }
         assertEquals(0, overlaps.get(), "two threads of one JVM inside one lock");
         assertEquals(0, missed.get(), "waits that ended without the lock");
-        assertEquals(0, ((LocalLockMediator) ((AbstractLocker<?>) l).arbitration()).size(), "entries left");
+        assertEquals(0, ((LocalLockMediator) ((LockerEngine<?>) l).arbitration()).size(), "entries left");
     }
 }

@@ -110,9 +110,9 @@ class LostSignalTest {
      */
     @SuppressWarnings("unchecked")
     private static Hold onlyHold(Locker l) throws Exception {
-        Field m = AbstractLocker.class.getDeclaredField("mediator");
+        Field m = LockerEngine.class.getDeclaredField("mediator");
         m.setAccessible(true);
-        Field sink = AbstractLocker.class.getDeclaredField("lostSink");
+        Field sink = LockerEngine.class.getDeclaredField("lostSink");
         sink.setAccessible(true);
         java.util.function.Consumer<Hold> ours = (java.util.function.Consumer<Hold>) sink.get(l);
         List<Hold> found = new java.util.ArrayList<>();

@@ -51,7 +51,7 @@ class TransactionHoldsTest {
                 b.checkLocks(next);
                 b.deleteLocks(next);
             }
-            assertEquals(0, ((AbstractLocker<?>) a).arbitration() instanceof LocalLockMediator m ? m.size() : -1);
+            assertEquals(0, ((LockerEngine<?>) a).arbitration() instanceof LocalLockMediator m ? m.size() : -1);
         }
     }
 }

@@ -13,6 +13,7 @@ import dev.locker.api.TimeSource;
 import dev.locker.local.AbstractLocker;
 import dev.locker.local.ClaimStatus;
 import dev.locker.local.LockerBuilder;
+import dev.locker.spi.Waiting;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import redis.clients.jedis.AbstractPipeline;

@@ -7,9 +7,10 @@ import java.time.Instant;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
- * A time source that parks the first {@code now()} a forced release asks for after it read the holder (outside
- * {@code readHolding}/{@code readHolder}): the record's timestamp, taken between the shared read of the holder and
- * the backend's conditional removal. The operator stalls exactly there while other processes act.
+ * A time source that parks the first {@code now()} a forced release asks for after it read the holder, outside the
+ * driver's {@code readHolder} and {@code remove} and the hooks they bridge. That is the record's timestamp, taken
+ * between the shared read of the holder and the backend's conditional removal. The operator stalls exactly there
+ * while other processes act.
  */
 final class ForceReleasePause implements TimeSource {
     private final TimeSource real;
@@ -33,10 +34,11 @@ final class ForceReleasePause implements TimeSource {
         boolean forcing = false;
         for (StackTraceElement f : Thread.currentThread().getStackTrace()) {
             String m = f.getMethodName();
-            if (m.equals("readHolding") || m.equals("readHolder") || m.equals("deleteClaimWithToken")) {
+            if (m.equals("readHolding") || m.equals("readHolder") || m.equals("deleteClaimWithToken")
+                    || m.equals("remove")) {
                 return false;
             }
-            forcing |= m.equals("forceRelease") && f.getClassName().endsWith("AbstractLocker");
+            forcing |= m.equals("forceRelease") && f.getClassName().endsWith("LockerEngine");
         }
         return forcing;
     }
