@@ -351,7 +351,14 @@ public final class RedisDoctor implements DeploymentCheck {
     }
 
     private static Finding restartGuard(String name, Map<String, String> info, Duration guard, Long recordedMs) {
-        if (recordedMs != null && !guard.isZero() && recordedMs != guard.toMillis()) {
+        if (recordedMs != null && guard.isZero()) {
+            return Finding.warn("restart-guard", name + "restartGuard=0, while the other lockers of this prefix use "
+                            + "restartGuard=" + format(Duration.ofMillis(recordedMs)) + " here: 0 is sound only on a "
+                            + "server that keeps its data across restarts (see persistence)",
+                    "give every locker of this server one restartGuard: 0 only with appendonly yes and appendfsync "
+                            + "always");
+        }
+        if (recordedMs != null && recordedMs != guard.toMillis()) {
             return Finding.fail("restart-guard", name + "restartGuard=" + format(guard) + " differs from restartGuard="
                             + format(Duration.ofMillis(recordedMs)) + ", which the lockers of this prefix use here: "
                             + "acquires with it are refused, and after a restart the shorter guard would grant locks "
