@@ -36,7 +36,9 @@ import java.util.function.Consumer;
  *       a {@code restartGuard} of at least the expiry (one guard for every locker of the server, default 60 s);</li>
  *   <li>{@code run-records}: a restart that loses data loses the records of finished {@code runOnce} jobs too,
  *       and no guard brings them back: such a job runs again (WARN);</li>
- *   <li>{@code restart-guard}: grants are refused while the server's uptime is below the guard;</li>
+ *   <li>{@code restart-guard}: grants are refused while the server's uptime is below the guard; a guard other than
+ *       the one the URI's prefix records fails, and a guard of 0 beside a recorded one warns (it is sound only where
+ *       the server keeps its data, which {@code persistence} checks);</li>
  *   <li>{@code acl}: every command Locker sends or its scripts call, with a lock key and the release channel, asked
  *       of {@code redis.acl_check_cmd} inside a script, so a least-privilege user needs no admin right to be
  *       checked;</li>
