@@ -199,8 +199,10 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     private final RedisOwners owners;
     /** The scripts' constant arguments, encoded once and passed as they are (see {@link RedisScript#arg}). */
     private final Rawable expiryArg;
-    /** Our own restart guard, which renewals keep recorded for as long as our claims live. */
+    /** Our own restart guard, as the acquire script gets it until a longer recorded one refuses us. */
     private final Rawable ownGuardArg;
+    /** How long a renewal keeps the guard record alive: as admit does, the longer of the guard and 1 s, plus 1 s. */
+    private final Rawable guardRecordLifeArg;
     /**
      * The acquire script's guard argument: ours, or ours and the longest guard recorded for our prefix that refused
      * us. Only this process remembers that guard after a restart that loses the record.
@@ -246,6 +248,8 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         this.expiryArg = RedisScript.arg(millis(this.config.expiry()));
         this.ownGuardArg = RedisScript.arg(millis(this.restartGuard));
         this.guardArg = ownGuardArg;
+        this.guardRecordLifeArg = RedisScript.arg(Long.toString(Math.max(guardMillis(this.restartGuard), 1_000)
+                + 1_000).getBytes(StandardCharsets.US_ASCII));
         this.waitedGuardMs = new AtomicLong(guardMillis(this.restartGuard));
         this.renewsGuardRecord = standalone && !this.restartGuard.isZero();
         this.queueArg = RedisScript.arg(millis(this.queueTtl));
@@ -453,7 +457,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         int keyCount = renewsGuardRecord ? 2 : 1;
         Rawable[] call = renewsGuardRecord
                 ? new Rawable[]{RedisScript.arg(key), guardRecordArg, fieldArg, RedisScript.arg(claimIdOf(status)),
-                        expiryArg, scrubArg, ownGuardArg}
+                        expiryArg, scrubArg, guardRecordLifeArg}
                 : new Rawable[]{RedisScript.arg(key), fieldArg, RedisScript.arg(claimIdOf(status)), expiryArg,
                         scrubArg};
         long started = time.nanoTime();

@@ -1,6 +1,7 @@
 -- renewLocks: extend our claim's expiry in place (same written time, same token), only if it is ours and alive.
 -- KEYS: 1 the lock's hash, 2 the guard record (see admit in the prelude; single server with a guard above 0 only)
--- ARGV: 1 our field, 2 nonce, 3 expiry ms, 4 scrub, 5 our restart guard ms (only with KEYS 2)
+-- ARGV: 1 our field, 2 nonce, 3 expiry ms, 4 scrub, 5 the guard record's life in ms, as admit sets it: the longer of
+--       our restart guard and a second, plus a second (only with KEYS 2)
 -- Reply: {1, token, written} renewed; {0, holder value, holder field} another claim is senior; {-1} ours is dead or
 -- gone
 local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner, wake,
@@ -21,6 +22,6 @@ keep_until(math.max(newexp, s.maxexp, s.keep), now, expms)
 if KEYS[2] then
   -- the guard record outlives the claim we extend, as admit's refresh makes it outlive a grant: a locker with
   -- another guard is refused, and learns our guard, for as long as our claim lives
-  redis.pcall('PEXPIRE', KEYS[2], fmt(math.max(tonumber(ARGV[5]), 1000) + 1000))
+  redis.pcall('PEXPIRE', KEYS[2], ARGV[5])
 end
 return { 1, tok, ts }
