@@ -209,7 +209,9 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
      */
     private volatile Rawable guardArg;
     /** The longest restart guard (ms) this locker waits out after a restart: its own, or a longer one it met. */
-    private final AtomicLong waitedGuardMs;
+    private volatile long waitedGuardMs;
+    /** Held while {@link #waitedGuardMs} and {@link #guardArg} change, so that they always name the same guard. */
+    private final Object guardChange = new Object();
     /** A single server with a guard above 0: renewals keep the guard record alive (see renew.lua). */
     private final boolean renewsGuardRecord;
     private final Rawable queueArg;
@@ -250,7 +252,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         this.guardArg = ownGuardArg;
         this.guardRecordLifeArg = RedisScript.arg(Long.toString(Math.max(guardMillis(this.restartGuard), 1_000)
                 + 1_000).getBytes(StandardCharsets.US_ASCII));
-        this.waitedGuardMs = new AtomicLong(guardMillis(this.restartGuard));
+        this.waitedGuardMs = guardMillis(this.restartGuard);
         this.renewsGuardRecord = standalone && !this.restartGuard.isZero();
         this.queueArg = RedisScript.arg(millis(this.queueTtl));
         this.fieldArg = RedisScript.arg(ownField);
@@ -400,7 +402,7 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         }
         if (code == -2) {
             long leftMs = (Long) r.get(1);
-            Duration waited = Duration.ofMillis(waitedGuardMs.get());
+            Duration waited = Duration.ofMillis(waitedGuardMs);
             String since = waited.equals(restartGuard) ? "restartGuard=" + restartGuard + " ago"
                     : waited + " ago (the restartGuard recorded for prefix " + keys.prefix() + " when it refused this "
                     + "locker's restartGuard=" + restartGuard + ")";
@@ -441,9 +443,15 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
      */
     private void waitOutAfterARestart(Duration recorded) {
         long ms = recorded.toMillis();
-        long before = waitedGuardMs.getAndAccumulate(ms, Math::max);
-        if (ms > before) {
-            guardArg = RedisScript.arg((guardMillis(restartGuard) + ":" + ms).getBytes(StandardCharsets.US_ASCII));
+        boolean longer;
+        synchronized (guardChange) {
+            longer = ms > waitedGuardMs;
+            if (longer) {
+                waitedGuardMs = ms;
+                guardArg = RedisScript.arg((guardMillis(restartGuard) + ":" + ms).getBytes(StandardCharsets.US_ASCII));
+            }
+        }
+        if (longer) {
             log.info("restartGuard={} of this locker differs from restartGuard={} recorded for prefix {} on {}: after "
                     + "a restart of the server it waits out {}", restartGuard, recorded, keys.prefix(), server,
                     recorded);
