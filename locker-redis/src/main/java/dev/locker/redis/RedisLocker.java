@@ -402,9 +402,9 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         }
         if (code == -2) {
             long leftMs = (Long) r.get(1);
-            Duration waited = Duration.ofMillis(waitedGuardMs);
-            String since = waited.equals(restartGuard) ? "restartGuard=" + restartGuard + " ago"
-                    : waited + " ago (the restartGuard recorded for prefix " + keys.prefix() + " when it refused this "
+            long waitedMs = waitedGuardMs;
+            String since = waitedMs == guardMillis(restartGuard) ? "restartGuard=" + restartGuard + " ago"
+                    : Duration.ofMillis(waitedMs) + " ago (the restartGuard recorded for prefix " + keys.prefix() + " when it refused this "
                     + "locker's restartGuard=" + restartGuard + ")";
             log.info("Refusing a grant on {}: {} started less than {}: it may have lost claims; {} ms left", lock,
                     server, since, leftMs);
