@@ -36,7 +36,9 @@ import java.util.function.Consumer;
  *       a {@code restartGuard} of at least the expiry (one guard for every locker of the server, default 60 s);</li>
  *   <li>{@code run-records}: a restart that loses data loses the records of finished {@code runOnce} jobs too,
  *       and no guard brings them back: such a job runs again (WARN);</li>
- *   <li>{@code restart-guard}: grants are refused while the server's uptime is below the guard;</li>
+ *   <li>{@code restart-guard}: grants are refused while the server's uptime is below the guard; a guard other than
+ *       the one the URI's prefix records fails, and a guard of 0 beside a recorded one warns (it is sound only where
+ *       the server keeps its data, which {@code persistence} checks);</li>
  *   <li>{@code acl}: every command Locker sends or its scripts call, with a lock key and the release channel, asked
  *       of {@code redis.acl_check_cmd} inside a script, so a least-privilege user needs no admin right to be
  *       checked;</li>
@@ -351,7 +353,14 @@ public final class RedisDoctor implements DeploymentCheck {
     }
 
     private static Finding restartGuard(String name, Map<String, String> info, Duration guard, Long recordedMs) {
-        if (recordedMs != null && !guard.isZero() && recordedMs != guard.toMillis()) {
+        if (recordedMs != null && guard.isZero()) {
+            return Finding.warn("restart-guard", name + "restartGuard=0, while the other lockers of this prefix use "
+                            + "restartGuard=" + format(Duration.ofMillis(recordedMs)) + " here: 0 is sound only on a "
+                            + "server that keeps its data across restarts (see persistence)",
+                    "give every locker of this server one restartGuard: 0 only with appendonly yes and appendfsync "
+                            + "always");
+        }
+        if (recordedMs != null && recordedMs != guard.toMillis()) {
             return Finding.fail("restart-guard", name + "restartGuard=" + format(guard) + " differs from restartGuard="
                             + format(Duration.ofMillis(recordedMs)) + ", which the lockers of this prefix use here: "
                             + "acquires with it are refused, and after a restart the shorter guard would grant locks "

@@ -85,7 +85,9 @@ import java.util.function.Supplier;
  *       The guard is one value for every locker of a server, never one per locker: the restarted server knows
  *       nothing of the claims it lost, so a locker with a shorter guard would grant them while their holders work.
  *       Hence its default does not follow the expiry, an expiry longer than the guard is refused when built, and a
- *       single server records the guard in use and refuses a locker that asks with another one;</li>
+ *       single server records the guard in use and refuses a locker that asks with another one. Grants and renewals
+ *       keep that record alive while any claim under it lives. A restart loses the record with those claims, so a
+ *       refused locker remembers the longer guard and waits it out after every later restart;</li>
  *   <li>with {@code replicas > 0}, a granted claim counts only once that many replicas acknowledged it
  *       ({@code WAIT}, pipelined with the script on the same connection); otherwise it is removed again. A renewal
  *       likewise extends the local expiry only once the replicas acknowledged it;</li>
@@ -198,7 +200,21 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     private final RedisOwners owners;
     /** The scripts' constant arguments, encoded once and passed as they are (see {@link RedisScript#arg}). */
     private final Rawable expiryArg;
-    private final Rawable guardArg;
+    /** Our own restart guard, as the acquire script gets it until a longer recorded one refuses us. */
+    private final Rawable ownGuardArg;
+    /** How long a renewal keeps the guard record alive: as admit does, the longer of the guard and 1 s, plus 1 s. */
+    private final Rawable guardRecordLifeArg;
+    /**
+     * The acquire script's guard argument: ours, or ours and the longest guard recorded for our prefix that refused
+     * us. Only this process remembers that guard after a restart that loses the record.
+     */
+    private volatile Rawable guardArg;
+    /** The longest restart guard (ms) this locker waits out after a restart: its own, or a longer one it met. */
+    private volatile long waitedGuardMs;
+    /** Held while {@link #waitedGuardMs} and {@link #guardArg} change, so that they always name the same guard. */
+    private final Object guardChange = new Object();
+    /** A single server with a guard above 0: renewals keep the guard record alive (see renew.lua). */
+    private final boolean renewsGuardRecord;
     private final Rawable queueArg;
     private final Rawable fieldArg;
     private final Rawable scrubArg;
@@ -233,7 +249,12 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         this.channel = keys.releaseChannel();
         this.queueTtl = Duration.ofMillis(Math.max(300, Math.min(this.config.expiry().toMillis(), 3_000)));
         this.expiryArg = RedisScript.arg(millis(this.config.expiry()));
-        this.guardArg = RedisScript.arg(millis(this.restartGuard));
+        this.ownGuardArg = RedisScript.arg(millis(this.restartGuard));
+        this.guardArg = ownGuardArg;
+        this.guardRecordLifeArg = RedisScript.arg(Long.toString(Math.max(guardMillis(this.restartGuard), 1_000)
+                + 1_000).getBytes(StandardCharsets.US_ASCII));
+        this.waitedGuardMs = guardMillis(this.restartGuard);
+        this.renewsGuardRecord = standalone && !this.restartGuard.isZero();
         this.queueArg = RedisScript.arg(millis(this.queueTtl));
         this.fieldArg = RedisScript.arg(ownField);
         this.scrubArg = RedisScript.arg(scrub());
@@ -382,11 +403,15 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         }
         if (code == -2) {
             long leftMs = (Long) r.get(1);
-            log.info("Refusing a grant on {}: {} started less than restartGuard={} ago (it may have lost claims); "
-                    + "{} ms left", lock, server, restartGuard, leftMs);
-            throw new TemporaryLockingException(server + " started less than restartGuard=" + restartGuard
-                    + " ago: it may have lost claims in a restart, so no claim is granted for another " + leftMs
-                    + " ms (set restartGuard=0 for a server whose data survives restarts)", lock);
+            long waitedMs = waitedGuardMs;
+            String since = waitedMs == guardMillis(restartGuard) ? "restartGuard=" + restartGuard + " ago"
+                    : Duration.ofMillis(waitedMs) + " ago (the restartGuard recorded for prefix " + keys.prefix() + " when it refused this "
+                    + "locker's restartGuard=" + restartGuard + ")";
+            log.info("Refusing a grant on {}: {} started less than {}: it may have lost claims; {} ms left", lock,
+                    server, since, leftMs);
+            throw new TemporaryLockingException(server + " started less than " + since + ": it may have lost claims "
+                    + "in a restart, so no claim is granted for another " + leftMs + " ms (set restartGuard=0 for a "
+                    + "server whose data survives restarts)", lock);
         }
         if (code == -4) {
             String policy = new String((byte[]) r.get(1), StandardCharsets.UTF_8);
@@ -398,12 +423,13 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         if (code == -6) {
             Duration recorded = Duration.ofMillis(Long.parseLong(new String((byte[]) r.get(1),
                     StandardCharsets.US_ASCII)));
+            waitOutAfterARestart(recorded);
             throw new PermanentLockingException("restartGuard=" + restartGuard + " differs from restartGuard="
                     + recorded + ", which the other lockers of prefix " + keys.prefix() + " use on " + server
                     + ": after a restart without data the shorter guard would grant locks whose holders still work. "
                     + "Give every locker sharing the server one restartGuard (the record lapses "
                     + (recorded.compareTo(Duration.ofSeconds(1)) > 0 ? recorded : Duration.ofSeconds(1)).plusSeconds(1)
-                    + " after their last grant)", lock);
+                    + " after their last grant or renewal)", lock);
         }
         if (code == -3) { // only a late request meets its tombstone, and nobody waits for its reply
             throw new TemporaryLockingException("this acquire had been withdrawn on " + server + " before it arrived; "
@@ -412,19 +438,46 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
         throw new PermanentLockingException("unexpected reply " + code + " from the acquire script on " + server, lock);
     }
 
+    /**
+     * Remembers a longer guard recorded for our prefix, to wait out after every later restart of the server. The
+     * restart loses the record with the claims granted under it, so this locker's memory is what covers them.
+     */
+    private void waitOutAfterARestart(Duration recorded) {
+        long ms = recorded.toMillis();
+        boolean longer;
+        synchronized (guardChange) {
+            longer = ms > waitedGuardMs;
+            if (longer) {
+                waitedGuardMs = ms;
+                guardArg = RedisScript.arg((guardMillis(restartGuard) + ":" + ms).getBytes(StandardCharsets.US_ASCII));
+            }
+        }
+        if (longer) {
+            log.info("restartGuard={} of this locker differs from restartGuard={} recorded for prefix {} on {}: after "
+                    + "a restart of the server it waits out {}", restartGuard, recorded, keys.prefix(), server,
+                    recorded);
+        }
+    }
+
     @Override
     protected ClaimStatus renewSingleLock(KeyColumn lock, ClaimStatus status) {
         byte[] key = keys.lockKey(lock);
-        Rawable[] call = {RedisScript.arg(key), fieldArg, RedisScript.arg(claimIdOf(status)), expiryArg, scrubArg};
+        // with the guard record as a second key: keeping it alive with our claim costs no round trip
+        int keyCount = renewsGuardRecord ? 2 : 1;
+        Rawable[] call = renewsGuardRecord
+                ? new Rawable[]{RedisScript.arg(key), guardRecordArg, fieldArg, RedisScript.arg(claimIdOf(status)),
+                        expiryArg, scrubArg, guardRecordLifeArg}
+                : new Rawable[]{RedisScript.arg(key), fieldArg, RedisScript.arg(claimIdOf(status)), expiryArg,
+                        scrubArg};
         long started = time.nanoTime();
         List<?> r;
         long acks = -1;
         if (replicas > 0) {
-            Object[] both = withRetries(() -> runAndWait(RedisScript.RENEW, 1, call));
+            Object[] both = withRetries(() -> runAndWait(RedisScript.RENEW, keyCount, call));
             r = (List<?>) both[0];
             acks = (Long) both[1];
         } else {
-            r = (List<?>) withRetries(() -> RedisScript.RENEW.run(client, 1, call));
+            r = (List<?>) withRetries(() -> RedisScript.RENEW.run(client, keyCount, call));
         }
         long code = (Long) r.get(0);
         if (code == 1) {
@@ -871,6 +924,11 @@ public final class RedisLocker extends AbstractLocker<ClaimStatus> {
     /** {@code <instance><counter>}, 16 + 16 hex digits: fixed width, so the script compares counters as strings. */
     private byte[] scrub() {
         return config.scrubExpired() ? ONE : ZERO;
+    }
+
+    /** A guard in whole ms, as the scripts get it ({@link #millis}). */
+    private static long guardMillis(Duration guard) {
+        return Long.parseLong(new String(millis(guard), StandardCharsets.US_ASCII));
     }
 
     /**

@@ -1,7 +1,8 @@
 -- writeLock: write our claim and decide the holder in one step.
 -- KEYS: 1 the lock's hash, 2 the admission marker, 3 the guard record (see admit in the prelude; single server only)
 -- ARGV: 1 our field ("c" .. instance), 2 nonce, 3 expiry ms, 4 owner part of the claim (a reference into our owner
---       record, or "=" and the owner's bytes), 5 restart guard ms, 6 scrub ("1"/"0"),
+--       record, or "=" and the owner's bytes), 5 restart guard ms (ours, or "<ours>:<longer>" once a longer one
+--       recorded for the prefix refused us: see admit), 6 scrub ("1"/"0"),
 --       7 eviction check ("fail", "warn" or "off"), 8 waiter id (absent or "" when this acquire does not wait), 9 queue
 --       entry ms (how long a waiter's entry lives unless refreshed; only with a waiter id)
 -- A waiter that is refused is queued (or its entry refreshed, keeping its place); while a live waiter is queued,
@@ -19,7 +20,8 @@
 --        {-4, policy, maxmemory}  the server may evict keys, ours included, and the check says fail
 --        {-6, guard ms}       the lockers of this prefix use that other restart guard: nothing is granted
 -- ARGV 3 and 5 are whole numbers of ms, at least 0, in their shortest digits (RedisLocker writes them so): the fast
--- path writes ARGV 3 into the claim as it stands and coerces where it needs numbers. A library call (tonumber,
+-- path writes ARGV 3 into the claim as it stands and coerces where it needs numbers. ARGV 5's two-guard form matches
+-- no marker, so the fast path never coerces it: admit parses it. A library call (tonumber,
 -- string.format, string.match...) costs the server 700 to 3,700 instructions (callgrind), a plain Lua operation tens:
 -- the fast path makes as few as it can.
 local own, check = ARGV[1], ARGV[7]
@@ -74,7 +76,7 @@ if fast then
       local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner,
           wake, may_have_waiters, is_senior, keep_until, admit = lib()
       local refusal
-      refusal, warning = admit(now, guard + 0, check)
+      refusal, warning = admit(now, guard, check)
       if refusal then
         return refusal
       end
@@ -115,7 +117,7 @@ end
 -- the general path: the hash holds a claim, a tombstone or a queue entry (its HGETALL reply is reused)
 local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner, wake,
     may_have_waiters, is_senior, keep_until, admit = lib()
-local expms, guard = tonumber(ARGV[3]), tonumber(ARGV[5])
+local expms = tonumber(ARGV[3])
 local waiter = ARGV[8] ~= '' and ARGV[8] or nil
 local s = scan(now, ARGV[6] == '1', own, ARGV[2], waiter, all)
 local _, counter = split_nonce(ARGV[2])
@@ -144,7 +146,7 @@ if s.senior or (s.head and s.head ~= (waiter and ('q' .. waiter)) and not s.own)
   end
   return { -5, queued_owner(s.headValue), s.head }
 end
-local refusal, warning = admit(now, guard, ARGV[7])
+local refusal, warning = admit(now, ARGV[5], ARGV[7])
 if refusal then
   return refusal
 end

@@ -277,18 +277,26 @@ local function lib()
   --   ok        1 when maxmemory is 0 or the policy is noeviction. A 0 is never trusted: the check reads INFO memory
   --             again, so a refusal always names the current policy.
   --   guard     the restart guard (ms) the guard record (below) held when the marker was written; absent when the
-  --             script was given no record. A marker with a guard vouches only for a locker asking with that guard.
+  --             script was given no record or asked with a guard of 0. A marker with a guard vouches only for a
+  --             locker asking with that guard.
   -- The guard record (KEYS[3], standalone only) holds the restart guard the lockers of this prefix use. After a restart
   -- without data the server knows nothing of the claims it lost, so every locker must wait out the same guard: one
   -- asking with another guard is refused ({-6, recorded guard}) while the record lives. Every admission refreshes it
-  -- for the longer of its guard and a second, plus a second, so it outlives the marker under steady traffic. A guard
-  -- of 0 declares that the server keeps its data across restarts: it neither reads nor writes the record (the doctor
-  -- checks that declaration against the server's persistence).
+  -- for the longer of its guard and a second, plus a second, and so does every renewal (renew.lua): it outlives every
+  -- claim granted under it, since no expiry exceeds its guard. A guard of 0 declares that the server keeps its data
+  -- across restarts: it neither reads nor writes the record. Where that holds no claim is lost, whatever guard others
+  -- use; where it does not, a guard of 0 fails alone (the doctor checks the declaration against the persistence).
+  -- guards is ARGV 5 of acquire.lua: the locker's own guard in ms, or "<own>:<longer>" once the locker has been refused
+  -- for a longer guard recorded here. The restart loses the record, not the locker's memory: it then waits out the
+  -- longer guard, so the claims granted under it stay covered. No marker admits that form outright.
   -- The marker lives 1 s (PX), so a CONFIG SET to an evicting policy is noticed within a second. Without LASTSAVE, GET
   -- or SET in the ACL, every grant reads INFO as before (pcall: no marker, same answers). acquire.lua's fast path
   -- reads the marker itself and calls this only when the marker does not admit the grant outright.
   -- Returns (refusal reply or nil, warning or nil).
-  local function admit(now, guard, check)
+  local function admit(now, guards, check)
+    local own, longer = string.match(guards, '^(%d+):?(%d*)$')
+    own = tonumber(own)
+    local guard = math.max(own, tonumber(longer) or 0) -- the guard to wait out
     if guard <= 0 and check == 'off' then
       return nil, nil
     end
@@ -305,13 +313,13 @@ local function lib()
       end
     end
     local record = KEYS[3]
-    if record and guard > 0 and marked ~= guard then
+    if record and own > 0 and marked ~= own then
       -- one guard per prefix: a locker with another one would grant a lock a restart lost before its holder gave up
       local g = redis.pcall('GET', record)
-      if type(g) == 'string' and tonumber(g) ~= guard then
+      if type(g) == 'string' and tonumber(g) ~= own then
         return { -6, g }, nil
       end
-      redis.pcall('SET', record, fmt(guard), 'PX', fmt(math.max(guard, 1000) + 1000))
+      redis.pcall('SET', record, fmt(own), 'PX', fmt(math.max(own, 1000) + 1000))
     end
     local fresh = upsince == nil
     local t
@@ -345,7 +353,7 @@ local function lib()
       -- the marker is a fact about this server alone: it must never reach a replica (which may evict, or have booted in
       -- the same second) nor the AOF. Where replication cannot be switched off for it, no marker is written.
       if pcall(redis.set_repl, redis.REPL_NONE) then
-        local vouches = (record and guard > 0) and (' ' .. fmt(guard)) or ''
+        local vouches = (record and own > 0) and (' ' .. fmt(own)) or ''
         redis.pcall('SET', marker, fmt(saved) .. ' ' .. fmt(upsince) .. ' ' .. (ok and '1' or '0') .. vouches,
             'PX', 1000)
         redis.set_repl(redis.REPL_ALL)

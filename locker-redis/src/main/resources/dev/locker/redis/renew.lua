@@ -1,5 +1,7 @@
 -- renewLocks: extend our claim's expiry in place (same written time, same token), only if it is ours and alive.
--- ARGV: 1 our field, 2 nonce, 3 expiry ms, 4 scrub
+-- KEYS: 1 the lock's hash, 2 the guard record (see admit in the prelude; single server with a guard above 0 only)
+-- ARGV: 1 our field, 2 nonce, 3 expiry ms, 4 scrub, 5 the guard record's life in ms, as admit sets it: the longer of
+--       our restart guard and a second, plus a second (only with KEYS 2)
 -- Reply: {1, token, written} renewed; {0, holder value, holder field} another claim is senior; {-1} ours is dead or
 -- gone
 local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner, wake,
@@ -17,4 +19,9 @@ end
 local newexp = math.max(exp, now + expms * 1000) -- never earlier than before, whatever the clock did
 redis.call('HSET', key, own, claim_value(ts, newexp, tok, ctr, owner))
 keep_until(math.max(newexp, s.maxexp, s.keep), now, expms)
+if KEYS[2] then
+  -- the guard record outlives the claim we extend, as admit's refresh makes it outlive a grant: a locker with
+  -- another guard is refused, and learns our guard, for as long as our claim lives
+  redis.pcall('PEXPIRE', KEYS[2], ARGV[5])
+end
 return { 1, tok, ts }

@@ -6,11 +6,12 @@ import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.LockingException;
 import dev.locker.api.PermanentLockingException;
+import dev.locker.api.TemporaryLockingException;
+import dev.locker.spi.DeploymentCheck;
 import dev.locker.testkit.RedisServer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import redis.clients.jedis.UnifiedJedis;
@@ -20,6 +21,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -55,7 +57,6 @@ class RedisRestartGuardRecordTest {
      * is valid: a holder that renews keeps counting on the guard it was granted under.
      */
     @Test
-    @Disabled("the guard record lapses guard+1s after the last admission though renewals keep a claim under it alive")
     void aRenewedClaimKeepsItsGuardRecordedUntilItEnds() {
         try (RedisServer server = RedisServer.start()) {
             try (UnifiedJedis admin = RedisLocker.builder().node("127.0.0.1", server.port()).newClient(1)) {
@@ -97,33 +98,60 @@ class RedisRestartGuardRecordTest {
     }
 
     /**
-     * Given A holding a lock under a 2 s guard, recorded for the prefix, C on the same server and prefix asks with
-     * no guard at all. A guard of 0 is the shortest guard there is: C must be refused like any other guard that
-     * differs, or a restart without data lets C take A's lock at once while A's lease is valid.
+     * Given A holding a lock under a 4 s guard on a server with AOF appendfsync always, C on the same prefix with no
+     * guard (it declares that the server keeps its data) is granted other locks. The restart keeps A's claim, so C
+     * is not granted A's lock while A's lease is valid: a guard of 0 is sound wherever its declaration holds.
      */
     @Test
-    @Disabled("a locker with restartGuard 0 neither reads nor writes the guard record, so it is never refused for it")
-    void aLockerWithoutARestartGuardIsRefusedWhileThePrefixRecordsOne() {
+    void aLockerWithoutARestartGuardIsSoundBesideAGuardedOneOnAServerThatKeepsItsData() {
+        try (RedisServer server = RedisServer.startPersistent()) {
+            try (UnifiedJedis admin = RedisLocker.builder().node("127.0.0.1", server.port()).newClient(1)) {
+                RedisTarget.awaitUptime(admin, Duration.ofSeconds(4));
+            }
+            RedisLocker a = open(server, "a", Duration.ofSeconds(4), Duration.ofSeconds(4));
+            KeyColumn lock = KeyColumn.named("nightly-" + LockerConfig.randomRid().substring(0, 8));
+            Lease held = a.acquire(lock, "nightly").keepAlive(false);
+            RedisLocker c = open(server, "c", Duration.ofSeconds(1), Duration.ZERO);
+            c.acquire(KeyColumn.named("other"), "no guard").close();
+            held.renew();
+            server.kill9();
+            server.startAgain(); // with its data: A's claim survives
+            boolean refused = false;
+            while (held.isValid()) {
+                try (Lease second = c.acquire(lock, "takeover")) {
+                    assertFalse(held.isValid(), "C (no guard) was granted the lock (token " + second.fencingToken()
+                            + ") while A's lease (token " + held.fencingToken() + ") was still valid, on a server "
+                            + "that keeps its data: two holders");
+                } catch (TemporaryLockingException e) {
+                    refused |= e.holder() != null;
+                }
+                RedisServer.sleep(100);
+            }
+            assertTrue(refused, "C was refused at least once naming A, whose claim survived the restart");
+        }
+    }
+
+    /**
+     * Given A holding a lock under a 2 s guard, recorded for the prefix, the doctor warns of a URI of that prefix with
+     * restartGuard=0 (sound only where the server keeps its data), and fails it on this server, which keeps none.
+     */
+    @Test
+    void theDoctorWarnsOfAnUnguardedUriWhileThePrefixRecordsAGuard() {
         try (RedisServer server = RedisServer.start()) {
             try (UnifiedJedis admin = RedisLocker.builder().node("127.0.0.1", server.port()).newClient(1)) {
                 RedisTarget.awaitUptime(admin, Duration.ofSeconds(2));
             }
             RedisLocker a = open(server, "a", Duration.ofSeconds(2), Duration.ofSeconds(2));
-            KeyColumn lock = KeyColumn.named("nightly-" + LockerConfig.randomRid().substring(0, 8));
-            Lease held = a.acquire(lock, "nightly").keepAlive(false);
-            RedisLocker c = open(server, "c", Duration.ofSeconds(1), Duration.ZERO);
-            try (Lease other = c.acquire(KeyColumn.named("other"), "no guard")) {
-                held.renew();
-                server.kill9();
-                server.startAgain(); // no data: A's claim is gone, A's lease does not know yet
-                try (Lease second = c.acquire(lock, "takeover")) {
-                    assertFalse(held.isValid(), "C (no guard) was granted the lock (token " + second.fencingToken()
-                            + ") while A's lease under the prefix's 2 s guard (token " + held.fencingToken()
-                            + ") was still valid: two holders; C had been granted " + other.lock()
-                            + " though the prefix records a 2 s guard");
-                }
-            } catch (PermanentLockingException refused) {
-                assertTrue(refused.getMessage().contains("restartGuard"), refused.getMessage());
+            try (Lease held = a.acquire(KeyColumn.named("nightly"), "nightly")) {
+                List<DeploymentCheck.Finding> doctor = new RedisDoctor().check(server.address()
+                        + "?prefix=record:&expiry=1s&restartGuard=0", p -> { });
+                DeploymentCheck.Finding guard = doctor.stream().filter(f -> f.check().equals("restart-guard"))
+                        .findFirst().orElseThrow();
+                assertEquals(DeploymentCheck.Level.WARN, guard.level(), guard::toString);
+                assertTrue(guard.toString().contains("restartGuard=2s"), guard::toString);
+                DeploymentCheck.Finding persistence = doctor.stream().filter(f -> f.check().equals("persistence"))
+                        .findFirst().orElseThrow();
+                assertEquals(DeploymentCheck.Level.FAIL, persistence.level(), persistence::toString);
             }
         }
     }
@@ -134,7 +162,6 @@ class RedisRestartGuardRecordTest {
      * while A's lease is valid: the restart the record exists for must not reset it.
      */
     @Test
-    @Disabled("the guard record is lost with the data in the restart it guards, so the first locker to ask records its own guard")
     void aLockerRefusedForItsGuardBeforeARestartIsNotGrantedAfterIt() {
         try (RedisServer server = RedisServer.start()) {
             try (UnifiedJedis admin = RedisLocker.builder().node("127.0.0.1", server.port()).newClient(1)) {
@@ -165,6 +192,34 @@ class RedisRestartGuardRecordTest {
                 RedisServer.sleep(100);
             }
             assertTrue(asked, "B asked at least once while A's lease was valid");
+        }
+    }
+
+    /**
+     * Given A renewing a claim under a 2 s guard for longer than the record's own life (3 s), B with a 1 s guard is
+     * refused while the claim lives, without any restart; once A releases and the record lapses, B records its own.
+     */
+    @Test
+    void aLockerWithAnotherGuardIsRefusedForAsLongAsARenewedClaimLives() {
+        try (RedisServer server = RedisServer.start()) {
+            try (UnifiedJedis admin = RedisLocker.builder().node("127.0.0.1", server.port()).newClient(1)) {
+                RedisTarget.awaitUptime(admin, Duration.ofSeconds(2));
+            }
+            RedisLocker a = open(server, "a", Duration.ofSeconds(2), Duration.ofSeconds(2));
+            RedisLocker b = open(server, "b", Duration.ofSeconds(1), Duration.ofSeconds(1));
+            // renewed by hand: the record's life is counted from the renewals alone, nothing else admits meanwhile
+            Lease held = a.acquire(KeyColumn.named("nightly"), "nightly").keepAlive(false);
+            for (int i = 0; i < 5; i++) {
+                RedisServer.sleep(1_000);
+                held.renew();
+            }
+            PermanentLockingException refused = assertThrows(PermanentLockingException.class,
+                    () -> b.acquire(KeyColumn.named("other"), "a second guard"));
+            assertTrue(refused.getMessage().contains("restartGuard=PT1S") && refused.getMessage().contains("PT2S"),
+                    refused.getMessage());
+            held.close();
+            RedisServer.sleep(3_100); // the record lapses a guard and a second after A's last renewal
+            b.acquire(KeyColumn.named("other"), "the only guard now").close();
         }
     }
 }
