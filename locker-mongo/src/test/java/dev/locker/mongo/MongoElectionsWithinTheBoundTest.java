@@ -1,11 +1,15 @@
 package dev.locker.mongo;
 
+import com.mongodb.ConnectionString;
+import com.mongodb.MongoClientSettings;
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoClients;
 import com.mongodb.client.MongoCollection;
 import com.mongodb.client.model.Filters;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
+import dev.locker.api.TemporaryLockingException;
+import dev.locker.testkit.FreezingProxy;
 import dev.locker.testkit.VirtualClock;
 import org.bson.Document;
 import org.junit.jupiter.api.AfterAll;
@@ -19,11 +23,14 @@ import java.util.Date;
 import java.util.List;
 
 import static dev.locker.mongo.MongoFixture.lock;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
 
 /**
- * Across several elections between two members whose clocks differ by exactly serverClockSkew, fencing tokens rise
- * even when the creating, releasing, deleting and re-creating writes each come from the worst of the two clocks.
+ * Across elections between two members whose clocks differ by exactly serverClockSkew, tokens rise and late claims
+ * stay dead, even when each write and each judgement comes from the worse of the two clocks.
  *
  * <p>The member ahead is the class's in-process server, its clock shifted forward by the bound; the member behind is a
  * second in-process server. An election copies the lock collection from the old primary to the new one.
@@ -59,6 +66,20 @@ class MongoElectionsWithinTheBoundTest extends MongoScenarios {
         String uri = server.uri() + "&lockerDatabase=locker&lockerCollection=" + fixture.collection()
                 + "&lockerClockCheckIntervalMS=0&lockerTtlGraceSeconds=0&lockerServerClockSkewMS=" + SKEW.toMillis();
         return fixture.closeFirst(MongoLockerProvider.builder(uri).config(config(name, EXPIRY, clock).build()).build());
+    }
+
+    /**
+     * A locker through {@code address} (a proxy's) with the bound, on a client of its own: a short socket timeout, and
+     * retryable writes off, so that a stalled upsert fails the acquire instead of being sent again.
+     */
+    private MongoLocker openThrough(String address, String name, VirtualClock clock) {
+        MongoClient client = fixture.closeLast(MongoClients.create(MongoClientSettings.builder()
+                .applyConnectionString(new ConnectionString("mongodb://" + address + "/?serverSelectionTimeoutMS=3000"
+                        + "&connectTimeoutMS=3000&socketTimeoutMS=500&retryWrites=false"))
+                .build()));
+        return fixture.closeFirst(MongoLocker.builder().client(client).database("locker")
+                .collection(fixture.collection()).serverClockSkew(SKEW).clockCheckInterval(Duration.ZERO)
+                .ttlGrace(Duration.ZERO).config(config(name, EXPIRY, clock).retries(1).build()).build());
     }
 
     private MongoCollection<Document> aheadLocks() {
@@ -118,6 +139,51 @@ class MongoElectionsWithinTheBoundTest extends MongoScenarios {
             assertTrue(next.fencingToken() > last, "fencing tokens must strictly increase across the elections: A "
                     + "had " + last + ", C got " + next.fencingToken() + " (lower by " + (last - next.fencingToken())
                     + " us); the document B released on the member behind: " + released.toJson());
+        }
+    }
+
+    /**
+     * A's acquire on the member ahead stalls and fails; its take-back runs until the claim could no longer be live.
+     * Only then does the stalled upsert land, writing the claim with the expiry A fixed on the clock ahead. After an
+     * election to the member behind, that claim is already dead there: B takes the lock over at once.
+     */
+    @Test
+    void aClaimLandingAfterItsTakeBackEndedIsDeadOnAMemberBehindByTheBound() throws Exception {
+        VirtualClock clock = new VirtualClock();
+        mongo.clock().follow(clock);
+        mongo.clock().offset(SKEW);
+        behind.clock().follow(clock);
+        KeyColumn lock = lock("late-claim");
+        try (FreezingProxy proxy = new FreezingProxy("127.0.0.1", mongo.port(), "findAndModify")) {
+            MongoLocker a = openThrough("127.0.0.1:" + proxy.port(), "a", clock);
+            a.acquire(lock("warm-up"), "marks the pooled connection").close();
+
+            proxy.freezeMarked();
+            assertThrows(TemporaryLockingException.class, () -> a.acquire(lock, "stalled upsert"));
+            assertEquals(1, a.pendingTakeBacks(), "the claim of unknown outcome is being taken back");
+            clock.advance(EXPIRY);
+            for (int step = 0; a.pendingTakeBacks() > 0; step++) {
+                assertTrue(step < 100, "the take-back never ended");
+                clock.advance(Duration.ofMillis(100));
+                // the take-back checks within its longest back-off (500 ms here); a later check only ends it later
+                long until = System.nanoTime() + Duration.ofMillis(700).toNanos();
+                while (a.pendingTakeBacks() > 0 && System.nanoTime() < until) {
+                    Thread.sleep(20);
+                }
+            }
+
+            proxy.thaw();
+            await(() -> fixture.rawDoc(lock) != null, "A's stalled upsert lands and writes its claim");
+            Document landed = fixture.rawDoc(lock);
+
+            elect(aheadLocks(), behindLocks());
+            MongoLocker b = open(behind, "b", clock);
+            try (Lease taken = b.acquire(lock, "takes the dead late claim over")) {
+                assertTrue(taken.fencingToken() > 0);
+            } catch (TemporaryLockingException refused) {
+                fail("the late claim, nobody's, still blocks the lock on the member behind after A's take-back "
+                        + "ended: " + landed.toJson() + " at " + clock.now() + " behind; " + refused.getMessage());
+            }
         }
     }
 }
