@@ -1,0 +1,226 @@
+package dev.locker.mongo;
+
+import com.mongodb.ConnectionString;
+import com.mongodb.MongoClientSettings;
+import com.mongodb.client.MongoClient;
+import com.mongodb.client.MongoClients;
+import com.mongodb.client.MongoCollection;
+import com.mongodb.client.model.Filters;
+import dev.locker.api.KeyColumn;
+import dev.locker.api.Lease;
+import dev.locker.api.TemporaryLockingException;
+import dev.locker.testkit.FreezingProxy;
+import dev.locker.testkit.VirtualClock;
+import org.bson.Document;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Disabled;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Date;
+import java.util.List;
+
+import static dev.locker.mongo.MongoFixture.lock;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+/**
+ * Across elections between two members whose clocks differ by at most serverClockSkew, tokens rise, late claims stay
+ * dead and no second holder is granted, even when each write and each judgement comes from the worse clock.
+ *
+ * <p>The member ahead is the class's in-process server, its clock shifted forward by the bound; the member behind is a
+ * second in-process server. An election copies the lock collection from the old primary to the new one.
+ */
+class MongoElectionsWithinTheBoundTest extends MongoScenarios {
+
+    private static final Duration SKEW = Duration.ofSeconds(2);
+    private static final Duration EXPIRY = Duration.ofSeconds(10);
+
+    private InProcessMongo behind;
+    private MongoClient behindAdmin;
+
+    @BeforeAll
+    void startBehind() {
+        behind = InProcessMongo.start();
+        behindAdmin = MongoClients.create(behind.uri());
+    }
+
+    @AfterAll
+    void stopBehind() {
+        behindAdmin.close();
+        behind.close();
+    }
+
+    @AfterEach
+    void clocksBack() {
+        mongo.clock().offset(Duration.ZERO);
+        behind.clock().offset(Duration.ZERO);
+    }
+
+    /** A locker on {@code server} through its URI, telling it the bound, with a TTL grace of 0. */
+    private MongoLocker open(InProcessMongo server, String name, VirtualClock clock) {
+        String uri = server.uri() + "&lockerDatabase=locker&lockerCollection=" + fixture.collection()
+                + "&lockerClockCheckIntervalMS=0&lockerTtlGraceSeconds=0&lockerServerClockSkewMS=" + SKEW.toMillis();
+        return fixture.closeFirst(MongoLockerProvider.builder(uri).config(config(name, EXPIRY, clock).build()).build());
+    }
+
+    /**
+     * A locker through {@code address} (a proxy's) with the bound, on a client of its own: a short socket timeout, and
+     * retryable writes off, so that a stalled upsert fails the acquire instead of being sent again.
+     */
+    private MongoLocker openThrough(String address, String name, VirtualClock clock) {
+        MongoClient client = fixture.closeLast(MongoClients.create(MongoClientSettings.builder()
+                .applyConnectionString(new ConnectionString("mongodb://" + address + "/?serverSelectionTimeoutMS=3000"
+                        + "&connectTimeoutMS=3000&socketTimeoutMS=500&retryWrites=false"))
+                .build()));
+        return fixture.closeFirst(MongoLocker.builder().client(client).database("locker")
+                .collection(fixture.collection()).serverClockSkew(SKEW).clockCheckInterval(Duration.ZERO)
+                .ttlGrace(Duration.ZERO).config(config(name, EXPIRY, clock).retries(1).build()).build());
+    }
+
+    private MongoCollection<Document> aheadLocks() {
+        return fixture.raw();
+    }
+
+    private MongoCollection<Document> behindLocks() {
+        return behindAdmin.getDatabase("locker").getCollection(fixture.collection());
+    }
+
+    /** An election: the new primary holds the old one's lock collection as it was replicated to it. */
+    private static void elect(MongoCollection<Document> from, MongoCollection<Document> to) {
+        List<Document> docs = from.find().into(new ArrayList<>());
+        to.deleteMany(new Document());
+        if (!docs.isEmpty()) {
+            to.insertMany(docs);
+        }
+    }
+
+    /** One pass of a TTL monitor at {@code now} on its member's clock, with the index's expireAfterSeconds of 0. */
+    private static void ttlMonitorPass(MongoCollection<Document> locks, Date now) {
+        locks.deleteMany(Filters.lt(LockDocument.EXPIRES_AT, now));
+    }
+
+    /**
+     * A creates the document on the member ahead. After an election to the member behind, B force-releases A's claim
+     * there, so the TTL field is written on the clock behind. Elected again, the member ahead deletes the document as
+     * soon as its TTL monitor may. Elected once more, the member behind creates it afresh: its token is still higher.
+     */
+    @Test
+    void aDocumentReleasedBehindDeletedAheadAndRecreatedBehindIssuesAHigherToken() throws Exception {
+        VirtualClock clock = new VirtualClock();
+        mongo.clock().follow(clock);
+        mongo.clock().offset(SKEW);
+        behind.clock().follow(clock);
+        KeyColumn lock = lock("three-elections");
+
+        MongoLocker a = open(mongo, "a", clock);
+        Lease held = a.acquire(lock, "creates the document ahead").keepAlive(false);
+        long last = held.fencingToken();
+
+        elect(aheadLocks(), behindLocks());
+        MongoLocker b = open(behind, "b", clock);
+        assertTrue(b.forceRelease(lock, "an operator frees it on the member behind", last));
+        Document released = behindLocks().find(Filters.eq("_id", lock.legible())).first();
+
+        elect(behindLocks(), aheadLocks());
+        for (int pass = 0; fixture.rawDoc(lock) != null; pass++) {
+            assertTrue(pass < 10_000, "the TTL monitor never deleted " + fixture.rawDoc(lock).toJson());
+            clock.advance(Duration.ofMillis(1));
+            ttlMonitorPass(aheadLocks(), Date.from(clock.now().plus(SKEW)));
+        }
+
+        elect(aheadLocks(), behindLocks());
+        MongoLocker c = open(behind, "c", clock);
+        try (Lease next = c.acquire(lock, "re-creates the document behind")) {
+            assertTrue(next.fencingToken() > last, "fencing tokens must strictly increase across the elections: A "
+                    + "had " + last + ", C got " + next.fencingToken() + " (lower by " + (last - next.fencingToken())
+                    + " us); the document B released on the member behind: " + released.toJson());
+        }
+    }
+
+    /**
+     * A's acquire on the member ahead stalls and fails; its take-back runs until the claim could no longer be live.
+     * Only then does the stalled upsert land, writing the claim with the expiry A fixed on the clock ahead. After an
+     * election to the member behind, that claim is already dead there: B takes the lock over at once.
+     */
+    @Test
+    void aClaimLandingAfterItsTakeBackEndedIsDeadOnAMemberBehindByTheBound() throws Exception {
+        VirtualClock clock = new VirtualClock();
+        mongo.clock().follow(clock);
+        mongo.clock().offset(SKEW);
+        behind.clock().follow(clock);
+        KeyColumn lock = lock("late-claim");
+        try (FreezingProxy proxy = new FreezingProxy("127.0.0.1", mongo.port(), "findAndModify")) {
+            MongoLocker a = openThrough("127.0.0.1:" + proxy.port(), "a", clock);
+            a.acquire(lock("warm-up"), "marks the pooled connection").close();
+
+            proxy.freezeMarked();
+            assertThrows(TemporaryLockingException.class, () -> a.acquire(lock, "stalled upsert"));
+            assertEquals(1, a.pendingTakeBacks(), "the claim of unknown outcome is being taken back");
+            clock.advance(EXPIRY);
+            for (int step = 0; a.pendingTakeBacks() > 0; step++) {
+                assertTrue(step < 100, "the take-back never ended");
+                clock.advance(Duration.ofMillis(100));
+                // the take-back checks within its longest back-off (500 ms here); a later check only ends it later
+                long until = System.nanoTime() + Duration.ofMillis(700).toNanos();
+                while (a.pendingTakeBacks() > 0 && System.nanoTime() < until) {
+                    Thread.sleep(20);
+                }
+            }
+
+            proxy.thaw();
+            await(() -> fixture.rawDoc(lock) != null, "A's stalled upsert lands and writes its claim");
+            Document landed = fixture.rawDoc(lock);
+
+            elect(aheadLocks(), behindLocks());
+            MongoLocker b = open(behind, "b", clock);
+            try (Lease taken = b.acquire(lock, "takes the dead late claim over")) {
+                assertTrue(taken.fencingToken() > 0);
+            } catch (TemporaryLockingException refused) {
+                fail("the late claim, nobody's, still blocks the lock on the member behind after A's take-back "
+                        + "ended: " + landed.toJson() + " at " + clock.now() + " behind; " + refused.getMessage());
+            }
+        }
+    }
+
+    /**
+     * A holder's locker measured the first primary's clock and keeps that estimate (it re-measures once a minute at
+     * most). Each member steps its clock only while it is a secondary, and the two never differ by more than the
+     * bound. After two elections the primary is ahead of the holder's estimate by twice the bound: B must still be
+     * refused while A counts on its lease.
+     */
+    @Test
+    @Disabled("the bound holds members' clocks to each other at each instant, not to the clock a locker measured "
+            + "earlier: secondaries stepping within it between two elections end a claim 2x the bound early")
+    void aHolderIsNotOvertakenAfterSecondariesSteppedWithinTheBoundBetweenElections() {
+        VirtualClock clock = new VirtualClock();
+        mongo.clock().follow(clock);
+        behind.clock().follow(clock);
+        KeyColumn lock = lock("stepped-secondaries");
+        MongoLocker a = open(mongo, "a", clock);
+        Lease held = a.acquire(lock, "granted on the first primary").keepAlive(false);
+
+        behind.clock().offset(SKEW); // a secondary steps ahead, within the bound of the primary
+        elect(aheadLocks(), behindLocks());
+        mongo.clock().offset(SKEW.multipliedBy(2)); // the former primary, now a secondary, steps within the bound
+        elect(behindLocks(), aheadLocks());
+        MongoLocker b = open(mongo, "b", clock);
+
+        clock.advance(held.remaining().minusMillis(1));
+        assertTrue(held.isValid(), "A still counts on its lease");
+        try {
+            Lease taken = b.acquire(lock, "after the second election");
+            fail("two holders: A (token " + held.fencingToken() + ") counts on its lease for " + held.remaining()
+                    + " more, and the primary, whose clock never left the bound of the other member's, granted token "
+                    + taken.fencingToken() + "; A's locker still estimates the first primary's clock, "
+                    + a.clockOffset() + " from its own, the primary is " + b.clockOffset() + " from it");
+        } catch (TemporaryLockingException refused) {
+            assertEquals(a.rid(), refused.holder().rid(), refused::getMessage);
+        }
+    }
+}
