@@ -29,4 +29,9 @@ final class LockerSimpleLock extends AbstractSimpleLock {
         }
         return Optional.of(new LockerSimpleLock(newConfiguration, holding));
     }
+
+    @Override
+    public String toString() {
+        return "LockerSimpleLock[" + lockConfiguration.getName() + ", until " + lockConfiguration.getLockAtMostUntil() + "]";
+    }
 }
