@@ -70,8 +70,9 @@ final class Holding {
             return;
         }
         try {
-            // the claim lives one locker expiry after its last renewal: keep it alive only if it must outlive that
-            lease.keepAlive(delay.compareTo(lease.remaining()) >= 0);
+            // the claim lives one locker expiry after its last renewal: keep it alive if it must outlive most of that
+            Duration left = lease.remaining();
+            lease.keepAlive(delay.compareTo(left.minus(left.dividedBy(10))) >= 0);
         } catch (IllegalStateException lostOrClosed) {
             releaseNow();
             return;
@@ -119,8 +120,9 @@ final class Holding {
         releaseAt(atLeastUntil);
     }
 
-    synchronized boolean isUnlocked() {
-        return unlocked;
+    /** True once the task unlocked or the lease was given back: a thread's record of it may be dropped. */
+    synchronized boolean isDone() {
+        return unlocked || released;
     }
 
     /** Gives the lease back now; harmless when it already was. */

@@ -74,14 +74,14 @@ public final class LockedTask {
         return held.getLast();
     }
 
-    /** Records that this thread took {@code h}; forgets grants unlocked from other threads meanwhile. */
+    /** Records that this thread took {@code h}; forgets grants that ended without this thread's unlock. */
     static void entered(Holding h) {
         ArrayDeque<Holding> held = HELD.get();
         if (held == null) {
             held = new ArrayDeque<>(2);
             HELD.set(held);
         }
-        held.removeIf(Holding::isUnlocked);
+        held.removeIf(Holding::isDone);
         held.addLast(h);
     }
 
