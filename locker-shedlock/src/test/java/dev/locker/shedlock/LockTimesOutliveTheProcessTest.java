@@ -7,6 +7,7 @@ import net.javacrumbs.shedlock.core.SimpleLock;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -27,7 +28,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * <p>Known gap, run only with {@code -Pshedlock-gaps}: Locker's API has one expiry per locker and no hold-at-least
  * on the backend, so a dead holder's claim lives one locker expiry instead. Every case here fails until Locker has
  * per-lease expiries, {@code renew(Duration)} and a hold-at-least-until kept on the backend (issue 27, item 1).
+ * The profile sets {@code shedlock.gaps}, so a {@code -Dtest} pattern that matches this class skips it elsewhere.
  */
+@EnabledIfSystemProperty(named = "shedlock.gaps", matches = "true")
 class LockTimesOutliveTheProcessTest {
 
     /** The locker's expiry in the child: far shorter than the ShedLock durations the cases use. */
