@@ -5,14 +5,12 @@ import com.mongodb.ReadConcern;
 import com.mongodb.WriteConcern;
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoCollection;
-import com.mongodb.client.MongoCursor;
 import com.mongodb.client.model.Filters;
 import com.mongodb.client.model.FindOneAndUpdateOptions;
 import com.mongodb.client.model.IndexOptions;
 import com.mongodb.client.model.Indexes;
 import com.mongodb.client.model.Projections;
 import com.mongodb.client.model.ReturnDocument;
-import com.mongodb.client.model.Sorts;
 import com.mongodb.client.model.Updates;
 import com.mongodb.client.result.UpdateResult;
 import dev.locker.api.ExpiredLockException;
@@ -28,47 +26,34 @@ import dev.locker.spi.LockDriver;
 import dev.locker.spi.LockRecords;
 import dev.locker.spi.Waiting;
 import dev.locker.local.ClaimStatus;
-import dev.locker.local.ListCursor;
 import org.bson.BsonString;
-import org.bson.BsonType;
 import org.bson.Document;
 import org.bson.conversions.Bson;
 import org.bson.types.Binary;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.security.SecureRandom;
 import java.time.Duration;
-import java.time.Instant;
-import java.util.ArrayList;
 import java.util.Date;
-import java.util.List;
-import java.util.Map;
-import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalLong;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
-import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 
 /**
  * The lock collection as a driver: {@link MongoLocker} says how claims are kept and why that is safe. One atomic
- * {@code findOneAndUpdate} decides the holder and numbers it. Records live in a document of their own per lock.
+ * {@code findOneAndUpdate} decides the holder and numbers it. Its records are {@link MongoRecords}.
  */
-final class MongoDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimStatus> {
+final class MongoDriver implements LockDriver<ClaimStatus> {
 
     private static final Logger log = LoggerFactory.getLogger(MongoLocker.class);
     private static final SecureRandom RANDOM = new SecureRandom();
     static final String TTL_INDEX = "locker_expiresAt_ttl";
-    private static final String LIST_CURSOR_TAG = "mongo1";
     /** At most this many finds per {@link #list} call. */
-    static final int LIST_ROUNDS = 8;
+    static final int LIST_ROUNDS = MongoListing.LIST_ROUNDS;
 
     private final LockerConfig config;
     private final MongoClient client;
@@ -77,6 +62,8 @@ final class MongoDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
     private final MongoCollection<Document> locksLocal;
     private final String server;
     private final ServerClock serverClock;
+    private final MongoListing listing;
+    private final MongoRecords records;
     private final Duration ttlGrace;
     /** How far the clocks of the members that may judge a claim can differ: taken off every holder's validity. */
     private final Duration serverClockSkew;
@@ -86,20 +73,7 @@ final class MongoDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
      */
     private final long keepTokenMillis;
     private final ScheduledExecutorService clockChecker;
-    /** Guards {@link #takeBacks} and {@link #takeBacksStopped}. */
-    private final Object takeBackGuard = new Object();
-    /** The thread that takes back claims of acquires whose outcome is unknown; made when first needed. */
-    private ScheduledExecutorService takeBacks;
-    private boolean takeBacksStopped;
-    /** The claims being taken back now. */
-    private final Set<TakeBack> pendingTakeBacks = ConcurrentHashMap.newKeySet();
-    /**
-     * Claims granted after an attempt whose outcome is unknown, by id: that attempt's request may land after the
-     * release and write the claim again, so the release starts a take-back.
-     */
-    private final Map<ByteBuffer, Unsettled> unsettled = new ConcurrentHashMap<>();
-    /** True once the locker began to close: a take-back stops then, before the driver itself is closed. */
-    private volatile BooleanSupplier lockerClosed = () -> false;
+    private final TakeBacks takeBacks;
 
     /**
      * Measures the server's clock, creates the TTL index and starts the clock checker; on a failure it closes a client
@@ -119,6 +93,9 @@ final class MongoDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
         // the re-measuring threshold is the clock's own setting, sized by the configured expiry; no claim's expiry
         this.serverClock = new ServerClock(config.timeSource(), client.getDatabase("admin"), options.maxClockSkew(),
                 config.expiry());
+        this.listing = new MongoListing(locks, serverClock);
+        this.records = new MongoRecords(locks);
+        this.takeBacks = new TakeBacks(config.rid(), server, serverClock, ceilMillis(serverClockSkew), this::release);
         ScheduledExecutorService checker = null;
         try {
             ServerClock.Sample s = serverClock.measure();
@@ -146,12 +123,12 @@ final class MongoDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
 
     @Override
     public Optional<LockRecords<ClaimStatus>> records() {
-        return Optional.of(this);
+        return Optional.of(records);
     }
 
     /** Tells the driver how to learn that its locker began to close; called once, by the locker's constructor. */
     void closedWhen(BooleanSupplier closed) {
-        this.lockerClosed = closed;
+        takeBacks.closedWhen(closed);
     }
 
     // ---- the driver's operations ---------------------------------------------------------------------------------
@@ -162,7 +139,7 @@ final class MongoDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
      * fast). Every attempt carries the same claim id, so an attempt whose write was applied although its reply was
      * lost is recognised by the next one as our own claim instead of as contention. When the call fails after any
      * attempt whose outcome is unknown (its request may still reach the server), the claim is taken back in the
-     * background ({@link #takeBack}); the caller does not wait for that. When it succeeds after such an attempt, that
+     * background ({@link TakeBacks}); the caller does not wait for that. When it succeeds after such an attempt, that
      * attempt's request may still land after the claim was released (and write the claim again): the take-back then
      * starts at the release.
      */
@@ -174,7 +151,7 @@ final class MongoDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
             try {
                 ClaimStatus granted = acquire(lock, owner, claim, true, first);
                 if (claim.mayExist) { // an earlier attempt may still land, after we released: take it back then
-                    settleOnRelease(claim);
+                    takeBacks.settleOnRelease(claim.id, claim.latestExpiryMillis, claim.expiry);
                 }
                 return granted;
             } catch (RuntimeException e) {
@@ -185,7 +162,7 @@ final class MongoDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
                 }
                 if (giveUp) {
                     if (claim.mayExist) { // nobody will use this claim: make sure it does not block the lock
-                        takeBack(lock, claim.id, claim.latestExpiryMillis, claim.expiry);
+                        takeBacks.takeBack(lock, claim.id, claim.latestExpiryMillis, claim.expiry);
                     }
                     throw e;
                 }
@@ -391,86 +368,16 @@ final class MongoDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
                 lock, other, null);
     }
 
-    // ---- records (run once) ---------------------------------------------------------------------------------------
-
-    /**
-     * A lock's records live in a document of their own, {@code _id: {records: <the lock's id>}}: not the lock's
-     * document, which the TTL safety net deletes once it is dead. It has no {@code expiresAt}, so the TTL index leaves
-     * it alone, and its {@code _id} is no string, so no lock query or listing meets it.
-     */
-    private static Document recordId(KeyColumn lock) {
-        return new Document("records", LockDocument.id(lock));
-    }
-
-    @Override
-    public Optional<byte[]> readRecord(KeyColumn lock, String name) {
-        Document doc = locks.find(Filters.eq(LockDocument.ID, recordId(lock))).projection(Projections.include(name))
-                .first();
-        Object v = doc == null ? null : doc.get(name);
-        return v instanceof Binary ? Optional.of(((Binary) v).getData()) : Optional.empty();
-    }
-
-    @Override
-    public void putRecord(KeyColumn lock, String name, byte[] value) {
-        locks.updateOne(Filters.eq(LockDocument.ID, recordId(lock)), Updates.set(name, new Binary(value)),
-                new com.mongodb.client.model.UpdateOptions().upsert(true));
-    }
-
-    /**
-     * Checked, then guarded: our claim must hold the lock with our token (read with the configured read concern),
-     * and the record is replaced only if it was written under a token no higher than ours, so a writer that paused
-     * past its claim cannot replace a later holder's record.
-     */
-    @Override
-    public boolean writeRecord(KeyColumn lock, String name, byte[] value, ClaimStatus holding) {
-        Document doc = locks.find(Filters.eq(LockDocument.ID, LockDocument.id(lock)))
-                .projection(Projections.include(LockDocument.HOLDER, LockDocument.SEQ, LockDocument.TOKEN_BASE))
-                .first();
-        Document holder = LockDocument.holderOf(doc);
-        if (holder == null || !LockDocument.isClaim(holder, holding.claimId())
-                || LockDocument.token(doc) != holding.fencingToken()) {
-            return false;
-        }
-        String tokenField = name + "Token";
-        try {
-            locks.updateOne(Filters.and(Filters.eq(LockDocument.ID, recordId(lock)),
-                            Filters.or(Filters.exists(tokenField, false),
-                                    Filters.lte(tokenField, holding.fencingToken()))),
-                    Updates.combine(Updates.set(name, new Binary(value)), Updates.set(tokenField, holding.fencingToken())),
-                    new com.mongodb.client.model.UpdateOptions().upsert(true));
-            return true;
-        } catch (MongoServerException e) {
-            if (e.getCode() == 11000) { // the record exists under a higher token: a later holder wrote it
-                return false;
-            }
-            throw e;
-        }
-    }
-
     @Override
     public void release(KeyColumn lock, ClaimStatus status) {
-        Unsettled late = unsettled.isEmpty() ? null : unsettled.remove(ByteBuffer.wrap(status.claimId()));
+        TakeBacks.Unsettled late = takeBacks.released(status.claimId());
         try {
             release(lock, status.claimId());
         } finally {
             if (late != null) {
-                takeBack(lock, status.claimId(), late.latestExpiryMillis(), late.expiry());
+                takeBacks.takeBack(lock, status.claimId(), late.latestExpiryMillis(), late.expiry());
             }
         }
-    }
-
-    /** A granted claim an attempt of unknown outcome may still write: the latest expiry sent, and the claim's expiry. */
-    private record Unsettled(long latestExpiryMillis, Duration expiry) {
-    }
-
-    /**
-     * Remembers a granted claim one of whose attempts had an unknown outcome, until its release; forgets those that
-     * could no longer be live (a hold lost without a release).
-     */
-    private void settleOnRelease(Claim claim) {
-        long deadBefore = serverClock.read().deadBefore().getTime();
-        unsettled.values().removeIf(u -> u.latestExpiryMillis() + mayStillLookLiveMillis(u.expiry()) < deadBefore);
-        unsettled.put(ByteBuffer.wrap(claim.id), new Unsettled(claim.latestExpiryMillis, claim.expiry));
     }
 
     private boolean release(KeyColumn lock, byte[] claim) {
@@ -488,111 +395,9 @@ final class MongoDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
         return res.getMatchedCount() > 0;
     }
 
-    /**
-     * Takes back, in the background, the claim of an acquire that failed after a request that may still write it (a
-     * timed-out or cut upsert can sit in a stalled network path and reach the server later). MongoDB keeps no tombstone
-     * for it, so one compare-and-delete is not enough: it may run before the late upsert lands. Instead the locker's
-     * take-back thread tries again, with back-off, for as long as the claim could be live: until the server-clock
-     * estimate less its uncertainty is past the latest expiry any attempt sent, plus the drift allowance. A request that
-     * lands later writes that expiry, which is already past: a dead claim, which any acquire takes over. Each try
-     * matches the claim's id only, which nobody uses, so it can remove nothing else. Close stops it.
-     */
-    private void takeBack(KeyColumn lock, byte[] claim, long latestExpiryMillis, Duration expiry) {
-        long latest = latestExpiryMillis != Long.MIN_VALUE ? latestExpiryMillis
-                : serverClock.read().serverDateCeil(expiry).getTime();
-        TakeBack t = new TakeBack(lock, claim, latest + mayStillLookLiveMillis(expiry), expiry);
-        ScheduledExecutorService ex;
-        synchronized (takeBackGuard) {
-            if (takeBacksStopped) {
-                log.info("Not taking back the claim on {} whose acquire's outcome is unknown: the locker is closed; "
-                        + "if its request still reaches {}, it holds the lock until {}", lock, server,
-                        Instant.ofEpochMilli(latest));
-                return;
-            }
-            if (takeBacks == null) {
-                takeBacks = Executors.newSingleThreadScheduledExecutor(r -> {
-                    Thread th = new Thread(r, "locker-mongo-takeback-" + config.rid());
-                    th.setDaemon(true);
-                    return th;
-                });
-            }
-            ex = takeBacks;
-            pendingTakeBacks.add(t);
-        }
-        log.debug("Taking back our claim on {} at {} in the background until it could no longer be live ({} on the "
-                + "server's clock)", lock, server, Instant.ofEpochMilli(latest));
-        t.schedule(ex, 0);
-    }
-
-    /**
-     * How long past its expiry on this estimate a claim may still look live: 1 % of the claim's expiry for drift (as
-     * in {@link Deadlines#of}), and {@code serverClockSkew} for a member whose clock is behind by the bound.
-     */
-    private long mayStillLookLiveMillis(Duration expiry) {
-        return Math.max(1, Deadlines.saturatedNanos(expiry) / 100 / 1_000_000) + ceilMillis(serverClockSkew);
-    }
-
     /** Claims being taken back now (for tests). */
     int pendingTakeBacks() {
-        return pendingTakeBacks.size();
-    }
-
-    /**
-     * One claim being taken back: tries, then waits 100 ms, doubling up to a twentieth of the expiry (at least 100 ms,
-     * at most 5 s), so a request that lands late blocks the lock that long at most, not for its expiry.
-     */
-    private final class TakeBack implements Runnable {
-        private final KeyColumn lock;
-        private final byte[] claim;
-        private final long untilServerMillis;
-        private final long maxDelayMillis;
-        private long delayMillis = 100;
-        private int tries;
-
-        TakeBack(KeyColumn lock, byte[] claim, long untilServerMillis, Duration expiry) {
-            this.lock = lock;
-            this.claim = claim;
-            this.untilServerMillis = untilServerMillis;
-            this.maxDelayMillis = Math.max(100, Math.min(5_000, Deadlines.saturatedNanos(expiry) / 20 / 1_000_000));
-        }
-
-        @Override
-        public void run() {
-            if (serverClock.read().deadBefore().getTime() > untilServerMillis || lockerClosed.getAsBoolean()) {
-                pendingTakeBacks.remove(this);
-                log.debug("Stopped taking back our claim on {} after {} tries: it can no longer be live", lock, tries);
-                return;
-            }
-            tries++;
-            try {
-                if (release(lock, claim)) {
-                    log.info("Took back our claim on {} at {} (try {}): an attempt of an acquire whose outcome was "
-                            + "unknown had written it, and nobody uses it", lock, server, tries);
-                }
-            } catch (RuntimeException e) {
-                log.debug("Could not take back our claim on {} at {} (try {}), trying again: {}", lock, server, tries,
-                        e.toString());
-            }
-            long delay = delayMillis;
-            delayMillis = Math.min(maxDelayMillis, delayMillis * 2);
-            ScheduledExecutorService ex;
-            synchronized (takeBackGuard) {
-                ex = takeBacksStopped ? null : takeBacks;
-            }
-            if (ex != null) {
-                schedule(ex, delay);
-            } else {
-                pendingTakeBacks.remove(this);
-            }
-        }
-
-        void schedule(ScheduledExecutorService ex, long delay) {
-            try {
-                ex.schedule(this, delay, TimeUnit.MILLISECONDS);
-            } catch (RejectedExecutionException closing) {
-                pendingTakeBacks.remove(this); // the locker closed meanwhile
-            }
-        }
+        return takeBacks.pending();
     }
 
     /**
@@ -641,64 +446,10 @@ final class MongoDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
         }
     }
 
-    /**
-     * One {@code find} per round on the {@code _id} index, in {@code _id} order after the cursor, that returns only
-     * documents whose holder is alive on the server-clock estimate (the liveness {@link #readHolder} uses) and whose
-     * {@code _id} starts with the prefix's legible form (a range: legible names keep prefixes, and every character of
-     * one is below {@code 0x7f}), at most {@code limit} of them, projected to what a {@link LockInfo} needs; nothing
-     * is scrubbed. A round that examined {@code limit} documents without filling the page goes on from the last one,
-     * at most {@value #LIST_ROUNDS} rounds per call (then a page may be short, with a cursor). The cursor is the last
-     * {@code _id} examined.
-     */
+    /** One page of live held locks: see {@link MongoListing#page}. */
     @Override
     public LockPage list(byte[] keyPrefix, int limit, String cursor) {
-        String from = KeyColumn.legibleKeyPrefix(keyPrefix);
-        String after = cursor == null ? null
-                : new String(ListCursor.decode(cursor, LIST_CURSOR_TAG, 1)[0], StandardCharsets.US_ASCII);
-        List<LockInfo> out = new ArrayList<>();
-        for (int round = 0; round < LIST_ROUNDS; round++) {
-            Bson range = Filters.and(Filters.type(LockDocument.ID, BsonType.STRING),
-                    after == null ? Filters.gte(LockDocument.ID, from) : Filters.gt(LockDocument.ID, after),
-                    Filters.lt(LockDocument.ID, from + '\u007f'));
-            Bson filter = Filters.and(range, Filters.gte(LockDocument.HOLDER_EXPIRES_AT, serverClock.read().deadBefore()));
-            int examined = 0;
-            try (MongoCursor<Document> docs = locks.find(filter).sort(Sorts.ascending(LockDocument.ID))
-                    .projection(Projections.include(LockDocument.HOLDER, LockDocument.SEQ, LockDocument.TOKEN_BASE))
-                    .limit(limit).batchSize(limit).iterator()) {
-                while (out.size() < limit && docs.hasNext()) {
-                    Document doc = docs.next();
-                    examined++;
-                    after = doc.getString(LockDocument.ID);
-                    LockInfo held = heldLock(after, doc, keyPrefix);
-                    if (held != null) {
-                        out.add(held);
-                    }
-                }
-            }
-            if (out.size() == limit) {
-                break; // the documents of this batch not examined yet are read again by the next call
-            }
-            if (examined < limit) {
-                return new LockPage(out, null); // no held lock after the last one examined
-            }
-        }
-        return new LockPage(out, ListCursor.encode(LIST_CURSOR_TAG, after.getBytes(StandardCharsets.US_ASCII)));
-    }
-
-    /** The lock document's holder as a {@link LockInfo} when its key starts with {@code keyPrefix}, else null. */
-    private LockInfo heldLock(String id, Document doc, byte[] keyPrefix) {
-        try {
-            KeyColumn lock = KeyColumn.fromLegible(id);
-            Document holder = LockDocument.holderOf(doc);
-            if (holder == null || !lock.keyStartsWith(keyPrefix)) {
-                return null;
-            }
-            return new LockInfo(lock, LockDocument.owner(holder), LockDocument.token(doc), LockDocument.expiry(holder));
-        } catch (IllegalArgumentException | IllegalStateException | ClassCastException notOurs) {
-            log.debug("Not listing document {} of {}: not a lock document written by MongoLocker ({})",
-                    id, namespace(), notOurs.toString());
-            return null;
-        }
+        return listing.page(keyPrefix, limit, cursor);
     }
 
     @Override
@@ -730,7 +481,7 @@ final class MongoDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
         if (holder == null || LockDocument.token(doc) != token) {
             return false;
         }
-        putRecord(lock, FORCED, record);
+        records.putRecord(lock, LockRecords.FORCED, record);
         Date now = serverClock.read().serverDateFloor();
         UpdateResult res = locks.updateOne(Filters.and(Filters.eq(LockDocument.ID, LockDocument.id(lock)),
                         Filters.eq(LockDocument.HOLDER_CLAIM, holder.get(LockDocument.CLAIM)),
@@ -746,19 +497,7 @@ final class MongoDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
         if (clockChecker != null) {
             clockChecker.shutdownNow();
         }
-        synchronized (takeBackGuard) {
-            takeBacksStopped = true;
-            if (takeBacks != null) {
-                takeBacks.shutdownNow(); // drops the scheduled tries; one in flight ends with its I/O
-            }
-        }
-        int pending = pendingTakeBacks.size();
-        pendingTakeBacks.clear();
-        if (pending > 0) {
-            log.info("Locker {} closed while taking back {} claim(s) of acquires whose outcome was unknown: a request "
-                    + "of theirs that still reaches {} holds its lock until the claim's expiry", config.rid(),
-                    pending, server);
-        }
+        takeBacks.close();
         if (ownsClient) {
             client.close();
         }
