@@ -322,10 +322,11 @@ final class MongoDriver implements LockDriver<ClaimStatus> {
                 Filters.and(Filters.eq(LockDocument.ID, LockDocument.id(lock)),
                         Filters.eq(LockDocument.HOLDER_CLAIM, new Binary(status.claimId())),
                         Filters.gte(LockDocument.HOLDER_EXPIRES_AT, now)),
+                // $max: a renewal's request that lands after a later renewal must not set the expiry back
                 Updates.combine(
-                        Updates.set(LockDocument.HOLDER_EXPIRES_AT, expiresAt),
-                        Updates.set(LockDocument.HOLDER_RENEWED_AT, now),
-                        Updates.set(LockDocument.EXPIRES_AT, keptUntil(expiresAt))),
+                        Updates.max(LockDocument.HOLDER_EXPIRES_AT, expiresAt),
+                        Updates.max(LockDocument.HOLDER_RENEWED_AT, now),
+                        Updates.max(LockDocument.EXPIRES_AT, keptUntil(expiresAt))),
                 new FindOneAndUpdateOptions().returnDocument(ReturnDocument.AFTER)
                         .projection(Projections.include(LockDocument.SEQ, LockDocument.TOKEN_BASE)));
         if (after == null) {

@@ -11,7 +11,6 @@ import dev.locker.api.TemporaryLockingException;
 import dev.locker.testkit.FreezingProxy;
 import dev.locker.testkit.VirtualClock;
 import org.bson.Document;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -54,8 +53,6 @@ class MongoLateRenewalTest extends MongoScenarios {
      * its lease, B must be refused.
      */
     @Test
-    @Disabled("a renewal's request that lands after a later renewal sets the claim's expiry back (the filter only "
-            + "asks expiresAt >= now), so another process takes over while the holder still counts on its lease")
     void aRenewalLandingAfterALaterRenewalDoesNotShortenTheHoldersClaim() throws Exception {
         VirtualClock clock = new VirtualClock();
         mongo.clock().follow(clock);
