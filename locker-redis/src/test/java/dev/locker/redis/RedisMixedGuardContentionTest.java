@@ -1,0 +1,112 @@
+package dev.locker.redis;
+
+import dev.locker.api.KeyColumn;
+import dev.locker.api.Lease;
+import dev.locker.api.Locker;
+import dev.locker.api.LockerConfig;
+import dev.locker.api.LockingException;
+import dev.locker.api.PermanentLockingException;
+import dev.locker.testkit.RedisServer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Disabled;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import redis.clients.jedis.UnifiedJedis;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** A locker with another guard meets the recorded guard even when it asks only for a lock that is held. */
+@Timeout(value = 90, unit = TimeUnit.SECONDS)
+class RedisMixedGuardContentionTest {
+
+    private final List<Locker> opened = new ArrayList<>();
+
+    @BeforeEach
+    void needsOwnServers() {
+        Assumptions.assumeFalse(RedisTarget.isExternal(), "needs servers it can kill");
+    }
+
+    @AfterEach
+    void closeLockers() {
+        opened.forEach(Locker::close);
+        opened.clear();
+    }
+
+    private RedisLocker open(RedisServer s, String name, Duration guard) {
+        RedisLocker l = RedisLocker.builder().node("127.0.0.1", s.port()).keyPrefix("contended:").restartGuard(guard)
+                .config(LockerConfig.builder().rid(name + "-" + LockerConfig.randomRid().substring(0, 8))
+                        .expiry(guard).build()).build();
+        opened.add(l);
+        return l;
+    }
+
+    /**
+     * Given A holding a lock under a 4 s guard, B with a 1 s guard asks for that same lock, as a second instance of
+     * a service does. B must be refused for its guard, naming both, not only told that the lock is held.
+     */
+    @Test
+    @Disabled("the acquire script checks the guard record only when the lock is free, so a locker with another guard "
+            + "asking for a held lock is told only that it is held")
+    void aLockerWithAnotherGuardAskingForAHeldLockIsRefusedForItsGuard() {
+        try (RedisServer server = RedisServer.start()) {
+            try (UnifiedJedis admin = RedisLocker.builder().node("127.0.0.1", server.port()).newClient(1)) {
+                RedisTarget.awaitUptime(admin, Duration.ofSeconds(4));
+            }
+            RedisLocker a = open(server, "a", Duration.ofSeconds(4));
+            RedisLocker b = open(server, "b", Duration.ofSeconds(1));
+            KeyColumn lock = KeyColumn.named("leader");
+            try (Lease held = a.acquire(lock, "leader")) {
+                PermanentLockingException refused = assertThrows(PermanentLockingException.class,
+                        () -> b.acquire(lock, "leader").close(),
+                        "B (1 s guard) was told only that the lock is held, never that A records a 4 s guard");
+                assertTrue(refused.getMessage().contains("PT4S"), refused.getMessage());
+            }
+        }
+    }
+
+    /**
+     * Given A holding a lock under a 4 s guard and B with a 1 s guard asking for it meanwhile, the server restarts
+     * without data. B must not be granted the lock while A's lease is valid: B asked while A's claim lived.
+     */
+    @Test
+    @Disabled("a locker with another guard asking for a held lock never meets the recorded guard, so after a restart "
+            + "it waits out only its own and takes the lock from a valid lease")
+    void aLockerThatAskedForAHeldLockUnderAnotherGuardIsNotGrantedItAfterARestart() {
+        try (RedisServer server = RedisServer.start()) {
+            try (UnifiedJedis admin = RedisLocker.builder().node("127.0.0.1", server.port()).newClient(1)) {
+                RedisTarget.awaitUptime(admin, Duration.ofSeconds(4));
+            }
+            RedisLocker a = open(server, "a", Duration.ofSeconds(4));
+            RedisLocker b = open(server, "b", Duration.ofSeconds(1));
+            KeyColumn lock = KeyColumn.named("leader-" + LockerConfig.randomRid().substring(0, 8));
+            // renewed by hand at the test's steps: a holder without keep-alive counts on its deadline alone
+            Lease held = a.acquire(lock, "leader").keepAlive(false);
+            assertThrows(LockingException.class, () -> b.acquire(lock, "leader").close(), "A holds the lock");
+            held.renew();
+            server.kill9();
+            server.startAgain(); // no data: A's claim and the record are gone, A's lease does not know yet
+            boolean asked = false;
+            while (held.isValid()) {
+                try (Lease second = b.acquire(lock, "takeover")) {
+                    assertFalse(held.isValid(), "B (1 s guard, refused for A's claim before the restart) was granted "
+                            + "the lock (token " + second.fencingToken() + ") while A's lease under a 4 s guard (token "
+                            + held.fencingToken() + ") was still valid: two holders");
+                } catch (LockingException refused) {
+                    assertTrue(refused.getMessage().contains("restartGuard"), refused.getMessage());
+                }
+                asked = true;
+                RedisServer.sleep(100);
+            }
+            assertTrue(asked, "B asked at least once while A's lease was valid");
+        }
+    }
+}
