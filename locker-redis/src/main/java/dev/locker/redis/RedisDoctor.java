@@ -360,7 +360,9 @@ public final class RedisDoctor implements DeploymentCheck {
                     "give every locker of this server one restartGuard: 0 only with appendonly yes and appendfsync "
                             + "always");
         }
-        if (recordedMs != null && recordedMs != guard.toMillis()) {
+        // the scripts record the guard in whole ms rounded up: compare in the same unit
+        long guardMs = guard.toNanos() / 1_000_000 + (guard.toNanos() % 1_000_000 == 0 ? 0 : 1);
+        if (recordedMs != null && recordedMs != guardMs) {
             return Finding.fail("restart-guard", name + "restartGuard=" + format(guard) + " differs from restartGuard="
                             + format(Duration.ofMillis(recordedMs)) + ", which the lockers of this prefix use here: "
                             + "acquires with it are refused, and after a restart the shorter guard would grant locks "

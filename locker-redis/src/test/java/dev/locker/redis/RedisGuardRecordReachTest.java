@@ -80,8 +80,6 @@ class RedisGuardRecordReachTest {
      * must not fail a URI giving that same guard: it differs from the record only in how it is rounded.
      */
     @Test
-    @Disabled("the doctor compares the recorded guard with the URI's guard rounded down to whole ms, while the "
-            + "scripts round it up, so a guard with a fraction of a millisecond fails against its own record")
     void theDoctorPassesAGuardEqualToTheRecordedOneInTheMillisecondsTheScriptsCount() {
         try (RedisServer server = RedisServer.start()) {
             Duration guard = Duration.ofMillis(2_000).plusNanos(500_000);
