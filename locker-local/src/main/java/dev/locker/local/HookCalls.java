@@ -52,6 +52,16 @@ final class HookCalls<S extends LockStatus> implements LockDriver<S>, WaitQueue,
         locker.deleteSingleLock(lock, claim);
     }
 
+    /** The hooks read the configured expiry, so a lease of another expiry is refused rather than ignored. */
+    @Override
+    public void checkExpiry(Duration expiry) {
+        Duration configured = locker.config().expiry();
+        if (!expiry.equals(configured)) {
+            throw new IllegalArgumentException("expiry " + expiry + " differs from this locker's configured expiry "
+                    + configured + ": " + locker.getClass().getSimpleName() + " keeps one expiry for every claim");
+        }
+    }
+
     @Override
     public Optional<LockInfo> readHolder(KeyColumn lock) {
         return locker.readHolding(lock);
