@@ -5,9 +5,11 @@ import dev.locker.api.Lease;
 import dev.locker.api.LeaseOptions;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
+import dev.locker.api.TimeSource;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
+import java.time.Instant;
 import java.util.List;
 import java.util.Optional;
 
@@ -46,6 +48,26 @@ public interface LeaseDurationsSection extends ConformanceScenario {
         }
         shortLease.close();
         longLease.close();
+    }
+
+    @Test
+    default void aKeptAliveLeaseIsRenewedOnItsOwnExpiry() throws Exception {
+        Locker a = open(config("a").timeSource(TimeSource.system()).expiry(LEASE_EXPIRY.multipliedBy(50)).build());
+        Locker b = realTimeProcess("b");
+        KeyColumn lock = lock("x");
+        try (Lease lease = a.acquire(lock, "job", LeaseOptions.expiry(LEASE_EXPIRY))) {
+            long token = lease.fencingToken();
+            Instant latest = Instant.now().plus(LEASE_EXPIRY.multipliedBy(2));
+            assertTrue(b.holding(lock).orElseThrow().expiresAt().isBefore(latest),
+                    "the claim was written with the lease's expiry, not the locker's");
+            for (int i = 0; i < 3; i++) {
+                Thread.sleep(LEASE_EXPIRY.toMillis());
+                assertTrue(lease.isValid(), "renewed within its own expiry " + (i + 1) + " times");
+                assertTrue(tryNow(b, lock).isEmpty());
+            }
+            lease.check();
+            assertEquals(token, lease.fencingToken(), "renewed in place: same token");
+        }
     }
 
     @Test
