@@ -185,6 +185,7 @@ public final class Lease implements AutoCloseable {
         locker.renewLocks(openTx());
     }
 
+    // Not an overload of renew(): that would make executor.submit(lease::renew) ambiguous in callers' code.
     /**
      * Extends the lease in place to {@code expiry} from now, keeping its claim, seniority and fencing token. Later
      * renewals (the keep-alive's too) keep that expiry.
@@ -193,7 +194,7 @@ public final class Lease implements AutoCloseable {
      * @throws ExpiredLockException when it has already expired, was force-released or taken over
      * @throws IllegalArgumentException for an expiry the locker cannot keep, before any I/O
      */
-    public void renew(Duration expiry) {
+    public void renewFor(Duration expiry) {
         locker.renewLocks(openTx(), expiry);
     }
 

@@ -78,7 +78,7 @@ public interface LeaseDurationsSection extends ConformanceScenario {
         try (Lease lease = a.acquire(lock, "job", LeaseOptions.expiry(expiry()).keepAlive(false))) {
             long token = lease.fencingToken();
             pass(expiry().dividedBy(2));
-            lease.renew(expiry().multipliedBy(4));
+            lease.renewFor(expiry().multipliedBy(4));
             pass(expiry().multipliedBy(2)); // past the first expiry, within the new one
             assertTrue(tryNow(b, lock).isEmpty(), "the renewed lease still holds its lock");
             lease.check();
@@ -163,9 +163,9 @@ public interface LeaseDurationsSection extends ConformanceScenario {
                 LeaseOptions.expiry(LockerConfig.MAX_EXPIRY.plusDays(1))));
         assertTrue(a.holder(lock).isEmpty(), "nothing was written");
         try (Lease lease = a.acquire(lock, "job", LeaseOptions.DEFAULTS)) {
-            assertThrows(IllegalArgumentException.class, () -> lease.renew(Duration.ZERO));
-            assertThrows(IllegalArgumentException.class, () -> lease.renew(null));
-            assertThrows(IllegalArgumentException.class, () -> lease.renew(LockerConfig.MAX_EXPIRY.plusDays(1)));
+            assertThrows(IllegalArgumentException.class, () -> lease.renewFor(Duration.ZERO));
+            assertThrows(IllegalArgumentException.class, () -> lease.renewFor(null));
+            assertThrows(IllegalArgumentException.class, () -> lease.renewFor(LockerConfig.MAX_EXPIRY.plusDays(1)));
             assertTrue(lease.isValid(), "a refused renewal leaves the lease as it was");
         }
     }
