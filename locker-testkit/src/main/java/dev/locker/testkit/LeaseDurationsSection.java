@@ -108,6 +108,20 @@ public interface LeaseDurationsSection extends ConformanceScenario {
     }
 
     @Test
+    default void theReleasingLockerItselfIsRefusedUntilTheHoldAtLeastEnds() throws Exception {
+        Locker a = process("a");
+        KeyColumn lock = lock("x");
+        LeaseOptions options = LeaseOptions.expiry(expiry().multipliedBy(4)).holdAtLeast(expiry().multipliedBy(2))
+                .keepAlive(false);
+        assertTrue(a.acquire(lock, "scheduled job", options).release());
+        assertTrue(tryNow(a, lock).isEmpty(), "the claim left on the backend refuses its own locker too");
+        pass(expiry().multipliedBy(3));
+        try (Lease again = tryNow(a, lock).orElseThrow()) {
+            assertTrue(again.isValid());
+        }
+    }
+
+    @Test
     default void aReleaseAfterTheHoldAtLeastRemovesTheClaim() throws Exception {
         Locker a = process("a");
         Locker b = process("b");
