@@ -185,6 +185,19 @@ public final class Lease implements AutoCloseable {
         locker.renewLocks(openTx());
     }
 
+    // Not an overload of renew(): that would make executor.submit(lease::renew) ambiguous in callers' code.
+    /**
+     * Extends the lease in place to {@code expiry} from now, keeping its claim, seniority and fencing token. Later
+     * renewals (the keep-alive's too) keep that expiry.
+     *
+     * @param expiry the new expiry; positive, within the locker's maximum
+     * @throws ExpiredLockException when it has already expired, was force-released or taken over
+     * @throws IllegalArgumentException for an expiry the locker cannot keep, before any I/O
+     */
+    public void renewFor(Duration expiry) {
+        locker.renewLocks(openTx(), expiry);
+    }
+
     /**
      * Asks the backend (one round trip) whether this lease still holds its lock.
      *
@@ -248,6 +261,21 @@ public final class Lease implements AutoCloseable {
     /** {@return whether {@link #close()} was called} */
     public boolean isClosed() {
         return tx == null;
+    }
+
+    /**
+     * Releases the lease like {@link #close()}, saying whether our claim was still ours. A claim inside its
+     * hold-at-least is left on the backend until then, and counts as ours.
+     *
+     * @return true when our claim was there and removed (or left for its hold-at-least); false when it had already
+     *         expired, been taken over or force-released, or the lease was closed before
+     */
+    public boolean release() {
+        Object t = tx;
+        if (t != null && TX.compareAndSet(this, t, null)) {
+            return locker.releaseLocks(t);
+        }
+        return false;
     }
 
     @Override

@@ -367,6 +367,122 @@ public interface Locker extends AutoCloseable {
     Optional<Lease> tryAcquireAll(java.util.Collection<KeyColumn> locks, String why, Duration maxWait);
 
     /**
+     * Like {@link #acquire(KeyColumn, String)}, with this lease's own expiry, keep-alive and hold-at-least.
+     *
+     * @param lock    the lock
+     * @param why     recorded with the claim, shown to operators and in other processes' exceptions
+     * @param options how this lease lives; {@link LeaseOptions#DEFAULTS} is the plain form
+     * @return the lease; closing it releases the lock (or leaves the claim for its hold-at-least)
+     * @throws IllegalArgumentException for options this locker cannot keep, before any I/O
+     */
+    default Lease acquire(KeyColumn lock, String why, LeaseOptions options) {
+        requireDefaults(options);
+        return acquire(lock, why);
+    }
+
+    /**
+     * Like {@link #tryAcquire(KeyColumn, String, Duration)}, with this lease's own options.
+     *
+     * @param lock    the lock
+     * @param why     recorded with the claim, shown to operators and in other processes' exceptions
+     * @param maxWait how long to keep trying, on the monotonic clock; zero makes one attempt
+     * @param options how this lease lives
+     * @return the lease, or empty if the lock could not be taken within {@code maxWait}
+     * @throws IllegalArgumentException for options this locker cannot keep, before any I/O
+     */
+    default Optional<Lease> tryAcquire(KeyColumn lock, String why, Duration maxWait, LeaseOptions options) {
+        return acquireWithin(lock, why, maxWait, options).leaseOrThrowRefusal();
+    }
+
+    /**
+     * Like {@link #acquireWithin(KeyColumn, String, Duration)}, with this lease's own options.
+     *
+     * @param lock    the lock
+     * @param why     recorded with the claim, shown to operators and in other processes' exceptions
+     * @param maxWait how long to keep trying, on the monotonic clock; zero makes one attempt
+     * @param options how this lease lives
+     * @return how the wait ended, with the lease when it was taken
+     * @throws IllegalArgumentException for options this locker cannot keep, before any I/O
+     */
+    default Acquisition acquireWithin(KeyColumn lock, String why, Duration maxWait, LeaseOptions options) {
+        requireDefaults(options);
+        return acquireWithin(lock, why, maxWait);
+    }
+
+    /**
+     * Like {@link #acquireAll(java.util.Collection, String)}, with one set of options for every lock of the lease.
+     *
+     * @param locks   the locks to take together; not empty, no null
+     * @param why     recorded with the claims
+     * @param options how this lease lives
+     * @return one lease on every lock
+     * @throws IllegalArgumentException for options this locker cannot keep, before any I/O
+     */
+    default Lease acquireAll(java.util.Collection<KeyColumn> locks, String why, LeaseOptions options) {
+        requireDefaults(options);
+        return acquireAll(locks, why);
+    }
+
+    /**
+     * Like {@link #tryAcquireAll(java.util.Collection, String, Duration)}, with one set of options for every lock.
+     *
+     * @param locks   the locks to take together; not empty, no null
+     * @param why     recorded with the claims
+     * @param maxWait how long to keep trying, on the monotonic clock; zero makes one attempt
+     * @param options how this lease lives
+     * @return the lease, or empty when the wait ran out
+     * @throws IllegalArgumentException for options this locker cannot keep, before any I/O
+     */
+    default Optional<Lease> tryAcquireAll(java.util.Collection<KeyColumn> locks, String why, Duration maxWait,
+                                          LeaseOptions options) {
+        requireDefaults(options);
+        return tryAcquireAll(locks, why, maxWait);
+    }
+
+    /**
+     * Like {@link #renewLocks(Object)}, to {@code expiry} from now; later renewals of the claims keep that expiry.
+     *
+     * @param tx     the transaction: any object of the caller's, compared by identity
+     * @param expiry the claims' new expiry; positive, within this locker's maximum
+     * @throws ExpiredLockException when a claim has expired, was taken away or force-released
+     * @throws IllegalArgumentException for an expiry this locker cannot keep, before any I/O
+     * @throws UnsupportedOperationException from a locker without per-lease expiries
+     */
+    default void renewLocks(Object tx, Duration expiry) {
+        throw new UnsupportedOperationException(getClass().getSimpleName() + " keeps one expiry for every claim");
+    }
+
+    /**
+     * Like {@link #deleteLocks}, saying whether every claim of {@code tx} was still ours. This default asks the
+     * backend first ({@link #verifyLocks}), then releases: a claim that ends between the two is reported ours.
+     *
+     * @param tx the transaction: any object of the caller's, compared by identity
+     * @return true when every claim was still ours when released (or left for its hold-at-least); false when one had
+     *         expired, been taken over or force-released, or could not be asked about
+     */
+    default boolean releaseLocks(Object tx) {
+        boolean ours;
+        try {
+            verifyLocks(tx);
+            ours = true;
+        } catch (LockingException | IllegalStateException e) {
+            ours = false;
+        }
+        deleteLocks(tx);
+        return ours;
+    }
+
+    /** {@code options} when they are the defaults, which every locker keeps; otherwise refused. */
+    private void requireDefaults(LeaseOptions options) {
+        if (options == null) {
+            throw new IllegalArgumentException("options must not be null (use LeaseOptions.DEFAULTS)");
+        }
+        if (!options.equals(LeaseOptions.DEFAULTS)) {
+            throw new UnsupportedOperationException(getClass().getSimpleName() + " keeps no per-lease options");
+        }
+    }
+
+    /**
      * Runs {@code task} at most once across all processes sharing the backend, ever: under the lock {@code job} (not
      * waiting for it), unless a run already finished, as the record kept with the lock says. The record (who, when,
      * token: {@link RunRecord}) is written after the task returns, only while the lock is still ours, and outlives

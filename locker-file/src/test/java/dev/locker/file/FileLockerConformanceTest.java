@@ -4,11 +4,12 @@ import dev.locker.spi.KeyColumnValueStore;
 import dev.locker.api.Locker;
 import dev.locker.local.ExpectedValueCheckingStore;
 import dev.locker.local.InMemoryStore;
+import dev.locker.testkit.LeaseDurationsSection;
 import dev.locker.testkit.LockerConformanceSuite;
 import dev.locker.testkit.LockerFixture;
 
-/** The whole conformance suite on file:, every "process" a FileLocker on one lock directory. */
-class FileLockerConformanceTest extends LockerConformanceSuite {
+/** The whole conformance suite, with leases of their own durations, on file:: each "process" a FileLocker. */
+class FileLockerConformanceTest extends LockerConformanceSuite implements LeaseDurationsSection {
 
     private final InMemoryStore data = new InMemoryStore("file-evc-data");
 

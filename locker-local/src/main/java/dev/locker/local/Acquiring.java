@@ -3,6 +3,7 @@ package dev.locker.local;
 import dev.locker.api.Acquisition;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
+import dev.locker.api.LeaseOptions;
 import dev.locker.api.LockProbe;
 import dev.locker.api.LockStatus;
 import dev.locker.api.LockTransaction;
@@ -74,26 +75,27 @@ final class Acquiring<S extends LockStatus> {
     }
 
     /**
-     * One attempt of a new lease on {@code locks} (validated, canonical), for the wait {@code waiting} (null: none):
+     * One attempt of a new lease on {@code locks} (validated, canonical), for the wait {@code waiting} (null: none),
+     * on the terms of {@code options} (validated; null: the locker's):
      * a single lock's lease is its hold ({@link #attemptOne}), several are claimed under a {@link LockTransaction}.
      */
-    Lease attempt(List<KeyColumn> locks, String why, Waiting waiting) {
+    Lease attempt(List<KeyColumn> locks, String why, Waiting waiting, LeaseOptions options) {
         if (locks.size() == 1) {
-            return new Lease(locker, locks, attemptOne(locks.get(0), why, waiting));
+            return new Lease(locker, locks, attemptOne(locks.get(0), why, waiting, options));
         }
-        return attempt(locks, new LockTransaction(why), waiting);
+        return attempt(locks, new LockTransaction(why), waiting, options);
     }
 
     /** One attempt: claims every lock for {@code tx}, checks them, keeps them alive; all or nothing. */
-    private Lease attempt(List<KeyColumn> locks, LockTransaction tx, Waiting waiting) {
+    private Lease attempt(List<KeyColumn> locks, LockTransaction tx, Waiting waiting, LeaseOptions options) {
         try {
             for (int i = 0, n = locks.size(); i < n; i++) { // no iterator per attempt
                 closing.ensureOpen(); // as writeLock
-                claims.claim(locks.get(i), tx, waiting);
+                claims.claim(locks.get(i), tx, waiting, options);
             }
             claims.confirm(tx, false);
             closing.ensureOpen(); // as keepAlive
-            background.keepAlive(tx, true);
+            background.keepAlive(tx, options == null || options.keepAlive());
         } catch (RuntimeException | Error e) { // an Error too: a failed attempt never leaves a claim behind
             release(() -> claims.deleteLocks(tx), e);
             throw e;
@@ -114,16 +116,18 @@ final class Acquiring<S extends LockStatus> {
      * {@link #attempt} for one lock: the same steps (claim, check, keep alive; all or nothing), with a hold that is
      * its own transaction, so the lease costs no transaction object, no record of its holds and no map entry.
      */
-    Hold attemptOne(KeyColumn lock, String why, Waiting waiting) {
+    Hold attemptOne(KeyColumn lock, String why, Waiting waiting, LeaseOptions options) {
         closing.ensureOpen();
-        Hold hold = claims.leaseHold(lock, why);
+        Hold hold = claims.leaseHold(lock, why, options);
         try {
             claims.claim(hold, null, null, waiting);
             closing.ensureOpen(); // as checkLocks
             claims.confirmLocked(hold, false);
             closing.ensureOpen(); // as keepAlive
             KeepAlive k = background.started();
-            k.start(hold);
+            if (options == null || options.keepAlive()) {
+                k.start(hold);
+            }
             k.watch(hold);
         } catch (RuntimeException | Error e) { // an Error too: a failed attempt never leaves a claim behind
             release(() -> claims.deleteLocks(hold), e);
@@ -139,13 +143,13 @@ final class Acquiring<S extends LockStatus> {
      * the moment the holder's claim expires (when the refusal said) nor past {@code maxWait}. A refusal from another
      * transaction of this process waits for its release here, in the process.
      */
-    Acquisition waitFor(List<KeyColumn> locks, String why, Duration maxWait) {
-        Acquisition acquisition = waitLoop(locks, why, maxWait);
+    Acquisition waitFor(List<KeyColumn> locks, String why, Duration maxWait, LeaseOptions options) {
+        Acquisition acquisition = waitLoop(locks, why, maxWait, options);
         probe.waited(acquisition, config.rid());
         return acquisition;
     }
 
-    private Acquisition waitLoop(List<KeyColumn> locks, String why, Duration maxWait) {
+    private Acquisition waitLoop(List<KeyColumn> locks, String why, Duration maxWait, LeaseOptions options) {
         if (maxWait == null || maxWait.isNegative()) {
             throw new IllegalArgumentException("maxWait must be zero or positive, was " + maxWait);
         }
@@ -165,7 +169,8 @@ final class Acquiring<S extends LockStatus> {
             for (int attempts = 1; ; attempts++) {
                 TemporaryLockingException last;
                 try {
-                    Lease lease = tx == null ? attempt(locks, why, waiting) : attempt(locks, tx, waiting);
+                    Lease lease = tx == null ? attempt(locks, why, waiting, options)
+                            : attempt(locks, tx, waiting, options);
                     acquired = true;
                     return new Acquisition(Acquisition.Outcome.ACQUIRED, lease, null, attempts, since(start));
                 } catch (PermanentLockingException e) {

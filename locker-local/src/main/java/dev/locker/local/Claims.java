@@ -2,6 +2,7 @@ package dev.locker.local;
 
 import dev.locker.api.ExpiredLockException;
 import dev.locker.api.KeyColumn;
+import dev.locker.api.LeaseOptions;
 import dev.locker.api.LockOwner;
 import dev.locker.api.LockProbe;
 import dev.locker.api.LockStatus;
@@ -39,8 +40,6 @@ final class Claims<S extends LockStatus> {
     private final TimeSource time;
     private final LockProbe probe;
     private final LocalLockMediator mediator;
-    /** The configured expiry in nanoseconds (read on every claim). */
-    private final long expiryNanos;
     private final Consumer<Hold> sink;
     private final LockDriver<S> driver;
     private final Steps<S> steps;
@@ -55,7 +54,6 @@ final class Claims<S extends LockStatus> {
         this.time = config.timeSource();
         this.probe = config.probe();
         this.mediator = mediator;
-        this.expiryNanos = LockerEngine.saturatedNanos(config.expiry());
         this.sink = sink;
         this.steps = steps;
         this.transactions = transactions;
@@ -76,20 +74,40 @@ final class Claims<S extends LockStatus> {
 
     // ---- claim ----------------------------------------------------------------------------------------------------
 
-    /** A writeLock of a validated lock, for an attempt of the wait {@code waiting} (null: no wait). */
-    void claim(KeyColumn lock, Object tx, Waiting waiting) {
+    /**
+     * A writeLock of a validated lock, for an attempt of the wait {@code waiting} (null: no wait), on the terms of
+     * {@code options} (validated; null: the locker's).
+     */
+    void claim(KeyColumn lock, Object tx, Waiting waiting, LeaseOptions options) {
         Object key = Transactions.keyOf(tx);
         TxHolds holds = transactions.recordOf(key);
         if (holds.find(lock) != null) {
             return; // idempotent: no I/O, no extension
         }
-        Hold hold = new Hold(lock, tx, time.nanoTime() + expiryNanos, sink, time.now());
+        Duration expiry = expiryOf(options);
+        long now = time.nanoTime();
+        Hold hold = new Hold(lock, tx, now + LockerEngine.saturatedNanos(expiry), sink, time.now());
+        terms(hold, expiry, options, now);
         claim(hold, key, holds, waiting);
     }
 
-    /** A new hold on {@code lock} that is its own transaction: a single-lock lease's. */
-    Hold leaseHold(KeyColumn lock, String why) {
-        return Hold.forLease(lock, why, time.nanoTime() + expiryNanos, sink, time.now());
+    /** A new hold on {@code lock} that is its own transaction: a single-lock lease's, on {@code options}' terms. */
+    Hold leaseHold(KeyColumn lock, String why, LeaseOptions options) {
+        Duration expiry = expiryOf(options);
+        long now = time.nanoTime();
+        Hold hold = Hold.forLease(lock, why, now + LockerEngine.saturatedNanos(expiry), sink, time.now());
+        terms(hold, expiry, options, now);
+        return hold;
+    }
+
+    private Duration expiryOf(LeaseOptions options) {
+        return options == null ? config.expiry() : options.expiryOr(config.expiry());
+    }
+
+    /** A hold-at-least counts from this reading, taken before the claim is written. */
+    private static void terms(Hold hold, Duration expiry, LeaseOptions options, long now) {
+        long least = options == null ? 0 : LockerEngine.saturatedNanos(options.holdAtLeast());
+        hold.terms(expiry, least > 0, now + least);
     }
 
     /**
@@ -122,7 +140,7 @@ final class Claims<S extends LockStatus> {
         Hold.State claiming = hold.state();
         S status;
         try {
-            status = steps.write(lock, whyOf(tx), waiting);
+            status = steps.write(lock, whyOf(tx), hold.expiry(), waiting);
         } catch (RuntimeException | Error e) { // a locking failure, a probe's, a backend's Error: the entry goes too
             drop(key, holds, hold);
             throw e;
@@ -130,7 +148,7 @@ final class Claims<S extends LockStatus> {
         String problem = null;
         if (status.isHeld() && time.nanoTime() - status.deadlineNanos() >= 0) {
             problem = "our claim's validity ended before the grant reached us (the write took longer than the expiry "
-                    + config.expiry() + ")";
+                    + hold.expiry() + ")";
         } else if (!hold.update(claiming, status, false)) {
             problem = "while our claim was written, " + hold.state().lostWhy();
         }
@@ -167,7 +185,7 @@ final class Claims<S extends LockStatus> {
             pauseMillis = Math.min(pauseMillis * 2, 50);
             // the hold's deadline counts from the take that makes it the entry, not from before the wait: a hold
             // that waited longer than the expiry would be the entry already past it, and taken over at once
-            hold.restartProvisionalDeadline(time.nanoTime() + expiryNanos);
+            hold.restartProvisionalDeadline(time.nanoTime() + LockerEngine.saturatedNanos(hold.expiry()));
             if (mediator.take(hold)) {
                 return true;
             }
@@ -239,12 +257,13 @@ final class Claims<S extends LockStatus> {
 
     // ---- renew ----------------------------------------------------------------------------------------------------
 
-    void renew(Object tx) {
+    /** renewLocks: to each hold's own expiry, or to {@code newExpiry} (validated) when it is not null. */
+    void renew(Object tx, Duration newExpiry) {
         closing.ensureOpen();
         for (Hold hold : transactions.holdsOf(tx)) {
             hold.lockSteps();
             try {
-                renewLocked(hold);
+                renewLocked(hold, newExpiry);
             } finally {
                 hold.unlockSteps();
             }
@@ -257,7 +276,7 @@ final class Claims<S extends LockStatus> {
             throw new TemporaryLockingException("a step is in flight on this hold; renewal postponed", hold.lock);
         }
         try {
-            renewLocked(hold);
+            renewLocked(hold, null);
             return true;
         } catch (ExpiredLockException e) {
             return false;
@@ -266,11 +285,12 @@ final class Claims<S extends LockStatus> {
         }
     }
 
-    private void renewLocked(Hold hold) {
+    private void renewLocked(Hold hold, Duration newExpiry) {
         Hold.State s = hold.state();
         S status = steps.requireLive(hold, s, "renewing");
+        Duration expiry = newExpiry != null ? newExpiry : hold.expiry();
         S renewed = steps.step(LockProbe.Step.RENEW, hold.lock, "renewing a claim",
-                () -> driver.renew(hold.lock, status, config.expiry()), hold);
+                () -> driver.renew(hold.lock, status, expiry), hold);
         String problem = null;
         long now = time.nanoTime();
         if (now - hold.deadlineOf(s) >= 0) {
@@ -289,32 +309,46 @@ final class Claims<S extends LockStatus> {
             throw new ExpiredLockException(problem + "; release the transaction's locks and start again", hold.lock,
                     null, null, LossReason.EXPIRED);
         }
+        if (newExpiry != null) {
+            hold.expiry(newExpiry); // under the steps lock: the keep-alive's next renewal keeps it
+        }
         background.watch(hold);
     }
 
     // ---- release --------------------------------------------------------------------------------------------------
 
     void deleteLocks(Object tx) {
+        release(tx, false);
+    }
+
+    /**
+     * Releases every claim of {@code tx}; when {@code ask}, says whether each was still ours (else the answer is
+     * false and no I/O beyond the deletes is done). False for a transaction released before.
+     */
+    boolean release(Object tx, boolean ask) {
         if (tx == null) {
-            return;
+            return false;
         }
         Hold own = transactions.leaseHold(tx);
         if (own != null) {
+            boolean ours = false;
             if (own.markDone()) { // as the removal of a transaction's record below: once
                 background.stop(own);
-                finish(own, own.release());
+                ours = finish(own, own.release(), ask);
                 transactions.leaseFinished(own);
             }
-            return;
+            return ours;
         }
         TxHolds holds = transactions.remove(tx);
         if (holds == null) {
-            return;
+            return false;
         }
         background.stop(holds);
+        boolean ours = true;
         for (Hold hold : holds.all()) {
-            finish(hold, hold.release());
+            ours &= finish(hold, hold.release(), ask);
         }
+        return ours;
     }
 
     /**
@@ -366,7 +400,7 @@ final class Claims<S extends LockStatus> {
             return;
         }
         try {
-            releaseHold(hold, before);
+            releaseHold(hold, before, false);
         } finally {
             hold.unlockSteps();
         }
@@ -377,10 +411,10 @@ final class Claims<S extends LockStatus> {
      * so that a rewrite it sends cannot land after our delete and revive the claim; that step then finds the hold
      * final and withdraws what it wrote.
      */
-    private void finish(Hold hold, Hold.State before) {
+    private boolean finish(Hold hold, Hold.State before, boolean ask) {
         hold.lockSteps();
         try {
-            releaseHold(hold, before);
+            return releaseHold(hold, before, ask);
         } finally {
             hold.unlockSteps();
         }
@@ -388,13 +422,25 @@ final class Claims<S extends LockStatus> {
 
     /**
      * Deletes the claim a hold had (if any) and frees its mediator entry, unless its claim is still being written (then
-     * the claiming thread frees it); logs a backend failure.
+     * the claiming thread frees it); logs a backend failure. A held claim inside its hold-at-least is renewed to the
+     * time left instead, and left on the backend to expire then. Returns whether the claim was still ours, when
+     * {@code ask} (a claim left for its hold-at-least always answers); otherwise false.
      */
     @SuppressWarnings("unchecked")
-    private void releaseHold(Hold hold, Hold.State before) {
+    private boolean releaseHold(Hold hold, Hold.State before, boolean ask) {
+        boolean ours = false;
         try {
             if (before.status() != null && before.phase() != Hold.Phase.RELEASED) {
-                steps.delete(hold.lock, (S) before.status());
+                S status = (S) before.status();
+                long least = before.phase() == Hold.Phase.CLAIMED && status.isHeld()
+                        ? hold.holdAtLeastLeft(time.nanoTime()) : 0;
+                if (least > 0) {
+                    ours = leaveUntilHoldAtLeast(hold, status, least);
+                } else if (ask && before.phase() == Hold.Phase.CLAIMED && status.isHeld()) {
+                    ours = steps.deleteOwned(hold.lock, status);
+                } else {
+                    steps.delete(hold.lock, status);
+                }
             }
         } catch (LockingException ex) {
             log.warn("Could not delete our claim on {} (locker {}); it expires on its own: {}", hold.lock, config.rid(),
@@ -405,6 +451,21 @@ final class Claims<S extends LockStatus> {
             } // else its claim is being written: the claiming thread drops the entry once the write answered (after
               // withdrawing what it wrote), and a close waits for that (Closing.awaitOperationsInFlight)
             background.unwatch(hold); // without a keep-alive nothing watches this hold
+        }
+        return ours;
+    }
+
+    /**
+     * Renews the claim to the {@code leftNanos} its hold-at-least still lasts, and leaves it there: the backend, not
+     * this process, keeps it until then. False when the claim was no longer ours.
+     */
+    private boolean leaveUntilHoldAtLeast(Hold hold, S status, long leftNanos) {
+        try {
+            steps.step(LockProbe.Step.RENEW, hold.lock, "leaving a claim for its hold-at-least",
+                    () -> driver.renew(hold.lock, status, Duration.ofNanos(leftNanos)));
+            return true;
+        } catch (ExpiredLockException gone) {
+            return false;
         }
     }
 

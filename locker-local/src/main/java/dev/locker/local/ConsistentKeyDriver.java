@@ -70,11 +70,7 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
             throw new IllegalArgumentException("lockWait must be positive for the wait-and-read-back protocol: it bounds "
                     + "how late a claim may become visible (and the clock disagreement between clients)");
         }
-        if (validity(0, config.expiry()) <= Deadlines.saturatedNanos(config.lockWait())) {
-            throw new IllegalArgumentException("expiry " + config.expiry() + " is too short for lockWait "
-                    + config.lockWait() + ": a claim's validity (expiry - lockWait, less 1%) must outlast the lockWait "
-                    + "before its read-back, or no claim could ever be held; use an expiry above about 2 x lockWait");
-        }
+        checkExpiry(config.expiry());
         this.store = store;
         this.stepGuard = new WallStepGuard(config);
         this.ownsStore = closeStoreOnClose;
@@ -87,6 +83,16 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
     }
 
     // ---- the driver's operations ---------------------------------------------------------------------------------
+
+    /** A claim's validity (expiry - lockWait, less 1%) must outlast the lockWait before its read-back. */
+    @Override
+    public void checkExpiry(Duration expiry) {
+        if (validity(0, expiry) <= Deadlines.saturatedNanos(config.lockWait())) {
+            throw new IllegalArgumentException("expiry " + expiry + " is too short for lockWait "
+                    + config.lockWait() + ": a claim's validity (expiry - lockWait, less 1%) must outlast the lockWait "
+                    + "before its read-back, or no claim could ever be held; use an expiry above about 2 x lockWait");
+        }
+    }
 
     @Override
     public ConsistentKeyClaim write(KeyColumn lock, LockOwner owner, Duration expiry, Waiting waiting) {

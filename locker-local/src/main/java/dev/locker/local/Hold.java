@@ -9,6 +9,7 @@ import dev.locker.api.TimeSource;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
@@ -93,6 +94,15 @@ final class Hold extends AbstractQueuedSynchronizer implements HoldStates, Timer
     private volatile boolean keptAlive;
     /** For a hold that is its own transaction: set once, by the release or close that finishes it. */
     private volatile boolean done;
+    /**
+     * This claim's expiry, which its write and renewals pass to the driver. Set before the hold is published; changed
+     * only by a renewal to a new expiry, under the steps lock. Volatile: the keep-alive reads it to schedule.
+     */
+    private volatile Duration expiry;
+    /** The monotonic instant before which a release leaves the claim on the backend; see {@link #holdsAtLeast}. */
+    private long holdUntil;
+    /** Whether a release before {@link #holdUntil} leaves the claim on the backend. Set before publication. */
+    private boolean holdsAtLeast;
 
     /**
      * A hold whose claim is being written; it cannot outlive {@code deadlineNanos} before the write answers.
@@ -144,6 +154,31 @@ final class Hold extends AbstractQueuedSynchronizer implements HoldStates, Timer
         } catch (ArithmeticException beyondTheRange) {
             return NOT_RECORDED;
         }
+    }
+
+    /**
+     * Sets the lease's terms, before the hold is published: its expiry, and a hold-at-least until {@code holdUntil}
+     * (a monotonic instant) when {@code holdsAtLeast}.
+     */
+    void terms(Duration expiry, boolean holdsAtLeast, long holdUntil) {
+        this.expiry = expiry;
+        this.holdsAtLeast = holdsAtLeast;
+        this.holdUntil = holdUntil;
+    }
+
+    /** This claim's expiry: what its write and its renewals ask of the backend. */
+    Duration expiry() {
+        return expiry;
+    }
+
+    /** After a renewal to {@code newExpiry} succeeded, under the steps lock: later renewals keep it. */
+    void expiry(Duration newExpiry) {
+        this.expiry = newExpiry;
+    }
+
+    /** Nanoseconds its hold-at-least still lasts at {@code nowNanos}; zero or less when there is none left. */
+    long holdAtLeastLeft(long nowNanos) {
+        return holdsAtLeast ? holdUntil - nowNanos : 0;
     }
 
     /** When the claim was first asked for, or null if not recorded. */

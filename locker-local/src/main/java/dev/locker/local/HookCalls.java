@@ -52,6 +52,20 @@ final class HookCalls<S extends LockStatus> implements LockDriver<S>, WaitQueue,
         locker.deleteSingleLock(lock, claim);
     }
 
+    /**
+     * The hooks read the configured expiry, so a lease of another expiry is refused rather than ignored. For the
+     * same reason a claim left for its hold-at-least lives the configured expiry from its release, not the time left.
+     * A release's answer comes from {@link LockDriver#releaseOwned}'s default: verify, then release.
+     */
+    @Override
+    public void checkExpiry(Duration expiry) {
+        Duration configured = locker.config().expiry();
+        if (!expiry.equals(configured)) {
+            throw new IllegalArgumentException("expiry " + expiry + " differs from this locker's configured expiry "
+                    + configured + ": " + locker.getClass().getSimpleName() + " keeps one expiry for every claim");
+        }
+    }
+
     @Override
     public Optional<LockInfo> readHolder(KeyColumn lock) {
         return locker.readHolding(lock);

@@ -27,11 +27,12 @@ import java.util.function.Consumer;
  * lost-listeners (on threads of their own, so that a slow listener delays no renewal, no lock call and no other
  * transaction's lost signal).
  *
- * <p>A kept-alive transaction is renewed every third of the expiry, in place (same claim, same token); a failed
- * renewal is retried sooner. A watched hold (one with a listener, or kept alive) that reaches its deadline less a
- * margin (a tenth of the expiry, at most 5 s) without a successful renewal is marked lost ({@link LossReason#EXPIRED})
- * then, before its validity ends, so its holder can stop writing in time. Keep-alive stops the moment the transaction
- * is released: a renewal in flight then finds its hold released and withdraws nothing of anybody else's.
+ * <p>A kept-alive transaction is renewed every third of its shortest lease's expiry, in place (same claim, same
+ * token); a failed renewal is retried sooner. A watched hold (one with a listener, or kept alive) that reaches its
+ * deadline less a margin (a tenth of its own expiry, at most 5 s) without a successful renewal is marked lost
+ * ({@link LossReason#EXPIRED}) then, before its validity ends, so its holder can stop writing in time. Keep-alive
+ * stops the moment the transaction is released: a renewal in flight then finds its hold released and withdraws
+ * nothing of anybody else's.
  *
  * <h2>Renewing on a small pool</h2>
  * The keep-alive thread only tells when a renewal falls due; the renewal itself runs on one of {@value #RENEWERS}
@@ -178,7 +179,7 @@ final class KeepAlive implements AutoCloseable {
             return;
         }
         // at least 1 ms apart: a virtual clock standing just outside the margin must not spin this thread
-        long delay = Math.max(ONE_MS, hold.deadlineOf(s) - marginNanos - time.nanoTime());
+        long delay = Math.max(ONE_MS, hold.deadlineOf(s) - marginOf(hold) - time.nanoTime());
         watchdogScheduler.schedule(hold, Math.max(0, delay)); // moves an earlier watch; refused when closing
     }
 
@@ -193,7 +194,7 @@ final class KeepAlive implements AutoCloseable {
             return;
         }
         long left = hold.deadlineOf(s) - time.nanoTime();
-        if (s.status() == null || left > marginNanos) {
+        if (s.status() == null || left > marginOf(hold)) {
             watch(hold); // still being written, renewed meanwhile, or a virtual clock that has not moved: look again then
             return;
         }
@@ -442,7 +443,28 @@ final class KeepAlive implements AutoCloseable {
             kept.keptAlive(false);
             return;
         }
-        schedule(kept, failed ? Math.max(TEN_MS, Math.min(periodNanos / 3, soonest / 4)) : nextDelay(kept));
+        long period = periodOf(holds);
+        schedule(kept, failed ? Math.max(Math.min(TEN_MS, period), Math.min(period / 3, soonest / 4))
+                : nextDelay(kept));
+    }
+
+    /** A third of the shortest expiry among {@code holds}: each lease is renewed on its own expiry's terms. */
+    private long periodOf(Hold[] holds) {
+        long period = Long.MAX_VALUE;
+        for (Hold h : holds) {
+            Duration e = h.expiry();
+            period = Math.min(period, e == null ? periodNanos : Math.max(1, LockerEngine.saturatedNanos(e) / 3));
+        }
+        return period == Long.MAX_VALUE ? periodNanos : period;
+    }
+
+    /** The early lost signal's margin for {@code hold}: a tenth of its own expiry, at most 5 s. */
+    private long marginOf(Hold hold) {
+        Duration e = hold.expiry();
+        if (e == null) {
+            return marginNanos;
+        }
+        return Math.max(1, Math.min(LockerEngine.saturatedNanos(e) / 10, Duration.ofSeconds(5).toNanos()));
     }
 
     /**
@@ -451,11 +473,13 @@ final class KeepAlive implements AutoCloseable {
      */
     private long nextDelay(Kept kept) {
         long now = time.nanoTime();
-        long d = periodNanos;
-        for (Hold h : kept.holds()) {
+        Hold[] holds = kept.holds();
+        long d = periodOf(holds);
+        long floor = Math.min(TEN_MS, d); // a lease of a few milliseconds is renewed within its own expiry
+        for (Hold h : holds) {
             Hold.State s = h.state();
             if (!s.isFinal() && s.status() != null) {
-                d = Math.min(d, Math.max(TEN_MS, (h.deadlineOf(s) - marginNanos - now) / 2));
+                d = Math.min(d, Math.max(floor, (h.deadlineOf(s) - marginOf(h) - now) / 2));
             }
         }
         return d;

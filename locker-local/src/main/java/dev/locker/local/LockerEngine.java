@@ -4,6 +4,7 @@ import dev.locker.api.Acquisition;
 import dev.locker.api.ForcedRelease;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
+import dev.locker.api.LeaseOptions;
 import dev.locker.api.LocalArbitration;
 import dev.locker.api.LockInfo;
 import dev.locker.api.LockLost;
@@ -173,7 +174,7 @@ public abstract class LockerEngine<C extends LockStatus> implements Locker {
                     + "one lock only; claim locks under a transaction of your own");
         }
         closing.ensureOpen();
-        claims.claim(lock, tx, null);
+        claims.claim(lock, tx, null, null);
     }
 
     @Override
@@ -188,7 +189,18 @@ public abstract class LockerEngine<C extends LockStatus> implements Locker {
 
     @Override
     public void renewLocks(Object tx) {
-        claims.renew(tx);
+        claims.renew(tx, null);
+    }
+
+    @Override
+    public void renewLocks(Object tx, Duration expiry) {
+        checkExpiry(expiry);
+        claims.renew(tx, expiry);
+    }
+
+    @Override
+    public boolean releaseLocks(Object tx) {
+        return claims.release(tx, true);
     }
 
     @Override
@@ -213,12 +225,24 @@ public abstract class LockerEngine<C extends LockStatus> implements Locker {
     @Override
     public Lease acquire(KeyColumn lock, String why) {
         config.validate(lock);
-        return acquiring.attempt(List.of(lock), why, null);
+        return acquiring.attempt(List.of(lock), why, null, null);
+    }
+
+    @Override
+    public Lease acquire(KeyColumn lock, String why, LeaseOptions options) {
+        config.validate(lock);
+        return acquiring.attempt(List.of(lock), why, null, checked(options));
     }
 
     @Override
     public Lease acquireAll(Collection<KeyColumn> locks, String why) {
-        return acquiring.attempt(acquiring.canonical(locks), why, null);
+        return acquiring.attempt(acquiring.canonical(locks), why, null, null);
+    }
+
+    @Override
+    public Lease acquireAll(Collection<KeyColumn> locks, String why, LeaseOptions options) {
+        LeaseOptions terms = checked(options);
+        return acquiring.attempt(acquiring.canonical(locks), why, null, terms);
     }
 
     @Override
@@ -227,14 +251,61 @@ public abstract class LockerEngine<C extends LockStatus> implements Locker {
     }
 
     @Override
+    public Optional<Lease> tryAcquire(KeyColumn lock, String why, Duration maxWait, LeaseOptions options) {
+        return acquireWithin(lock, why, maxWait, options).leaseOrThrowRefusal();
+    }
+
+    @Override
     public Acquisition acquireWithin(KeyColumn lock, String why, Duration maxWait) {
         config.validate(lock);
-        return acquiring.waitFor(List.of(lock), why, maxWait);
+        return acquiring.waitFor(List.of(lock), why, maxWait, null);
+    }
+
+    @Override
+    public Acquisition acquireWithin(KeyColumn lock, String why, Duration maxWait, LeaseOptions options) {
+        config.validate(lock);
+        return acquiring.waitFor(List.of(lock), why, maxWait, checked(options));
     }
 
     @Override
     public Optional<Lease> tryAcquireAll(Collection<KeyColumn> locks, String why, Duration maxWait) {
-        return acquiring.waitFor(acquiring.canonical(locks), why, maxWait).leaseOrThrowRefusal();
+        return acquiring.waitFor(acquiring.canonical(locks), why, maxWait, null).leaseOrThrowRefusal();
+    }
+
+    @Override
+    public Optional<Lease> tryAcquireAll(Collection<KeyColumn> locks, String why, Duration maxWait,
+                                         LeaseOptions options) {
+        LeaseOptions terms = checked(options);
+        return acquiring.waitFor(acquiring.canonical(locks), why, maxWait, terms).leaseOrThrowRefusal();
+    }
+
+    /**
+     * {@code options} when this locker can keep them, checked before any I/O: not null, an expiry within
+     * {@link LockerConfig#MAX_EXPIRY} and the driver's bounds, a hold-at-least no longer than the expiry.
+     */
+    private LeaseOptions checked(LeaseOptions options) {
+        if (options == null) {
+            throw new IllegalArgumentException("options must not be null (use LeaseOptions.DEFAULTS)");
+        }
+        Duration expiry = options.expiryOr(config.expiry());
+        checkExpiry(expiry);
+        if (options.holdAtLeast().compareTo(expiry) > 0) {
+            throw new IllegalArgumentException("holdAtLeast " + options.holdAtLeast() + " must not exceed the lease's "
+                    + "expiry " + expiry + ": the claim would expire before it");
+        }
+        return options;
+    }
+
+    /** Refuses, before any I/O, an expiry that is not positive, over the maximum, or one the driver cannot keep. */
+    private void checkExpiry(Duration expiry) {
+        if (expiry == null || expiry.isZero() || expiry.isNegative()) {
+            throw new IllegalArgumentException("expiry must be positive, was " + expiry);
+        }
+        if (expiry.compareTo(LockerConfig.MAX_EXPIRY) > 0) {
+            throw new IllegalArgumentException("expiry must be at most 100 years (" + LockerConfig.MAX_EXPIRY.toDays()
+                    + " days), was " + expiry);
+        }
+        driver.checkExpiry(expiry);
     }
 
     @Override

@@ -72,7 +72,7 @@ final class RunOnce<S extends LockStatus> {
         closing.ensureOpen();
         Hold own;
         try {
-            own = acquiring.attemptOne(job, why, null);
+            own = acquiring.attemptOne(job, why, null, null);
         } catch (TemporaryLockingException e) {
             return e.holder() != null ? new Run(Run.Outcome.BUSY, null, null, e.holder())
                     : new Run(Run.Outcome.UNREACHABLE, null, e, null);

@@ -47,10 +47,10 @@ final class Steps<S extends LockStatus> {
     }
 
     /** The write step of a claim: {@link #step} written out, so the hot path makes no lambda per claim. */
-    S write(KeyColumn lock, String why, Waiting waiting) {
+    S write(KeyColumn lock, String why, java.time.Duration expiry, Waiting waiting) {
         probe.before(LockProbe.Step.WRITE, lock, config.rid());
         try {
-            S result = driver.write(lock, config.owner(why), config.expiry(), waiting);
+            S result = driver.write(lock, config.owner(why), expiry, waiting);
             probe.after(LockProbe.Step.WRITE, lock, config.rid(), null);
             return result;
         } catch (RuntimeException e) {
@@ -77,6 +77,11 @@ final class Steps<S extends LockStatus> {
             probe.after(LockProbe.Step.RELEASE, lock, config.rid(), asFailure(e, lock, "deleting a claim"));
             throw e;
         }
+    }
+
+    /** The delete step of a release that says whether the claim was still ours ({@link LockDriver#releaseOwned}). */
+    boolean deleteOwned(KeyColumn lock, S status) {
+        return step(LockProbe.Step.RELEASE, lock, "deleting a claim", () -> driver.releaseOwned(lock, status));
     }
 
     /** Runs one backend step between the probe's two calls, translating its failure. */

@@ -8,12 +8,13 @@ import java.util.List;
 import dev.locker.spi.KeyColumnValueStore;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
+import dev.locker.testkit.LeaseDurationsSection;
 import dev.locker.testkit.LockerConformanceSuite;
 import dev.locker.testkit.FaultyStore;
 import dev.locker.testkit.LockerFixture;
 
-/** The whole conformance suite on the in-memory backend: ConsistentKeyLocker over one shared InMemoryStore. */
-class MemLockerConformanceTest extends LockerConformanceSuite {
+/** The whole conformance suite, with leases of their own durations, on ConsistentKeyLocker over one InMemoryStore. */
+class MemLockerConformanceTest extends LockerConformanceSuite implements LeaseDurationsSection {
 
     private final InMemoryStore data = new InMemoryStore("evc-data");
 

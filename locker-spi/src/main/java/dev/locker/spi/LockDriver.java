@@ -97,6 +97,37 @@ public interface LockDriver<C extends LockStatus> {
     void release(KeyColumn lock, C claim);
 
     /**
+     * Removes our claim like {@link #release}, saying whether it was still ours. This default asks first
+     * ({@link #verify}, one round trip), then releases; a claim that ends between the two is reported ours. A driver
+     * whose compare-and-delete can tell what it found answers from that instead.
+     *
+     * @param lock  the lock
+     * @param claim a held claim of this driver on {@code lock}
+     * @return true when our claim was there and is removed; false when it had expired, was gone or taken over
+     */
+    default boolean releaseOwned(KeyColumn lock, C claim) {
+        boolean ours;
+        try {
+            verify(lock, claim);
+            ours = true;
+        } catch (ExpiredLockException gone) {
+            ours = false;
+        }
+        release(lock, claim);
+        return ours;
+    }
+
+    /**
+     * Refuses, before any I/O, a claim expiry this driver cannot keep (beyond what the engine checks: positive, at
+     * most {@link dev.locker.api.LockerConfig#MAX_EXPIRY}). The default accepts every such expiry.
+     *
+     * @param expiry a lease's expiry
+     * @throws IllegalArgumentException naming the expiry and the bound it breaks
+     */
+    default void checkExpiry(Duration expiry) {
+    }
+
+    /**
      * Reads the holder in one read: the senior live claim's owner, its fencing token (0 for a wait-and-read-back
      * claim not confirmed yet) and its expiry.
      *
