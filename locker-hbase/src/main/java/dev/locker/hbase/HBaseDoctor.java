@@ -138,7 +138,7 @@ public final class HBaseDoctor implements DeploymentCheck {
                 + options.tokenFamily() + "' are there"));
         int claimsTtl = claims.getTimeToLive();
         Duration expiry = config.expiry();
-        Duration cellTtl = HBaseLocker.cellTtl(expiry, options.serverClockSkew());
+        Duration cellTtl = LockTable.cellTtl(expiry, options.serverClockSkew());
         if (claimsTtl != HConstants.FOREVER && Duration.ofSeconds(claimsTtl).compareTo(cellTtl) <= 0) {
             out.add(Finding.fail("claims-ttl", "the claims family's TTL (" + claimsTtl + " s) is not longer than the "
                     + "expiry plus the region servers' clock allowance (" + expiry.toSeconds() + " s + "

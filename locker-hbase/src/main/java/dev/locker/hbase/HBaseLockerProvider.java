@@ -43,7 +43,7 @@ public final class HBaseLockerProvider implements LockerProvider {
     private static Parsed parse(String uri, LockerConfig config) {
         HBaseOptions options = HBaseOptions.fromUri(uri);
         LockerConfig effective = UriOptions.parse(uri).applyTo(config);
-        HBaseLocker.validate(options, effective);
+        LockTable.validate(options, effective);
         return new Parsed(options, effective);
     }
 }

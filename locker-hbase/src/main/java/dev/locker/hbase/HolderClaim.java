@@ -41,6 +41,20 @@ final class HolderClaim {
         return new HolderClaim(buf.array(), o, lifetime);
     }
 
+    /**
+     * The claim {@code value} with the lifetime {@code millis}: the same array when it has that lifetime already, so
+     * a renewal of an unchanged expiry rewrites the very bytes it checks.
+     */
+    static byte[] withLifetime(byte[] value, long millis) {
+        ByteBuffer buf = ByteBuffer.wrap(value);
+        if (value.length < HEADER || buf.getLong(1 + 16) == millis) {
+            return value;
+        }
+        byte[] out = value.clone();
+        ByteBuffer.wrap(out).putLong(1 + 16, millis);
+        return out;
+    }
+
     /** Decodes a holder cell's value; null for the empty "free" value. */
     static HolderClaim decode(byte[] value) {
         if (value == null || value.length == 0) {

@@ -69,7 +69,7 @@ class HBaseClientRetryTest {
             TableName name = TableName.valueOf(options.table());
             if (!admin.tableExists(name)) {
                 TableDescriptorBuilder d = TableDescriptorBuilder.newBuilder(name).setCoprocessor(Observer.class.getName());
-                for (ColumnFamilyDescriptor f : HBaseLocker.families(options)) {
+                for (ColumnFamilyDescriptor f : LockTable.families(options)) {
                     d.setColumnFamily(f);
                 }
                 admin.createTable(d.build());
@@ -139,7 +139,7 @@ class HBaseClientRetryTest {
         Locker b = locker("b", LONG_EXPIRY);
         Locker operator = locker("operator", LONG_EXPIRY);
         KeyColumn lock = lock("fr-between");
-        Observer.Hold hold = Observer.holdNextReply(HBaseLocker.row(lock));
+        Observer.Hold hold = Observer.holdNextReply(LockTable.row(lock));
         Object ta = new Object();
         CompletableFuture<Object> grantA = async(() -> take(a, lock, ta));
         assertTrue(hold.applied.await(30, TimeUnit.SECONDS), "the region applied A's claim");
@@ -172,7 +172,7 @@ class HBaseClientRetryTest {
         Locker b = locker("b", LONG_EXPIRY);
         KeyColumn lock = lock("stalled-grant");
         a.holder(lock); // region located and cached
-        Observer.Stall stall = Observer.stallNextClaim(HBaseLocker.row(lock));
+        Observer.Stall stall = Observer.stallNextClaim(LockTable.row(lock));
         Object ta = new Object();
         long tokenA = take(a, lock, ta); // attempt 1 stalls; the client's resend (attempt 2) is granted
         assertEquals(0, stall.arrived.getCount(), "the first call was stalled");
@@ -200,7 +200,7 @@ class HBaseClientRetryTest {
         KeyColumn lock = lock("renew-fr");
         Object ta = new Object();
         long tokenA = take(a, lock, ta);
-        Observer.Hold hold = Observer.holdNextReply(HBaseLocker.row(lock));
+        Observer.Hold hold = Observer.holdNextReply(LockTable.row(lock));
         Observer.holdAnyMutation = true; // the renewal is a check-and-mutate of a single Put
         CompletableFuture<Object> renewal = async(() -> {
             a.renewLocks(ta);
@@ -229,7 +229,7 @@ class HBaseClientRetryTest {
         KeyColumn lock = lock("release-retried");
         Object ta = new Object();
         long tokenA = take(a, lock, ta);
-        Observer.Hold hold = Observer.holdNextReply(HBaseLocker.row(lock));
+        Observer.Hold hold = Observer.holdNextReply(LockTable.row(lock));
         Observer.holdAnyMutation = true;
         CompletableFuture<Object> release = async(() -> {
             a.deleteLocks(ta);

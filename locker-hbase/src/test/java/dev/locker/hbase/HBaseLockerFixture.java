@@ -72,7 +72,7 @@ final class HBaseLockerFixture implements LockerFixture {
     @Override
     public void loseClaims(KeyColumn lock) {
         try (Table t = connection.getTable(TableName.valueOf(options.table()))) {
-            t.delete(new Delete(HBaseLocker.row(lock)));
+            t.delete(new Delete(LockTable.row(lock)));
         } catch (java.io.IOException e) {
             throw new java.io.UncheckedIOException(e);
         }

@@ -182,15 +182,15 @@ class HBaseLockerTest {
             KeyColumn lock = lock("recorded");
             a.runOnce(lock, "record a run", lease -> { }); // token 1, its record, then the free value
             Thread.sleep(2500); // the family TTL removes the free value; the record (token family) stays
-            Result before = t.get(new Get(HBaseLocker.row(lock)));
-            assertNull(before.getValue(shortTtl.familyBytes(), HBaseLocker.HOLDER));
+            Result before = t.get(new Get(LockTable.row(lock)));
+            assertNull(before.getValue(shortTtl.familyBytes(), LockTable.HOLDER));
             assertEquals(2, before.size(), "the counter and the record: " + before);
             Object tb = new Object();
             b.writeLock(lock, tb);
             assertEquals(2, b.fencingToken(lock, tb));
-            long stamped = t.get(new Get(HBaseLocker.row(lock)))
-                    .getColumnLatestCell(shortTtl.familyBytes(), HBaseLocker.HOLDER).getTimestamp();
-            assertTrue(stamped < HBaseLocker.RECORD_TIMESTAMP_BASE
+            long stamped = t.get(new Get(LockTable.row(lock)))
+                    .getColumnLatestCell(shortTtl.familyBytes(), LockTable.HOLDER).getTimestamp();
+            assertTrue(stamped < LockTable.RECORD_TIMESTAMP_BASE
                             && Math.abs(stamped - System.currentTimeMillis()) < 60_000,
                     "the claim is stamped by the server's clock: " + stamped);
             Thread.sleep(1300);
@@ -240,21 +240,21 @@ class HBaseLockerTest {
         a.checkLocks(tx);
         long token = a.fencingToken(lock, tx);
 
-        Result row = table.get(new Get(HBaseLocker.row(lock)));
+        Result row = table.get(new Get(LockTable.row(lock)));
         assertEquals(2, row.size(), "one holder cell and one counter cell: " + row);
         assertEquals(lock.legible(), Bytes.toString(row.getRow()), "the row is the lock's legible name");
         assertTrue(Bytes.toString(row.getRow()).matches("hbase-test/layout-[0-9a-f]{8}#c"),
                 "legible in hbase shell: " + Bytes.toStringBinary(row.getRow()));
-        HolderClaim claim = HolderClaim.decode(row.getValue(options.familyBytes(), HBaseLocker.HOLDER));
+        HolderClaim claim = HolderClaim.decode(row.getValue(options.familyBytes(), LockTable.HOLDER));
         assertEquals(a.rid(), claim.owner.rid());
         assertEquals("rebuild index 7", claim.owner.why());
         assertEquals(Duration.ofSeconds(30), claim.lifetime);
-        assertEquals(token, Bytes.toLong(row.getValue(options.tokenFamilyBytes(), HBaseLocker.COUNTER)));
+        assertEquals(token, Bytes.toLong(row.getValue(options.tokenFamilyBytes(), LockTable.COUNTER)));
 
         a.deleteLocks(tx);
-        row = table.get(new Get(HBaseLocker.row(lock)));
-        assertArrayEquals(new byte[0], row.getValue(options.familyBytes(), HBaseLocker.HOLDER), "released = empty holder value");
-        assertEquals(token, Bytes.toLong(row.getValue(options.tokenFamilyBytes(), HBaseLocker.COUNTER)), "the counter stays");
+        row = table.get(new Get(LockTable.row(lock)));
+        assertArrayEquals(new byte[0], row.getValue(options.familyBytes(), LockTable.HOLDER), "released = empty holder value");
+        assertEquals(token, Bytes.toLong(row.getValue(options.tokenFamilyBytes(), LockTable.COUNTER)), "the counter stays");
         assertFalse(a.holder(lock).isPresent());
     }
 
@@ -307,8 +307,8 @@ class HBaseLockerTest {
         Thread.sleep(800);
         Object tb = new Object();
         b.writeLock(lock, tb);
-        Result row = table.get(new Get(HBaseLocker.row(lock)));
-        assertEquals(b.rid(), HolderClaim.decode(row.getValue(options.familyBytes(), HBaseLocker.HOLDER)).owner.rid());
+        Result row = table.get(new Get(LockTable.row(lock)));
+        assertEquals(b.rid(), HolderClaim.decode(row.getValue(options.familyBytes(), LockTable.HOLDER)).owner.rid());
         assertEquals(2, row.size());
         b.deleteLocks(tb);
     }
@@ -326,7 +326,7 @@ class HBaseLockerTest {
             long first = a.fencingToken(lock, t1);
             a.deleteLocks(t1);
             Thread.sleep(2500); // the family TTL removes the (released, empty) holder cell
-            assertNull(t.get(new Get(HBaseLocker.row(lock))).getValue(shortTtl.familyBytes(), HBaseLocker.HOLDER));
+            assertNull(t.get(new Get(LockTable.row(lock))).getValue(shortTtl.familyBytes(), LockTable.HOLDER));
             Object t2 = new Object();
             a.writeLock(lock, t2);
             assertTrue(a.fencingToken(lock, t2) > first, "the counter lives in a family without TTL");
@@ -457,7 +457,7 @@ class HBaseLockerTest {
         try (Admin admin = connection.getAdmin()) {
             TableDescriptorBuilder d = TableDescriptorBuilder.newBuilder(TableName.valueOf(name))
                     .setCoprocessor(LostReplyObserver.class.getName());
-            for (ColumnFamilyDescriptor f : HBaseLocker.families(lossy)) {
+            for (ColumnFamilyDescriptor f : LockTable.families(lossy)) {
                 d.setColumnFamily(f);
             }
             admin.createTable(d.build());

@@ -293,7 +293,7 @@ class HBaseServerClockTest {
         serverClock.offsetMillis = Duration.ofDays(1).toMillis();
         try (org.apache.hadoop.hbase.client.Table t = fixture.connection()
                 .getTable(TableName.valueOf(options.table()))) {
-            t.put(new org.apache.hadoop.hbase.client.Put(HBaseLocker.row(job))
+            t.put(new org.apache.hadoop.hbase.client.Put(LockTable.row(job))
                     .addColumn(options.tokenFamilyBytes(), "rdone".getBytes(), old.toBytes())); // the old layout's Put
         }
         serverClock.offsetMillis = 0;
@@ -310,11 +310,11 @@ class HBaseServerClockTest {
     @Test
     void theCellTtlIsNeverShorterThanTheExpiry() {
         Duration expiry = Duration.ofNanos(10_900_000);
-        Duration ttl = HBaseLocker.cellTtl(expiry, Duration.ZERO);
+        Duration ttl = LockTable.cellTtl(expiry, Duration.ZERO);
         assertTrue(ttl.compareTo(expiry) >= 0, "cell TTL " + ttl + " shorter than the expiry " + expiry);
         assertEquals(Duration.ofMillis(11), ttl, "rounded up to the next millisecond, no further");
-        assertEquals(Duration.ofMillis(10), HBaseLocker.cellTtl(Duration.ofMillis(10), Duration.ZERO), "whole ms kept");
-        assertEquals(Duration.ofMillis(3_002), HBaseLocker.cellTtl(Duration.ofNanos(1_000_000_001),
+        assertEquals(Duration.ofMillis(10), LockTable.cellTtl(Duration.ofMillis(10), Duration.ZERO), "whole ms kept");
+        assertEquals(Duration.ofMillis(3_002), LockTable.cellTtl(Duration.ofNanos(1_000_000_001),
                 Duration.ofMillis(2_001)), "the sum is rounded, not each part");
     }
 
@@ -366,7 +366,7 @@ class HBaseServerClockTest {
             assertTrue(!admin.tableExists(TableName.valueOf(table)), "refused before creating the table");
         }
         IllegalArgumentException cell = assertThrows(IllegalArgumentException.class,
-                () -> HBaseLocker.cellTtl(absurd, Duration.ofSeconds(10)));
+                () -> LockTable.cellTtl(absurd, Duration.ofSeconds(10)));
         assertTrue(cell.getMessage().contains("too long for an HBase cell TTL"), cell::getMessage);
     }
 

@@ -1,0 +1,557 @@
+package dev.locker.hbase;
+
+import dev.locker.api.ExpiredLockException;
+import dev.locker.api.KeyColumn;
+import dev.locker.api.LockInfo;
+import dev.locker.api.LockOwner;
+import dev.locker.api.LockPage;
+import dev.locker.api.LockerConfig;
+import dev.locker.api.PermanentLockingException;
+import dev.locker.api.TemporaryLockingException;
+import dev.locker.api.TimeSource;
+import dev.locker.hbase.SeenRows.Seen;
+import dev.locker.local.ClaimStatus;
+import dev.locker.spi.Deadlines;
+import dev.locker.spi.LockDriver;
+import dev.locker.spi.LockRecords;
+import dev.locker.spi.StoreException;
+import dev.locker.spi.TemporaryStoreException;
+import dev.locker.spi.Waiting;
+import org.apache.hadoop.hbase.Cell;
+import org.apache.hadoop.hbase.CellUtil;
+import org.apache.hadoop.hbase.CompareOperator;
+import org.apache.hadoop.hbase.TableName;
+import org.apache.hadoop.hbase.client.CheckAndMutate;
+import org.apache.hadoop.hbase.client.CheckAndMutateResult;
+import org.apache.hadoop.hbase.client.Connection;
+import org.apache.hadoop.hbase.client.Get;
+import org.apache.hadoop.hbase.client.Increment;
+import org.apache.hadoop.hbase.client.Put;
+import org.apache.hadoop.hbase.client.Result;
+import org.apache.hadoop.hbase.client.RowMutations;
+import org.apache.hadoop.hbase.client.Table;
+import org.apache.hadoop.hbase.client.TableBuilder;
+import org.apache.hadoop.hbase.filter.BinaryComparator;
+import org.apache.hadoop.hbase.filter.FilterList;
+import org.apache.hadoop.hbase.filter.QualifierFilter;
+import org.apache.hadoop.hbase.filter.SingleColumnValueFilter;
+import org.apache.hadoop.hbase.util.Bytes;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Optional;
+import java.util.OptionalLong;
+
+import static dev.locker.hbase.LockTable.COUNTER;
+import static dev.locker.hbase.LockTable.FREE;
+import static dev.locker.hbase.LockTable.HOLDER;
+import static dev.locker.hbase.LockTable.recordColumn;
+import static dev.locker.hbase.LockTable.recordTimestamp;
+import static dev.locker.hbase.LockTable.row;
+
+/**
+ * The lock table as a driver: {@link HBaseLocker} says how claims are kept and why that is safe. One check-and-mutate
+ * on the lock row decides the holder and issues its token at once. It keeps records in the lock row's token family.
+ */
+final class HBaseDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimStatus> {
+
+    /** Logs under the public class's name, the one users configure. */
+    private static final Logger log = LoggerFactory.getLogger(HBaseLocker.class);
+
+    private final LockerConfig config;
+    private final TimeSource time;
+    private final Connection connection;
+    private final boolean ownsConnection;
+    /** Tables whose multi-action calls run in the calling thread ({@link HBaseClients#tables}). */
+    private final TableBuilder tables;
+    private final byte[] family;
+    private final byte[] tokenFamily;
+    /** Added to every claim's expiry in its cell TTL: the region servers' clock allowance. */
+    private final Duration serverClockSkew;
+    /** The claims family's TTL, or null when it has none: a claim's cell TTL must stay below it. */
+    private final Duration claimsFamilyTtl;
+    private final String where;
+    private final SeenRows seen = new SeenRows();
+    private final HBaseListing listing;
+
+    /**
+     * @param config          the configuration the locker runs with (its rid is the locker's)
+     * @param connection      the open connection
+     * @param ownsConnection  true to close the connection with the driver
+     * @param tableName       the lock table, found or created already
+     * @param options         the table's families and the region servers' clock allowance
+     * @param claimsFamilyTtl the claims family's TTL as the table has it, or null when it has none
+     * @param where           the cluster and table, for messages
+     */
+    HBaseDriver(LockerConfig config, Connection connection, boolean ownsConnection, TableName tableName,
+                HBaseOptions options, Duration claimsFamilyTtl, String where) {
+        this.config = config;
+        this.time = config.timeSource();
+        this.connection = connection;
+        this.ownsConnection = ownsConnection;
+        this.tables = HBaseClients.tables(connection, tableName);
+        this.family = options.familyBytes();
+        this.tokenFamily = options.tokenFamilyBytes();
+        this.serverClockSkew = options.serverClockSkew();
+        this.claimsFamilyTtl = claimsFamilyTtl;
+        this.where = where;
+        this.listing = new HBaseListing(tables, family, tokenFamily, where);
+    }
+
+    @Override
+    public Optional<LockRecords<ClaimStatus>> records() {
+        return Optional.of(this);
+    }
+
+    // ---- claims --------------------------------------------------------------------------------------------------
+
+    @Override
+    public ClaimStatus write(KeyColumn lock, LockOwner owner, Duration expiry, Waiting waiting) {
+        byte[] row = row(lock);
+        long ttl = cellTtlMillis(lock, expiry);
+        long expiryNanos = Deadlines.saturatedNanos(expiry); // an expiry above ~292 years must not overflow
+        for (int attempt = 1; ; attempt++) {
+            long started = time.nanoTime(); // the cell's TTL runs on the region server from after this reading
+            Instant before = time.now();
+            HolderClaim claim = HolderClaim.create(owner, before, Duration.ofMillis(ttl));
+            OptionalLong token = claim(lock, row, claim, ttl);
+            if (token.isPresent()) {
+                if (time.nanoTime() - started < expiryNanos) {
+                    return ClaimStatus.granted(claim.value, token.getAsLong(), Deadlines.of(started, expiry));
+                }
+                // Not trusted: the validity we count from before the call is already over (and the claim may have
+                // expired on the server meanwhile). Give the claim back and claim afresh.
+                giveBack(lock, row, claim);
+                log.debug("Claim on {} took longer than the expiry {}: given back (attempt {})", lock, expiry, attempt);
+            }
+            if (attempt >= config.retries()) {
+                throw new TemporaryLockingException((token.isPresent() ? "every claim took longer than the expiry "
+                        + expiry : "the lock changed hands " + attempt + " times while we tried to claim it")
+                        + " on " + where, lock, null, null);
+            }
+            if (token.isEmpty()) {
+                log.debug("Holder of {} left between our check and our read; claiming again (attempt {})", lock, attempt + 1);
+            }
+        }
+    }
+
+    /**
+     * One claim attempt: our fencing token when the region made {@code claim} the holder, empty when the lock was free
+     * again by the time we read it after a refused check (it changed hands).
+     *
+     * <p>The grant is one check-and-mutate whose condition names the counter value {@code c} we expect ("holder cell
+     * free AND counter == c", {@link #grant}) and which increments the counter to {@code c + 1}: our token. {@code c}
+     * comes from what this locker last saw of the row ({@link #seen}), else from one get. A resend of the call by the
+     * HBase client (same nonce) after the first one was applied finds the counter at {@code c + 1} or beyond and
+     * changes nothing, so our claim is written at most once, only while the counter is {@code c}, and the token is the
+     * one our own write issued; no resend ever reaches the region's nonce deduplication of the Increment.
+     *
+     * @throws TemporaryLockingException naming the holder when another claim holds the lock
+     */
+    private OptionalLong claim(KeyColumn lock, byte[] row, HolderClaim claim, long ttl) {
+        Seen expected = seen.get(row);
+        boolean fresh = expected == null; // the expectation comes from a get made for this attempt
+        if (fresh) {
+            RowState state = read(row, "get");
+            if (state.holder != null) {
+                throw heldBy(lock, state);
+            }
+            expected = state.seen();
+        }
+        while (true) {
+            long token = expected.counter() + 1;
+            CheckAndMutate grant = grant(row, expected, claim, ttl);
+            CheckAndMutateResult r;
+            try {
+                r = checkAndMutate(grant, "checkAndMutate");
+            } catch (TemporaryStoreException e) {
+                // the server may have applied it before the failure reached us: look once before giving up
+                OptionalLong ours = grantedToUs(lock, row, claim, token);
+                if (ours.isPresent()) {
+                    return ours;
+                }
+                throw e;
+            }
+            if (r.isSuccess()) {
+                long counted = Bytes.toLong(r.getResult().getValue(tokenFamily, COUNTER));
+                if (counted != token) {
+                    // unreachable: the check saw the counter at token - 1 under the row lock, in the same row operation
+                    log.warn("Grant on {} counted {}, not the expected {}: claim given back", lock, counted, token);
+                    giveBack(lock, row, claim);
+                    seen.forget(row);
+                    return OptionalLong.empty();
+                }
+                seen.remember(row, new Seen(token, true)); // after our release: the free value, this counter
+                return OptionalLong.of(token);
+            }
+            RowState state = read(row, "get");
+            if (state.isHeldBy(claim)) {
+                // the client resent our check-and-mutate after the server had applied it; the resend's check failed
+                return ownToken(lock, row, claim, state, token);
+            }
+            if (state.holder != null) {
+                throw heldBy(lock, state);
+            }
+            if (fresh) {
+                return OptionalLong.empty(); // granted and released (or expired) between our get and our check
+            }
+            fresh = true; // what we had seen was out of date: once more with the row as it is now
+            expected = state.seen();
+        }
+    }
+
+    /**
+     * The grant: one check-and-mutate "holder cell free AND counter == {@code expected.counter()}" that writes our claim
+     * (with its cell TTL) and increments the counter, in one row operation.
+     *
+     * <ul>
+     *   <li>No counter yet (a lock never granted): the check is "counter absent" on that one cell. Every holder cell
+     *       this library writes is written in the same row operation as an increment of the counter, which no TTL
+     *       removes, so a row without a counter has no holder cell.</li>
+     *   <li>Otherwise a filter (two or three {@code SingleColumnValueFilter}s): the counter equals {@code c}, and the
+     *       holder cell is present with the free value ({@code expected.holderCell()}), or absent (expired, or the
+     *       free value outlived by the claims family's TTL). A {@code QualifierFilter} keeps one cell in the check's
+     *       result: the holder cell when present, else the counter. The region server stamps the claim's Put with
+     *       max(now, the timestamp of that result's first cell) (HBASE-14054), so the claim is stamped at or after the
+     *       free value it replaces. Without the QualifierFilter the first cell would be the counter whenever the token
+     *       family sorts first, and a claim stamped from it could land below a free value that a clock behind had
+     *       stamped later, hidden; nor can a record cell (stamped 2^62 plus a token) ever be that cell, which would
+     *       make the claim immortal. When the holder cell is absent no version of it is visible, so any timestamp from
+     *       now on makes the claim its newest version.</li>
+     * </ul>
+     *
+     * The counter is written by an {@code Increment} (an 8-byte long, as before), which the region server stamps
+     * max(now, the counter's timestamp + 1), whatever the check returned; its result must be {@code c + 1}.
+     */
+    private CheckAndMutate grant(byte[] row, Seen expected, HolderClaim claim, long ttl) {
+        Put put = new Put(row).addColumn(family, HOLDER, claim.value);
+        put.setTTL(ttl);
+        RowMutations m;
+        try {
+            m = RowMutations.of(List.of(put, new Increment(row).addColumn(tokenFamily, COUNTER, 1L)));
+        } catch (IOException e) {
+            throw HBaseErrors.translate(e, "checkAndMutate", where);
+        }
+        if (expected.counter() == 0) {
+            return CheckAndMutate.newBuilder(row).ifNotExists(tokenFamily, COUNTER).build(m);
+        }
+        FilterList check = new FilterList(FilterList.Operator.MUST_PASS_ALL);
+        check.addFilter(valueIs(tokenFamily, COUNTER, CompareOperator.EQUAL, Bytes.toBytes(expected.counter()), true));
+        if (expected.holderCell()) {
+            check.addFilter(valueIs(family, HOLDER, CompareOperator.EQUAL, FREE, true));
+            check.addFilter(new QualifierFilter(CompareOperator.EQUAL, new BinaryComparator(HOLDER)));
+        } else {
+            // absent: "free or absent" and "not free or absent" both hold only when the cell is absent
+            check.addFilter(valueIs(family, HOLDER, CompareOperator.EQUAL, FREE, false));
+            check.addFilter(valueIs(family, HOLDER, CompareOperator.NOT_EQUAL, FREE, false));
+            check.addFilter(new QualifierFilter(CompareOperator.EQUAL, new BinaryComparator(COUNTER)));
+        }
+        return CheckAndMutate.newBuilder(row).ifMatches(check).build(m);
+    }
+
+    private static SingleColumnValueFilter valueIs(byte[] f, byte[] q, CompareOperator op, byte[] value,
+                                                   boolean requirePresent) {
+        SingleColumnValueFilter filter = new SingleColumnValueFilter(f, q, op, new BinaryComparator(value));
+        filter.setFilterIfMissing(requirePresent);
+        filter.setLatestVersionOnly(true);
+        return filter;
+    }
+
+    private TemporaryLockingException heldBy(KeyColumn lock, RowState state) {
+        return new TemporaryLockingException("lock is held by another process on " + where, lock, state.holder.owner, null);
+    }
+
+    /**
+     * Our claim is the holder: our grant was applied (once: it needed the counter at {@code token - 1} and left it at
+     * {@code token}), and no grant came after it (every grant needs the holder cell free), so the counter is our
+     * token. Checked all the same; a counter that is not our token is given back, not trusted.
+     */
+    private OptionalLong ownToken(KeyColumn lock, byte[] row, HolderClaim claim, RowState state, long token) {
+        if (state.counter == token) {
+            seen.remember(row, new Seen(token, true));
+            return OptionalLong.of(token);
+        }
+        log.warn("Our claim on {} holds with the counter at {}, not our token {}: given back", lock, state.counter, token);
+        giveBack(lock, row, claim);
+        seen.forget(row);
+        return OptionalLong.empty();
+    }
+
+    /**
+     * One check-and-mutate: the holder cell still holds our claim, then the same claim with a fresh cell TTL. The value
+     * keeps its bytes while the lifetime is unchanged; a new lifetime gives the claim a new value of the same id.
+     */
+    @Override
+    public ClaimStatus renew(KeyColumn lock, ClaimStatus status, Duration expiry) {
+        byte[] row = row(lock);
+        long ttl = cellTtlMillis(lock, expiry);
+        byte[] mine = status.claimId();
+        byte[] renewed = HolderClaim.withLifetime(mine, ttl);
+        long started = time.nanoTime();
+        Put put = new Put(row).addColumn(family, HOLDER, renewed);
+        put.setTTL(ttl);
+        CheckAndMutateResult r = checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, mine).build(put),
+                "checkAndMutate");
+        if (!r.isSuccess()) {
+            RowState state = read(row, "get");
+            // a resend of a renewal that changed the value fails its check, though the first send was applied
+            if (renewed == mine || !state.isHeldBy(renewed)) {
+                throw new ExpiredLockException("our claim is no longer the holder (expired on the region server's "
+                        + "clock, or force-released); release the transaction's locks and start again", lock,
+                        state.holder == null ? null : state.holder.owner, null);
+            }
+        }
+        long deadline = Deadlines.of(started, expiry);
+        return renewed == mine ? status.renewed(deadline) : ClaimStatus.granted(renewed, status.fencingToken(), deadline);
+    }
+
+    /** One get: the holder cell still holds our claim (a TTL-expired or replaced cell does not). */
+    @Override
+    public ClaimStatus verify(KeyColumn lock, ClaimStatus status) {
+        RowState state = read(row(lock), "get");
+        if (state.holder != null && Arrays.equals(state.holder.value, status.claimId())) {
+            return status;
+        }
+        throw new ExpiredLockException("our claim is no longer the holder (expired on the region server's clock, or "
+                + "force-released)" + (state.holder == null ? "" : "; the lock now belongs to " + state.holder.owner.rid()),
+                lock, state.holder == null ? null : state.holder.owner, null);
+    }
+
+    @Override
+    public void release(KeyColumn lock, ClaimStatus status) {
+        byte[] row = row(lock);
+        byte[] mine = status.claimId();
+        CheckAndMutateResult r = checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, mine)
+                .build(new Put(row).addColumn(family, HOLDER, FREE)), "checkAndMutate");
+        if (r.isSuccess()) {
+            seen.remember(row, new Seen(status.fencingToken(), true));
+        } else {
+            log.debug("Release of {} by {}: our claim was already gone (expired or force-released)", lock, config.rid());
+        }
+    }
+
+    /**
+     * One get of the holder cell (hidden by its TTL once expired) and the counter, which is the holder's token. Like
+     * every read of a lock row, it leaves what it saw as the expectation of this locker's next grant.
+     */
+    @Override
+    public Optional<LockInfo> readHolder(KeyColumn lock) {
+        RowState state = read(row(lock), "get");
+        return state.holder == null ? Optional.empty() : Optional.of(new LockInfo(lock, state.holder.owner,
+                state.counter, Instant.ofEpochMilli(state.holderStamp).plus(state.holder.lifetime)));
+    }
+
+    @Override
+    public boolean remove(KeyColumn lock, OptionalLong expectedToken, byte[] record) {
+        return expectedToken.isPresent() ? removeWithToken(lock, expectedToken.getAsLong(), record) : removeAll(lock);
+    }
+
+    private boolean removeAll(KeyColumn lock) {
+        byte[] row = row(lock);
+        for (int attempt = 0; attempt < 10; attempt++) {
+            RowState state = read(row, "get");
+            if (state.holder == null) {
+                return false;
+            }
+            CheckAndMutateResult r = checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, state.holder.value)
+                    .build(new Put(row).addColumn(family, HOLDER, FREE)), "checkAndMutate");
+            if (r.isSuccess()) {
+                return true;
+            }
+        }
+        throw new TemporaryLockingException("the lock kept changing hands while force-releasing it on " + where, lock);
+    }
+
+    /**
+     * One check-and-mutate on the holder cell: the claim whose grant took the counter to {@code token} (its value is
+     * random per claim, so no later claim compares equal) is replaced by the free value, and the record written, in
+     * one row operation; the record is stamped like {@link #putRecord}'s, with that token.
+     */
+    private boolean removeWithToken(KeyColumn lock, long token, byte[] record) {
+        byte[] row = row(lock);
+        RowState state = read(row, "get");
+        if (state.holder == null || state.counter != token) {
+            return false;
+        }
+        Put free = new Put(row).addColumn(family, HOLDER, FREE);
+        Put put = new Put(row).addColumn(tokenFamily, recordColumn(LockRecords.FORCED), recordTimestamp(token), record);
+        try {
+            return checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, state.holder.value)
+                    .build(RowMutations.of(List.of(free, put))), "checkAndMutate").isSuccess();
+        } catch (IOException e) {
+            throw HBaseErrors.translate(e, "checkAndMutate", where);
+        }
+    }
+
+    // ---- records (run once, forced release) ----------------------------------------------------------------------
+
+    @Override
+    public Optional<byte[]> readRecord(KeyColumn lock, String name) {
+        Get get = new Get(row(lock)).addColumn(tokenFamily, recordColumn(name));
+        try (Table t = tables.build()) {
+            return Optional.ofNullable(t.get(get).getValue(tokenFamily, recordColumn(name)));
+        } catch (IOException e) {
+            throw HBaseErrors.translate(e, "get", where);
+        }
+    }
+
+    /**
+     * An operator's record (a forced release), written whoever holds the lock: timestamped with the lock's fencing
+     * counter as read just before, so that it outranks every record of an earlier holder's time (a tie, two forced
+     * releases with no grant between them, goes to the later write).
+     */
+    @Override
+    public void putRecord(KeyColumn lock, String name, byte[] value) {
+        byte[] row = row(lock);
+        long counter = read(row, "get").counter;
+        try (Table t = tables.build()) {
+            t.put(new Put(row).addColumn(tokenFamily, recordColumn(name), recordTimestamp(counter), value));
+        } catch (IOException e) {
+            throw HBaseErrors.translate(e, "put", where);
+        }
+    }
+
+    /**
+     * Atomic: a check-and-mutate on our holder cell (alive, by its TTL on the region server's clock). The record cell
+     * carries an explicit timestamp derived from our fencing token (the region server stamps only cells without one),
+     * so a record written under a higher token is never hidden by one written under a lower token, whichever clocks
+     * stamped the holder cell meanwhile.
+     */
+    @Override
+    public boolean writeRecord(KeyColumn lock, String name, byte[] value, ClaimStatus holding) {
+        byte[] row = row(lock);
+        Put put = new Put(row).addColumn(tokenFamily, recordColumn(name), recordTimestamp(holding.fencingToken()), value);
+        return checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, holding.claimId()).build(put),
+                "checkAndMutate").isSuccess();
+    }
+
+    // ---- listing --------------------------------------------------------------------------------------------------
+
+    /** One bounded scan: see {@link HBaseListing}. */
+    @Override
+    public LockPage list(byte[] keyPrefix, int limit, String cursor) {
+        return listing.page(keyPrefix, limit, cursor);
+    }
+
+    @Override
+    public void close() {
+        if (ownsConnection) {
+            closeQuietly(connection);
+        }
+    }
+
+    // ---- HBase access -------------------------------------------------------------------------------------------
+
+    /**
+     * The holder cell's TTL for a claim of {@code expiry}: see {@link LockTable#cellTtl}. Refused before any I/O when
+     * the claims family's TTL would remove the claim while held.
+     */
+    private long cellTtlMillis(KeyColumn lock, Duration expiry) {
+        Duration ttl;
+        try {
+            ttl = LockTable.cellTtl(expiry, serverClockSkew);
+        } catch (IllegalArgumentException tooLong) {
+            throw new PermanentLockingException(tooLong.getMessage(), lock, null, tooLong);
+        }
+        if (claimsFamilyTtl != null && claimsFamilyTtl.compareTo(ttl) <= 0) {
+            throw new PermanentLockingException("the claims family of " + where + " has a TTL of "
+                    + claimsFamilyTtl.toSeconds() + " s, not longer than the claim expiry " + expiry + " plus the "
+                    + "region servers' clock allowance " + serverClockSkew + ": the claim would vanish while held", lock);
+        }
+        return ttl.toMillis();
+    }
+
+    private CheckAndMutateResult checkAndMutate(CheckAndMutate cam, String action) {
+        try (Table t = tables.build()) {
+            return t.checkAndMutate(cam);
+        } catch (IOException e) {
+            throw HBaseErrors.translate(e, action, where);
+        }
+    }
+
+    /**
+     * After an ambiguous failure: our token when the holder is the claim we tried to write, empty when it is not.
+     * When we cannot tell, the claim is given back, so that a claim written without our knowing does not block
+     * everyone until it expires.
+     */
+    private OptionalLong grantedToUs(KeyColumn lock, byte[] row, HolderClaim claim, long token) {
+        RowState state;
+        try {
+            state = read(row, "get");
+        } catch (StoreException readFailed) {
+            giveBack(lock, row, claim);
+            return OptionalLong.empty();
+        }
+        return state.isHeldBy(claim) ? ownToken(lock, row, claim, state, token) : OptionalLong.empty();
+    }
+
+    /** Compare-and-release of a claim we may have written but will not use (best effort: it expires anyway). */
+    private void giveBack(KeyColumn lock, byte[] row, HolderClaim claim) {
+        try {
+            checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, claim.value)
+                    .build(new Put(row).addColumn(family, HOLDER, FREE)), "checkAndMutate");
+        } catch (StoreException releaseFailed) {
+            log.debug("Could not give back an unused claim on {}; if it was written it expires within {}: {}", lock,
+                    claim.lifetime, releaseFailed.toString());
+        }
+    }
+
+    private RowState read(byte[] row, String action) {
+        Get get = new Get(row).addColumn(family, HOLDER).addColumn(tokenFamily, COUNTER);
+        Result r;
+        try (Table t = tables.build()) {
+            r = t.get(get);
+        } catch (IOException e) {
+            throw HBaseErrors.translate(e, action, where);
+        }
+        byte[] counter = r.getValue(tokenFamily, COUNTER);
+        Cell cell = r.getColumnLatestCell(family, HOLDER);
+        RowState state = new RowState(cell == null ? null : HolderClaim.decode(CellUtil.cloneValue(cell)), cell != null,
+                cell == null ? 0L : cell.getTimestamp(), counter == null ? 0L : Bytes.toLong(counter));
+        seen.remember(row, state.seen());
+        return state;
+    }
+
+    private static void closeQuietly(Connection c) {
+        try {
+            c.close();
+        } catch (IOException | RuntimeException e) {
+            log.debug("Closing the HBase connection failed: {}", e.toString());
+        }
+    }
+
+    /** What one read of a lock row saw: the live holder (null when free), its cell's timestamp and the counter. */
+    private static final class RowState {
+        final HolderClaim holder;
+        /** Whether the holder cell is present (a claim or the free value), false when absent (expired or never written). */
+        final boolean holderCell;
+        /** The holder cell's timestamp on the region server's clock, 0 when absent. */
+        final long holderStamp;
+        final long counter;
+
+        RowState(HolderClaim holder, boolean holderCell, long holderStamp, long counter) {
+            this.holder = holder;
+            this.holderCell = holderCell;
+            this.holderStamp = holderStamp;
+            this.counter = counter;
+        }
+
+        /** What the next grant can expect: this, or, while someone holds it, the free value its release leaves. */
+        Seen seen() {
+            return new Seen(counter, holderCell);
+        }
+
+        boolean isHeldBy(HolderClaim claim) {
+            return isHeldBy(claim.value);
+        }
+
+        boolean isHeldBy(byte[] value) {
+            return holder != null && Arrays.equals(holder.value, value);
+        }
+    }
+}
