@@ -40,20 +40,19 @@ import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 
 /**
- * The Redis driver: the scripts, withdrawal by tombstone, compact claims, the restart guard, the wait queues with
- * their wake-ups, and the routing to a single server or a Cluster. {@link RedisLocker} is the engine over it and
+ * The Redis driver: the scripts, withdrawal by tombstone, compact claims, the restart guard, the wait queues
+ * ({@link RedisWaitQueue}), and the routing to a single server or a Cluster. {@link RedisLocker} is the engine over it and
  * states the protocol and its safety argument.
  *
  * <p>A claim's expiry is the one the engine passes to {@link #write} and {@link #renew}. It sets the claim's server
  * expiry and its key's safety-net {@code PEXPIRE}, and the holder's validity is that expiry less
  * {@code serverClockSkew}. An expiry longer than the restart guard is refused before any I/O.
  */
-final class RedisDriver implements LockDriver<ClaimStatus>, WaitQueue, LockRecords<ClaimStatus> {
+final class RedisDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimStatus> {
 
     private static final Logger log = LoggerFactory.getLogger(RedisDriver.class);
     private static final byte[] ONE = {'1'};
@@ -79,12 +78,8 @@ final class RedisDriver implements LockDriver<ClaimStatus>, WaitQueue, LockRecor
     private final byte[] channel;
     /** How long a waiter's queue entry lives unless the waiter refreshes it (see acquire.lua). */
     private final Duration queueTtl;
-    private final RedisWakeups wakeups;
-    /**
-     * The waits in progress (from startWaiting to the end of stopWaiting), each with what this backend keeps for it;
-     * close() lets them leave their queues.
-     */
-    private final ConcurrentHashMap<Waiting, WaitState> waitsInProgress = new ConcurrentHashMap<>();
+    /** The waits in progress and the release wake-ups: the driver's wait queue. */
+    private final RedisWaitQueue queue;
     /** The first half of every nonce: this instance, even among lockers sharing a rid. */
     private final String instance = HexFormat.of().toHexDigits(new SecureRandom().nextLong());
     /** The second half: counts this instance's acquires, so that a tombstone can cover all those up to one. */
@@ -167,8 +162,9 @@ final class RedisDriver implements LockDriver<ClaimStatus>, WaitQueue, LockRecor
         // the wake-ups' subscription gets a connection of its own, made with these options; with a client the caller
         // manages there are no options to make one with, and waiters poll instead
         AtomicLong subscriptionsMade = new AtomicLong();
-        this.wakeups = ownsClient ? new RedisWakeups(() -> b.newConnection(subscriptionsMade.getAndIncrement()),
+        RedisWakeups wakeups = ownsClient ? new RedisWakeups(() -> b.newConnection(subscriptionsMade.getAndIncrement()),
                 channel, config.rid(), engine::later, b.wakeupLingerOption(), b.wakeupHealthCheck()) : null;
+        this.queue = new RedisWaitQueue(client, keys, server, channel, queueTtl, instance, time, engine, wakeups);
     }
 
     /** The key layout of this locker's prefix. */
@@ -206,7 +202,7 @@ final class RedisDriver implements LockDriver<ClaimStatus>, WaitQueue, LockRecor
         byte[] key = keys.lockKey(lock);
         long acquire = acquires.incrementAndGet();
         byte[] nonce = ClaimIds.counted(instanceBytes, acquire);
-        WaitState wait = waiting == null ? null : waitsInProgress.get(waiting);
+        RedisWaitQueue.WaitState wait = waiting == null ? null : queue.stateOf(waiting);
         if (wait != null) {
             wait.beforeAttempt(lock); // a release published from now on wakes the pause after this attempt
         }
@@ -499,179 +495,13 @@ final class RedisDriver implements LockDriver<ClaimStatus>, WaitQueue, LockRecor
         return (Long) both[0] == 1L;
     }
 
-    // ---- waiting: a queue per lock, woken by releases ----------------------------------------------------------
-
-    @Override
-    public boolean toldOfReleases() {
-        return wakeups != null && time == TimeSource.system(); // the wake-ups wait on the real clock
-    }
-
-    @Override
-    public void startWaiting(Waiting waiting) {
-        WaitState wait = new WaitState(waiting);
-        waitsInProgress.put(waiting, wait);
-        if (!toldOfReleases()) {
-            return;
-        }
-        for (KeyColumn lock : waiting.locks()) {
-            wait.watches.put(lock, wakeups.watch(keys.lockKey(lock)));
-        }
-    }
-
-    @Override
-    public void awaitRelease(Waiting waiting, TemporaryLockingException refusal, long maxNanos)
-            throws InterruptedException {
-        if (engine.isClosed()) {
-            return; // the waiting loop ends; close() waits for the wait to leave its queues
-        }
-        WaitState wait = waitsInProgress.get(waiting);
-        RedisWakeups.Watch watch = wait == null || refusal.lock() == null ? null : wait.watches.get(refusal.lock());
-        if (watch == null) {
-            time.sleep(Duration.ofNanos(maxNanos));
-            return;
-        }
-        if (refusal.holder() != null) {
-            // held: listen for its release. Not before, so that a server refusing connections (maxclients) is not
-            // asked for one more; the subscription, once made, wakes us, so a release published before it is seen
-            wakeups.start();
-        }
-        // wake to refresh our queue entry before it lapses, should no release come
-        long pause = Math.min(maxNanos, queueTtl.toNanos() / 3);
-        if (!wakeups.subscribed()) {
-            // not listening (the subscription is being made, or was lost): a release now would go unseen, so look
-            // again after a back-off, as on backends without wake-ups. Once made, the subscription wakes us anyway
-            pause = Math.min(pause, wait.nextPollNanos());
-        }
-        long seen = wait.seen(refusal.lock());
-        watch.await(seen, pause);
-    }
-
-    @Override
-    public void stopWaiting(Waiting waiting, boolean acquired) {
-        WaitState wait = waitsInProgress.get(waiting);
-        if (wait == null) {
-            return;
-        }
-        try {
-            leaveQueues(waiting, wait, acquired);
-        } finally {
-            synchronized (waitsInProgress) {
-                waitsInProgress.remove(waiting);
-                waitsInProgress.notifyAll();
-            }
-        }
-    }
-
-    private void leaveQueues(Waiting waiting, WaitState wait, boolean acquired) {
-        for (KeyColumn lock : wait.watches.keySet()) {
-            wakeups.unwatch(keys.lockKey(lock)); // watches exist only when wakeups does
-        }
-        if (acquired) {
-            return; // each grant removed our entry from its lock's queue
-        }
-        for (KeyColumn lock : waiting.locks()) {
-            if (!wait.attempted.containsKey(lock)) {
-                continue;
-            }
-            try { // one attempt, no retries: an entry we fail to remove lapses within queueTtl
-                RedisScript.DEQUEUE.run(client, keys.lockKey(lock), List.of(wait.waiterId, channel));
-            } catch (RuntimeException e) {
-                log.debug("Could not leave the queue of {} at {} (it lapses within {}): {}", lock, server, queueTtl,
-                        e.toString());
-            }
-        }
-    }
-
-    /** True while this locker listens for releases (while it waits, and for a linger after); for tests. */
-    boolean wakeupsSubscribed() {
-        return wakeups != null && wakeups.subscribed();
-    }
-
-    /** How many times this locker subscribed to the release channel; for tests. */
-    long wakeupSubscriptions() {
-        return wakeups == null ? 0 : wakeups.subscriptions();
-    }
-
-    /** The pause before the wake-ups' last attempt to subscribe again after a broken connection, in ms; for tests. */
-    long wakeupReconnectPauseMillis() {
-        return wakeups == null ? 0 : wakeups.lastPauseMillis();
-    }
-
-    /** How many release messages about a lock one of its transactions waited for this locker received; for tests. */
-    long wakeupMessages() {
-        return wakeups == null ? 0 : wakeups.messages();
-    }
-
-    /** The queue identity of one wait and what it last saw of each lock's releases. */
-    private final class WaitState {
-        final byte[] waiterId;
-        final Rawable waiterIdArg;
-        final ConcurrentHashMap<KeyColumn, RedisWakeups.Watch> watches = new ConcurrentHashMap<>();
-        final ConcurrentHashMap<KeyColumn, Long> attempted = new ConcurrentHashMap<>();
-        /** The pause while not listening for releases: doubles from 2 ms to 200 ms over one wait. */
-        private long pollMillis = 1; // one waiting thread
-
-        long nextPollNanos() {
-            pollMillis = Math.min(pollMillis * 2, 200);
-            return TimeUnit.MILLISECONDS.toNanos(pollMillis);
-        }
-
-        WaitState(Waiting waiting) {
-            this.waiterId = (instance + HexFormat.of().toHexDigits(waiting.id())).getBytes(StandardCharsets.US_ASCII);
-            this.waiterIdArg = RedisScript.arg(waiterId);
-        }
-
-        void beforeAttempt(KeyColumn lock) {
-            RedisWakeups.Watch w = watches.get(lock);
-            attempted.put(lock, w == null ? 0L : w.releases());
-        }
-
-        long seen(KeyColumn lock) {
-            return attempted.getOrDefault(lock, 0L);
-        }
-    }
-
     @Override
     public void close() {
         owners.close();
-        if (wakeups != null) {
-            wakeups.close(); // wakes every waiter: each sees the locker closed and leaves its queues
-        }
+        queue.closeWakeups(); // wakes every waiter: each sees the locker closed and leaves its queues
         if (ownsClient) {
-            awaitWaitsEnded();
+            queue.awaitWaitsEnded();
             client.close();
-        }
-    }
-
-    /**
-     * Waits, for at most queueTtl, until the waits in progress left their queues (DEQUEUE, which tells the waiters
-     * behind them when the lock is free): on a closed client they could not, and their entries would hold the next
-     * waiter off a free lock until they lapse (queueTtl), as a dead process's do. Woken by close, a waiter leaves after
-     * its current attempt, if any; one that takes longer leaves its entries to lapse.
-     */
-    private void awaitWaitsEnded() {
-        long end = System.nanoTime() + queueTtl.toNanos();
-        boolean interrupted = false; // shutdown code often runs interrupted: the wait is bounded, so it is kept
-        try {
-            synchronized (waitsInProgress) {
-                while (!waitsInProgress.isEmpty()) {
-                    long left = end - System.nanoTime();
-                    if (left <= 0) {
-                        log.debug("Closing with {} wait(s) still under way: their queue entries lapse within {}",
-                                waitsInProgress.size(), queueTtl);
-                        return;
-                    }
-                    try {
-                        TimeUnit.NANOSECONDS.timedWait(waitsInProgress, left);
-                    } catch (InterruptedException e) {
-                        interrupted = true;
-                    }
-                }
-            }
-        } finally {
-            if (interrupted) {
-                Thread.currentThread().interrupt();
-            }
         }
     }
 
@@ -828,7 +658,12 @@ final class RedisDriver implements LockDriver<ClaimStatus>, WaitQueue, LockRecor
 
     @Override
     public Optional<WaitQueue> waitQueue() {
-        return Optional.of(this);
+        return Optional.of(queue);
+    }
+
+    /** The wait queue and its wake-ups, for the locker's accessors that tests use. */
+    RedisWaitQueue queue() {
+        return queue;
     }
 
     @Override

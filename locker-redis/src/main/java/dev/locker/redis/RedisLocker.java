@@ -10,23 +10,15 @@ import dev.locker.local.ClaimStatus;
 import dev.locker.local.LockerBuilder;
 import dev.locker.local.LockerEngine;
 import redis.clients.jedis.Connection;
-import redis.clients.jedis.ConnectionPoolConfig;
-import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
-import redis.clients.jedis.RedisClient;
-import redis.clients.jedis.RedisClusterClient;
-import redis.clients.jedis.SslOptions;
-import redis.clients.jedis.SslVerifyMode;
 import redis.clients.jedis.UnifiedJedis;
 import redis.clients.jedis.exceptions.JedisException;
 
-import javax.net.ssl.SSLParameters;
 import javax.net.ssl.SSLSocketFactory;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.function.Consumer;
@@ -216,22 +208,22 @@ public final class RedisLocker extends LockerEngine<ClaimStatus> {
 
     /** True while this locker listens for releases (while it waits, and for a linger after); for tests. */
     boolean wakeupsSubscribed() {
-        return driver.wakeupsSubscribed();
+        return driver.queue().wakeupsSubscribed();
     }
 
     /** How many times this locker subscribed to the release channel; for tests. */
     long wakeupSubscriptions() {
-        return driver.wakeupSubscriptions();
+        return driver.queue().wakeupSubscriptions();
     }
 
     /** The pause before the wake-ups' last attempt to subscribe again after a broken connection, in ms; for tests. */
     long wakeupReconnectPauseMillis() {
-        return driver.wakeupReconnectPauseMillis();
+        return driver.queue().wakeupReconnectPauseMillis();
     }
 
     /** How many release messages about a lock one of its transactions waited for this locker received; for tests. */
     long wakeupMessages() {
-        return driver.wakeupMessages();
+        return driver.queue().wakeupMessages();
     }
 
     /** Maps a Jedis failure by what it means (see {@link RedisFailures}); the message names the server. */
@@ -638,14 +630,7 @@ public final class RedisLocker extends LockerEngine<ClaimStatus> {
 
         /** Cluster mode and the database agree with the nodes given (a client of the caller's own has its own). */
         private void checkTopology() {
-            List<HostAndPort> targets = nodes.isEmpty() ? List.of(new HostAndPort("localhost", 6379)) : nodes;
-            boolean clusterMode = cluster != null ? cluster : targets.size() > 1;
-            if (!clusterMode && targets.size() > 1) {
-                throw new IllegalArgumentException("several nodes " + targets + " given but cluster mode is off");
-            }
-            if (clusterMode && database != 0) {
-                throw new IllegalArgumentException("Redis Cluster has only database 0, not " + database);
-            }
+            connections().checkTopology();
         }
 
         private static void atMostCenturies(Duration d, String name) {
@@ -677,118 +662,26 @@ public final class RedisLocker extends LockerEngine<ClaimStatus> {
 
         /** Like {@link #newClient(int)}, with a pool of {@code connections}. */
         UnifiedJedis newClient(int retries, int connections) {
-            checkTopology();
-            List<HostAndPort> targets = nodes.isEmpty() ? List.of(new HostAndPort("localhost", 6379)) : nodes;
-            boolean clusterMode = cluster != null ? cluster : targets.size() > 1;
-            Duration effectiveSocketTimeout = effectiveSocketTimeout();
-            DefaultJedisClientConfig.Builder cc = clientConfig(clusterMode);
-            ConnectionPoolConfig pool = new ConnectionPoolConfig();
-            pool.setMaxTotal(connections);
-            pool.setMaxIdle(connections);
-            pool.setMinIdle(0);
-            pool.setMaxWait(connectTimeout.plus(effectiveSocketTimeout)); // a full pool fails instead of hanging
-            pool.setTestOnBorrow(false); // one round trip per phase; broken connections are retried instead
-            UnifiedJedis c;
-            try {
-                if (clusterMode) {
-                    c = RedisClusterClient.builder()
-                            .nodes(new LinkedHashSet<>(targets))
-                            .clientConfig(cc.build())
-                            .poolConfig(pool)
-                            .maxAttempts(Math.max(2, retries))
-                            .maxTotalRetriesDuration(effectiveSocketTimeout.multipliedBy(Math.max(2, retries)))
-                            .build();
-                } else {
-                    c = RedisClient.builder()
-                            .hostAndPort(targets.get(0))
-                            .clientConfig(cc.build())
-                            .poolConfig(pool)
-                            .build();
-                }
-            } catch (JedisException e) {
-                throw classify(e, null, "connecting", describe());
-            }
-            return c;
+            return connections().newClient(retries, connections);
         }
 
         /**
-         * One connection, made now, with these options, outside any pool (the release subscription's: its owner closes
-         * it, or its socket to end a read blocked on it): to the single server, or to the {@code n}-th of the Cluster's
-         * nodes given, in turn (a message published on any node reaches the subscribers of every one).
+         * One connection, made now, with these options, outside any pool: see
+         * {@link RedisConnections#newConnection}.
          */
         Connection newConnection(long n) {
-            List<HostAndPort> targets = nodes.isEmpty() ? List.of(new HostAndPort("localhost", 6379)) : nodes;
-            boolean clusterMode = cluster != null ? cluster : targets.size() > 1;
-            return new Connection(targets.get((int) Math.floorMod(n, (long) targets.size())),
-                    clientConfig(clusterMode).build());
-        }
-
-        private Duration effectiveSocketTimeout() {
-            return replicas > 0 ? socketTimeout.plus(replicaTimeout) : socketTimeout;
-        }
-
-        private DefaultJedisClientConfig.Builder clientConfig(boolean clusterMode) {
-            DefaultJedisClientConfig.Builder cc = DefaultJedisClientConfig.builder()
-                    .connectionTimeoutMillis(toIntMillis(connectTimeout))
-                    .socketTimeoutMillis(toIntMillis(effectiveSocketTimeout()))
-                    .user(user)
-                    .password(password)
-                    .clientName(clientName);
-            if (!clusterMode) {
-                cc.database(database);
-            }
-            if (tls) {
-                configureTls(cc);
-            }
-            return cc;
-        }
-
-        private void configureTls(DefaultJedisClientConfig.Builder cc) {
-            if (sslSocketFactory != null) {
-                legacyTls(cc);
-                return;
-            }
-            SslOptions.Builder ssl = SslOptions.builder()
-                    .sslVerifyMode(verifyHostname ? SslVerifyMode.FULL : SslVerifyMode.CA);
-            if (truststore != null) {
-                ssl.truststore(truststore.toFile(), truststorePassword);
-            }
-            if (keystore != null) {
-                ssl.keystore(keystore.toFile(), keystorePassword);
-            }
-            cc.sslOptions(ssl.build());
-        }
-
-        /** Jedis's older TLS settings: the only way to hand it a ready socket factory. */
-        @SuppressWarnings("deprecation")
-        private void legacyTls(DefaultJedisClientConfig.Builder cc) {
-            cc.ssl(true).sslSocketFactory(sslSocketFactory);
-            // explicit parameters either way: without any, Jedis turns hostname verification on by itself
-            SSLParameters params = new SSLParameters();
-            params.setEndpointIdentificationAlgorithm(verifyHostname ? "HTTPS" : null);
-            cc.sslParameters(params);
+            return connections().newConnection(n);
         }
 
         String describe() {
-            List<HostAndPort> targets = nodes.isEmpty() ? List.of(new HostAndPort("localhost", 6379)) : nodes;
-            boolean clusterMode = cluster != null ? cluster : targets.size() > 1;
-            StringBuilder sb = new StringBuilder(tls ? "rediss://" : "redis://");
-            if (user != null) {
-                sb.append(user).append('@');
-            }
-            for (int i = 0; i < targets.size(); i++) {
-                sb.append(i == 0 ? "" : ",").append(targets.get(i));
-            }
-            if (clusterMode) {
-                sb.append(" (cluster)");
-            } else if (database != 0) {
-                sb.append('/').append(database);
-            }
-            return "Redis " + sb;
+            return connections().describe();
         }
 
-        private static int toIntMillis(Duration d) {
-            return (int) Math.min(Integer.MAX_VALUE, Math.max(1, d.toMillis()));
+        /** The connection options as they are now: a WAIT's time is added to the socket timeout with replicas. */
+        private RedisConnections connections() {
+            return new RedisConnections(nodes, cluster, database, user, password, tls, verifyHostname,
+                    sslSocketFactory, truststore, truststorePassword, keystore, keystorePassword, connectTimeout,
+                    replicas > 0 ? socketTimeout.plus(replicaTimeout) : socketTimeout, clientName);
         }
 
         private static Duration positive(Duration d, String name) {
