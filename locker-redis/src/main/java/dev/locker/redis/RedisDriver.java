@@ -19,21 +19,16 @@ import dev.locker.spi.WaitQueue;
 import dev.locker.spi.Waiting;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import redis.clients.jedis.AbstractPipeline;
 import redis.clients.jedis.RedisClient;
-import redis.clients.jedis.Response;
 import redis.clients.jedis.UnifiedJedis;
 import redis.clients.jedis.args.Rawable;
 import redis.clients.jedis.exceptions.JedisClusterOperationException;
 import redis.clients.jedis.exceptions.JedisConnectionException;
 import redis.clients.jedis.exceptions.JedisException;
-import redis.clients.jedis.exceptions.JedisNoScriptException;
 
-import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.security.SecureRandom;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Optional;
@@ -41,18 +36,17 @@ import java.util.OptionalLong;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.Supplier;
 
 /**
  * The Redis driver: the scripts, withdrawal by tombstone, compact claims, the restart guard, the wait queues
- * ({@link RedisWaitQueue}), and the routing to a single server or a Cluster. {@link RedisLocker} is the engine over it and
- * states the protocol and its safety argument.
+ * ({@link RedisWaitQueue}), and the routing to a single server or a Cluster. {@link RedisLocker} is the engine over
+ * it and states the protocol and its safety argument.
  *
  * <p>A claim's expiry is the one the engine passes to {@link #write} and {@link #renew}. It sets the claim's server
  * expiry and its key's safety-net {@code PEXPIRE}, and the holder's validity is that expiry less
  * {@code serverClockSkew}. An expiry longer than the restart guard is refused before any I/O.
  */
-final class RedisDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimStatus> {
+final class RedisDriver implements LockDriver<ClaimStatus> {
 
     private static final Logger log = LoggerFactory.getLogger(RedisDriver.class);
     private static final byte[] ONE = {'1'};
@@ -78,6 +72,10 @@ final class RedisDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
     private final byte[] channel;
     /** How long a waiter's queue entry lives unless the waiter refreshes it (see acquire.lua). */
     private final Duration queueTtl;
+    /** Every request, with its retries and its WAIT. */
+    private final RedisCalls calls;
+    /** The records kept with each lock (run once, forced release). */
+    private final RedisRecords records;
     /** The waits in progress and the release wake-ups: the driver's wait queue. */
     private final RedisWaitQueue queue;
     /** The first half of every nonce: this instance, even among lockers sharing a rid. */
@@ -141,8 +139,9 @@ final class RedisDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
         this.tombstoneTtl = b.tombstoneTtlOption();
         this.evictionCheck = b.evictionCheckOption();
         this.ownField = ("c" + instance).getBytes(StandardCharsets.US_ASCII); // this instance's field
+        this.calls = new RedisCalls(client, server, config.retries(), replicas, replicaTimeout);
         // the owner record and the wait queue entries are no claims: they follow the locker's configured expiry
-        this.owners = new RedisOwners(client, keys, this::withRetries, time::nanoTime, instance, config.rid(),
+        this.owners = new RedisOwners(client, keys, calls::withRetries, time::nanoTime, instance, config.rid(),
                 config.host(), config.pid(), config.expiry());
         this.channel = keys.releaseChannel();
         this.queueTtl = Duration.ofMillis(Math.max(300, Math.min(config.expiry().toMillis(), 3_000)));
@@ -154,6 +153,7 @@ final class RedisDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
         this.renewsGuardRecord = standalone && !this.restartGuard.isZero();
         this.queueArg = RedisScript.arg(millis(this.queueTtl));
         this.fieldArg = RedisScript.arg(ownField);
+        this.records = new RedisRecords(keys, calls, fieldArg);
         this.scrubArg = RedisScript.arg(scrub());
         this.evictionArg = RedisScript.arg(evictionCheck.arg);
         this.channelArg = RedisScript.arg(channel);
@@ -232,14 +232,15 @@ final class RedisDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
         long acks = -1;
         try {
             if (replicas > 0) {
-                Object[] both = withRetries(() -> runAndWait(RedisScript.ACQUIRE, keyCount, call), sent);
+                Object[] both = calls.withRetries(() -> calls.runAndWait(RedisScript.ACQUIRE, keyCount, call), sent);
                 reply = both[0];
                 acks = (Long) both[1];
             } else {
-                reply = withRetries(() -> RedisScript.ACQUIRE.run(client, keyCount, call), sent);
+                reply = calls.withRetries(() -> RedisScript.ACQUIRE.run(client, keyCount, call), sent);
             }
         } catch (JedisConnectionException | JedisClusterOperationException e) {
-            if (sent[0] || mayHaveReachedTheServer(e)) { // the script may have run, or may still run: withdraw it
+            // the script may have run, or may still run: withdraw it
+            if (sent[0] || RedisCalls.mayHaveReachedTheServer(e)) {
                 withdraw(lock, key, nonce, expiry, "the acquire's outcome is unknown (" + e.getMessage() + ")");
             }
             throw e;
@@ -344,19 +345,19 @@ final class RedisDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
         // with the guard record as a second key: keeping it alive with our claim costs no round trip
         int keyCount = renewsGuardRecord ? 2 : 1;
         Rawable[] call = renewsGuardRecord
-                ? new Rawable[]{RedisScript.arg(key), guardRecordArg, fieldArg, RedisScript.arg(ClaimIds.shared(status)),
-                        expiryArg, scrubArg, guardRecordLifeArg}
+                ? new Rawable[]{RedisScript.arg(key), guardRecordArg, fieldArg,
+                        RedisScript.arg(ClaimIds.shared(status)), expiryArg, scrubArg, guardRecordLifeArg}
                 : new Rawable[]{RedisScript.arg(key), fieldArg, RedisScript.arg(ClaimIds.shared(status)), expiryArg,
                         scrubArg};
         long started = time.nanoTime();
         List<?> r;
         long acks = -1;
         if (replicas > 0) {
-            Object[] both = withRetries(() -> runAndWait(RedisScript.RENEW, keyCount, call));
+            Object[] both = calls.withRetries(() -> calls.runAndWait(RedisScript.RENEW, keyCount, call));
             r = (List<?>) both[0];
             acks = (Long) both[1];
         } else {
-            r = (List<?>) withRetries(() -> RedisScript.RENEW.run(client, keyCount, call));
+            r = (List<?>) calls.withRetries(() -> RedisScript.RENEW.run(client, keyCount, call));
         }
         long code = (Long) r.get(0);
         if (code == 1) {
@@ -369,7 +370,8 @@ final class RedisDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
             if (replicas > 0 && acks < replicas) {
                 // a failover now would bring back the old expiry: keep it as ours too
                 throw new TemporaryLockingException("only " + acks + " of " + replicas + " replicas of " + server
-                        + " acknowledged the renewal within " + replicaTimeout + "; the claim keeps its former deadline",
+                        + " acknowledged the renewal within " + replicaTimeout
+                        + "; the claim keeps its former deadline",
                         lock);
             }
             return status.renewed(Deadlines.of(started, validity));
@@ -383,7 +385,7 @@ final class RedisDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
         byte[] key = keys.lockKey(lock);
         List<byte[]> args = List.of(ownField, status.claimId(),
                 Long.toString(status.fencingToken()).getBytes(StandardCharsets.US_ASCII));
-        List<?> r = (List<?>) withRetries(() -> RedisScript.VERIFY.run(client, key, args));
+        List<?> r = (List<?>) calls.withRetries(() -> RedisScript.VERIFY.run(client, key, args));
         long code = (Long) r.get(0);
         if (code == 1) {
             return status;
@@ -405,7 +407,7 @@ final class RedisDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
     public void release(KeyColumn lock, ClaimStatus status) {
         byte[] key = keys.lockKey(lock);
         Rawable[] call = {RedisScript.arg(key), fieldArg, RedisScript.arg(ClaimIds.shared(status)), channelArg};
-        withRetries(() -> RedisScript.RELEASE.run(client, 1, call));
+        calls.withRetries(() -> RedisScript.RELEASE.run(client, 1, call));
     }
 
     @Override
@@ -416,7 +418,7 @@ final class RedisDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
 
     private boolean removeAll(KeyColumn lock) {
         byte[] key = keys.lockKey(lock);
-        long n = (Long) withRetries(() -> RedisScript.FORCE.run(client, key, List.of(channel)));
+        long n = (Long) calls.withRetries(() -> RedisScript.FORCE.run(client, key, List.of(channel)));
         return n > 0;
     }
 
@@ -424,7 +426,7 @@ final class RedisDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
     @Override
     public Optional<LockInfo> readHolder(KeyColumn lock) {
         byte[] key = keys.lockKey(lock);
-        List<?> r = (List<?>) withRetries(() -> RedisScript.HOLDER.run(client, key, List.of(scrub())));
+        List<?> r = (List<?>) calls.withRetries(() -> RedisScript.HOLDER.run(client, key, List.of(scrub())));
         if ((Long) r.get(0) == 1) {
             return Optional.ofNullable(RedisListing.info(lock, List.of(r.get(2), r.get(1)), owners));
         }
@@ -444,55 +446,14 @@ final class RedisDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
                 LockRecords.FORCED.getBytes(StandardCharsets.US_ASCII), record);
         List<byte[]> resent = List.of(args.get(0), args.get(1), args.get(2), args.get(3), ONE);
         boolean[] mayHaveBeenSent = new boolean[1];
-        return (Long) withRetries(() -> RedisScript.FORCE.run(client, keyList, mayHaveBeenSent[0] ? resent : args),
-                mayHaveBeenSent) == 1L;
+        return (Long) calls.withRetries(() -> RedisScript.FORCE.run(client, keyList,
+                mayHaveBeenSent[0] ? resent : args), mayHaveBeenSent) == 1L;
     }
 
     /** SCAN and list.lua; see {@link RedisListing} for what it costs. */
     @Override
     public LockPage list(byte[] keyPrefix, int limit, String cursor) {
-        return new RedisListing(client, keys, server, this::withRetries, owners).page(keyPrefix, limit, cursor);
-    }
-
-    // ---- records (run once) ---------------------------------------------------------------------------------------
-
-    @Override
-    public Optional<byte[]> readRecord(KeyColumn lock, String name) {
-        List<byte[]> keyList = List.of(keys.lockKey(lock), keys.recordKey(lock));
-        List<byte[]> args = List.of(new byte[]{'r'}, name.getBytes(StandardCharsets.US_ASCII));
-        Object r = withRetries(() -> RedisScript.RECORD.run(client, keyList, args));
-        return r instanceof byte[] ? Optional.of((byte[]) r) : Optional.empty();
-    }
-
-    @Override
-    public void putRecord(KeyColumn lock, String name, byte[] value) {
-        List<byte[]> keyList = List.of(keys.lockKey(lock), keys.recordKey(lock));
-        List<byte[]> args = List.of(new byte[]{'f'}, name.getBytes(StandardCharsets.US_ASCII), value);
-        withRetries(() -> RedisScript.RECORD.run(client, keyList, args));
-    }
-
-    /**
-     * Atomic with the check that our claim (field, nonce, token) is alive: one script. With {@code replicas > 0} the
-     * record counts only once that many replicas acknowledged it, like the claim it follows: otherwise a failover to
-     * a replica that has the claim but not the record would run the job again after a run reported done.
-     */
-    @Override
-    public boolean writeRecord(KeyColumn lock, String name, byte[] value, ClaimStatus holding) {
-        Rawable[] call = {RedisScript.arg(keys.lockKey(lock)), RedisScript.arg(keys.recordKey(lock)),
-                RedisScript.arg(new byte[]{'w'}), RedisScript.arg(name.getBytes(StandardCharsets.US_ASCII)),
-                RedisScript.arg(value), fieldArg, RedisScript.arg(holding.claimId()),
-                RedisScript.arg(Long.toString(holding.fencingToken()).getBytes(StandardCharsets.US_ASCII))};
-        if (replicas == 0) {
-            return (Long) withRetries(() -> RedisScript.RECORD.run(client, 2, call)) == 1L;
-        }
-        Object[] both = withRetries(() -> runAndWait(RedisScript.RECORD, 2, call));
-        long acks = (Long) both[1];
-        if ((Long) both[0] == 1L && acks < replicas) {
-            throw new TemporaryLockingException("the run's record was written on " + server + " but only " + acks
-                    + " of " + replicas + " replicas acknowledged it within " + replicaTimeout + ": a failover may "
-                    + "lose it, and the job then runs again", lock);
-        }
-        return (Long) both[0] == 1L;
+        return new RedisListing(client, keys, server, calls::withRetries, owners).page(keyPrefix, limit, cursor);
     }
 
     @Override
@@ -516,34 +477,6 @@ final class RedisDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
 
     // ---- helpers ----------------------------------------------------------------------------------------------
 
-    /** A script and WAIT, pipelined on one connection so that WAIT counts this write's replication. */
-    private Object[] runAndWait(RedisScript lua, int keyCount, Rawable[] keysAndArgs) {
-        List<byte[]> keyList = new ArrayList<>();
-        List<byte[]> args = new ArrayList<>();
-        for (int i = 0; i < keysAndArgs.length; i++) {
-            (i < keyCount ? keyList : args).add(keysAndArgs[i].getRaw());
-        }
-        byte[] key = keyList.get(0);
-        for (int attempt = 0; ; attempt++) {
-            Response<Object> script;
-            Response<Long> acks;
-            try (AbstractPipeline p = client.pipelined()) {
-                script = attempt == 0
-                        ? p.evalsha(lua.shaBytes(), keyList, args)
-                        : p.eval(lua.source(), keyList, args);
-                acks = p.waitReplicas(key, replicas, replicaTimeout.toMillis());
-                p.sync();
-            }
-            try {
-                return new Object[]{script.get(), acks.get()};
-            } catch (JedisNoScriptException e) {
-                if (attempt > 0) {
-                    throw e;
-                }
-            }
-        }
-    }
-
     /** Logs once per locker and condition that a grant was made on a server that may evict it. */
     private void warnOfEviction(KeyColumn lock, String condition) {
         if (evictionWarnings.add(condition)) {
@@ -562,7 +495,7 @@ final class RedisDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
     private void withdraw(KeyColumn lock, byte[] key, byte[] nonce, Duration expiry, String why) {
         List<byte[]> args = List.of(ownField, nonce, millis(tombstoneTtl), millis(expiry), scrub(), channel);
         try {
-            Object removed = withRetries(() -> RedisScript.WITHDRAW.run(client, key, args));
+            Object removed = calls.withRetries(() -> RedisScript.WITHDRAW.run(client, key, args));
             log.debug("Withdrew our acquire on {} at {} (a claim was found: {}): {}", lock, server, removed, why);
         } catch (RuntimeException e) {
             log.warn("Could not withdraw our acquire on {} at {} ({}); retrying in the background for up to {} (until "
@@ -586,47 +519,7 @@ final class RedisDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
         }, Duration.ofMillis(200));
     }
 
-    /** False only when the connection failed before a command could be sent (refused, or connect timed out). */
-    private static boolean mayHaveReachedTheServer(JedisException e) {
-        for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
-            if (t instanceof java.net.ConnectException || (t instanceof SocketTimeoutException
-                    && String.valueOf(t.getMessage()).toLowerCase(java.util.Locale.ROOT).contains("connect"))) {
-                return false;
-            }
-        }
-        return true;
-    }
-
-    /**
-     * Runs {@code op}, again on a fresh connection when the connection broke (a server restart leaves the pool's
-     * idle connections dead), at most {@link LockerConfig#retries()} times in all. Every script is idempotent for
-     * its caller: a repeated acquire (same nonce) replaces the claim its earlier attempt wrote, a repeated release or
-     * renew finds the same state.
-     */
-    private <T> T withRetries(Supplier<T> op) {
-        return withRetries(op, new boolean[1]);
-    }
-
-    /** As above; {@code mayHaveBeenSent[0]} becomes true when any failed attempt may have reached the server. */
-    private <T> T withRetries(Supplier<T> op, boolean[] mayHaveBeenSent) {
-        int attempts = Math.max(1, config.retries());
-        for (int i = 1; ; i++) {
-            try {
-                return op.get();
-            } catch (JedisConnectionException e) {
-                if (mayHaveReachedTheServer(e)) {
-                    mayHaveBeenSent[0] = true;
-                }
-                if (i >= attempts || RedisFailures.isTimeout(e) || !(client instanceof RedisClient)) {
-                    throw e;
-                }
-                ((RedisClient) client).getPool().clear();
-                log.debug("Connection to {} broke ({}); retrying on a fresh connection", server, e.toString());
-            }
-        }
-    }
-
-    /** {@code <instance><counter>}, 16 + 16 hex digits: fixed width, so the script compares counters as strings. */
+    /** Whether the scripts scrub the dead claims they meet, as they get it. */
     private byte[] scrub() {
         return config.scrubExpired() ? ONE : ZERO;
     }
@@ -668,7 +561,7 @@ final class RedisDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
 
     @Override
     public Optional<LockRecords<ClaimStatus>> records() {
-        return Optional.of(this);
+        return Optional.of(records);
     }
 
     /**
