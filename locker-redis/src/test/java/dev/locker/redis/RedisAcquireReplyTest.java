@@ -5,6 +5,7 @@ import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.LockTransaction;
 import dev.locker.api.LockerConfig;
+import dev.locker.local.LockerEngine;
 import dev.locker.api.LockingException;
 import dev.locker.api.PermanentLockingException;
 import dev.locker.api.TemporaryLockingException;
@@ -523,9 +524,11 @@ class RedisAcquireReplyTest {
 
     @SuppressWarnings("unchecked")
     private static Set<String> evictionWarnings(RedisLocker l) throws ReflectiveOperationException {
-        Field f = RedisLocker.class.getDeclaredField("evictionWarnings");
+        Field driver = LockerEngine.class.getDeclaredField("driver");
+        driver.setAccessible(true);
+        Field f = RedisDriver.class.getDeclaredField("evictionWarnings");
         f.setAccessible(true);
-        return (Set<String>) f.get(l);
+        return (Set<String>) f.get(driver.get(l));
     }
 
     /**

@@ -1,0 +1,623 @@
+package dev.locker.redis;
+
+import dev.locker.api.ExpiredLockException;
+import dev.locker.api.KeyColumn;
+import dev.locker.api.LockInfo;
+import dev.locker.api.LockOwner;
+import dev.locker.api.LockPage;
+import dev.locker.api.LockerConfig;
+import dev.locker.api.LockingException;
+import dev.locker.api.PermanentLockingException;
+import dev.locker.api.TemporaryLockingException;
+import dev.locker.api.TimeSource;
+import dev.locker.local.AbstractLocker;
+import dev.locker.local.ClaimStatus;
+import dev.locker.spi.Deadlines;
+import dev.locker.spi.LockDriver;
+import dev.locker.spi.LockRecords;
+import dev.locker.spi.WaitQueue;
+import dev.locker.spi.Waiting;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import redis.clients.jedis.RedisClient;
+import redis.clients.jedis.UnifiedJedis;
+import redis.clients.jedis.args.Rawable;
+import redis.clients.jedis.exceptions.JedisClusterOperationException;
+import redis.clients.jedis.exceptions.JedisConnectionException;
+import redis.clients.jedis.exceptions.JedisException;
+
+import java.nio.charset.StandardCharsets;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Optional;
+import java.util.OptionalLong;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The Redis driver: the scripts, withdrawal by tombstone, compact claims, the restart guard, the wait queues
+ * ({@link RedisWaitQueue}), and the routing to a single server or a Cluster. {@link RedisLocker} is the engine over
+ * it and states the protocol and its safety argument.
+ *
+ * <p>A claim's expiry is the one the engine passes to {@link #write} and {@link #renew}. It sets the claim's server
+ * expiry and its key's safety-net {@code PEXPIRE}, and the holder's validity is that expiry less
+ * {@code serverClockSkew}. An expiry longer than the restart guard is refused before any I/O.
+ */
+final class RedisDriver implements LockDriver<ClaimStatus> {
+
+    private static final Logger log = LoggerFactory.getLogger(RedisDriver.class);
+    private static final byte[] ONE = {'1'};
+    private static final byte[] ZERO = {'0'};
+
+    private final LockerConfig config;
+    private final TimeSource time;
+    private final Engine engine;
+    private final UnifiedJedis client;
+    private final boolean ownsClient;
+    private final RedisKeys keys;
+    private final String server;
+    private final int replicas;
+    private final Duration replicaTimeout;
+    private final Duration restartGuard;
+    /** How far another server's clock may be ahead: a holder counts on a claim's expiry less this. */
+    private final Duration serverClockSkew;
+    private final Duration tombstoneTtl;
+    private final RedisLocker.EvictionCheck evictionCheck;
+    private final Set<String> evictionWarnings = ConcurrentHashMap.newKeySet();
+    private final byte[] ownField;
+    /** The channel the scripts publish a lock's key on when it may be free and waiters are queued. */
+    private final byte[] channel;
+    /** How long a waiter's queue entry lives unless the waiter refreshes it (see acquire.lua). */
+    private final Duration queueTtl;
+    /** Every request, with its retries and its WAIT. */
+    private final RedisCalls calls;
+    /** The records kept with each lock (run once, forced release). */
+    private final RedisRecords records;
+    /** The waits in progress and the release wake-ups: the driver's wait queue. */
+    private final RedisWaitQueue queue;
+    /** The first half of every nonce: this instance, even among lockers sharing a rid. */
+    private final String instance = HexFormat.of().toHexDigits(new SecureRandom().nextLong());
+    /** The second half: counts this instance's acquires, so that a tombstone can cover all those up to one. */
+    private final AtomicLong acquires = new AtomicLong();
+    /** {@link #instance} as bytes: the shared prefix of every claim id this locker keeps (never changed). */
+    private final byte[] instanceBytes = instance.getBytes(StandardCharsets.US_ASCII);
+    /** A single server (one admission marker for all locks) rather than a Cluster (one per slot). */
+    private final boolean standalone;
+    private final byte[] guardKey;
+    private final RedisOwners owners;
+    /** The last claim expiry passed, with its script argument: encoded once while the engine passes the same one. */
+    private volatile ExpiryArg lastExpiry = new ExpiryArg(Duration.ZERO, RedisScript.arg(millis(Duration.ZERO)));
+    /** The scripts' constant arguments, encoded once and passed as they are (see {@link RedisScript#arg}). */
+    /** Our own restart guard, as the acquire script gets it until a longer recorded one refuses us. */
+    private final Rawable ownGuardArg;
+    /** How long a renewal keeps the guard record alive: as admit does, the longer of the guard and 1 s, plus 1 s. */
+    private final Rawable guardRecordLifeArg;
+    /**
+     * The acquire script's guard argument: ours, or ours and the longest guard recorded for our prefix that refused
+     * us. Only this process remembers that guard after a restart that loses the record.
+     */
+    private volatile Rawable guardArg;
+    /** The longest restart guard (ms) this locker waits out after a restart: its own, or a longer one it met. */
+    private volatile long waitedGuardMs;
+    /** Held while {@link #waitedGuardMs} and {@link #guardArg} change, so that they always name the same guard. */
+    private final Object guardChange = new Object();
+    /** A single server with a guard above 0: renewals keep the guard record alive (see renew.lua). */
+    private final boolean renewsGuardRecord;
+    private final Rawable queueArg;
+    private final Rawable fieldArg;
+    private final Rawable scrubArg;
+    private final Rawable evictionArg;
+
+    private final Rawable channelArg;
+    private final Rawable guardKeyArg;
+    private final Rawable guardRecordArg;
+
+    /**
+     * @param b          the options the locker was built with
+     * @param config     the configuration the locker runs with (its rid is the locker's)
+     * @param client     the Jedis client
+     * @param ownsClient true when the driver made the client and closes it
+     * @param engine     the engine's background thread and closed state, bound once the engine is built
+     */
+    RedisDriver(RedisLocker.Builder b, LockerConfig config, UnifiedJedis client, boolean ownsClient, Engine engine) {
+        this.config = config;
+        this.time = config.timeSource();
+        this.engine = engine;
+        this.client = client;
+        this.ownsClient = ownsClient;
+        this.keys = new RedisKeys(b.keyPrefixOption());
+        this.standalone = client instanceof RedisClient;
+        this.guardKey = keys.guardKey();
+        this.server = b.describe();
+        this.replicas = b.replicasOption();
+        this.replicaTimeout = b.replicaTimeoutOption();
+        this.restartGuard = b.restartGuard();
+        this.serverClockSkew = b.serverClockSkewOption();
+        this.tombstoneTtl = b.tombstoneTtlOption();
+        this.evictionCheck = b.evictionCheckOption();
+        this.ownField = ("c" + instance).getBytes(StandardCharsets.US_ASCII); // this instance's field
+        this.calls = new RedisCalls(client, server, config.retries(), replicas, replicaTimeout);
+        // the owner record and the wait queue entries are no claims: they follow the locker's configured expiry
+        this.owners = new RedisOwners(client, keys, calls::withRetries, time::nanoTime, instance, config.rid(),
+                config.host(), config.pid(), config.expiry());
+        this.channel = keys.releaseChannel();
+        this.queueTtl = Duration.ofMillis(Math.max(300, Math.min(config.expiry().toMillis(), 3_000)));
+        this.ownGuardArg = RedisScript.arg(millis(this.restartGuard));
+        this.guardArg = ownGuardArg;
+        this.guardRecordLifeArg = RedisScript.arg(Long.toString(Math.max(guardMillis(this.restartGuard), 1_000)
+                + 1_000).getBytes(StandardCharsets.US_ASCII));
+        this.waitedGuardMs = guardMillis(this.restartGuard);
+        this.renewsGuardRecord = standalone && !this.restartGuard.isZero();
+        this.queueArg = RedisScript.arg(millis(this.queueTtl));
+        this.fieldArg = RedisScript.arg(ownField);
+        this.records = new RedisRecords(keys, calls, fieldArg);
+        this.scrubArg = RedisScript.arg(scrub());
+        this.evictionArg = RedisScript.arg(evictionCheck.arg);
+        this.channelArg = RedisScript.arg(channel);
+        this.guardKeyArg = RedisScript.arg(guardKey);
+        this.guardRecordArg = RedisScript.arg(keys.guardRecordKey());
+        // the wake-ups' subscription gets a connection of its own, made with these options; with a client the caller
+        // manages there are no options to make one with, and waiters poll instead
+        AtomicLong subscriptionsMade = new AtomicLong();
+        RedisWakeups wakeups = ownsClient ? new RedisWakeups(() -> b.newConnection(subscriptionsMade.getAndIncrement()),
+                channel, config.rid(), engine::later, b.wakeupLingerOption(), b.wakeupHealthCheck()) : null;
+        this.queue = new RedisWaitQueue(client, keys, server, channel, queueTtl, instance, time, engine, wakeups);
+    }
+
+    /** The key layout of this locker's prefix. */
+    RedisKeys keys() {
+        return keys;
+    }
+
+    /** Who this driver talks to, as named in its error messages (never with a password). */
+    String server() {
+        return server;
+    }
+
+    /** The Jedis client. */
+    UnifiedJedis client() {
+        return client;
+    }
+
+    /** Waits until no write of this locker's owner record is under way, for tests. */
+    void awaitOwnerRecord() throws InterruptedException {
+        owners.awaitWrites();
+    }
+
+    /** This locker's claim field in every lock's hash ({@code "c" + instance}), for tests. */
+    byte[] claimField() {
+        return ownField.clone();
+    }
+
+    // ---- the driver's operations ----------------------------------------------------------------------------
+
+    /** The acquire script; a waiter's attempt is queued when refused (see acquire.lua). */
+    @Override
+    public ClaimStatus write(KeyColumn lock, LockOwner owner, Duration expiry, Waiting waiting) {
+        Rawable expiryArg = expiryArg(expiry);
+        Duration validity = expiry.minus(serverClockSkew);
+        byte[] key = keys.lockKey(lock);
+        long acquire = acquires.incrementAndGet();
+        byte[] nonce = ClaimIds.counted(instanceBytes, acquire);
+        RedisWaitQueue.WaitState wait = waiting == null ? null : queue.stateOf(waiting);
+        if (wait != null) {
+            wait.beforeAttempt(lock); // a release published from now on wakes the pause after this attempt
+        }
+        // no marker nor guard record in Cluster mode: a second key would make the script fail (TRYAGAIN) while the
+        // lock's slot migrates
+        int keyCount = standalone ? 3 : 1;
+        Rawable[] call = new Rawable[keyCount + (wait == null ? 7 : 9)]; // the waiter's two only when waiting
+        call[0] = RedisScript.arg(key);
+        if (standalone) {
+            call[1] = guardKeyArg;
+            call[2] = guardRecordArg;
+        }
+        call[keyCount] = fieldArg;
+        call[keyCount + 1] = RedisScript.arg(nonce);
+        call[keyCount + 2] = expiryArg;
+        call[keyCount + 3] = RedisScript.arg(owners.claimPart(owner));
+        call[keyCount + 4] = guardArg;
+        call[keyCount + 5] = scrubArg;
+        call[keyCount + 6] = evictionArg;
+        if (wait != null) {
+            call[keyCount + 7] = wait.waiterIdArg;
+            call[keyCount + 8] = queueArg;
+        }
+        long started = time.nanoTime(); // the claim lives from the script's TIME, which comes after this reading
+        boolean[] sent = {false}; // did any attempt possibly reach the server (not only the last one)?
+        Object reply;
+        long acks = -1;
+        try {
+            if (replicas > 0) {
+                Object[] both = calls.withRetries(() -> calls.runAndWait(RedisScript.ACQUIRE, keyCount, call), sent);
+                reply = both[0];
+                acks = (Long) both[1];
+            } else {
+                reply = calls.withRetries(() -> RedisScript.ACQUIRE.run(client, keyCount, call), sent);
+            }
+        } catch (JedisConnectionException | JedisClusterOperationException e) {
+            // the script may have run, or may still run: withdraw it
+            if (sent[0] || RedisCalls.mayHaveReachedTheServer(e)) {
+                withdraw(lock, key, nonce, expiry, "the acquire's outcome is unknown (" + e.getMessage() + ")");
+            }
+            throw e;
+        } catch (JedisException e) {
+            if (replicas > 0) { // e.g. WAIT refused (no +wait in the ACL) after the script may have granted
+                withdraw(lock, key, nonce, expiry, "the acquire's WAIT failed (" + e.getMessage() + ")");
+            }
+            throw e;
+        }
+        // a grant is the token alone (an integer reply); a grant with a warning, or anything else, a list
+        List<?> r = reply instanceof List ? (List<?>) reply : null;
+        long code = r == null ? 1 : (Long) r.get(0);
+        if (code == 1) {
+            if (r != null && r.size() > 3) {
+                warnOfEviction(lock, new String((byte[]) r.get(3), StandardCharsets.UTF_8));
+            }
+            long token = r == null ? (Long) reply : (Long) r.get(1);
+            // kept as (instance, acquire number): the nonce's bytes are made again when sent
+            ClaimStatus status = ClaimIds.granted(instanceBytes, acquire, token, Deadlines.of(started, validity));
+            if (replicas > 0 && acks < replicas) {
+                withdraw(lock, key, nonce, expiry, "only " + acks + " of " + replicas + " replicas acknowledged it");
+                throw new TemporaryLockingException("only " + acks + " of " + replicas + " replicas of " + server
+                        + " acknowledged the claim within " + replicaTimeout + "; the claim was withdrawn", lock);
+            }
+            return status;
+        }
+        if (code == 0) {
+            Duration left = r.size() > 2 ? Duration.ofMillis((Long) r.get(2)) : null;
+            throw new TemporaryLockingException("lock is held on " + server, lock,
+                    owners.owner((byte[]) r.get(3), (byte[]) r.get(1)), left, null);
+        }
+        if (code == -5) {
+            // a waiter need not ask again before the first one's release wakes it (or that one gives up, which wakes
+            // it too): only a first waiter that died, whose entry lapses within queueTtl, goes unannounced
+            throw new TemporaryLockingException("lock is free on " + server + " but promised to the first of the "
+                    + "processes queued for it (waiters are served in arrival order)", lock,
+                    owners.queued((byte[]) r.get(2), (byte[]) r.get(1)), wait == null ? null : queueTtl, null);
+        }
+        if (code == -2) {
+            long leftMs = (Long) r.get(1);
+            long waitedMs = waitedGuardMs;
+            String since = waitedMs == guardMillis(restartGuard) ? "restartGuard=" + restartGuard + " ago"
+                    : Duration.ofMillis(waitedMs) + " ago (the restartGuard recorded for prefix " + keys.prefix() + " when it refused this "
+                    + "locker's restartGuard=" + restartGuard + ")";
+            log.info("Refusing a grant on {}: {} started less than {}: it may have lost claims; {} ms left", lock,
+                    server, since, leftMs);
+            throw new TemporaryLockingException(server + " started less than " + since + ": it may have lost claims "
+                    + "in a restart, so no claim is granted for another " + leftMs + " ms (set restartGuard=0 for a "
+                    + "server whose data survives restarts)", lock);
+        }
+        if (code == -4) {
+            String policy = new String((byte[]) r.get(1), StandardCharsets.UTF_8);
+            throw new PermanentLockingException(server + " may evict keys (maxmemory-policy " + policy + " with "
+                    + "maxmemory " + r.get(2) + " bytes): an evicted lock key lets a second process acquire a lock "
+                    + "that is still held. Set maxmemory-policy noeviction (or maxmemory 0) on every master, or "
+                    + "evictionCheck=warn to accept the risk", lock);
+        }
+        if (code == -6) {
+            Duration recorded = Duration.ofMillis(Long.parseLong(new String((byte[]) r.get(1),
+                    StandardCharsets.US_ASCII)));
+            waitOutAfterARestart(recorded);
+            throw new PermanentLockingException("restartGuard=" + restartGuard + " differs from restartGuard="
+                    + recorded + ", which the other lockers of prefix " + keys.prefix() + " use on " + server
+                    + ": after a restart without data the shorter guard would grant locks whose holders still work. "
+                    + "Give every locker sharing the server one restartGuard (the record lapses "
+                    + (recorded.compareTo(Duration.ofSeconds(1)) > 0 ? recorded : Duration.ofSeconds(1)).plusSeconds(1)
+                    + " after their last grant or renewal)", lock);
+        }
+        if (code == -3) { // only a late request meets its tombstone, and nobody waits for its reply
+            throw new TemporaryLockingException("this acquire had been withdrawn on " + server + " before it arrived; "
+                    + "nothing was granted", lock);
+        }
+        throw new PermanentLockingException("unexpected reply " + code + " from the acquire script on " + server, lock);
+    }
+
+    /**
+     * Remembers a longer guard recorded for our prefix, to wait out after every later restart of the server. The
+     * restart loses the record with the claims granted under it, so this locker's memory is what covers them.
+     */
+    private void waitOutAfterARestart(Duration recorded) {
+        long ms = recorded.toMillis();
+        boolean longer;
+        synchronized (guardChange) {
+            longer = ms > waitedGuardMs;
+            if (longer) {
+                waitedGuardMs = ms;
+                guardArg = RedisScript.arg((guardMillis(restartGuard) + ":" + ms).getBytes(StandardCharsets.US_ASCII));
+            }
+        }
+        if (longer) {
+            log.info("restartGuard={} of this locker differs from restartGuard={} recorded for prefix {} on {}: after "
+                    + "a restart of the server it waits out {}", restartGuard, recorded, keys.prefix(), server,
+                    recorded);
+        }
+    }
+
+    @Override
+    public ClaimStatus renew(KeyColumn lock, ClaimStatus status, Duration expiry) {
+        Rawable expiryArg = expiryArg(expiry);
+        Duration validity = expiry.minus(serverClockSkew);
+        byte[] key = keys.lockKey(lock);
+        // with the guard record as a second key: keeping it alive with our claim costs no round trip
+        int keyCount = renewsGuardRecord ? 2 : 1;
+        Rawable[] call = renewsGuardRecord
+                ? new Rawable[]{RedisScript.arg(key), guardRecordArg, fieldArg,
+                        RedisScript.arg(ClaimIds.shared(status)), expiryArg, scrubArg, guardRecordLifeArg}
+                : new Rawable[]{RedisScript.arg(key), fieldArg, RedisScript.arg(ClaimIds.shared(status)), expiryArg,
+                        scrubArg};
+        long started = time.nanoTime();
+        List<?> r;
+        long acks = -1;
+        if (replicas > 0) {
+            Object[] both = calls.withRetries(() -> calls.runAndWait(RedisScript.RENEW, keyCount, call));
+            r = (List<?>) both[0];
+            acks = (Long) both[1];
+        } else {
+            r = (List<?>) calls.withRetries(() -> RedisScript.RENEW.run(client, keyCount, call));
+        }
+        long code = (Long) r.get(0);
+        if (code == 1) {
+            long token = (Long) r.get(1);
+            owners.touch();
+            if (token != status.fencingToken()) {
+                throw new ExpiredLockException("our claim on " + server + " carries token " + token + ", not ours ("
+                        + status.fencingToken() + ")", lock);
+            }
+            if (replicas > 0 && acks < replicas) {
+                // a failover now would bring back the old expiry: keep it as ours too
+                throw new TemporaryLockingException("only " + acks + " of " + replicas + " replicas of " + server
+                        + " acknowledged the renewal within " + replicaTimeout
+                        + "; the claim keeps its former deadline",
+                        lock);
+            }
+            return status.renewed(Deadlines.of(started, validity));
+        }
+        throw notOurs(lock, r);
+    }
+
+    /** Asks the verify script: our claims are held from the moment they are written. */
+    @Override
+    public ClaimStatus verify(KeyColumn lock, ClaimStatus status) {
+        byte[] key = keys.lockKey(lock);
+        List<byte[]> args = List.of(ownField, status.claimId(),
+                Long.toString(status.fencingToken()).getBytes(StandardCharsets.US_ASCII));
+        List<?> r = (List<?>) calls.withRetries(() -> RedisScript.VERIFY.run(client, key, args));
+        long code = (Long) r.get(0);
+        if (code == 1) {
+            return status;
+        }
+        throw notOurs(lock, r);
+    }
+
+    /** The renew or verify script's answer when our claim is not the holder: {0, holder value} or {-1}. */
+    private ExpiredLockException notOurs(KeyColumn lock, List<?> reply) {
+        if ((Long) reply.get(0) == 0) {
+            return new ExpiredLockException("our claim was taken over on " + server, lock,
+                    owners.owner((byte[]) reply.get(2), (byte[]) reply.get(1)), null);
+        }
+        return new ExpiredLockException("our claim is gone from " + server + " (expired or force-released); "
+                + "release the transaction's locks and start again", lock);
+    }
+
+    @Override
+    public void release(KeyColumn lock, ClaimStatus status) {
+        byte[] key = keys.lockKey(lock);
+        Rawable[] call = {RedisScript.arg(key), fieldArg, RedisScript.arg(ClaimIds.shared(status)), channelArg};
+        calls.withRetries(() -> RedisScript.RELEASE.run(client, 1, call));
+    }
+
+    @Override
+    public boolean remove(KeyColumn lock, OptionalLong expectedToken, byte[] record) {
+        return expectedToken.isPresent() ? removeWithToken(lock, expectedToken.getAsLong(), record)
+                : removeAll(lock);
+    }
+
+    private boolean removeAll(KeyColumn lock) {
+        byte[] key = keys.lockKey(lock);
+        long n = (Long) calls.withRetries(() -> RedisScript.FORCE.run(client, key, List.of(channel)));
+        return n > 0;
+    }
+
+    /** The holder script: the senior live claim's owner, token and expiry in one read. */
+    @Override
+    public Optional<LockInfo> readHolder(KeyColumn lock) {
+        byte[] key = keys.lockKey(lock);
+        List<?> r = (List<?>) calls.withRetries(() -> RedisScript.HOLDER.run(client, key, List.of(scrub())));
+        if ((Long) r.get(0) == 1) {
+            return Optional.ofNullable(RedisListing.info(lock, List.of(r.get(2), r.get(1)), owners));
+        }
+        return Optional.empty();
+    }
+
+    /**
+     * One force.lua call with the expected token: the check, the removal and the record are one script. A resend after
+     * a failure that may have reached the server says so (a fifth argument): only then may the script take its own
+     * record, already there, for the removal an earlier attempt of this very call made (its reply lost). A first
+     * attempt never does: another call that happens to write the same record bytes (same locker, thread name, reason,
+     * millisecond and token) must not be told it removed the claim.
+     */
+    private boolean removeWithToken(KeyColumn lock, long token, byte[] record) {
+        List<byte[]> keyList = List.of(keys.lockKey(lock), keys.recordKey(lock));
+        List<byte[]> args = List.of(channel, Long.toString(token).getBytes(StandardCharsets.US_ASCII),
+                LockRecords.FORCED.getBytes(StandardCharsets.US_ASCII), record);
+        List<byte[]> resent = List.of(args.get(0), args.get(1), args.get(2), args.get(3), ONE);
+        boolean[] mayHaveBeenSent = new boolean[1];
+        return (Long) calls.withRetries(() -> RedisScript.FORCE.run(client, keyList,
+                mayHaveBeenSent[0] ? resent : args), mayHaveBeenSent) == 1L;
+    }
+
+    /** SCAN and list.lua; see {@link RedisListing} for what it costs. */
+    @Override
+    public LockPage list(byte[] keyPrefix, int limit, String cursor) {
+        return new RedisListing(client, keys, server, calls::withRetries, owners).page(keyPrefix, limit, cursor);
+    }
+
+    @Override
+    public void close() {
+        owners.close();
+        queue.closeWakeups(); // wakes every waiter: each sees the locker closed and leaves its queues
+        if (ownsClient) {
+            queue.awaitWaitsEnded();
+            client.close();
+        }
+    }
+
+    /** Maps a Jedis failure by what it means (see {@link RedisFailures}); the message names the server. */
+    @Override
+    public LockingException translate(RuntimeException e, KeyColumn lock, String action) {
+        if (e instanceof LockingException || !(e instanceof JedisException)) {
+            return LockDriver.super.translate(e, lock, action);
+        }
+        return RedisFailures.classify((JedisException) e, lock, action, server);
+    }
+
+    // ---- helpers ----------------------------------------------------------------------------------------------
+
+    /** Logs once per locker and condition that a grant was made on a server that may evict it. */
+    private void warnOfEviction(KeyColumn lock, String condition) {
+        if (evictionWarnings.add(condition)) {
+            log.warn("Granted {} on {}, which may evict lock keys ({}): an evicted key lets a second process acquire "
+                    + "a held lock. Set maxmemory-policy noeviction on every master (evictionCheck=warn lets grants "
+                    + "through; this is logged once per condition)", lock, server, condition);
+        }
+    }
+
+    /**
+     * Withdraws an acquire this locker gave up on: removes the claim it may have written (compare-and-delete on its
+     * nonce) and leaves a tombstone for {@code tombstoneTtl}, so that the request grants nothing should it reach the
+     * server only later (a request held up in the network or a proxy after the client timed out). If the withdrawal
+     * fails too, a claim the request granted or grants expires on its own.
+     */
+    private void withdraw(KeyColumn lock, byte[] key, byte[] nonce, Duration expiry, String why) {
+        List<byte[]> args = List.of(ownField, nonce, millis(tombstoneTtl), millis(expiry), scrub(), channel);
+        try {
+            Object removed = calls.withRetries(() -> RedisScript.WITHDRAW.run(client, key, args));
+            log.debug("Withdrew our acquire on {} at {} (a claim was found: {}): {}", lock, server, removed, why);
+        } catch (RuntimeException e) {
+            log.warn("Could not withdraw our acquire on {} at {} ({}); retrying in the background for up to {} (until "
+                    + "then a claim it granted blocks the lock): {}", lock, server, why, expiry, e.toString());
+            withdrawLater(lock, key, args, time.nanoTime() + expiry.toNanos());
+        }
+    }
+
+    /** Retries a withdrawal on the locker's background thread until it succeeds or the claim would have expired. */
+    private void withdrawLater(KeyColumn lock, byte[] key, List<byte[]> args, long untilNanos) {
+        if (time.nanoTime() - untilNanos >= 0 || engine.isClosed()) {
+            return;
+        }
+        engine.later(() -> {
+            try {
+                RedisScript.WITHDRAW.run(client, key, args);
+                log.info("Withdrew our acquire on {} at {} on a later attempt", lock, server);
+            } catch (RuntimeException again) {
+                withdrawLater(lock, key, args, untilNanos);
+            }
+        }, Duration.ofMillis(200));
+    }
+
+    /** Whether the scripts scrub the dead claims they meet, as they get it. */
+    private byte[] scrub() {
+        return config.scrubExpired() ? ONE : ZERO;
+    }
+
+    /** A guard in whole ms, as the scripts get it ({@link #millis}). */
+    private static long guardMillis(Duration guard) {
+        return Long.parseLong(new String(millis(guard), StandardCharsets.US_ASCII));
+    }
+
+    /**
+     * A duration in whole milliseconds, rounded up: the scripts keep claims, the restart guard, tombstones and queue
+     * entries for whole milliseconds, and none may end before the duration the client counts with (a claim rounded
+     * down lapsed on the server while its holder's lease was still valid: an expiry of 1.9 ms was written as 1 ms, one
+     * under a millisecond as 0).
+     */
+    static byte[] millis(Duration d) {
+        long ms = d.toMillis(); // rounded down (toward the past for a negative one)
+        if (d.compareTo(Duration.ofMillis(ms)) > 0) {
+            ms++;
+        }
+        return Long.toString(Math.max(0, ms)).getBytes(StandardCharsets.US_ASCII);
+    }
+
+
+    @Override
+    public String toString() {
+        return "RedisDriver[rid=" + config.rid() + ", " + server + ", prefix=" + keys.prefix() + "]";
+    }
+
+    @Override
+    public Optional<WaitQueue> waitQueue() {
+        return Optional.of(queue);
+    }
+
+    /** The wait queue and its wake-ups, for the locker's accessors that tests use. */
+    RedisWaitQueue queue() {
+        return queue;
+    }
+
+    @Override
+    public Optional<LockRecords<ClaimStatus>> records() {
+        return Optional.of(records);
+    }
+
+    /**
+     * The script argument of a claim's expiry, checked before any I/O. A claim that outlives the restart guard
+     * outlives a restart that lost it, so such an expiry is refused.
+     */
+    private Rawable expiryArg(Duration expiry) {
+        ExpiryArg last = lastExpiry;
+        if (last.expiry.equals(expiry)) {
+            return last.arg;
+        }
+        if (!restartGuard.isZero() && expiry.compareTo(restartGuard) > 0) {
+            throw new IllegalArgumentException("expiry " + expiry + " is longer than restartGuard " + restartGuard
+                    + ": after a restart without data the lock could be granted again while its holder still works");
+        }
+        if (serverClockSkew.multipliedBy(2).compareTo(expiry) >= 0) {
+            throw new IllegalArgumentException("expiry " + expiry + " must be more than twice serverClockSkew "
+                    + serverClockSkew + ": a holder counts on the expiry less the skew");
+        }
+        ExpiryArg made = new ExpiryArg(expiry, RedisScript.arg(millis(expiry)));
+        lastExpiry = made;
+        return made.arg;
+    }
+
+    /** A claim expiry with its script argument, cached together so that they always agree. */
+    private record ExpiryArg(Duration expiry, Rawable arg) {
+    }
+
+    /** What the driver needs of the engine over it: its background thread, and whether it closed. */
+    interface Engine {
+        /** Runs {@code task} once after {@code delay} on the locker's background thread. */
+        void later(Runnable task, Duration delay);
+
+        /** True once the locker began to close. */
+        boolean isClosed();
+    }
+
+    /**
+     * The engine's claim ids without copies, reached through the bridge class that offers them to backends. The
+     * hot path keeps a claim as (instance, acquire number), so a held lock costs no id bytes of its own.
+     */
+    private abstract static class ClaimIds extends AbstractLocker<ClaimStatus> {
+        private ClaimIds() {
+            super((LockerConfig) null, null);
+        }
+
+        static byte[] counted(byte[] prefix, long counter) {
+            return countedClaimId(prefix, counter);
+        }
+
+        static ClaimStatus granted(byte[] sharedPrefix, long counter, long token, long deadlineNanos) {
+            return grantedCounted(sharedPrefix, counter, token, deadlineNanos);
+        }
+
+        static byte[] shared(ClaimStatus status) {
+            return claimIdOf(status);
+        }
+    }
+}
