@@ -1,17 +1,21 @@
 package dev.locker.faults;
 
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.TreeMap;
 
 /** The scenario x backend table of a set of runs, in Markdown (as in {@code docs/reliability.md}). */
 public final class Report {
 
+    private static final List<String> BACKEND_ORDER = List.of("redis", "mongo", "hbase", "file");
+
     private final Profile profile;
     private final List<TortureRun.Result> results = new ArrayList<>();
-    private final Map<String, String> skipped = new LinkedHashMap<>();
+    private final Map<String, String> skipped = new TreeMap<>();
 
     /**
      * An empty report.
@@ -56,7 +60,12 @@ public final class Report {
                 + "| token clashes | stale writes refused | lost signals | takeover, max (x expiry) | claims left | promise | result |\n");
         sb.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         Map<String, List<TortureRun.Result>> rows = new LinkedHashMap<>();
-        for (TortureRun.Result r : results) {
+        List<TortureRun.Result> ordered = new ArrayList<>(results);
+        // the backends' runs overlap in time: the table orders them by backend, then scenario, then run
+        ordered.sort(Comparator.comparingInt((TortureRun.Result r) -> backendRank(r.backend()))
+                .thenComparing(TortureRun.Result::backend).thenComparing(TortureRun.Result::scenario)
+                .thenComparingInt(TortureRun.Result::run));
+        for (TortureRun.Result r : ordered) {
             rows.computeIfAbsent(r.scenario() + "\u0000" + r.backend(), k -> new ArrayList<>()).add(r);
         }
         for (List<TortureRun.Result> row : rows.values()) {
@@ -99,6 +108,11 @@ public final class Report {
             skipped.forEach((k, v) -> sb.append("- ").append(k).append(": ").append(v).append('\n'));
         }
         return sb.toString();
+    }
+
+    private static int backendRank(String backend) {
+        int i = BACKEND_ORDER.indexOf(backend);
+        return i < 0 ? BACKEND_ORDER.size() : i;
     }
 
     private static String outcome(List<TortureRun.Result> row, boolean allInjected) {

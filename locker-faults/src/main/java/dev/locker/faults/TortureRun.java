@@ -93,6 +93,8 @@ public final class TortureRun {
                 // longer than the failover itself, so that a holder's claim can live through it
                 : scenario == Scenario.REDIS_FAILOVER || scenario == Scenario.REDIS_FAILOVER_CLOCK_AHEAD
                 ? profile.expiry().multipliedBy(3)
+                // longer than a restart on a busy machine: the holder must still be valid when the next one is granted
+                : scenario == Scenario.CONTROL_NO_GUARD ? profile.expiry().multipliedBy(3)
                 // far above a prompt takeover, so that a claim a close left to expire shows in the liveness check
                 : scenario == Scenario.FILE_INTERRUPTED_CLOSE ? profile.expiry().multipliedBy(10)
                 : profile.expiry();

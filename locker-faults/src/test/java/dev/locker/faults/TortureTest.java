@@ -3,83 +3,77 @@ package dev.locker.faults;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.TestFactory;
+import org.junit.jupiter.api.TestInstance;
 
-import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Set;
-import java.util.function.Function;
 import java.util.stream.Collectors;
 
 import static org.junit.jupiter.api.Assertions.assertNull;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
- * Every scenario on every backend where it applies, as worker JVMs under real faults, judged by the checkers. The
- * short profile runs inside the README's test command; {@code -Dfaults.profile=long} (see docs/reliability.md) runs
- * more. {@code -Dfaults.backends=redis,mongo} and {@code -Dfaults.scenarios=KILL_HOLDING,...} narrow a run; the table
- * is written to {@code target/faults/report.md}.
+ * Every scenario on one backend where it applies, as worker JVMs under real faults, judged by the checkers.
+ *
+ * <p>There is one subclass per backend. The subclasses run at once (see junit-platform.properties), so one backend's
+ * scenarios overlap another's. The scenarios of one backend run one by one, since they share its server. The short
+ * profile runs inside the README's test command; {@code -Dfaults.profile=long} (see docs/reliability.md) runs more.
+ * {@code -Dfaults.backends=redis,mongo} and {@code -Dfaults.scenarios=KILL_HOLDING,...} narrow a run. The table of
+ * every backend is written to {@code target/faults/report.md}.
  */
-class TortureTest {
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+abstract class TortureTest {
 
-    private static final Profile PROFILE = Profile.fromSystemProperties();
-    private static final Path ROOT = Path.of(System.getProperty("faults.dir", "target/faults"));
-    private static final Report REPORT = new Report(PROFILE);
-    private static final List<Backend> OPEN = new ArrayList<>();
+    private Backend backend;
+
+    /**
+     * The backend this class tortures, not started yet.
+     *
+     * @param servers the directory for its servers' files
+     * @return the backend
+     */
+    abstract Backend backend(Path servers);
 
     @TestFactory
-    List<DynamicTest> torture() throws IOException {
-        if (Files.isDirectory(ROOT)) { // the last run's timelines and logs
-            try (var old = Files.walk(ROOT)) {
-                old.sorted(java.util.Comparator.reverseOrder()).filter(p -> !p.equals(ROOT)
-                        && !p.getFileName().toString().equals("harness.log")).forEach(p -> p.toFile().delete());
-            }
-        }
-        System.out.println("[locker-faults] profile " + PROFILE.name() + ", seed " + PROFILE.seed()
-                + " (replay: -Dfaults.profile=" + PROFILE.name() + " -Dfaults.seed=" + PROFILE.seed() + ")");
-        List<Function<Path, Backend>> backends = List.of(RedisBackend::new, MongoBackend::new, dir -> new HBaseBackend(),
-                FileBackend::new);
+    List<DynamicTest> torture() {
+        Profile profile = TortureSession.PROFILE;
+        Report report = TortureSession.REPORT;
+        Backend candidate = backend(TortureSession.ROOT.resolve("servers"));
         Set<String> onlyBackends = filter("faults.backends");
         Set<String> onlyScenarios = filter("faults.scenarios");
         List<DynamicTest> tests = new ArrayList<>();
-        for (Function<Path, Backend> make : backends) {
-            Backend backend = make.apply(ROOT.resolve("servers"));
-            if (!onlyBackends.isEmpty() && !onlyBackends.contains(backend.name())) {
+        if (!onlyBackends.isEmpty() && !onlyBackends.contains(candidate.name())) {
+            return tests;
+        }
+        backend = candidate;
+        for (Scenario s : Scenario.values()) {
+            if (!onlyScenarios.isEmpty() && !onlyScenarios.contains(s.name().toLowerCase(Locale.ROOT))) {
                 continue;
             }
-            OPEN.add(backend);
-            for (Scenario s : Scenario.values()) {
-                if (!onlyScenarios.isEmpty() && !onlyScenarios.contains(s.name().toLowerCase(Locale.ROOT))) {
-                    continue;
-                }
-                String why = backend.inapplicable(s);
-                if (why == null && s.longOnly() && PROFILE.name().equals("short") && onlyScenarios.isEmpty()) {
-                    why = "long profile only (-Dfaults.profile=long), or named in -Dfaults.scenarios";
-                }
-                if (why == null) {
-                    why = TortureRun.unavailable(s);
-                }
-                if (why != null) {
-                    REPORT.skip(backend.name(), s, why);
-                    continue;
-                }
-                for (int run = 0; run < PROFILE.runsPerScenario(); run++) {
-                    int n = run;
-                    String why2 = null;
-                    tests.add(DynamicTest.dynamicTest(s.name().toLowerCase(Locale.ROOT) + " on " + backend.name()
-                            + (PROFILE.runsPerScenario() > 1 ? " #" + n : ""), () -> {
-                        assumeTrue(why2 == null);
-                        TortureRun.Result r = new TortureRun(backend, s, PROFILE, n, ROOT).execute();
-                        REPORT.add(r);
-                        System.out.println("[locker-faults] " + s + " on " + backend.name() + " #" + n + ": "
-                                + summary(r));
-                        assertNull(Report.failure(r), () -> String.join("\n", r.verdict().findings()));
-                    }));
-                }
+            String why = backend.inapplicable(s);
+            if (why == null && s.longOnly() && profile.name().equals("short") && onlyScenarios.isEmpty()) {
+                why = "long profile only (-Dfaults.profile=long), or named in -Dfaults.scenarios";
+            }
+            if (why == null) {
+                why = TortureRun.unavailable(s);
+            }
+            if (why != null) {
+                report.skip(backend.name(), s, why);
+                continue;
+            }
+            for (int run = 0; run < profile.runsPerScenario(); run++) {
+                int n = run;
+                tests.add(DynamicTest.dynamicTest(s.name().toLowerCase(Locale.ROOT) + " on " + backend.name()
+                        + (profile.runsPerScenario() > 1 ? " #" + n : ""), () -> {
+                    TortureRun.Result r = new TortureRun(backend, s, profile, n, TortureSession.ROOT).execute();
+                    report.add(r);
+                    System.out.println("[locker-faults] " + s + " on " + backend.name() + " #" + n + ": "
+                            + summary(r));
+                    assertNull(Report.failure(r), () -> String.join("\n", r.verdict().findings()));
+                }));
             }
         }
         return tests;
@@ -103,11 +97,10 @@ class TortureTest {
     }
 
     @AfterAll
-    static void report() throws IOException {
-        OPEN.forEach(Backend::close);
-        String table = REPORT.markdown();
-        Files.createDirectories(ROOT);
-        Files.writeString(ROOT.resolve("report.md"), table);
-        System.out.println("[locker-faults] report (" + ROOT.resolve("report.md") + "):\n" + table);
+    void closeBackendAndWriteReport() {
+        if (backend != null) {
+            backend.close();
+        }
+        TortureSession.writeReport();
     }
 }

@@ -7,6 +7,7 @@ import dev.locker.api.LockerConfig;
 import dev.locker.api.PermanentLockingException;
 import dev.locker.api.TimeSource;
 import dev.locker.local.LockerEngine;
+import org.junit.jupiter.api.parallel.Isolated;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
@@ -31,6 +32,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * A process restored from a checkpoint (CRaC, CRIU) may run on another boot, in another time namespace, as another
  * process: what file: read of them once is then stale, and a locker refuses to grant or renew on it.
  */
+// alone: one case uses up the JVM's open files, which would fail any class running beside it
+@Isolated
 class FileRestoreTest {
 
     private static final String OTHER_BOOT = "00000000-0000-0000-0000-000000000000";

@@ -283,17 +283,19 @@ class HBaseLockerTest {
 
     @Test
     void renewalRewritesTheHolderCellWithAFreshTtlInPlace() throws Exception {
-        Locker a = locker("a", Duration.ofSeconds(1), TimeSource.system());
+        // each step has a third of the expiry to spare, so a busy machine's slow round trip still fits
+        Duration expiry = Duration.ofSeconds(3);
+        Locker a = locker("a", expiry, TimeSource.system());
         KeyColumn lock = lock("renewed");
         Object tx = new Object();
         a.writeLock(lock, tx);
         long token = a.fencingToken(lock, tx);
-        Thread.sleep(600);
+        Thread.sleep(expiry.toMillis() / 3 * 2);
         a.renewLocks(tx);
-        Thread.sleep(600); // past the first TTL, within the renewed one
+        Thread.sleep(expiry.toMillis() / 3 * 2); // past the first TTL, within the renewed one
         assertEquals(a.rid(), a.holder(lock).orElseThrow().rid(), "the renewed claim outlives its first TTL");
         assertEquals(token, a.fencingToken(lock, tx), "same claim, same token");
-        Thread.sleep(1000); // past the renewed TTL: the server expires the renewed cell too
+        Thread.sleep(expiry.toMillis()); // past the renewed TTL: the server expires the renewed cell too
         assertFalse(a.holder(lock).isPresent(), "a renewed claim still expires on the server");
         a.deleteLocks(tx);
     }

@@ -11,6 +11,7 @@ import org.apache.hadoop.hbase.client.Admin;
 import org.apache.hadoop.hbase.client.Connection;
 import org.apache.hadoop.hbase.client.RegionInfo;
 import org.apache.hadoop.hbase.util.JVMClusterUtil;
+import org.junit.jupiter.api.parallel.Isolated;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -25,6 +26,8 @@ import static org.junit.jupiter.api.Assertions.fail;
  * the claim is still there (it was in the WAL), its holder can renew and release it, and the next holder's token is
  * greater.
  */
+// alone: it aborts the shared mini cluster's region server, which every class uses
+@Isolated
 class HBaseRegionServerAbortTest {
 
     private static final Duration OUTAGE_LIMIT = Duration.ofMinutes(2);

@@ -14,6 +14,7 @@ import org.apache.hadoop.hbase.client.Admin;
 import org.apache.hadoop.hbase.client.ColumnFamilyDescriptorBuilder;
 import org.apache.hadoop.hbase.client.TableDescriptorBuilder;
 import org.apache.hadoop.hbase.util.EnvironmentEdgeManager;
+import org.junit.jupiter.api.parallel.Isolated;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -42,6 +43,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * (30 s by default). The cell TTL, expiry plus serverClockSkew rounded up, allows for their disagreement; run
  * records are ordered by token, not by any clock.
  */
+// alone: it steps the clock of the shared mini cluster's region server, which every class uses
+@Isolated
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class HBaseServerClockTest {
 

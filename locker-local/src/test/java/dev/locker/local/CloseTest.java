@@ -16,6 +16,7 @@ import dev.locker.testkit.Interleavings;
 import dev.locker.testkit.Pause;
 import dev.locker.testkit.StepPauses;
 import dev.locker.testkit.VirtualClock;
+import org.junit.jupiter.api.parallel.Isolated;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -43,6 +44,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 /** Closing a locker or a lease waits for steps in flight and leaves no claim, no mediator entry and no thread behind. */
+// alone: it looks for locker threads left in the JVM, and other classes' lockers start some
+@Isolated
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class CloseTest {
 

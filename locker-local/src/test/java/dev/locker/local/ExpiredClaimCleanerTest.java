@@ -3,6 +3,7 @@ package dev.locker.local;
 import dev.locker.spi.Entry;
 import dev.locker.spi.KeyColumnValueStore;
 import dev.locker.spi.StoreTransaction;
+import org.junit.jupiter.api.parallel.Isolated;
 import org.junit.jupiter.api.Test;
 
 import java.util.List;
@@ -13,6 +14,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+/** The cleaner deletes the columns it is given, drops work beyond its queue, and its thread ends with close. */
+// alone: it looks for any cleaner thread of the JVM, and other classes' lockers start some
+@Isolated
 class ExpiredClaimCleanerTest {
 
     private static byte[] b(String s) {

@@ -93,6 +93,10 @@ class MongoRunOnceTest {
     }
 
     private MongoLocker open(String name, CommandListener listener) {
+        return open(name, listener, Duration.ofSeconds(1));
+    }
+
+    private MongoLocker open(String name, CommandListener listener, Duration expiry) {
         MongoClientSettings.Builder settings = MongoClientSettings.builder()
                 .applyConnectionString(new ConnectionString(mongo.uri()));
         if (listener != null) {
@@ -101,7 +105,7 @@ class MongoRunOnceTest {
         MongoClient client = MongoClients.create(settings.build());
         toClose.add(client);
         MongoLocker l = MongoLocker.builder().client(client).database("locker").collection(collection)
-                .config(LockerConfig.builder().rid(name).expiry(Duration.ofSeconds(1)).build()).build();
+                .config(LockerConfig.builder().rid(name).expiry(expiry).build()).build();
         toClose.add(0, l);
         return l;
     }
@@ -112,9 +116,11 @@ class MongoRunOnceTest {
      */
     @Test
     void aPausedRecordWriterAndTheNextHolderAreNeverBothToldRan() throws Exception {
+        // 3 s: on a busy machine A's task and its record's check must still fit in A's claim
+        Duration expiry = Duration.ofSeconds(3);
         Freezer freezer = new Freezer();
-        MongoLocker a = open("a", freezer);
-        MongoLocker b = open("b", null);
+        MongoLocker a = open("a", freezer, expiry);
+        MongoLocker b = open("b", null, expiry);
         KeyColumn job = KeyColumn.of("job:once", "c");
         AtomicInteger runs = new AtomicInteger();
         Future<Run> ranA = pool.submit(() -> a.runOnce(job, "a", lease -> {
@@ -122,7 +128,7 @@ class MongoRunOnceTest {
             freezer.runner = Thread.currentThread(); // armed: the next find of this thread is writeRecord's check
         }));
         assertTrue(freezer.arrived.await(20, TimeUnit.SECONDS), "A reached its record write");
-        Thread.sleep(1_800); // A's claim expires on the server
+        Thread.sleep(expiry.toMillis() + 800); // A's claim expires on the server
         CountDownLatch bRunning = new CountDownLatch(1);
         CountDownLatch bGo = new CountDownLatch(1);
         Future<Run> ranB = pool.submit(() -> b.runOnce(job, "b", lease -> {

@@ -3,6 +3,7 @@ package dev.locker.mongo;
 import com.mongodb.ConnectionString;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.Lockers;
+import org.junit.jupiter.api.parallel.Isolated;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.function.Executable;
 
@@ -23,6 +24,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * log it, naming it, and ignore it), every option the driver documents is accepted in any case, and an unknown option
  * after a secret (a raw '&' in it) is neither shown nor named. Port 1: nothing listens, nothing is connected.
  */
+// alone: it reads the driver's log from System.err, which it swaps for the whole JVM
+@Isolated
 class MongoUriOptionsTest {
 
     /**

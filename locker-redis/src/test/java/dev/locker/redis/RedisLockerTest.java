@@ -51,8 +51,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class RedisLockerTest {
 
+    // a server of its own: it counts the server's commands and flushes its scripts, which concurrent classes disturb
     @RegisterExtension
-    static final RedisWaitingFixture fixture = RedisWaitingFixture.onTarget("rlt");
+    static final RedisWaitingFixture fixture = RedisWaitingFixture.onFreshTarget("rlt");
 
     private final String prefix = fixture.prefix();
 

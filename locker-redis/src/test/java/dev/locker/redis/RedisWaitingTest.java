@@ -37,8 +37,9 @@ class RedisWaitingTest {
 
     private static final Duration EXPIRY = Duration.ofMillis(1500);
 
+    // a server of its own: it kills every pub/sub client of the server, which other classes' lockers listen on
     @RegisterExtension
-    static final RedisWaitingFixture fixture = RedisWaitingFixture.onTarget("rwt");
+    static final RedisWaitingFixture fixture = RedisWaitingFixture.onFreshTarget("rwt");
 
     private RedisLocker locker(String name) {
         return locker(name, Duration.ofSeconds(5));

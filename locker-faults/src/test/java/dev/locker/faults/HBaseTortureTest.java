@@ -1,0 +1,12 @@
+package dev.locker.faults;
+
+import java.nio.file.Path;
+
+/** Every fault scenario that applies to HBase, on the real mini cluster in this JVM. */
+class HBaseTortureTest extends TortureTest {
+
+    @Override
+    Backend backend(Path servers) {
+        return new HBaseBackend();
+    }
+}
