@@ -573,6 +573,15 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
         if (last.expiry.equals(expiry)) {
             return last.arg;
         }
+        checkExpiry(expiry);
+        ExpiryArg made = new ExpiryArg(expiry, RedisScript.arg(millis(expiry)));
+        lastExpiry = made;
+        return made.arg;
+    }
+
+    /** A claim that outlives the restart guard outlives a restart that lost it; the skew comes off every validity. */
+    @Override
+    public void checkExpiry(Duration expiry) {
         if (!restartGuard.isZero() && expiry.compareTo(restartGuard) > 0) {
             throw new IllegalArgumentException("expiry " + expiry + " is longer than restartGuard " + restartGuard
                     + ": after a restart without data the lock could be granted again while its holder still works");
@@ -581,9 +590,6 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
             throw new IllegalArgumentException("expiry " + expiry + " must be more than twice serverClockSkew "
                     + serverClockSkew + ": a holder counts on the expiry less the skew");
         }
-        ExpiryArg made = new ExpiryArg(expiry, RedisScript.arg(millis(expiry)));
-        lastExpiry = made;
-        return made.arg;
     }
 
     /** A claim expiry with its script argument, cached together so that they always agree. */

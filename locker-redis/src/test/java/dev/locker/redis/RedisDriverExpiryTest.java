@@ -1,6 +1,7 @@
 package dev.locker.redis;
 
 import dev.locker.api.KeyColumn;
+import dev.locker.api.LeaseOptions;
 import dev.locker.api.LockInfo;
 import dev.locker.api.LockerConfig;
 import dev.locker.local.ClaimStatus;
@@ -106,5 +107,19 @@ class RedisDriverExpiryTest {
                 () -> d.write(lock, config.owner("long"), Duration.ofSeconds(31), null));
 
         assertEquals(-2, keyLifeMillis(), "nothing was written for the lock");
+    }
+
+    @Test
+    void aLeaseThatWouldOutliveTheRestartGuardIsRefusedBeforeAnyRequest() {
+        LockerConfig tenSeconds = LockerConfig.builder().rid("b").expiry(Duration.ofSeconds(10)).build();
+        try (RedisLocker locker = RedisLocker.builder().node("127.0.0.1", server.port()).keyPrefix(prefix)
+                .restartGuard(Duration.ofSeconds(30)).config(tenSeconds).build()) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> locker.acquire(lock, "too long", LeaseOptions.expiry(Duration.ofSeconds(31))));
+            assertTrue(e.getMessage().contains("restartGuard"), e.getMessage());
+            try (Jedis admin = new Jedis("127.0.0.1", server.port())) {
+                assertEquals(-2, admin.pttl(new RedisKeys(prefix).lockKey(lock)), "nothing was written for the lock");
+            }
+        }
     }
 }
