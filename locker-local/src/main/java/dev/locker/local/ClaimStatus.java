@@ -56,7 +56,7 @@ public final class ClaimStatus extends Hold.State implements LockStatus {
      * {@link #granted} for the claim id {@link #countedId countedId(sharedPrefix, counter)}, kept as the prefix (not
      * copied: shared, never changed) and the number. {@code counter} must not be {@code Long.MIN_VALUE}.
      */
-    static ClaimStatus grantedCounted(byte[] sharedPrefix, long counter, long fencingToken, long deadlineNanos) {
+    public static ClaimStatus grantedCounted(byte[] sharedPrefix, long counter, long fencingToken, long deadlineNanos) {
         if (counter == WHOLE) {
             return grantedOwning(countedId(sharedPrefix, counter), fencingToken, deadlineNanos);
         }
@@ -65,7 +65,7 @@ public final class ClaimStatus extends Hold.State implements LockStatus {
     }
 
     /** The claim id {@code prefix} followed by {@code counter} as 16 lower-case hex digits (a new array). */
-    static byte[] countedId(byte[] prefix, long counter) {
+    public static byte[] countedId(byte[] prefix, long counter) {
         byte[] out = Arrays.copyOf(prefix, prefix.length + 16);
         long n = counter;
         for (int i = out.length - 1; i >= prefix.length; i--, n >>>= 4) {
@@ -75,7 +75,7 @@ public final class ClaimStatus extends Hold.State implements LockStatus {
     }
 
     /** {@link #claimId} without the copy where it has bytes of its own, for a caller that never changes them. */
-    byte[] claimIdShared() {
+    public byte[] claimIdShared() {
         return counter == WHOLE ? claimId : countedId(claimId, counter);
     }
 

@@ -10,7 +10,6 @@ import dev.locker.api.LockingException;
 import dev.locker.api.PermanentLockingException;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.api.TimeSource;
-import dev.locker.local.AbstractLocker;
 import dev.locker.local.ClaimStatus;
 import dev.locker.spi.Deadlines;
 import dev.locker.spi.LockDriver;
@@ -201,7 +200,7 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
         Duration validity = expiry.minus(serverClockSkew);
         byte[] key = keys.lockKey(lock);
         long acquire = acquires.incrementAndGet();
-        byte[] nonce = ClaimIds.counted(instanceBytes, acquire);
+        byte[] nonce = ClaimStatus.countedId(instanceBytes, acquire);
         RedisWaitQueue.WaitState wait = waiting == null ? null : queue.stateOf(waiting);
         if (wait != null) {
             wait.beforeAttempt(lock); // a release published from now on wakes the pause after this attempt
@@ -259,7 +258,7 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
             }
             long token = r == null ? (Long) reply : (Long) r.get(1);
             // kept as (instance, acquire number): the nonce's bytes are made again when sent
-            ClaimStatus status = ClaimIds.granted(instanceBytes, acquire, token, Deadlines.of(started, validity));
+            ClaimStatus status = ClaimStatus.grantedCounted(instanceBytes, acquire, token, Deadlines.of(started, validity));
             if (replicas > 0 && acks < replicas) {
                 withdraw(lock, key, nonce, expiry, "only " + acks + " of " + replicas + " replicas acknowledged it");
                 throw new TemporaryLockingException("only " + acks + " of " + replicas + " replicas of " + server
@@ -346,8 +345,8 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
         int keyCount = renewsGuardRecord ? 2 : 1;
         Rawable[] call = renewsGuardRecord
                 ? new Rawable[]{RedisScript.arg(key), guardRecordArg, fieldArg,
-                        RedisScript.arg(ClaimIds.shared(status)), expiryArg, scrubArg, guardRecordLifeArg}
-                : new Rawable[]{RedisScript.arg(key), fieldArg, RedisScript.arg(ClaimIds.shared(status)), expiryArg,
+                        RedisScript.arg(status.claimIdShared()), expiryArg, scrubArg, guardRecordLifeArg}
+                : new Rawable[]{RedisScript.arg(key), fieldArg, RedisScript.arg(status.claimIdShared()), expiryArg,
                         scrubArg};
         long started = time.nanoTime();
         List<?> r;
@@ -406,7 +405,7 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
     @Override
     public void release(KeyColumn lock, ClaimStatus status) {
         byte[] key = keys.lockKey(lock);
-        Rawable[] call = {RedisScript.arg(key), fieldArg, RedisScript.arg(ClaimIds.shared(status)), channelArg};
+        Rawable[] call = {RedisScript.arg(key), fieldArg, RedisScript.arg(status.claimIdShared()), channelArg};
         calls.withRetries(() -> RedisScript.RELEASE.run(client, 1, call));
     }
 
@@ -603,27 +602,5 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
 
         /** True once the locker began to close. */
         boolean isClosed();
-    }
-
-    /**
-     * The engine's claim ids without copies, reached through the bridge class that offers them to backends. The
-     * hot path keeps a claim as (instance, acquire number), so a held lock costs no id bytes of its own.
-     */
-    private abstract static class ClaimIds extends AbstractLocker<ClaimStatus> {
-        private ClaimIds() {
-            super((LockerConfig) null, null);
-        }
-
-        static byte[] counted(byte[] prefix, long counter) {
-            return countedClaimId(prefix, counter);
-        }
-
-        static ClaimStatus granted(byte[] sharedPrefix, long counter, long token, long deadlineNanos) {
-            return grantedCounted(sharedPrefix, counter, token, deadlineNanos);
-        }
-
-        static byte[] shared(ClaimStatus status) {
-            return claimIdOf(status);
-        }
     }
 }
