@@ -157,7 +157,7 @@ public final class Lockers {
     /** The module that serves each scheme Locker has, so a refusal can say which one to add. */
     private static final Map<String, String> MODULES = Map.of("redis", "locker-redis", "rediss", "locker-redis",
             "mongodb", "locker-mongo", "mongodb+srv", "locker-mongo", "hbase", "locker-hbase", "file", "locker-file",
-            "mem", "locker-local");
+            "mem", "locker-engine");
 
     /** Every scheme of {@link #MODULES} as a URI starts with it, most used first. */
     private static final String KNOWN = "redis://, rediss://, mongodb://, mongodb+srv://, hbase://, file:, mem:";

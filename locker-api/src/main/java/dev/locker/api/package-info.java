@@ -11,7 +11,7 @@
  * default.
  *
  * <p>Backend and store authors implement the SPI of module {@code locker-spi} (package {@code dev.locker.spi}: the
- * lock driver, the key-column-value store contract and the URI options); the engine, {@code dev.locker.local}, runs
+ * lock driver, the key-column-value store contract and the URI options); the engine, {@code dev.locker.engine}, runs
  * a driver. Two of their
  * types live here because both sides meet through them: {@link dev.locker.api.LockerProvider}, how
  * {@link dev.locker.api.Lockers} finds a backend by URI scheme (it speaks only of API types, so an application never

@@ -45,7 +45,7 @@ class SchemeHintTest {
         assertTrue(refusal("mongodb+srv://cluster0.example.net/").contains("add dev.locker:locker-mongo"));
         assertTrue(refusal("hbase://zk1:2181/locks").contains("add dev.locker:locker-hbase"));
         assertTrue(refusal("file:/tmp/locks").contains("add dev.locker:locker-file"));
-        assertTrue(refusal("mem:demo").contains("add dev.locker:locker-local"));
+        assertTrue(refusal("mem:demo").contains("add dev.locker:locker-engine"));
     }
 
     @Test

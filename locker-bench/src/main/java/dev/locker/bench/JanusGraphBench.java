@@ -5,7 +5,7 @@ import dev.locker.api.LockerConfig;
 import dev.locker.api.Lockers;
 import dev.locker.bench.Table.Better;
 import dev.locker.bench.Table.Row;
-import dev.locker.local.ConsistentKeyLocker;
+import dev.locker.engine.ConsistentKeyLocker;
 import dev.locker.spi.Entry;
 import dev.locker.spi.StoreTransaction;
 import org.janusgraph.diskstorage.BackendException;

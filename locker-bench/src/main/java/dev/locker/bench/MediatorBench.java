@@ -2,7 +2,7 @@ package dev.locker.bench;
 
 import dev.locker.api.KeyColumn;
 import dev.locker.api.TimeSource;
-import dev.locker.local.LocalLockMediator;
+import dev.locker.engine.LocalLockMediator;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Mode;
@@ -62,7 +62,7 @@ public class MediatorBench {
 
     static {
         try {
-            Class<?> hold = Class.forName("dev.locker.local.Hold");
+            Class<?> hold = Class.forName("dev.locker.engine.Hold");
             MethodHandles.Lookup in = MethodHandles.privateLookupIn(LocalLockMediator.class, MethodHandles.lookup());
             NEW_HOLD = in.findConstructor(hold, MethodType.methodType(void.class, KeyColumn.class, Object.class,
                     long.class, Consumer.class)).asType(MethodType.methodType(Object.class, KeyColumn.class,
@@ -71,7 +71,7 @@ public class MediatorBench {
                     .asType(MethodType.methodType(boolean.class, LocalLockMediator.class, Object.class));
             RELEASE = in.findVirtual(LocalLockMediator.class, "release", MethodType.methodType(void.class, hold))
                     .asType(MethodType.methodType(void.class, LocalLockMediator.class, Object.class));
-            Class<?> state = Class.forName("dev.locker.local.Hold$State");
+            Class<?> state = Class.forName("dev.locker.engine.Hold$State");
             HOLD_RELEASE = in.findVirtual(hold, "release", MethodType.methodType(state))
                     .asType(MethodType.methodType(Object.class, Object.class));
             CAPACITY = (int) in.findStaticGetter(LocalLockMediator.class, "INITIAL_CAPACITY", int.class).invokeExact();

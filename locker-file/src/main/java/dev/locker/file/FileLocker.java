@@ -3,9 +3,9 @@ package dev.locker.file;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.PermanentLockingException;
 import dev.locker.api.TemporaryLockingException;
-import dev.locker.local.ClaimStatus;
-import dev.locker.local.LockerBuilder;
-import dev.locker.local.LockerEngine;
+import dev.locker.engine.ClaimStatus;
+import dev.locker.engine.LockerBuilder;
+import dev.locker.engine.LockerEngine;
 import dev.locker.spi.StoreException;
 
 import java.nio.file.Path;

@@ -2,7 +2,7 @@ package dev.locker.file;
 
 import dev.locker.api.KeyColumn;
 import dev.locker.api.LockerConfig;
-import dev.locker.local.ClaimStatus;
+import dev.locker.engine.ClaimStatus;
 import dev.locker.spi.Deadlines;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;

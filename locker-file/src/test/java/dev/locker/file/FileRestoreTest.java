@@ -6,7 +6,7 @@ import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.PermanentLockingException;
 import dev.locker.api.TimeSource;
-import dev.locker.local.LockerEngine;
+import dev.locker.engine.LockerEngine;
 import org.junit.jupiter.api.parallel.Isolated;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;

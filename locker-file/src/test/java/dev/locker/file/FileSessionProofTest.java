@@ -6,7 +6,7 @@ import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.spi.DeploymentCheck;
-import dev.locker.local.LockerEngine;
+import dev.locker.engine.LockerEngine;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 

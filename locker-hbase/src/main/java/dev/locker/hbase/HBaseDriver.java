@@ -10,7 +10,7 @@ import dev.locker.api.PermanentLockingException;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.api.TimeSource;
 import dev.locker.hbase.SeenRows.Seen;
-import dev.locker.local.ClaimStatus;
+import dev.locker.engine.ClaimStatus;
 import dev.locker.spi.Deadlines;
 import dev.locker.spi.LockDriver;
 import dev.locker.spi.LockRecords;

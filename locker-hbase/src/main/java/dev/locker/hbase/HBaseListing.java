@@ -3,7 +3,7 @@ package dev.locker.hbase;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.LockInfo;
 import dev.locker.api.LockPage;
-import dev.locker.local.ListCursor;
+import dev.locker.engine.ListCursor;
 import org.apache.hadoop.hbase.Cell;
 import org.apache.hadoop.hbase.CellUtil;
 import org.apache.hadoop.hbase.CompareOperator;

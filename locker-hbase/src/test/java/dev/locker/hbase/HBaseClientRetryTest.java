@@ -290,8 +290,8 @@ class HBaseClientRetryTest {
             dev.locker.testkit.FaultyStore storeA = new dev.locker.testkit.FaultyStore(shared);
             LockerConfig.Builder cfg = LockerConfig.builder().expiry(Duration.ofSeconds(10))
                     .lockWait(Duration.ofMillis(200));
-            Locker a = dev.locker.local.ConsistentKeyLocker.builder(storeA).config(cfg.rid("a-ck").build()).build();
-            Locker b = dev.locker.local.ConsistentKeyLocker.builder(shared).config(cfg.rid("b-ck").build()).build();
+            Locker a = dev.locker.engine.ConsistentKeyLocker.builder(storeA).config(cfg.rid("a-ck").build()).build();
+            Locker b = dev.locker.engine.ConsistentKeyLocker.builder(shared).config(cfg.rid("b-ck").build()).build();
             opened.add(a);
             opened.add(b);
             KeyColumn lock = lock("ck-lost");

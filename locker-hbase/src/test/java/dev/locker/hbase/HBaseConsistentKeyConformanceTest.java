@@ -3,7 +3,7 @@ package dev.locker.hbase;
 import dev.locker.spi.KeyColumnValueStore;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
-import dev.locker.local.ConsistentKeyLocker;
+import dev.locker.engine.ConsistentKeyLocker;
 import dev.locker.testkit.ConsistentKeyConformanceSuite;
 
 /** JanusGraph's ConsistentKeyLocker scenarios on {@link HBaseKeyColumnValueStore} over the real mini cluster. */

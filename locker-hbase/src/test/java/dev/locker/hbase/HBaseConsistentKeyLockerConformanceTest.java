@@ -3,8 +3,8 @@ package dev.locker.hbase;
 import dev.locker.spi.KeyColumnValueStore;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
-import dev.locker.local.ConsistentKeyLocker;
-import dev.locker.local.ExpectedValueCheckingStore;
+import dev.locker.engine.ConsistentKeyLocker;
+import dev.locker.engine.ExpectedValueCheckingStore;
 import dev.locker.testkit.LockerConformanceSuite;
 import dev.locker.testkit.LockerFixture;
 import org.apache.hadoop.hbase.TableName;
@@ -13,7 +13,7 @@ import org.apache.hadoop.hbase.client.Connection;
 import java.time.Duration;
 
 /**
- * The whole conformance suite a second time, on the wait-and-read-back {@link ConsistentKeyLocker} of locker-local,
+ * The whole conformance suite a second time, on the wait-and-read-back {@link ConsistentKeyLocker} of locker-engine,
  * unchanged, over {@link HBaseKeyColumnValueStore} on the real mini cluster. Claims carry client timestamps, so the
  * suite drives expiry with its virtual clock; breaking the backend takes the lock table's regions offline.
  */

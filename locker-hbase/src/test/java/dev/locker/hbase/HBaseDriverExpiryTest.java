@@ -3,7 +3,7 @@ package dev.locker.hbase;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.LockInfo;
 import dev.locker.api.LockerConfig;
-import dev.locker.local.ClaimStatus;
+import dev.locker.engine.ClaimStatus;
 import dev.locker.spi.Deadlines;
 import dev.locker.testkit.VirtualClock;
 import org.apache.hadoop.hbase.Cell;

@@ -5,7 +5,7 @@ import dev.locker.api.KeyColumn;
 import dev.locker.api.LockInfo;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
-import dev.locker.local.ConsistentKeyLocker;
+import dev.locker.engine.ConsistentKeyLocker;
 import dev.locker.spi.KeyColumnValueStore;
 import dev.locker.testkit.FaultyStore;
 import dev.locker.testkit.Interleavings;

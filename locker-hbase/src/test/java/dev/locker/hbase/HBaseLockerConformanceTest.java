@@ -2,7 +2,7 @@ package dev.locker.hbase;
 
 import dev.locker.spi.KeyColumnValueStore;
 import dev.locker.api.Locker;
-import dev.locker.local.ExpectedValueCheckingStore;
+import dev.locker.engine.ExpectedValueCheckingStore;
 import dev.locker.testkit.LockerConformanceSuite;
 import dev.locker.testkit.LockerFixture;
 

@@ -6,7 +6,7 @@ import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.Lockers;
 import dev.locker.api.LockingException;
-import dev.locker.local.LocalLockMediators;
+import dev.locker.engine.LocalLockMediators;
 import org.janusgraph.diskstorage.Backend;
 import org.janusgraph.diskstorage.BackendException;
 import org.janusgraph.diskstorage.StandardStoreManager;

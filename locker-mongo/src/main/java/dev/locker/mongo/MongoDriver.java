@@ -25,7 +25,7 @@ import dev.locker.spi.Deadlines;
 import dev.locker.spi.LockDriver;
 import dev.locker.spi.LockRecords;
 import dev.locker.spi.Waiting;
-import dev.locker.local.ClaimStatus;
+import dev.locker.engine.ClaimStatus;
 import org.bson.BsonString;
 import org.bson.Document;
 import org.bson.conversions.Bson;

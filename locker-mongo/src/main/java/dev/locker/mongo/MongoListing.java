@@ -8,7 +8,7 @@ import com.mongodb.client.model.Sorts;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.LockInfo;
 import dev.locker.api.LockPage;
-import dev.locker.local.ListCursor;
+import dev.locker.engine.ListCursor;
 import org.bson.BsonType;
 import org.bson.Document;
 import org.bson.conversions.Bson;

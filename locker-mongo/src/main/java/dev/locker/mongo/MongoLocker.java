@@ -5,9 +5,9 @@ import com.mongodb.ReadConcern;
 import com.mongodb.WriteConcern;
 import com.mongodb.client.MongoClient;
 import dev.locker.api.LockerConfig;
-import dev.locker.local.ClaimStatus;
-import dev.locker.local.LockerBuilder;
-import dev.locker.local.LockerEngine;
+import dev.locker.engine.ClaimStatus;
+import dev.locker.engine.LockerBuilder;
+import dev.locker.engine.LockerEngine;
 
 import java.time.Duration;
 import java.util.Objects;

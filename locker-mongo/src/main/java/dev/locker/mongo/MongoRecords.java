@@ -7,7 +7,7 @@ import com.mongodb.client.model.Projections;
 import com.mongodb.client.model.UpdateOptions;
 import com.mongodb.client.model.Updates;
 import dev.locker.api.KeyColumn;
-import dev.locker.local.ClaimStatus;
+import dev.locker.engine.ClaimStatus;
 import dev.locker.spi.LockRecords;
 import org.bson.Document;
 import org.bson.types.Binary;

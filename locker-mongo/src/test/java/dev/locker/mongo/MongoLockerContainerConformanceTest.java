@@ -2,8 +2,8 @@ package dev.locker.mongo;
 
 import dev.locker.spi.KeyColumnValueStore;
 import dev.locker.api.Locker;
-import dev.locker.local.ExpectedValueCheckingStore;
-import dev.locker.local.InMemoryStore;
+import dev.locker.engine.ExpectedValueCheckingStore;
+import dev.locker.engine.InMemoryStore;
 import dev.locker.testkit.LockerConformanceSuite;
 import dev.locker.testkit.LockerFixture;
 import org.testcontainers.containers.MongoDBContainer;

@@ -5,7 +5,7 @@ import dev.locker.api.LockInfo;
 import dev.locker.api.LockOwner;
 import dev.locker.api.LockPage;
 import dev.locker.api.TemporaryLockingException;
-import dev.locker.local.ListCursor;
+import dev.locker.engine.ListCursor;
 import redis.clients.jedis.Connection;
 import redis.clients.jedis.ConnectionPool;
 import redis.clients.jedis.HostAndPort;

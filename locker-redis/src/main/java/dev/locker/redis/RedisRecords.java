@@ -2,7 +2,7 @@ package dev.locker.redis;
 
 import dev.locker.api.KeyColumn;
 import dev.locker.api.TemporaryLockingException;
-import dev.locker.local.ClaimStatus;
+import dev.locker.engine.ClaimStatus;
 import dev.locker.spi.LockRecords;
 import redis.clients.jedis.args.Rawable;
 

@@ -4,8 +4,8 @@ import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
-import dev.locker.local.ConsistentKeyLocker;
-import dev.locker.local.InMemoryStore;
+import dev.locker.engine.ConsistentKeyLocker;
+import dev.locker.engine.InMemoryStore;
 import dev.locker.testkit.RedisServer;
 
 import java.lang.management.ManagementFactory;

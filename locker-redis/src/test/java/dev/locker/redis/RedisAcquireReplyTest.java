@@ -5,7 +5,7 @@ import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.LockTransaction;
 import dev.locker.api.LockerConfig;
-import dev.locker.local.LockerEngine;
+import dev.locker.engine.LockerEngine;
 import dev.locker.api.LockingException;
 import dev.locker.api.PermanentLockingException;
 import dev.locker.api.TemporaryLockingException;

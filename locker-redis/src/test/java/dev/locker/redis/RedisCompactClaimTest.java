@@ -7,7 +7,7 @@ import dev.locker.api.LockOwner;
 import dev.locker.api.LockTransaction;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.TemporaryLockingException;
-import dev.locker.local.ClaimStatus;
+import dev.locker.engine.ClaimStatus;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;

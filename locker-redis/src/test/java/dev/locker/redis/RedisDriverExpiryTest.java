@@ -4,7 +4,7 @@ import dev.locker.api.KeyColumn;
 import dev.locker.api.LeaseOptions;
 import dev.locker.api.LockInfo;
 import dev.locker.api.LockerConfig;
-import dev.locker.local.ClaimStatus;
+import dev.locker.engine.ClaimStatus;
 import dev.locker.spi.Deadlines;
 import dev.locker.testkit.RedisServer;
 import dev.locker.testkit.VirtualClock;

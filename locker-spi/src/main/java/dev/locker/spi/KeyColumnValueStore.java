@@ -48,7 +48,7 @@ public interface KeyColumnValueStore extends AutoCloseable {
     /**
      * Locks ({@code key}, {@code column}) for {@code tx} and records that the caller expects the cell to hold
      * {@code expectedValue} (null: expects it absent) when {@code tx} first mutates. Plain stores do not lock; wrap
-     * them in the expected-value-checking store of locker-local, which implements this with a {@link Locker}.
+     * them in the expected-value-checking store of locker-engine, which implements this with a {@link Locker}.
      *
      * @param key the row key
      * @param column the column

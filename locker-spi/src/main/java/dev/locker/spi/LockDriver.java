@@ -15,7 +15,7 @@ import java.util.Optional;
 import java.util.OptionalLong;
 
 /**
- * What a backend implements: a few typed operations on the claims of one lock. The engine ({@code dev.locker.local})
+ * What a backend implements: a few typed operations on the claims of one lock. The engine ({@code dev.locker.engine})
  * does everything else once for every backend: arbitration inside the JVM, the three phases, leases, waiting,
  * keep-alive, the lost signal, withdrawal of claims of unknown outcome, forced-release attribution and run-once.
  *

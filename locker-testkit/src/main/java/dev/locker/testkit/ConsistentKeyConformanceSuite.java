@@ -42,7 +42,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * instance with its own rid; skewed processes see the clock through an {@link OffsetClock}.
  *
  * <p>The lock row of a key-column is {@code KeyColumn.encoded()}; claim columns start with their 8-byte timestamp
- * (first byte below 0x80), token columns with 0xFF (see locker-local's ClaimCodec).
+ * (first byte below 0x80), token columns with 0xFF (see locker-engine's ClaimCodec).
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
