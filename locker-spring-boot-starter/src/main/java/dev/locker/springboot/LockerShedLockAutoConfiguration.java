@@ -17,8 +17,7 @@ import org.springframework.context.annotation.Bean;
  *
  * <p>A ShedLock lock {@code NAME} is the Locker lock {@code locker.shedlock.key-prefix + NAME}, {@code shedlock:NAME}
  * by default. A {@code LockProvider} bean of the application's own replaces this one, and
- * {@code locker.shedlock.enabled=false} turns it off. The provider is closed before the locker it uses.
- * Closing gives back the leases of tasks that finished but still keep their lockAtLeastFor.
+ * {@code locker.shedlock.enabled=false} turns it off. The context closes the provider before the locker it uses.
  */
 @AutoConfiguration(after = LockerAutoConfiguration.class)
 @ConditionalOnClass({LockerLockProvider.class, LockProvider.class})

@@ -23,11 +23,13 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** ShedLock gets a lock provider over the starter's locker when locker-shedlock is present and the application has none. */
@@ -55,6 +57,17 @@ class StarterShedLockTest {
             assertTrue(token.get() > 0, "the task ran and read its token");
             assertTrue(locker.holder(KeyColumn.named("shedlock:nightly-report")).isEmpty(), "released after the task");
         });
+    }
+
+    @Test
+    void theContextClosesTheProviderWithIt() {
+        AtomicReference<LockerLockProvider> provider = new AtomicReference<>();
+        runner.withPropertyValues("locker.uri=mem:closing").run(context ->
+                provider.set(context.getBean(LockerLockProvider.class)));
+        LockConfiguration task = new LockConfiguration(Instant.now(), "nightly-report", Duration.ofMinutes(1),
+                Duration.ZERO);
+        IllegalStateException closed = assertThrows(IllegalStateException.class, () -> provider.get().lock(task));
+        assertTrue(closed.getMessage().contains("provider is closed"), closed::getMessage);
     }
 
     @Test
