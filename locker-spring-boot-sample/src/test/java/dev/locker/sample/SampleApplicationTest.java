@@ -16,6 +16,7 @@ import org.springframework.test.context.DynamicPropertySource;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -87,6 +88,8 @@ class SampleApplicationTest {
         assertBadRequest("limit=0", "limit must be a whole number from 1 to 1000, not '0'");
         assertBadRequest("limit=abc", "limit must be a whole number from 1 to 1000, not 'abc'");
         assertBadRequest("cursor=no-such-cursor", "cursor 'no-such-cursor' was not issued by");
+        assertBadRequest("limit=1001", "limit must be a whole number from 1 to 1000, not '1001'");
+        assertBadRequest("prefix=jobs%25ZZ", "prefix 'jobs%ZZ' has a bad escape at position 5");
     }
 
     @Test
@@ -102,8 +105,10 @@ class SampleApplicationTest {
         assertTrue(properties.contains(block), () -> "docs/integrations.md's block:\n" + block);
     }
 
+    /** Sends {@code query} as written: a URI, because the template overloads would encode its '%' once more. */
     private void assertBadRequest(String query, String reason) {
-        ResponseEntity<JsonNode> answer = http.getForEntity("/actuator/locks?" + query, JsonNode.class);
+        ResponseEntity<JsonNode> answer = http.getForEntity(URI.create(http.getRootUri() + "/actuator/locks?" + query),
+                JsonNode.class);
         assertEquals(400, answer.getStatusCode().value(), () -> query + " -> " + answer.getBody());
         String message = answer.getBody().path("message").asText();
         assertTrue(message.contains(reason), () -> query + " -> " + message);

@@ -24,7 +24,9 @@ import org.springframework.context.annotation.Configuration;
  *   <li>Micrometer, {@code locker-micrometer} and a {@code MeterRegistry} bean: a {@link LockerMetrics} probe, installed
  *       in the locker ({@code locker.metrics.enabled=false} turns it off);</li>
  *   <li>Spring Boot Actuator: the health indicator and the {@code locks} endpoint
- *       ({@link LockerActuatorAutoConfiguration}).</li>
+ *       ({@link LockerActuatorAutoConfiguration});</li>
+ *   <li>{@code locker-shedlock} and ShedLock: ShedLock's {@code LockProvider} over the locker
+ *       ({@link LockerShedLockAutoConfiguration}).</li>
  * </ul>
  *
  * <p>A {@code Locker} bean of the application's own replaces this one (the health indicator and the endpoint then use

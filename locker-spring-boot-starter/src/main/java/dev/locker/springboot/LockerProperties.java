@@ -42,6 +42,8 @@ public class LockerProperties {
     private String why;
     /** Meters, when Micrometer and locker-micrometer are on the classpath and a MeterRegistry bean exists. */
     private final Metrics metrics = new Metrics();
+    /** ShedLock's lock provider, when locker-shedlock and ShedLock are on the classpath. */
+    private final ShedLock shedlock = new ShedLock();
 
     /**
      * The locker configuration these properties describe.
@@ -178,6 +180,11 @@ public class LockerProperties {
         return metrics;
     }
 
+    /** @return the ShedLock options */
+    public ShedLock getShedlock() {
+        return shedlock;
+    }
+
     /** The {@code locker.metrics.*} properties. */
     public static class Metrics {
         /** Whether the locker is metered when Micrometer is present. */
@@ -203,6 +210,34 @@ public class LockerProperties {
         /** @param lockNamePrefixes the lock-name prefixes that become tag values */
         public void setLockNamePrefixes(List<String> lockNamePrefixes) {
             this.lockNamePrefixes = lockNamePrefixes;
+        }
+    }
+
+    /** The {@code locker.shedlock.*} properties. */
+    public static class ShedLock {
+        /** Whether ShedLock gets a lock provider over the locker, when the application defines none. */
+        private boolean enabled = true;
+        /** Put before every ShedLock lock name; {@code locker list shedlock:} then shows who runs which task. */
+        private String keyPrefix = "shedlock:";
+
+        /** @return whether the provider is configured */
+        public boolean isEnabled() {
+            return enabled;
+        }
+
+        /** @param enabled whether the provider is configured */
+        public void setEnabled(boolean enabled) {
+            this.enabled = enabled;
+        }
+
+        /** @return the key prefix of ShedLock's locks */
+        public String getKeyPrefix() {
+            return keyPrefix;
+        }
+
+        /** @param keyPrefix the key prefix of ShedLock's locks; may be empty */
+        public void setKeyPrefix(String keyPrefix) {
+            this.keyPrefix = keyPrefix;
         }
     }
 }
