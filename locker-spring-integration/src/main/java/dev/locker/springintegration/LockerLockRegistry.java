@@ -151,7 +151,7 @@ public final class LockerLockRegistry implements ExpirableLockRegistry, Renewabl
             return existing;
         }
         KeyColumn lock = lockOf(key); // validated here, before the lock is kept or any I/O
-        return locks.computeIfAbsent(key, k -> new RegistryLock(k, lock, locker, why, options));
+        return locks.computeIfAbsent(key, k -> new RegistryLock(lock, locker, why, options));
     }
 
     /**

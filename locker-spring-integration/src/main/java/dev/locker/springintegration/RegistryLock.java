@@ -29,13 +29,13 @@ import java.util.concurrent.locks.ReentrantLock;
  * <h2>Waiting</h2>
  * Every wait on the backend is Locker's own ({@link Locker#acquireWithin}): a release wakes a Redis waiter at once.
  * An interrupt ends that wait early, and the acquisition then reports the lock busy with the flag set.
+ * A backend client that clears an interrupt during its call hides it: HBase's does, and the wait goes on.
  */
 final class RegistryLock implements Lock {
 
     /** A century: Locker reads a wait this long as "until granted", and a loop renews it after an interrupt. */
     private static final Duration UNTIL_GRANTED = Duration.ofDays(36_500);
 
-    private final String key;
     private final KeyColumn lock;
     private final Locker locker;
     private final String why;
@@ -48,8 +48,7 @@ final class RegistryLock implements Lock {
     /** When this lock was obtained or last taken, on the locker's monotonic clock. */
     private volatile long lastUsedNanos;
 
-    RegistryLock(String key, KeyColumn lock, Locker locker, String why, LeaseOptions options) {
-        this.key = key;
+    RegistryLock(KeyColumn lock, Locker locker, String why, LeaseOptions options) {
         this.lock = lock;
         this.locker = locker;
         this.why = why;
@@ -251,10 +250,6 @@ final class RegistryLock implements Lock {
     /** Whether no thread of this process holds or waits for this lock, and it was last used before {@code cutoff}. */
     boolean unusedSince(long cutoffNanos) {
         return !local.isLocked() && !local.hasQueuedThreads() && lastUsedNanos - cutoffNanos < 0;
-    }
-
-    String key() {
-        return key;
     }
 
     @Override

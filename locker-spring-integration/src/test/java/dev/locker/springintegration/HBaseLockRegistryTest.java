@@ -5,9 +5,9 @@ import dev.locker.hbase.HBaseTestCluster;
 /**
  * The registry's Lock semantics on the real HBase 2.6 mini cluster, started in this JVM, less two kinds of case.
  *
- * <p>The cases that sleep through long expiries run on the other backends only: the mini cluster is this module's
- * slowest fixture, and those cases pin Locker's renewal, which locker-hbase's conformance suite covers. HBase's client
- * clears an interrupt that lands during a call and carries on, so a waiter interrupted then keeps waiting.
+ * <p>The case that sleeps through part of a long expiry runs on the other backends only. The mini cluster is this
+ * module's slowest fixture, and that case pins Locker's keep-alive, which locker-hbase's own suite covers.
+ * HBase's client clears an interrupt that lands during a call and carries on: a waiter interrupted then keeps waiting.
  */
 class HBaseLockRegistryTest extends LockRegistrySuite {
 

@@ -9,6 +9,7 @@ import org.junit.jupiter.api.TestInfo;
 import org.junit.jupiter.api.TestInstance;
 
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.ConcurrentModificationException;
 import java.util.List;
@@ -354,33 +355,38 @@ abstract class LockRegistrySuite {
         lost.unlock();
     }
 
+    /** The claim's expiry as the backend keeps it; wall-clock instants, compared only with each other. */
+    private static Instant expiresAt(LockerLockRegistry registry, String key) {
+        return registry.locker().holding(registry.lockOf(key)).orElseThrow().expiresAt();
+    }
+
     @Test
-    void renewLockKeepsTheLockPastItsFirstExpiry(TestInfo test) throws Exception {
-        assumeTrue(waitsOutLongExpiries(), "sleeps through expiries: run on the faster backends");
-        // a holder's validity is its expiry less what it cannot know of the server's clock (MongoDB: a round trip)
-        Duration expiry = Duration.ofSeconds(6);
-        LockerLockRegistry a = inA(test).keepAlive(false).expireAfter(expiry).build();
+    void renewLockMovesTheClaimsExpiryLaterAndKeepsItsToken(TestInfo test) throws Exception {
+        LockerLockRegistry a = inA(test).keepAlive(false).expireAfter(Duration.ofSeconds(30)).build();
         LockerLockRegistry b = inB(test).build();
         Lock lock = a.obtain("k");
         lock.lock();
         long token = a.fencingToken("k");
-        Thread.sleep(expiry.toMillis() / 2);
+        Instant first = expiresAt(a, "k");
+        Thread.sleep(200); // the backends keep expiries in milliseconds: let a few pass
         a.renewLock("k");
-        Thread.sleep(expiry.toMillis() * 2 / 3); // past the first expiry, well inside the renewed one
-        assertFalse(b.obtain("k").tryLock(), "the renewed lease still holds the lock");
+        assertTrue(expiresAt(a, "k").isAfter(first), "the renewal moved the claim's expiry");
         assertEquals(token, a.fencingToken("k"), "a renewal keeps the token");
+        assertFalse(b.obtain("k").tryLock(), "the renewed lease still holds the lock");
         lock.unlock();
     }
 
     @Test
-    void renewLockForALongerTtlKeepsTheLockPastItsFirstExpiry(TestInfo test) throws Exception {
-        Duration expiry = Duration.ofSeconds(2);
+    void renewLockForALongerTtlKeepsTheClaimPastItsFirstExpiry(TestInfo test) {
+        Duration expiry = Duration.ofSeconds(10);
         LockerLockRegistry a = inA(test).keepAlive(false).expireAfter(expiry).build();
         LockerLockRegistry b = inB(test).build();
         Lock lock = a.obtain("k");
         lock.lock();
+        Instant first = expiresAt(a, "k");
         a.renewLock("k", Duration.ofMinutes(5));
-        Thread.sleep(expiry.toMillis() * 2);
+        Instant renewed = expiresAt(a, "k");
+        assertTrue(renewed.isAfter(first.plus(Duration.ofMinutes(4))), "expiry " + renewed + " after " + first);
         assertFalse(b.obtain("k").tryLock(), "the renewed lease still holds the lock");
         lock.unlock();
         assertTrue(b.obtain("k").tryLock());
@@ -388,15 +394,17 @@ abstract class LockRegistrySuite {
     }
 
     @Test
-    void aKeptAliveLeaseOutlivesItsExpiryWithoutRenewLock(TestInfo test) throws Exception {
-        assumeTrue(waitsOutLongExpiries(), "sleeps through expiries: run on the faster backends");
-        // renewed every third of the expiry: a stall of the keep-alive under a second does no harm
-        Duration expiry = Duration.ofSeconds(3);
+    void aKeptAliveLeaseIsRenewedWithoutRenewLock(TestInfo test) throws Exception {
+        assumeTrue(waitsOutLongExpiries(), "sleeps through a third of an expiry: run on the faster backends");
+        // renewed every third of the expiry; the expiry leaves room for a holder's validity to be shortened
+        Duration expiry = Duration.ofSeconds(12);
         LockerLockRegistry a = inA(test).expireAfter(expiry).build();
         LockerLockRegistry b = inB(test).build();
         Lock lock = a.obtain("k");
         lock.lock();
-        Thread.sleep(expiry.toMillis() * 2);
+        Instant first = expiresAt(a, "k");
+        Thread.sleep(expiry.toMillis() * 5 / 12);
+        assertTrue(expiresAt(a, "k").isAfter(first), "the keep-alive moved the claim's expiry");
         assertFalse(b.obtain("k").tryLock(), "the kept-alive lease still holds the lock");
         lock.unlock();
     }
