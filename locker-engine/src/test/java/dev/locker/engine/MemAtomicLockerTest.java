@@ -18,7 +18,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** mem:'s atomic protocol on the real clock: leases of a few milliseconds, interrupts, forced releases racing renewals. */
+/** mem:'s atomic protocol on the real clock: leases of a few ms, interrupts, forced releases racing renewals. */
 class MemAtomicLockerTest {
 
     private static final Duration WAIT = Duration.ofSeconds(30);

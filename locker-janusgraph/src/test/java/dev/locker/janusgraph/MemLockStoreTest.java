@@ -1,6 +1,6 @@
 package dev.locker.janusgraph;
 
-/** JanusGraph's lock tests, unmodified, with the locks on {@code mem:}'s wait-and-read-back protocol (JanusGraph's own). */
+/** JanusGraph's lock tests, unmodified, on {@code mem:}'s wait-and-read-back protocol (JanusGraph's own). */
 class MemLockStoreTest extends LockerLockStoreTest {
 
     @Override
