@@ -8,7 +8,7 @@ import java.util.Optional;
  * How a bounded wait for a lock ended ({@link Locker#acquireWithin}): with the lease, or with why not. An outage does
  * not look like a busy lock: {@link Outcome#BUSY} names the holder, {@link Outcome#UNREACHABLE} keeps the backend's
  * failure, {@link Outcome#REFUSED} is a permanent refusal (credentials, permissions, configuration) that waiting
- * cannot cure.
+ * cannot cure. A grant slower than the lease's expiry is {@link Outcome#GRANTED_TOO_LATE}.
  */
 public final class Acquisition {
 
@@ -21,7 +21,13 @@ public final class Acquisition {
         /** The backend could not be reached (or failed temporarily) at the last attempt: {@link #failure()}. */
         UNREACHABLE,
         /** The backend refused for good: {@link #failure()}; the wait stopped at once. */
-        REFUSED
+        REFUSED,
+        /**
+         * The lock was granted at the last attempt, but the grant reached this process after the lease's validity
+         * ended, so the claim was withdrawn: {@link #failure()} is a {@link GrantedTooLateException}. The expiry is
+         * shorter than a grant takes here; a longer one cures it.
+         */
+        GRANTED_TOO_LATE
     }
 
     private final Outcome outcome;
@@ -72,9 +78,9 @@ public final class Acquisition {
     }
 
     /**
-     * The last failure (BUSY, UNREACHABLE, REFUSED), with its cause.
+     * The last failure (BUSY, UNREACHABLE, REFUSED, GRANTED_TOO_LATE), with its cause.
      *
-     * @return the last failure (BUSY, UNREACHABLE, REFUSED), with its cause
+     * @return the last failure (BUSY, UNREACHABLE, REFUSED, GRANTED_TOO_LATE), with its cause
      */
     public Optional<LockingException> failure() {
         return Optional.ofNullable(failure);

@@ -100,7 +100,8 @@ public final class BenchMain {
             }
             if (wants("metrics")) {
                 section("metrics (mem:)",
-                        () -> metrics("mem:bench-metrics?expiry=60s&lockWait=1ms", "mem: (lockWait=1ms)"));
+                        () -> metrics("mem:bench-metrics?protocol=wait-and-read-back&expiry=60s&lockWait=1ms",
+                                "mem: (lockWait=1ms)"));
             }
             if (redisRows) {
                 int port = redis.port();

@@ -64,7 +64,7 @@ final class JanusGraphBench {
                     StaticArrayBuffer.of(new byte[]{'v', 1}), StaticArrayBuffer.of(new byte[]{'c', 1}));
             LockerConfig config = LockerConfig.builder().lockWait(LOCK_WAIT).expiry(EXPIRY).retries(3).build();
             dev.locker.api.KeyColumn ourLock = dev.locker.api.KeyColumn.of(new byte[]{'v', 1}, new byte[]{'c', 1});
-            try (Locker mem = Lockers.open("mem:bench-janusgraph", config);
+            try (Locker mem = Lockers.open("mem:bench-janusgraph?protocol=wait-and-read-back", config);
                  JanusStore adapted = new JanusStore(manager.openDatabase("bench_generic_lock_"), manager);
                  Locker generic = ConsistentKeyLocker.builder(adapted).config(config).build()) {
                 Map<String, Runnable> ops = new LinkedHashMap<>();

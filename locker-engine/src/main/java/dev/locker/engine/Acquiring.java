@@ -1,6 +1,7 @@
 package dev.locker.engine;
 
 import dev.locker.api.Acquisition;
+import dev.locker.api.GrantedTooLateException;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.LeaseOptions;
@@ -141,7 +142,8 @@ final class Acquiring<S extends LockStatus> {
      * fail temporarily and {@code maxWait} lasts; a permanent failure ends it at once. Between attempts it pauses
      * until the backend tells of a release, or else for a jittered back-off doubling from 5 to 200 ms, never past
      * the moment the holder's claim expires (when the refusal said) nor past {@code maxWait}. A refusal from another
-     * transaction of this process waits for its release here, in the process.
+     * transaction of this process waits for its release here, in the process. A grant that came too late is retried
+     * like a refusal: the next one may be quicker.
      */
     Acquisition waitFor(List<KeyColumn> locks, String why, Duration maxWait, LeaseOptions options) {
         Acquisition acquisition = waitLoop(locks, why, maxWait, options);
@@ -207,8 +209,9 @@ final class Acquiring<S extends LockStatus> {
                     pauseMillis = Math.min(pauseMillis * 2, 200);
                 }
                 if (left <= 0 || interrupted || closing.isClosed()) {
-                    Acquisition.Outcome outcome = last.holder() != null ? Acquisition.Outcome.BUSY
-                            : Acquisition.Outcome.UNREACHABLE;
+                    Acquisition.Outcome outcome = last instanceof GrantedTooLateException
+                            ? Acquisition.Outcome.GRANTED_TOO_LATE
+                            : last.holder() != null ? Acquisition.Outcome.BUSY : Acquisition.Outcome.UNREACHABLE;
                     return new Acquisition(outcome, null, last, attempts, since(start));
                 }
             }

@@ -1,6 +1,7 @@
 package dev.locker.engine;
 
 import dev.locker.api.ExpiredLockException;
+import dev.locker.api.GrantedTooLateException;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.LeaseOptions;
 import dev.locker.api.LockOwner;
@@ -138,6 +139,7 @@ final class Claims<S extends LockStatus> {
                     + " claimed " + lock : "transaction " + tx + " was released while it claimed " + lock);
         }
         Hold.State claiming = hold.state();
+        long started = time.nanoTime();
         S status;
         try {
             status = steps.write(lock, whyOf(tx), hold.expiry(), waiting);
@@ -145,23 +147,40 @@ final class Claims<S extends LockStatus> {
             drop(key, holds, hold);
             throw e;
         }
+        long answered = time.nanoTime();
         String problem = null;
-        if (status.isHeld() && time.nanoTime() - status.deadlineNanos() >= 0) {
-            problem = "our claim's validity ended before the grant reached us (the write took longer than the expiry "
-                    + hold.expiry() + ")";
+        ExpiredLockException refusal = null;
+        if (status.isHeld() && answered - status.deadlineNanos() >= 0) {
+            problem = LATE;
+            refusal = tooLate(lock, "write", answered - started, hold.expiry());
         } else if (!hold.update(claiming, status, false)) {
             problem = "while our claim was written, " + hold.state().lostWhy();
+            refusal = new ExpiredLockException(problem + "; our claim was withdrawn", lock, null, null);
         }
-        if (problem != null) {
+        if (refusal != null) {
             hold.lose(LossReason.EXPIRED, problem);
             steps.withdraw(lock, status, problem);
             drop(key, holds, hold);
-            throw new ExpiredLockException(problem + "; our claim was withdrawn", lock, null, null);
+            throw refusal;
         }
         if (status.isHeld()) {
             probe.acquired(lock, config.rid());
         }
         background.watch(hold); // a listener added while the claim was written watched the provisional deadline
+    }
+
+    /** Why a hold whose grant came too late is lost. */
+    private static final String LATE = "the grant reached us after the lease's validity ended";
+
+    /**
+     * The late-grant rule's refusal: the backend made our claim the holder, but its answer came after the claim's
+     * validity ended, so the claim was withdrawn and the lease never existed.
+     */
+    private static GrantedTooLateException tooLate(KeyColumn lock, String step, long tookNanos, Duration expiry) {
+        String took = step == null ? "" : "the " + step + " took " + Duration.ofNanos(tookNanos) + ", ";
+        return new GrantedTooLateException("the lock was granted, but the grant reached us after the lease's validity "
+                + "ended (" + took + "the expiry is " + expiry + "); our claim was withdrawn: a longer expiry avoids "
+                + "this", lock);
     }
 
     /** Takes the mediator entry, waiting up to {@code localWait} (on the monotonic clock) for another transaction. */
@@ -224,28 +243,46 @@ final class Claims<S extends LockStatus> {
 
     private void confirm(Hold hold, boolean askAgain) {
         Hold.State s = hold.state();
-        S status = steps.requireLive(hold, s, "checking");
+        S status;
+        try {
+            status = steps.requireLive(hold, s, "checking");
+        } catch (ExpiredLockException e) {
+            if (!s.isFinal() && s.status() != null && s.status().isHeld() && !s.reported()) {
+                throw tooLate(hold.lock, null, 0, hold.expiry()); // granted at the write, expired before reported
+            }
+            throw e;
+        }
         if (status.isHeld() && !askAgain) {
             if (!s.reported() && !hold.update(s, status, true)) {
                 steps.requireLive(hold, hold.state(), "checking");
             }
             return; // confirmed (or granted when written): no I/O
         }
+        long started = time.nanoTime();
         S checked = status.isHeld()
                 ? steps.step(LockProbe.Step.VERIFY, hold.lock, "verifying a claim",
                         () -> driver.verify(hold.lock, status), hold)
                 : steps.step(LockProbe.Step.CHECK, hold.lock, "checking a claim",
                         () -> driver.verify(hold.lock, status), hold);
         String problem = null;
-        if (time.nanoTime() - hold.deadlineOf(s) >= 0) {
+        long answered = time.nanoTime();
+        boolean late = answered - hold.deadlineOf(s) >= 0;
+        if (late) {
             problem = "our claim's validity ended while it was checked";
         } else if (!hold.update(s, checked, true)) { // only a final state gets in between (steps are serialised)
             problem = "while our claim was checked, " + hold.state().lostWhy();
         }
         if (problem != null) {
-            hold.lose(LossReason.EXPIRED, problem);
+            // a check that made our claim the holder only now is a grant, and this one came too late
+            ExpiredLockException refusal = late && !status.isHeld() && checked.isHeld()
+                    ? tooLate(hold.lock, "check", answered - started, hold.expiry())
+                    : null;
+            hold.lose(LossReason.EXPIRED, refusal != null ? LATE : problem);
             if (!status.isHeld()) {
                 steps.withdraw(hold.lock, checked, problem); // the check may have (re)written our claim with a token
+            }
+            if (refusal != null) {
+                throw refusal;
             }
             throw new ExpiredLockException(problem + "; release the transaction's locks and start again", hold.lock,
                     null, null, hold.state().reason());

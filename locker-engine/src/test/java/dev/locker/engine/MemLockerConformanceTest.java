@@ -8,13 +8,18 @@ import java.util.List;
 import dev.locker.spi.KeyColumnValueStore;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
+import dev.locker.api.LockProbe;
+import dev.locker.testkit.LateGrantSection;
 import dev.locker.testkit.LeaseDurationsSection;
 import dev.locker.testkit.LockerConformanceSuite;
 import dev.locker.testkit.FaultyStore;
 import dev.locker.testkit.LockerFixture;
 
-/** The whole conformance suite, with leases of their own durations, on ConsistentKeyLocker over one InMemoryStore. */
-class MemLockerConformanceTest extends LockerConformanceSuite implements LeaseDurationsSection {
+/**
+ * The whole conformance suite, with leases of their own durations and the late-grant rule, on ConsistentKeyLocker over
+ * one InMemoryStore (mem:'s wait-and-read-back protocol).
+ */
+class MemLockerConformanceTest extends LockerConformanceSuite implements LeaseDurationsSection, LateGrantSection {
 
     private final InMemoryStore data = new InMemoryStore("evc-data");
 
@@ -64,6 +69,12 @@ class MemLockerConformanceTest extends LockerConformanceSuite implements LeaseDu
             @Override
             public boolean expiryFollowsConfiguredClock() {
                 return true;
+            }
+
+            /** Wait-and-read-back grants at the read-back. */
+            @Override
+            public LockProbe.Step grantingStep() {
+                return LockProbe.Step.CHECK;
             }
 
             @Override

@@ -21,8 +21,8 @@ class TransactionHoldsTest {
 
     @Test
     void aTransactionWithManyLocksClaimsFindsAndReleasesEveryOne() {
-        try (Locker a = Lockers.open("mem:tx-holds?lockWait=1ms");
-             Locker b = Lockers.open("mem:tx-holds?lockWait=1ms")) {
+        try (Locker a = Lockers.open("mem:tx-holds?protocol=wait-and-read-back&lockWait=1ms");
+             Locker b = Lockers.open("mem:tx-holds?protocol=wait-and-read-back&lockWait=1ms")) {
             Object tx = new Object(); // a caller's own transaction (compared by identity)
             List<KeyColumn> locks = new ArrayList<>();
             for (int i = 0; i < 20; i++) {

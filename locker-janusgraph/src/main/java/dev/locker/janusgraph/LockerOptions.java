@@ -27,7 +27,9 @@ public final class LockerOptions {
 
     public static final ConfigOption<String> URI = new ConfigOption<>(LOCKER_NS, "uri",
             "The Locker backend by URI: mem:NAME, redis://..., mongodb://..., hbase://... (its module must be on the "
-                    + "classpath); query options of the URI override the storage.lock.* timings",
+                    + "classpath); query options of the URI override the storage.lock.* timings. mem:NAME grants at "
+                    + "acquireLock; mem:NAME?protocol=wait-and-read-back runs JanusGraph's own protocol, deciding at "
+                    + "the mutation",
             ConfigOption.Type.LOCAL, String.class);
 
     public static final ConfigOption<String> NAMESPACE = new ConfigOption<>(LOCKER_NS, "namespace",

@@ -87,7 +87,7 @@ final class GraphInstances implements AutoCloseable {
                 .set("storage.backend", LockerStoreManager.class.getName())
                 .set("storage.locker.backend", HookedStoreManager.class.getName())
                 .set("storage.directory", share)
-                .set("storage.locker.uri", "mem:" + share + "?lockWait=10ms")
+                .set("storage.locker.uri", "mem:" + share + "?protocol=wait-and-read-back&lockWait=10ms")
                 .set("storage.locker.namespace", share)
                 .set("graph.unique-instance-id", instance)
                 .set("storage.lock.expiry-time", expiry)

@@ -29,7 +29,7 @@ class JanusGraphConfigTest {
     private final GraphInstances graphs = new GraphInstances(share);
 
     private String memUri() {
-        return "mem:" + share + "?lockWait=10ms";
+        return "mem:" + share + "?protocol=wait-and-read-back&lockWait=10ms";
     }
 
     private ModifiableConfiguration config(String instance) {
@@ -51,7 +51,7 @@ class JanusGraphConfigTest {
     @Test
     void aBadLockerUriIsRefusedBeforeTheDataBackendIsOpened() {
         ModifiableConfiguration c = config("a");
-        c.set(LockerOptions.URI, "mem:" + share + "?expiry=banana");
+        c.set(LockerOptions.URI, "mem:" + share + "?protocol=wait-and-read-back&expiry=banana");
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> open(c));
         assertTrue(e.getMessage().contains("expiry"), e.getMessage());
         assertEquals(0, HookedStoreManager.opened(share), "the data backend was opened before the URI was checked");
@@ -96,7 +96,7 @@ class JanusGraphConfigTest {
         c.set(GraphDatabaseConfiguration.LOCK_EXPIRE, Duration.ofSeconds(42));
         c.set(GraphDatabaseConfiguration.LOCK_WAIT, Duration.ofMillis(33));
         c.set(GraphDatabaseConfiguration.LOCK_RETRY, 7);
-        c.set(LockerOptions.URI, "mem:" + share);
+        c.set(LockerOptions.URI, "mem:" + share + "?protocol=wait-and-read-back");
         Locker mapped = open(c).locker();
         assertEquals(Duration.ofSeconds(42), mapped.config().expiry());
         assertEquals(Duration.ofMillis(33), mapped.config().lockWait());
@@ -105,7 +105,7 @@ class JanusGraphConfigTest {
 
         ModifiableConfiguration o = config("instance-8");
         o.set(GraphDatabaseConfiguration.LOCK_EXPIRE, Duration.ofSeconds(42));
-        o.set(LockerOptions.URI, "mem:" + share + "?expiry=9s&lockWait=5ms");
+        o.set(LockerOptions.URI, "mem:" + share + "?protocol=wait-and-read-back&expiry=9s&lockWait=5ms");
         Locker overridden = open(o).locker();
         assertEquals(Duration.ofSeconds(9), overridden.config().expiry());
         assertEquals(Duration.ofMillis(5), overridden.config().lockWait());

@@ -72,7 +72,8 @@ class JanusGraphKeepAliveTest {
 
     /** With {@code storage.write-time} set ({@code null}: JanusGraph's default, 100 s). */
     private LockerStoreManager open(String instance, Duration expiry, Duration writeTime) throws BackendException {
-        ModifiableConfiguration c = GraphInstances.config(share, instance, share, "mem:" + share + "?lockWait=10ms",
+        ModifiableConfiguration c = GraphInstances.config(share, instance, share,
+                "mem:" + share + "?protocol=wait-and-read-back&lockWait=10ms",
                 expiry);
         if (writeTime != null) {
             c.set(GraphDatabaseConfiguration.STORAGE_WRITE_WAITTIME, writeTime);

@@ -45,7 +45,7 @@ class JanusGraphStoreLockingTest {
     private final GraphInstances graphs = new GraphInstances(share);
 
     private String memUri() {
-        return "mem:" + share + "?lockWait=10ms";
+        return "mem:" + share + "?protocol=wait-and-read-back&lockWait=10ms";
     }
 
     /** An instance of the graph {@code graph} (its data share), with its own mediator group and instance id. */

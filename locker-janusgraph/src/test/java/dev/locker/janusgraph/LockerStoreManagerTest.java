@@ -22,7 +22,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /** The wrapper's own promises, on {@code mem:} with a data store shared by the test's "processes". */
 class LockerStoreManagerTest {
 
-    private static final String URI = "mem:locker-store-manager-test?lockWait=10ms";
+    private static final String URI = "mem:locker-store-manager-test?protocol=wait-and-read-back&lockWait=10ms";
     private final String share = "manager-test-" + System.nanoTime();
 
     private ModifiableConfiguration config(String instance) {

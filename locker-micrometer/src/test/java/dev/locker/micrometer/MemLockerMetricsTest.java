@@ -5,7 +5,7 @@ class MemLockerMetricsTest extends LockerMetricsScenarios {
 
     @Override
     String uri() {
-        return "mem:metrics";
+        return "mem:metrics?protocol=wait-and-read-back";
     }
 
     @Override

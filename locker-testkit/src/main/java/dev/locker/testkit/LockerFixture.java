@@ -1,6 +1,7 @@
 package dev.locker.testkit;
 
 import dev.locker.api.KeyColumn;
+import dev.locker.api.LockProbe;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 
@@ -23,6 +24,14 @@ public interface LockerFixture extends AutoCloseable {
      * the suite uses the system clock, short expiries and real pauses).
      */
     boolean expiryFollowsConfiguredClock();
+
+    /**
+     * The backend step whose answer makes a claim the holder: {@link LockProbe.Step#WRITE} on a backend that grants
+     * atomically (the default), {@link LockProbe.Step#CHECK} on wait-and-read-back.
+     */
+    default LockProbe.Step grantingStep() {
+        return LockProbe.Step.WRITE;
+    }
 
     /** True when {@link #breakBackend()} / {@link #repairBackend()} are supported. */
     default boolean canBreakBackend() {
