@@ -44,6 +44,8 @@ public class LockerProperties {
     private final Metrics metrics = new Metrics();
     /** ShedLock's lock provider, when locker-shedlock and ShedLock are on the classpath. */
     private final ShedLock shedlock = new ShedLock();
+    /** Spring Integration's lock registry, when locker-spring-integration and Spring Integration are on the classpath. */
+    private final LockRegistry lockRegistry = new LockRegistry();
 
     /**
      * The locker configuration these properties describe.
@@ -185,6 +187,11 @@ public class LockerProperties {
         return shedlock;
     }
 
+    /** @return the {@code locker.lock-registry.*} properties */
+    public LockRegistry getLockRegistry() {
+        return lockRegistry;
+    }
+
     /** The {@code locker.metrics.*} properties. */
     public static class Metrics {
         /** Whether the locker is metered when Micrometer is present. */
@@ -236,6 +243,34 @@ public class LockerProperties {
         }
 
         /** @param keyPrefix the key prefix of ShedLock's locks; may be empty */
+        public void setKeyPrefix(String keyPrefix) {
+            this.keyPrefix = keyPrefix;
+        }
+    }
+
+    /** The {@code locker.lock-registry.*} properties. */
+    public static class LockRegistry {
+        /** Whether Spring Integration gets a lock registry over the locker, when the application defines none. */
+        private boolean enabled = true;
+        /** Put before every registry key; {@code locker list registry:} then shows who holds which key. */
+        private String keyPrefix = "registry:";
+
+        /** @return whether the registry is configured */
+        public boolean isEnabled() {
+            return enabled;
+        }
+
+        /** @param enabled whether the registry is configured */
+        public void setEnabled(boolean enabled) {
+            this.enabled = enabled;
+        }
+
+        /** @return the key prefix of the registry's locks */
+        public String getKeyPrefix() {
+            return keyPrefix;
+        }
+
+        /** @param keyPrefix the key prefix of the registry's locks; may be empty */
         public void setKeyPrefix(String keyPrefix) {
             this.keyPrefix = keyPrefix;
         }
