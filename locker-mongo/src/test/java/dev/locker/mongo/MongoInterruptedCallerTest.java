@@ -25,9 +25,11 @@ class MongoInterruptedCallerTest extends MongoScenarios {
         Thread.currentThread().interrupt();
         try {
             r.run();
-        } finally {
-            return Thread.interrupted(); // clears it: the test's own thread goes on uninterrupted
+        } catch (RuntimeException | Error e) {
+            Thread.interrupted(); // the test's own thread goes on uninterrupted
+            throw e;
         }
+        return Thread.interrupted(); // clears it: the test's own thread goes on uninterrupted
     }
 
     @Test
