@@ -1,0 +1,108 @@
+package dev.locker.hbase;
+
+import dev.locker.api.Acquisition;
+import dev.locker.api.KeyColumn;
+import dev.locker.api.Lease;
+import dev.locker.api.LeaseOptions;
+import dev.locker.api.Locker;
+import dev.locker.api.LockerConfig;
+import dev.locker.api.TimeSource;
+import org.apache.hadoop.hbase.client.Connection;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Disabled;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** A lease's terms on HBase: an expiry the claims family cannot keep is bad input; an interrupt costs no release. */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class HBaseLeaseTermsTest {
+
+    private static final Duration EXPIRY = Duration.ofSeconds(30);
+    /** Past the claims family's TTL of one hour: the region server would drop such a claim while it is held. */
+    private static final Duration TOO_LONG = Duration.ofHours(2);
+
+    private final HBaseTestCluster cluster = HBaseTestCluster.get();
+    private final List<Locker> opened = new ArrayList<>();
+    private final HBaseOptions options = HBaseOptions.builder().table("locker_lease_terms").ttl(Duration.ofHours(1))
+            .serverClockSkew(Duration.ZERO).build();
+    private Connection connection;
+
+    @BeforeAll
+    void connect() {
+        connection = cluster.newConnection(Duration.ofSeconds(5));
+    }
+
+    @AfterAll
+    void close() throws Exception {
+        for (Locker l : opened) {
+            l.close();
+        }
+        connection.close();
+    }
+
+    private Locker locker(String name) {
+        Locker l = HBaseLocker.builder(connection).options(options)
+                .config(LockerConfig.builder().rid(name + "-" + LockerConfig.randomRid().substring(0, 8)).expiry(EXPIRY)
+                        .timeSource(TimeSource.system()).build())
+                .build();
+        opened.add(l);
+        return l;
+    }
+
+    private static KeyColumn lock(String name) {
+        return KeyColumn.of("lease-terms/" + name + "-" + LockerConfig.randomRid().substring(0, 8), "c");
+    }
+
+    @Test
+    @Disabled("HBaseDriver has no checkExpiry: a lease expiry past the claims family's TTL fails at the write, "
+            + "as a PermanentLockingException")
+    void aLeaseExpiryPastTheClaimsFamilysTtlIsRefusedBeforeAnyIo() {
+        Locker a = locker("a");
+        KeyColumn lock = lock("too-long");
+        assertThrows(IllegalArgumentException.class,
+                () -> a.acquire(lock, "too long", LeaseOptions.expiry(TOO_LONG).keepAlive(false)));
+        assertFalse(a.holding(lock).isPresent(), "nothing was claimed");
+    }
+
+    @Test
+    @Disabled("HBaseDriver has no checkExpiry: renewFor past the claims family's TTL fails at the renewal, "
+            + "as a PermanentLockingException")
+    void aRenewalPastTheClaimsFamilysTtlIsRefusedAndKeepsTheLease() {
+        Locker a = locker("a");
+        KeyColumn lock = lock("renewed-too-long");
+        try (Lease lease = a.acquire(lock, "job", LeaseOptions.DEFAULTS.keepAlive(false))) {
+            assertThrows(IllegalArgumentException.class, () -> lease.renewFor(TOO_LONG));
+            assertTrue(lease.isValid(), "a refused renewal leaves the lease as it was");
+            lease.check();
+        }
+    }
+
+    /** A lease closed on an interrupted thread (a cancelled task) still removes its claim. */
+    @Test
+    void aLeaseClosedOnAnInterruptedThreadReleasesItsClaim() {
+        Locker a = locker("a");
+        Locker b = locker("b");
+        KeyColumn lock = lock("interrupted-close");
+        Lease lease = a.acquire(lock, "a cancelled task", LeaseOptions.DEFAULTS.keepAlive(false));
+        Thread.currentThread().interrupt();
+        try {
+            lease.close();
+        } finally {
+            assertTrue(Thread.interrupted(), "the caller's interrupt is kept for it (and cleared here)");
+        }
+        assertFalse(b.holding(lock).isPresent(), "the interrupted close removed the claim: " + b.holding(lock));
+        // a bounded wait, not one attempt: a loaded mini cluster may time out a single call
+        Acquisition next = b.acquireWithin(lock, "next", Duration.ofSeconds(30));
+        assertTrue(next.lease().isPresent(), "the lock is free for others: " + next);
+        next.lease().get().close();
+    }
+}
