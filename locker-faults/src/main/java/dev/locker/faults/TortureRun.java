@@ -69,6 +69,7 @@ public final class TortureRun {
     private final Map<String, FreezingProxy> proxies = new HashMap<>();
     private final Map<String, Path> clockFiles = new HashMap<>();
     private final String prefix;
+    private final WorkerJvm launcher;
 
     /**
      * Prepares a run.
@@ -100,6 +101,7 @@ public final class TortureRun {
                 : profile.expiry();
         this.dir = root.resolve(backend.name()).resolve(scenario.name().toLowerCase() + "-" + run);
         this.prefix = "f" + Long.toHexString(System.nanoTime() & 0xffffffL) + scenario.ordinal() + "-";
+        this.launcher = WorkerJvm.in(root.resolve("worker-jvm"));
     }
 
     /**
@@ -139,6 +141,7 @@ public final class TortureRun {
             if (scenario == Scenario.REGION_SERVER_ABORT) {
                 ((HBaseBackend) backend).prepareRegionServerAbort();
             }
+            trainWorkerJvm();
             timeline.note(HARNESS, Event.Type.NOTE, "-", "starting workers");
             startWorkers(referee.port());
             awaitAll(Event.Type.READY, Duration.ofSeconds(120));
@@ -209,7 +212,6 @@ public final class TortureRun {
 
     private void startWorkers(int refereePort) {
         Plan plan = plan();
-        String javaBin = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         String locks = String.join(",", Arrays.stream(plan.locks().split(",")).map(l -> prefix + l).toList());
         long skew = Math.max(90, 3 * expiry.toSeconds());
         for (int i = 0; i < plan.workers(); i++) {
@@ -221,10 +223,7 @@ public final class TortureRun {
                 proxies.put(id, proxy);
                 hostPort = "127.0.0.1:" + proxy.port();
             }
-            List<String> cmd = new ArrayList<>(List.of(javaBin, "-Xmx160m", "-Xss512k", "-XX:+UseSerialGC",
-                    "-XX:TieredStopAtLevel=1", "-Dfaults.log=" + dir.resolve(id + ".log")));
-            cmd.addAll(backend.workerJvmOptions());
-            cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), Worker.class.getName(),
+            List<String> cmd = launcher.command(backend.name(), jvmOptions(id), List.of(
                     "--id=" + id, "--uri=" + backend.uri(i, hostPort), "--locks=" + locks, "--referee=" + refereePort,
                     "--cycles=" + plan.cycles(), "--holdMs=" + plan.holdMs(), "--writes=" + plan.writes(),
                     "--waitMs=" + plan.waitMs(), "--gapMs=" + plan.gapMs(), "--releasePauseMs=" + plan.releasePauseMs(),
@@ -249,6 +248,27 @@ public final class TortureRun {
         }
         if (scenario == Scenario.CLOCK_SKEW) {
             timeline.note(HARNESS, Event.Type.FAULT, "-", "CLOCK w0 -" + skew + "s, w1 +" + skew + "s (from start)");
+        }
+    }
+
+    private List<String> jvmOptions(String id) {
+        List<String> options = new ArrayList<>(backend.workerJvmOptions());
+        options.add("-Dfaults.log=" + dir.resolve(id + ".log"));
+        return options;
+    }
+
+    /**
+     * Before a backend's first run, a worker of its own cycles a few times on a lock outside this run's prefix.
+     * Its referee and timeline are its own too, so the run's checkers never see it.
+     */
+    private void trainWorkerJvm() throws InterruptedException {
+        String hostPort = backend.serverAddress();
+        try (Referee referee = new Referee(new Timeline())) {
+            launcher.train(backend.name(), jvmOptions("training"), List.of("--id=training",
+                    "--uri=" + backend.uri(0, hostPort), "--locks=training-" + prefix + "L0",
+                    "--referee=" + referee.port(), "--cycles=3", "--holdMs=0", "--writes=1", "--waitMs=10000",
+                    "--gapMs=0", "--releasePauseMs=0", "--keepAlive=true", "--seed=1",
+                    "--closeInterruptedAndQuit=false"));
         }
     }
 
