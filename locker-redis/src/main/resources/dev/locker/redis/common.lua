@@ -40,7 +40,7 @@
 -- release. lib() returns them as values (a table of them would cost as much again), and every script takes them all,
 -- in this order:
 --   local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner, wake,
---   may_have_waiters, is_senior, keep_until, admit = lib()
+--   may_have_waiters, is_senior, keep_until, admit, other_guard = lib()
 local key = KEYS[1]
 -- Tokens and times are counted in Lua doubles, exact below 2^53: no grant makes a token at or above it (acquire), and
 -- no number is written past it (fmt).
@@ -261,6 +261,20 @@ local function lib()
     redis.call('PEXPIRE', key, fmt(math.floor((maxexp - now) / 1000) + 1 + grace_ms))
   end
 
+  -- The refusal {-6, recorded guard} of a locker whose own guard (guards as admit takes them) differs from the guard
+  -- recorded for its prefix, or nil. An acquire asks it on every path, the lock held or free: a locker told only
+  -- that a lock is held would never learn the longer guard it must wait out after a restart.
+  local function other_guard(guards)
+    local record, own = KEYS[3], tonumber(string.match(guards, '^(%d+)'))
+    if record and own and own > 0 then
+      local g = redis.pcall('GET', record)
+      if type(g) == 'string' and tonumber(g) ~= own then
+        return { -6, g }
+      end
+    end
+    return nil
+  end
+
   -- Admission of a grant: the restart guard and the eviction check, at no cost per grant in the steady state.
   -- Both need INFO (server: uptime; memory: maxmemory and its policy), which costs several microseconds of server
   -- CPU. Their answers are kept in a marker key (KEYS[2], one per server; none in Cluster mode, where a second key
@@ -315,9 +329,9 @@ local function lib()
     local record = KEYS[3]
     if record and own > 0 and marked ~= own then
       -- one guard per prefix: a locker with another one would grant a lock a restart lost before its holder gave up
-      local g = redis.pcall('GET', record)
-      if type(g) == 'string' and tonumber(g) ~= own then
-        return { -6, g }, nil
+      local refusal = other_guard(guards)
+      if refusal then
+        return refusal, nil
       end
       redis.pcall('SET', record, fmt(own), 'PX', fmt(math.max(own, 1000) + 1000))
     end
@@ -386,5 +400,5 @@ local function lib()
   end
 
   return server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner, wake,
-      may_have_waiters, is_senior, keep_until, admit
+      may_have_waiters, is_senior, keep_until, admit, other_guard
 end

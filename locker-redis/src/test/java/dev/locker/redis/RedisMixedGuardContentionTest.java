@@ -10,7 +10,6 @@ import dev.locker.testkit.RedisServer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import redis.clients.jedis.UnifiedJedis;
@@ -54,8 +53,6 @@ class RedisMixedGuardContentionTest {
      * a service does. B must be refused for its guard, naming both, not only told that the lock is held.
      */
     @Test
-    @Disabled("the acquire script checks the guard record only when the lock is free, so a locker with another guard "
-            + "asking for a held lock is told only that it is held")
     void aLockerWithAnotherGuardAskingForAHeldLockIsRefusedForItsGuard() {
         try (RedisServer server = RedisServer.start()) {
             try (UnifiedJedis admin = RedisLocker.builder().node("127.0.0.1", server.port()).newClient(1)) {
@@ -78,8 +75,6 @@ class RedisMixedGuardContentionTest {
      * without data. B must not be granted the lock while A's lease is valid: B asked while A's claim lived.
      */
     @Test
-    @Disabled("a locker with another guard asking for a held lock never meets the recorded guard, so after a restart "
-            + "it waits out only its own and takes the lock from a valid lease")
     void aLockerThatAskedForAHeldLockUnderAnotherGuardIsNotGrantedItAfterARestart() {
         try (RedisServer server = RedisServer.start()) {
             try (UnifiedJedis admin = RedisLocker.builder().node("127.0.0.1", server.port()).newClient(1)) {
