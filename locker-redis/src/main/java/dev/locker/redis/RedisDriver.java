@@ -18,7 +18,6 @@ import dev.locker.spi.WaitQueue;
 import dev.locker.spi.Waiting;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import redis.clients.jedis.RedisClient;
 import redis.clients.jedis.UnifiedJedis;
 import redis.clients.jedis.args.Rawable;
 import redis.clients.jedis.exceptions.JedisClusterOperationException;
@@ -83,8 +82,11 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
     private final AtomicLong acquires = new AtomicLong();
     /** {@link #instance} as bytes: the shared prefix of every claim id this locker keeps (never changed). */
     private final byte[] instanceBytes = instance.getBytes(StandardCharsets.US_ASCII);
-    /** A single server (one admission marker for all locks) rather than a Cluster (one per slot). */
-    private final boolean standalone;
+    /**
+     * A single server (one admission marker and guard record for all locks) rather than a Cluster; null until the
+     * server behind a caller's own client has said which it runs (see {@link #standalone()}).
+     */
+    private volatile Boolean standalone;
     private final byte[] guardKey;
     private final RedisOwners owners;
     /** The last claim expiry passed, with its script argument: encoded once while the engine passes the same one. */
@@ -103,8 +105,6 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
     private volatile long waitedGuardMs;
     /** Held while {@link #waitedGuardMs} and {@link #guardArg} change, so that they always name the same guard. */
     private final Object guardChange = new Object();
-    /** A single server with a guard above 0: renewals keep the guard record alive (see renew.lua). */
-    private final boolean renewsGuardRecord;
     private final Rawable queueArg;
     private final Rawable fieldArg;
     private final Rawable scrubArg;
@@ -128,7 +128,7 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
         this.client = client;
         this.ownsClient = ownsClient;
         this.keys = new RedisKeys(b.keyPrefixOption());
-        this.standalone = client instanceof RedisClient;
+        this.standalone = ownsClient ? !b.clusterMode() : null;
         this.guardKey = keys.guardKey();
         this.server = b.describe();
         this.replicas = b.replicasOption();
@@ -149,7 +149,6 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
         this.guardRecordLifeArg = RedisScript.arg(Long.toString(Math.max(guardMillis(this.restartGuard), 1_000)
                 + 1_000).getBytes(StandardCharsets.US_ASCII));
         this.waitedGuardMs = guardMillis(this.restartGuard);
-        this.renewsGuardRecord = standalone && !this.restartGuard.isZero();
         this.queueArg = RedisScript.arg(millis(this.queueTtl));
         this.fieldArg = RedisScript.arg(ownField);
         this.records = new RedisRecords(keys, calls, fieldArg);
@@ -207,6 +206,7 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
         }
         // no marker nor guard record in Cluster mode: a second key would make the script fail (TRYAGAIN) while the
         // lock's slot migrates
+        boolean standalone = standalone();
         int keyCount = standalone ? 3 : 1;
         Rawable[] call = new Rawable[keyCount + (wait == null ? 7 : 9)]; // the waiter's two only when waiting
         call[0] = RedisScript.arg(key);
@@ -342,6 +342,8 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
         Duration validity = expiry.minus(serverClockSkew);
         byte[] key = keys.lockKey(lock);
         // with the guard record as a second key: keeping it alive with our claim costs no round trip
+        // a single server with a guard above 0: the renewal keeps the guard record alive (see renew.lua)
+        boolean renewsGuardRecord = !restartGuard.isZero() && standalone();
         int keyCount = renewsGuardRecord ? 2 : 1;
         Rawable[] call = renewsGuardRecord
                 ? new Rawable[]{RedisScript.arg(key), guardRecordArg, fieldArg,
@@ -516,6 +518,19 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
                 withdrawLater(lock, key, args, untilNanos);
             }
         }, Duration.ofMillis(200));
+    }
+
+    /**
+     * True for a single server, false for a Cluster. A client of the caller's own is asked once, at its first
+     * acquire or renewal: its class cannot tell a single server from a Cluster.
+     */
+    private boolean standalone() {
+        Boolean known = standalone;
+        if (known == null) {
+            known = !calls.withRetries(() -> RedisConnections.askClusterMode(client, guardKey));
+            standalone = known;
+        }
+        return known;
     }
 
     /** Whether the scripts scrub the dead claims they meet, as they get it. */

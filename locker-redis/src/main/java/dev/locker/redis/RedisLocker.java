@@ -677,6 +677,11 @@ public final class RedisLocker extends LockerEngine<ClaimStatus> {
             return connections().describe();
         }
 
+        /** Whether the client this builder makes is a Cluster client (a caller's own client is asked instead). */
+        boolean clusterMode() {
+            return connections().clusterMode();
+        }
+
         /** The connection options as they are now: a WAIT's time is added to the socket timeout with replicas. */
         private RedisConnections connections() {
             return new RedisConnections(nodes, cluster, database, user, password, tls, verifyHostname,
