@@ -113,6 +113,7 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
     private final Rawable channelArg;
     private final Rawable guardKeyArg;
     private final Rawable guardRecordArg;
+    private final Rawable lineageArg;
 
     /**
      * @param b          the options the locker was built with
@@ -157,6 +158,7 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
         this.channelArg = RedisScript.arg(channel);
         this.guardKeyArg = RedisScript.arg(guardKey);
         this.guardRecordArg = RedisScript.arg(keys.guardRecordKey());
+        this.lineageArg = RedisScript.arg(keys.lineageKey());
         // the wake-ups' subscription gets a connection of its own, made with these options; with a client the caller
         // manages there are no options to make one with, and waiters poll instead
         AtomicLong subscriptionsMade = new AtomicLong();
@@ -207,12 +209,13 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
         // no marker nor guard record in Cluster mode: a second key would make the script fail (TRYAGAIN) while the
         // lock's slot migrates
         boolean standalone = standalone();
-        int keyCount = standalone ? 3 : 1;
+        int keyCount = standalone ? 4 : 1;
         Rawable[] call = new Rawable[keyCount + (wait == null ? 7 : 9)]; // the waiter's two only when waiting
         call[0] = RedisScript.arg(key);
         if (standalone) {
             call[1] = guardKeyArg;
             call[2] = guardRecordArg;
+            call[3] = lineageArg;
         }
         call[keyCount] = fieldArg;
         call[keyCount + 1] = RedisScript.arg(nonce);
@@ -284,11 +287,11 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
             String since = waitedMs == guardMillis(restartGuard) ? "restartGuard=" + restartGuard + " ago"
                     : Duration.ofMillis(waitedMs) + " ago (the restartGuard recorded for prefix " + keys.prefix() + " when it refused this "
                     + "locker's restartGuard=" + restartGuard + ")";
-            log.info("Refusing a grant on {}: {} started less than {}: it may have lost claims; {} ms left", lock,
-                    server, since, leftMs);
-            throw new TemporaryLockingException(server + " started less than " + since + ": it may have lost claims "
-                    + "in a restart, so no claim is granted for another " + leftMs + " ms (set restartGuard=0 for a "
-                    + "server whose data survives restarts)", lock);
+            log.info("Refusing a grant on {}: {} started, or took its data over, less than {}: it may have lost "
+                    + "claims; {} ms left", lock, server, since, leftMs);
+            throw new TemporaryLockingException(server + " started, or took its data over from another server, less "
+                    + "than " + since + ": it may have lost claims in a restart, so no claim is granted for another "
+                    + leftMs + " ms (set restartGuard=0 for a server whose data survives restarts)", lock);
         }
         if (code == -4) {
             String policy = new String((byte[]) r.get(1), StandardCharsets.UTF_8);

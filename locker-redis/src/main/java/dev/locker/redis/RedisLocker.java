@@ -92,8 +92,8 @@ import java.util.function.Consumer;
  *       {@code appendfsync always}, or one {@code restartGuard} on all lockers sharing the server, at least as long
  *       as each one's expiry: the expiry is checked when built, the one guard by a single server's record; the guard
  *       measures uptime on the server's wall clock, so it too needs a clock that does not step); across failovers,
- *       {@code replicas} acknowledgements from the replica that will be promoted (the guard does not help there: a
- *       promoted replica has been up for long), and {@code serverClockSkew} at least the clocks' difference (taken off
+ *       {@code replicas} acknowledgements from the replica that will be promoted (a single server's guard counts
+ *       from its data's lineage, so a replica promoted after resyncing from a restarted master waits it out), and {@code serverClockSkew} at least the clocks' difference (taken off
  *       each holder's validity); no eviction (enforced by
  *       {@link EvictionCheck#FAIL}); and a server clock that does not step forward (NTP slewing is fine).
  *       Increasing fencing tokens need a server clock that does not step back once data was lost. Everything else

@@ -1,5 +1,6 @@
 -- writeLock: write our claim and decide the holder in one step.
--- KEYS: 1 the lock's hash, 2 the admission marker, 3 the guard record (see admit in the prelude; single server only)
+-- KEYS: 1 the lock's hash, 2 the admission marker, 3 the guard record, 4 the lineage record (see admit and data_since
+--       in the prelude; single server only)
 -- ARGV: 1 our field ("c" .. instance), 2 nonce, 3 expiry ms, 4 owner part of the claim (a reference into our owner
 --       record, or "=" and the owner's bytes), 5 restart guard ms (ours, or "<ours>:<longer>" once a longer one
 --       recorded for the prefix refused us: see admit), 6 scrub ("1"/"0"),
