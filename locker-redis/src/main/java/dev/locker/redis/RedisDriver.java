@@ -140,7 +140,8 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
         this.evictionCheck = b.evictionCheckOption();
         this.ownField = ("c" + instance).getBytes(StandardCharsets.US_ASCII); // this instance's field
         this.calls = new RedisCalls(client, server, config.retries(), replicas, replicaTimeout);
-        // the owner record and the wait queue entries are no claims: they follow the locker's configured expiry
+        // the owner record's life follows the longest expiry a claim was written with (see RedisOwners.covers); a
+        // wait queue entry is the waiter's own, refreshed by its wait and removed at its grant, whatever the lease
         this.owners = new RedisOwners(client, keys, calls::withRetries, time::nanoTime, instance, config.rid(),
                 config.host(), config.pid(), config.expiry());
         this.channel = keys.releaseChannel();
@@ -198,6 +199,7 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
     @Override
     public ClaimStatus write(KeyColumn lock, LockOwner owner, Duration expiry, Waiting waiting) {
         Rawable expiryArg = expiryArg(expiry);
+        owners.covers(expiry);
         Duration validity = expiry.minus(serverClockSkew);
         byte[] key = keys.lockKey(lock);
         long acquire = acquires.incrementAndGet();
@@ -342,6 +344,7 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
     @Override
     public ClaimStatus renew(KeyColumn lock, ClaimStatus status, Duration expiry) {
         Rawable expiryArg = expiryArg(expiry);
+        owners.covers(expiry);
         Duration validity = expiry.minus(serverClockSkew);
         byte[] key = keys.lockKey(lock);
         // with the guard record as a second key: keeping it alive with our claim costs no round trip
