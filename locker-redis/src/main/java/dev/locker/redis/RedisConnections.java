@@ -25,7 +25,7 @@ import java.util.LinkedHashSet;
 import java.util.List;
 
 /**
- * How a {@link RedisLocker.Builder}'s options become Jedis clients and connections: a single server or a Cluster,
+ * How a {@link RedisLockerBuilder}'s options become Jedis clients and connections: a single server or a Cluster,
  * the database, credentials and TLS, timeouts and the pool. A snapshot of the builder's options, never changed.
  */
 final class RedisConnections {

@@ -42,7 +42,7 @@ class RedisGuardRecordReachTest {
         opened.clear();
     }
 
-    private RedisLocker open(RedisLocker.Builder b, String name, Duration guard) {
+    private RedisLocker open(RedisLockerBuilder b, String name, Duration guard) {
         RedisLocker l = b.restartGuard(guard).config(LockerConfig.builder()
                 .rid(name + "-" + LockerConfig.randomRid().substring(0, 8)).expiry(guard).build()).build();
         opened.add(l);

@@ -45,13 +45,13 @@ class RedisMixedExpiryRestartTest {
         opened.clear();
     }
 
-    private RedisLocker.Builder builder(RedisServer s, String name, Duration expiry) {
+    private RedisLockerBuilder builder(RedisServer s, String name, Duration expiry) {
         return RedisLocker.builder().node("127.0.0.1", s.port()).keyPrefix("mixed:")
                 .config(LockerConfig.builder().rid(name + "-" + LockerConfig.randomRid().substring(0, 8))
                         .expiry(expiry).build());
     }
 
-    private RedisLocker open(RedisLocker.Builder b) {
+    private RedisLocker open(RedisLockerBuilder b) {
         RedisLocker l = b.build();
         opened.add(l);
         return l;
@@ -98,11 +98,11 @@ class RedisMixedExpiryRestartTest {
     @Test
     void theDefaultRestartGuardDoesNotFollowTheExpiry() {
         for (Duration expiry : List.of(Duration.ofMillis(500), Duration.ofSeconds(5), Duration.ofSeconds(60))) {
-            RedisLocker.Builder b = RedisLocker.builder().node("127.0.0.1", 1)
+            RedisLockerBuilder b = RedisLocker.builder().node("127.0.0.1", 1)
                     .config(LockerConfig.builder().expiry(expiry).build());
             assertEquals(Duration.ofSeconds(60), b.restartGuard(), "the default guard for an expiry of " + expiry);
         }
-        RedisLocker.Builder set = RedisLocker.builder().node("127.0.0.1", 1)
+        RedisLockerBuilder set = RedisLocker.builder().node("127.0.0.1", 1)
                 .config(LockerConfig.builder().expiry(Duration.ofSeconds(5)).build()).restartGuard(GUARD);
         assertEquals(GUARD, set.restartGuard(), "a guard set is the guard used");
     }
@@ -110,7 +110,7 @@ class RedisMixedExpiryRestartTest {
     /** An expiry the guard does not cover would outlive a restart's guard: refused before any I/O. */
     @Test
     void anExpiryLongerThanTheRestartGuardIsRefusedWhenBuilt() {
-        RedisLocker.Builder b = RedisLocker.builder().node("127.0.0.1", 1)
+        RedisLockerBuilder b = RedisLocker.builder().node("127.0.0.1", 1)
                 .config(LockerConfig.builder().expiry(Duration.ofMinutes(5)).build());
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, b::build);
         assertTrue(e.getMessage().contains("restartGuard") && e.getMessage().contains("expiry"), e.getMessage());

@@ -60,7 +60,7 @@ class RedisRestartTest {
     }
 
     private RedisLocker locker(RedisServer s, String name, Duration restartGuard) {
-        RedisLocker.Builder b = RedisLocker.builder().node("127.0.0.1", s.port()).keyPrefix("restart:")
+        RedisLockerBuilder b = RedisLocker.builder().node("127.0.0.1", s.port()).keyPrefix("restart:")
                 .config(LockerConfig.builder().rid(name + "-" + LockerConfig.randomRid().substring(0, 8))
                         .expiry(EXPIRY).build());
         if (restartGuard != null) {
