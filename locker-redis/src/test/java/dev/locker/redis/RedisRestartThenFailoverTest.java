@@ -27,8 +27,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class RedisRestartThenFailoverTest {
 
-    /** One guard, one expiry and replicas=1 on every locker: the configuration the docs support for failover. */
-    private static final Duration GUARD = Duration.ofSeconds(10);
+    /**
+     * One guard, one expiry and replicas=1 on every locker: the configuration the docs support for failover. Long
+     * enough that the restart, resync and promotion end within A's lease on a loaded machine.
+     */
+    private static final Duration GUARD = Duration.ofSeconds(20);
 
     private final List<Locker> opened = new ArrayList<>();
 
