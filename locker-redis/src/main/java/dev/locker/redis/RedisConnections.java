@@ -1,28 +1,37 @@
 package dev.locker.redis;
 
+import redis.clients.jedis.BuilderFactory;
+import redis.clients.jedis.CommandArguments;
+import redis.clients.jedis.CommandObject;
 import redis.clients.jedis.Connection;
 import redis.clients.jedis.ConnectionPoolConfig;
 import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
+import redis.clients.jedis.Protocol;
 import redis.clients.jedis.RedisClient;
 import redis.clients.jedis.RedisClusterClient;
 import redis.clients.jedis.SslOptions;
 import redis.clients.jedis.SslVerifyMode;
 import redis.clients.jedis.UnifiedJedis;
+import redis.clients.jedis.exceptions.JedisDataException;
 import redis.clients.jedis.exceptions.JedisException;
 
 import javax.net.ssl.SSLParameters;
 import javax.net.ssl.SSLSocketFactory;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashSet;
 import java.util.List;
 
 /**
- * How a {@link RedisLocker.Builder}'s options become Jedis clients and connections: a single server or a Cluster,
+ * How a {@link RedisLockerBuilder}'s options become Jedis clients and connections: a single server or a Cluster,
  * the database, credentials and TLS, timeouts and the pool. A snapshot of the builder's options, never changed.
  */
 final class RedisConnections {
+
+    /** The server's own answer to which topology it runs (see {@link #askClusterMode}). */
+    private static final String CLUSTER_INFO_SCRIPT = "return redis.call('INFO', 'cluster')";
 
     private final List<HostAndPort> nodes;
     private final Boolean cluster;
@@ -62,10 +71,39 @@ final class RedisConnections {
         this.clientName = clientName;
     }
 
+    /** The nodes given, or localhost:6379 when none was. */
+    private List<HostAndPort> targets() {
+        return nodes.isEmpty() ? List.of(new HostAndPort("localhost", 6379)) : nodes;
+    }
+
+    /** Cluster mode as set, or else true when several nodes are given: the kind of client this makes. */
+    boolean clusterMode() {
+        return cluster != null ? cluster : targets().size() > 1;
+    }
+
+    /**
+     * Whether the server behind a client of the caller's own runs in Cluster mode, as the server itself says
+     * ({@code INFO cluster}): a client's class proves nothing, a {@code JedisPooled} reaches a single server too. It is
+     * sent as a script with {@code routingKey}, so that a Cluster client routes it to a node. Without {@code +info}
+     * the answer is Cluster: its one-key layout runs on both, and the guard then fails on INFO with its own message.
+     */
+    static boolean askClusterMode(UnifiedJedis client, byte[] routingKey) {
+        CommandArguments a = new CommandArguments(Protocol.Command.EVAL).add(CLUSTER_INFO_SCRIPT).add(1)
+                .key(routingKey);
+        Object reply;
+        try {
+            reply = client.executeCommand(new CommandObject<>(a, BuilderFactory.RAW_OBJECT));
+        } catch (JedisDataException denied) {
+            return true;
+        }
+        String info = reply instanceof byte[] bytes ? new String(bytes, StandardCharsets.US_ASCII) : "";
+        return !info.contains("cluster_enabled:0");
+    }
+
     /** Cluster mode and the database agree with the nodes given (a client of the caller's own has its own). */
     void checkTopology() {
-        List<HostAndPort> targets = nodes.isEmpty() ? List.of(new HostAndPort("localhost", 6379)) : nodes;
-        boolean clusterMode = cluster != null ? cluster : targets.size() > 1;
+        List<HostAndPort> targets = targets();
+        boolean clusterMode = clusterMode();
         if (!clusterMode && targets.size() > 1) {
             throw new IllegalArgumentException("several nodes " + targets + " given but cluster mode is off");
         }
@@ -77,8 +115,8 @@ final class RedisConnections {
     /** A Jedis client with a pool of {@code connections}; the caller closes it. */
     UnifiedJedis newClient(int retries, int connections) {
         checkTopology();
-        List<HostAndPort> targets = nodes.isEmpty() ? List.of(new HostAndPort("localhost", 6379)) : nodes;
-        boolean clusterMode = cluster != null ? cluster : targets.size() > 1;
+        List<HostAndPort> targets = targets();
+        boolean clusterMode = clusterMode();
         Duration effectiveSocketTimeout = socketTimeout;
         DefaultJedisClientConfig.Builder cc = clientConfig(clusterMode);
         ConnectionPoolConfig pool = new ConnectionPoolConfig();
@@ -116,8 +154,8 @@ final class RedisConnections {
      * nodes given, in turn (a message published on any node reaches the subscribers of every one).
      */
     Connection newConnection(long n) {
-        List<HostAndPort> targets = nodes.isEmpty() ? List.of(new HostAndPort("localhost", 6379)) : nodes;
-        boolean clusterMode = cluster != null ? cluster : targets.size() > 1;
+        List<HostAndPort> targets = targets();
+        boolean clusterMode = clusterMode();
         return new Connection(targets.get((int) Math.floorMod(n, (long) targets.size())),
                 clientConfig(clusterMode).build());
     }
@@ -165,8 +203,8 @@ final class RedisConnections {
     }
 
     String describe() {
-        List<HostAndPort> targets = nodes.isEmpty() ? List.of(new HostAndPort("localhost", 6379)) : nodes;
-        boolean clusterMode = cluster != null ? cluster : targets.size() > 1;
+        List<HostAndPort> targets = targets();
+        boolean clusterMode = clusterMode();
         StringBuilder sb = new StringBuilder(tls ? "rediss://" : "redis://");
         if (user != null) {
             sb.append(user).append('@');

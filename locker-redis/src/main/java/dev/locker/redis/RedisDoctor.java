@@ -2,20 +2,13 @@ package dev.locker.redis;
 
 import dev.locker.spi.DeploymentCheck;
 import dev.locker.api.LockerConfig;
-import redis.clients.jedis.CommandArguments;
-import redis.clients.jedis.Connection;
-import redis.clients.jedis.ConnectionPool;
-import redis.clients.jedis.RedisClusterClient;
 import redis.clients.jedis.UnifiedJedis;
-import redis.clients.jedis.commands.ProtocolCommand;
 import redis.clients.jedis.exceptions.JedisDataException;
 import redis.clients.jedis.exceptions.JedisException;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -64,7 +57,7 @@ public final class RedisDoctor implements DeploymentCheck {
 
     @Override
     public List<Finding> check(String uri, Consumer<String> progress) {
-        RedisLocker.Builder b = RedisLocker.builder().uri(uri); // a malformed URI fails here, before any I/O
+        RedisLockerBuilder b = RedisLocker.builder().uri(uri); // a malformed URI fails here, before any I/O
         LockerConfig config = b.mergedConfig();
         Duration expiry = config.expiry();
         Duration guard = b.restartGuard();
@@ -78,8 +71,8 @@ public final class RedisDoctor implements DeploymentCheck {
             throw RedisFailures.classify(e, null, "checking the deployment", where);
         }
         try (client) {
-            Map<String, Node> nodes = nodes(client);
-            for (Map.Entry<String, Node> e : nodes.entrySet()) {
+            Map<String, RedisNode> nodes = RedisNode.of(client);
+            for (Map.Entry<String, RedisNode> e : nodes.entrySet()) {
                 String name = nodes.size() == 1 ? "" : e.getKey() + ": ";
                 progress.accept("checking " + (name.isEmpty() ? where : e.getKey()));
                 try {
@@ -89,138 +82,25 @@ public final class RedisDoctor implements DeploymentCheck {
                 }
             }
             progress.accept("reading the servers' clocks");
-            out.add(serverClocks(uri, nodes, b.serverClockSkewOption()));
-        }
-        return out;
-    }
-
-    // ---- server clocks -------------------------------------------------------------------------------------------
-
-    /**
-     * Reads TIME on every server that may judge a claim: each node given (a Cluster's masters and replicas), and on
-     * a single server its replicas too, which a failover may promote. Each reading is placed against this host's
-     * clock at the middle of its round trip, so half the round trip bounds its error.
-     */
-    private static Finding serverClocks(String uri, Map<String, Node> nodes, Duration skew) {
-        Map<String, long[]> offsets = new LinkedHashMap<>(); // server -> {offset us, uncertainty us}
-        List<String> unread = new ArrayList<>();
-        for (Map.Entry<String, Node> e : nodes.entrySet()) {
-            String name = e.getKey().isEmpty() ? "master" : e.getKey();
-            read(name, e.getValue(), offsets, unread);
-            if (!e.getValue().cluster()) {
-                for (String replica : replicasOf(e.getValue())) {
-                    String[] hostPort = replica.split(":");
-                    try (UnifiedJedis c = RedisLocker.builder().uri(uri).clearNodes().cluster(false)
-                            .node(hostPort[0], Integer.parseInt(hostPort[1])).newClient(1, 1)) {
-                        read(replica, new Node() {
-                            @Override
-                            public Object call(String... args) {
-                                return c.sendCommand(command(args[0]));
-                            }
-
-                            @Override
-                            public boolean cluster() {
-                                return false;
-                            }
-                        }, offsets, unread);
-                    } catch (JedisException | IllegalArgumentException ex) {
-                        unread.add(replica);
-                    }
-                }
-            }
-        }
-        long low = Long.MAX_VALUE;
-        long high = Long.MIN_VALUE;
-        long error = 0;
-        for (long[] o : offsets.values()) {
-            low = Math.min(low, o[0]);
-            high = Math.max(high, o[0]);
-            error = Math.max(error, o[1]);
-        }
-        long spreadMs = offsets.isEmpty() ? 0 : (high - low) / 1000;
-        long errorMs = 2 * error / 1000 + 1;
-        String seen = offsets.size() + " server clock(s) read" + (offsets.size() > 1 ? ", " + spreadMs + " ms apart (±"
-                + errorMs + " ms)" : "") + (unread.isEmpty() ? "" : "; not read: " + unread);
-        String fix = "keep the servers' clocks in sync (NTP or chrony), or raise serverClockSkew in the URI to at "
-                + "least the largest difference you expect";
-        if (offsets.size() > 1 && spreadMs - errorMs > skew.toMillis()) {
-            return Finding.fail("server-clocks", seen + ": further apart than serverClockSkew=" + format(skew)
-                    + ", so a failover or slot migration can end a claim while its holder still counts on it", fix);
-        }
-        if (!unread.isEmpty()) {
-            return Finding.warn("server-clocks", seen + ": a failover to an unread server may end claims early by "
-                    + "its clock's difference", "run the doctor where it can reach every server, with the URI's "
-                    + "credentials allowed TIME");
-        }
-        if (offsets.size() > 1 && skew.isZero()) {
-            return Finding.warn("server-clocks", seen + ", and serverClockSkew=0: a failover or slot migration "
-                    + "hands a claim's expiry to another server's clock, which may end it early", "set serverClockSkew "
-                    + "in the URI (e.g. 1s with NTP), under half the expiry");
-        }
-        return Finding.ok("server-clocks", seen + (offsets.size() > 1 ? ", within serverClockSkew=" + format(skew)
-                : ": one clock judges every claim"));
-    }
-
-    private static void read(String name, Node node, Map<String, long[]> offsets, List<String> unread) {
-        try {
-            long before = System.currentTimeMillis() * 1000;
-            Object reply = node.call("TIME");
-            long after = System.currentTimeMillis() * 1000;
-            if (reply instanceof List<?> l && l.size() == 2) {
-                long server = Long.parseLong(text(l.get(0))) * 1_000_000 + Long.parseLong(text(l.get(1)));
-                offsets.put(name, new long[]{server - (before + after) / 2, (after - before) / 2 + 1000});
-                return;
-            }
-        } catch (JedisException | NumberFormatException e) {
-            // unread, said below
-        }
-        unread.add(name);
-    }
-
-    private static String text(Object o) {
-        return o instanceof byte[] bytes ? new String(bytes, StandardCharsets.UTF_8) : String.valueOf(o);
-    }
-
-    /** The replicas a single server names in INFO replication ("host:port"), online or not. */
-    private static List<String> replicasOf(Node node) {
-        Map<String, String> r = info(node, "replication");
-        List<String> out = new ArrayList<>();
-        if (r == null) {
-            return out;
-        }
-        for (Map.Entry<String, String> e : r.entrySet()) {
-            if (e.getKey().matches("slave\\d+")) {
-                String ip = null;
-                String port = null;
-                for (String kv : e.getValue().split(",")) {
-                    if (kv.startsWith("ip=")) {
-                        ip = kv.substring(3);
-                    } else if (kv.startsWith("port=")) {
-                        port = kv.substring(5);
-                    }
-                }
-                if (ip != null && port != null) {
-                    out.add(ip + ":" + port);
-                }
-            }
+            out.add(RedisClockCheck.serverClocks(uri, nodes, b.serverClockSkewOption()));
         }
         return out;
     }
 
     /** One server: its INFO sections, then the checks. */
-    private void checkNode(Node node, String name, RedisLocker.Builder b, Duration guard, Duration expiry,
+    private void checkNode(RedisNode node, String name, RedisLockerBuilder b, Duration guard, Duration expiry,
                            boolean cluster, List<Finding> out) {
-        Map<String, String> info = info(node, "server");
-        Map<String, String> replication = info(node, "replication");
+        Map<String, String> info = RedisNode.info(node, "server");
+        Map<String, String> replication = RedisNode.info(node, "replication");
         if (cluster && replication != null && "slave".equals(replication.get("role"))) {
             return; // a Cluster's replica: its master is checked
         }
         int major = info == null ? -1 : major(info.get("redis_version"));
         out.add(server(name, info, replication, major));
-        out.add(eviction(name, info(node, "memory"), b));
-        Map<String, String> persistence = info(node, "persistence");
-        String appendfsync = config(node, "appendfsync");
-        out.add(persistence(name, persistence, appendfsync, config(node, "save"), guard, expiry));
+        out.add(eviction(name, RedisNode.info(node, "memory"), b));
+        Map<String, String> persistence = RedisNode.info(node, "persistence");
+        String appendfsync = RedisNode.config(node, "appendfsync");
+        out.add(persistence(name, persistence, appendfsync, RedisNode.config(node, "save"), guard, expiry));
         out.add(runRecords(name, persistence, appendfsync));
         out.add(restartGuard(name, info, guard, cluster ? null : recordedGuard(node, b)));
         out.add(acl(node, name, b, major));
@@ -263,7 +143,7 @@ public final class RedisDoctor implements DeploymentCheck {
         return section == null ? "the server's INFO lacks the field" : "INFO " + section + " was refused to this user";
     }
 
-    private static Finding eviction(String name, Map<String, String> memory, RedisLocker.Builder b) {
+    private static Finding eviction(String name, Map<String, String> memory, RedisLockerBuilder b) {
         if (memory == null || memory.get("maxmemory_policy") == null) {
             return Finding.warn("maxmemory-policy", name + "could not check the eviction policy (" + refused(
                     memory == null ? "memory" : null) + "): any policy but noeviction may evict a held lock's key",
@@ -342,11 +222,11 @@ public final class RedisDoctor implements DeploymentCheck {
     }
 
     /** The restart guard the lockers of the URI's prefix record on a single server (ms), or null when none is read. */
-    private static Long recordedGuard(Node node, RedisLocker.Builder b) {
+    private static Long recordedGuard(RedisNode node, RedisLockerBuilder b) {
         try {
             Object v = node.call("GET", new String(new RedisKeys(b.keyPrefixOption()).guardRecordKey(),
                     StandardCharsets.UTF_8));
-            return v == null ? null : Long.valueOf(text(v));
+            return v == null ? null : Long.valueOf(RedisNode.text(v));
         } catch (JedisException | NumberFormatException e) {
             return null;
         }
@@ -427,7 +307,7 @@ public final class RedisDoctor implements DeploymentCheck {
             + "end\n"
             + "return denied";
 
-    private static Finding acl(Node node, String name, RedisLocker.Builder b, int major) {
+    private static Finding acl(RedisNode node, String name, RedisLockerBuilder b, int major) {
         if (major > 0 && major < ACL_CHECK_MAJOR) {
             return Finding.warn("acl", name + "not checked: redis.acl_check_cmd needs Redis 7", "check by hand that "
                     + "the URI's user may run " + commandNames(b));
@@ -475,12 +355,12 @@ public final class RedisDoctor implements DeploymentCheck {
                 + ": acquiring fails", "grant them: " + aclLine(b));
     }
 
-    private static String commandNames(RedisLocker.Builder b) {
+    private static String commandNames(RedisLockerBuilder b) {
         return "evalsha eval time hgetall hget hset hdel hkeys pexpire info type scan publish subscribe"
                 + (b.replicasOption() > 0 ? " wait" : "");
     }
 
-    private static String aclLine(RedisLocker.Builder b) {
+    private static String aclLine(RedisLockerBuilder b) {
         String p = b.keyPrefixOption();
         return "ACL SETUSER <user> ~" + p + "* &" + p + "released +" + commandNames(b).replace(" ", " +");
     }
@@ -516,94 +396,6 @@ public final class RedisDoctor implements DeploymentCheck {
                             + "(WAIT; the ACL needs +wait)");
         }
         return Finding.ok("replication", name + "no replicas: nothing to fail over to (restarts: see persistence)");
-    }
-
-    // ---- talking to the servers ------------------------------------------------------------------------------------
-
-    /** One server: a command with string arguments, its raw reply. */
-    private interface Node {
-        Object call(String... args);
-
-        boolean cluster();
-    }
-
-    private static Map<String, Node> nodes(UnifiedJedis client) {
-        Map<String, Node> out = new LinkedHashMap<>();
-        if (client instanceof RedisClusterClient cc) {
-            for (Map.Entry<String, ConnectionPool> e : cc.getClusterNodes().entrySet()) {
-                ConnectionPool pool = e.getValue();
-                out.put(e.getKey(), new Node() {
-                    @Override
-                    public Object call(String... args) {
-                        try (Connection c = pool.getResource()) {
-                            CommandArguments a = new CommandArguments(command(args[0]));
-                            for (int i = 1; i < args.length; i++) {
-                                a.add(args[i]);
-                            }
-                            return c.executeCommand(a);
-                        }
-                    }
-
-                    @Override
-                    public boolean cluster() {
-                        return true;
-                    }
-                });
-            }
-            return out;
-        }
-        out.put("", new Node() {
-            @Override
-            public Object call(String... args) {
-                String[] rest = new String[args.length - 1];
-                System.arraycopy(args, 1, rest, 0, rest.length);
-                return client.sendCommand(command(args[0]), rest);
-            }
-
-            @Override
-            public boolean cluster() {
-                return false;
-            }
-        });
-        return out;
-    }
-
-    private static ProtocolCommand command(String name) {
-        byte[] raw = name.toUpperCase(Locale.ROOT).getBytes(StandardCharsets.US_ASCII);
-        return () -> raw;
-    }
-
-    /** An INFO section as a map; null when the server refuses it (no check may read that as an empty section). */
-    private static Map<String, String> info(Node node, String section) {
-        Object reply;
-        try {
-            reply = node.call("INFO", section);
-        } catch (JedisDataException refused) {
-            return null;
-        }
-        Map<String, String> out = new HashMap<>();
-        String text = reply instanceof byte[] bytes ? new String(bytes, StandardCharsets.UTF_8) : String.valueOf(reply);
-        for (String line : text.split("\r?\n")) {
-            int colon = line.indexOf(':');
-            if (colon > 0 && !line.startsWith("#")) {
-                out.put(line.substring(0, colon), line.substring(colon + 1).trim());
-            }
-        }
-        return out;
-    }
-
-    /** A CONFIG GET value, or null when it is refused (ACL, a renamed CONFIG) or unknown. */
-    private static String config(Node node, String name) {
-        try {
-            Object reply = node.call("CONFIG", "GET", name);
-            if (reply instanceof List<?> l && l.size() >= 2) {
-                Object v = l.get(1);
-                return v instanceof byte[] bytes ? new String(bytes, StandardCharsets.UTF_8) : String.valueOf(v);
-            }
-            return null;
-        } catch (JedisDataException refused) {
-            return null;
-        }
     }
 
     private static int major(String version) {

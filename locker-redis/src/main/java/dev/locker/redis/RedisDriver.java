@@ -18,7 +18,6 @@ import dev.locker.spi.WaitQueue;
 import dev.locker.spi.Waiting;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import redis.clients.jedis.RedisClient;
 import redis.clients.jedis.UnifiedJedis;
 import redis.clients.jedis.args.Rawable;
 import redis.clients.jedis.exceptions.JedisClusterOperationException;
@@ -60,7 +59,8 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
     private final String server;
     private final int replicas;
     private final Duration replicaTimeout;
-    private final Duration restartGuard;
+    /** The restart guard as this locker keeps it, with the topology its keys depend on. */
+    private final RedisRestartGuard guard;
     /** How far another server's clock may be ahead: a holder counts on a claim's expiry less this. */
     private final Duration serverClockSkew;
     private final Duration tombstoneTtl;
@@ -83,36 +83,16 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
     private final AtomicLong acquires = new AtomicLong();
     /** {@link #instance} as bytes: the shared prefix of every claim id this locker keeps (never changed). */
     private final byte[] instanceBytes = instance.getBytes(StandardCharsets.US_ASCII);
-    /** A single server (one admission marker for all locks) rather than a Cluster (one per slot). */
-    private final boolean standalone;
-    private final byte[] guardKey;
     private final RedisOwners owners;
     /** The last claim expiry passed, with its script argument: encoded once while the engine passes the same one. */
     private volatile ExpiryArg lastExpiry = new ExpiryArg(Duration.ZERO, RedisScript.arg(millis(Duration.ZERO)));
     /** The scripts' constant arguments, encoded once and passed as they are (see {@link RedisScript#arg}). */
-    /** Our own restart guard, as the acquire script gets it until a longer recorded one refuses us. */
-    private final Rawable ownGuardArg;
-    /** How long a renewal keeps the guard record alive: as admit does, the longer of the guard and 1 s, plus 1 s. */
-    private final Rawable guardRecordLifeArg;
-    /**
-     * The acquire script's guard argument: ours, or ours and the longest guard recorded for our prefix that refused
-     * us. Only this process remembers that guard after a restart that loses the record.
-     */
-    private volatile Rawable guardArg;
-    /** The longest restart guard (ms) this locker waits out after a restart: its own, or a longer one it met. */
-    private volatile long waitedGuardMs;
-    /** Held while {@link #waitedGuardMs} and {@link #guardArg} change, so that they always name the same guard. */
-    private final Object guardChange = new Object();
-    /** A single server with a guard above 0: renewals keep the guard record alive (see renew.lua). */
-    private final boolean renewsGuardRecord;
     private final Rawable queueArg;
     private final Rawable fieldArg;
     private final Rawable scrubArg;
     private final Rawable evictionArg;
 
     private final Rawable channelArg;
-    private final Rawable guardKeyArg;
-    private final Rawable guardRecordArg;
 
     /**
      * @param b          the options the locker was built with
@@ -121,43 +101,35 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
      * @param ownsClient true when the driver made the client and closes it
      * @param engine     the engine's background thread and closed state, bound once the engine is built
      */
-    RedisDriver(RedisLocker.Builder b, LockerConfig config, UnifiedJedis client, boolean ownsClient, Engine engine) {
+    RedisDriver(RedisLockerBuilder b, LockerConfig config, UnifiedJedis client, boolean ownsClient, Engine engine) {
         this.config = config;
         this.time = config.timeSource();
         this.engine = engine;
         this.client = client;
         this.ownsClient = ownsClient;
         this.keys = new RedisKeys(b.keyPrefixOption());
-        this.standalone = client instanceof RedisClient;
-        this.guardKey = keys.guardKey();
         this.server = b.describe();
         this.replicas = b.replicasOption();
         this.replicaTimeout = b.replicaTimeoutOption();
-        this.restartGuard = b.restartGuard();
         this.serverClockSkew = b.serverClockSkewOption();
         this.tombstoneTtl = b.tombstoneTtlOption();
         this.evictionCheck = b.evictionCheckOption();
         this.ownField = ("c" + instance).getBytes(StandardCharsets.US_ASCII); // this instance's field
         this.calls = new RedisCalls(client, server, config.retries(), replicas, replicaTimeout);
-        // the owner record and the wait queue entries are no claims: they follow the locker's configured expiry
+        // the owner record's life follows the longest expiry a claim was written with (see RedisOwners.covers); a
+        // wait queue entry is the waiter's own, refreshed by its wait and removed at its grant, whatever the lease
         this.owners = new RedisOwners(client, keys, calls::withRetries, time::nanoTime, instance, config.rid(),
                 config.host(), config.pid(), config.expiry());
         this.channel = keys.releaseChannel();
         this.queueTtl = Duration.ofMillis(Math.max(300, Math.min(config.expiry().toMillis(), 3_000)));
-        this.ownGuardArg = RedisScript.arg(millis(this.restartGuard));
-        this.guardArg = ownGuardArg;
-        this.guardRecordLifeArg = RedisScript.arg(Long.toString(Math.max(guardMillis(this.restartGuard), 1_000)
-                + 1_000).getBytes(StandardCharsets.US_ASCII));
-        this.waitedGuardMs = guardMillis(this.restartGuard);
-        this.renewsGuardRecord = standalone && !this.restartGuard.isZero();
+        this.guard = new RedisRestartGuard(b.restartGuard(), keys, server, client, calls,
+                ownsClient ? !b.clusterMode() : null);
         this.queueArg = RedisScript.arg(millis(this.queueTtl));
         this.fieldArg = RedisScript.arg(ownField);
         this.records = new RedisRecords(keys, calls, fieldArg);
         this.scrubArg = RedisScript.arg(scrub());
         this.evictionArg = RedisScript.arg(evictionCheck.arg);
         this.channelArg = RedisScript.arg(channel);
-        this.guardKeyArg = RedisScript.arg(guardKey);
-        this.guardRecordArg = RedisScript.arg(keys.guardRecordKey());
         // the wake-ups' subscription gets a connection of its own, made with these options; with a client the caller
         // manages there are no options to make one with, and waiters poll instead
         AtomicLong subscriptionsMade = new AtomicLong();
@@ -197,6 +169,7 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
     @Override
     public ClaimStatus write(KeyColumn lock, LockOwner owner, Duration expiry, Waiting waiting) {
         Rawable expiryArg = expiryArg(expiry);
+        owners.covers(expiry);
         Duration validity = expiry.minus(serverClockSkew);
         byte[] key = keys.lockKey(lock);
         long acquire = acquires.incrementAndGet();
@@ -207,18 +180,16 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
         }
         // no marker nor guard record in Cluster mode: a second key would make the script fail (TRYAGAIN) while the
         // lock's slot migrates
-        int keyCount = standalone ? 3 : 1;
+        Rawable[] guardKeys = guard.acquireKeys();
+        int keyCount = 1 + guardKeys.length;
         Rawable[] call = new Rawable[keyCount + (wait == null ? 7 : 9)]; // the waiter's two only when waiting
         call[0] = RedisScript.arg(key);
-        if (standalone) {
-            call[1] = guardKeyArg;
-            call[2] = guardRecordArg;
-        }
+        System.arraycopy(guardKeys, 0, call, 1, guardKeys.length);
         call[keyCount] = fieldArg;
         call[keyCount + 1] = RedisScript.arg(nonce);
         call[keyCount + 2] = expiryArg;
         call[keyCount + 3] = RedisScript.arg(owners.claimPart(owner));
-        call[keyCount + 4] = guardArg;
+        call[keyCount + 4] = guard.acquireArg();
         call[keyCount + 5] = scrubArg;
         call[keyCount + 6] = evictionArg;
         if (wait != null) {
@@ -279,16 +250,7 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
                     owners.queued((byte[]) r.get(2), (byte[]) r.get(1)), wait == null ? null : queueTtl, null);
         }
         if (code == -2) {
-            long leftMs = (Long) r.get(1);
-            long waitedMs = waitedGuardMs;
-            String since = waitedMs == guardMillis(restartGuard) ? "restartGuard=" + restartGuard + " ago"
-                    : Duration.ofMillis(waitedMs) + " ago (the restartGuard recorded for prefix " + keys.prefix() + " when it refused this "
-                    + "locker's restartGuard=" + restartGuard + ")";
-            log.info("Refusing a grant on {}: {} started less than {}: it may have lost claims; {} ms left", lock,
-                    server, since, leftMs);
-            throw new TemporaryLockingException(server + " started less than " + since + ": it may have lost claims "
-                    + "in a restart, so no claim is granted for another " + leftMs + " ms (set restartGuard=0 for a "
-                    + "server whose data survives restarts)", lock);
+            throw guard.tooYoung(lock, (Long) r.get(1));
         }
         if (code == -4) {
             String policy = new String((byte[]) r.get(1), StandardCharsets.UTF_8);
@@ -298,15 +260,7 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
                     + "evictionCheck=warn to accept the risk", lock);
         }
         if (code == -6) {
-            Duration recorded = Duration.ofMillis(Long.parseLong(new String((byte[]) r.get(1),
-                    StandardCharsets.US_ASCII)));
-            waitOutAfterARestart(recorded);
-            throw new PermanentLockingException("restartGuard=" + restartGuard + " differs from restartGuard="
-                    + recorded + ", which the other lockers of prefix " + keys.prefix() + " use on " + server
-                    + ": after a restart without data the shorter guard would grant locks whose holders still work. "
-                    + "Give every locker sharing the server one restartGuard (the record lapses "
-                    + (recorded.compareTo(Duration.ofSeconds(1)) > 0 ? recorded : Duration.ofSeconds(1)).plusSeconds(1)
-                    + " after their last grant or renewal)", lock);
+            throw guard.otherGuard(lock, (byte[]) r.get(1));
         }
         if (code == -3) { // only a late request meets its tombstone, and nobody waits for its reply
             throw new TemporaryLockingException("this acquire had been withdrawn on " + server + " before it arrived; "
@@ -315,37 +269,19 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
         throw new PermanentLockingException("unexpected reply " + code + " from the acquire script on " + server, lock);
     }
 
-    /**
-     * Remembers a longer guard recorded for our prefix, to wait out after every later restart of the server. The
-     * restart loses the record with the claims granted under it, so this locker's memory is what covers them.
-     */
-    private void waitOutAfterARestart(Duration recorded) {
-        long ms = recorded.toMillis();
-        boolean longer;
-        synchronized (guardChange) {
-            longer = ms > waitedGuardMs;
-            if (longer) {
-                waitedGuardMs = ms;
-                guardArg = RedisScript.arg((guardMillis(restartGuard) + ":" + ms).getBytes(StandardCharsets.US_ASCII));
-            }
-        }
-        if (longer) {
-            log.info("restartGuard={} of this locker differs from restartGuard={} recorded for prefix {} on {}: after "
-                    + "a restart of the server it waits out {}", restartGuard, recorded, keys.prefix(), server,
-                    recorded);
-        }
-    }
-
     @Override
     public ClaimStatus renew(KeyColumn lock, ClaimStatus status, Duration expiry) {
         Rawable expiryArg = expiryArg(expiry);
+        owners.covers(expiry);
         Duration validity = expiry.minus(serverClockSkew);
         byte[] key = keys.lockKey(lock);
         // with the guard record as a second key: keeping it alive with our claim costs no round trip
+        // a single server with a guard above 0: the renewal keeps the guard record alive (see renew.lua)
+        boolean renewsGuardRecord = guard.renewalsKeepTheRecord();
         int keyCount = renewsGuardRecord ? 2 : 1;
         Rawable[] call = renewsGuardRecord
-                ? new Rawable[]{RedisScript.arg(key), guardRecordArg, fieldArg,
-                        RedisScript.arg(status.claimIdShared()), expiryArg, scrubArg, guardRecordLifeArg}
+                ? new Rawable[]{RedisScript.arg(key), guard.recordArg(), fieldArg,
+                        RedisScript.arg(status.claimIdShared()), expiryArg, scrubArg, guard.recordLifeArg()}
                 : new Rawable[]{RedisScript.arg(key), fieldArg, RedisScript.arg(status.claimIdShared()), expiryArg,
                         scrubArg};
         long started = time.nanoTime();
@@ -523,11 +459,6 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
         return config.scrubExpired() ? ONE : ZERO;
     }
 
-    /** A guard in whole ms, as the scripts get it ({@link #millis}). */
-    private static long guardMillis(Duration guard) {
-        return Long.parseLong(new String(millis(guard), StandardCharsets.US_ASCII));
-    }
-
     /**
      * A duration in whole milliseconds, rounded up: the scripts keep claims, the restart guard, tombstones and queue
      * entries for whole milliseconds, and none may end before the duration the client counts with (a claim rounded
@@ -581,10 +512,7 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
     /** A claim that outlives the restart guard outlives a restart that lost it; the skew comes off every validity. */
     @Override
     public void checkExpiry(Duration expiry) {
-        if (!restartGuard.isZero() && expiry.compareTo(restartGuard) > 0) {
-            throw new IllegalArgumentException("expiry " + expiry + " is longer than restartGuard " + restartGuard
-                    + ": after a restart without data the lock could be granted again while its holder still works");
-        }
+        guard.checkExpiry(expiry);
         if (serverClockSkew.multipliedBy(2).compareTo(expiry) >= 0) {
             throw new IllegalArgumentException("expiry " + expiry + " must be more than twice serverClockSkew "
                     + serverClockSkew + ": a holder counts on the expiry less the skew");

@@ -93,6 +93,14 @@ final class RedisKeys {
     }
 
     /**
+     * Where the data of this prefix's server was last known to start anew, as the acquire script records it (single
+     * server only): {@code <prefix>{}lineage}. Like the marker, no lock, record or owner key can be it.
+     */
+    byte[] lineageKey() {
+        return concat(prefix, "{}lineage".getBytes(StandardCharsets.US_ASCII));
+    }
+
+    /**
      * The owner record of a locker instance (see {@link RedisOwners}): {@code <prefix>{}o<instance>}. No lock or record
      * key can be it (a lock's name is never empty), nor the admission marker.
      */

@@ -17,6 +17,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.LongSupplier;
 
 /**
@@ -29,7 +30,7 @@ import java.util.function.LongSupplier;
  * thread's name in UTF-8 bytes>:<thread><reason>}. A claim names its pair by that number. Entries are only ever
  * added, so a reader may cache a record and read it again only when it meets a number it does not know. One writer
  * task per locker (on a shared pool of daemon threads) writes the record: whole when it is new, found lost, or a
- * quarter of its time to live {@link #ttl} old; else only the pairs the server lacks. A pair's first claim waits for
+ * quarter of its time to live {@link #ttl()} old; else only the pairs the server lacks. A pair's first claim waits for
  * that write ({@link #FIRST_WRITE_WAIT} at most); the writer also looks, at most once a second while the locker
  * acquires, whether the server still has the record up to its newest pair (a restart, a flush, an older snapshot, a
  * failover), on any kind of client and in a Cluster. Closing the locker cuts the record's life to twice the expiry,
@@ -59,8 +60,11 @@ final class RedisOwners {
     private final String rid;
     private final String host;
     private final long pid;
-    private final Duration ttl;
-    private final Duration afterClose;
+    /**
+     * The longest claim expiry this locker has used: the configured one, or a lease's longer own. The record's life
+     * follows it, so that no claim outlives the record it refers to.
+     */
+    private final AtomicReference<Duration> longestExpiry;
 
     private final ConcurrentHashMap<Pair, byte[]> refs = new ConcurrentHashMap<>();
     private final List<Pair> entries = new ArrayList<>(); // guarded by this; a number is never given to another pair
@@ -104,10 +108,7 @@ final class RedisOwners {
         this.rid = rid;
         this.host = host == null ? "" : host;
         this.pid = pid;
-        Duration day = Duration.ofDays(1);
-        Duration four = expiry.multipliedBy(4);
-        this.ttl = four.compareTo(day) > 0 ? four : day;
-        this.afterClose = expiry.multipliedBy(2).plusSeconds(1);
+        this.longestExpiry = new AtomicReference<>(expiry);
     }
 
     /**
@@ -133,7 +134,7 @@ final class RedisOwners {
             awaitPublished(index(ref), FIRST_WRITE_WAIT);
             return ref;
         }
-        if (stale || now - writtenAt >= ttl.toNanos() / 4 || index(ref) >= publishedCount()) {
+        if (stale || now - writtenAt >= ttl().toNanos() / 4 || index(ref) >= publishedCount()) {
             writeSoon();
         } else if (now - checkedAt >= CHECK_EVERY) {
             checkWanted = true; // look whether a restart, a flush or a failover lost the record: at most once a second
@@ -175,9 +176,28 @@ final class RedisOwners {
         }
     }
 
+    /** A claim is written or renewed for {@code expiry}: the record lives at least as long as such a claim can. */
+    void covers(Duration expiry) {
+        if (expiry.compareTo(longestExpiry.get()) > 0) {
+            longestExpiry.accumulateAndGet(expiry, (a, b) -> a.compareTo(b) >= 0 ? a : b);
+        }
+    }
+
+    /** How long a whole write keeps the record: four of the longest expiries, and at least a day. */
+    private Duration ttl() {
+        Duration four = longestExpiry.get().multipliedBy(4);
+        Duration day = Duration.ofDays(1);
+        return four.compareTo(day) > 0 ? four : day;
+    }
+
+    /** How long the record outlives a close: each claim lives one expiry at most, a hold-at-least included. */
+    private Duration afterClose() {
+        return longestExpiry.get().multipliedBy(2).plusSeconds(1);
+    }
+
     /** Renewals keep the record alive too, for a locker that holds leases for days without acquiring. */
     void touch() {
-        if (!refs.isEmpty() && (stale || nanoTime.getAsLong() - writtenAt >= ttl.toNanos() / 4)) {
+        if (!refs.isEmpty() && (stale || nanoTime.getAsLong() - writtenAt >= ttl().toNanos() / 4)) {
             writeSoon();
         }
     }
@@ -196,7 +216,7 @@ final class RedisOwners {
 
     private void shorten() {
         try {
-            client.pexpire(ownKey, afterClose.toMillis());
+            client.pexpire(ownKey, afterClose().toMillis());
         } catch (RuntimeException e) {
             log.debug("Could not shorten the owner record of {} ({})", rid, e.toString());
         }
@@ -221,7 +241,7 @@ final class RedisOwners {
                     checkWanted = false;
                     look();
                 }
-                boolean full = stale || nanoTime.getAsLong() - writtenAt >= ttl.toNanos() / 4;
+                boolean full = stale || nanoTime.getAsLong() - writtenAt >= ttl().toNanos() / 4;
                 if (!full && publishedCount() >= entriesCount()) {
                     break;
                 }
@@ -266,7 +286,7 @@ final class RedisOwners {
             n = entries.size();
             int from = full ? 0 : published;
             args = new ArrayList<>(7 + 2 * (n - from));
-            args.add(num(ttl.toMillis()));
+            args.add(num(ttl().toMillis()));
             if (full) {
                 args.add(new byte[]{'r'});
                 args.add(utf8(rid));

@@ -45,7 +45,7 @@ final class RedisScript {
 
     /** The key counts a script call gives, as arguments. */
     private static final Rawable[] KEY_COUNTS = {arg(new byte[]{'0'}), arg(new byte[]{'1'}), arg(new byte[]{'2'}),
-            arg(new byte[]{'3'})};
+            arg(new byte[]{'3'}), arg(new byte[]{'4'})};
 
     private final String name;
     private final byte[] source;

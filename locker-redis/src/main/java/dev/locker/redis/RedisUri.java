@@ -17,7 +17,7 @@ import java.util.stream.Stream;
 
 /**
  * Parses {@code redis[s]://[user[:password]@]host[:port][,host[:port]...][/database][?option=value&...]} into a
- * {@link RedisLocker.Builder}. Several hosts mean Redis Cluster seed nodes. IPv6 hosts go in brackets.
+ * {@link RedisLockerBuilder}. Several hosts mean Redis Cluster seed nodes. IPv6 hosts go in brackets.
  *
  * <p>Options (durations as {@code 250ms}, {@code 2s}, {@code 1m} or ISO-8601 {@code PT2S}: a unit is required, 0 aside):
  * <table>
@@ -67,7 +67,7 @@ final class RedisUri {
     private RedisUri() {
     }
 
-    static void apply(String uri, RedisLocker.Builder b) {
+    static void apply(String uri, RedisLockerBuilder b) {
         if (uri == null) {
             throw new IllegalArgumentException("Redis URI must not be null");
         }
@@ -153,7 +153,7 @@ final class RedisUri {
         }
     }
 
-    private static void addNode(String uri, String hostPort, RedisLocker.Builder b) {
+    private static void addNode(String uri, String hostPort, RedisLockerBuilder b) {
         String host;
         String portText = null;
         if (hostPort.startsWith("[")) {
@@ -184,7 +184,7 @@ final class RedisUri {
         }
     }
 
-    private static void option(String uri, String name, String value, RedisLocker.Builder b) {
+    private static void option(String uri, String name, String value, RedisLockerBuilder b) {
         try {
             switch (name) {
                 case "prefix", "keyPrefix" -> b.keyPrefix(value);

@@ -1,5 +1,6 @@
 -- writeLock: write our claim and decide the holder in one step.
--- KEYS: 1 the lock's hash, 2 the admission marker, 3 the guard record (see admit in the prelude; single server only)
+-- KEYS: 1 the lock's hash, 2 the admission marker, 3 the guard record, 4 the lineage record (see admit and data_since
+--       in the prelude; single server only)
 -- ARGV: 1 our field ("c" .. instance), 2 nonce, 3 expiry ms, 4 owner part of the claim (a reference into our owner
 --       record, or "=" and the owner's bytes), 5 restart guard ms (ours, or "<ours>:<longer>" once a longer one
 --       recorded for the prefix refused us: see admit), 6 scrub ("1"/"0"),
@@ -18,7 +19,8 @@
 --        {-2, ms left}        the server may have started less than the restart guard ago: nothing is granted yet
 --        {-3}                 its client already gave up on this request and withdrew it: nothing is granted
 --        {-4, policy, maxmemory}  the server may evict keys, ours included, and the check says fail
---        {-6, guard ms}       the lockers of this prefix use that other restart guard: nothing is granted
+--        {-6, guard ms}       the lockers of this prefix use that other restart guard: nothing is granted, held
+--                             lock or free (a refused waiter is not queued)
 -- ARGV 3 and 5 are whole numbers of ms, at least 0, in their shortest digits (RedisLocker writes them so): the fast
 -- path writes ARGV 3 into the claim as it stands and coerces where it needs numbers. ARGV 5's two-guard form matches
 -- no marker, so the fast path never coerces it: admit parses it. A library call (tonumber,
@@ -74,7 +76,7 @@ if fast then
     end
     if not (ms and ms + 0 == saved and (guard == '0' or g == guard and now - us >= guard * 1000)) then
       local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner,
-          wake, may_have_waiters, is_senior, keep_until, admit = lib()
+          wake, may_have_waiters, is_senior, keep_until, admit, other_guard = lib()
       local refusal
       refusal, warning = admit(now, guard, check)
       if refusal then
@@ -116,7 +118,7 @@ if fast then
 end
 -- the general path: the hash holds a claim, a tombstone or a queue entry (its HGETALL reply is reused)
 local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner, wake,
-    may_have_waiters, is_senior, keep_until, admit = lib()
+    may_have_waiters, is_senior, keep_until, admit, other_guard = lib()
 local expms = tonumber(ARGV[3])
 local waiter = ARGV[8] ~= '' and ARGV[8] or nil
 local s = scan(now, ARGV[6] == '1', own, ARGV[2], waiter, all)
@@ -135,6 +137,12 @@ if s.senior or (s.head and s.head ~= (waiter and ('q' .. waiter)) and not s.own)
     -- this very claim, from an earlier attempt of this request: never leave a losing claim behind
     keep_token(s, select(3, parse(s.own)))
     redis.call('HDEL', key, own)
+  end
+  -- the guard record, asked before an answer of held: a locker with another guard must learn the recorded one (and
+  -- wait it out after a restart) whether the lock it asked for was held or free; it is not queued
+  local refusal = other_guard(ARGV[5])
+  if refusal then
+    return refusal
   end
   if waiter then
     local untl = enqueue(s, waiter, now, tonumber(ARGV[9]), ARGV[4])

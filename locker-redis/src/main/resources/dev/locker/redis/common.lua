@@ -40,7 +40,7 @@
 -- release. lib() returns them as values (a table of them would cost as much again), and every script takes them all,
 -- in this order:
 --   local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner, wake,
---   may_have_waiters, is_senior, keep_until, admit = lib()
+--   may_have_waiters, is_senior, keep_until, admit, other_guard = lib()
 local key = KEYS[1]
 -- Tokens and times are counted in Lua doubles, exact below 2^53: no grant makes a token at or above it (acquire), and
 -- no number is written past it (fmt).
@@ -261,6 +261,20 @@ local function lib()
     redis.call('PEXPIRE', key, fmt(math.floor((maxexp - now) / 1000) + 1 + grace_ms))
   end
 
+  -- The refusal {-6, recorded guard} of a locker whose own guard (guards as admit takes them) differs from the guard
+  -- recorded for its prefix, or nil. An acquire asks it on every path, the lock held or free: a locker told only
+  -- that a lock is held would never learn the longer guard it must wait out after a restart.
+  local function other_guard(guards)
+    local record, own = KEYS[3], tonumber(string.match(guards, '^(%d+)'))
+    if record and own and own > 0 then
+      local g = redis.pcall('GET', record)
+      if type(g) == 'string' and tonumber(g) ~= own then
+        return { -6, g }
+      end
+    end
+    return nil
+  end
+
   -- Admission of a grant: the restart guard and the eviction check, at no cost per grant in the steady state.
   -- Both need INFO (server: uptime; memory: maxmemory and its policy), which costs several microseconds of server
   -- CPU. Their answers are kept in a marker key (KEYS[2], one per server; none in Cluster mode, where a second key
@@ -271,9 +285,9 @@ local function lib()
   --             snapshot, an AOF) or outlives a save no longer matches, and INFO is read again. A marker is written
   --             only in a later second than LASTSAVE, so that a restart in the same second cannot match it either
   --             (LASTSAVE has whole seconds); the server's clock must not step back, as the guard already assumes.
-  --   upsince   server microseconds before which the server was already up (from INFO's uptime, rounded against
-  --             us): the uptime at any later instant of the same boot is at least now - upsince, whatever guard a
-  --             locker asks.
+  --   upsince   server microseconds since which the data here is known whole: the later of the server's start
+  --             (from INFO's uptime, rounded against us) and the start of its data's lineage (see data_since). The
+  --             guard counts from it, whatever guard a locker asks.
   --   ok        1 when maxmemory is 0 or the policy is noeviction. A 0 is never trusted: the check reads INFO memory
   --             again, so a refusal always names the current policy.
   --   guard     the restart guard (ms) the guard record (below) held when the marker was written; absent when the
@@ -292,6 +306,46 @@ local function lib()
   -- The marker lives 1 s (PX), so a CONFIG SET to an evicting policy is noticed within a second. Without LASTSAVE, GET
   -- or SET in the ACL, every grant reads INFO as before (pcall: no marker, same answers). acquire.lua's fast path
   -- reads the marker itself and calls this only when the marker does not admit the grant outright.
+  -- The lineage record (KEYS[4], standalone only), "<replid> <since>", replicated and persisted with the claims:
+  -- since (server microseconds) is when the data of replication id <replid> was last known to start anew. A server's
+  -- uptime alone says nothing of a promoted replica's data: one that resynced from a master restarted without data
+  -- lost the claims too, yet has been up for long. Redis gives a master a new replication id at every start and at
+  -- every promotion, and a promoted replica keeps its former id as master_replid2. So the data here continues the
+  -- recorded lineage only when the record names one of the two ids. A master whose replid2 is all zeros has never
+  -- taken data over since it started: its data dates from its start. Any other server took data over whose age is
+  -- unknown, so its lineage starts now, and grants wait out the guard. The lineage never starts before the server
+  -- itself: a restart from an older snapshot keeps the record but not the claims written after it. A record written
+  -- by another server's clock is off by at most serverClockSkew, which every holder's validity already allows for.
+  -- A server that reports no replication ids (before Redis 4) keeps the uptime basis alone.
+  local function data_since(now, upsince)
+    local lineage = KEYS[4]
+    local info = lineage and redis.pcall('INFO', 'replication')
+    if type(info) ~= 'string' then
+      return upsince
+    end
+    local id, id2 = string.match(info, 'master_replid:(%x+)'), string.match(info, 'master_replid2:(%x+)')
+    if not id then
+      return upsince
+    end
+    local m, mid, msince = redis.pcall('GET', lineage), nil, nil
+    if type(m) == 'string' then
+      mid, msince = string.match(m, '^(%x+) (%d+)$')
+    end
+    local since
+    if mid and (mid == id or mid == id2) then
+      since = math.max(upsince, tonumber(msince))
+    elseif id2 == nil or string.match(id2, '^0+$') then
+      since = upsince
+    else
+      since = now
+    end
+    if mid ~= id or tonumber(msince) ~= since then
+      -- replicated (and in the AOF) like a claim: the replica a failover promotes learns where this lineage starts
+      redis.pcall('SET', lineage, id .. ' ' .. fmt(since))
+    end
+    return since
+  end
+
   -- Returns (refusal reply or nil, warning or nil).
   local function admit(now, guards, check)
     local own, longer = string.match(guards, '^(%d+):?(%d*)$')
@@ -315,9 +369,9 @@ local function lib()
     local record = KEYS[3]
     if record and own > 0 and marked ~= own then
       -- one guard per prefix: a locker with another one would grant a lock a restart lost before its holder gave up
-      local g = redis.pcall('GET', record)
-      if type(g) == 'string' and tonumber(g) ~= own then
-        return { -6, g }, nil
+      local refusal = other_guard(guards)
+      if refusal then
+        return refusal, nil
       end
       redis.pcall('SET', record, fmt(own), 'PX', fmt(math.max(own, 1000) + 1000))
     end
@@ -336,7 +390,7 @@ local function lib()
         -- after INFO so that INFO's second is not later than ours. A missing field counts as no uptime (fail closed).
         local up = tonumber(string.match(info, 'uptime_in_seconds:(%d+)')) or 0
         t = server_now()
-        upsince = t - ((up - 1) * 1000000 + t % 1000000)
+        upsince = data_since(t, t - ((up - 1) * 1000000 + t % 1000000))
       end
     end
     local mem, maxmem, policy
@@ -361,7 +415,8 @@ local function lib()
     end
     if guard > 0 then
       -- a server that restarted may have lost claims (no persistence, an older snapshot, the last second of an AOF)
-      -- whose holders still work: grant nothing new until it has been up for the guard period
+      -- whose holders still work, and so may a replica promoted after taking such data over: grant nothing new until
+      -- its data has been whole for the guard period
       local least = now - upsince
       if least < guard * 1000 then
         return { -2, math.min(guard, math.ceil((guard * 1000 - least) / 1000)) }, nil
@@ -386,5 +441,5 @@ local function lib()
   end
 
   return server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner, wake,
-      may_have_waiters, is_senior, keep_until, admit
+      may_have_waiters, is_senior, keep_until, admit, other_guard
 end

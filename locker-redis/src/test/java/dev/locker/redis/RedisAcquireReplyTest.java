@@ -495,13 +495,13 @@ class RedisAcquireReplyTest {
 
     // ---- 2. what RedisLocker reads ----------------------------------------------------------------------------------
 
-    private RedisLocker open(RedisLocker.Builder b) {
+    private RedisLocker open(RedisLockerBuilder b) {
         RedisLocker l = b.build();
         opened.add(l);
         return l;
     }
 
-    private RedisLocker.Builder locker(int port, Duration expiry) {
+    private RedisLockerBuilder locker(int port, Duration expiry) {
         return RedisLocker.builder().node("127.0.0.1", port).keyPrefix(prefix)
                 .config(LockerConfig.builder().rid("lean-" + LockerConfig.randomRid().substring(0, 8))
                         .expiry(expiry).build())

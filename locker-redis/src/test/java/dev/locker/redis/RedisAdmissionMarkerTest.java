@@ -49,7 +49,7 @@ class RedisAdmissionMarkerTest {
         return s;
     }
 
-    private RedisLocker open(RedisLocker.Builder b, String name) {
+    private RedisLocker open(RedisLockerBuilder b, String name) {
         RedisLocker l = b.config(LockerConfig.builder().rid(name + "-" + LockerConfig.randomRid().substring(0, 8))
                 .expiry(Duration.ofSeconds(10)).build()).build();
         opened.add(l);

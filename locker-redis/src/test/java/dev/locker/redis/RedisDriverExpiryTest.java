@@ -42,7 +42,7 @@ class RedisDriverExpiryTest {
 
     /** A driver on the shared server, with this test's prefix, whose engine never closes. */
     private RedisDriver driver(Duration restartGuard) {
-        RedisLocker.Builder b = RedisLocker.builder().node("127.0.0.1", server.port()).keyPrefix(prefix)
+        RedisLockerBuilder b = RedisLocker.builder().node("127.0.0.1", server.port()).keyPrefix(prefix)
                 .restartGuard(restartGuard).config(config);
         driver = new RedisDriver(b, config, b.newClient(config.retries()), true, new RedisDriver.Engine() {
             @Override

@@ -53,13 +53,13 @@ class RedisEvictionTest {
         }
     }
 
-    private RedisLocker.Builder on(RedisServer s) {
+    private RedisLockerBuilder on(RedisServer s) {
         return RedisLocker.builder().node("127.0.0.1", s.port()).keyPrefix("evict:").restartGuard(Duration.ZERO)
                 .config(LockerConfig.builder().rid("p-" + LockerConfig.randomRid().substring(0, 8))
                         .expiry(Duration.ofSeconds(30)).build());
     }
 
-    private RedisLocker open(RedisLocker.Builder b) {
+    private RedisLocker open(RedisLockerBuilder b) {
         RedisLocker l = b.build();
         opened.add(l);
         return l;

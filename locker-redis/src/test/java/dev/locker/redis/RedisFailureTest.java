@@ -78,14 +78,14 @@ class RedisFailureTest {
         }
     }
 
-    private RedisLocker open(RedisLocker.Builder b) {
+    private RedisLocker open(RedisLockerBuilder b) {
         RedisLocker l = b.config(LockerConfig.builder().expiry(Duration.ofSeconds(5)).build())
                 .restartGuard(Duration.ZERO).build();
         opened.add(l);
         return l;
     }
 
-    private RedisLocker.Builder on(RedisServer s) {
+    private RedisLockerBuilder on(RedisServer s) {
         return RedisLocker.builder().node("127.0.0.1", s.port()).keyPrefix("lim:");
     }
 

@@ -11,13 +11,17 @@ import java.time.Duration;
 
 /**
  * The conformance suite's backend: one Redis server (or {@code LOCKER_REDIS_URI}), a key prefix of its own, and
- * lockers with a restart guard of {@link #RESTART_GUARD} (longer than the suite's 1.5 s expiry, so a restart in
+ * lockers with a restart guard of {@link #RESTART_GUARD} (longer than the suite's longest lease, so a restart in
  * {@link #repairBackend()} is guarded as in production). Breaking the backend is a {@code kill -9} of the server;
  * repairing it starts it again on the same port, without its data, and waits out the guard.
  */
 class RedisFixture implements LockerFixture {
 
-    static final Duration RESTART_GUARD = Duration.ofSeconds(2);
+    /**
+     * Four of the suite's 1.5 s expiries: the longest lease a scenario asks for. A lease's expiry over the guard is
+     * refused, since it would outlive a restart that lost its claim.
+     */
+    static final Duration RESTART_GUARD = Duration.ofSeconds(6);
 
     private final RedisTarget target;
     private FreezingProxy proxy;

@@ -10,7 +10,6 @@ import dev.locker.testkit.RedisServer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import redis.clients.jedis.HostAndPort;
@@ -43,7 +42,7 @@ class RedisGuardRecordReachTest {
         opened.clear();
     }
 
-    private RedisLocker open(RedisLocker.Builder b, String name, Duration guard) {
+    private RedisLocker open(RedisLockerBuilder b, String name, Duration guard) {
         RedisLocker l = b.restartGuard(guard).config(LockerConfig.builder()
                 .rid(name + "-" + LockerConfig.randomRid().substring(0, 8)).expiry(guard).build()).build();
         opened.add(l);
@@ -56,8 +55,6 @@ class RedisGuardRecordReachTest {
      * A single server is one server whatever client reaches it.
      */
     @Test
-    @Disabled("a single server reached through a caller's client that is not a RedisClient is taken for a Cluster: "
-            + "no guard record, so a locker with another guard is granted")
     void aSingleServerReachedThroughTheCallersOwnClientRefusesAnotherGuard() {
         try (RedisServer server = RedisServer.start();
              UnifiedJedis own = new UnifiedJedis(new PooledConnectionProvider(new HostAndPort("127.0.0.1",

@@ -51,7 +51,7 @@ class RedisHandoffTest {
 
     /** Also with this expiry (the queue entries live min(expiry, 3 s)) and health check (null: the default). */
     private RedisLocker locker(String name, Duration linger, int port, Duration expiry, Duration healthCheck) {
-        RedisLocker.Builder builder = configured(fixture.on(port), name, expiry, linger);
+        RedisLockerBuilder builder = configured(fixture.on(port), name, expiry, linger);
         if (healthCheck != null) {
             builder.wakeupHealthCheck(healthCheck);
         }
@@ -352,7 +352,7 @@ class RedisHandoffTest {
         }
     }
 
-    private RedisLocker.Builder builder(String name, int port, Duration expiry) {
+    private RedisLockerBuilder builder(String name, int port, Duration expiry) {
         return configured(fixture.on(port), name, expiry, Duration.ofSeconds(5));
     }
 

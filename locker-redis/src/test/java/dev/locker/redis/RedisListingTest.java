@@ -46,7 +46,7 @@ class RedisListingTest {
         return fixture.admin();
     }
 
-    private RedisLocker locker(String name, RedisLocker.Builder b) {
+    private RedisLocker locker(String name, RedisLockerBuilder b) {
         return fixture.open(withRid(b, name, Duration.ofSeconds(30)));
     }
 

@@ -8,15 +8,11 @@ import dev.locker.api.LockingException;
 import dev.locker.api.PermanentLockingException;
 import dev.locker.spi.DeploymentCheck;
 import dev.locker.testkit.RedisServer;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.Timeout;
-import redis.clients.jedis.UnifiedJedis;
 
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
@@ -32,29 +28,15 @@ class RedisMixedExpiryRestartTest {
     /** One guard for both lockers, and A's expiry: the longest a restart may need to wait out. */
     private static final Duration GUARD = Duration.ofSeconds(3);
 
-    private final List<Locker> opened = new ArrayList<>();
+    @RegisterExtension
+    final GuardedLockers lockers = new GuardedLockers("mixed:");
 
-    @BeforeEach
-    void needsOwnServers() {
-        Assumptions.assumeFalse(RedisTarget.isExternal(), "needs servers it can kill");
+    private RedisLockerBuilder builder(RedisServer s, String name, Duration expiry) {
+        return lockers.builder(s, name, expiry);
     }
 
-    @AfterEach
-    void closeLockers() {
-        opened.forEach(Locker::close);
-        opened.clear();
-    }
-
-    private RedisLocker.Builder builder(RedisServer s, String name, Duration expiry) {
-        return RedisLocker.builder().node("127.0.0.1", s.port()).keyPrefix("mixed:")
-                .config(LockerConfig.builder().rid(name + "-" + LockerConfig.randomRid().substring(0, 8))
-                        .expiry(expiry).build());
-    }
-
-    private RedisLocker open(RedisLocker.Builder b) {
-        RedisLocker l = b.build();
-        opened.add(l);
-        return l;
+    private RedisLocker open(RedisLockerBuilder b) {
+        return lockers.open(b);
     }
 
     /**
@@ -98,11 +80,11 @@ class RedisMixedExpiryRestartTest {
     @Test
     void theDefaultRestartGuardDoesNotFollowTheExpiry() {
         for (Duration expiry : List.of(Duration.ofMillis(500), Duration.ofSeconds(5), Duration.ofSeconds(60))) {
-            RedisLocker.Builder b = RedisLocker.builder().node("127.0.0.1", 1)
+            RedisLockerBuilder b = RedisLocker.builder().node("127.0.0.1", 1)
                     .config(LockerConfig.builder().expiry(expiry).build());
             assertEquals(Duration.ofSeconds(60), b.restartGuard(), "the default guard for an expiry of " + expiry);
         }
-        RedisLocker.Builder set = RedisLocker.builder().node("127.0.0.1", 1)
+        RedisLockerBuilder set = RedisLocker.builder().node("127.0.0.1", 1)
                 .config(LockerConfig.builder().expiry(Duration.ofSeconds(5)).build()).restartGuard(GUARD);
         assertEquals(GUARD, set.restartGuard(), "a guard set is the guard used");
     }
@@ -110,7 +92,7 @@ class RedisMixedExpiryRestartTest {
     /** An expiry the guard does not cover would outlive a restart's guard: refused before any I/O. */
     @Test
     void anExpiryLongerThanTheRestartGuardIsRefusedWhenBuilt() {
-        RedisLocker.Builder b = RedisLocker.builder().node("127.0.0.1", 1)
+        RedisLockerBuilder b = RedisLocker.builder().node("127.0.0.1", 1)
                 .config(LockerConfig.builder().expiry(Duration.ofMinutes(5)).build());
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, b::build);
         assertTrue(e.getMessage().contains("restartGuard") && e.getMessage().contains("expiry"), e.getMessage());
@@ -127,9 +109,7 @@ class RedisMixedExpiryRestartTest {
     @Test
     void aLockerWhoseRestartGuardDiffersFromTheOneInUseIsRefused() {
         try (RedisServer server = RedisServer.start()) {
-            try (UnifiedJedis admin = RedisLocker.builder().node("127.0.0.1", server.port()).newClient(1)) {
-                RedisTarget.awaitUptime(admin, Duration.ofSeconds(2));
-            }
+            GuardedLockers.awaitUptime(server, Duration.ofSeconds(2));
             RedisLocker a = open(builder(server, "a", Duration.ofSeconds(1)).restartGuard(Duration.ofSeconds(2)));
             RedisLocker b = open(builder(server, "b", Duration.ofSeconds(1)).restartGuard(Duration.ofSeconds(1)));
             a.acquire(KeyColumn.named("first"), "records the guard").close();

@@ -7,20 +7,13 @@ import dev.locker.api.LockerConfig;
 import dev.locker.api.LockingException;
 import dev.locker.api.PermanentLockingException;
 import dev.locker.testkit.RedisServer;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.Timeout;
-import redis.clients.jedis.UnifiedJedis;
 
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.concurrent.TimeUnit;
 
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -28,25 +21,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(value = 90, unit = TimeUnit.SECONDS)
 class RedisMixedGuardContentionTest {
 
-    private final List<Locker> opened = new ArrayList<>();
-
-    @BeforeEach
-    void needsOwnServers() {
-        Assumptions.assumeFalse(RedisTarget.isExternal(), "needs servers it can kill");
-    }
-
-    @AfterEach
-    void closeLockers() {
-        opened.forEach(Locker::close);
-        opened.clear();
-    }
+    @RegisterExtension
+    final GuardedLockers lockers = new GuardedLockers("contended:");
 
     private RedisLocker open(RedisServer s, String name, Duration guard) {
-        RedisLocker l = RedisLocker.builder().node("127.0.0.1", s.port()).keyPrefix("contended:").restartGuard(guard)
-                .config(LockerConfig.builder().rid(name + "-" + LockerConfig.randomRid().substring(0, 8))
-                        .expiry(guard).build()).build();
-        opened.add(l);
-        return l;
+        return lockers.open(s, name, guard, guard);
     }
 
     /**
@@ -54,13 +33,9 @@ class RedisMixedGuardContentionTest {
      * a service does. B must be refused for its guard, naming both, not only told that the lock is held.
      */
     @Test
-    @Disabled("the acquire script checks the guard record only when the lock is free, so a locker with another guard "
-            + "asking for a held lock is told only that it is held")
     void aLockerWithAnotherGuardAskingForAHeldLockIsRefusedForItsGuard() {
         try (RedisServer server = RedisServer.start()) {
-            try (UnifiedJedis admin = RedisLocker.builder().node("127.0.0.1", server.port()).newClient(1)) {
-                RedisTarget.awaitUptime(admin, Duration.ofSeconds(4));
-            }
+            GuardedLockers.awaitUptime(server, Duration.ofSeconds(4));
             RedisLocker a = open(server, "a", Duration.ofSeconds(4));
             RedisLocker b = open(server, "b", Duration.ofSeconds(1));
             KeyColumn lock = KeyColumn.named("leader");
@@ -78,13 +53,9 @@ class RedisMixedGuardContentionTest {
      * without data. B must not be granted the lock while A's lease is valid: B asked while A's claim lived.
      */
     @Test
-    @Disabled("a locker with another guard asking for a held lock never meets the recorded guard, so after a restart "
-            + "it waits out only its own and takes the lock from a valid lease")
     void aLockerThatAskedForAHeldLockUnderAnotherGuardIsNotGrantedItAfterARestart() {
         try (RedisServer server = RedisServer.start()) {
-            try (UnifiedJedis admin = RedisLocker.builder().node("127.0.0.1", server.port()).newClient(1)) {
-                RedisTarget.awaitUptime(admin, Duration.ofSeconds(4));
-            }
+            GuardedLockers.awaitUptime(server, Duration.ofSeconds(4));
             RedisLocker a = open(server, "a", Duration.ofSeconds(4));
             RedisLocker b = open(server, "b", Duration.ofSeconds(1));
             KeyColumn lock = KeyColumn.named("leader-" + LockerConfig.randomRid().substring(0, 8));
@@ -94,19 +65,8 @@ class RedisMixedGuardContentionTest {
             held.renew();
             server.kill9();
             server.startAgain(); // no data: A's claim and the record are gone, A's lease does not know yet
-            boolean asked = false;
-            while (held.isValid()) {
-                try (Lease second = b.acquire(lock, "takeover")) {
-                    assertFalse(held.isValid(), "B (1 s guard, refused for A's claim before the restart) was granted "
-                            + "the lock (token " + second.fencingToken() + ") while A's lease under a 4 s guard (token "
-                            + held.fencingToken() + ") was still valid: two holders");
-                } catch (LockingException refused) {
-                    assertTrue(refused.getMessage().contains("restartGuard"), refused.getMessage());
-                }
-                asked = true;
-                RedisServer.sleep(100);
-            }
-            assertTrue(asked, "B asked at least once while A's lease was valid");
+            GuardedLockers.pollWhileValid(b, lock, held, 100, second -> "B (1 s guard, refused for A's claim before "
+                    + "the restart) was granted the lock under A's 4 s guard", GuardedLockers::namesTheGuard);
         }
     }
 }

@@ -4,21 +4,14 @@ import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
-import dev.locker.api.LockingException;
 import dev.locker.testkit.RedisServer;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.Timeout;
-import redis.clients.jedis.UnifiedJedis;
 
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.concurrent.TimeUnit;
 
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** With one guard equal to the expiry, no lock is granted after a restart without data while an older lease is valid. */
@@ -28,25 +21,11 @@ class RedisOneGuardRestartTest {
     /** The guard every locker of the prefix uses, and their expiry: the tightest setting the builder accepts. */
     private static final Duration GUARD = Duration.ofSeconds(3);
 
-    private final List<Locker> opened = new ArrayList<>();
-
-    @BeforeEach
-    void needsOwnServers() {
-        Assumptions.assumeFalse(RedisTarget.isExternal(), "needs servers it can kill");
-    }
-
-    @AfterEach
-    void closeLockers() {
-        opened.forEach(Locker::close);
-        opened.clear();
-    }
+    @RegisterExtension
+    final GuardedLockers lockers = new GuardedLockers("oneguard:");
 
     private RedisLocker open(RedisServer s, String name) {
-        RedisLocker l = RedisLocker.builder().node("127.0.0.1", s.port()).keyPrefix("oneguard:").restartGuard(GUARD)
-                .config(LockerConfig.builder().rid(name + "-" + LockerConfig.randomRid().substring(0, 8))
-                        .expiry(GUARD).build()).build();
-        opened.add(l);
-        return l;
+        return lockers.open(s, name, GUARD, GUARD);
     }
 
     /**
@@ -88,24 +67,12 @@ class RedisOneGuardRestartTest {
     }
 
     private static void awaitGuard(RedisServer server) {
-        try (UnifiedJedis admin = RedisLocker.builder().node("127.0.0.1", server.port()).newClient(1)) {
-            RedisTarget.awaitUptime(admin, GUARD);
-        }
+        GuardedLockers.awaitUptime(server, GUARD);
     }
 
     /** B asks for the lock until A's lease ends; a grant while it is valid makes two holders. */
     private static void pollWhileValid(RedisLocker b, KeyColumn lock, Lease held) {
-        boolean asked = false;
-        while (held.isValid()) {
-            try (Lease second = b.acquire(lock, "takeover")) {
-                assertFalse(held.isValid(), "B was granted the lock (token " + second.fencingToken() + ") while A's "
-                        + "lease (token " + held.fencingToken() + ") under the same guard was still valid");
-            } catch (LockingException refused) {
-                assertTrue(refused.getMessage().contains("restartGuard"), refused.getMessage());
-            }
-            asked = true;
-            RedisServer.sleep(50);
-        }
-        assertTrue(asked, "B asked at least once while A's lease was valid");
+        GuardedLockers.pollWhileValid(b, lock, held, 50, second -> "B was granted the lock under the same guard",
+                GuardedLockers::namesTheGuard);
     }
 }

@@ -60,7 +60,7 @@ class RedisOwnerRecordTest {
         return fixture.admin();
     }
 
-    private RedisLocker open(RedisLocker.Builder b, String rid) {
+    private RedisLocker open(RedisLockerBuilder b, String rid) {
         return fixture.open(withRid(b, rid, Duration.ofSeconds(30)));
     }
 
@@ -304,7 +304,7 @@ class RedisOwnerRecordTest {
         Assumptions.assumeFalse(RedisTarget.isExternal(), "restarts its own server");
         RedisServer server = RedisServer.start();
         try {
-            RedisLocker.Builder on = RedisLocker.builder().uri(server.address()).keyPrefix(prefix);
+            RedisLockerBuilder on = RedisLocker.builder().uri(server.address()).keyPrefix(prefix);
             RedisLocker a = open(on, "restarted");
             a.acquire(lock("first"), "the first reason").close(); // record: 0
             server.cli("SAVE"); // the snapshot the server will restart from

@@ -9,15 +9,11 @@ import dev.locker.api.PermanentLockingException;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.spi.DeploymentCheck;
 import dev.locker.testkit.RedisServer;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.Timeout;
-import redis.clients.jedis.UnifiedJedis;
 
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
@@ -30,25 +26,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(value = 90, unit = TimeUnit.SECONDS)
 class RedisRestartGuardRecordTest {
 
-    private final List<Locker> opened = new ArrayList<>();
-
-    @BeforeEach
-    void needsOwnServers() {
-        Assumptions.assumeFalse(RedisTarget.isExternal(), "needs servers it can kill");
-    }
-
-    @AfterEach
-    void closeLockers() {
-        opened.forEach(Locker::close);
-        opened.clear();
-    }
+    @RegisterExtension
+    final GuardedLockers lockers = new GuardedLockers("record:");
 
     private RedisLocker open(RedisServer s, String name, Duration expiry, Duration guard) {
-        RedisLocker l = RedisLocker.builder().node("127.0.0.1", s.port()).keyPrefix("record:").restartGuard(guard)
-                .config(LockerConfig.builder().rid(name + "-" + LockerConfig.randomRid().substring(0, 8))
-                        .expiry(expiry).build()).build();
-        opened.add(l);
-        return l;
+        return lockers.open(s, name, expiry, guard);
     }
 
     /**
@@ -59,9 +41,7 @@ class RedisRestartGuardRecordTest {
     @Test
     void aRenewedClaimKeepsItsGuardRecordedUntilItEnds() {
         try (RedisServer server = RedisServer.start()) {
-            try (UnifiedJedis admin = RedisLocker.builder().node("127.0.0.1", server.port()).newClient(1)) {
-                RedisTarget.awaitUptime(admin, Duration.ofSeconds(4));
-            }
+            GuardedLockers.awaitUptime(server, Duration.ofSeconds(4));
             Duration guardA = Duration.ofSeconds(4);
             RedisLocker a = open(server, "a", guardA, guardA);
             KeyColumn lock = KeyColumn.named("nightly-" + LockerConfig.randomRid().substring(0, 8));
@@ -81,19 +61,8 @@ class RedisRestartGuardRecordTest {
             held.renew();
             server.kill9();
             server.startAgain(); // no data: A's claim is gone, A's lease does not know yet
-            boolean asked = false;
-            while (held.isValid()) {
-                try (Lease second = b.acquire(lock, "takeover")) {
-                    assertFalse(held.isValid(), "B (1 s guard) was granted the lock (token " + second.fencingToken()
-                            + ") while A's lease under a 4 s guard (token " + held.fencingToken()
-                            + ") was still valid: two holders");
-                } catch (LockingException refused) {
-                    assertTrue(refused.getMessage().contains("restartGuard"), refused.getMessage());
-                }
-                asked = true;
-                RedisServer.sleep(100);
-            }
-            assertTrue(asked, "B asked at least once while A's lease was valid");
+            GuardedLockers.pollWhileValid(b, lock, held, 100,
+                    second -> "B (1 s guard) was granted the lock under A's 4 s guard", GuardedLockers::namesTheGuard);
         }
     }
 
@@ -105,9 +74,7 @@ class RedisRestartGuardRecordTest {
     @Test
     void aLockerWithoutARestartGuardIsSoundBesideAGuardedOneOnAServerThatKeepsItsData() {
         try (RedisServer server = RedisServer.startPersistent()) {
-            try (UnifiedJedis admin = RedisLocker.builder().node("127.0.0.1", server.port()).newClient(1)) {
-                RedisTarget.awaitUptime(admin, Duration.ofSeconds(4));
-            }
+            GuardedLockers.awaitUptime(server, Duration.ofSeconds(4));
             RedisLocker a = open(server, "a", Duration.ofSeconds(4), Duration.ofSeconds(4));
             KeyColumn lock = KeyColumn.named("nightly-" + LockerConfig.randomRid().substring(0, 8));
             Lease held = a.acquire(lock, "nightly").keepAlive(false);
@@ -138,9 +105,7 @@ class RedisRestartGuardRecordTest {
     @Test
     void theDoctorWarnsOfAnUnguardedUriWhileThePrefixRecordsAGuard() {
         try (RedisServer server = RedisServer.start()) {
-            try (UnifiedJedis admin = RedisLocker.builder().node("127.0.0.1", server.port()).newClient(1)) {
-                RedisTarget.awaitUptime(admin, Duration.ofSeconds(2));
-            }
+            GuardedLockers.awaitUptime(server, Duration.ofSeconds(2));
             RedisLocker a = open(server, "a", Duration.ofSeconds(2), Duration.ofSeconds(2));
             try (Lease held = a.acquire(KeyColumn.named("nightly"), "nightly")) {
                 List<DeploymentCheck.Finding> doctor = new RedisDoctor().check(server.address()
@@ -164,9 +129,7 @@ class RedisRestartGuardRecordTest {
     @Test
     void aLockerRefusedForItsGuardBeforeARestartIsNotGrantedAfterIt() {
         try (RedisServer server = RedisServer.start()) {
-            try (UnifiedJedis admin = RedisLocker.builder().node("127.0.0.1", server.port()).newClient(1)) {
-                RedisTarget.awaitUptime(admin, Duration.ofSeconds(4));
-            }
+            GuardedLockers.awaitUptime(server, Duration.ofSeconds(4));
             Duration guardA = Duration.ofSeconds(4);
             RedisLocker a = open(server, "a", guardA, guardA);
             KeyColumn lock = KeyColumn.named("nightly-" + LockerConfig.randomRid().substring(0, 8));
@@ -179,19 +142,8 @@ class RedisRestartGuardRecordTest {
             held.renew();
             server.kill9();
             server.startAgain(); // no data: A's claim and the record are gone, A's lease does not know yet
-            boolean asked = false;
-            while (held.isValid()) {
-                try (Lease second = b.acquire(lock, "takeover")) {
-                    assertFalse(held.isValid(), "B (1 s guard, refused for it before the restart) was granted the "
-                            + "lock (token " + second.fencingToken() + ") while A's lease under a 4 s guard (token "
-                            + held.fencingToken() + ") was still valid: two holders");
-                } catch (LockingException refused) {
-                    assertTrue(refused.getMessage().contains("restartGuard"), refused.getMessage());
-                }
-                asked = true;
-                RedisServer.sleep(100);
-            }
-            assertTrue(asked, "B asked at least once while A's lease was valid");
+            GuardedLockers.pollWhileValid(b, lock, held, 100, second -> "B (1 s guard, refused for it before the "
+                    + "restart) was granted the lock under A's 4 s guard", GuardedLockers::namesTheGuard);
         }
     }
 
@@ -202,9 +154,7 @@ class RedisRestartGuardRecordTest {
     @Test
     void aLockerWithAnotherGuardIsRefusedForAsLongAsARenewedClaimLives() {
         try (RedisServer server = RedisServer.start()) {
-            try (UnifiedJedis admin = RedisLocker.builder().node("127.0.0.1", server.port()).newClient(1)) {
-                RedisTarget.awaitUptime(admin, Duration.ofSeconds(2));
-            }
+            GuardedLockers.awaitUptime(server, Duration.ofSeconds(2));
             RedisLocker a = open(server, "a", Duration.ofSeconds(2), Duration.ofSeconds(2));
             RedisLocker b = open(server, "b", Duration.ofSeconds(1), Duration.ofSeconds(1));
             // renewed by hand: the record's life is counted from the renewals alone, nothing else admits meanwhile

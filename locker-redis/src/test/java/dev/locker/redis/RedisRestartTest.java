@@ -8,16 +8,12 @@ import dev.locker.api.LockTransaction;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.TemporaryLockingException;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.Timeout;
 import redis.clients.jedis.UnifiedJedis;
 
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
@@ -41,18 +37,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class RedisRestartTest {
 
     private static final Duration EXPIRY = Duration.ofSeconds(2);
-    private final List<Locker> opened = new ArrayList<>();
-
-    @BeforeEach
-    void needsOwnServers() {
-        Assumptions.assumeFalse(RedisTarget.isExternal(), "needs servers it can kill");
-    }
-
-    @AfterEach
-    void closeLockers() {
-        opened.forEach(Locker::close);
-        opened.clear();
-    }
+    @RegisterExtension
+    final GuardedLockers lockers = new GuardedLockers("restart:");
 
     /** A locker whose restart guard is its expiry. */
     private RedisLocker locker(RedisServer s, String name) {
@@ -60,15 +46,11 @@ class RedisRestartTest {
     }
 
     private RedisLocker locker(RedisServer s, String name, Duration restartGuard) {
-        RedisLocker.Builder b = RedisLocker.builder().node("127.0.0.1", s.port()).keyPrefix("restart:")
-                .config(LockerConfig.builder().rid(name + "-" + LockerConfig.randomRid().substring(0, 8))
-                        .expiry(EXPIRY).build());
+        RedisLockerBuilder b = lockers.builder(s, name, EXPIRY);
         if (restartGuard != null) {
             b.restartGuard(restartGuard);
         }
-        RedisLocker l = b.build();
-        opened.add(l);
-        return l;
+        return lockers.open(b);
     }
 
     @Test

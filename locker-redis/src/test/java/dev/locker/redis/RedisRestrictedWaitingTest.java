@@ -68,7 +68,7 @@ class RedisRestrictedWaitingTest {
         }
     }
 
-    private RedisLocker.Builder readmeAclUser(String name) {
+    private RedisLockerBuilder readmeAclUser(String name) {
         return RedisLocker.builder().node("127.0.0.1", server.port()).keyPrefix("locker:").user("locker").password("pw")
                 .config(LockerConfig.builder().rid(name + "-" + LockerConfig.randomRid().substring(0, 8))
                         .expiry(Duration.ofSeconds(3)).build())
@@ -84,7 +84,7 @@ class RedisRestrictedWaitingTest {
         return l;
     }
 
-    private RedisLocker open(RedisLocker.Builder b) {
+    private RedisLocker open(RedisLockerBuilder b) {
         RedisLocker l = b.build();
         opened.add(l);
         return l;
@@ -190,7 +190,7 @@ class RedisRestrictedWaitingTest {
      */
     @Test
     void aWithdrawalWithWaitersQueuedStillLeavesItsTombstone() throws Exception {
-        RedisLocker.Builder nb = RedisLocker.builder().node("127.0.0.1", server.port()).keyPrefix("nc:")
+        RedisLockerBuilder nb = RedisLocker.builder().node("127.0.0.1", server.port()).keyPrefix("nc:")
                 .user("nochan").password("pw").restartGuard(Duration.ZERO);
         RedisLocker a = open(nb.config(LockerConfig.builder().rid("a-" + LockerConfig.randomRid().substring(0, 8))
                 .expiry(Duration.ofSeconds(3)).build()));

@@ -56,7 +56,7 @@ final class RedisTarget implements AutoCloseable {
     }
 
     /** A locker builder on this server, with a key prefix of the test's own. */
-    RedisLocker.Builder locker(String prefix) {
+    RedisLockerBuilder locker(String prefix) {
         return RedisLocker.builder().uri(uri).keyPrefix(prefix);
     }
 

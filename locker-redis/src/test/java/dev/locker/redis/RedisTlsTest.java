@@ -31,7 +31,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * {@code rediss://}: a TLS-only port of a real redis-server with a throw-away self-signed certificate (made with
- * openssl), trusted through {@link RedisLocker.Builder#sslSocketFactory}. An untrusted or misnamed certificate is a
+ * openssl), trusted through {@link RedisLockerBuilder#sslSocketFactory}. An untrusted or misnamed certificate is a
  * permanent failure that names the server.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -96,7 +96,7 @@ class RedisTlsTest {
         return ctx.getSocketFactory();
     }
 
-    private RedisLocker.Builder tls(String host) {
+    private RedisLockerBuilder tls(String host) {
         return RedisLocker.builder().uri("rediss://" + host + ":" + tlsPort + "?prefix=tls:&restartGuard=0")
                 .config(LockerConfig.builder().expiry(Duration.ofSeconds(5)).build());
     }

@@ -14,7 +14,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /** URI parsing: no server needed, nothing is connected (the builder is only described, never built). */
 class RedisUriTest {
 
-    private static RedisLocker.Builder parse(String uri) {
+    private static RedisLockerBuilder parse(String uri) {
         return RedisLocker.builder().uri(uri);
     }
 
@@ -31,7 +31,7 @@ class RedisUriTest {
 
     @Test
     void optionsReachTheLockerConfig() {
-        RedisLocker.Builder b = parse("redis://h?expiry=45s&retries=5&localWait=250ms&why=cron&rid=node-1"
+        RedisLockerBuilder b = parse("redis://h?expiry=45s&retries=5&localWait=250ms&why=cron&rid=node-1"
                 + "&maxKeyBytes=100");
         LockerConfig c = LockerConfig.builder().expiry(Duration.ofSeconds(10)).build();
         b.config(c);

@@ -101,27 +101,27 @@ final class RedisWaitingFixture implements BeforeAllCallback, AfterEachCallback,
     // ---- lockers ------------------------------------------------------------------------------------------------
 
     /** A builder on this server by its URI, with the fixture's key prefix. */
-    RedisLocker.Builder onTarget() {
+    RedisLockerBuilder onTarget() {
         return target.locker(prefix);
     }
 
     /** A builder on 127.0.0.1:{@code port} (this server, another one, or a proxy in front of one), same prefix. */
-    RedisLocker.Builder on(int port) {
+    RedisLockerBuilder on(int port) {
         return RedisLocker.builder().node("127.0.0.1", port).keyPrefix(prefix);
     }
 
     /** {@code b} for a locker called {@code name} (its rid: name-random), no restart guard, and this linger. */
-    static RedisLocker.Builder configured(RedisLocker.Builder b, String name, Duration expiry, Duration linger) {
+    static RedisLockerBuilder configured(RedisLockerBuilder b, String name, Duration expiry, Duration linger) {
         return withRid(b, name + "-" + LockerConfig.randomRid().substring(0, 8), expiry).wakeupLinger(linger);
     }
 
     /** {@code b} for a locker whose rid is {@code rid} exactly, with this expiry and no restart guard. */
-    static RedisLocker.Builder withRid(RedisLocker.Builder b, String rid, Duration expiry) {
+    static RedisLockerBuilder withRid(RedisLockerBuilder b, String rid, Duration expiry) {
         return b.config(LockerConfig.builder().rid(rid).expiry(expiry).build()).restartGuard(Duration.ZERO);
     }
 
     /** Builds the locker, to be closed after the test. */
-    RedisLocker open(RedisLocker.Builder b) {
+    RedisLocker open(RedisLockerBuilder b) {
         return adopt(b.build());
     }
 

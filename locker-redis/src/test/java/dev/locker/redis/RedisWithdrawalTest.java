@@ -58,14 +58,14 @@ class RedisWithdrawalTest {
         }
     }
 
-    private RedisLocker open(RedisLocker.Builder b) {
+    private RedisLocker open(RedisLockerBuilder b) {
         RedisLocker l = b.keyPrefix("r2:").config(LockerConfig.builder().expiry(EXPIRY).build())
                 .restartGuard(Duration.ZERO).build();
         opened.add(l);
         return l;
     }
 
-    private RedisLocker.Builder direct() {
+    private RedisLockerBuilder direct() {
         return RedisLocker.builder().node("127.0.0.1", server.port());
     }
 
