@@ -47,7 +47,7 @@ final class ServerCost {
         Map<String, Double> perPair = new LinkedHashMap<>();
         List<Counted> servers = new ArrayList<>();
         try {
-            for (String name : List.of("locker", "raw", "redisson")) {
+            for (String name : List.of("locker", "fenced", "raw", "redisson")) {
                 servers.add(Counted.start(name)); // they boot side by side: valgrind takes seconds to start one
             }
             for (Counted s : servers) {
@@ -58,6 +58,8 @@ final class ServerCost {
         }
         double ours = perPair.get("locker");
         String w = "Redis server instructions per uncontended pair (callgrind; scripts and SET, 1 run of " + pairs + ")";
+        table.add(new Table.Row(w, "instr", new Samples().add(ours), "minimal fenced script pair",
+                new Samples().add(perPair.get("fenced")), Table.Better.LOWER, null, false));
         table.add(new Table.Row(w, "instr", new Samples().add(ours), "raw SET NX PX + compare-and-delete",
                 new Samples().add(perPair.get("raw")), Table.Better.LOWER, null, false));
         table.add(new Table.Row(w, "instr", new Samples().add(ours), "Redisson 3.52 RFencedLock",
