@@ -92,9 +92,9 @@ public final class BenchMain {
     private static void run(Run run, List<Section> sections) throws Exception {
         long t0 = System.nanoTime();
         System.out.println("Locker benchmarks, " + (run.quick() ? "quick" : "full") + " run, " + LocalDateTime.now()
-                + "; " + Runtime.getRuntime().availableProcessors() + " CPUs, Java " + System.getProperty("java.version")
-                + ", " + System.getProperty("os.name") + " " + System.getProperty("os.arch") + "; load average at start "
-                + loadAverage());
+                + "; " + Runtime.getRuntime().availableProcessors() + " CPUs, Java "
+                + System.getProperty("java.version") + ", " + System.getProperty("os.name") + " "
+                + System.getProperty("os.arch") + "; load average at start " + loadAverage());
         boolean anyRedis = sections.stream().anyMatch(Section::redis);
         // the Redis server starts first: Locker's restart guard (on, as long as the 60 s expiry) refuses grants on a
         // fresh server for a minute, which the in-JVM sections use instead of waiting for it
@@ -112,7 +112,8 @@ public final class BenchMain {
                 }
                 long s0 = System.nanoTime();
                 s.body().run(run, port);
-                System.out.printf(Locale.ROOT, "  (section %s took %.0f s)%n", s.name(), (System.nanoTime() - s0) / 1e9);
+                System.out.printf(Locale.ROOT, "  (section %s took %.0f s)%n", s.name(),
+                        (System.nanoTime() - s0) / 1e9);
             }
         }
         System.out.println();

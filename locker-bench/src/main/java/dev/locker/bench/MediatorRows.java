@@ -11,7 +11,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
-/** The in-JVM rows: the LocalLockMediator against a bare map, in paired blocks in forked JVMs ({@link MediatorBench}). */
+/** The in-JVM rows: the LocalLockMediator against a bare map, in paired blocks in forked JVMs. */
 final class MediatorRows {
 
     private final Run run;

@@ -22,7 +22,7 @@ final class MetricsRows {
     /**
      * Uncontended acquire+release on one backend, with {@code LockerMetrics} installed against without: the cost of
      * the meters on the lock path, which must stay off its critical cost. Two lockers on one backend,
-     * run.rounds() interleaved. On {@code mem:} there is no I/O, so the row shows the meters' CPU cost at its largest.
+     * rounds interleaved. On {@code mem:} there is no I/O, so the row shows the meters' CPU cost at its largest.
      */
     void run(String uri, String backend) throws Exception {
         io.micrometer.core.instrument.simple.SimpleMeterRegistry registry = new io.micrometer.core.instrument.simple.SimpleMeterRegistry();

@@ -1,5 +1,7 @@
 package dev.locker.bench;
 
+import redis.clients.jedis.DefaultJedisClientConfig;
+import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.Jedis;
 
 import java.io.BufferedReader;
@@ -68,8 +70,14 @@ final class Peers {
     }
 
     static void flush(int port) {
-        try (Jedis j = new Jedis("127.0.0.1", port, 300_000)) { // a million held locks take seconds to drop
+        try (Jedis j = admin(port, 300_000)) { // a million held locks take seconds to drop
             j.flushAll();
         }
+    }
+
+    /** A plain connection for the runner's own commands, speaking RESP2 (Jedis 8 warns on every connection else). */
+    static Jedis admin(int port, int timeoutMs) {
+        return new Jedis(new HostAndPort("127.0.0.1", port), DefaultJedisClientConfig.builder().timeoutMillis(timeoutMs)
+                .autoNegotiateProtocol(false).build());
     }
 }

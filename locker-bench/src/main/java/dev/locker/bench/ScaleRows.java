@@ -30,6 +30,8 @@ import java.util.regex.Pattern;
 final class ScaleRows {
 
     static final int PEERS = 16;
+    /** The same row with fewer processes: messages per release should not change with their number. */
+    static final int FEW_PEERS = 4;
     static final int WORKERS = 4;
     static final int LOCKS = 1_000;
     static final int HOLD_MS = 10;
@@ -42,18 +44,22 @@ final class ScaleRows {
         this.port = port;
     }
 
+    /**
+     * The row at {@link #PEERS} processes, and again at {@link #FEW_PEERS}: a row says whether a release costs more
+     * messages as more processes wait on other locks.
+     */
     void waking() throws Exception {
         int runs = run.quick() ? 1 : 2;
-        Map<String, Map<String, Samples>> byContender = new LinkedHashMap<>();
+        Map<String, Map<String, Samples>> many = new LinkedHashMap<>();
+        Map<String, Map<String, Samples>> few = new LinkedHashMap<>();
         for (int r = 0; r < runs; r++) {
             for (String c : r % 2 == 0 ? List.of("locker", "redisson") : List.of("redisson", "locker")) {
-                Map<String, Double> m = once(c);
-                Map<String, Samples> s = byContender.computeIfAbsent(c, k -> new LinkedHashMap<>());
-                m.forEach((k, v) -> s.computeIfAbsent(k, x -> new Samples()).add(v));
+                add(many, c, once(c, PEERS));
+                add(few, c, once(c, FEW_PEERS));
             }
         }
-        Map<String, Samples> ours = byContender.get("locker");
-        Map<String, Samples> theirs = byContender.get("redisson");
+        Map<String, Samples> ours = many.get("locker");
+        Map<String, Samples> theirs = many.get("redisson");
         String w = "waking at scale (" + PEERS + " JVMs x " + WORKERS + " waiting workers over " + LOCKS
                 + " busy locks, hold " + HOLD_MS + " ms; " + runs + " run" + (runs > 1 ? "s" : "") + ")";
         String base = "Redisson lock() (a channel per lock)";
@@ -61,21 +67,31 @@ final class ScaleRows {
                 ours.get("messages"), base, theirs.get("messages"), Better.LOWER, null, false));
         run.table().add(new Row("  the same: server CPU per release (INFO cpu)", "us", ours.get("serverCpu"), base,
                 theirs.get("serverCpu"), Better.LOWER, null, false));
-        run.table().add(new Row("  the same: clients' CPU per release (16 JVMs, all threads)", "us",
+        run.table().add(new Row("  the same: clients' CPU per release (" + PEERS + " JVMs, all threads)", "us",
                 ours.get("clientCpu"), base, theirs.get("clientCpu"), Better.LOWER, null, false));
         run.table().add(new Row("  the same: handoff p50", "ms", ours.get("p50"), base, theirs.get("p50"),
                 Better.LOWER, 1.0, false));
         run.table().add(new Row("  the same: handoff p99", "ms", ours.get("p99"), base, theirs.get("p99"),
                 Better.LOWER, 1.0, false));
+        // independent of the lockers waiting on other locks: the same messages per release at 4 and 16 processes
+        run.table().add(new Row("  the same: messages per release at " + PEERS + " JVMs / at " + FEW_PEERS, "x",
+                Samples.ratios(ours.get("messages"), few.get("locker").get("messages")), base,
+                Samples.ratios(theirs.get("messages"), few.get("redisson").get("messages")), Better.LOWER, 1.25,
+                true));
     }
 
-    /** One run of one contender: its figures per release, by name. */
-    private Map<String, Double> once(String contender) throws Exception {
+    private static void add(Map<String, Map<String, Samples>> into, String contender, Map<String, Double> figures) {
+        Map<String, Samples> s = into.computeIfAbsent(contender, k -> new LinkedHashMap<>());
+        figures.forEach((k, v) -> s.computeIfAbsent(k, x -> new Samples()).add(v));
+    }
+
+    /** One run of one contender with {@code peers} processes: its figures per release, by name. */
+    private Map<String, Double> once(String contender, int peers) throws Exception {
         Peers.flush(port);
         List<CompletableFuture<List<String>>> outs = new ArrayList<>();
-        for (int p = 0; p < PEERS; p++) {
+        for (int p = 0; p < peers; p++) {
             outs.add(Peers.withHeap("256m", "waking", contender, Integer.toString(port), Integer.toString(p),
-                    Integer.toString(PEERS), Integer.toString(WORKERS), Integer.toString(LOCKS),
+                    Integer.toString(peers), Integer.toString(WORKERS), Integer.toString(LOCKS),
                     Integer.toString(HOLD_MS)));
         }
         long windowFrom;
@@ -83,10 +99,10 @@ final class ScaleRows {
         double subscribers;
         double serverCpuSeconds;
         long publishes;
-        try (Jedis admin = new Jedis("127.0.0.1", port, 60_000)) {
+        try (Jedis admin = Peers.admin(port, 60_000)) {
             // sixteen JVMs take 10 s to warm up on a quiet 2-CPU host, minutes on a loaded one: all start together
             long t0 = System.nanoTime();
-            while (!String.valueOf(PEERS).equals(admin.get(Waking.READY))) {
+            while (!String.valueOf(peers).equals(admin.get(Waking.READY))) {
                 for (CompletableFuture<List<String>> out : outs) {
                     if (out.isDone()) {
                         out.get(); // a peer that failed says why
@@ -99,7 +115,7 @@ final class ScaleRows {
             windowFrom = startAt + 2_000; // waits on every lock under way, every subscription made
             windowTo = windowFrom + (run.quick() ? 5_000 : 10_000);
             admin.set(Waking.START, startAt + " " + windowFrom + " " + windowTo);
-            System.out.printf(Locale.ROOT, "    waking %s: %d JVMs ready after %.0f s%n", contender, PEERS,
+            System.out.printf(Locale.ROOT, "    waking %s: %d JVMs ready after %.0f s%n", contender, peers,
                     (System.nanoTime() - t0) / 1e9);
             Peer.sleepUntil(windowFrom);
             admin.configResetStat();
@@ -120,7 +136,7 @@ final class ScaleRows {
         long windowToNs = Waking.toNanos(windowTo);
         Map<Integer, List<long[]>> byLock = new HashMap<>(); // granted, released, peer
         long clientCpuNs = 0;
-        for (int p = 0; p < PEERS; p++) {
+        for (int p = 0; p < peers; p++) {
             for (String line : outs.get(p).get()) {
                 String[] f = line.trim().split(" ");
                 if (f[0].equals("G")) {
@@ -155,9 +171,9 @@ final class ScaleRows {
         m.put("clientCpu", clientCpuNs / 1e3 / releases);
         m.put("p50", sorted[sorted.length / 2] / 1e6);
         m.put("p99", sorted[(int) (sorted.length * 0.99)] / 1e6);
-        System.out.printf(Locale.ROOT, "    waking %s: %d releases, %d handoffs in %.0f s; %d PUBLISH calls, %.1f "
-                        + "subscribers per channel%n", contender, releases, lat.size(), (windowTo - windowFrom) / 1e3,
-                publishes, subscribers);
+        System.out.printf(Locale.ROOT, "    waking %s, %d JVMs: %d releases, %d handoffs in %.0f s; %d PUBLISH "
+                        + "calls, %.1f subscribers per channel%n", contender, peers, releases, lat.size(),
+                (windowTo - windowFrom) / 1e3, publishes, subscribers);
         return m;
     }
 

@@ -101,7 +101,7 @@ final class Waking {
 
     /** Says this process is ready, and waits for the runner's start times (at most three minutes). */
     private static long[] awaitStart(int port) throws InterruptedException {
-        try (Jedis j = new Jedis("127.0.0.1", port)) {
+        try (Jedis j = Peers.admin(port, 10_000)) {
             j.incr(READY);
             long deadline = System.nanoTime() + Duration.ofMinutes(3).toNanos();
             while (System.nanoTime() - deadline < 0) {
