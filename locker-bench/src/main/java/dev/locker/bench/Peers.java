@@ -77,7 +77,7 @@ final class Peers {
 
     /** A plain connection for the runner's own commands, speaking RESP2 (Jedis 8 warns on every connection else). */
     static Jedis admin(int port, int timeoutMs) {
-        return new Jedis(new HostAndPort("127.0.0.1", port), DefaultJedisClientConfig.builder().timeoutMillis(timeoutMs)
-                .autoNegotiateProtocol(false).build());
+        return new Jedis(new HostAndPort("127.0.0.1", port),
+                DefaultJedisClientConfig.builder().timeoutMillis(timeoutMs).autoNegotiateProtocol(false).build());
     }
 }
