@@ -134,14 +134,14 @@ final class ScaleRows {
         }
         long windowFromNs = Waking.toNanos(windowFrom);
         long windowToNs = Waking.toNanos(windowTo);
-        Map<Integer, List<long[]>> byLock = new HashMap<>(); // granted, released, peer
+        Map<Integer, List<long[]>> byLock = new HashMap<>(); // granted, released, peer, asked
         long clientCpuNs = 0;
         for (int p = 0; p < peers; p++) {
             for (String line : outs.get(p).get()) {
                 String[] f = line.trim().split(" ");
                 if (f[0].equals("G")) {
                     byLock.computeIfAbsent(Integer.parseInt(f[1]), k -> new ArrayList<>())
-                            .add(new long[]{Long.parseLong(f[2]), Long.parseLong(f[3]), p});
+                            .add(new long[]{Long.parseLong(f[3]), Long.parseLong(f[4]), p, Long.parseLong(f[2])});
                 } else if (f[0].equals("CPU")) {
                     clientCpuNs += Long.parseLong(f[1]);
                 }
@@ -156,8 +156,11 @@ final class ScaleRows {
                 if (e[1] - windowFromNs >= 0 && e[1] - windowToNs < 0) {
                     releases++;
                 }
-                if (i > 0 && events.get(i - 1)[2] != e[2] && e[0] - windowFromNs >= 0 && e[0] - windowToNs < 0) {
-                    lat.add(e[0] - events.get(i - 1)[1]);
+                // a handoff: the lock goes to the other process, which asked for it before the release
+                long[] before = i > 0 ? events.get(i - 1) : null;
+                if (before != null && before[2] != e[2] && e[3] - before[1] < 0 && e[0] - windowFromNs >= 0
+                        && e[0] - windowToNs < 0) {
+                    lat.add(e[0] - before[1]);
                 }
             }
         }

@@ -18,12 +18,16 @@ import java.util.Optional;
  *
  * <p>Its workers take locks in turn with a partner in another process: worker {@code g} of all {@code peers * workers}
  * shares the locks {@code j} with {@code j % pairs == g % pairs} with worker {@code g + pairs} ({@code pairs} is half
- * the workers). Both walk their locks in the same order, waiting for each and holding it {@code holdMs}, so one
- * mostly waits while the other holds: every lock is busy, and most releases hand it over. Prints one line per grant,
- * {@code G lock granted released} ({@link System#nanoTime()}, one clock for the host's processes), and {@code CPU ns},
- * this JVM's CPU time within the window.
+ * the workers). Both walk their locks in the same order, and take each {@link #TURNS} times, holding it {@code holdMs}.
+ * So the two take a lock in turn: one waits while the other holds, and most releases hand the lock over. Walking once
+ * per lock, the two drifted one lock apart and never waited. Prints one line per grant, {@code G lock asked granted
+ * released} ({@link System#nanoTime()}, one clock for the host's processes), and {@code CPU ns}, this JVM's CPU time
+ * within the window.
  */
 final class Waking {
+
+    /** How many times a worker takes each of its locks before it goes on to the next. */
+    static final int TURNS = 4;
 
     /** A counter of the processes warmed up; the runner starts the run once all are. */
     static final String READY = "bench:waking:ready";
@@ -64,15 +68,16 @@ final class Waking {
                     mine.add(j);
                 }
                 try {
-                    for (int i = 0; System.nanoTime() - end < 0; i = (i + 1) % mine.size()) {
-                        int j = mine.get(i);
+                    for (int i = 0; System.nanoTime() - end < 0; i = (i + 1) % (mine.size() * TURNS)) {
+                        int j = mine.get(i / TURNS);
+                        long asked = System.nanoTime();
                         Runnable release = taker.take("busy-" + j);
                         long granted = System.nanoTime();
                         Thread.sleep(holdMs);
                         long released = System.nanoTime();
                         release.run();
-                        out.append("G ").append(j).append(' ').append(granted).append(' ').append(released)
-                                .append('\n');
+                        out.append("G ").append(j).append(' ').append(asked).append(' ').append(granted).append(' ')
+                                .append(released).append('\n');
                     }
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
