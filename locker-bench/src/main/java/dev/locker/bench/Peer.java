@@ -20,12 +20,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  *   <li>{@code handoff <contender> <port> <holdMs> <startAtEpochMs> <durationMs>}: takes one lock over and over
  *       (waiting for it while the other peer holds it), holds it {@code holdMs}, and prints each grant's and release's
  *       {@link System#nanoTime()} (one clock for all processes of a Linux host).</li>
- * </ul>
- * <ul>
  *   <li>{@code shedlock-handoff <locker|shedlock> <port> <holdMs> <startAtEpochMs> <durationMs>}: as handoff, through
  *       ShedLock's {@code LockProvider}, which takes no wait: a peer that finds the lock held tries again every
  *       {@link #SHEDLOCK_POLL_MS} ms, and after its release waits as long as it held before trying again;</li>
- *   <li>{@code waking ...}: one of the sixteen processes of the waking-at-scale row ({@link Waking}).</li>
+ *   <li>{@code waking ...}: one of the processes of the waking-at-scale row ({@link Waking}).</li>
  * </ul>
  * The JVM ends with {@link Runtime#halt}: a million held locks are not released one by one; the server is flushed.
  */

@@ -18,16 +18,16 @@ import java.util.Optional;
  *
  * <p>Its workers take locks in turn with a partner in another process: worker {@code g} of all {@code peers * workers}
  * shares the locks {@code j} with {@code j % pairs == g % pairs} with worker {@code g + pairs} ({@code pairs} is half
- * the workers). Both walk their locks in the same order, and take each {@link #TURNS} times, holding it {@code holdMs}.
- * So the two take a lock in turn: one waits while the other holds, and most releases hand the lock over. Walking once
- * per lock, the two drifted one lock apart and never waited. Prints one line per grant, {@code G lock asked granted
- * released} ({@link System#nanoTime()}, one clock for the host's processes), and {@code CPU ns}, this JVM's CPU time
- * within the window.
+ * the workers). Both go through their locks in step with the clock, one lock every {@link #PERIOD_MS} ms, and take the
+ * current one again and again, holding it {@code holdMs}. So one waits while the other holds, and most releases hand
+ * the lock over. Walking their locks each at its own pace, the two drifted apart and then never waited. Prints one
+ * line per grant, {@code G lock asked granted released} ({@link System#nanoTime()}, one clock for the host's
+ * processes), and {@code CPU ns}, this JVM's CPU time within the window.
  */
 final class Waking {
 
-    /** How many times a worker takes each of its locks before it goes on to the next. */
-    static final int TURNS = 4;
+    /** How long a pair stays on each of its locks before both go on to the next, by the host's clock. */
+    static final int PERIOD_MS = 100;
 
     /** A counter of the processes warmed up; the runner starts the run once all are. */
     static final String READY = "bench:waking:ready";
@@ -55,6 +55,7 @@ final class Waking {
         long windowFrom = times[1];
         long windowTo = times[2];
         Peer.sleepUntil(startAt);
+        long origin = toNanos(startAt); // the same instant in every process: the pairs go through their locks in step
         long end = toNanos(windowTo);
         List<StringBuilder> outs = new ArrayList<>();
         List<Thread> threads = new ArrayList<>();
@@ -68,8 +69,9 @@ final class Waking {
                     mine.add(j);
                 }
                 try {
-                    for (int i = 0; System.nanoTime() - end < 0; i = (i + 1) % (mine.size() * TURNS)) {
-                        int j = mine.get(i / TURNS);
+                    while (System.nanoTime() - end < 0) {
+                        int j = mine.get((int) ((System.nanoTime() - origin) / (PERIOD_MS * 1_000_000L)
+                                % mine.size()));
                         long asked = System.nanoTime();
                         Runnable release = taker.take("busy-" + j);
                         long granted = System.nanoTime();
