@@ -7,7 +7,6 @@ import net.javacrumbs.shedlock.core.ClockProvider;
 import net.javacrumbs.shedlock.core.LockConfiguration;
 import net.javacrumbs.shedlock.core.LockProvider;
 import net.javacrumbs.shedlock.core.SimpleLock;
-import net.javacrumbs.shedlock.provider.redis.jedis4.JedisLockProvider;
 import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.JedisPool;
@@ -19,14 +18,14 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * ShedLock users' choice on Redis: Locker's {@link LockerLockProvider} against ShedLock's own Redis provider
- * ({@link JedisLockProvider}, its defaults), both through ShedLock's {@link LockProvider} API only. An uncontended
+ * ShedLock users' choice on Redis: Locker's {@link LockerLockProvider} against ShedLock's Redis protocol
+ * ({@link ShedLockRedisProtocol}), both through ShedLock's {@link LockProvider} API only. An uncontended
  * lock+unlock pair at 1 and 4 threads, and the handoff of one lock between two processes that poll for it.
  */
 final class ShedLockRows {
 
     /** The baseline's name in the table. */
-    static final String THEIRS = "ShedLock 7.9 JedisLockProvider (SET NX PX, DEL)";
+    static final String THEIRS = "ShedLock's Redis protocol (SET NX PX, DEL)";
 
     private final Run run;
     private final int port;
@@ -50,7 +49,7 @@ final class ShedLockRows {
                 // RESP2, as a user's JedisPool speaks it: Jedis 8 warns once per connection otherwise
                 JedisPool jedis = new JedisPool(pool, new HostAndPort("127.0.0.1", port),
                         DefaultJedisClientConfig.builder().autoNegotiateProtocol(false).build());
-                yield new Provider(new JedisLockProvider(jedis), jedis::close);
+                yield new Provider(new ShedLockRedisProtocol(jedis), jedis::close);
             }
             default -> throw new IllegalArgumentException("no ShedLock provider named " + name);
         };
