@@ -79,6 +79,20 @@ final class Bench {
         return (allAllocated(mx) - before) / (double) n;
     }
 
+    /**
+     * CPU time of this whole JVM (every thread: a client's I/O and keep-alive threads, the JIT and the GC) per call of
+     * {@code op}, in ns, over {@code n} calls on this thread. The servers run in processes of their own.
+     */
+    static double processCpuPerOp(int n, Runnable op) {
+        com.sun.management.OperatingSystemMXBean os =
+                (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+        long before = os.getProcessCpuTime();
+        for (int i = 0; i < n; i++) {
+            op.run();
+        }
+        return (os.getProcessCpuTime() - before) / (double) n;
+    }
+
     private static long allAllocated(com.sun.management.ThreadMXBean mx) {
         long sum = 0;
         for (long b : mx.getThreadAllocatedBytes(mx.getAllThreadIds())) {

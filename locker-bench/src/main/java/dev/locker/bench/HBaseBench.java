@@ -56,6 +56,21 @@ final class HBaseBench implements AutoCloseable {
                 org.apache.hadoop.hbase.util.VersionInfo.getVersion(), (System.nanoTime() - t0) / 1e9);
     }
 
+    /** The HBase section: uncontended pairs against the floors, then the same with many locks held. */
+    static void run(Run run) throws Exception {
+        // more, shorter rounds than elsewhere: a round trip to the in-JVM mini cluster is mostly CPU and thread
+        // switches, so its rates swing with the load of the machine, and the median needs more rounds to settle
+        boolean quick = run.quick();
+        int hbaseRounds = quick ? 5 : 7;
+        Duration hbaseSlice = Duration.ofMillis(quick ? 500 : 1500);
+        try (HBaseBench hbase = HBaseBench.start()) {
+            hbase.uncontended(run.table(), hbaseRounds, hbaseSlice, Duration.ofSeconds(quick ? 5 : 10),
+                    quick ? 500 : 1000);
+            hbase.held(run.table(), quick ? new int[]{1, 2_000} : new int[]{1, 10_000, 30_000}, hbaseSlice,
+                    hbaseRounds);
+        }
+    }
+
     static HBaseBench start() throws Exception {
         return new HBaseBench();
     }

@@ -20,10 +20,17 @@ import java.util.concurrent.atomic.AtomicInteger;
  *   <li>{@code handoff <contender> <port> <holdMs> <startAtEpochMs> <durationMs>}: takes one lock over and over
  *       (waiting for it while the other peer holds it), holds it {@code holdMs}, and prints each grant's and release's
  *       {@link System#nanoTime()} (one clock for all processes of a Linux host).</li>
+ *   <li>{@code shedlock-handoff <locker|shedlock> <port> <holdMs> <startAtEpochMs> <durationMs>}: as handoff, through
+ *       ShedLock's {@code LockProvider}, which takes no wait: a peer that finds the lock held tries again every
+ *       {@link #SHEDLOCK_POLL_MS} ms, and after its release waits as long as it held before trying again;</li>
+ *   <li>{@code waking ...}: one of the processes of the waking-at-scale row ({@link Waking}).</li>
  * </ul>
  * The JVM ends with {@link Runtime#halt}: a million held locks are not released one by one; the server is flushed.
  */
 public final class Peer {
+
+    /** How often a ShedLock peer tries a lock it found held: ShedLock's providers take no wait. */
+    static final int SHEDLOCK_POLL_MS = 1;
 
     private Peer() {
     }
@@ -35,6 +42,9 @@ public final class Peer {
                         Integer.parseInt(args[4]), Integer.parseInt(args[5]));
                 case "handoff" -> handoff(args[1], Integer.parseInt(args[2]), Integer.parseInt(args[3]),
                         Long.parseLong(args[4]), Long.parseLong(args[5]));
+                case "shedlock-handoff" -> shedlockHandoff(args[1], Integer.parseInt(args[2]),
+                        Integer.parseInt(args[3]), Long.parseLong(args[4]), Long.parseLong(args[5]));
+                case "waking" -> Waking.run(args);
                 default -> throw new IllegalArgumentException("unknown peer mode " + args[0]);
             }
             System.out.flush();
@@ -146,7 +156,33 @@ public final class Peer {
         System.out.print(out);
     }
 
-    private static void sleepUntil(long epochMs) throws InterruptedException {
+    private static void shedlockHandoff(String contender, int port, int holdMs, long startAt, long durationMs)
+            throws Exception {
+        StringBuilder out = new StringBuilder();
+        ShedLockRows.Provider p = ShedLockRows.provider(contender, port);
+        for (int i = 0; i < 500; i++) {
+            p.pair("warm-" + ProcessHandle.current().pid());
+        }
+        sleepUntil(startAt);
+        long end = System.nanoTime() + durationMs * 1_000_000;
+        while (System.nanoTime() - end < 0) {
+            net.javacrumbs.shedlock.core.SimpleLock lock = p.tryLock("handoff");
+            if (lock == null) {
+                Thread.sleep(SHEDLOCK_POLL_MS);
+                continue;
+            }
+            long granted = System.nanoTime();
+            Thread.sleep(holdMs);
+            long released = System.nanoTime();
+            lock.unlock();
+            out.append(granted).append(' ').append(released).append('\n');
+            // the other peer's turn, as a scheduled task that just ran waits for its next run
+            Thread.sleep(holdMs);
+        }
+        System.out.print(out);
+    }
+
+    static void sleepUntil(long epochMs) throws InterruptedException {
         long left = epochMs - System.currentTimeMillis();
         if (left > 0) {
             Thread.sleep(left);

@@ -21,8 +21,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * One way of taking a lock on Redis: Locker, the raw floor (SET NX PX, then a compare-and-delete script) or
- * Redisson's {@link RFencedLock}. Each offers an acquire-and-release of a named lock (uncontended: every thread has its
+ * One way of taking a lock on Redis: Locker, the raw floor (SET NX PX, then a compare-and-delete script), the fenced
+ * floor (a grant script that issues a token, a compare-and-delete script that keeps it) or Redisson's
+ * {@link RFencedLock}. Each offers an acquire-and-release of a named lock (uncontended: every thread has its
  * own) and an acquire that keeps the lock held (for the memory rows).
  */
 abstract class RedisContender implements AutoCloseable {
@@ -46,6 +47,7 @@ abstract class RedisContender implements AutoCloseable {
         return switch (name) {
             case "locker" -> new Ours(port);
             case "raw" -> new Raw(port);
+            case "fenced" -> new Fenced(port);
             case "redisson" -> new Theirs(port);
             default -> throw new IllegalArgumentException("no Redis contender named " + name);
         };
@@ -133,6 +135,79 @@ abstract class RedisContender implements AutoCloseable {
                 throw new IllegalStateException("raw lock " + lock + " is held");
             }
             return token;
+        }
+
+        @Override
+        public void close() {
+            client.close();
+        }
+    }
+
+    /**
+     * The fenced floor: the least a lock with fencing tokens does on Redis 7.0, where a grant that issues a token must be
+     * a script. The grant derives the token from the server's clock, and keeps it above the lock's last token. The
+     * release is a compare-and-delete that leaves the bare token behind, so that later tokens stay higher. No owner
+     * record, no wait queue, no restart guard, no eviction check: the value is "token owner" while held, "token" after.
+     */
+    static final class Fenced extends RedisContender {
+        /** KEYS[1] the lock; ARGV[1] the owner, ARGV[2] the expiry in ms. The token, or nil when the lock is held. */
+        static final String GRANT = """
+                local v = redis.call('GET', KEYS[1])
+                local last = 0
+                if v then
+                  if string.find(v, ' ', 1, true) then return false end
+                  last = tonumber(v)
+                end
+                local t = redis.call('TIME')
+                local token = math.max(last + 1, t[1] * 1000000 + t[2])
+                redis.call('SET', KEYS[1], string.format('%d', token) .. ' ' .. ARGV[1], 'PX', ARGV[2])
+                return token
+                """;
+        /** KEYS[1] the lock; ARGV[1] the token, ARGV[2] the owner. 1 when the claim was ours and is released. */
+        static final String RELEASE = """
+                if redis.call('GET', KEYS[1]) == ARGV[1] .. ' ' .. ARGV[2] then
+                  redis.call('SET', KEYS[1], ARGV[1], 'KEEPTTL')
+                  return 1
+                end
+                return 0
+                """;
+        private final RedisClient client;
+        private final byte[] grant;
+        private final byte[] release;
+        private final byte[] owner = Long.toHexString(System.nanoTime()).getBytes(StandardCharsets.US_ASCII);
+
+        Fenced(int port) {
+            super("fenced script pair");
+            ConnectionPoolConfig pool = new ConnectionPoolConfig();
+            pool.setMaxTotal(POOL);
+            pool.setMaxIdle(POOL);
+            client = RedisClient.builder().hostAndPort(new HostAndPort("127.0.0.1", port))
+                    .clientConfig(DefaultJedisClientConfig.builder().build()).poolConfig(pool).build();
+            grant = client.scriptLoad(GRANT.getBytes(StandardCharsets.US_ASCII), new byte[]{'x'});
+            release = client.scriptLoad(RELEASE.getBytes(StandardCharsets.US_ASCII), new byte[]{'x'});
+        }
+
+        @Override
+        void pair(String lock) {
+            byte[] key = ("fenced:" + lock).getBytes(StandardCharsets.UTF_8);
+            byte[] token = grant(key, 30_000, lock);
+            if (!Long.valueOf(1).equals(client.evalsha(release, List.of(key), List.of(token, owner)))) {
+                throw new IllegalStateException("fenced lock " + lock + " was not ours at its release");
+            }
+        }
+
+        @Override
+        Object hold(String lock) {
+            return grant(("fenced:" + lock).getBytes(StandardCharsets.UTF_8), 1_800_000, lock);
+        }
+
+        private byte[] grant(byte[] key, long px, String lock) {
+            Object token = client.evalsha(grant, List.of(key), List.of(owner, Long.toString(px).getBytes(
+                    StandardCharsets.US_ASCII)));
+            if (!(token instanceof Long t) || t <= 0) {
+                throw new IllegalStateException("fenced lock " + lock + " is held");
+            }
+            return Long.toString(t).getBytes(StandardCharsets.US_ASCII);
         }
 
         @Override
