@@ -37,7 +37,7 @@ final class Holding {
      * The shortest expiry a claim gets on the backend. A grant must reach this process within its expiry; a far
      * shorter one might never be confirmed. This process still gives the lease back at lockAtMostUntil.
      */
-    static final Duration SHORTEST_CLAIM = Duration.ofSeconds(1);
+    static final Duration SHORTEST_CLAIM = Duration.ofSeconds(2);
 
     private final String name;
     private final KeyColumn lock;
