@@ -499,7 +499,7 @@ final class Claims<S extends LockStatus> {
     private boolean leaveUntilHoldAtLeast(Hold hold, S status, long leftNanos) {
         try {
             steps.step(LockProbe.Step.RENEW, hold.lock, "leaving a claim for its hold-at-least",
-                    () -> driver.renew(hold.lock, status, Duration.ofNanos(leftNanos)));
+                    () -> driver.leave(hold.lock, status, Duration.ofNanos(leftNanos)));
             return true;
         } catch (ExpiredLockException gone) {
             return false;

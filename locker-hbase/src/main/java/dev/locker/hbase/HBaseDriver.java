@@ -24,6 +24,7 @@ import org.apache.hadoop.hbase.TableName;
 import org.apache.hadoop.hbase.client.CheckAndMutate;
 import org.apache.hadoop.hbase.client.CheckAndMutateResult;
 import org.apache.hadoop.hbase.client.Connection;
+import org.apache.hadoop.hbase.client.Delete;
 import org.apache.hadoop.hbase.client.Get;
 import org.apache.hadoop.hbase.client.Increment;
 import org.apache.hadoop.hbase.client.Put;
@@ -46,6 +47,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Optional;
 import java.util.OptionalLong;
+import java.util.concurrent.locks.LockSupport;
 
 import static dev.locker.hbase.LockTable.COUNTER;
 import static dev.locker.hbase.LockTable.FREE;
@@ -308,6 +310,49 @@ final class HBaseDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
         }
         long deadline = Deadlines.of(started, expiry);
         return renewed == mine ? status.renewed(deadline) : ClaimStatus.granted(renewed, status.fencingToken(), deadline);
+    }
+
+    /**
+     * Sets our claim's cell TTL to {@code expiry}, shorter than it was if need be. A newest cell whose TTL ended
+     * reveals an older version of it until a flush, so the same atomic step deletes the older versions. A read first
+     * gives their timestamp. A pause of 2 ms then puts the new cell's timestamp, on the server's clock, past them.
+     */
+    @Override
+    public ClaimStatus leave(KeyColumn lock, ClaimStatus status, Duration expiry) {
+        byte[] row = row(lock);
+        long ttl = cellTtlMillis(lock, expiry);
+        byte[] mine = status.claimId();
+        RowState before = read(row, "get");
+        if (!before.isHeldBy(mine)) {
+            throw new ExpiredLockException("our claim is no longer the holder (expired on the region server's clock, "
+                    + "or force-released)", lock, before.holder == null ? null : before.holder.owner, null);
+        }
+        long pausedUntil = System.nanoTime() + 2_000_000L; // the server's clock, in real time whatever the time source
+        for (long wait = 2_000_000L; wait > 0; wait = pausedUntil - System.nanoTime()) {
+            LockSupport.parkNanos(wait);
+        }
+        byte[] left = HolderClaim.withLifetime(mine, ttl);
+        long started = time.nanoTime();
+        Put put = new Put(row).addColumn(family, HOLDER, left);
+        put.setTTL(ttl);
+        Delete older = new Delete(row).addColumns(family, HOLDER, before.holderStamp);
+        CheckAndMutateResult r;
+        try {
+            r = checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, mine)
+                    .build(RowMutations.of(List.of(older, put))), "checkAndMutate");
+        } catch (IOException e) {
+            throw HBaseErrors.translate(e, "checkAndMutate", where);
+        }
+        if (!r.isSuccess()) {
+            RowState state = read(row, "get");
+            // a resend of an applied step fails its check, as the cell holds the new value already
+            if (left == mine || !state.isHeldBy(left)) {
+                throw new ExpiredLockException("our claim is no longer the holder (expired on the region server's "
+                        + "clock, or force-released)", lock, state.holder == null ? null : state.holder.owner, null);
+            }
+        }
+        long deadline = Deadlines.of(started, expiry);
+        return left == mine ? status.renewed(deadline) : ClaimStatus.granted(left, status.fencingToken(), deadline);
     }
 
     /** One get: the holder cell still holds our claim (a TTL-expired or replaced cell does not). */

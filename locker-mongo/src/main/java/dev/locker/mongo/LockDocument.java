@@ -55,10 +55,13 @@ final class LockDocument {
     static final String WHY = "why";
     static final String ACQUIRED_AT = "acquiredAt";
     static final String RENEWED_AT = "renewedAt";
+    /** Set on a claim left for its hold-at-least: no renewal matches it any more. */
+    static final String LEFT = "left";
 
     static final String HOLDER_CLAIM = HOLDER + "." + CLAIM;
     static final String HOLDER_EXPIRES_AT = HOLDER + "." + EXPIRES_AT;
     static final String HOLDER_RENEWED_AT = HOLDER + "." + RENEWED_AT;
+    static final String HOLDER_LEFT = HOLDER + "." + LEFT;
 
     private LockDocument() {
     }

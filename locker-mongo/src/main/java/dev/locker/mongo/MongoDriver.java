@@ -316,22 +316,55 @@ final class MongoDriver implements LockDriver<ClaimStatus> {
         ServerClock.Reading r = serverClock.read();
         Date now = r.serverDateFloor();
         Date expiresAt = r.serverDateCeil(expiry);
-        // the document comes back: the claim id alone does not prove the grant is ours, a late attempt of our own
-        // acquire may have written the same id again after our grant was force-released (a new grant, a new token)
-        Document after = locks.findOneAndUpdate(
-                Filters.and(Filters.eq(LockDocument.ID, LockDocument.id(lock)),
-                        Filters.eq(LockDocument.HOLDER_CLAIM, new Binary(status.claimId())),
-                        Filters.gte(LockDocument.HOLDER_EXPIRES_AT, now)),
-                // $max: a renewal's request that lands after a later renewal must not set the expiry back
+        // $max: a renewal's request that lands after a later renewal must not set the expiry back
+        return setExpiry(lock, status, expiry, r, "renew", Filters.exists(LockDocument.HOLDER_LEFT, false),
                 Updates.combine(
                         Updates.max(LockDocument.HOLDER_EXPIRES_AT, expiresAt),
                         Updates.max(LockDocument.HOLDER_RENEWED_AT, now),
-                        Updates.max(LockDocument.EXPIRES_AT, keptUntil(expiresAt))),
+                        Updates.max(LockDocument.EXPIRES_AT, keptUntil(expiresAt))));
+    }
+
+    /**
+     * Sets our claim's expiry to exactly {@code expiry} from now, lower than it was if need be, and marks it left. A
+     * renewal of ours whose request lands later matches a left claim no more, so it cannot lengthen it again. An
+     * acquire attempt of unknown outcome is taken back once the left claim is dead, not before.
+     */
+    @Override
+    public ClaimStatus leave(KeyColumn lock, ClaimStatus status, Duration expiry) {
+        ServerClock.Reading r = serverClock.read();
+        Date now = r.serverDateFloor();
+        Date expiresAt = r.serverDateCeil(expiry);
+        TakeBacks.Unsettled late = takeBacks.released(status.claimId());
+        try {
+            return setExpiry(lock, status, expiry, r, "leave", null, Updates.combine(
+                    Updates.set(LockDocument.HOLDER_EXPIRES_AT, expiresAt),
+                    Updates.max(LockDocument.HOLDER_RENEWED_AT, now),
+                    Updates.set(LockDocument.HOLDER_LEFT, true),
+                    Updates.set(LockDocument.EXPIRES_AT, keptUntil(expiresAt))));
+        } finally {
+            if (late != null) {
+                takeBacks.takeBackAfter(lock, status.claimId(), late.latestExpiryMillis(), late.expiry(),
+                        expiresAt.getTime());
+            }
+        }
+    }
+
+    /**
+     * One {@code findOneAndUpdate} of our live claim's expiry, matching {@code also} too when it is not null. The
+     * document comes back: the claim id alone does not prove the grant is ours. A late attempt of our own acquire may
+     * have written the same id again after our grant was force-released: a new grant, with a new token.
+     */
+    private ClaimStatus setExpiry(KeyColumn lock, ClaimStatus status, Duration expiry, ServerClock.Reading r,
+                                  String action, Bson also, Bson update) {
+        Bson ours = Filters.and(Filters.eq(LockDocument.ID, LockDocument.id(lock)),
+                Filters.eq(LockDocument.HOLDER_CLAIM, new Binary(status.claimId())),
+                Filters.gte(LockDocument.HOLDER_EXPIRES_AT, r.serverDateFloor()));
+        Document after = locks.findOneAndUpdate(also == null ? ours : Filters.and(ours, also), update,
                 new FindOneAndUpdateOptions().returnDocument(ReturnDocument.AFTER)
                         .projection(Projections.include(LockDocument.SEQ, LockDocument.TOKEN_BASE)));
         if (after == null) {
             Optional<LockOwner> other = readHolderQuietly(lock);
-            throw new ExpiredLockException("cannot renew: our claim expired or was taken away"
+            throw new ExpiredLockException("cannot " + action + ": our claim expired or was taken away"
                     + other.map(o -> "; the lock now belongs to " + o.rid()).orElse(""), lock, other.orElse(null),
                     null);
         }

@@ -90,6 +90,16 @@ final class TakeBacks {
 
     /** Starts taking back {@code claim} on {@code lock}; see the class comment. */
     void takeBack(KeyColumn lock, byte[] claim, long latestExpiryMillis, Duration expiry) {
+        takeBackAfter(lock, claim, latestExpiryMillis, expiry, Long.MIN_VALUE);
+    }
+
+    /**
+     * Starts taking back {@code claim} on {@code lock} once a claim of ours left until {@code leftUntilMillis} (on the
+     * server's clock) could no longer be live; at once when that is {@code Long.MIN_VALUE}.
+     */
+    void takeBackAfter(KeyColumn lock, byte[] claim, long latestExpiryMillis, Duration expiry, long leftUntilMillis) {
+        long firstDelay = leftUntilMillis == Long.MIN_VALUE ? 0 : Math.max(0,
+                leftUntilMillis + mayStillLookLiveMillis(expiry) - serverClock.read().deadBefore().getTime());
         long latest = latestExpiryMillis != Long.MIN_VALUE ? latestExpiryMillis
                 : serverClock.read().serverDateCeil(expiry).getTime();
         TakeBack t = new TakeBack(lock, claim, latest + mayStillLookLiveMillis(expiry), expiry);
@@ -113,7 +123,7 @@ final class TakeBacks {
         }
         log.debug("Taking back our claim on {} at {} in the background until it could no longer be live ({} on the "
                 + "server's clock)", lock, server, Instant.ofEpochMilli(latest));
-        t.schedule(ex, 0);
+        t.schedule(ex, firstDelay);
     }
 
     /**

@@ -6,6 +6,7 @@ import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoClients;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
+import dev.locker.api.LeaseOptions;
 import dev.locker.api.LockingException;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.testkit.FreezingProxy;
@@ -21,7 +22,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
-/** A renewal whose request lands after a later renewal never shortens the claim its holder counts on. */
+/** A renewal whose request lands late never shortens a held claim, nor lengthens one left for its hold-at-least. */
 class MongoLateRenewalTest extends MongoScenarios {
 
     private static final Duration EXPIRY = Duration.ofSeconds(10);
@@ -86,6 +87,41 @@ class MongoLateRenewalTest extends MongoScenarios {
                         + landed.toJson());
             } catch (TemporaryLockingException refused) {
                 assertEquals(a.rid(), refused.holder().rid(), refused::getMessage);
+            }
+        }
+    }
+
+    /**
+     * A's renewal at 1 s is held in a stalled path and fails. A then releases inside its hold-at-least (4 s), which
+     * leaves the claim until about 4 s. The held renewal lands afterwards, asking for 11 s. At 7 s, past the
+     * hold-at-least and the skew allowance, B must be granted the lock.
+     */
+    @Test
+    void aRenewalLandingAfterAHoldAtLeastReleaseDoesNotKeepTheClaimLonger() throws Exception {
+        VirtualClock clock = new VirtualClock();
+        mongo.clock().follow(clock);
+        try (FreezingProxy proxy = new FreezingProxy("127.0.0.1", mongo.port())) {
+            MongoLocker a = openThrough("127.0.0.1:" + proxy.port(), "a", clock);
+            MongoLocker b = openDirect("b", clock);
+            a.acquire(lock("warm-up"), "opens the pooled connection").close();
+            KeyColumn lock = lock("left-then-renewed");
+            Lease mine = a.acquire(lock, "holder", LeaseOptions.expiry(EXPIRY).holdAtLeast(Duration.ofSeconds(4))
+                    .keepAlive(false));
+
+            clock.advance(Duration.ofSeconds(1));
+            proxy.holdRequestsOnOpenConnections();
+            assertThrows(LockingException.class, mine::renew, "the held renewal times out on the client");
+            proxy.awaitHeldRequest(PATIENCE);
+            assertTrue(mine.release(), "our claim is left for its hold-at-least");
+
+            proxy.releaseRequests();
+            proxy.awaitReplyToHeldRequest(PATIENCE);
+            Document landed = rawDoc(lock);
+
+            clock.advance(Duration.ofSeconds(6));
+            try (Lease taken = b.tryAcquire(lock, "after the hold-at-least", Duration.ZERO).orElseThrow(
+                    () -> new AssertionError("the late renewal kept the left claim alive: " + landed.toJson()))) {
+                assertTrue(taken.fencingToken() > 0);
             }
         }
     }

@@ -4,6 +4,7 @@ import dev.locker.spi.KeyColumnValueStore;
 import dev.locker.api.Locker;
 import dev.locker.engine.ExpectedValueCheckingStore;
 import dev.locker.engine.InMemoryStore;
+import dev.locker.testkit.LeaseDurationsSection;
 import dev.locker.testkit.LockerConformanceSuite;
 import dev.locker.testkit.LockerFixture;
 import org.testcontainers.containers.MongoDBContainer;
@@ -15,7 +16,7 @@ import org.testcontainers.junit.jupiter.Testcontainers;
  * skipped elsewhere.
  */
 @Testcontainers(disabledWithoutDocker = true)
-class MongoLockerContainerConformanceTest extends LockerConformanceSuite {
+class MongoLockerContainerConformanceTest extends LockerConformanceSuite implements LeaseDurationsSection {
 
     @Container
     static final MongoDBContainer MONGO = new MongoDBContainer("mongo:7");

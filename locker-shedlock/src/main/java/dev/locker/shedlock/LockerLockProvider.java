@@ -3,12 +3,15 @@ package dev.locker.shedlock;
 import dev.locker.api.Acquisition;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
+import dev.locker.api.LeaseOptions;
 import dev.locker.api.Locker;
 import dev.locker.api.Lockers;
 import net.javacrumbs.shedlock.core.ExtensibleLockProvider;
 import net.javacrumbs.shedlock.core.LockConfiguration;
 import net.javacrumbs.shedlock.core.SimpleLock;
 import net.javacrumbs.shedlock.support.LockException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.time.Duration;
 import java.util.Objects;
@@ -25,18 +28,25 @@ import java.util.concurrent.ScheduledThreadPoolExecutor;
  * {@link #lock} takes it with one attempt and no wait. A lock held elsewhere, or by another task of this process,
  * gives an empty result. A backend that cannot be reached or refuses throws {@link LockException} with the cause.
  *
- * <h2>Durations under today's Locker API</h2>
- * The locker has one expiry for every lease, so ShedLock's two durations are kept by this process.
- * A scheduled release gives the lease back at lockAtMostUntil; extend renews the lease and moves that release.
- * Unlock before lockAtLeastUntil keeps the lease until then, renewed in the background when it must outlive its claim.
- * If this process dies, its claim lives until the locker's expiry instead: shorter or longer than either duration.
- * Per-lease expiries and a hold-at-least kept on the backend will close that gap.
+ * <h2>Durations, kept on the backend as ShedLock keeps lock_until</h2>
+ * A lock's lease expires at lockAtMostUntil and is not kept alive; its hold-at-least is lockAtLeastFor. An unlock
+ * before lockAtLeastUntil leaves the claim on the backend until then. An extension renews the lease to its new
+ * lockAtMostFor, and an unlock after it keeps the claim until the new lockAtLeastUntil. So both durations hold after
+ * this process died, with no renewal from it. The first lockAtLeastFor still holds after an extension with a shorter
+ * one. A scheduled release also gives the lease back at lockAtMostUntil, freeing this process's record of it. A claim
+ * lives at least two seconds on the backend, so that its grant can reach this process in time.
+ *
+ * <p>A backend that cannot keep a claim for lockAtMostFor (shorter than its clock allowance, or longer than a
+ * Redis restart guard) refuses it before any I/O. The lease then has the locker's expiry, and this process keeps
+ * both durations: a dead process's claim lives one locker expiry instead (logged at info).
  *
  * <h2>Fencing</h2>
  * Every grant carries the lock's fencing token, which the task reads through {@link LockedTask#fencingToken()}.
  * An extension renews the same claim in place, so the token does not change.
  */
 public final class LockerLockProvider implements ExtensibleLockProvider, AutoCloseable {
+
+    private static final Logger log = LoggerFactory.getLogger(LockerLockProvider.class);
 
     /** Recorded with every claim this provider writes: operators see who took the lock. */
     static final String WHY = "ShedLock";
@@ -120,11 +130,24 @@ public final class LockerLockProvider implements ExtensibleLockProvider, AutoClo
         if (releases.isShutdown()) {
             throw new IllegalStateException("the ShedLock provider is closed: cannot lock " + lock.legible());
         }
-        Acquisition acquisition = locker.acquireWithin(lock, WHY, Duration.ZERO);
+        LeaseOptions terms = LeaseOptions.expiry(Holding.claimFor(lockConfiguration.getLockAtMostFor()))
+                .keepAlive(false).holdAtLeast(lockConfiguration.getLockAtLeastFor());
+        boolean onBackend = true;
+        Acquisition acquisition;
+        try {
+            acquisition = locker.acquireWithin(lock, WHY, Duration.ZERO, terms);
+        } catch (IllegalArgumentException refused) {
+            // refused before any I/O: this backend cannot keep a claim for lockAtMostFor, so this process keeps it
+            log.info("ShedLock lock {}: the locker cannot keep lockAtMostFor {} on its backend ({}); this process "
+                    + "keeps the durations, and a claim outlives a dead process by the locker's expiry instead",
+                    lock.legible(), lockConfiguration.getLockAtMostFor(), refused.getMessage());
+            onBackend = false;
+            acquisition = locker.acquireWithin(lock, WHY, Duration.ZERO);
+        }
         switch (acquisition.outcome()) {
             case ACQUIRED:
                 Lease lease = acquisition.lease().orElseThrow();
-                Holding holding = new Holding(name, lock, lease, releases, holdings::remove);
+                Holding holding = new Holding(name, lock, lease, onBackend, releases, holdings::remove);
                 holdings.add(holding);
                 holding.releaseAt(lockConfiguration.getLockAtMostUntil());
                 LockedTask.entered(holding);
@@ -138,8 +161,8 @@ public final class LockerLockProvider implements ExtensibleLockProvider, AutoClo
     }
 
     /**
-     * Stops the scheduled releases and gives every lease of this provider back at once, cutting short the
-     * lockAtLeastFor of tasks that finished. Closes the locker when {@link #open(String)} opened it.
+     * Stops the scheduled releases and gives every lease of this provider back at once. A claim inside its
+     * lockAtLeastFor stays on the backend until then. Closes the locker when {@link #open(String)} opened it.
      */
     @Override
     public void close() {

@@ -3,6 +3,7 @@ package dev.locker.shedlock;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.LockInfo;
 import dev.locker.api.Locker;
+import dev.locker.api.LockerConfig;
 import dev.locker.api.Lockers;
 import net.javacrumbs.shedlock.core.ClockProvider;
 import net.javacrumbs.shedlock.core.LockConfiguration;
@@ -10,6 +11,7 @@ import net.javacrumbs.shedlock.core.SimpleLock;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
+import java.time.Instant;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.stream.Collectors;
@@ -18,7 +20,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** What ShedLock's suite leaves out: two owners of one backend, the key prefix, close, and bad names. */
+/** What ShedLock's suite leaves out: two owners of one backend, durations, the key prefix, close, bad names. */
 class LockerLockProviderTest {
 
     private static final String STORE = "mem:provider-" + UUID.randomUUID() + "?lockWait=5ms";
@@ -40,14 +42,30 @@ class LockerLockProviderTest {
     }
 
     @Test
-    void aTaskThatUnlocksEarlyKeepsOtherOwnersOutUntilItsProviderCloses() {
+    void aTaskThatUnlocksEarlyKeepsOtherOwnersOutForLockAtLeastForEvenOnceItsProviderClosed() {
         try (LockerLockProvider b = LockerLockProvider.open(STORE)) {
             String name = "job-" + UUID.randomUUID();
             LockerLockProvider a = LockerLockProvider.open(STORE);
             a.lock(config(name, Duration.ofMinutes(5), Duration.ofMinutes(1))).orElseThrow().unlock();
             assertEquals(Optional.empty(), b.lock(config(name, Duration.ofMinutes(5), Duration.ZERO)),
                     "lockAtLeastFor has not passed");
-            a.close(); // the hold-at-least is kept by a's process: it ends with the provider
+            a.close();
+            assertEquals(Optional.empty(), b.lock(config(name, Duration.ofMinutes(5), Duration.ZERO)),
+                    "the backend keeps the claim for lockAtLeastFor, not the provider that took it");
+        }
+    }
+
+    @Test
+    void aLockAtMostForBeyondWhatTheBackendKeepsIsKeptByThisProcessInstead() {
+        try (LockerLockProvider a = LockerLockProvider.open(STORE); LockerLockProvider b = LockerLockProvider.open(STORE)) {
+            String name = "job-" + UUID.randomUUID();
+            Duration centuries = LockerConfig.MAX_EXPIRY.multipliedBy(2);
+            SimpleLock held = a.lock(config(name, centuries, Duration.ZERO)).orElseThrow();
+            Instant expiresAt = b.locker().holding(b.lockOf(name)).orElseThrow().expiresAt();
+            assertTrue(expiresAt.isBefore(Instant.now().plus(Duration.ofDays(1))),
+                    "the claim has the locker's expiry, kept alive by this process: " + expiresAt);
+            assertEquals(Optional.empty(), b.lock(config(name, Duration.ofMinutes(5), Duration.ZERO)));
+            held.unlock();
             b.lock(config(name, Duration.ofMinutes(5), Duration.ZERO)).orElseThrow().unlock();
         }
     }

@@ -89,6 +89,22 @@ public interface LockDriver<C extends LockStatus> {
     C renew(KeyColumn lock, C claim, Duration expiry);
 
     /**
+     * Leaves our claim on the backend for {@code expiry} from now, then lets it expire: the release of a lease inside
+     * its hold-at-least. The new expiry may be shorter than the claim's: it is set, not just extended. Only our own
+     * live claim is touched, in place. The engine calls it once, as the claim's last step, instead of a release. The
+     * default renews: a driver whose renewal never lowers an expiry overrides it.
+     *
+     * @param lock   the lock
+     * @param claim  a held claim of this driver on {@code lock}
+     * @param expiry how long the claim lives from now, the hold-at-least's time left
+     * @return the claim with the deadline of this step
+     * @throws ExpiredLockException when our claim is dead, gone or taken over
+     */
+    default C leave(KeyColumn lock, C claim, Duration expiry) {
+        return renew(lock, claim, expiry);
+    }
+
+    /**
      * Removes our claim, only while it is still ours (compare-and-delete). A claim already gone is no failure.
      *
      * @param lock  the lock

@@ -1,0 +1,22 @@
+package dev.locker.shedlock;
+
+import dev.locker.hbase.HBaseTestCluster;
+
+/** ShedLock's durations outlive the holding process on the real HBase 2.6 mini cluster, started in this JVM. */
+class HBaseLockTimesOutliveTheProcessTest extends LockTimesOutliveTheProcess {
+
+    @Override
+    void startBackend() {
+        HBaseTestCluster.get();
+    }
+
+    @Override
+    void stopBackend() {
+    }
+
+    @Override
+    String uri(String options) {
+        // one mini cluster has one clock: no allowance for region servers' clocks keeps a dead claim past its expiry
+        return HBaseTestCluster.get().uri("shedlock_outlive", "serverClockSkew=0s&" + options);
+    }
+}
