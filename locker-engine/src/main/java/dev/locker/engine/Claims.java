@@ -349,6 +349,11 @@ final class Claims<S extends LockStatus> {
         if (newExpiry != null) {
             hold.expiry(newExpiry); // under the steps lock: the keep-alive's next renewal keeps it
         }
+        if (transactions.holdOf(hold.lock, hold.tx) != hold) {
+            // a release began meanwhile and waits for this step: it deletes (or leaves) the claim just renewed
+            throw new ExpiredLockException("the lock was released while it was renewed; the release ends our claim",
+                    hold.lock, null, null);
+        }
         background.watch(hold);
     }
 
@@ -371,7 +376,7 @@ final class Claims<S extends LockStatus> {
             boolean ours = false;
             if (own.markDone()) { // as the removal of a transaction's record below: once
                 background.stop(own);
-                ours = finish(own, own.release(), ask);
+                ours = finish(own, ask);
                 transactions.leaseFinished(own);
             }
             return ours;
@@ -383,7 +388,7 @@ final class Claims<S extends LockStatus> {
         background.stop(holds);
         boolean ours = true;
         for (Hold hold : holds.all()) {
-            ours &= finish(hold, hold.release(), ask);
+            ours &= finish(hold, ask);
         }
         return ours;
     }
@@ -395,7 +400,7 @@ final class Claims<S extends LockStatus> {
     void loseAll(long endNanos) {
         transactions.removeEach(holds -> {
             for (Hold hold : holds.all()) {
-                finishWithin(hold, hold.lose(LossReason.LOCKER_CLOSED, "the locker was closed"), endNanos);
+                finishWithin(hold, endNanos);
             }
         });
         // each live lease hold is its lock's mediator entry (a claim under way saw the closed flag after taking its
@@ -413,17 +418,17 @@ final class Claims<S extends LockStatus> {
     /** Close for a hold that is its own transaction, unless a release or close finishes it already. */
     private void closeLease(Hold hold, long endNanos) {
         if (hold.markDone()) {
-            finishWithin(hold, hold.lose(LossReason.LOCKER_CLOSED, "the locker was closed"), endNanos);
+            finishWithin(hold, endNanos);
             transactions.leaseFinished(hold);
         }
     }
 
     /**
-     * {@link #finish} for close, which waits for a step in flight only until {@code endNanos} (System.nanoTime). A
-     * step stuck in the backend past that keeps its hold: the step finds the hold final when it returns, and the claim
-     * expires if it never does.
+     * {@link #finish} for close, which marks the hold lost ("the locker was closed"). It waits for a step in flight
+     * only until {@code endNanos} (System.nanoTime). A step stuck in the backend past that finds the hold final when
+     * it returns, and the claim expires if it never does.
      */
-    private void finishWithin(Hold hold, Hold.State before, long endNanos) {
+    private void finishWithin(Hold hold, long endNanos) {
         boolean locked;
         try {
             locked = hold.lockSteps(Math.max(0, endNanos - System.nanoTime()));
@@ -432,26 +437,30 @@ final class Claims<S extends LockStatus> {
             locked = hold.tryLockSteps();
         }
         if (!locked) {
+            hold.lose(LossReason.LOCKER_CLOSED, CLOSED);
             log.warn("Locker {} closed while a step on {} was still in the backend; its claim is left to that step or "
                     + "to its expiry", config.rid(), hold.lock);
             return;
         }
         try {
-            releaseHold(hold, before, false);
+            releaseHold(hold, hold.lose(LossReason.LOCKER_CLOSED, CLOSED), false);
         } finally {
             hold.unlockSteps();
         }
     }
 
+    /** Why close marks a hold lost. */
+    private static final String CLOSED = "the locker was closed";
+
     /**
-     * Deletes the claim of a hold just made final. A step in flight on it (a keep-alive renewal, a check) ends first,
-     * so that a rewrite it sends cannot land after our delete and revive the claim; that step then finds the hold
-     * final and withdraws what it wrote.
+     * Marks a hold released and deletes its claim. A step in flight on it (a keep-alive renewal, a check) ends first.
+     * So a rewrite it sends cannot land after our delete and revive the claim. The hold is marked only then: that
+     * step records its status, fails, and leaves the claim this release answers for to this release.
      */
-    private boolean finish(Hold hold, Hold.State before, boolean ask) {
+    private boolean finish(Hold hold, boolean ask) {
         hold.lockSteps();
         try {
-            return releaseHold(hold, before, ask);
+            return releaseHold(hold, hold.release(), ask);
         } finally {
             hold.unlockSteps();
         }

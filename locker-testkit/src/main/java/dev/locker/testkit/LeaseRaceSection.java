@@ -52,8 +52,6 @@ public interface LeaseRaceSection extends ConformanceScenario {
      * that comes meanwhile still leaves the claim for its hold-at-least, says it was ours, and refuses others.
      */
     @Test
-    @Disabled("a renewal in flight during release() withdraws the claim (Claims.renewLocked sees the hold released): "
-            + "the hold-at-least is cut short and release answers false")
     default void aRenewalInFlightDoesNotCutAReleasedHoldAtLeastShort() throws Exception {
         StepPauses pauses = new StepPauses();
         Locker a = pausable("a", pauses);
@@ -81,7 +79,6 @@ public interface LeaseRaceSection extends ConformanceScenario {
      * this release), and the lock is free after it.
      */
     @Test
-    @Disabled("a renewal in flight during release() withdraws the claim itself; release then answers false")
     default void aReleaseRacingItsOwnRenewalSaysTheClaimWasOurs() throws Exception {
         StepPauses pauses = new StepPauses();
         Locker a = pausable("a", pauses);
