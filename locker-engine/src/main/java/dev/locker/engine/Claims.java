@@ -305,6 +305,9 @@ final class Claims<S extends LockStatus> {
                 hold.unlockSteps();
             }
         }
+        if (newExpiry != null) {
+            background.expiryChanged(tx); // a shorter expiry must not wait for a tick timed on the old one
+        }
     }
 
     /** For the keep-alive: renews one hold; false when it is lost (the hold then told its listeners). */

@@ -6,7 +6,6 @@ import dev.locker.api.LeaseOptions;
 import dev.locker.api.LockProbe;
 import dev.locker.api.Locker;
 import dev.locker.api.TimeSource;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -105,7 +104,6 @@ public interface LeaseRaceSection extends ConformanceScenario {
      * expiry's terms. Real time: the keep-alive runs on it.
      */
     @Test
-    @Disabled("renewFor(shorter) leaves the keep-alive's next tick on the old expiry's cadence: the lease is lost")
     default void aKeptAliveLeaseRenewedToAShorterExpiryIsKeptAliveOnIt() throws Exception {
         Locker a = open(config("a").timeSource(TimeSource.system()).expiry(LEASE_EXPIRY.multipliedBy(50)).build());
         Locker b = realTimeProcess("b");
