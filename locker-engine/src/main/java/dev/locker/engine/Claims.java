@@ -379,8 +379,11 @@ final class Claims<S extends LockStatus> {
             boolean ours = false;
             if (own.markDone()) { // as the removal of a transaction's record below: once
                 background.stop(own);
-                ours = finish(own, ask);
-                transactions.leaseFinished(own);
+                try {
+                    ours = finish(own, ask);
+                } finally {
+                    transactions.leaseFinished(own);
+                }
             }
             return ours;
         }
@@ -390,9 +393,16 @@ final class Claims<S extends LockStatus> {
         }
         background.stop(holds);
         boolean ours = true;
+        Failures failures = new Failures();
         for (Hold hold : holds.all()) {
-            ours &= finish(hold, ask);
+            try {
+                ours &= finish(hold, ask);
+            } catch (RuntimeException | Error e) { // one claim's failure strands none of the others
+                ours = false;
+                failures.add(e);
+            }
         }
+        failures.rethrow();
         return ours;
     }
 
@@ -401,28 +411,33 @@ final class Claims<S extends LockStatus> {
      * holds of single-lock leases are found as their locks' mediator entries, or among the lost leases.
      */
     void loseAll(long endNanos) {
+        Failures failures = new Failures(); // an Error on one claim strands none of the others
         transactions.removeEach(holds -> {
             for (Hold hold : holds.all()) {
-                finishWithin(hold, endNanos);
+                failures.run(() -> finishWithin(hold, endNanos));
             }
         });
         // each live lease hold is its lock's mediator entry (a claim under way saw the closed flag after taking its
         // entry, or took it before this looks); a lost one may be among the lost leases instead
         mediator.forEachHold(hold -> {
             if (hold.ownTransaction() && hold.reportsTo(sink)) {
-                closeLease(hold, endNanos);
+                failures.run(() -> closeLease(hold, endNanos));
             }
         });
         for (Hold hold : transactions.lostLeases()) {
-            closeLease(hold, endNanos);
+            failures.run(() -> closeLease(hold, endNanos));
         }
+        failures.rethrow();
     }
 
     /** Close for a hold that is its own transaction, unless a release or close finishes it already. */
     private void closeLease(Hold hold, long endNanos) {
         if (hold.markDone()) {
-            finishWithin(hold, endNanos);
-            transactions.leaseFinished(hold);
+            try {
+                finishWithin(hold, endNanos);
+            } finally {
+                transactions.leaseFinished(hold);
+            }
         }
     }
 
