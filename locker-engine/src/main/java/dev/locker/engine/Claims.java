@@ -524,13 +524,32 @@ final class Claims<S extends LockStatus> {
      * this process, keeps it until then. False when the claim was no longer ours.
      */
     private boolean leaveUntilHoldAtLeast(Hold hold, S status, long leftNanos) {
+        Duration leave = atLeastTheDriversMinimum(hold, Duration.ofNanos(leftNanos));
         try {
             steps.step(LockProbe.Step.RENEW, hold.lock, "leaving a claim for its hold-at-least",
-                    () -> driver.renew(hold.lock, status, Duration.ofNanos(leftNanos)));
+                    () -> driver.renew(hold.lock, status, leave));
             return true;
         } catch (ExpiredLockException gone) {
             return false;
         }
+    }
+
+    /**
+     * The time left, doubled until the driver accepts it, and at most the claim's own (accepted) expiry. A driver
+     * may refuse a short expiry meant for a new lease. Leaving the claim longer than its hold-at-least is safe.
+     */
+    private Duration atLeastTheDriversMinimum(Hold hold, Duration left) {
+        Duration own = hold.expiry() != null ? hold.expiry() : config.expiry();
+        Duration leave = left;
+        while (leave.compareTo(own) < 0) {
+            try {
+                driver.checkExpiry(leave); // no I/O
+                return leave;
+            } catch (IllegalArgumentException tooShort) {
+                leave = leave.multipliedBy(2);
+            }
+        }
+        return left.compareTo(own) < 0 ? own : left;
     }
 
     // ---- what a transaction holds ---------------------------------------------------------------------------------
