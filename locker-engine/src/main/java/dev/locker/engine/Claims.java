@@ -290,6 +290,7 @@ final class Claims<S extends LockStatus> {
         if (!status.isHeld() && checked.isHeld()) {
             probe.acquired(hold.lock, config.rid());
         }
+        failIfReleasing(hold, "checked");
     }
 
     // ---- renew ----------------------------------------------------------------------------------------------------
@@ -352,12 +353,19 @@ final class Claims<S extends LockStatus> {
         if (newExpiry != null) {
             hold.expiry(newExpiry); // under the steps lock: the keep-alive's next renewal keeps it
         }
-        if (transactions.holdOf(hold.lock, hold.tx) != hold) {
-            // a release began meanwhile and waits for this step: it deletes (or leaves) the claim just renewed
-            throw new ExpiredLockException("the lock was released while it was renewed; the release ends our claim",
-                    hold.lock, null, null);
-        }
+        failIfReleasing(hold, "renewed");
         background.watch(hold);
+    }
+
+    /**
+     * Fails a step whose status is recorded when a release began meanwhile. That release waits for this step, then
+     * deletes (or leaves) the claim the step recorded.
+     */
+    private void failIfReleasing(Hold hold, String step) {
+        if (transactions.holdOf(hold.lock, hold.tx) != hold) {
+            throw new ExpiredLockException("the lock was released while it was " + step + "; the release ends our "
+                    + "claim", hold.lock, null, null);
+        }
     }
 
     // ---- release --------------------------------------------------------------------------------------------------
