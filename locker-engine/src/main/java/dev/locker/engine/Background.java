@@ -102,6 +102,15 @@ final class Background {
         }
     }
 
+    /** After {@code tx} was renewed to a new expiry: its next keep-alive renewal comes on that expiry's terms. */
+    void expiryChanged(Object tx) {
+        KeepAlive k = keepAlive;
+        KeepAlive.Kept kept = k == null ? null : transactions.kept(tx);
+        if (kept != null) {
+            k.reschedule(kept);
+        }
+    }
+
     /** Starts or stops keeping {@code tx}'s claims alive. */
     void keepAlive(Object tx, boolean on) {
         KeepAlive.Kept kept = transactions.kept(tx);

@@ -290,6 +290,7 @@ final class Claims<S extends LockStatus> {
         if (!status.isHeld() && checked.isHeld()) {
             probe.acquired(hold.lock, config.rid());
         }
+        failIfReleasing(hold, "checked");
     }
 
     // ---- renew ----------------------------------------------------------------------------------------------------
@@ -304,6 +305,9 @@ final class Claims<S extends LockStatus> {
             } finally {
                 hold.unlockSteps();
             }
+        }
+        if (newExpiry != null) {
+            background.expiryChanged(tx); // a shorter expiry must not wait for a tick timed on the old one
         }
     }
 
@@ -349,7 +353,19 @@ final class Claims<S extends LockStatus> {
         if (newExpiry != null) {
             hold.expiry(newExpiry); // under the steps lock: the keep-alive's next renewal keeps it
         }
+        failIfReleasing(hold, "renewed");
         background.watch(hold);
+    }
+
+    /**
+     * Fails a step whose status is recorded when a release began meanwhile. That release waits for this step, then
+     * deletes (or leaves) the claim the step recorded.
+     */
+    private void failIfReleasing(Hold hold, String step) {
+        if (transactions.holdOf(hold.lock, hold.tx) != hold) {
+            throw new ExpiredLockException("the lock was released while it was " + step + "; the release ends our "
+                    + "claim", hold.lock, null, null);
+        }
     }
 
     // ---- release --------------------------------------------------------------------------------------------------
@@ -371,8 +387,11 @@ final class Claims<S extends LockStatus> {
             boolean ours = false;
             if (own.markDone()) { // as the removal of a transaction's record below: once
                 background.stop(own);
-                ours = finish(own, own.release(), ask);
-                transactions.leaseFinished(own);
+                try {
+                    ours = finish(own, ask);
+                } finally {
+                    transactions.leaseFinished(own);
+                }
             }
             return ours;
         }
@@ -382,9 +401,16 @@ final class Claims<S extends LockStatus> {
         }
         background.stop(holds);
         boolean ours = true;
+        Failures failures = new Failures();
         for (Hold hold : holds.all()) {
-            ours &= finish(hold, hold.release(), ask);
+            try {
+                ours &= finish(hold, ask);
+            } catch (RuntimeException | Error e) { // one claim's failure strands none of the others
+                ours = false;
+                failures.add(e);
+            }
         }
+        failures.rethrow();
         return ours;
     }
 
@@ -393,37 +419,42 @@ final class Claims<S extends LockStatus> {
      * holds of single-lock leases are found as their locks' mediator entries, or among the lost leases.
      */
     void loseAll(long endNanos) {
+        Failures failures = new Failures(); // an Error on one claim strands none of the others
         transactions.removeEach(holds -> {
             for (Hold hold : holds.all()) {
-                finishWithin(hold, hold.lose(LossReason.LOCKER_CLOSED, "the locker was closed"), endNanos);
+                failures.run(() -> finishWithin(hold, endNanos));
             }
         });
         // each live lease hold is its lock's mediator entry (a claim under way saw the closed flag after taking its
         // entry, or took it before this looks); a lost one may be among the lost leases instead
         mediator.forEachHold(hold -> {
             if (hold.ownTransaction() && hold.reportsTo(sink)) {
-                closeLease(hold, endNanos);
+                failures.run(() -> closeLease(hold, endNanos));
             }
         });
         for (Hold hold : transactions.lostLeases()) {
-            closeLease(hold, endNanos);
+            failures.run(() -> closeLease(hold, endNanos));
         }
+        failures.rethrow();
     }
 
     /** Close for a hold that is its own transaction, unless a release or close finishes it already. */
     private void closeLease(Hold hold, long endNanos) {
         if (hold.markDone()) {
-            finishWithin(hold, hold.lose(LossReason.LOCKER_CLOSED, "the locker was closed"), endNanos);
-            transactions.leaseFinished(hold);
+            try {
+                finishWithin(hold, endNanos);
+            } finally {
+                transactions.leaseFinished(hold);
+            }
         }
     }
 
     /**
-     * {@link #finish} for close, which waits for a step in flight only until {@code endNanos} (System.nanoTime). A
-     * step stuck in the backend past that keeps its hold: the step finds the hold final when it returns, and the claim
-     * expires if it never does.
+     * {@link #finish} for close, which marks the hold lost ("the locker was closed"). It waits for a step in flight
+     * only until {@code endNanos} (System.nanoTime). A step stuck in the backend past that finds the hold final when
+     * it returns, and the claim expires if it never does.
      */
-    private void finishWithin(Hold hold, Hold.State before, long endNanos) {
+    private void finishWithin(Hold hold, long endNanos) {
         boolean locked;
         try {
             locked = hold.lockSteps(Math.max(0, endNanos - System.nanoTime()));
@@ -432,26 +463,30 @@ final class Claims<S extends LockStatus> {
             locked = hold.tryLockSteps();
         }
         if (!locked) {
+            hold.lose(LossReason.LOCKER_CLOSED, CLOSED);
             log.warn("Locker {} closed while a step on {} was still in the backend; its claim is left to that step or "
                     + "to its expiry", config.rid(), hold.lock);
             return;
         }
         try {
-            releaseHold(hold, before, false);
+            releaseHold(hold, hold.lose(LossReason.LOCKER_CLOSED, CLOSED), false);
         } finally {
             hold.unlockSteps();
         }
     }
 
+    /** Why close marks a hold lost. */
+    private static final String CLOSED = "the locker was closed";
+
     /**
-     * Deletes the claim of a hold just made final. A step in flight on it (a keep-alive renewal, a check) ends first,
-     * so that a rewrite it sends cannot land after our delete and revive the claim; that step then finds the hold
-     * final and withdraws what it wrote.
+     * Marks a hold released and deletes its claim. A step in flight on it (a keep-alive renewal, a check) ends first.
+     * So a rewrite it sends cannot land after our delete and revive the claim. The hold is marked only then: that
+     * step records its status, fails, and leaves the claim this release answers for to this release.
      */
-    private boolean finish(Hold hold, Hold.State before, boolean ask) {
+    private boolean finish(Hold hold, boolean ask) {
         hold.lockSteps();
         try {
-            return releaseHold(hold, before, ask);
+            return releaseHold(hold, hold.release(), ask);
         } finally {
             hold.unlockSteps();
         }
@@ -497,13 +532,32 @@ final class Claims<S extends LockStatus> {
      * this process, keeps it until then. False when the claim was no longer ours.
      */
     private boolean leaveUntilHoldAtLeast(Hold hold, S status, long leftNanos) {
+        Duration leave = atLeastTheDriversMinimum(hold, Duration.ofNanos(leftNanos));
         try {
             steps.step(LockProbe.Step.RENEW, hold.lock, "leaving a claim for its hold-at-least",
-                    () -> driver.leave(hold.lock, status, Duration.ofNanos(leftNanos)));
+                    () -> driver.leave(hold.lock, status, leave));
             return true;
         } catch (ExpiredLockException gone) {
             return false;
         }
+    }
+
+    /**
+     * The time left, doubled until the driver accepts it, and at most the claim's own (accepted) expiry. A driver
+     * may refuse a short expiry meant for a new lease. Leaving the claim longer than its hold-at-least is safe.
+     */
+    private Duration atLeastTheDriversMinimum(Hold hold, Duration left) {
+        Duration own = hold.expiry() != null ? hold.expiry() : config.expiry();
+        Duration leave = left;
+        while (leave.compareTo(own) < 0) {
+            try {
+                driver.checkExpiry(leave); // no I/O
+                return leave;
+            } catch (IllegalArgumentException tooShort) {
+                leave = leave.multipliedBy(2);
+            }
+        }
+        return left.compareTo(own) < 0 ? own : left;
     }
 
     // ---- what a transaction holds ---------------------------------------------------------------------------------

@@ -118,6 +118,11 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
                 attempts.add(column); // it may have been written
                 log.debug("Claim write on {} failed temporarily (attempt {}/{}): {}", lock, attempt, config.retries(), e.toString());
                 continue;
+            } catch (RuntimeException | Error e) {
+                // an unknown outcome: the write may have landed before its reply failed, so it is withdrawn
+                attempts.add(column);
+                withdrawAfter(e, lock, attempts);
+                throw e;
             }
             undeleted.forget(lock, deletions);
             // Strictly shorter: then our write completed before ts + lockWait on every clock that agrees with ours, so
@@ -500,6 +505,18 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
         StoreTransaction tx = tx();
         store.mutate(row, additions, deletions, tx);
         tx.commit();
+    }
+
+    /** Deletes {@code columns} after the unexpected failure {@code e}; a failure of the delete is suppressed in it. */
+    private void withdrawAfter(Throwable e, KeyColumn lock, List<byte[]> columns) {
+        try {
+            deleteQuietly(lock, columns);
+        } catch (RuntimeException | Error again) {
+            undeleted.remember(lock, columns);
+            if (again != e) {
+                e.addSuppressed(again);
+            }
+        }
     }
 
     private void deleteQuietly(KeyColumn lock, List<byte[]> columns) {

@@ -294,8 +294,9 @@ final class Hold extends AbstractQueuedSynchronizer implements HoldStates, Timer
     /*
      * Serialises the backend steps of this hold (check, verify, renew: e.g. the keep-alive thread and the holder's own
      * check), so that a failed compare-and-set on the state always means the hold became final (lost or released),
-     * never that another step of the same holder got there first. Release and loss do not take it. Reentrant, like the
-     * ReentrantLock it replaces: the synchronizer's state counts the owner's holds.
+     * never that another step of the same holder got there first. A release takes it before it marks the hold; a
+     * loss does not take it. Reentrant, like the ReentrantLock it replaces: the synchronizer's state counts the
+     * owner's holds.
      */
 
     /** Takes the steps lock, waiting for a step in flight. */

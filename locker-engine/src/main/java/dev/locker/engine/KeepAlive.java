@@ -131,6 +131,11 @@ final class KeepAlive implements AutoCloseable {
         scheduler.cancel(kept);
     }
 
+    /** Moves the next renewal of {@code kept} onto its holds' terms now: a renewal just changed an expiry. */
+    void reschedule(Kept kept) {
+        schedule(kept, nextDelay(kept));
+    }
+
     private void schedule(Kept kept, long delayNanos) {
         if (!kept.keptAlive()) {
             return;

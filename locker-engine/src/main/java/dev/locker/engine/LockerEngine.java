@@ -417,10 +417,12 @@ public abstract class LockerEngine<C extends LockStatus> implements Locker {
             return;
         }
         long end = Closing.waitEnd(); // one bound for every wait of close
-        claims.loseAll(end);
-        closing.awaitOperationsInFlight(end);
-        background.close(); // after the losses above were handed to it: their listeners are told, then it stops
-        driver.close();
+        Failures failures = new Failures(); // a failure of one step skips none of the later ones
+        failures.run(() -> claims.loseAll(end));
+        failures.run(() -> closing.awaitOperationsInFlight(end));
+        failures.run(background::close); // after the losses above were handed to it: listeners are told, then it stops
+        failures.run(driver::close);
+        failures.rethrow();
     }
 
     protected boolean isClosed() {

@@ -196,7 +196,7 @@ class CloseTest {
 
     /**
      * Closing a lease while its renewal is in flight (paused after the store answered): the close waits for it, the
-     * renewal finds the hold released and withdraws what it wrote, and the claim is gone when close returns.
+     * renewal fails, and the close deletes the claim it renewed: the claim is gone when close returns.
      * After the locker's close no thread of its background is left running.
      */
     @Test

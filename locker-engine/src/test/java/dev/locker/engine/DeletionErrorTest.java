@@ -8,7 +8,6 @@ import dev.locker.api.LockerConfig;
 import dev.locker.spi.KeyColumnValueStore;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.parallel.Isolated;
@@ -70,7 +69,6 @@ class DeletionErrorTest {
      * only the claim whose deletion failed is left to expire.
      */
     @Test
-    @Disabled("an Error from one deletion ends deleteLocks' loop: the transaction's other claims stay until they expire")
     void anErrorDeletingOneClaimOfALeaseStillDeletesItsOtherClaims() {
         Locker a = locker("a");
         Lease both = a.acquireAll(List.of(x, y), "both").keepAlive(false);
@@ -85,7 +83,6 @@ class DeletionErrorTest {
      * other lease's claim and leaves no thread of the locker running.
      */
     @Test
-    @Disabled("an Error from one deletion aborts Locker.close(): other claims stay, the keep-alive threads and driver are never closed")
     void anErrorDeletingOneClaimOnCloseStillDeletesTheOthersAndStopsTheLockersThreads() throws Exception {
         Set<Thread> before = Thread.getAllStackTraces().keySet();
         Locker a = locker("a");

@@ -9,7 +9,6 @@ import dev.locker.spi.TemporaryStoreException;
 import dev.locker.testkit.FaultyStore;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -49,7 +48,6 @@ class ReleaseAnswerFailureTest {
      * delete itself would succeed), so another process takes the lock at once.
      */
     @Test
-    @Disabled("LockDriver.releaseOwned asks (verify) before the delete: a failed ask throws, and the delete is never sent")
     void aReleaseWhoseOwnershipCheckFailsStillDeletesTheClaim() {
         Locker a = locker("a");
         Locker b = locker("b");

@@ -9,7 +9,6 @@ import dev.locker.spi.KeyColumnValueStore;
 import dev.locker.spi.StoreTransaction;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -106,7 +105,6 @@ class UnexpectedWriteFailureTest {
     }
 
     @Test
-    @Disabled("a write that landed, then failed with an unexpected RuntimeException, is never withdrawn: it blocks the lock")
     void aClaimWriteThatLandedThenFailedWithARuntimeExceptionIsWithdrawn() {
         Locker a = locker("a");
         store.failAfterNextWrite(new IllegalStateException("connection reset after the request was sent"));
@@ -115,7 +113,6 @@ class UnexpectedWriteFailureTest {
     }
 
     @Test
-    @Disabled("a write that landed, then failed with an Error, is never withdrawn: it blocks the lock until its expiry")
     void aClaimWriteThatLandedThenFailedWithAnErrorIsWithdrawn() {
         Locker a = locker("a");
         store.failAfterNextWrite(new NoClassDefFoundError("a class of the store's client, loaded after the send"));

@@ -248,7 +248,7 @@ class WaitAndReadBackInterleavingTest {
         });
         tokenWrite.awaitArrival(); // A read its row back and is about to write its token
 
-        // the release marks the hold final, then waits for the check in flight (steps are serialised) before deleting
+        // the release waits for the check in flight (steps are serialised), then marks the hold final and deletes
         java.util.concurrent.atomic.AtomicReference<Thread> releaser = new java.util.concurrent.atomic.AtomicReference<>();
         Future<Object> released = async(() -> {
             releaser.set(Thread.currentThread());
@@ -260,7 +260,7 @@ class WaitAndReadBackInterleavingTest {
             return release;
         });
         while (releaser.get() == null || !waiting(releaser.get())) {
-            Thread.sleep(1); // until the release marked the hold final and waits for the check's step to end
+            Thread.sleep(1); // until the release waits for the check's step to end
         }
         tokenWrite.resume(); // the token write (re-)creates A's claim, with a token
         assertTrue(Interleavings.failureOf(check) instanceof LockingException, "A is told it does not hold");

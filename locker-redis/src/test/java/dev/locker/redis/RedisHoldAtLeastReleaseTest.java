@@ -48,8 +48,6 @@ class RedisHoldAtLeastReleaseTest {
      * release says the claim was ours, and the claim is still there for the rest of the hold-at-least.
      */
     @Test
-    @Disabled("the release renews to the time left, which RedisDriver.checkExpiry refuses below 2 x serverClockSkew: "
-            + "the engine logs 'Could not delete our claim' and release() answers false")
     void aReleaseNearTheEndOfAHoldAtLeastSaysTheClaimWasOurs() {
         Locker a = locker("a");
         Locker b = locker("b");

@@ -16,7 +16,8 @@ class HBaseLockTimesOutliveTheProcessTest extends LockTimesOutliveTheProcess {
 
     @Override
     String uri(String options) {
-        // one mini cluster has one clock: no allowance for region servers' clocks keeps a dead claim past its expiry
-        return HBaseTestCluster.get().uri("shedlock_outlive", "serverClockSkew=0s&" + options);
+        // one mini cluster has one clock: no allowance for region servers' clocks keeps a dead claim past its expiry;
+        // a child JVM opening the table on a busy host may need longer than the default 10 s
+        return HBaseTestCluster.get().uri("shedlock_outlive", "serverClockSkew=0s&operationTimeout=60s&" + options);
     }
 }

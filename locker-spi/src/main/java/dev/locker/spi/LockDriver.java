@@ -117,6 +117,10 @@ public interface LockDriver<C extends LockStatus> {
      * ({@link #verify}, one round trip), then releases; a claim that ends between the two is reported ours. A driver
      * whose compare-and-delete can tell what it found answers from that instead.
      *
+     * <p>When the ask fails otherwise (the store unreachable, an Error), the claim is released all the same. The ask's
+     * failure is then rethrown, not answered false: false would say the claim was not ours, which nobody learned.
+     * A failure of that release is suppressed in it.
+     *
      * @param lock  the lock
      * @param claim a held claim of this driver on {@code lock}
      * @return true when our claim was there and is removed; false when it had expired, was gone or taken over
@@ -128,6 +132,15 @@ public interface LockDriver<C extends LockStatus> {
             ours = true;
         } catch (ExpiredLockException gone) {
             ours = false;
+        } catch (RuntimeException | Error askFailed) {
+            try {
+                release(lock, claim); // the delete never depends on the answer: a failed ask leaves no claim behind
+            } catch (RuntimeException | Error releaseFailed) {
+                if (releaseFailed != askFailed) {
+                    askFailed.addSuppressed(releaseFailed);
+                }
+            }
+            throw askFailed;
         }
         release(lock, claim);
         return ours;

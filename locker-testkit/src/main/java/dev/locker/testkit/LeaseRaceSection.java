@@ -6,7 +6,6 @@ import dev.locker.api.LeaseOptions;
 import dev.locker.api.LockProbe;
 import dev.locker.api.Locker;
 import dev.locker.api.TimeSource;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -52,8 +51,6 @@ public interface LeaseRaceSection extends ConformanceScenario {
      * that comes meanwhile still leaves the claim for its hold-at-least, says it was ours, and refuses others.
      */
     @Test
-    @Disabled("a renewal in flight during release() withdraws the claim (Claims.renewLocked sees the hold released): "
-            + "the hold-at-least is cut short and release answers false")
     default void aRenewalInFlightDoesNotCutAReleasedHoldAtLeastShort() throws Exception {
         StepPauses pauses = new StepPauses();
         Locker a = pausable("a", pauses);
@@ -81,7 +78,6 @@ public interface LeaseRaceSection extends ConformanceScenario {
      * this release), and the lock is free after it.
      */
     @Test
-    @Disabled("a renewal in flight during release() withdraws the claim itself; release then answers false")
     default void aReleaseRacingItsOwnRenewalSaysTheClaimWasOurs() throws Exception {
         StepPauses pauses = new StepPauses();
         Locker a = pausable("a", pauses);
@@ -108,7 +104,6 @@ public interface LeaseRaceSection extends ConformanceScenario {
      * expiry's terms. Real time: the keep-alive runs on it.
      */
     @Test
-    @Disabled("renewFor(shorter) leaves the keep-alive's next tick on the old expiry's cadence: the lease is lost")
     default void aKeptAliveLeaseRenewedToAShorterExpiryIsKeptAliveOnIt() throws Exception {
         Locker a = open(config("a").timeSource(TimeSource.system()).expiry(LEASE_EXPIRY.multipliedBy(50)).build());
         Locker b = realTimeProcess("b");
