@@ -42,7 +42,8 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * <p>A claim's expiry is the one the engine passes to {@link #write} and {@link #renew}. It sets the claim's server
  * expiry and its key's safety-net {@code PEXPIRE}, and the holder's validity is that expiry less
- * {@code serverClockSkew}. An expiry longer than the restart guard is refused before any I/O.
+ * {@code serverClockSkew}. An expiry longer than the restart guard is refused before any I/O. A release inside the
+ * hold-at-least calls {@link #leave} instead: the claim then lives exactly the time left, and is renewed no more.
  */
 final class RedisDriver implements LockDriver<ClaimStatus> {
 
@@ -312,6 +313,39 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
             return status.renewed(Deadlines.of(started, validity));
         }
         throw notOurs(lock, r);
+    }
+
+    /**
+     * The leave script: our claim's expiry set to exactly {@code expiry} from now, and the claim marked left, so that
+     * a late renewal of it changes nothing. Only the restart guard bounds {@code expiry}: the holder asks for this
+     * short hold, and the skew bound protects the validity of new leases. Without a WAIT: a failover that lost the
+     * leave keeps the claim's former, longer expiry, which holds the lock longer, never shorter.
+     */
+    @Override
+    public ClaimStatus leave(KeyColumn lock, ClaimStatus status, Duration expiry) {
+        guard.checkExpiry(expiry);
+        owners.covers(expiry);
+        Rawable expiryArg = RedisScript.arg(millis(expiry));
+        byte[] key = keys.lockKey(lock);
+        boolean renewsGuardRecord = guard.renewalsKeepTheRecord();
+        int keyCount = renewsGuardRecord ? 2 : 1;
+        Rawable[] call = renewsGuardRecord
+                ? new Rawable[]{RedisScript.arg(key), guard.recordArg(), fieldArg,
+                        RedisScript.arg(status.claimIdShared()), expiryArg, scrubArg, guard.recordLifeArg()}
+                : new Rawable[]{RedisScript.arg(key), fieldArg, RedisScript.arg(status.claimIdShared()), expiryArg,
+                        scrubArg};
+        long started = time.nanoTime();
+        List<?> r = (List<?>) calls.withRetries(() -> RedisScript.LEAVE.run(client, keyCount, call));
+        if ((Long) r.get(0) != 1) {
+            throw notOurs(lock, r);
+        }
+        long token = (Long) r.get(1);
+        owners.touch();
+        if (token != status.fencingToken()) {
+            throw new ExpiredLockException("our claim on " + server + " carries token " + token + ", not ours ("
+                    + status.fencingToken() + ")", lock);
+        }
+        return status.renewed(Deadlines.of(started, expiry.minus(serverClockSkew)));
     }
 
     /** Asks the verify script: our claims are held from the moment they are written. */

@@ -33,6 +33,7 @@ final class RedisScript {
 
     static final RedisScript ACQUIRE = new RedisScript("acquire");
     static final RedisScript RENEW = new RedisScript("renew");
+    static final RedisScript LEAVE = new RedisScript("leave");
     static final RedisScript RELEASE = new RedisScript("release");
     static final RedisScript WITHDRAW = new RedisScript("withdraw");
     static final RedisScript HOLDER = new RedisScript("holder");

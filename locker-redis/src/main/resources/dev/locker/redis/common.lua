@@ -18,6 +18,9 @@
 --                    claim's own field (one HSET) instead of writing "t" and deleting the field (two calls). Written 0
 --                    with expiry 0, it is dead to every script of every layout, whatever the clock reads, and keeps its
 --                    token like any dead claim (scan scrubs it into "t"; the next grant's token is higher).
+--                    A left claim (leave.lua: released inside its hold-at-least) writes its expiry with one leading
+--                    zero, "<written> 0<expms> ...". Every reader takes the same number; renew.lua refuses such a claim,
+--                    so a late renewal can neither lower nor lengthen the time it was left for.
 --   field "w" .. instance  a tombstone, "<until> <counter>": the instance gave up on its acquires of this lock up to
 --                    that counter (timed out, connection lost after sending) and withdrew them; until <until> (server
 --                    microseconds) a late one that still arrives grants nothing. One field per instance, so it stays

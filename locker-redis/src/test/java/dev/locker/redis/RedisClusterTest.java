@@ -11,7 +11,6 @@ import dev.locker.api.TemporaryLockingException;
 import dev.locker.engine.ExpectedValueCheckingStore;
 import dev.locker.engine.InMemoryStore;
 import dev.locker.testkit.LeaseDurationsSection;
-import org.junit.jupiter.api.Disabled;
 import dev.locker.testkit.LockerConformanceSuite;
 import dev.locker.testkit.LockerFixture;
 import org.junit.jupiter.api.Assumptions;
@@ -187,19 +186,5 @@ class RedisClusterTest extends LockerConformanceSuite implements LeaseDurationsS
                 }
             }
         }
-    }
-
-    /** Redis renewals never set an expiry back, so a released claim keeps its lease's expiry past its hold-at-least. */
-    @Override
-    @Disabled("a hold-at-least release renews the claim to the time left, and renew.lua never sets an expiry back: the "
-            + "claim lives to the lease's expiry; needs a driver step that may shorten a released claim")
-    public void aHoldAtLeastOutlivesTheReleaseThenFreesTheLock() {
-    }
-
-    /** As above: the releasing locker itself is refused until the lease's expiry, not the hold-at-least's end. */
-    @Override
-    @Disabled("a hold-at-least release renews the claim to the time left, and renew.lua never sets an expiry back: the "
-            + "claim lives to the lease's expiry; needs a driver step that may shorten a released claim")
-    public void theReleasingLockerItselfIsRefusedUntilTheHoldAtLeastEnds() {
     }
 }

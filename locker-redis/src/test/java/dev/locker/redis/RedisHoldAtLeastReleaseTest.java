@@ -9,7 +9,6 @@ import dev.locker.api.LockerConfig;
 import dev.locker.testkit.RedisServer;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -78,8 +77,6 @@ class RedisHoldAtLeastReleaseTest {
      * the hold-at-least: the claim is left for the time left, not for the lease's expiry.
      */
     @Test
-    @Disabled("renew.lua never sets an expiry back (math.max): a hold-at-least release keeps the claim for the lease's "
-            + "whole expiry; docs/guide.md still says Redis refuses per-lease expiries")
     void aReleasedHoldAtLeastFreesTheLockWhenItEnds() throws Exception {
         Locker a = locker("a");
         Locker b = locker("b");
