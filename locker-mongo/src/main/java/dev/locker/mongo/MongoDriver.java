@@ -402,6 +402,20 @@ final class MongoDriver implements LockDriver<ClaimStatus> {
                 lock, other, null);
     }
 
+    /**
+     * A holder counts on the expiry less serverClockSkew and less the uncertainty of the server-clock estimate. An
+     * expiry no longer than both leaves no validity: the grant would be withdrawn as too late, or a renewal lose it.
+     */
+    @Override
+    public void checkExpiry(Duration expiry) {
+        Duration uncertainty = serverClock.sample().uncertainty();
+        if (expiry.compareTo(serverClockSkew.plus(uncertainty)) <= 0) {
+            throw new IllegalArgumentException("expiry " + expiry + " must be more than serverClockSkew "
+                    + serverClockSkew + " plus the server clock's uncertainty " + uncertainty
+                    + ": a holder counts on the expiry less both");
+        }
+    }
+
     /** Asks and releases with the caller's interrupt flag cleared: a cancelled task still frees its lock. */
     @Override
     public boolean releaseOwned(KeyColumn lock, ClaimStatus status) {
