@@ -492,23 +492,36 @@ final class HBaseDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
 
     // ---- HBase access -------------------------------------------------------------------------------------------
 
+    /** An expiry whose cell TTL HBase cannot set, or the claims family's TTL would outlast, is refused before any I/O. */
+    @Override
+    public void checkExpiry(Duration expiry) {
+        cellTtl(expiry);
+    }
+
     /**
-     * The holder cell's TTL for a claim of {@code expiry}: see {@link LockTable#cellTtl}. Refused before any I/O when
-     * the claims family's TTL would remove the claim while held.
+     * The holder cell's TTL for a claim of {@code expiry}. The engine checked it before any I/O: a refusal here is
+     * the locker's own expiry, and so permanent.
      */
     private long cellTtlMillis(KeyColumn lock, Duration expiry) {
-        Duration ttl;
         try {
-            ttl = LockTable.cellTtl(expiry, serverClockSkew);
+            return cellTtl(expiry).toMillis();
         } catch (IllegalArgumentException tooLong) {
             throw new PermanentLockingException(tooLong.getMessage(), lock, null, tooLong);
         }
+    }
+
+    /**
+     * The holder cell's TTL for a claim of {@code expiry}: see {@link LockTable#cellTtl}. It must stay below the
+     * claims family's TTL, which would otherwise remove the claim while held.
+     */
+    private Duration cellTtl(Duration expiry) {
+        Duration ttl = LockTable.cellTtl(expiry, serverClockSkew);
         if (claimsFamilyTtl != null && claimsFamilyTtl.compareTo(ttl) <= 0) {
-            throw new PermanentLockingException("the claims family of " + where + " has a TTL of "
-                    + claimsFamilyTtl.toSeconds() + " s, not longer than the claim expiry " + expiry + " plus the "
-                    + "region servers' clock allowance " + serverClockSkew + ": the claim would vanish while held", lock);
+            throw new IllegalArgumentException("expiry " + expiry + " plus the region servers' clock allowance "
+                    + serverClockSkew + " must be shorter than the TTL of the claims family of " + where + ", "
+                    + claimsFamilyTtl.toSeconds() + " s: the claim would vanish while held");
         }
-        return ttl.toMillis();
+        return ttl;
     }
 
     private CheckAndMutateResult checkAndMutate(CheckAndMutate cam, String action) {
