@@ -587,7 +587,7 @@ final class MongoDriver implements LockDriver<ClaimStatus> {
 
     private void remeasure() {
         try {
-            logSkew(serverClock.measure());
+            logSkew(serverClock.measureKeepingTheBetter());
         } catch (RuntimeException e) {
             log.debug("Could not re-measure the clock offset to {} (keeping {}): {}", server, serverClock.sample(),
                     e.toString());
