@@ -319,6 +319,11 @@ final class HBaseDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
      */
     @Override
     public ClaimStatus leave(KeyColumn lock, ClaimStatus status, Duration expiry) {
+        return Uninterruptible.call(() -> leaveNow(lock, status, expiry));
+    }
+
+    /** The steps of {@link #leave}, on a thread whose interrupt flag is clear. */
+    private ClaimStatus leaveNow(KeyColumn lock, ClaimStatus status, Duration expiry) {
         byte[] row = row(lock);
         long ttl = cellTtlMillis(lock, expiry);
         byte[] mine = status.claimId();
@@ -367,12 +372,19 @@ final class HBaseDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
                 lock, state.holder == null ? null : state.holder.owner, null);
     }
 
+    /** Asks and releases with the caller's interrupt flag cleared: a cancelled task still frees its lock. */
+    @Override
+    public boolean releaseOwned(KeyColumn lock, ClaimStatus status) {
+        return Uninterruptible.call(() -> LockDriver.super.releaseOwned(lock, status));
+    }
+
+    /** Releases with the caller's interrupt flag cleared: a cancelled task still frees its lock. */
     @Override
     public void release(KeyColumn lock, ClaimStatus status) {
         byte[] row = row(lock);
         byte[] mine = status.claimId();
-        CheckAndMutateResult r = checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, mine)
-                .build(new Put(row).addColumn(family, HOLDER, FREE)), "checkAndMutate");
+        CheckAndMutateResult r = Uninterruptible.call(() -> checkAndMutate(CheckAndMutate.newBuilder(row)
+                .ifEquals(family, HOLDER, mine).build(new Put(row).addColumn(family, HOLDER, FREE)), "checkAndMutate"));
         if (r.isSuccess()) {
             seen.remember(row, new Seen(status.fencingToken(), true));
         } else {
@@ -452,6 +464,11 @@ final class HBaseDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
      */
     @Override
     public void putRecord(KeyColumn lock, String name, byte[] value) {
+        Uninterruptible.run(() -> putRecordNow(lock, name, value));
+    }
+
+    /** The read and the put of {@link #putRecord}, on a thread whose interrupt flag is clear. */
+    private void putRecordNow(KeyColumn lock, String name, byte[] value) {
         byte[] row = row(lock);
         long counter = read(row, "get").counter;
         try (Table t = tables.build()) {
@@ -471,8 +488,8 @@ final class HBaseDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
     public boolean writeRecord(KeyColumn lock, String name, byte[] value, ClaimStatus holding) {
         byte[] row = row(lock);
         Put put = new Put(row).addColumn(tokenFamily, recordColumn(name), recordTimestamp(holding.fencingToken()), value);
-        return checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, holding.claimId()).build(put),
-                "checkAndMutate").isSuccess();
+        return Uninterruptible.call(() -> checkAndMutate(CheckAndMutate.newBuilder(row)
+                .ifEquals(family, HOLDER, holding.claimId()).build(put), "checkAndMutate").isSuccess());
     }
 
     // ---- listing --------------------------------------------------------------------------------------------------
@@ -492,23 +509,36 @@ final class HBaseDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
 
     // ---- HBase access -------------------------------------------------------------------------------------------
 
+    /** An expiry whose cell TTL HBase cannot set, or the claims family's TTL would outlast, is refused before any I/O. */
+    @Override
+    public void checkExpiry(Duration expiry) {
+        cellTtl(expiry);
+    }
+
     /**
-     * The holder cell's TTL for a claim of {@code expiry}: see {@link LockTable#cellTtl}. Refused before any I/O when
-     * the claims family's TTL would remove the claim while held.
+     * The holder cell's TTL for a claim of {@code expiry}. The engine checked it before any I/O: a refusal here is
+     * the locker's own expiry, and so permanent.
      */
     private long cellTtlMillis(KeyColumn lock, Duration expiry) {
-        Duration ttl;
         try {
-            ttl = LockTable.cellTtl(expiry, serverClockSkew);
+            return cellTtl(expiry).toMillis();
         } catch (IllegalArgumentException tooLong) {
             throw new PermanentLockingException(tooLong.getMessage(), lock, null, tooLong);
         }
+    }
+
+    /**
+     * The holder cell's TTL for a claim of {@code expiry}: see {@link LockTable#cellTtl}. It must stay below the
+     * claims family's TTL, which would otherwise remove the claim while held.
+     */
+    private Duration cellTtl(Duration expiry) {
+        Duration ttl = LockTable.cellTtl(expiry, serverClockSkew);
         if (claimsFamilyTtl != null && claimsFamilyTtl.compareTo(ttl) <= 0) {
-            throw new PermanentLockingException("the claims family of " + where + " has a TTL of "
-                    + claimsFamilyTtl.toSeconds() + " s, not longer than the claim expiry " + expiry + " plus the "
-                    + "region servers' clock allowance " + serverClockSkew + ": the claim would vanish while held", lock);
+            throw new IllegalArgumentException("expiry " + expiry + " plus the region servers' clock allowance "
+                    + serverClockSkew + " must be shorter than the TTL of the claims family of " + where + ", "
+                    + claimsFamilyTtl.toSeconds() + " s: the claim would vanish while held");
         }
-        return ttl.toMillis();
+        return ttl;
     }
 
     private CheckAndMutateResult checkAndMutate(CheckAndMutate cam, String action) {

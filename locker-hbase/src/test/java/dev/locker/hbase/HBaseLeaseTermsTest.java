@@ -10,7 +10,6 @@ import dev.locker.api.TimeSource;
 import org.apache.hadoop.hbase.client.Connection;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
@@ -63,8 +62,6 @@ class HBaseLeaseTermsTest {
     }
 
     @Test
-    @Disabled("HBaseDriver has no checkExpiry: a lease expiry past the claims family's TTL fails at the write, "
-            + "as a PermanentLockingException")
     void aLeaseExpiryPastTheClaimsFamilysTtlIsRefusedBeforeAnyIo() {
         Locker a = locker("a");
         KeyColumn lock = lock("too-long");
@@ -74,8 +71,6 @@ class HBaseLeaseTermsTest {
     }
 
     @Test
-    @Disabled("HBaseDriver has no checkExpiry: renewFor past the claims family's TTL fails at the renewal, "
-            + "as a PermanentLockingException")
     void aRenewalPastTheClaimsFamilysTtlIsRefusedAndKeepsTheLease() {
         Locker a = locker("a");
         KeyColumn lock = lock("renewed-too-long");

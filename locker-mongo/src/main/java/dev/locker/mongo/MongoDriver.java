@@ -336,11 +336,11 @@ final class MongoDriver implements LockDriver<ClaimStatus> {
         Date expiresAt = r.serverDateCeil(expiry);
         TakeBacks.Unsettled late = takeBacks.released(status.claimId());
         try {
-            return setExpiry(lock, status, expiry, r, "leave", null, Updates.combine(
+            return Uninterruptible.call(() -> setExpiry(lock, status, expiry, r, "leave", null, Updates.combine(
                     Updates.set(LockDocument.HOLDER_EXPIRES_AT, expiresAt),
                     Updates.max(LockDocument.HOLDER_RENEWED_AT, now),
                     Updates.set(LockDocument.HOLDER_LEFT, true),
-                    Updates.set(LockDocument.EXPIRES_AT, keptUntil(expiresAt))));
+                    Updates.set(LockDocument.EXPIRES_AT, keptUntil(expiresAt)))));
         } finally {
             if (late != null) {
                 takeBacks.takeBackAfter(lock, status.claimId(), late.latestExpiryMillis(), late.expiry(),
@@ -402,11 +402,32 @@ final class MongoDriver implements LockDriver<ClaimStatus> {
                 lock, other, null);
     }
 
+    /**
+     * A holder counts on the expiry less serverClockSkew and less the uncertainty of the server-clock estimate. An
+     * expiry no longer than both leaves no validity: the grant would be withdrawn as too late, or a renewal lose it.
+     */
+    @Override
+    public void checkExpiry(Duration expiry) {
+        Duration uncertainty = serverClock.sample().uncertainty();
+        if (expiry.compareTo(serverClockSkew.plus(uncertainty)) <= 0) {
+            throw new IllegalArgumentException("expiry " + expiry + " must be more than serverClockSkew "
+                    + serverClockSkew + " plus the server clock's uncertainty " + uncertainty
+                    + ": a holder counts on the expiry less both");
+        }
+    }
+
+    /** Asks and releases with the caller's interrupt flag cleared: a cancelled task still frees its lock. */
+    @Override
+    public boolean releaseOwned(KeyColumn lock, ClaimStatus status) {
+        return Uninterruptible.call(() -> LockDriver.super.releaseOwned(lock, status));
+    }
+
+    /** Releases with the caller's interrupt flag cleared: a cancelled task still frees its lock. */
     @Override
     public void release(KeyColumn lock, ClaimStatus status) {
         TakeBacks.Unsettled late = takeBacks.released(status.claimId());
         try {
-            release(lock, status.claimId());
+            Uninterruptible.call(() -> release(lock, status.claimId()));
         } finally {
             if (late != null) {
                 takeBacks.takeBack(lock, status.claimId(), late.latestExpiryMillis(), late.expiry());
@@ -566,7 +587,7 @@ final class MongoDriver implements LockDriver<ClaimStatus> {
 
     private void remeasure() {
         try {
-            logSkew(serverClock.measure());
+            logSkew(serverClock.measureKeepingTheBetter());
         } catch (RuntimeException e) {
             log.debug("Could not re-measure the clock offset to {} (keeping {}): {}", server, serverClock.sample(),
                     e.toString());

@@ -45,17 +45,22 @@ final class MongoRecords implements LockRecords<ClaimStatus> {
 
     @Override
     public void putRecord(KeyColumn lock, String name, byte[] value) {
-        locks.updateOne(Filters.eq(LockDocument.ID, recordId(lock)), Updates.set(name, new Binary(value)),
-                new UpdateOptions().upsert(true));
+        Uninterruptible.run(() -> locks.updateOne(Filters.eq(LockDocument.ID, recordId(lock)), Updates.set(name, new Binary(value)),
+                new UpdateOptions().upsert(true)));
     }
 
     /**
      * Checked, then guarded: our claim must hold the lock with our token (read with the configured read concern),
      * and the record is replaced only if it was written under a token no higher than ours, so a writer that paused
-     * past its claim cannot replace a later holder's record.
+     * past its claim cannot replace a later holder's record. A caller's interrupt does not keep the record out.
      */
     @Override
     public boolean writeRecord(KeyColumn lock, String name, byte[] value, ClaimStatus holding) {
+        return Uninterruptible.call(() -> guardedWrite(lock, name, value, holding));
+    }
+
+    /** The check and the guarded write of {@link #writeRecord}, on a thread whose interrupt flag is clear. */
+    private boolean guardedWrite(KeyColumn lock, String name, byte[] value, ClaimStatus holding) {
         Document doc = locks.find(Filters.eq(LockDocument.ID, LockDocument.id(lock)))
                 .projection(Projections.include(LockDocument.HOLDER, LockDocument.SEQ, LockDocument.TOKEN_BASE))
                 .first();

@@ -21,7 +21,8 @@ import java.util.concurrent.TimeUnit;
  * somewhere between, so at the midpoint of the round trip the server's clock read {@code localTime} within
  * {@code ± (rtt / 2 + 1 ms)} (the reply has millisecond resolution). Later estimates add the monotonic time elapsed
  * since that midpoint: a step of the local wall clock (NTP, an operator, a resumed VM) never moves the estimate; it
- * only changes the reported offset, which is what {@code maxClockSkew} judges.
+ * only changes the reported offset, which is what {@code maxClockSkew} judges. The periodic re-measure keeps the
+ * earlier sample while it is sharper and agrees: one slow round trip under load must not shorten later leases.
  *
  * <p>Using the estimate safely: a holder is dead only when its expiry is before {@link Reading#deadBefore()} (the
  * estimate minus its uncertainty), so that no error of the estimate within the uncertainty lets this process take
@@ -114,8 +115,36 @@ final class ServerClock {
         this.refreshAboveNanos = Math.max(TimeUnit.MILLISECONDS.toNanos(10), e / 10);
     }
 
+    /**
+     * Measures the offset now and keeps whichever sample is less uncertain: a slow round trip under load must not
+     * replace a sharper earlier sample. The earlier one stays only while the new one agrees with it.
+     *
+     * @return the sample kept
+     */
+    Sample measureKeepingTheBetter() {
+        Sample old = sample;
+        Sample fresh = take();
+        if (old != null) {
+            Reading then = estimateAt(old, fresh.nanosAt(), null);
+            Duration gap = Duration.between(then.server(), fresh.serverAt()).abs();
+            boolean agrees = gap.compareTo(then.uncertainty().plus(fresh.uncertainty())) <= 0;
+            if (agrees && then.uncertainty().compareTo(fresh.uncertainty()) < 0) {
+                return old;
+            }
+        }
+        sample = fresh;
+        return fresh;
+    }
+
     /** Measures the offset now (one round trip) and keeps the result; throws the driver's exception on failure. */
     Sample measure() {
+        Sample s = take();
+        sample = s;
+        return s;
+    }
+
+    /** One measurement, not kept: see the class comment. */
+    private Sample take() {
         long n0 = time.nanoTime();
         Instant t0 = time.now();
         Document reply = ask();
@@ -129,7 +158,6 @@ final class ServerClock {
         Instant serverAt = ((Date) localTime).toInstant();
         Sample s = new Sample(serverAt, n0 + halfRtt.toNanos(), halfRtt.plus(RESOLUTION),
                 Duration.between(t0.plus(halfRtt), serverAt), helloUnknown ? "isMaster" : "hello");
-        sample = s;
         return s;
     }
 
@@ -167,12 +195,18 @@ final class ServerClock {
 
     /** The estimate from sample {@code s}, its uncertainty grown with the sample's age (see the class comment). */
     private Reading estimate(Sample s) {
-        long nanos = time.nanoTime();
-        Instant local = time.now();
+        return estimateAt(s, time.nanoTime(), time.now());
+    }
+
+    /** The estimate from sample {@code s} at monotonic reading {@code nanos}; {@code local} is the wall clock then. */
+    private Reading estimateAt(Sample s, long nanos, Instant local) {
         long age = Math.max(0, nanos - s.nanosAt());
         Instant server = s.serverAt().plusNanos(nanos - s.nanosAt());
-        Duration offset = Duration.between(local, server);
         Duration uncertainty = s.uncertainty().plusNanos(age / DRIFT_DIVISOR);
+        if (local == null) {
+            return new Reading(nanos, null, server, uncertainty, null, false);
+        }
+        Duration offset = Duration.between(local, server);
         return new Reading(nanos, local, server, uncertainty, offset, offset.abs().compareTo(maxSkew) <= 0);
     }
 

@@ -6,7 +6,6 @@ import dev.locker.api.LeaseOptions;
 import dev.locker.api.Locker;
 import dev.locker.api.Run;
 import dev.locker.api.TimeSource;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -33,7 +32,6 @@ class MongoInterruptedCallerTest extends MongoScenarios {
     }
 
     @Test
-    @Disabled("the MongoDB driver fails the delete on an interrupted thread; the claim stays for its whole expiry")
     void aLeaseClosedOnAnInterruptedThreadReleasesItsClaim() {
         Locker a = open(config("a", EXPIRY, TimeSource.system()).build(), Duration.ZERO);
         Locker b = open(config("b", EXPIRY, TimeSource.system()).build(), Duration.ZERO);
@@ -46,7 +44,6 @@ class MongoInterruptedCallerTest extends MongoScenarios {
     }
 
     @Test
-    @Disabled("the MongoDB driver fails the delete on an interrupted thread; release() answers false and the claim stays")
     void aLeaseReleasedOnAnInterruptedThreadSaysItWasOursAndFreesTheLock() {
         Locker a = open(config("a", EXPIRY, TimeSource.system()).build(), Duration.ZERO);
         Locker b = open(config("b", EXPIRY, TimeSource.system()).build(), Duration.ZERO);
@@ -65,7 +62,6 @@ class MongoInterruptedCallerTest extends MongoScenarios {
      * another process then finds the job done rather than running it a second time.
      */
     @Test
-    @Disabled("the run's record is written on the interrupted thread, which the MongoDB driver fails: LOST, and the job runs again")
     void aRunWhoseTaskRestoresAnInterruptIsRecordedOnce() {
         Locker a = open(config("a", EXPIRY, TimeSource.system()).build(), Duration.ZERO);
         Locker b = open(config("b", EXPIRY, TimeSource.system()).build(), Duration.ZERO);

@@ -4,7 +4,6 @@ import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.LeaseOptions;
 import dev.locker.testkit.VirtualClock;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -27,7 +26,6 @@ class MongoLeaseExpiryBoundsTest extends MongoScenarios {
 
     /** Given serverClockSkew = 2 s, a lease of 1 s is refused with an IllegalArgumentException, and nothing is written. */
     @Test
-    @Disabled("MongoDriver has no checkExpiry: a lease expiry under the skew is written, then withdrawn as granted too late")
     void aLeaseExpiryWithinTheServerClockSkewIsRefusedBeforeAnyIo() {
         VirtualClock clock = new VirtualClock();
         mongo.clock().follow(clock);
@@ -43,7 +41,6 @@ class MongoLeaseExpiryBoundsTest extends MongoScenarios {
      * on the expiry it had.
      */
     @Test
-    @Disabled("MongoDriver has no checkExpiry: renewFor within the skew reaches the server and loses a healthy lease")
     void aRenewalToAnExpiryWithinTheServerClockSkewIsRefusedAndKeepsTheLease() {
         VirtualClock clock = new VirtualClock();
         mongo.clock().follow(clock);
