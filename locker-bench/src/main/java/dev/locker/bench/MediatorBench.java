@@ -71,7 +71,7 @@ public class MediatorBench {
                     .asType(MethodType.methodType(boolean.class, LocalLockMediator.class, Object.class));
             RELEASE = in.findVirtual(LocalLockMediator.class, "release", MethodType.methodType(void.class, hold))
                     .asType(MethodType.methodType(void.class, LocalLockMediator.class, Object.class));
-            Class<?> state = Class.forName("dev.locker.engine.Hold$State");
+            Class<?> state = Class.forName("dev.locker.engine.HoldStates$State");
             HOLD_RELEASE = in.findVirtual(hold, "release", MethodType.methodType(state))
                     .asType(MethodType.methodType(Object.class, Object.class));
             CAPACITY = (int) in.findStaticGetter(LocalLockMediator.class, "INITIAL_CAPACITY", int.class).invokeExact();
