@@ -1,5 +1,11 @@
 package dev.locker.mongo;
 
+import com.mongodb.ConnectionString;
+import com.mongodb.MongoClientSettings;
+import com.mongodb.client.MongoClient;
+import com.mongodb.client.MongoClients;
+import com.mongodb.event.CommandListener;
+import com.mongodb.event.CommandStartedEvent;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.LeaseOptions;
@@ -7,7 +13,9 @@ import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
+import java.util.concurrent.atomic.AtomicReference;
 
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -50,6 +58,37 @@ class MongoLeaseExpiryBoundsTest extends MongoScenarios {
             assertThrows(IllegalArgumentException.class, () -> lease.renewFor(Duration.ofSeconds(1)));
             assertTrue(lease.isValid(), "a refused renewal leaves the lease as it was");
             lease.check();
+        }
+    }
+
+    /**
+     * A clock sample taken on a slow round trip (800 ms: 401 ms uncertain) does not refuse a 300 ms lease for good:
+     * the locker measures again, and the sharper sample lets the lease through.
+     */
+    @Test
+    void aBlurredClockSampleIsMeasuredAgainBeforeALeaseIsRefused() {
+        VirtualClock clock = new VirtualClock();
+        mongo.clock().follow(clock);
+        AtomicReference<Duration> rtt = new AtomicReference<>(Duration.ofMillis(800));
+        CommandListener slowClockRead = new CommandListener() {
+            @Override
+            public void commandStarted(CommandStartedEvent e) {
+                if (e.getCommandName().equalsIgnoreCase("isMaster") || e.getCommandName().equals("hello")) {
+                    clock.advance(rtt.get()); // the round trip's time, all before the server reads its clock
+                }
+            }
+        };
+        try (MongoClient client = MongoClients.create(MongoClientSettings.builder()
+                .applyConnectionString(new ConnectionString(mongo.uri())).addCommandListener(slowClockRead).build())) {
+            MongoLocker a = fixture.closeFirst(MongoLocker.builder().client(client).database("locker")
+                    .collection(fixture.collection()).clockCheckInterval(Duration.ZERO)
+                    .config(config("a", EXPIRY, clock).build()).build());
+            rtt.set(Duration.ZERO);
+            KeyColumn lock = MongoFixture.lock("blurred-sample");
+            try (Lease lease = a.acquire(lock, "short", LeaseOptions.expiry(Duration.ofMillis(300)).keepAlive(false))) {
+                assertTrue(lease.isValid(), "a sharper sample leaves the 300 ms lease validity to count on");
+                assertNotNull(rawDoc(lock), "the claim is on the server");
+            }
         }
     }
 }
