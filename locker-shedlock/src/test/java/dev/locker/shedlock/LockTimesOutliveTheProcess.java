@@ -50,10 +50,27 @@ abstract class LockTimesOutliveTheProcess {
      */
     abstract String uri(String options);
 
+    /** The locks one child process takes before it is killed: one per case. */
+    private final String unlockedEarly = "report-" + UUID.randomUUID();
+    private final String held = "report-" + UUID.randomUUID();
+    private final String extended = "report-" + UUID.randomUUID();
+    private final String heldBriefly = "report-" + UUID.randomUUID();
+
+    /** When the child was killed, by this JVM's monotonic clock. */
+    private long killedAtNanos;
+
     @BeforeAll
     final void open() throws Exception {
         startBackend();
         observer = LockerLockProvider.open(uri("expiry=5m"));
+        // one child takes every case's lock, then dies once: a JVM start with a backend client is this class's cost
+        String shortExpiry = uri("expiry=2s");
+        holdAndDie(List.of(
+                shortExpiry + "|" + unlockedEarly + "|300000|300000|unlock",
+                shortExpiry + "|" + held + "|300000|0|hold",
+                shortExpiry + "|" + extended + "|3000|0|extend:300000",
+                uri("expiry=5m") + "|" + heldBriefly + "|3000|0|hold"));
+        killedAtNanos = System.nanoTime();
     }
 
     @AfterAll
@@ -66,34 +83,26 @@ abstract class LockTimesOutliveTheProcess {
 
     @Test
     void aLockUnlockedEarlyStaysHeldUntilLockAtLeastForAfterItsProcessDied() throws Exception {
-        String name = "report-" + UUID.randomUUID();
-        holdAndDie(uri("expiry=2s"), name, Duration.ofMinutes(5), Duration.ofMinutes(5), "unlock");
-        sleep(SHORT_EXPIRY.multipliedBy(2));
-        assertEquals(Optional.empty(), tryLock(name), "lockAtLeastFor (5 min) has not passed");
+        awaitSinceTheKill(SHORT_EXPIRY.multipliedBy(2));
+        assertEquals(Optional.empty(), tryLock(unlockedEarly), "lockAtLeastFor (5 min) has not passed");
     }
 
     @Test
     void aLockStaysHeldUntilLockAtMostForAfterItsProcessDied() throws Exception {
-        String name = "report-" + UUID.randomUUID();
-        holdAndDie(uri("expiry=2s"), name, Duration.ofMinutes(5), Duration.ZERO, "hold");
-        sleep(SHORT_EXPIRY.multipliedBy(2));
-        assertEquals(Optional.empty(), tryLock(name), "lockAtMostFor (5 min) has not passed");
+        awaitSinceTheKill(SHORT_EXPIRY.multipliedBy(2));
+        assertEquals(Optional.empty(), tryLock(held), "lockAtMostFor (5 min) has not passed");
     }
 
     @Test
     void anExtendedLockStaysHeldUntilItsNewLockAtMostForAfterItsProcessDied() throws Exception {
-        String name = "report-" + UUID.randomUUID();
-        holdAndDie(uri("expiry=2s"), name, Duration.ofSeconds(3), Duration.ZERO, "extend:300000");
-        sleep(SHORT_EXPIRY.multipliedBy(2)); // past the first lockAtMostFor (3 s) too
-        assertEquals(Optional.empty(), tryLock(name), "the extended lockAtMostFor (5 min) has not passed");
+        awaitSinceTheKill(SHORT_EXPIRY.multipliedBy(2)); // past the first lockAtMostFor (3 s) too
+        assertEquals(Optional.empty(), tryLock(extended), "the extended lockAtMostFor (5 min) has not passed");
     }
 
     @Test
     void aLockIsFreeOnceLockAtMostForPassedAfterItsProcessDied() throws Exception {
-        String name = "report-" + UUID.randomUUID();
-        holdAndDie(uri("expiry=5m"), name, Duration.ofSeconds(3), Duration.ZERO, "hold");
-        sleep(Duration.ofSeconds(5));
-        Optional<SimpleLock> lock = tryLock(name);
+        awaitSinceTheKill(Duration.ofSeconds(5)); // its lockAtMostFor (3 s) began before the kill
+        Optional<SimpleLock> lock = tryLock(heldBriefly);
         assertTrue(lock.isPresent(), "lockAtMostFor (3 s) has passed, although the locker's expiry (5 min) has not");
         lock.get().unlock();
     }
@@ -102,9 +111,16 @@ abstract class LockTimesOutliveTheProcess {
         return observer.lock(new LockConfiguration(ClockProvider.now(), name, Duration.ofMinutes(5), Duration.ZERO));
     }
 
-    /** Starts a {@link HoldingProcess}, waits until it holds the lock, and kills it (SIGKILL: no clean-up runs). */
-    private static void holdAndDie(String uri, String name, Duration atMost, Duration atLeast, String action)
-            throws Exception {
+    /** Sleeps until {@code d} has passed since the child was killed. */
+    private void awaitSinceTheKill(Duration d) throws InterruptedException {
+        long left = killedAtNanos + d.toNanos() - System.nanoTime();
+        if (left > 0) {
+            TimeUnit.NANOSECONDS.sleep(left);
+        }
+    }
+
+    /** Starts a {@link HoldingProcess}, waits until it holds its locks, and kills it (SIGKILL: no clean-up runs). */
+    private static void holdAndDie(List<String> locks) throws Exception {
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         command.add("-XX:TieredStopAtLevel=1");
@@ -113,22 +129,18 @@ abstract class LockTimesOutliveTheProcess {
                 .filter(a -> a.startsWith("--add-") || a.startsWith("-Djava.net.preferIPv4Stack")
                         || a.startsWith("-Dorg.apache.hbase.thirdparty"))
                 .forEach(command::add);
-        command.addAll(List.of("-cp", System.getProperty("java.class.path"), HoldingProcess.class.getName(),
-                uri, name, Long.toString(atMost.toMillis()), Long.toString(atLeast.toMillis()), action));
+        command.addAll(List.of("-cp", System.getProperty("java.class.path"), HoldingProcess.class.getName()));
+        command.addAll(locks);
         Process child = new ProcessBuilder(command)
                 .redirectError(ProcessBuilder.Redirect.appendTo(Path.of("target", "holding-processes.log").toFile()))
                 .start();
         try (BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream(),
                 StandardCharsets.UTF_8))) {
             String line = out.readLine();
-            assertEquals("HELD " + name, line, "the child should hold the lock; see target/holding-processes.log");
+            assertEquals("HELD", line, "the child should hold its locks; see target/holding-processes.log");
         } finally {
             child.destroyForcibly();
             child.waitFor(60, TimeUnit.SECONDS);
         }
-    }
-
-    private static void sleep(Duration d) throws InterruptedException {
-        Thread.sleep(d.toMillis());
     }
 }
