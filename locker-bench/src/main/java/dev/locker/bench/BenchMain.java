@@ -18,7 +18,7 @@ import java.util.Set;
  * Runs every section, each against its baselines measured in the same run with the rounds interleaved, and prints one
  * table (markdown) of medians, spreads and ratios. {@code --quick} for a few minutes, the default for the full run;
  * {@code --only=name,...} picks sections (the names in {@link #SECTIONS}). The rows live in a file per group
- * ({@link RedisRows}, {@link PeerRows}, {@link ScaleRows}, ...); this class only runs them.
+ * ({@link RedisRows}, {@link PeerRows}, {@link ScaleRows}, {@link RegistryRows}, ...); this class only runs them.
  */
 public final class BenchMain {
 
@@ -46,7 +46,7 @@ public final class BenchMain {
             new Section("handoff", true, (run, port) -> new PeerRows(run, port).handoff()),
             new Section("waking", true, (run, port) -> new ScaleRows(run, port).waking()),
             new Section("shedlock", true, (run, port) -> new ShedLockRows(run, port).run()),
-            // Spring Integration's LockRegistry against Spring's RedisLockRegistry comes here, once its module exists
+            new Section("registry", true, (run, port) -> new RegistryRows(run, port).run()),
             new Section("held", true, (run, port) -> new PeerRows(run, port).held()),
             new Section("servercost", false, (run, port) -> ServerCost.run(run.table(), run.quick())),
             new Section("mongo", false, (run, port) -> new MongoRows(run).run()),

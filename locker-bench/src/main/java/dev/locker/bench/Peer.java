@@ -23,6 +23,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  *   <li>{@code shedlock-handoff <locker|shedlock> <port> <holdMs> <startAtEpochMs> <durationMs>}: as handoff, through
  *       ShedLock's {@code LockProvider}, which takes no wait: a peer that finds the lock held tries again every
  *       {@link #SHEDLOCK_POLL_MS} ms, and after its release waits as long as it held before trying again;</li>
+ *   <li>{@code registry-handoff <contender> <port> <holdMs> <durationMs>}: as handoff, through a Spring Integration
+ *       {@code LockRegistry}, starting once both peers are warm ({@link RegistryRows#peer});</li>
  *   <li>{@code waking ...}: one of the processes of the waking-at-scale row ({@link Waking}).</li>
  * </ul>
  * The JVM ends with {@link Runtime#halt}: a million held locks are not released one by one; the server is flushed.
@@ -44,6 +46,8 @@ public final class Peer {
                         Long.parseLong(args[4]), Long.parseLong(args[5]));
                 case "shedlock-handoff" -> shedlockHandoff(args[1], Integer.parseInt(args[2]),
                         Integer.parseInt(args[3]), Long.parseLong(args[4]), Long.parseLong(args[5]));
+                case "registry-handoff" -> RegistryRows.peer(args[1], Integer.parseInt(args[2]),
+                        Integer.parseInt(args[3]), Long.parseLong(args[4]));
                 case "waking" -> Waking.run(args);
                 default -> throw new IllegalArgumentException("unknown peer mode " + args[0]);
             }
