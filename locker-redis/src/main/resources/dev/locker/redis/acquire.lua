@@ -173,7 +173,7 @@ end
 if counter and s.ownCtr and s.ownCtr >= counter then
   if s.own then
     -- this request's own claim, live: granted to an earlier copy of it. The same claim and token answer again.
-    -- It is rewritten as it stands, so that a WAIT pipelined with this copy also covers the first copy's write.
+    -- It is rewritten as it stands: WAIT counts a connection's writes, and this copy's must cover the first's.
     redis.call('HSET', key, own, s.own)
     local _, _, tok = parse(s.own)
     return tok

@@ -203,6 +203,40 @@ class RedisLateAcquireTest {
         assertTrue(next > first, "the next acquire of the same locker: a higher token");
     }
 
+    /**
+     * The first copy is granted on the master and its reply lost; its write has not reached the stalled replica. The
+     * repeat, on a fresh connection, is pipelined with WAIT as the driver sends it. Its answer must wait for the
+     * replica to hold the first copy's write, although the repeat itself changes nothing.
+     */
+    @Test
+    void aRepeatOverItsOwnLiveClaimIsAcknowledgedOnlyOnceTheReplicaHasTheFirstWrite() {
+        try (RedisServer replica = RedisServer.start("--replicaof", "127.0.0.1", Integer.toString(server.port()))) {
+            while (!replica.cli("INFO", "replication").contains("master_link_status:up")
+                    || !server.cli("WAIT", "1", "100").trim().equals("1")) {
+                RedisServer.sleep(50);
+            }
+            byte[] key = b("late:replicated");
+            String pid = Long.toString(replica.pid());
+            RedisServer.run(List.of("kill", "-STOP", pid)); // the replica stalls: it acknowledges nothing more
+            try (UnifiedJedis fresh = RedisLocker.builder().node("127.0.0.1", server.port()).newClient(1)) {
+                long first = token(acquire(key, A, 7, EXPIRY));
+                // the repeat goes on a connection of its own, as after the broken one: WAIT counts its writes only
+                RedisCalls calls = new RedisCalls(fresh, "test", 1, 1, Duration.ofMillis(300));
+                byte[] owner = new LockOwner("a", "host", 1, "t", "why", null).toBytes();
+                List<byte[]> args = List.of(key, b("c" + A), b(nonce(A, 7)), b(Long.toString(EXPIRY.toMillis())),
+                        owner, b("0"), b("1"), b("off"));
+                redis.clients.jedis.args.Rawable[] call = args.stream().map(RedisScript::arg)
+                        .toArray(redis.clients.jedis.args.Rawable[]::new);
+                Object[] both = calls.runAndWait(RedisScript.ACQUIRE, 1, call);
+                assertEquals(first, both[0], "the repeat answers the first copy's token");
+                assertEquals(0L, both[1], "the stalled replica does not hold the first copy's write, yet the "
+                        + "repeat's WAIT counted it: a failover to it would lose the claim its caller now trusts");
+            } finally {
+                RedisServer.run(List.of("kill", "-CONT", pid));
+            }
+        }
+    }
+
     private Object acquire(byte[] key, String instance, long counter, Duration expiry) {
         byte[] owner = new LockOwner("a", "host", 1, "t", "why", null).toBytes();
         return RedisScript.ACQUIRE.run(admin, key, List.of(b("c" + instance), b(nonce(instance, counter)),
