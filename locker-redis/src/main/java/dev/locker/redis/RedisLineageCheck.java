@@ -47,13 +47,12 @@ final class RedisLineageCheck {
         if (cluster) {
             return cluster(name, id2, tookDataOver, up, guard, keepsData);
         }
-        long now = serverMicros(node);
-        // as the script: the real uptime is at least (uptime - 1) s plus the fraction of the current second
-        long upsince = now - ((uptime - 1) * 1_000_000L + now % 1_000_000L);
         String key = new String(new RedisKeys(b.keyPrefixOption()).lineageKey(), StandardCharsets.UTF_8);
         String recordId = null;
         long recordSince = -1;
+        long now;
         try {
+            now = serverMicros(node);
             Object v = node.call("GET", key);
             if (v != null) {
                 String[] parts = RedisNode.text(v).split(" ");
@@ -63,10 +62,13 @@ final class RedisLineageCheck {
                 }
             }
         } catch (JedisException refused) {
-            return Finding.warn(CHECK, name + "could not read the lineage record " + key + " (" + refused.getMessage()
-                    + "): grants count the guard from its start", "run the doctor as a user allowed GET on the prefix's "
+            return Finding.warn(CHECK, name + "could not read the lineage record " + key + " or the server's TIME ("
+                    + refused.getMessage() + "); Locker's scripts need GET and SET for it, or a promoted replica "
+                    + "grants nothing under a guard", "run the doctor as a user allowed TIME and GET on the prefix's "
                     + "keys");
         }
+        // as the script: the real uptime is at least (uptime - 1) s plus the fraction of the current second
+        long upsince = now - ((uptime - 1) * 1_000_000L + now % 1_000_000L);
         String ids = "replication id " + id + (tookDataOver ? ", master_replid2 " + id2 + " (it took data over since "
                 + "it started: a promoted replica)" : ", master_replid2 unset (it took no data over since it started)");
         String record = recordId == null ? "no lineage record " + key
