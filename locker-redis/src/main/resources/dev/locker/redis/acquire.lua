@@ -148,6 +148,12 @@ if s.withdrawn and counter and counter <= s.withdrawn then
   end
   return { -3 }
 end
+-- a copy of a request whose claim our field holds ended (released, lapsed, dead), or of one older than a claim of
+-- ours that ended: its caller is done with it, so it is neither granted nor queued
+local late = counter and s.ownCtr and s.ownCtr >= counter
+if late and not s.own and s.senior ~= own then
+  return { -3 }
+end
 if s.senior or (s.head and s.head ~= (waiter and ('q' .. waiter)) and not s.own) then
   if s.own then
     -- this very claim, from an earlier attempt of this request: never leave a losing claim behind
@@ -170,16 +176,12 @@ if s.senior or (s.head and s.head ~= (waiter and ('q' .. waiter)) and not s.own)
   end
   return { -5, queued_owner(s.headValue), s.head }
 end
-if counter and s.ownCtr and s.ownCtr >= counter then
-  if s.own then
-    -- this request's own claim, live: granted to an earlier copy of it. The same claim and token answer again.
-    -- It is rewritten as it stands: WAIT counts a connection's writes, and this copy's must cover the first's.
-    redis.call('HSET', key, own, s.own)
-    local _, _, tok = parse(s.own)
-    return tok
-  end
-  -- our field holds this request's claim released, lapsed or dead, or a later claim of ours
-  return { -3 }
+if late then
+  -- this request's own claim, live: granted to an earlier copy of it. The same claim and token answer again.
+  -- It is rewritten as it stands: WAIT counts a connection's writes, and this copy's must cover the first's.
+  redis.call('HSET', key, own, s.own)
+  local _, _, tok = parse(s.own)
+  return tok
 end
 local refusal, warning = admit(now, ARGV[5], ARGV[7])
 if refusal then

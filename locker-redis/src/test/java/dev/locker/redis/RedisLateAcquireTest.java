@@ -195,6 +195,18 @@ class RedisLateAcquireTest {
     }
 
     @Test
+    void aLateCopyOfAWaitingAcquireWhoseClaimWasReleasedIsNeitherGrantedNorQueued() {
+        byte[] key = b("late:waiter");
+        acquire(key, A, 7, EXPIRY, "0", null);
+        assertEquals(1L, release(key, A, 7));
+        assertEquals(1L, code(acquire(key, B, 1, EXPIRY, "0", null)), "B takes the lock, our released claim kept");
+        Object late = acquire(key, A, 7, EXPIRY, "0", A + "0000000000000001");
+        assertEquals(-3L, code(late), "the late copy of our waiting acquire, after its claim was released");
+        assertTrue(admin.hkeys(key).stream().noneMatch(f -> f[0] == 'q'), "a late copy queued a waiter nobody is: "
+                + "while it lives, nobody who arrives later is granted the lock");
+    }
+
+    @Test
     void aNewAcquireOfTheSameLockerAfterItsReleaseIsGranted() {
         byte[] key = b("late:next");
         long first = token(acquire(key, A, 7, EXPIRY));
@@ -238,9 +250,19 @@ class RedisLateAcquireTest {
     }
 
     private Object acquire(byte[] key, String instance, long counter, Duration expiry) {
+        return acquire(key, instance, counter, expiry, "1", null);
+    }
+
+    /** The acquire script as the driver calls it; {@code waiter} null for an acquire that does not wait. */
+    private Object acquire(byte[] key, String instance, long counter, Duration expiry, String scrub, String waiter) {
         byte[] owner = new LockOwner("a", "host", 1, "t", "why", null).toBytes();
-        return RedisScript.ACQUIRE.run(admin, key, List.of(b("c" + instance), b(nonce(instance, counter)),
-                b(Long.toString(expiry.toMillis())), owner, b("0"), b("1"), b("off")));
+        List<byte[]> args = new ArrayList<>(List.of(b("c" + instance), b(nonce(instance, counter)),
+                b(Long.toString(expiry.toMillis())), owner, b("0"), b(scrub), b("off")));
+        if (waiter != null) {
+            args.add(b(waiter));
+            args.add(b("3000"));
+        }
+        return RedisScript.ACQUIRE.run(admin, key, args);
     }
 
     private long release(byte[] key, String instance, long counter) {
