@@ -96,6 +96,11 @@ final class RedisLineageCheck {
         if (guard.isZero()) {
             return Finding.ok(CHECK, what + "; restartGuard=0 does not wait for it");
         }
+        if (since <= upsince) {
+            // the data is as old as the server: the restart-guard check reports the wait, if any
+            return Finding.ok(CHECK, what + ": no younger than the server itself, so only its uptime can hold grants "
+                    + "back (see restart-guard)");
+        }
         if (age.compareTo(guard) < 0) {
             return Finding.warn(CHECK, what + ": grants are refused for about " + RedisDoctor.format(Duration.ofSeconds(
                             guard.minus(age).toSeconds() + 1)) + " more (restartGuard=" + RedisDoctor.format(guard) + ")",

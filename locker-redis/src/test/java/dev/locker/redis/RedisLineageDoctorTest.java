@@ -25,7 +25,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
 class RedisLineageDoctorTest {
 
-    private static final String OPTIONS = "?prefix=lineage:&expiry=1s&restartGuard=30s";
+    private static final Duration GUARD = Duration.ofSeconds(10);
+    private static final String OPTIONS = "?prefix=lineage:&expiry=1s&restartGuard=" + GUARD.toSeconds() + "s";
 
     @BeforeEach
     void needsOwnServers() {
@@ -79,6 +80,8 @@ class RedisLineageDoctorTest {
             while (!replica.cli("INFO", "replication").contains("master_link_status:up")) {
                 RedisServer.sleep(50);
             }
+            // up longer than the guard: only its data's lineage can hold grants back, not its uptime
+            GuardedLockers.awaitUptime(replica, GUARD.plusSeconds(1));
             assertEquals("OK", replica.cli("REPLICAOF", "NO", "ONE").trim());
 
             DeploymentCheck.Finding before = lineage(doctor(replica.address() + OPTIONS)).get(0);
