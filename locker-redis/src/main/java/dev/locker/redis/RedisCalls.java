@@ -93,8 +93,8 @@ final class RedisCalls {
     /**
      * Runs {@code op}, again on a fresh connection when the connection broke (a server restart leaves the pool's
      * idle connections dead), at most {@link dev.locker.api.LockerConfig#retries()} times in all. Every script is
-     * idempotent for its caller: a repeated acquire (same nonce) replaces the claim its earlier attempt wrote, a
-     * repeated release or renew finds the same state.
+     * idempotent for its caller: a repeated acquire (same nonce) answers the claim its earlier attempt was granted,
+     * a repeated release or renew finds the same state.
      */
     <T> T withRetries(Supplier<T> op) {
         return withRetries(op, new boolean[1]);

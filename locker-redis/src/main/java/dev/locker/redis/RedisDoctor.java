@@ -32,6 +32,10 @@ import java.util.function.Consumer;
  *   <li>{@code restart-guard}: grants are refused while the server's uptime is below the guard; a guard other than
  *       the one the URI's prefix records fails, and a guard of 0 beside a recorded one warns (it is sound only where
  *       the server keeps its data, which {@code persistence} checks);</li>
+ *   <li>{@code lineage}: how old the server's data is known to be, as the restart guard judges it. On a single
+ *       server: the lineage record (present or not, its replication id against the server's two, its start and
+ *       age) and what it means for the next grant. In a Cluster, which keeps no record: whether a master took its
+ *       data over from another server since it started (WARN where a restart can lose claims);</li>
  *   <li>{@code acl}: every command Locker sends or its scripts call, with a lock key and the release channel, asked
  *       of {@code redis.acl_check_cmd} inside a script, so a least-privilege user needs no admin right to be
  *       checked;</li>
@@ -103,6 +107,9 @@ public final class RedisDoctor implements DeploymentCheck {
         out.add(persistence(name, persistence, appendfsync, RedisNode.config(node, "save"), guard, expiry));
         out.add(runRecords(name, persistence, appendfsync));
         out.add(restartGuard(name, info, guard, cluster ? null : recordedGuard(node, b)));
+        boolean keepsData = persistence != null && "1".equals(persistence.get("aof_enabled"))
+                && "always".equals(appendfsync);
+        out.add(RedisLineageCheck.lineage(node, name, info, replication, guard, b, cluster, keepsData));
         out.add(acl(node, name, b, major));
         out.add(replication(name, replication, b.replicasOption()));
     }
@@ -321,7 +328,10 @@ public final class RedisDoctor implements DeploymentCheck {
             argv.add(Integer.toString(cmd.size()));
             argv.addAll(cmd);
         }
-        List<Object> call = new ArrayList<>(List.of("EVAL", ACL_CHECK, "1", key));
+        // a Cluster node answers MOVED to a script whose key lives on another node: there the key is checked only
+        // inside the script (acl_check_cmd reads no key, so it runs on any node)
+        List<Object> call = new ArrayList<>(cluster ? List.of("EVAL", ACL_CHECK, "0")
+                : List.of("EVAL", ACL_CHECK, "1", key));
         call.addAll(argv);
         Object reply;
         try {

@@ -85,6 +85,11 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
     /** {@link #instance} as bytes: the shared prefix of every claim id this locker keeps (never changed). */
     private final byte[] instanceBytes = instance.getBytes(StandardCharsets.US_ASCII);
     private final RedisOwners owners;
+    /**
+     * The nonces of held claims whose acquire was sent again after a copy that may have reached the server: that copy
+     * may still arrive late. Such a claim ends by withdrawal, whose tombstone makes the late copy grant nothing.
+     */
+    private final Set<String> lateCopiesPossible = ConcurrentHashMap.newKeySet();
     /** The last claim expiry passed, with its script argument: encoded once while the engine passes the same one. */
     private volatile ExpiryArg lastExpiry = new ExpiryArg(Duration.ZERO, RedisScript.arg(millis(Duration.ZERO)));
     /** The scripts' constant arguments, encoded once and passed as they are (see {@link RedisScript#arg}). */
@@ -236,6 +241,10 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
                 throw new TemporaryLockingException("only " + acks + " of " + replicas + " replicas of " + server
                         + " acknowledged the claim within " + replicaTimeout + "; the claim was withdrawn", lock);
             }
+            if (sent[0]) {
+                // an earlier copy of this request may reach the server after our release: see release
+                lateCopiesPossible.add(new String(nonce, StandardCharsets.US_ASCII));
+            }
             return status;
         }
         if (code == 0) {
@@ -263,9 +272,9 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
         if (code == -6) {
             throw guard.otherGuard(lock, (byte[]) r.get(1));
         }
-        if (code == -3) { // only a late request meets its tombstone, and nobody waits for its reply
-            throw new TemporaryLockingException("this acquire had been withdrawn on " + server + " before it arrived; "
-                    + "nothing was granted", lock);
+        if (code == -3) { // only a late request gets it: its caller gave up on it, or is done with its claim
+            throw new TemporaryLockingException("this acquire had been withdrawn on " + server + ", or its claim "
+                    + "released or expired, before this copy of it arrived; nothing was granted", lock);
         }
         throw new PermanentLockingException("unexpected reply " + code + " from the acquire script on " + server, lock);
     }
@@ -325,6 +334,10 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
     public ClaimStatus leave(KeyColumn lock, ClaimStatus status, Duration expiry) {
         guard.checkExpiry(expiry);
         owners.covers(expiry);
+        if (!lateCopiesPossible.isEmpty()) {
+            // a left claim ends without a release, so no tombstone follows it (see docs/safety.md)
+            lateCopiesPossible.remove(new String(status.claimIdShared(), StandardCharsets.US_ASCII));
+        }
         Rawable expiryArg = RedisScript.arg(millis(expiry));
         byte[] key = keys.lockKey(lock);
         boolean renewsGuardRecord = guard.renewalsKeepTheRecord();
@@ -372,9 +385,20 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
                 + "release the transaction's locks and start again", lock);
     }
 
+    /**
+     * The release script; a claim whose acquire may still arrive late is withdrawn instead. The acquire script refuses
+     * a copy that finds its claim ended only while our field keeps it, and a release or a scrub may remove the field.
+     */
     @Override
     public void release(KeyColumn lock, ClaimStatus status) {
         byte[] key = keys.lockKey(lock);
+        if (!lateCopiesPossible.isEmpty()) {
+            byte[] nonce = status.claimId();
+            if (lateCopiesPossible.remove(new String(nonce, StandardCharsets.US_ASCII))) {
+                withdraw(lock, key, nonce, config.expiry(), "an earlier copy of its acquire may still arrive");
+                return;
+            }
+        }
         Rawable[] call = {RedisScript.arg(key), fieldArg, RedisScript.arg(status.claimIdShared()), channelArg};
         calls.withRetries(() -> RedisScript.RELEASE.run(client, 1, call));
     }

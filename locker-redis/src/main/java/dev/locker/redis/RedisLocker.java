@@ -103,6 +103,8 @@ import java.time.Duration;
  * is removed by compare-and-delete on its nonce, and a tombstone for the locker instance, covering its acquires up to
  * this one, stays in the lock's hash for {@code tombstoneTtl}, so that neither a grant the client never heard of nor
  * a request that reaches the server only after the withdrawal blocks anyone until it expires.
+ * One nonce grants at most one claim. A later copy of an acquire answers the live claim's token unchanged, and grants
+ * nothing once that claim ended; a claim whose acquire was sent twice ends by withdrawal (see docs/safety.md).
  *
  * <p>Claims live in one field per locker instance ({@code "c" + instance}, 16 random hex digits, so lockers sharing
  * a rid differ), told apart by a nonce per claim: the instance and a counter of its acquires. A live claim in that

@@ -8,8 +8,12 @@
 --       entry ms (how long a waiter's entry lives unless refreshed; only with a waiter id)
 -- A waiter that is refused is queued (or its entry refreshed, keeping its place); while a live waiter is queued,
 -- the lock is granted to none but the first of them (no barging: a releaser asking again queues behind them).
--- A live claim in our field with another nonce is another transaction's and holds the lock like any other; only a
--- repeat of this request (same nonce, after a lost reply) replaces the claim it wrote.
+-- A live claim in our field with another nonce is another transaction's and holds the lock like any other.
+-- A request may run twice with one nonce: the driver repeats it when its reply was lost, and a first attempt held up
+-- in the network may arrive after the repeat. Each nonce grants at most one claim. A copy that finds that claim live
+-- answers its token and changes nothing (same seniority, same expiry): the caller counts its validity from before its
+-- first attempt. A copy that finds our field holding its claim released, lapsed or dead, or a later claim of ours,
+-- grants nothing ({-3}): its caller is done with it, and a grant would block the lock for nobody.
 -- Reply: token                granted: our claim is the holder (an integer reply: a grant is all but always this)
 --        {1, token, written, warning}  granted, with a warning: the server may evict it
 --        {0, holder value, ms, holder field}  another live claim holds the lock, for at most ms more unless renewed;
@@ -17,7 +21,8 @@
 --        {-5, owner part, queue field}  the lock is free but promised to the first waiter queued (the owner part of
 --                             its entry, as in a claim, and its field "q" .. waiter name it)
 --        {-2, ms left}        the server may have started less than the restart guard ago: nothing is granted yet
---        {-3}                 its client already gave up on this request and withdrew it: nothing is granted
+--        {-3}                 its client already gave up on this request and withdrew it, or is done with the claim
+--                             it granted (released, lapsed) or with a later one: nothing is granted
 --        {-4, policy, maxmemory}  the server may evict keys, ours included, and the check says fail
 --        {-6, guard ms}       the lockers of this prefix use that other restart guard: nothing is granted, held
 --                             lock or free (a refused waiter is not queued)
@@ -40,7 +45,7 @@ local n = #all
 -- The fast path takes a hash that holds nothing, or one field that only keeps the last token: field "t", or a released
 -- claim (see the prelude: written "0 0 <token> <counter> ", dead to every script) in our field or, when we scrub, in
 -- another's. last is that token; drop the field our claim replaces (it carries the token now), if not our own.
-local last, drop = 0, nil
+local last, drop, ctr = 0, nil, nil
 local fast = n == 0
 if n == 2 then
   local f = all[1]
@@ -49,6 +54,17 @@ if n == 2 then
   elseif f == own or ARGV[6] == '1' and string.byte(f, 1) == 99 then -- ours, or another claim field ('c')
     local t, c = string.match(all[2], '^0 0 (%d+) (%x+) ')
     if t and #c <= 16 then -- (parse reads a longer counter as no claim at all)
+      if f == own then
+        -- our own released claim: a later request of ours has a higher counter (hex without leading zeros, so
+        -- compared by length first); one at or below it is a late copy whose caller is done with it
+        ctr = string.match(ARGV[2], '^0*(%x+)$', 17) or '0'
+        if c < '1' then -- leading zeros ("0005": not written so by our scripts, read so by parse)
+          c = string.match(c, '^0*(%x+)$')
+        end
+        if #c > #ctr or #c == #ctr and c >= ctr then
+          return { -3 }
+        end
+      end
       fast, last = true, t + 0
       if f ~= own then
         drop = f
@@ -102,7 +118,7 @@ if fast then
     micros = string.sub('00000', #micros) .. micros
   end
   redis.call('HSET', key, own, time[1] .. micros .. ' ' .. ARGV[3] .. ' ' .. tokd .. ' '
-      .. (string.match(ARGV[2], '^0*(%x+)$', 17) or '0') .. ' ' .. ARGV[4])
+      .. (ctr or string.match(ARGV[2], '^0*(%x+)$', 17) or '0') .. ' ' .. ARGV[4])
   if drop then
     redis.call('HDEL', key, drop) -- our claim carries the last token now (one field fewer while the lock is held)
   end
@@ -132,6 +148,12 @@ if s.withdrawn and counter and counter <= s.withdrawn then
   end
   return { -3 }
 end
+-- a copy of a request whose claim our field holds ended (released, lapsed, dead), or of one older than a claim of
+-- ours that ended: its caller is done with it, so it is neither granted nor queued
+local late = counter and s.ownCtr and s.ownCtr >= counter
+if late and not s.own and s.senior ~= own then
+  return { -3 }
+end
 if s.senior or (s.head and s.head ~= (waiter and ('q' .. waiter)) and not s.own) then
   if s.own then
     -- this very claim, from an earlier attempt of this request: never leave a losing claim behind
@@ -153,6 +175,13 @@ if s.senior or (s.head and s.head ~= (waiter and ('q' .. waiter)) and not s.own)
     return { 0, s.seniorValue, math.floor((sexp - now) / 1000) + 1, s.senior }
   end
   return { -5, queued_owner(s.headValue), s.head }
+end
+if late then
+  -- this request's own claim, live: granted to an earlier copy of it. The same claim and token answer again.
+  -- It is rewritten as it stands: WAIT counts a connection's writes, and this copy's must cover the first's.
+  redis.call('HSET', key, own, s.own)
+  local _, _, tok = parse(s.own)
+  return tok
 end
 local refusal, warning = admit(now, ARGV[5], ARGV[7])
 if refusal then

@@ -121,6 +121,8 @@ local function lib()
   --   own     our claim's value when it is alive: the live claim in our field that carries our nonce. A live claim in
   --           our field with another nonce is another transaction's (of this locker, or of a locker opened with the
   --           same rid): it counts as any other claim, never as ours
+  --   ownCtr  the counter (16 hex digits) of whatever claim our field holds, live, left, released or dead; nil when
+  --           the field holds none
   --   senior  the senior live claim other than ours (field, written, value), ordered by (written, field)
   --   maxexp  the latest expiry of the live claims other than ours
   --   withdrawn  the counter up to which the nonce's instance withdrew its acquires (live tombstone), or nil
@@ -149,6 +151,9 @@ local function lib()
         local ts, exp, tok, ctr = parse(v)
         if tok and tok > r.last then
           r.last = tok
+        end
+        if f == own then
+          r.ownCtr = ctr
         end
         if ts == nil or exp <= now then
           if scrub then
