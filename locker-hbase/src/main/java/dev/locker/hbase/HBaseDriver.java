@@ -319,7 +319,7 @@ final class HBaseDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
      */
     @Override
     public ClaimStatus leave(KeyColumn lock, ClaimStatus status, Duration expiry) {
-        return Uninterruptible.call(() -> leaveNow(lock, status, expiry));
+        return HBaseErrors.UNINTERRUPTIBLE.call(() -> leaveNow(lock, status, expiry));
     }
 
     /** The steps of {@link #leave}, on a thread whose interrupt flag is clear. */
@@ -375,7 +375,7 @@ final class HBaseDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
     /** Asks and releases with the caller's interrupt flag cleared: a cancelled task still frees its lock. */
     @Override
     public boolean releaseOwned(KeyColumn lock, ClaimStatus status) {
-        return Uninterruptible.call(() -> LockDriver.super.releaseOwned(lock, status));
+        return HBaseErrors.UNINTERRUPTIBLE.call(() -> LockDriver.super.releaseOwned(lock, status));
     }
 
     /** Releases with the caller's interrupt flag cleared: a cancelled task still frees its lock. */
@@ -383,7 +383,7 @@ final class HBaseDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
     public void release(KeyColumn lock, ClaimStatus status) {
         byte[] row = row(lock);
         byte[] mine = status.claimId();
-        CheckAndMutateResult r = Uninterruptible.call(() -> checkAndMutate(CheckAndMutate.newBuilder(row)
+        CheckAndMutateResult r = HBaseErrors.UNINTERRUPTIBLE.call(() -> checkAndMutate(CheckAndMutate.newBuilder(row)
                 .ifEquals(family, HOLDER, mine).build(new Put(row).addColumn(family, HOLDER, FREE)), "checkAndMutate"));
         if (r.isSuccess()) {
             seen.remember(row, new Seen(status.fencingToken(), true));
@@ -464,7 +464,7 @@ final class HBaseDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
      */
     @Override
     public void putRecord(KeyColumn lock, String name, byte[] value) {
-        Uninterruptible.run(() -> putRecordNow(lock, name, value));
+        HBaseErrors.UNINTERRUPTIBLE.run(() -> putRecordNow(lock, name, value));
     }
 
     /** The read and the put of {@link #putRecord}, on a thread whose interrupt flag is clear. */
@@ -488,7 +488,7 @@ final class HBaseDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
     public boolean writeRecord(KeyColumn lock, String name, byte[] value, ClaimStatus holding) {
         byte[] row = row(lock);
         Put put = new Put(row).addColumn(tokenFamily, recordColumn(name), recordTimestamp(holding.fencingToken()), value);
-        return Uninterruptible.call(() -> checkAndMutate(CheckAndMutate.newBuilder(row)
+        return HBaseErrors.UNINTERRUPTIBLE.call(() -> checkAndMutate(CheckAndMutate.newBuilder(row)
                 .ifEquals(family, HOLDER, holding.claimId()).build(put), "checkAndMutate").isSuccess());
     }
 

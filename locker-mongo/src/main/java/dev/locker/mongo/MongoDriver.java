@@ -336,11 +336,12 @@ final class MongoDriver implements LockDriver<ClaimStatus> {
         Date expiresAt = r.serverDateCeil(expiry);
         TakeBacks.Unsettled late = takeBacks.released(status.claimId());
         try {
-            return Uninterruptible.call(() -> setExpiry(lock, status, expiry, r, "leave", null, Updates.combine(
-                    Updates.set(LockDocument.HOLDER_EXPIRES_AT, expiresAt),
-                    Updates.max(LockDocument.HOLDER_RENEWED_AT, now),
-                    Updates.set(LockDocument.HOLDER_LEFT, true),
-                    Updates.set(LockDocument.EXPIRES_AT, keptUntil(expiresAt)))));
+            return MongoErrors.UNINTERRUPTIBLE.call(() -> setExpiry(lock, status, expiry, r, "leave", null,
+                    Updates.combine(
+                            Updates.set(LockDocument.HOLDER_EXPIRES_AT, expiresAt),
+                            Updates.max(LockDocument.HOLDER_RENEWED_AT, now),
+                            Updates.set(LockDocument.HOLDER_LEFT, true),
+                            Updates.set(LockDocument.EXPIRES_AT, keptUntil(expiresAt)))));
         } finally {
             if (late != null) {
                 takeBacks.takeBackAfter(lock, status.claimId(), late.latestExpiryMillis(), late.expiry(),
@@ -419,7 +420,7 @@ final class MongoDriver implements LockDriver<ClaimStatus> {
     /** Asks and releases with the caller's interrupt flag cleared: a cancelled task still frees its lock. */
     @Override
     public boolean releaseOwned(KeyColumn lock, ClaimStatus status) {
-        return Uninterruptible.call(() -> LockDriver.super.releaseOwned(lock, status));
+        return MongoErrors.UNINTERRUPTIBLE.call(() -> LockDriver.super.releaseOwned(lock, status));
     }
 
     /** Releases with the caller's interrupt flag cleared: a cancelled task still frees its lock. */
@@ -427,7 +428,7 @@ final class MongoDriver implements LockDriver<ClaimStatus> {
     public void release(KeyColumn lock, ClaimStatus status) {
         TakeBacks.Unsettled late = takeBacks.released(status.claimId());
         try {
-            Uninterruptible.call(() -> release(lock, status.claimId()));
+            MongoErrors.UNINTERRUPTIBLE.call(() -> release(lock, status.claimId()));
         } finally {
             if (late != null) {
                 takeBacks.takeBack(lock, status.claimId(), late.latestExpiryMillis(), late.expiry());
