@@ -29,7 +29,7 @@ final class HBaseErrors {
 
     /**
      * Calls that the caller's interrupt flag cannot break. {@link #translate} sets the flag again for a call an
-     * interrupt cut, so a failure with the flag set is one. Such a call is made again, three times at most.
+     * interrupt cut, so a failure with the flag set is one. Such a call is made again: three attempts in all.
      */
     static final Uninterruptible UNINTERRUPTIBLE = Uninterruptible.retrying(3,
             e -> Thread.currentThread().isInterrupted());

@@ -50,7 +50,7 @@ final class MongoErrors {
 
     /**
      * Requests that the caller's interrupt flag cannot break. The driver fails a request cut by an interrupt with a
-     * {@link MongoInterruptedException}: such a request is sent again, three times at most.
+     * {@link MongoInterruptedException}. Such a request is sent again: three attempts in all.
      */
     static final Uninterruptible UNINTERRUPTIBLE = Uninterruptible.retrying(3,
             MongoInterruptedException.class::isInstance);
