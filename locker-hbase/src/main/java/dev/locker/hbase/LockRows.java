@@ -19,8 +19,8 @@ import static dev.locker.hbase.LockTable.COUNTER;
 import static dev.locker.hbase.LockTable.HOLDER;
 
 /**
- * The lock table's rows through the HBase client: gets, puts and check-and-mutates, each on a table of its own call,
- * each failure translated by {@link HBaseErrors}. Every read of a lock row leaves what it saw in {@link SeenRows}.
+ * The lock table's rows through the HBase client: gets, puts and check-and-mutates. Each call builds a table of its
+ * own, and {@link HBaseErrors} translates its failure. Every read of a lock row leaves what it saw in {@link SeenRows}.
  */
 final class LockRows {
 
