@@ -25,28 +25,10 @@ class FileClockDomainTest {
 
     private final FileFixture fixture = new FileFixture("clock-domain");
     private final Path dir = fixture.dir();
-    private final List<ChildJvm> children = new ArrayList<>();
 
     @AfterEach
     void cleanUp() throws Exception {
-        for (ChildJvm c : children) {
-            c.close();
-        }
         fixture.close();
-    }
-
-    private Locker open(String rid, Duration expiry) {
-        return FileLocker.builder(dir).config(LockerConfig.builder().rid(rid).expiry(expiry).build()).build();
-    }
-
-    /** A child on this directory with a 60 s locker, under {@code prefix} (a command such as unshare). */
-    private ChildJvm start(String mode, KeyColumn lock, List<String> prefix) throws IOException {
-        return keep(ChildJvm.start(prefix, mode, dir, 60, ChildJvm.name(lock)));
-    }
-
-    private ChildJvm keep(ChildJvm c) {
-        children.add(c);
-        return c;
     }
 
     /**
@@ -59,8 +41,8 @@ class FileClockDomainTest {
                 .redirectErrorStream(true).start();
         assumeTrue(probe.waitFor(10, TimeUnit.SECONDS) && probe.exitValue() == 0, "unshare -T works here (root, Linux >= 5.6)");
         KeyColumn lock = KeyColumn.named("time-namespace");
-        try (Locker parent = open("parent", Duration.ofSeconds(60)); Lease lease = parent.acquire(lock, "parent")) {
-            String taken = start("take", lock, List.of("unshare", "-T", "--monotonic", "100000", "--fork")).expect("");
+        try (Locker parent = fixture.open("parent", Duration.ofSeconds(60)); Lease lease = parent.acquire(lock, "parent")) {
+            String taken = fixture.start("take", lock, List.of("unshare", "-T", "--monotonic", "100000", "--fork")).expect("");
             assertTrue(lease.isValid(), "our lease is valid");
             assertTrue(taken.startsWith("BUSY"), "a process in a time namespace took the lock we hold: " + taken);
         }
@@ -93,7 +75,7 @@ class FileClockDomainTest {
         Object tx = new Object();
         try (Locker a = FileLocker.builder(dir).config(LockerConfig.builder().rid("wrapped")
                 .expiry(Duration.ofMillis(300)).timeSource(wrapped).build()).build();
-             Locker b = open("system", Duration.ofSeconds(60))) {
+             Locker b = fixture.open("system", Duration.ofSeconds(60))) {
             a.writeLock(lock, tx); // three phases, never renewed: the claim expires 300 ms later
             a.checkLocks(tx);
             Optional<Lease> taken = b.tryAcquire(lock, "after the expiry", Duration.ofSeconds(5));

@@ -10,19 +10,23 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.List;
 import java.util.stream.Stream;
 
 /**
  * FileLockers on one lock directory under {@code target/} (a local file system), as the processes of one host share
  * it. Breaking the backend moves the directory away (as an unmount would); losing a lock's claims deletes its file
  * and its records file (claim, token, records), as an operator's
- * {@code rm} would.
+ * {@code rm} would. Child JVMs on the directory ({@link ChildJvm}) are the other processes; closing stops them.
  */
 final class FileFixture implements LockerFixture {
 
     private final Path dir;
     private final Path moved;
+    private final List<ChildJvm> children = new ArrayList<>();
 
     FileFixture(String name) {
         try {
@@ -41,6 +45,26 @@ final class FileFixture implements LockerFixture {
     @Override
     public Locker open(LockerConfig config) {
         return FileLocker.builder(dir).config(config).build();
+    }
+
+    /** A locker of this JVM on the directory, named {@code rid}, whose claims live for {@code expiry}. */
+    Locker open(String rid, Duration expiry) {
+        return open(LockerConfig.builder().rid(rid).expiry(expiry).build());
+    }
+
+    /** A child JVM on the directory running {@code mode} with a locker of {@code expirySeconds}; stopped on close. */
+    ChildJvm start(String mode, int expirySeconds, String... locks) throws IOException {
+        return keep(ChildJvm.start(mode, dir, expirySeconds, locks));
+    }
+
+    /** A child on this directory with a 60 s locker, under {@code prefix} (a command such as unshare). */
+    ChildJvm start(String mode, KeyColumn lock, List<String> prefix) throws IOException {
+        return keep(ChildJvm.start(prefix, mode, dir, 60, ChildJvm.name(lock)));
+    }
+
+    private ChildJvm keep(ChildJvm c) {
+        children.add(c);
+        return c;
     }
 
     /** Expiry is on the configured time source's monotonic clock (a virtual clock shared by the suite's lockers). */
@@ -87,8 +111,12 @@ final class FileFixture implements LockerFixture {
         }
     }
 
+    /** Stops the child JVMs, then deletes the directory. */
     @Override
-    public void close() throws IOException {
+    public void close() throws Exception {
+        for (ChildJvm c : children) {
+            c.close();
+        }
         try (Stream<Path> files = Files.walk(dir)) {
             files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
         }

@@ -43,38 +43,16 @@ class FileSessionProofTest {
 
     private final FileFixture fixture = new FileFixture("session-proof");
     private final Path dir = fixture.dir();
-    private final List<ChildJvm> children = new ArrayList<>();
 
     @AfterEach
     void cleanUp() throws Exception {
-        for (ChildJvm c : children) {
-            c.close();
-        }
         fixture.close();
-    }
-
-    private Locker open(String rid, Duration expiry) {
-        return FileLocker.builder(dir).config(LockerConfig.builder().rid(rid).expiry(expiry).build()).build();
-    }
-
-    /** A child on this directory with a 60 s locker, under {@code prefix} (a command such as unshare). */
-    private ChildJvm start(String mode, KeyColumn lock, List<String> prefix) throws IOException {
-        return keep(ChildJvm.start(prefix, mode, dir, 60, ChildJvm.name(lock)));
-    }
-
-    private ChildJvm start(String mode, int expirySeconds, String... locks) throws IOException {
-        return keep(ChildJvm.start(mode, dir, expirySeconds, locks));
     }
 
     /** A contender in another process whose locker is open from now on (READY). */
     private ChildJvm taker() throws Exception {
-        ChildJvm c = start("taker", 60);
+        ChildJvm c = fixture.start("taker", 60);
         assertEquals("READY", c.expect("READY"), "the contender started");
-        return c;
-    }
-
-    private ChildJvm keep(ChildJvm c) {
-        children.add(c);
         return c;
     }
 
@@ -85,15 +63,15 @@ class FileSessionProofTest {
     @Test
     void aSecondCopyOfTheLibraryInOneJvmKeepsTheFirstCopysSessionLock() throws Exception {
         KeyColumn lock = KeyColumn.named("two-copies");
-        try (Locker webapp1 = open("webapp1", Duration.ofSeconds(60)); Lease lease = webapp1.acquire(lock, "webapp 1");
+        try (Locker webapp1 = fixture.open("webapp1", Duration.ofSeconds(60)); Lease lease = webapp1.acquire(lock, "webapp 1");
              URLClassLoader webapp2 = isolatedLoader()) {
-            assertTrue(start("take", lock, List.of()).expect("").startsWith("BUSY"), "control: refused before copy 2");
+            assertTrue(fixture.start("take", lock, List.of()).expect("").startsWith("BUSY"), "control: refused before copy 2");
             Class<?> copy2 = webapp2.loadClass(FileLocker.class.getName());
             assertNotSame(FileLocker.class, copy2, "a second copy of the class");
             Object builder = copy2.getMethod("builder", Path.class).invoke(null, dir);
             try (AutoCloseable other = (AutoCloseable) builder.getClass().getMethod("build").invoke(builder)) {
                 // copy 2's constructor swept .sessions: it probed webapp 1's session file and closed that channel
-                String taken = start("take", lock, List.of()).expect("");
+                String taken = fixture.start("take", lock, List.of()).expect("");
                 assertTrue(lease.isValid(), "webapp 1's lease is still valid");
                 assertTrue(taken.startsWith("BUSY"), "another process took the lock webapp 1 holds: " + taken);
             }
@@ -107,16 +85,16 @@ class FileSessionProofTest {
     @Test
     void aDeletedSessionFileLeavesALiveHoldersClaimsLive() throws Exception {
         KeyColumn lock = KeyColumn.named("session-file-deleted");
-        ChildJvm holder = start("hold", lock, List.of());
+        ChildJvm holder = fixture.start("hold", lock, List.of());
         String[] held = holder.expect("HELD ").split(" ");
         Path session = dir.resolve(".sessions").resolve(FileNames.escape(held[2]));
         assertTrue(Files.exists(session), "the child's session file " + session);
-        try (Locker control = open("control", Duration.ofSeconds(60))) {
+        try (Locker control = fixture.open("control", Duration.ofSeconds(60))) {
             Optional<Lease> none = control.tryAcquire(lock, "control", Duration.ZERO);
             assertTrue(none.isEmpty(), "control: refused while the session file is there");
         }
         Files.delete(session); // what systemd-tmpfiles does to a 10-day-old file in /tmp
-        try (Locker parent = open("parent", Duration.ofSeconds(60))) {
+        try (Locker parent = fixture.open("parent", Duration.ofSeconds(60))) {
             Lease mine = null;
             try {
                 mine = parent.acquire(lock, "parent");
@@ -140,7 +118,7 @@ class FileSessionProofTest {
     void anInterruptedSessionTouchKeepsTheSessionLock() throws Exception {
         KeyColumn lock = KeyColumn.named("interrupted-touch");
         ChildJvm contender = taker();
-        try (Locker a = open("interrupted", Duration.ofSeconds(60)); Lease lease = a.acquire(lock, "held")) {
+        try (Locker a = fixture.open("interrupted", Duration.ofSeconds(60)); Lease lease = a.acquire(lock, "held")) {
             assertTrue(contender.ask(lock, 0).startsWith("BUSY"), "control: refused while we hold it");
             Sessions session = sessionOf(a);
             dueForTouch(session);
@@ -167,7 +145,7 @@ class FileSessionProofTest {
     void theSessionLockOutlivesRandomInterruptsOfTryAcquire() throws Exception {
         KeyColumn lock = KeyColumn.named("interrupted-held");
         ChildJvm contender = taker();
-        try (Locker a = open("interrupted", Duration.ofSeconds(60)); Lease lease = a.acquire(lock, "held")) {
+        try (Locker a = fixture.open("interrupted", Duration.ofSeconds(60)); Lease lease = a.acquire(lock, "held")) {
             Sessions session = sessionOf(a);
             FileLock sessionLock = sessionLock(session);
             AtomicBoolean done = new AtomicBoolean();
@@ -207,8 +185,8 @@ class FileSessionProofTest {
     @Test
     void aKilledHoldersEveryLockIsFreeForEveryProcessAfterTheFirstProof() throws Exception {
         ChildJvm other = taker();
-        try (Locker parent = open("parent", Duration.ofSeconds(30))) {
-            ChildJvm holder = start("hold-all", 120, "killed-first", "killed-second");
+        try (Locker parent = fixture.open("parent", Duration.ofSeconds(30))) {
+            ChildJvm holder = fixture.start("hold-all", 120, "killed-first", "killed-second");
             assertEquals("HELD", holder.expect("HELD"));
             assertTrue(other.ask("killed-second", 0).startsWith("BUSY"), "control: held by the child");
             holder.process.destroyForcibly().waitFor(30, TimeUnit.SECONDS);
@@ -228,7 +206,7 @@ class FileSessionProofTest {
      */
     @Test
     void aLockerOpenedAfterTheKillStillFindsTheProofOfTheDeath() throws Exception {
-        ChildJvm holder = start("hold-all", 120, "killed-swept");
+        ChildJvm holder = fixture.start("hold-all", 120, "killed-swept");
         assertEquals("HELD", holder.expect("HELD"));
         holder.process.destroyForcibly().waitFor(30, TimeUnit.SECONDS);
         ChildJvm restarted = taker(); // the worker, restarted: its locker's sweep runs first
@@ -247,7 +225,7 @@ class FileSessionProofTest {
         int stripe = stripeOf(lock);
         Path alias = Files.createSymbolicLink(dir.resolveSibling(dir.getFileName() + ".alias"), dir);
         ChildJvm contender = taker();
-        try (Locker a = open("live", Duration.ofSeconds(60)); Lease lease = a.acquire(lock, "held")) {
+        try (Locker a = fixture.open("live", Duration.ofSeconds(60)); Lease lease = a.acquire(lock, "held")) {
             Path sessionFile = dir.resolve(".sessions").resolve(FileNames.escape(a.rid()));
             assertTrue(lockedElsewhere(sessionFile, 0, 0), "control: the session file is locked (by us)");
             for (int i = 0; i < 8; i++) {

@@ -27,27 +27,10 @@ class FileStripeTest {
 
     private final FileFixture fixture = new FileFixture("stripes");
     private final Path dir = fixture.dir();
-    private final List<ChildJvm> children = new ArrayList<>();
 
     @AfterEach
     void cleanUp() throws Exception {
-        for (ChildJvm c : children) {
-            c.close();
-        }
         fixture.close();
-    }
-
-    private Locker open(String rid, Duration expiry) {
-        return FileLocker.builder(dir).config(LockerConfig.builder().rid(rid).expiry(expiry).build()).build();
-    }
-
-    private ChildJvm start(String mode, int expirySeconds, String... locks) throws IOException {
-        return keep(ChildJvm.start(mode, dir, expirySeconds, locks));
-    }
-
-    private ChildJvm keep(ChildJvm c) {
-        children.add(c);
-        return c;
     }
 
     /**
@@ -66,7 +49,7 @@ class FileStripeTest {
         try (Locker healthy = FileLocker.builder(dir).config(LockerConfig.builder().rid("healthy")
                 .expiry(Duration.ofSeconds(3)).build()).build();
              Lease lease = healthy.acquire(mine, "healthy, kept alive")) {
-            ChildJvm churn = start("churn", 60, "churned");
+            ChildJvm churn = fixture.start("churn", 60, "churned");
             churn.expect("CHURNING");
             Path stripeFile = dir.resolve(".stripes").resolve(String.format("%02x", stripe));
             boolean caught = false;
@@ -100,9 +83,9 @@ class FileStripeTest {
         int stripe = stripeOf(churned);
         KeyColumn free = sameStripe(stripe, "header-free-");
         KeyColumn held = sameStripe(stripe, "header-held-");
-        ChildJvm churn = start("churn", 60, "header-churned");
+        ChildJvm churn = fixture.start("churn", 60, "header-churned");
         churn.expect("TOKEN ");
-        try (Locker healthy = open("healthy", Duration.ofSeconds(30))) {
+        try (Locker healthy = fixture.open("healthy", Duration.ofSeconds(30))) {
             Lease lease = healthy.acquire(held, "held across the stop"); // kept alive while the child is caught
 
             stopInsideTokenStep(churn, stripe);
@@ -162,20 +145,10 @@ class FileStripeTest {
         KeyColumn churned = KeyColumn.named("header-churned");
         int stripe = stripeOf(churned);
         KeyColumn elsewhere = otherStripe(stripe, "header-elsewhere-");
-        Path stripeFile = Stripes.stripeFile(dir, stripe);
-        ChildJvm churn = start("churn", 60, "header-churned");
+        ChildJvm churn = fixture.start("churn", 60, "header-churned");
         churn.expect("TOKEN ");
-        boolean caught = false;
-        for (int i = 0; i < 2000 && !caught; i++) {
-            churn.signal("STOP");
-            caught = lockedElsewhere(stripeFile, 0, LockDirectory.HEADER);
-            if (!caught) {
-                churn.signal("CONT");
-                Thread.sleep(1);
-            }
-        }
-        assumeTrue(caught, "stopped the child while it held the stripe header");
-        try (Locker healthy = open("healthy", Duration.ofSeconds(30))) {
+        stopInsideTokenStep(churn, stripe);
+        try (Locker healthy = fixture.open("healthy", Duration.ofSeconds(30))) {
             Acquisition a = healthy.acquireWithin(elsewhere, "a free lock of another stripe", Duration.ofSeconds(5));
             assertTrue(a.acquired(), "could not take " + elsewhere + " on stripe " + stripeOf(elsewhere)
                     + " while another process was stopped on stripe " + stripe + ": " + a.outcome() + " "

@@ -32,27 +32,10 @@ class FileTokenTest {
 
     private final FileFixture fixture = new FileFixture("tokens");
     private final Path dir = fixture.dir();
-    private final List<ChildJvm> children = new ArrayList<>();
 
     @AfterEach
     void cleanUp() throws Exception {
-        for (ChildJvm c : children) {
-            c.close();
-        }
         fixture.close();
-    }
-
-    private Locker open(String rid, Duration expiry) {
-        return FileLocker.builder(dir).config(LockerConfig.builder().rid(rid).expiry(expiry).build()).build();
-    }
-
-    private ChildJvm start(String mode, int expirySeconds, String... locks) throws IOException {
-        return keep(ChildJvm.start(mode, dir, expirySeconds, locks));
-    }
-
-    private ChildJvm keep(ChildJvm c) {
-        children.add(c);
-        return c;
     }
 
     /**
@@ -62,8 +45,8 @@ class FileTokenTest {
     @Test
     void aLockFileOfAnotherFormatIsRefusedNotTakenAsFree() throws Exception {
         KeyColumn lock = KeyColumn.named("other-format");
-        try (Locker newer = open("newer", Duration.ofSeconds(60)); Lease lease = newer.acquire(lock, "format 2");
-             Locker older = open("older", Duration.ofSeconds(60))) {
+        try (Locker newer = fixture.open("newer", Duration.ofSeconds(60)); Lease lease = newer.acquire(lock, "format 2");
+             Locker older = fixture.open("older", Duration.ofSeconds(60))) {
             Path file = ((FileLocker) newer).fileOf(lock);
             byte[] bytes = Files.readAllBytes(file);
             bytes[3] = (byte) (bytes[3] + 1); // "LKF" + the next format, written whole (a valid checksum)
@@ -112,7 +95,7 @@ class FileTokenTest {
         long last = 0;
         int seen = 0;
         for (int round = 0; round < 6; round++) {
-            ChildJvm churn = start("churn", 3, "killed-anywhere");
+            ChildJvm churn = fixture.start("churn", 3, "killed-anywhere");
             String first = churn.expect("TOKEN ", 90);
             assertTrue(first.startsWith("TOKEN "), "round " + round + ": the lock was taken over: " + first);
             Thread.sleep(ThreadLocalRandom.current().nextInt(5, 300));
@@ -131,7 +114,7 @@ class FileTokenTest {
             LockFile.fromBytes(Files.readAllBytes(dir.resolve(FileNames.of(lock, false))));
         }
         assertTrue(seen >= 6, "grants seen: " + seen);
-        try (Locker after = open("after", Duration.ofSeconds(30));
+        try (Locker after = fixture.open("after", Duration.ofSeconds(30));
              Lease l = after.tryAcquire(lock, "after the kills", Duration.ofSeconds(30)).orElseThrow()) {
             assertTrue(l.fencingToken() > last, "token " + l.fencingToken() + " after " + last);
         }
@@ -145,7 +128,7 @@ class FileTokenTest {
     void aLockFileNotWrittenWholeIsFreeButTokensStillRiseAndCutRecordsNeverRerunAJob() throws Exception {
         KeyColumn lock = KeyColumn.named("cut-short");
         KeyColumn job = KeyColumn.named("cut-records");
-        try (Locker a = open("a", Duration.ofSeconds(60)); Locker b = open("b", Duration.ofSeconds(60))) {
+        try (Locker a = fixture.open("a", Duration.ofSeconds(60)); Locker b = fixture.open("b", Duration.ofSeconds(60))) {
             long first;
             try (Lease l = a.acquire(lock, "one")) {
                 first = l.fencingToken();

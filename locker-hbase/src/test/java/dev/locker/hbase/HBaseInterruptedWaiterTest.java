@@ -6,16 +6,12 @@ import dev.locker.api.Lease;
 import dev.locker.api.LeaseOptions;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
-import dev.locker.api.TimeSource;
-import org.apache.hadoop.hbase.client.Connection;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -29,32 +25,18 @@ class HBaseInterruptedWaiterTest {
 
     private static final Duration EXPIRY = Duration.ofSeconds(60);
 
-    private final HBaseTestCluster cluster = HBaseTestCluster.get();
-    private final List<Locker> opened = new ArrayList<>();
     private final HBaseOptions options = HBaseOptions.builder().table("locker_interrupted_waiter")
             .serverClockSkew(Duration.ZERO).build();
-    private Connection connection;
+    private HBaseLockers lockers;
 
     @BeforeAll
     void connect() {
-        connection = cluster.newConnection(Duration.ofSeconds(5));
+        lockers = new HBaseLockers(options, EXPIRY);
     }
 
     @AfterAll
     void close() throws Exception {
-        for (Locker l : opened) {
-            l.close();
-        }
-        connection.close();
-    }
-
-    private Locker locker(String name) {
-        Locker l = HBaseLocker.builder(connection).options(options)
-                .config(LockerConfig.builder().rid(name + "-" + LockerConfig.randomRid().substring(0, 8)).expiry(EXPIRY)
-                        .timeSource(TimeSource.system()).build())
-                .build();
-        opened.add(l);
-        return l;
+        lockers.close();
     }
 
     /**
@@ -63,8 +45,8 @@ class HBaseInterruptedWaiterTest {
      */
     @Test
     void aWaiterInterruptedDuringItsHBaseCallsStopsWaitingAndKeepsItsFlag() throws Exception {
-        Locker a = locker("a");
-        Locker b = locker("b");
+        Locker a = lockers.open("a");
+        Locker b = lockers.open("b");
         KeyColumn lock = KeyColumn.of("interrupted-waiter/" + LockerConfig.randomRid().substring(0, 8), "c");
         try (Lease held = a.acquire(lock, "holder", LeaseOptions.DEFAULTS.keepAlive(false))) {
             AtomicReference<Acquisition> outcome = new AtomicReference<>();

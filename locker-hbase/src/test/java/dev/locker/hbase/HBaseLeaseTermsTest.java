@@ -6,16 +6,12 @@ import dev.locker.api.Lease;
 import dev.locker.api.LeaseOptions;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
-import dev.locker.api.TimeSource;
-import org.apache.hadoop.hbase.client.Connection;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -29,32 +25,18 @@ class HBaseLeaseTermsTest {
     /** Past the claims family's TTL of one hour: the region server would drop such a claim while it is held. */
     private static final Duration TOO_LONG = Duration.ofHours(2);
 
-    private final HBaseTestCluster cluster = HBaseTestCluster.get();
-    private final List<Locker> opened = new ArrayList<>();
     private final HBaseOptions options = HBaseOptions.builder().table("locker_lease_terms").ttl(Duration.ofHours(1))
             .serverClockSkew(Duration.ZERO).build();
-    private Connection connection;
+    private HBaseLockers lockers;
 
     @BeforeAll
     void connect() {
-        connection = cluster.newConnection(Duration.ofSeconds(5));
+        lockers = new HBaseLockers(options, EXPIRY);
     }
 
     @AfterAll
     void close() throws Exception {
-        for (Locker l : opened) {
-            l.close();
-        }
-        connection.close();
-    }
-
-    private Locker locker(String name) {
-        Locker l = HBaseLocker.builder(connection).options(options)
-                .config(LockerConfig.builder().rid(name + "-" + LockerConfig.randomRid().substring(0, 8)).expiry(EXPIRY)
-                        .timeSource(TimeSource.system()).build())
-                .build();
-        opened.add(l);
-        return l;
+        lockers.close();
     }
 
     private static KeyColumn lock(String name) {
@@ -63,7 +45,7 @@ class HBaseLeaseTermsTest {
 
     @Test
     void aLeaseExpiryPastTheClaimsFamilysTtlIsRefusedBeforeAnyIo() {
-        Locker a = locker("a");
+        Locker a = lockers.open("a");
         KeyColumn lock = lock("too-long");
         assertThrows(IllegalArgumentException.class,
                 () -> a.acquire(lock, "too long", LeaseOptions.expiry(TOO_LONG).keepAlive(false)));
@@ -72,7 +54,7 @@ class HBaseLeaseTermsTest {
 
     @Test
     void aRenewalPastTheClaimsFamilysTtlIsRefusedAndKeepsTheLease() {
-        Locker a = locker("a");
+        Locker a = lockers.open("a");
         KeyColumn lock = lock("renewed-too-long");
         try (Lease lease = a.acquire(lock, "job", LeaseOptions.DEFAULTS.keepAlive(false))) {
             assertThrows(IllegalArgumentException.class, () -> lease.renewFor(TOO_LONG));
@@ -84,8 +66,8 @@ class HBaseLeaseTermsTest {
     /** A lease closed on an interrupted thread (a cancelled task) still removes its claim. */
     @Test
     void aLeaseClosedOnAnInterruptedThreadReleasesItsClaim() {
-        Locker a = locker("a");
-        Locker b = locker("b");
+        Locker a = lockers.open("a");
+        Locker b = lockers.open("b");
         KeyColumn lock = lock("interrupted-close");
         Lease lease = a.acquire(lock, "a cancelled task", LeaseOptions.DEFAULTS.keepAlive(false));
         Thread.currentThread().interrupt();

@@ -1,7 +1,5 @@
 package dev.locker.mongo;
 
-import com.mongodb.ConnectionString;
-import com.mongodb.MongoClientSettings;
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoClients;
 import com.mongodb.client.MongoCollection;
@@ -63,21 +61,15 @@ class MongoElectionsWithinTheBoundTest extends MongoScenarios {
 
     /** A locker on {@code server} through its URI, telling it the bound, with a TTL grace of 0. */
     private MongoLocker open(InProcessMongo server, String name, VirtualClock clock) {
-        String uri = server.uri() + "&lockerDatabase=locker&lockerCollection=" + fixture.collection()
-                + "&lockerClockCheckIntervalMS=0&lockerTtlGraceSeconds=0&lockerServerClockSkewMS=" + SKEW.toMillis();
-        return fixture.closeFirst(MongoLockerProvider.builder(uri).config(config(name, EXPIRY, clock).build()).build());
+        return openBounded(server, SKEW, config(name, EXPIRY, clock).build());
     }
 
     /**
-     * A locker through {@code address} (a proxy's) with the bound, on a client of its own: a short socket timeout, and
-     * retryable writes off, so that a stalled upsert fails the acquire instead of being sent again.
+     * A locker through {@code address} (a proxy's) with the bound, on a client of its own ({@link #clientThrough}): a
+     * stalled upsert fails the acquire instead of being sent again.
      */
     private MongoLocker openThrough(String address, String name, VirtualClock clock) {
-        MongoClient client = fixture.closeLast(MongoClients.create(MongoClientSettings.builder()
-                .applyConnectionString(new ConnectionString("mongodb://" + address + "/?serverSelectionTimeoutMS=3000"
-                        + "&connectTimeoutMS=3000&socketTimeoutMS=500&retryWrites=false"))
-                .build()));
-        return fixture.closeFirst(MongoLocker.builder().client(client).database("locker")
+        return fixture.closeFirst(MongoLocker.builder().client(clientThrough(address)).database("locker")
                 .collection(fixture.collection()).serverClockSkew(SKEW).clockCheckInterval(Duration.ZERO)
                 .ttlGrace(Duration.ZERO).config(config(name, EXPIRY, clock).retries(1).build()).build());
     }

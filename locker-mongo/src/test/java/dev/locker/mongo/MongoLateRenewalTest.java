@@ -1,9 +1,5 @@
 package dev.locker.mongo;
 
-import com.mongodb.ConnectionString;
-import com.mongodb.MongoClientSettings;
-import com.mongodb.client.MongoClient;
-import com.mongodb.client.MongoClients;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.LeaseOptions;
@@ -29,15 +25,11 @@ class MongoLateRenewalTest extends MongoScenarios {
     private static final Duration SKEW = Duration.ofSeconds(2);
 
     /**
-     * A locker through {@code address} with the skew bound, on a client of its own. Retryable writes are off, as when
-     * the driver's own retry failed too; the locker's next renewal is then a request of its own.
+     * A locker through {@code address} with the skew bound, on a client of its own ({@link #clientThrough}). The
+     * locker's next renewal after a failed one is then a request of its own.
      */
     private MongoLocker openThrough(String address, String name, VirtualClock clock) {
-        MongoClient client = fixture.closeLast(MongoClients.create(MongoClientSettings.builder()
-                .applyConnectionString(new ConnectionString("mongodb://" + address + "/?serverSelectionTimeoutMS=3000"
-                        + "&connectTimeoutMS=3000&socketTimeoutMS=500&retryWrites=false"))
-                .build()));
-        return fixture.closeFirst(MongoLocker.builder().client(client).database("locker")
+        return fixture.closeFirst(MongoLocker.builder().client(clientThrough(address)).database("locker")
                 .collection(fixture.collection()).serverClockSkew(SKEW).clockCheckInterval(Duration.ZERO)
                 .config(config(name, EXPIRY, clock).build()).build());
     }

@@ -27,9 +27,7 @@ class MongoLeaseExpiryBoundsTest extends MongoScenarios {
     private static final Duration EXPIRY = Duration.ofSeconds(10);
 
     private MongoLocker skewed(String name, VirtualClock clock) {
-        String uri = mongo.uri() + "&lockerDatabase=locker&lockerCollection=" + fixture.collection()
-                + "&lockerClockCheckIntervalMS=0&lockerTtlGraceSeconds=0&lockerServerClockSkewMS=" + SKEW.toMillis();
-        return fixture.closeFirst(MongoLockerProvider.builder(uri).config(config(name, EXPIRY, clock).build()).build());
+        return openBounded(mongo, SKEW, config(name, EXPIRY, clock).build());
     }
 
     /** Given serverClockSkew = 2 s, a lease of 1 s is refused with an IllegalArgumentException, and nothing is written. */

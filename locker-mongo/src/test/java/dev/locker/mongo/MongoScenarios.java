@@ -1,5 +1,9 @@
 package dev.locker.mongo;
 
+import com.mongodb.ConnectionString;
+import com.mongodb.MongoClientSettings;
+import com.mongodb.client.MongoClient;
+import com.mongodb.client.MongoClients;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.TimeSource;
@@ -62,6 +66,28 @@ abstract class MongoScenarios {
     MongoLocker open(LockerConfig config, Duration clockCheckInterval) {
         return fixture.closeFirst(MongoLocker.builder().connectionString(mongo.uri()).database("locker")
                 .collection(fixture.collection()).clockCheckInterval(clockCheckInterval).config(config).build());
+    }
+
+    /**
+     * A locker on {@code server} through its URI, told the skew bound {@code serverClockSkew}, with a TTL grace of 0
+     * and no clock checker.
+     */
+    MongoLocker openBounded(InProcessMongo server, Duration serverClockSkew, LockerConfig config) {
+        String uri = server.uri() + "&lockerDatabase=locker&lockerCollection=" + fixture.collection()
+                + "&lockerClockCheckIntervalMS=0&lockerTtlGraceSeconds=0&lockerServerClockSkewMS="
+                + serverClockSkew.toMillis();
+        return fixture.closeFirst(MongoLockerProvider.builder(uri).config(config).build());
+    }
+
+    /**
+     * A client of its own through {@code address} (a proxy's): short timeouts, and retryable writes off. A stalled
+     * request then fails its call, as when the driver's own retry failed too. It closes after the case's lockers.
+     */
+    MongoClient clientThrough(String address) {
+        return fixture.closeLast(MongoClients.create(MongoClientSettings.builder()
+                .applyConnectionString(new ConnectionString("mongodb://" + address + "/?serverSelectionTimeoutMS=3000"
+                        + "&connectTimeoutMS=3000&socketTimeoutMS=500&retryWrites=false"))
+                .build()));
     }
 
     MongoLocker openThrough(String address, LockerConfig config, CommandLog log) {

@@ -57,9 +57,7 @@ class MongoServerClockSkewTest extends MongoScenarios {
 
     /** A locker on {@code server} through its URI, telling it the bound, with a TTL grace of 0. */
     private MongoLocker open(InProcessMongo server, String name, VirtualClock clock) {
-        String uri = server.uri() + "&lockerDatabase=locker&lockerCollection=" + fixture.collection()
-                + "&lockerClockCheckIntervalMS=0&lockerTtlGraceSeconds=0&lockerServerClockSkewMS=" + SKEW.toMillis();
-        return fixture.closeFirst(MongoLockerProvider.builder(uri).config(config(name, EXPIRY, clock).build()).build());
+        return openBounded(server, SKEW, config(name, EXPIRY, clock).build());
     }
 
     private MongoCollection<Document> promotedLocks() {
