@@ -97,17 +97,20 @@ final class RedisCalls {
      * a repeated release or renew finds the same state.
      */
     <T> T withRetries(Supplier<T> op) {
-        return withRetries(op, new boolean[1]);
+        return withRetries(op, null); // nobody reads the flag, so no array is made per release or renewal
     }
 
-    /** As above; {@code mayHaveBeenSent[0]} becomes true when any failed attempt may have reached the server. */
+    /**
+     * As above; {@code mayHaveBeenSent[0]} becomes true when any failed attempt may have reached the server. A caller
+     * that does not ask passes null.
+     */
     <T> T withRetries(Supplier<T> op, boolean[] mayHaveBeenSent) {
         int attempts = Math.max(1, retries);
         for (int i = 1; ; i++) {
             try {
                 return op.get();
             } catch (JedisConnectionException e) {
-                if (mayHaveReachedTheServer(e)) {
+                if (mayHaveBeenSent != null && mayHaveReachedTheServer(e)) {
                     mayHaveBeenSent[0] = true;
                 }
                 if (i >= attempts || RedisFailures.isTimeout(e) || !(client instanceof RedisClient)) {

@@ -64,7 +64,7 @@ final class RedisOwners {
      * The longest claim expiry this locker has used: the configured one, or a lease's longer own. The record's life
      * follows it, so that no claim outlives the record it refers to.
      */
-    private final AtomicReference<Duration> longestExpiry;
+    private final AtomicReference<Life> life;
 
     private final ConcurrentHashMap<Pair, byte[]> refs = new ConcurrentHashMap<>();
     private final List<Pair> entries = new ArrayList<>(); // guarded by this; a number is never given to another pair
@@ -93,6 +93,19 @@ final class RedisOwners {
     private record Pair(String thread, String why) {
     }
 
+    /**
+     * The longest expiry a claim used, and the record's time to live that follows from it. The time to live is four
+     * such expiries, and at least a day. It is worked out once per longer expiry, not on every claim that reads it.
+     * Duration's multiplication goes through BigDecimal, some 300 bytes of garbage per call.
+     */
+    private record Life(Duration longestExpiry, Duration ttl) {
+        static Life of(Duration longestExpiry) {
+            Duration four = longestExpiry.multipliedBy(4);
+            Duration day = Duration.ofDays(1);
+            return new Life(longestExpiry, four.compareTo(day) > 0 ? four : day);
+        }
+    }
+
     /** Another locker's record as read: rid, host, pid and its pairs by number. */
     private record Record(String rid, String host, long pid, Map<Integer, Pair> pairs) {
     }
@@ -108,7 +121,7 @@ final class RedisOwners {
         this.rid = rid;
         this.host = host == null ? "" : host;
         this.pid = pid;
-        this.longestExpiry = new AtomicReference<>(expiry);
+        this.life = new AtomicReference<>(Life.of(expiry));
     }
 
     /**
@@ -178,21 +191,20 @@ final class RedisOwners {
 
     /** A claim is written or renewed for {@code expiry}: the record lives at least as long as such a claim can. */
     void covers(Duration expiry) {
-        if (expiry.compareTo(longestExpiry.get()) > 0) {
-            longestExpiry.accumulateAndGet(expiry, (a, b) -> a.compareTo(b) >= 0 ? a : b);
+        Life seen = life.get();
+        while (expiry.compareTo(seen.longestExpiry()) > 0 && !life.compareAndSet(seen, Life.of(expiry))) {
+            seen = life.get(); // another claim raised it meanwhile, and ours may still be longer
         }
     }
 
     /** How long a whole write keeps the record: four of the longest expiries, and at least a day. */
     private Duration ttl() {
-        Duration four = longestExpiry.get().multipliedBy(4);
-        Duration day = Duration.ofDays(1);
-        return four.compareTo(day) > 0 ? four : day;
+        return life.get().ttl();
     }
 
     /** How long the record outlives a close: each claim lives one expiry at most, a hold-at-least included. */
     private Duration afterClose() {
-        return longestExpiry.get().multipliedBy(2).plusSeconds(1);
+        return life.get().longestExpiry().multipliedBy(2).plusSeconds(1);
     }
 
     /** Renewals keep the record alive too, for a locker that holds leases for days without acquiring. */

@@ -400,6 +400,38 @@ class RedisOwnerRecordTest {
                 + " ms)");
     }
 
+    /**
+     * A claim with a lease's longer expiry makes the owner record live four such expiries. A shorter claim after it
+     * never cuts that back, and a close leaves the record twice the longest expiry and a second.
+     */
+    @Test
+    void anOwnerRecordLivesFourTimesTheLongestExpiryItsClaimsUsed() throws Exception {
+        RedisListing.Retries direct = new RedisListing.Retries() {
+            @Override
+            public <T> T run(Supplier<T> op) {
+                return op.get();
+            }
+        };
+        String instance = "00c1053d00000002";
+        RedisKeys keys = new RedisKeys(prefix);
+        RedisOwners owners = new RedisOwners(admin(), keys, direct, System::nanoTime, instance, "long-lived", "host", 7,
+                Duration.ofSeconds(30));
+        Duration longest = Duration.ofDays(2);
+        owners.covers(longest); // a lease of two days
+        owners.covers(Duration.ofHours(1)); // then a shorter one
+        owners.claimPart(new LockOwner("long-lived", "host", 7, "main", "a long job", null)); // writes the record
+        owners.awaitWrites();
+        long pttl = admin().pttl(keys.ownerKey(instance));
+        long four = longest.multipliedBy(4).toMillis();
+        assertTrue(pttl > four - 60_000 && pttl <= four, "the owner record lives " + pttl + " ms (four expiries: "
+                + four + " ms)");
+        owners.close();
+        long afterClose = admin().pttl(keys.ownerKey(instance));
+        long twice = longest.multipliedBy(2).plusSeconds(1).toMillis();
+        assertTrue(afterClose > twice - 60_000 && afterClose <= twice, "the closed locker's owner record lives "
+                + afterClose + " ms (twice the longest expiry and a second: " + twice + " ms)");
+    }
+
 
     /**
      * A locker on a client the caller manages (a plain pooled UnifiedJedis, or a Sentinel client) also notices a
