@@ -23,12 +23,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Random;
-import java.util.function.Predicate;
 
 /**
  * One run of one {@link Scenario} on one {@link Backend}: starts the worker JVMs, the referee and (where the scenario
- * needs them) one freezing proxy per worker, injects the fault, stops the workers, looks for claims left behind and
- * judges the merged timeline ({@link Checker}). The timeline and every worker's log are kept in the run's directory.
+ * needs them) one freezing proxy per worker, injects the fault ({@link FaultInjector}), stops the workers, looks for
+ * claims left behind and judges the merged timeline ({@link Checker}). The timeline and every worker's log are kept
+ * in the run's directory.
  */
 public final class TortureRun {
 
@@ -70,6 +70,7 @@ public final class TortureRun {
     private final Map<String, Path> clockFiles = new HashMap<>();
     private final String prefix;
     private final WorkerJvm launcher;
+    private final FaultInjector faults;
 
     /**
      * Prepares a run.
@@ -102,6 +103,8 @@ public final class TortureRun {
         this.dir = root.resolve(backend.name()).resolve(scenario.name().toLowerCase() + "-" + run);
         this.prefix = "f" + Long.toHexString(System.nanoTime() & 0xffffffL) + scenario.ordinal() + "-";
         this.launcher = WorkerJvm.in(root.resolve("worker-jvm"));
+        this.faults = new FaultInjector(backend, scenario, profile, random, expiry, timeline, workers, proxies,
+                clockFiles);
     }
 
     /**
@@ -150,7 +153,7 @@ public final class TortureRun {
             }
             timeline.note(HARNESS, Event.Type.NOTE, "-", "GO: " + scenario + " on " + backend.name() + ", expiry "
                     + expiry.toMillis() + " ms, seed " + profile.seed() + ", run " + run);
-            injected = inject();
+            injected = faults.inject();
             timeline.note(HARNESS, Event.Type.NOTE, "-", "STOP");
             stopWorkers();
             timeline.note(HARNESS, Event.Type.NOTE, "-", "workers exited");
@@ -234,7 +237,7 @@ public final class TortureRun {
                 fakeTime(pb, null).put("FAKETIME", (i == 0 ? "-" : "+") + skew + "s");
             } else if (scenario == Scenario.CLOCK_JUMP) {
                 Path file = dir.resolve(id + ".faketime");
-                writeClock(file, "+0s");
+                FaultInjector.writeClock(file, "+0s");
                 clockFiles.put(id, file);
                 fakeTime(pb, file);
             }
@@ -283,16 +286,6 @@ public final class TortureRun {
             env.put("FAKETIME_NO_CACHE", "1");
         }
         return env;
-    }
-
-    private static void writeClock(Path file, String spec) {
-        try {
-            Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
-            Files.writeString(tmp, spec + "\n");
-            Files.move(tmp, file, java.nio.file.StandardCopyOption.ATOMIC_MOVE, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
     }
 
     private void readEvents(String id, Process p) throws IOException {
@@ -363,255 +356,6 @@ public final class TortureRun {
             }
         }
         Thread.sleep(50); // the readers drain the last lines
-    }
-
-    // ---- faults ----
-
-    private boolean inject() throws InterruptedException {
-        Duration twice = expiry.multipliedBy(2);
-        long faultAt = System.nanoTime();
-        String cutLock = null;
-        String cutWorker = null;
-        switch (scenario) {
-            case KILL_HOLDING -> {
-                Optional<Event> g = awaitAfterWarmUp(e -> e.type() == Event.Type.GRANTED);
-                if (g.isEmpty()) {
-                    return false;
-                }
-                kill(g.get().source());
-                cutLock = g.get().lock();
-                cutWorker = g.get().source();
-                faultAt = System.nanoTime();
-            }
-            case KILL_WAITING -> {
-                Optional<String> waiter = awaitWaiter();
-                if (waiter.isEmpty()) {
-                    return false;
-                }
-                kill(waiter.get());
-            }
-            case KILL_RELEASING -> {
-                Optional<Event> r = awaitAfterWarmUp(e -> e.type() == Event.Type.RELEASE_STEP);
-                if (r.isEmpty()) {
-                    return false;
-                }
-                Thread.sleep(profile.randomTiming() ? random.nextInt(150) : 50); // inside the 300 ms release step
-                kill(r.get().source());
-                cutLock = r.get().lock();
-                cutWorker = r.get().source();
-                faultAt = System.nanoTime();
-            }
-            case STOP_HOLDER -> {
-                Optional<Event> g = awaitAfterWarmUp(e -> e.type() == Event.Type.GRANTED);
-                if (g.isEmpty()) {
-                    return false;
-                }
-                String w = g.get().source();
-                cutLock = g.get().lock();
-                cutWorker = w;
-                faultAt = System.nanoTime();
-                Signals.stop(workers.get(w).pid());
-                timeline.note(HARNESS, Event.Type.FAULT, g.get().lock(), "STOP " + w);
-                Thread.sleep(twice.toMillis());
-                timeline.note(HARNESS, Event.Type.FAULT, g.get().lock(), "CONT " + w);
-                Signals.cont(workers.get(w).pid());
-            }
-            case FREEZE_CONNECTION -> {
-                Optional<Event> g = awaitAfterWarmUp(e -> e.type() == Event.Type.GRANTED);
-                if (g.isEmpty()) {
-                    return false;
-                }
-                String w = g.get().source();
-                cutLock = g.get().lock();
-                cutWorker = w;
-                faultAt = System.nanoTime();
-                proxies.get(w).freeze();
-                timeline.note(HARNESS, Event.Type.FAULT, g.get().lock(), "FREEZE " + w);
-                Thread.sleep(twice.toMillis());
-                timeline.note(HARNESS, Event.Type.FAULT, g.get().lock(), "THAW " + w);
-                proxies.get(w).thaw();
-            }
-            case SERVER_RESTART, SERVER_RESTART_AOF, CONTROL_NO_GUARD -> {
-                Optional<Event> g = awaitAfterWarmUp(e -> e.type() == Event.Type.GRANTED);
-                if (g.isEmpty()) {
-                    return false;
-                }
-                timeline.note(HARNESS, Event.Type.FAULT, g.get().lock(), "SERVER_KILL (holder " + g.get().source() + ")");
-                backend.killServer();
-                backend.startServer();
-                timeline.note(HARNESS, Event.Type.FAULT, g.get().lock(), "SERVER_START");
-            }
-            case SERVER_PAUSE -> {
-                Optional<Event> g = awaitAfterWarmUp(e -> e.type() == Event.Type.GRANTED);
-                if (g.isEmpty()) {
-                    return false;
-                }
-                timeline.note(HARNESS, Event.Type.FAULT, g.get().lock(), "SERVER_PAUSE (holder " + g.get().source() + ")");
-                backend.pauseServer();
-                Thread.sleep(twice.toMillis());
-                backend.resumeServer();
-                timeline.note(HARNESS, Event.Type.FAULT, g.get().lock(), "SERVER_RESUME");
-            }
-            case REDIS_FAILOVER, REDIS_FAILOVER_CLOCK_AHEAD -> {
-                Optional<Event> g = awaitAfterWarmUp(e -> e.type() == Event.Type.GRANTED);
-                if (g.isEmpty()) {
-                    return false;
-                }
-                RedisBackend redis = (RedisBackend) backend;
-                timeline.note(HARNESS, Event.Type.FAULT, g.get().lock(), "FAILOVER (holder " + g.get().source() + ")");
-                String what = redis.failover();
-                timeline.note(HARNESS, Event.Type.FAULT, g.get().lock(), "FAILOVER_DONE " + what);
-                redis.awaitReplicaInSync();
-                timeline.note(HARNESS, Event.Type.NOTE, g.get().lock(), "the new master's replica is in sync");
-                Thread.sleep(expiry.toMillis());
-            }
-            case REDIS_SLOT_MIGRATION -> {
-                Optional<Event> g = awaitAfterWarmUp(e -> e.type() == Event.Type.GRANTED);
-                if (g.isEmpty()) {
-                    return false;
-                }
-                String lock = g.get().lock();
-                boolean moved = ((RedisBackend) backend).migrateSlotOf(lock, expiry, Duration.ofMillis(100),
-                        step -> timeline.note(HARNESS, Event.Type.FAULT, lock, step));
-                if (!moved) {
-                    timeline.note(HARNESS, Event.Type.NOTE, lock, "no key of " + lock + " found to migrate");
-                    return false;
-                }
-            }
-            case MIXED_EXPIRY_RESTART -> {
-                // a long-expiry worker (w0 or w1) holding
-                Optional<Event> g = awaitAfterWarmUp(e -> e.type() == Event.Type.GRANTED
-                        && (e.source().equals("w0") || e.source().equals("w1")));
-                if (g.isEmpty()) {
-                    return false;
-                }
-                timeline.note(HARNESS, Event.Type.FAULT, g.get().lock(), "SERVER_KILL (long-expiry holder "
-                        + g.get().source() + ")");
-                backend.killServer();
-                backend.startServer();
-                timeline.note(HARNESS, Event.Type.FAULT, g.get().lock(), "SERVER_START");
-                Thread.sleep(expiry.toMillis());
-            }
-            case FILE_INTERRUPTED_CLOSE -> {
-                Optional<Event> r = timeline.await(0, e -> e.type() == Event.Type.RELEASED && e.source().equals("w0"),
-                        Duration.ofSeconds(60));
-                if (r.isEmpty()) {
-                    return false;
-                }
-                timeline.note(HARNESS, Event.Type.FAULT, r.get().lock(), "CLOSE_INTERRUPTED w0 (" + r.get().detail() + ")");
-                String lock = r.get().lock();
-                long at = r.get().nanos();
-                timeline.await(0, e -> e.type() == Event.Type.GRANTED && e.lock().equals(lock)
-                        && !e.source().equals("w0") && e.nanos() - at > 0, expiry.plus(profile.slack()));
-                Thread.sleep(300);
-                return true;
-            }
-            case CLOCK_SKEW -> Thread.sleep(expiry.multipliedBy(4).plusSeconds(2).toMillis());
-            case CLOCK_JUMP -> {
-                String first = null;
-                for (String spec : List.of("+" + Math.max(90, 3 * expiry.toSeconds()) + "s",
-                        "-" + Math.max(90, 3 * expiry.toSeconds()) + "s")) {
-                    String not = first;
-                    Optional<Event> g = awaitAfterWarmUp(e -> e.type() == Event.Type.GRANTED && !e.source().equals(not));
-                    if (g.isEmpty()) {
-                        return false;
-                    }
-                    String w = g.get().source();
-                    first = w;
-                    writeClock(clockFiles.get(w), spec);
-                    timeline.note(HARNESS, Event.Type.FAULT, g.get().lock(), "CLOCK " + w + " " + spec + " (while holding)");
-                    Thread.sleep(expiry.toMillis());
-                }
-            }
-            case CONTENTION -> {
-                // no fault: the workers stop after their cycles
-                long deadline = System.nanoTime() + Duration.ofMinutes(10).toNanos();
-                for (Process p : workers.values()) {
-                    p.waitFor(Math.max(0, deadline - System.nanoTime()), java.util.concurrent.TimeUnit.NANOSECONDS);
-                }
-                return true;
-            }
-            case REGION_SERVER_ABORT -> {
-                Optional<Event> g = awaitAfterWarmUp(e -> e.type() == Event.Type.GRANTED);
-                if (g.isEmpty()) {
-                    return false;
-                }
-                timeline.note(HARNESS, Event.Type.FAULT, g.get().lock(), "RS_ABORT (holder " + g.get().source() + ")");
-                backend.abortRegionServer();
-                ((HBaseBackend) backend).awaitTableAvailable(Duration.ofMinutes(3));
-                timeline.note(HARNESS, Event.Type.FAULT, g.get().lock(), "TABLE_AVAILABLE");
-            }
-            default -> throw new IllegalStateException("no injection for " + scenario);
-        }
-        if (cutLock != null) {
-            // liveness: wait for the next grant of the cut holder's lock, up to the bound, then a little more
-            String lock = cutLock;
-            String worker = cutWorker;
-            long at = faultAt;
-            long bound = expiry.plus(profile.slack()).toNanos();
-            timeline.await(0, e -> e.type() == Event.Type.GRANTED && e.lock().equals(lock) && !e.source().equals(worker)
-                    && e.nanos() - at > 0, Duration.ofNanos(Math.max(0, at + bound - System.nanoTime())));
-            Thread.sleep(300);
-        } else {
-            Thread.sleep(expiry.plusMillis(1000).toMillis());
-        }
-        return true;
-    }
-
-    private void kill(String worker) {
-        Process p = workers.get(worker);
-        p.destroyForcibly(); // SIGKILL
-        timeline.note(HARNESS, Event.Type.FAULT, worker, "KILL " + worker);
-        try {
-            p.waitFor();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-    }
-
-    /** Waits for a matching event after some grants happened (a few, or a random number in the long profile). */
-    private Optional<Event> awaitAfterWarmUp(Predicate<Event> match) throws InterruptedException {
-        int warm = profile.randomTiming() ? random.nextInt(6) : 0;
-        int from = 0;
-        for (int i = 0; i < warm; i++) {
-            Optional<Event> g = timeline.await(from, e -> e.type() == Event.Type.GRANTED, Duration.ofSeconds(30));
-            if (g.isEmpty()) {
-                return Optional.empty();
-            }
-            from = timeline.after(g.get());
-        }
-        return timeline.await(from, match, Duration.ofSeconds(30));
-    }
-
-    /**
-     * A worker waiting for the lock while another holds it (its last step is an ACQUIRE not answered yet), a moment
-     * into its wait.
-     */
-    private Optional<String> awaitWaiter() throws InterruptedException {
-        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-        int from = 0;
-        while (System.nanoTime() - deadline < 0) {
-            Optional<Event> g = from == 0 ? awaitAfterWarmUp(e -> e.type() == Event.Type.GRANTED)
-                    : timeline.await(from, e -> e.type() == Event.Type.GRANTED, Duration.ofSeconds(10));
-            if (g.isEmpty()) {
-                return Optional.empty();
-            }
-            from = timeline.after(g.get());
-            String holder = g.get().source();
-            Map<String, Event.Type> last = new HashMap<>();
-            for (Event e : timeline.events()) {
-                if (e.type() == Event.Type.ACQUIRE || e.type() == Event.Type.GRANTED || e.type() == Event.Type.REFUSED) {
-                    last.put(e.source(), e.type());
-                }
-            }
-            Thread.sleep(profile.randomTiming() ? 5 + random.nextInt(100) : 30);
-            for (Map.Entry<String, Event.Type> w : last.entrySet()) {
-                if (!w.getKey().equals(holder) && w.getValue() == Event.Type.ACQUIRE && workers.get(w.getKey()).isAlive()) {
-                    return Optional.of(w.getKey());
-                }
-            }
-        }
-        return Optional.empty();
     }
 
     // ---- claims left behind ----

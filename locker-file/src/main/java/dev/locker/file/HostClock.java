@@ -2,6 +2,7 @@ package dev.locker.file;
 
 import dev.locker.api.TimeSource;
 import dev.locker.spi.TemporaryStoreException;
+import dev.locker.spi.Uninterruptible;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -165,7 +166,8 @@ final class HostClock {
     static long monotonicOffset() {
         String text;
         try {
-            text = new String(Uninterruptible.io(() -> Files.readAllBytes(TIMENS_OFFSETS)), StandardCharsets.US_ASCII);
+            text = new String(Uninterruptible.NIO.call(() -> Files.readAllBytes(TIMENS_OFFSETS)),
+                    StandardCharsets.US_ASCII);
         } catch (NoSuchFileException e) {
             return 0; // a kernel without time namespaces (before 5.6, or CONFIG_TIME_NS off): one monotonic clock
         } catch (IOException | SecurityException e) {
@@ -201,7 +203,8 @@ final class HostClock {
     /** The boot id, or null when there is none to read (not Linux, no {@code /proc}). */
     private static String readBootId() throws IOException {
         try {
-            String id = new String(Uninterruptible.io(() -> Files.readAllBytes(BOOT_ID)), StandardCharsets.US_ASCII).trim();
+            String id = new String(Uninterruptible.NIO.call(() -> Files.readAllBytes(BOOT_ID)),
+                    StandardCharsets.US_ASCII).trim();
             return id.isEmpty() ? null : id;
         } catch (NoSuchFileException | SecurityException | UnsupportedOperationException e) {
             return null;

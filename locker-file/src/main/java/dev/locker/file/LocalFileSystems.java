@@ -1,5 +1,7 @@
 package dev.locker.file;
 
+import dev.locker.spi.Uninterruptible;
+
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -65,7 +67,8 @@ final class LocalFileSystems {
     /** The type of the file system that holds {@code real} (a real path: links resolved). */
     static String typeOf(Path real) throws IOException {
         try {
-            String type = typeIn(Uninterruptible.io(() -> Files.readAllLines(MOUNTINFO, StandardCharsets.UTF_8)), real);
+            String type = typeIn(Uninterruptible.NIO.call(() -> Files.readAllLines(MOUNTINFO, StandardCharsets.UTF_8)),
+                    real);
             if (type != null) {
                 return type;
             }

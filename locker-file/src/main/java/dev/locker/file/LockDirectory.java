@@ -3,6 +3,7 @@ package dev.locker.file;
 import dev.locker.spi.PermanentStoreException;
 import dev.locker.spi.StoreException;
 import dev.locker.spi.TemporaryStoreException;
+import dev.locker.spi.Uninterruptible;
 
 import java.io.FileNotFoundException;
 import java.io.IOException;
@@ -330,7 +331,7 @@ final class LockDirectory {
 
     private byte[] readBytes(Path file) {
         try {
-            return Uninterruptible.io(() -> Files.readAllBytes(file));
+            return Uninterruptible.NIO.call(() -> Files.readAllBytes(file));
         } catch (NoSuchFileException e) {
             if (!Files.isDirectory(dir)) {
                 throw new TemporaryStoreException("the lock directory " + dir + " is gone (unmounted, moved or deleted)", e);
@@ -395,7 +396,7 @@ final class LockDirectory {
     /** Writes {@code content} to the temporary file {@code temp}, forced to disk when {@code durable}. */
     private static void writeTemp(Path temp, LockFile content, boolean durable) throws IOException {
         byte[] bytes = content.toBytes();
-        Uninterruptible.io(() -> {
+        Uninterruptible.NIO.call(() -> {
             try (FileChannel ch = FileChannel.open(temp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
                     StandardOpenOption.TRUNCATE_EXISTING)) {
                 ByteBuffer buf = ByteBuffer.wrap(bytes);
@@ -415,7 +416,7 @@ final class LockDirectory {
      * open a directory as a channel (NTFS journals its renames).
      */
     static void force(Path directory) throws IOException {
-        Uninterruptible.io(() -> {
+        Uninterruptible.NIO.call(() -> {
             FileChannel ch;
             try {
                 ch = FileChannel.open(directory, StandardOpenOption.READ);

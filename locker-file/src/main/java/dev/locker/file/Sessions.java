@@ -2,6 +2,7 @@ package dev.locker.file;
 
 import dev.locker.api.LockOwner;
 import dev.locker.spi.TemporaryStoreException;
+import dev.locker.spi.Uninterruptible;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -272,7 +273,7 @@ final class Sessions implements AutoCloseable {
     private static Set<Long> lockedHere() throws IOException {
         String pid = Files.readSymbolicLink(PROC_SELF).toString();
         Set<Long> inodes = new HashSet<>();
-        for (String line : Uninterruptible.io(() -> Files.readAllLines(PROC_LOCKS, StandardCharsets.US_ASCII))) {
+        for (String line : Uninterruptible.NIO.call(() -> Files.readAllLines(PROC_LOCKS, StandardCharsets.US_ASCII))) {
             // "1: POSIX  ADVISORY  WRITE 3568 fd:00:1234 0 EOF", or "1: -> POSIX ..." for a waiter
             String[] f = line.trim().split("\\s+");
             int i = f.length > 1 && f[1].equals("->") ? 2 : 1;
@@ -372,7 +373,7 @@ final class Sessions implements AutoCloseable {
     private static String startTime() throws IOException {
         String stat;
         try {
-            stat = new String(Uninterruptible.io(() -> Files.readAllBytes(PROC_SELF.resolve("stat"))),
+            stat = new String(Uninterruptible.NIO.call(() -> Files.readAllBytes(PROC_SELF.resolve("stat"))),
                     StandardCharsets.US_ASCII);
         } catch (java.nio.file.NoSuchFileException e) {
             return null;
@@ -389,12 +390,13 @@ final class Sessions implements AutoCloseable {
     private static String processIdentity() {
         long pid = ProcessHandle.current().pid();
         try {
-            String stat = new String(Uninterruptible.io(() -> Files.readAllBytes(Path.of("/proc/self/stat"))),
+            String stat = new String(Uninterruptible.NIO.call(() -> Files.readAllBytes(Path.of("/proc/self/stat"))),
                     StandardCharsets.US_ASCII);
             String[] after = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
             String start = after[19]; // field 22, starttime: the 20th after "(comm) "
             String ns = Files.readSymbolicLink(Path.of("/proc/self/ns/pid")).toString();
-            String boot = new String(Uninterruptible.io(() -> Files.readAllBytes(Path.of("/proc/sys/kernel/random/boot_id"))),
+            Path bootId = Path.of("/proc/sys/kernel/random/boot_id");
+            String boot = new String(Uninterruptible.NIO.call(() -> Files.readAllBytes(bootId)),
                     StandardCharsets.US_ASCII).trim();
             return "linux:" + boot + ":" + ns + ":" + pid + ":" + start;
         } catch (IOException | RuntimeException e) {

@@ -9,6 +9,7 @@ import dev.locker.api.LockerConfig;
 import dev.locker.api.PermanentLockingException;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.api.TimeSource;
+import dev.locker.hbase.LockRows.RowState;
 import dev.locker.hbase.SeenRows.Seen;
 import dev.locker.engine.ClaimStatus;
 import dev.locker.spi.Deadlines;
@@ -17,20 +18,15 @@ import dev.locker.spi.LockRecords;
 import dev.locker.spi.StoreException;
 import dev.locker.spi.TemporaryStoreException;
 import dev.locker.spi.Waiting;
-import org.apache.hadoop.hbase.Cell;
-import org.apache.hadoop.hbase.CellUtil;
 import org.apache.hadoop.hbase.CompareOperator;
 import org.apache.hadoop.hbase.TableName;
 import org.apache.hadoop.hbase.client.CheckAndMutate;
 import org.apache.hadoop.hbase.client.CheckAndMutateResult;
 import org.apache.hadoop.hbase.client.Connection;
 import org.apache.hadoop.hbase.client.Delete;
-import org.apache.hadoop.hbase.client.Get;
 import org.apache.hadoop.hbase.client.Increment;
 import org.apache.hadoop.hbase.client.Put;
-import org.apache.hadoop.hbase.client.Result;
 import org.apache.hadoop.hbase.client.RowMutations;
-import org.apache.hadoop.hbase.client.Table;
 import org.apache.hadoop.hbase.client.TableBuilder;
 import org.apache.hadoop.hbase.filter.BinaryComparator;
 import org.apache.hadoop.hbase.filter.FilterList;
@@ -58,9 +54,9 @@ import static dev.locker.hbase.LockTable.row;
 
 /**
  * The lock table as a driver: {@link HBaseLocker} says how claims are kept and why that is safe. One check-and-mutate
- * on the lock row decides the holder and issues its token at once. It keeps records in the lock row's token family.
+ * on the lock row decides the holder and issues its token at once. Its records are {@link HBaseRecords}.
  */
-final class HBaseDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimStatus> {
+final class HBaseDriver implements LockDriver<ClaimStatus> {
 
     /** Logs under the public class's name, the one users configure. */
     private static final Logger log = LoggerFactory.getLogger(HBaseLocker.class);
@@ -69,8 +65,6 @@ final class HBaseDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
     private final TimeSource time;
     private final Connection connection;
     private final boolean ownsConnection;
-    /** Tables whose multi-action calls run in the calling thread ({@link HBaseClients#tables}). */
-    private final TableBuilder tables;
     private final byte[] family;
     private final byte[] tokenFamily;
     /** Added to every claim's expiry in its cell TTL: the region servers' clock allowance. */
@@ -79,6 +73,8 @@ final class HBaseDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
     private final Duration claimsFamilyTtl;
     private final String where;
     private final SeenRows seen = new SeenRows();
+    private final LockRows rows;
+    private final HBaseRecords records;
     private final HBaseListing listing;
 
     /**
@@ -96,18 +92,20 @@ final class HBaseDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
         this.time = config.timeSource();
         this.connection = connection;
         this.ownsConnection = ownsConnection;
-        this.tables = HBaseClients.tables(connection, tableName);
+        TableBuilder tables = HBaseClients.tables(connection, tableName);
         this.family = options.familyBytes();
         this.tokenFamily = options.tokenFamilyBytes();
         this.serverClockSkew = options.serverClockSkew();
         this.claimsFamilyTtl = claimsFamilyTtl;
         this.where = where;
+        this.rows = new LockRows(tables, family, tokenFamily, where, seen);
+        this.records = new HBaseRecords(rows, family, tokenFamily);
         this.listing = new HBaseListing(tables, family, tokenFamily, where);
     }
 
     @Override
     public Optional<LockRecords<ClaimStatus>> records() {
-        return Optional.of(this);
+        return Optional.of(records);
     }
 
     // ---- claims --------------------------------------------------------------------------------------------------
@@ -159,7 +157,7 @@ final class HBaseDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
         Seen expected = seen.get(row);
         boolean fresh = expected == null; // the expectation comes from a get made for this attempt
         if (fresh) {
-            RowState state = read(row, "get");
+            RowState state = rows.read(row, "get");
             if (state.holder != null) {
                 throw heldBy(lock, state);
             }
@@ -170,7 +168,7 @@ final class HBaseDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
             CheckAndMutate grant = grant(row, expected, claim, ttl);
             CheckAndMutateResult r;
             try {
-                r = checkAndMutate(grant, "checkAndMutate");
+                r = rows.checkAndMutate(grant, "checkAndMutate");
             } catch (TemporaryStoreException e) {
                 // the server may have applied it before the failure reached us: look once before giving up
                 OptionalLong ours = grantedToUs(lock, row, claim, token);
@@ -191,7 +189,7 @@ final class HBaseDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
                 seen.remember(row, new Seen(token, true)); // after our release: the free value, this counter
                 return OptionalLong.of(token);
             }
-            RowState state = read(row, "get");
+            RowState state = rows.read(row, "get");
             if (state.isHeldBy(claim)) {
                 // the client resent our check-and-mutate after the server had applied it; the resend's check failed
                 return ownToken(lock, row, claim, state, token);
@@ -297,10 +295,10 @@ final class HBaseDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
         long started = time.nanoTime();
         Put put = new Put(row).addColumn(family, HOLDER, renewed);
         put.setTTL(ttl);
-        CheckAndMutateResult r = checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, mine).build(put),
-                "checkAndMutate");
+        CheckAndMutateResult r = rows.checkAndMutate(
+                CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, mine).build(put), "checkAndMutate");
         if (!r.isSuccess()) {
-            RowState state = read(row, "get");
+            RowState state = rows.read(row, "get");
             // a resend of a renewal that changed the value fails its check, though the first send was applied
             if (renewed == mine || !state.isHeldBy(renewed)) {
                 throw new ExpiredLockException("our claim is no longer the holder (expired on the region server's "
@@ -319,7 +317,7 @@ final class HBaseDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
      */
     @Override
     public ClaimStatus leave(KeyColumn lock, ClaimStatus status, Duration expiry) {
-        return Uninterruptible.call(() -> leaveNow(lock, status, expiry));
+        return HBaseErrors.UNINTERRUPTIBLE.call(() -> leaveNow(lock, status, expiry));
     }
 
     /** The steps of {@link #leave}, on a thread whose interrupt flag is clear. */
@@ -327,7 +325,7 @@ final class HBaseDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
         byte[] row = row(lock);
         long ttl = cellTtlMillis(lock, expiry);
         byte[] mine = status.claimId();
-        RowState before = read(row, "get");
+        RowState before = rows.read(row, "get");
         if (!before.isHeldBy(mine)) {
             throw new ExpiredLockException("our claim is no longer the holder (expired on the region server's clock, "
                     + "or force-released)", lock, before.holder == null ? null : before.holder.owner, null);
@@ -343,13 +341,13 @@ final class HBaseDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
         Delete older = new Delete(row).addColumns(family, HOLDER, before.holderStamp);
         CheckAndMutateResult r;
         try {
-            r = checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, mine)
+            r = rows.checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, mine)
                     .build(RowMutations.of(List.of(older, put))), "checkAndMutate");
         } catch (IOException e) {
             throw HBaseErrors.translate(e, "checkAndMutate", where);
         }
         if (!r.isSuccess()) {
-            RowState state = read(row, "get");
+            RowState state = rows.read(row, "get");
             // a resend of an applied step fails its check, as the cell holds the new value already
             if (left == mine || !state.isHeldBy(left)) {
                 throw new ExpiredLockException("our claim is no longer the holder (expired on the region server's "
@@ -363,7 +361,7 @@ final class HBaseDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
     /** One get: the holder cell still holds our claim (a TTL-expired or replaced cell does not). */
     @Override
     public ClaimStatus verify(KeyColumn lock, ClaimStatus status) {
-        RowState state = read(row(lock), "get");
+        RowState state = rows.read(row(lock), "get");
         if (state.holder != null && Arrays.equals(state.holder.value, status.claimId())) {
             return status;
         }
@@ -375,7 +373,7 @@ final class HBaseDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
     /** Asks and releases with the caller's interrupt flag cleared: a cancelled task still frees its lock. */
     @Override
     public boolean releaseOwned(KeyColumn lock, ClaimStatus status) {
-        return Uninterruptible.call(() -> LockDriver.super.releaseOwned(lock, status));
+        return HBaseErrors.UNINTERRUPTIBLE.call(() -> LockDriver.super.releaseOwned(lock, status));
     }
 
     /** Releases with the caller's interrupt flag cleared: a cancelled task still frees its lock. */
@@ -383,8 +381,9 @@ final class HBaseDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
     public void release(KeyColumn lock, ClaimStatus status) {
         byte[] row = row(lock);
         byte[] mine = status.claimId();
-        CheckAndMutateResult r = Uninterruptible.call(() -> checkAndMutate(CheckAndMutate.newBuilder(row)
-                .ifEquals(family, HOLDER, mine).build(new Put(row).addColumn(family, HOLDER, FREE)), "checkAndMutate"));
+        CheckAndMutateResult r = HBaseErrors.UNINTERRUPTIBLE.call(() -> rows.checkAndMutate(
+                CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, mine)
+                        .build(new Put(row).addColumn(family, HOLDER, FREE)), "checkAndMutate"));
         if (r.isSuccess()) {
             seen.remember(row, new Seen(status.fencingToken(), true));
         } else {
@@ -398,7 +397,7 @@ final class HBaseDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
      */
     @Override
     public Optional<LockInfo> readHolder(KeyColumn lock) {
-        RowState state = read(row(lock), "get");
+        RowState state = rows.read(row(lock), "get");
         return state.holder == null ? Optional.empty() : Optional.of(new LockInfo(lock, state.holder.owner,
                 state.counter, Instant.ofEpochMilli(state.holderStamp).plus(state.holder.lifetime)));
     }
@@ -411,11 +410,12 @@ final class HBaseDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
     private boolean removeAll(KeyColumn lock) {
         byte[] row = row(lock);
         for (int attempt = 0; attempt < 10; attempt++) {
-            RowState state = read(row, "get");
+            RowState state = rows.read(row, "get");
             if (state.holder == null) {
                 return false;
             }
-            CheckAndMutateResult r = checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, state.holder.value)
+            CheckAndMutateResult r = rows.checkAndMutate(CheckAndMutate.newBuilder(row)
+                    .ifEquals(family, HOLDER, state.holder.value)
                     .build(new Put(row).addColumn(family, HOLDER, FREE)), "checkAndMutate");
             if (r.isSuccess()) {
                 return true;
@@ -431,65 +431,18 @@ final class HBaseDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
      */
     private boolean removeWithToken(KeyColumn lock, long token, byte[] record) {
         byte[] row = row(lock);
-        RowState state = read(row, "get");
+        RowState state = rows.read(row, "get");
         if (state.holder == null || state.counter != token) {
             return false;
         }
         Put free = new Put(row).addColumn(family, HOLDER, FREE);
         Put put = new Put(row).addColumn(tokenFamily, recordColumn(LockRecords.FORCED), recordTimestamp(token), record);
         try {
-            return checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, state.holder.value)
+            return rows.checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, state.holder.value)
                     .build(RowMutations.of(List.of(free, put))), "checkAndMutate").isSuccess();
         } catch (IOException e) {
             throw HBaseErrors.translate(e, "checkAndMutate", where);
         }
-    }
-
-    // ---- records (run once, forced release) ----------------------------------------------------------------------
-
-    @Override
-    public Optional<byte[]> readRecord(KeyColumn lock, String name) {
-        Get get = new Get(row(lock)).addColumn(tokenFamily, recordColumn(name));
-        try (Table t = tables.build()) {
-            return Optional.ofNullable(t.get(get).getValue(tokenFamily, recordColumn(name)));
-        } catch (IOException e) {
-            throw HBaseErrors.translate(e, "get", where);
-        }
-    }
-
-    /**
-     * An operator's record (a forced release), written whoever holds the lock: timestamped with the lock's fencing
-     * counter as read just before, so that it outranks every record of an earlier holder's time (a tie, two forced
-     * releases with no grant between them, goes to the later write).
-     */
-    @Override
-    public void putRecord(KeyColumn lock, String name, byte[] value) {
-        Uninterruptible.run(() -> putRecordNow(lock, name, value));
-    }
-
-    /** The read and the put of {@link #putRecord}, on a thread whose interrupt flag is clear. */
-    private void putRecordNow(KeyColumn lock, String name, byte[] value) {
-        byte[] row = row(lock);
-        long counter = read(row, "get").counter;
-        try (Table t = tables.build()) {
-            t.put(new Put(row).addColumn(tokenFamily, recordColumn(name), recordTimestamp(counter), value));
-        } catch (IOException e) {
-            throw HBaseErrors.translate(e, "put", where);
-        }
-    }
-
-    /**
-     * Atomic: a check-and-mutate on our holder cell (alive, by its TTL on the region server's clock). The record cell
-     * carries an explicit timestamp derived from our fencing token (the region server stamps only cells without one),
-     * so a record written under a higher token is never hidden by one written under a lower token, whichever clocks
-     * stamped the holder cell meanwhile.
-     */
-    @Override
-    public boolean writeRecord(KeyColumn lock, String name, byte[] value, ClaimStatus holding) {
-        byte[] row = row(lock);
-        Put put = new Put(row).addColumn(tokenFamily, recordColumn(name), recordTimestamp(holding.fencingToken()), value);
-        return Uninterruptible.call(() -> checkAndMutate(CheckAndMutate.newBuilder(row)
-                .ifEquals(family, HOLDER, holding.claimId()).build(put), "checkAndMutate").isSuccess());
     }
 
     // ---- listing --------------------------------------------------------------------------------------------------
@@ -541,14 +494,6 @@ final class HBaseDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
         return ttl;
     }
 
-    private CheckAndMutateResult checkAndMutate(CheckAndMutate cam, String action) {
-        try (Table t = tables.build()) {
-            return t.checkAndMutate(cam);
-        } catch (IOException e) {
-            throw HBaseErrors.translate(e, action, where);
-        }
-    }
-
     /**
      * After an ambiguous failure: our token when the holder is the claim we tried to write, empty when it is not.
      * When we cannot tell, the claim is given back, so that a claim written without our knowing does not block
@@ -557,7 +502,7 @@ final class HBaseDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
     private OptionalLong grantedToUs(KeyColumn lock, byte[] row, HolderClaim claim, long token) {
         RowState state;
         try {
-            state = read(row, "get");
+            state = rows.read(row, "get");
         } catch (StoreException readFailed) {
             giveBack(lock, row, claim);
             return OptionalLong.empty();
@@ -568,7 +513,7 @@ final class HBaseDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
     /** Compare-and-release of a claim we may have written but will not use (best effort: it expires anyway). */
     private void giveBack(KeyColumn lock, byte[] row, HolderClaim claim) {
         try {
-            checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, claim.value)
+            rows.checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, claim.value)
                     .build(new Put(row).addColumn(family, HOLDER, FREE)), "checkAndMutate");
         } catch (StoreException releaseFailed) {
             log.debug("Could not give back an unused claim on {}; if it was written it expires within {}: {}", lock,
@@ -576,57 +521,11 @@ final class HBaseDriver implements LockDriver<ClaimStatus>, LockRecords<ClaimSta
         }
     }
 
-    private RowState read(byte[] row, String action) {
-        Get get = new Get(row).addColumn(family, HOLDER).addColumn(tokenFamily, COUNTER);
-        Result r;
-        try (Table t = tables.build()) {
-            r = t.get(get);
-        } catch (IOException e) {
-            throw HBaseErrors.translate(e, action, where);
-        }
-        byte[] counter = r.getValue(tokenFamily, COUNTER);
-        Cell cell = r.getColumnLatestCell(family, HOLDER);
-        RowState state = new RowState(cell == null ? null : HolderClaim.decode(CellUtil.cloneValue(cell)), cell != null,
-                cell == null ? 0L : cell.getTimestamp(), counter == null ? 0L : Bytes.toLong(counter));
-        seen.remember(row, state.seen());
-        return state;
-    }
-
     private static void closeQuietly(Connection c) {
         try {
             c.close();
         } catch (IOException | RuntimeException e) {
             log.debug("Closing the HBase connection failed: {}", e.toString());
-        }
-    }
-
-    /** What one read of a lock row saw: the live holder (null when free), its cell's timestamp and the counter. */
-    private static final class RowState {
-        final HolderClaim holder;
-        /** Whether the holder cell is present (a claim or the free value), false when absent (expired or never written). */
-        final boolean holderCell;
-        /** The holder cell's timestamp on the region server's clock, 0 when absent. */
-        final long holderStamp;
-        final long counter;
-
-        RowState(HolderClaim holder, boolean holderCell, long holderStamp, long counter) {
-            this.holder = holder;
-            this.holderCell = holderCell;
-            this.holderStamp = holderStamp;
-            this.counter = counter;
-        }
-
-        /** What the next grant can expect: this, or, while someone holds it, the free value its release leaves. */
-        Seen seen() {
-            return new Seen(counter, holderCell);
-        }
-
-        boolean isHeldBy(HolderClaim claim) {
-            return isHeldBy(claim.value);
-        }
-
-        boolean isHeldBy(byte[] value) {
-            return holder != null && Arrays.equals(holder.value, value);
         }
     }
 }

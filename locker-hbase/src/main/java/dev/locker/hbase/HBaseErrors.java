@@ -3,6 +3,7 @@ package dev.locker.hbase;
 import dev.locker.spi.PermanentStoreException;
 import dev.locker.spi.StoreException;
 import dev.locker.spi.TemporaryStoreException;
+import dev.locker.spi.Uninterruptible;
 import org.apache.hadoop.hbase.DoNotRetryIOException;
 import org.apache.hadoop.hbase.TableNotEnabledException;
 import org.apache.hadoop.hbase.TableNotFoundException;
@@ -25,6 +26,13 @@ import java.util.Map;
  * names the cluster and table; the HBase exception is kept as the cause.
  */
 final class HBaseErrors {
+
+    /**
+     * Calls that the caller's interrupt flag cannot break. {@link #translate} sets the flag again for a call an
+     * interrupt cut, so a failure with the flag set is one. Such a call is made again, three times at most.
+     */
+    static final Uninterruptible UNINTERRUPTIBLE = Uninterruptible.retrying(3,
+            e -> Thread.currentThread().isInterrupted());
 
     private HBaseErrors() {
     }

@@ -20,20 +20,17 @@ import dev.locker.api.LockOwner;
 import dev.locker.api.LockPage;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.LockingException;
-import dev.locker.api.TemporaryLockingException;
 import dev.locker.spi.Deadlines;
 import dev.locker.spi.LockDriver;
 import dev.locker.spi.LockRecords;
 import dev.locker.spi.Waiting;
 import dev.locker.engine.ClaimStatus;
-import org.bson.BsonString;
 import org.bson.Document;
 import org.bson.conversions.Bson;
 import org.bson.types.Binary;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.Date;
 import java.util.Optional;
@@ -45,12 +42,12 @@ import java.util.function.BooleanSupplier;
 
 /**
  * The lock collection as a driver: {@link MongoLocker} says how claims are kept and why that is safe. One atomic
- * {@code findOneAndUpdate} decides the holder and numbers it. Its records are {@link MongoRecords}.
+ * {@code findOneAndUpdate} decides the holder and numbers it ({@link MongoGrants}). Its records are
+ * {@link MongoRecords}.
  */
 final class MongoDriver implements LockDriver<ClaimStatus> {
 
     private static final Logger log = LoggerFactory.getLogger(MongoLocker.class);
-    private static final SecureRandom RANDOM = new SecureRandom();
     static final String TTL_INDEX = "locker_expiresAt_ttl";
     /** At most this many finds per {@link #list} call. */
     static final int LIST_ROUNDS = MongoListing.LIST_ROUNDS;
@@ -59,21 +56,15 @@ final class MongoDriver implements LockDriver<ClaimStatus> {
     private final MongoClient client;
     private final boolean ownsClient;
     private final MongoCollection<Document> locks;
-    private final MongoCollection<Document> locksLocal;
     private final String server;
     private final ServerClock serverClock;
     private final MongoListing listing;
     private final MongoRecords records;
     private final Duration ttlGrace;
-    /** How far the clocks of the members that may judge a claim can differ: taken off every holder's validity. */
-    private final Duration serverClockSkew;
-    /**
-     * What the TTL field carries beyond a claim's expiry or a release: twice {@link #serverClockSkew}, in milliseconds.
-     * A document then outlives its last token long enough that a member behind by the bound issues a higher base.
-     */
-    private final long keepTokenMillis;
+    private final ClockSkewBound skew;
     private final ScheduledExecutorService clockChecker;
     private final TakeBacks takeBacks;
+    private final MongoGrants grants;
 
     /**
      * Measures the server's clock, creates the TTL index and starts the clock checker; on a failure it closes a client
@@ -85,17 +76,17 @@ final class MongoDriver implements LockDriver<ClaimStatus> {
         this.ownsClient = connection.owned();
         this.server = connection.server();
         this.ttlGrace = options.ttlGrace();
-        this.serverClockSkew = options.serverClockSkew();
-        this.keepTokenMillis = ceilMillis(options.serverClockSkew().multipliedBy(2));
+        this.skew = new ClockSkewBound(options.serverClockSkew());
         this.locks = client.getDatabase(options.database()).getCollection(options.collection())
                 .withWriteConcern(connection.writeConcern()).withReadConcern(connection.readConcern());
-        this.locksLocal = locks.withReadConcern(ReadConcern.LOCAL);
         // the re-measuring threshold is the clock's own setting, sized by the configured expiry; no claim's expiry
         this.serverClock = new ServerClock(config.timeSource(), client.getDatabase("admin"), options.maxClockSkew(),
                 config.expiry());
         this.listing = new MongoListing(locks, serverClock);
         this.records = new MongoRecords(locks);
-        this.takeBacks = new TakeBacks(config.rid(), server, serverClock, ceilMillis(serverClockSkew), this::release);
+        this.takeBacks = new TakeBacks(config.rid(), server, serverClock, skew.millis(), this::release);
+        this.grants = new MongoGrants(config, server, locks, locks.withReadConcern(ReadConcern.LOCAL),
+                serverClock, skew, takeBacks);
         ScheduledExecutorService checker = null;
         try {
             ServerClock.Sample s = serverClock.measure();
@@ -133,182 +124,10 @@ final class MongoDriver implements LockDriver<ClaimStatus> {
 
     // ---- the driver's operations ---------------------------------------------------------------------------------
 
-    /**
-     * Up to {@code config.retries()} attempts, repeated only after a failure that a new attempt can overcome at once
-     * (a cut connection, a stepped-down primary), never after a server selection timeout (the server is gone: fail
-     * fast). Every attempt carries the same claim id, so an attempt whose write was applied although its reply was
-     * lost is recognised by the next one as our own claim instead of as contention. When the call fails after any
-     * attempt whose outcome is unknown (its request may still reach the server), the claim is taken back in the
-     * background ({@link TakeBacks}); the caller does not wait for that. When it succeeds after such an attempt, that
-     * attempt's request may still land after the claim was released (and write the claim again): the take-back then
-     * starts at the release.
-     */
+    /** One atomic upsert decides the holder and numbers it: see {@link MongoGrants#write}. */
     @Override
     public ClaimStatus write(KeyColumn lock, LockOwner owner, Duration expiry, Waiting waiting) {
-        Claim claim = new Claim(expiry);
-        ServerClock.Reading first = serverClock.read();
-        for (int attempt = 1; ; attempt++) {
-            try {
-                ClaimStatus granted = acquire(lock, owner, claim, true, first);
-                if (claim.mayExist) { // an earlier attempt may still land, after we released: take it back then
-                    takeBacks.settleOnRelease(claim.id, claim.latestExpiryMillis, claim.expiry);
-                }
-                return granted;
-            } catch (RuntimeException e) {
-                boolean giveUp = e instanceof LockingException || attempt >= config.retries()
-                        || !MongoErrors.isQuicklyRetryable(e);
-                if (!(e instanceof LockingException) && MongoErrors.mayHaveBeenApplied(e)) {
-                    claim.mayExist = true;
-                }
-                if (giveUp) {
-                    if (claim.mayExist) { // nobody will use this claim: make sure it does not block the lock
-                        takeBacks.takeBack(lock, claim.id, claim.latestExpiryMillis, claim.expiry);
-                    }
-                    throw e;
-                }
-                log.debug("Attempt {} to claim {} on {} failed, retrying: {}", attempt, lock, server, e.toString());
-            }
-        }
-    }
-
-    /**
-     * The claim of one {@link #write} call, shared by its attempts: a random id (this claim's alone, so a take-back
-     * that matches it can remove nothing anybody uses), the expiry the engine gave it, the latest expiry an attempt
-     * sent (no request of this call can write a later one, however late it arrives), and whether a request may have
-     * written it.
-     */
-    private static final class Claim {
-        final byte[] id = new byte[16];
-        final Duration expiry;
-        long latestExpiryMillis = Long.MIN_VALUE;
-        /** The largest uncertainty of the readings any attempt wrote its expiry from: the grant's deadline allows it. */
-        Duration uncertainty = Duration.ZERO;
-        boolean mayExist;
-
-        Claim(Duration expiry) {
-            this.expiry = expiry;
-            RANDOM.nextBytes(id);
-        }
-    }
-
-    /**
-     * One attempt: the single atomic upsert. {@code first} is the time reading of the first attempt: the local expiry
-     * counts from it, because the claim on the server may have been written by that attempt.
-     */
-    private ClaimStatus acquire(KeyColumn lock, LockOwner owner, Claim claim, boolean mayRetry,
-                                ServerClock.Reading first) {
-        ServerClock.Reading r = serverClock.read();
-        Date now = r.serverDateFloor();
-        Date expiresAt = r.serverDateCeil(claim.expiry);
-        BsonString id = LockDocument.id(lock);
-        Bson free = Filters.exists(LockDocument.HOLDER, false);
-        Bson filter = r.skewTolerable()
-                ? Filters.and(Filters.eq(LockDocument.ID, id),
-                        Filters.or(free, Filters.lt(LockDocument.HOLDER_EXPIRES_AT, r.deadBefore())))
-                : Filters.and(Filters.eq(LockDocument.ID, id), free);
-        Bson update = Updates.combine(
-                Updates.set(LockDocument.HOLDER, LockDocument.holder(claim.id, owner, now, expiresAt)),
-                Updates.set(LockDocument.EXPIRES_AT, keptUntil(expiresAt)),
-                Updates.inc(LockDocument.SEQ, 1L),
-                Updates.setOnInsert(LockDocument.TOKEN_BASE, r.serverMicros()));
-        FindOneAndUpdateOptions opts = new FindOneAndUpdateOptions().upsert(true)
-                .returnDocument(ReturnDocument.AFTER)
-                .projection(Projections.include(LockDocument.SEQ, LockDocument.TOKEN_BASE));
-        claim.latestExpiryMillis = Math.max(claim.latestExpiryMillis, expiresAt.getTime());
-        if (r.uncertainty().compareTo(claim.uncertainty) > 0) {
-            claim.uncertainty = r.uncertainty();
-        }
-        Document after;
-        try {
-            after = locks.findOneAndUpdate(filter, update, opts);
-        } catch (RuntimeException e) {
-            if (MongoErrors.isDuplicateKey(e)) {
-                return contended(lock, owner, claim, mayRetry, r, first, e);
-            }
-            throw e;
-        }
-        if (after == null) { // cannot happen with upsert and returnDocument AFTER; never report a grant we cannot prove
-            claim.mayExist = true;
-            throw new TemporaryLockingException("the server returned no document for an upsert on " + namespace()
-                    + " at " + server, lock);
-        }
-        return granted(claim, first, LockDocument.token(after));
-    }
-
-    /**
-     * The holder's deadline counts from the first attempt's reading, less the largest uncertainty of the server-clock
-     * readings its attempts wrote expiries from (a later reading may be less certain than the first: aged, or unmeasured
-     * after a suspend), and of the first.
-     */
-    private ClaimStatus granted(Claim claim, ServerClock.Reading first, long token) {
-        Duration uncertainty = first.uncertainty().compareTo(claim.uncertainty) >= 0 ? first.uncertainty()
-                : claim.uncertainty;
-        return ClaimStatus.granted(claim.id, token, Deadlines.of(first.nanos(), validity(claim.expiry, uncertainty)));
-    }
-
-    /**
-     * What a holder counts on: the expiry, less the uncertainty of the reading its expiry was written from, less
-     * {@code serverClockSkew}, since a member ahead by that much judges the claim dead that much sooner.
-     */
-    private Duration validity(Duration expiry, Duration uncertainty) {
-        return expiry.minus(uncertainty).minus(serverClockSkew);
-    }
-
-    /**
-     * The TTL field's value for a document whose holder expires (or that was released) at {@code at}: later by twice
-     * {@code serverClockSkew}. A member ahead by the bound may delete it; one behind by it may create the next.
-     */
-    private Date keptUntil(Date at) {
-        return keepTokenMillis == 0 ? at : new Date(at.getTime() + keepTokenMillis);
-    }
-
-    private static long ceilMillis(Duration d) {
-        long millis = d.toMillis();
-        return d.minusMillis(millis).isZero() ? millis : millis + 1;
-    }
-
-    /** The upsert met a live holder (or lost the race to create the document): read who holds it. */
-    private ClaimStatus contended(KeyColumn lock, LockOwner owner, Claim claim, boolean mayRetry,
-                                  ServerClock.Reading r, ServerClock.Reading first, RuntimeException duplicateKey) {
-        // local read concern: the winner's write may not be majority-committed yet, and we only want a name
-        Document doc = locksLocal.find(Filters.eq(LockDocument.ID, LockDocument.id(lock)))
-                .projection(Projections.include(LockDocument.HOLDER, LockDocument.SEQ, LockDocument.TOKEN_BASE))
-                .first();
-        Document holder = LockDocument.holderOf(doc);
-        ServerClock.Reading now = serverClock.read();
-        boolean live = holder != null && LockDocument.isLive(holder, now.deadBefore());
-        if (live && LockDocument.isClaim(holder, claim.id)) { // an earlier attempt of ours was applied, its reply lost
-            // that write may not be majority-committed (a failover could roll it back): confirm it with the
-            // configured read concern before believing we hold the lock; this costs a round trip on this path only
-            claim.mayExist = true;
-            Document confirmed = locks.find(Filters.eq(LockDocument.ID, LockDocument.id(lock)))
-                    .projection(Projections.include(LockDocument.HOLDER, LockDocument.SEQ, LockDocument.TOKEN_BASE))
-                    .first();
-            Document mine = LockDocument.holderOf(confirmed);
-            if (mine != null && LockDocument.isClaim(mine, claim.id) && LockDocument.isLive(mine, now.deadBefore())) {
-                return granted(claim, first, LockDocument.token(confirmed));
-            }
-            throw new TemporaryLockingException("an earlier attempt's claim (reply lost) is not confirmed by the "
-                    + "read concern yet; it is being taken back, retry", lock, null, duplicateKey);
-        }
-        if (live) {
-            throw new TemporaryLockingException("lock is held by another process (since "
-                    + LockDocument.owner(holder).since() + ", until " + LockDocument.expiry(holder)
-                    + " on the server's clock)", lock, LockDocument.owner(holder),
-                    Duration.between(now.deadBefore().toInstant(), LockDocument.expiry(holder)), null);
-        }
-        if (holder != null && !r.skewTolerable()) {
-            throw new TemporaryLockingException("refusing to take over the expired claim of "
-                    + LockDocument.owner(holder) + ": this process's clock is " + r.offset()
-                    + " away from the server " + server + ", more than maxClockSkew=" + serverClock.maxSkew()
-                    + " (fix the clock, or let another process take it over)", lock, LockDocument.owner(holder),
-                    duplicateKey);
-        }
-        if (mayRetry) { // the holder left between our update and our read: try once more
-            return acquire(lock, owner, claim, false, first);
-        }
-        throw new TemporaryLockingException("lock changed hands while we tried to take it; retry", lock,
-                holder == null ? null : LockDocument.owner(holder), duplicateKey);
+        return grants.write(lock, owner, expiry);
     }
 
     @Override
@@ -321,7 +140,7 @@ final class MongoDriver implements LockDriver<ClaimStatus> {
                 Updates.combine(
                         Updates.max(LockDocument.HOLDER_EXPIRES_AT, expiresAt),
                         Updates.max(LockDocument.HOLDER_RENEWED_AT, now),
-                        Updates.max(LockDocument.EXPIRES_AT, keptUntil(expiresAt))));
+                        Updates.max(LockDocument.EXPIRES_AT, skew.keptUntil(expiresAt))));
     }
 
     /**
@@ -336,11 +155,12 @@ final class MongoDriver implements LockDriver<ClaimStatus> {
         Date expiresAt = r.serverDateCeil(expiry);
         TakeBacks.Unsettled late = takeBacks.released(status.claimId());
         try {
-            return Uninterruptible.call(() -> setExpiry(lock, status, expiry, r, "leave", null, Updates.combine(
-                    Updates.set(LockDocument.HOLDER_EXPIRES_AT, expiresAt),
-                    Updates.max(LockDocument.HOLDER_RENEWED_AT, now),
-                    Updates.set(LockDocument.HOLDER_LEFT, true),
-                    Updates.set(LockDocument.EXPIRES_AT, keptUntil(expiresAt)))));
+            return MongoErrors.UNINTERRUPTIBLE.call(() -> setExpiry(lock, status, expiry, r, "leave", null,
+                    Updates.combine(
+                            Updates.set(LockDocument.HOLDER_EXPIRES_AT, expiresAt),
+                            Updates.max(LockDocument.HOLDER_RENEWED_AT, now),
+                            Updates.set(LockDocument.HOLDER_LEFT, true),
+                            Updates.set(LockDocument.EXPIRES_AT, skew.keptUntil(expiresAt)))));
         } finally {
             if (late != null) {
                 takeBacks.takeBackAfter(lock, status.claimId(), late.latestExpiryMillis(), late.expiry(),
@@ -382,7 +202,7 @@ final class MongoDriver implements LockDriver<ClaimStatus> {
                     + "written again by a late attempt of the same acquire, as token " + LockDocument.token(after)
                     + " (withdrawn)", lock, null, null);
         }
-        return status.renewed(Deadlines.of(r.nanos(), validity(expiry, r.uncertainty())));
+        return status.renewed(Deadlines.of(r.nanos(), skew.validity(expiry, r.uncertainty())));
     }
 
     /** One read: our claim is still the document's holder, with the grant count (hence the token) it got. */
@@ -411,12 +231,12 @@ final class MongoDriver implements LockDriver<ClaimStatus> {
      */
     @Override
     public void checkExpiry(Duration expiry) {
-        if (expiry.compareTo(serverClockSkew) <= 0) {
+        if (expiry.compareTo(skew.serverClockSkew()) <= 0) {
             throw new IllegalArgumentException("expiry " + expiry + " must be more than serverClockSkew "
-                    + serverClockSkew + ": a holder counts on the expiry less the skew");
+                    + skew.serverClockSkew() + ": a holder counts on the expiry less the skew");
         }
         Duration uncertainty = serverClock.sample().uncertainty();
-        for (int i = 0; i < REMEASURES && expiry.compareTo(serverClockSkew.plus(uncertainty)) <= 0; i++) {
+        for (int i = 0; i < REMEASURES && expiry.compareTo(skew.serverClockSkew().plus(uncertainty)) <= 0; i++) {
             try {
                 // The sample may come from one slow round trip: a sharper one may leave the lease room.
                 uncertainty = serverClock.measureKeepingTheBetter().uncertainty();
@@ -424,9 +244,9 @@ final class MongoDriver implements LockDriver<ClaimStatus> {
                 break;
             }
         }
-        if (expiry.compareTo(serverClockSkew.plus(uncertainty)) <= 0) {
+        if (expiry.compareTo(skew.serverClockSkew().plus(uncertainty)) <= 0) {
             throw new IllegalArgumentException("expiry " + expiry + " must be more than serverClockSkew "
-                    + serverClockSkew + " plus the server clock's uncertainty " + uncertainty
+                    + skew.serverClockSkew() + " plus the server clock's uncertainty " + uncertainty
                     + ": a holder counts on the expiry less both");
         }
     }
@@ -434,7 +254,7 @@ final class MongoDriver implements LockDriver<ClaimStatus> {
     /** Asks and releases with the caller's interrupt flag cleared: a cancelled task still frees its lock. */
     @Override
     public boolean releaseOwned(KeyColumn lock, ClaimStatus status) {
-        return Uninterruptible.call(() -> LockDriver.super.releaseOwned(lock, status));
+        return MongoErrors.UNINTERRUPTIBLE.call(() -> LockDriver.super.releaseOwned(lock, status));
     }
 
     /** Releases with the caller's interrupt flag cleared: a cancelled task still frees its lock. */
@@ -442,7 +262,7 @@ final class MongoDriver implements LockDriver<ClaimStatus> {
     public void release(KeyColumn lock, ClaimStatus status) {
         TakeBacks.Unsettled late = takeBacks.released(status.claimId());
         try {
-            Uninterruptible.call(() -> release(lock, status.claimId()));
+            MongoErrors.UNINTERRUPTIBLE.call(() -> release(lock, status.claimId()));
         } finally {
             if (late != null) {
                 takeBacks.takeBack(lock, status.claimId(), late.latestExpiryMillis(), late.expiry());
@@ -461,7 +281,7 @@ final class MongoDriver implements LockDriver<ClaimStatus> {
                 Filters.eq(LockDocument.HOLDER_CLAIM, new Binary(claim)));
         UpdateResult res = locks.updateOne(also == null ? ours : Filters.and(ours, also),
                 Updates.combine(Updates.unset(LockDocument.HOLDER),
-                        Updates.set(LockDocument.EXPIRES_AT, keptUntil(now))));
+                        Updates.set(LockDocument.EXPIRES_AT, skew.keptUntil(now))));
         return res.getMatchedCount() > 0;
     }
 
@@ -501,7 +321,7 @@ final class MongoDriver implements LockDriver<ClaimStatus> {
                             Filters.eq(LockDocument.HOLDER_CLAIM, deadHolder.get(LockDocument.CLAIM)),
                             Filters.lt(LockDocument.HOLDER_EXPIRES_AT, r.deadBefore())),
                     Updates.combine(Updates.unset(LockDocument.HOLDER),
-                            Updates.set(LockDocument.EXPIRES_AT, keptUntil(r.serverDateFloor()))));
+                            Updates.set(LockDocument.EXPIRES_AT, skew.keptUntil(r.serverDateFloor()))));
         } catch (RuntimeException e) {
             log.debug("Could not scrub the dead claim of {} on {}: {}", LockDocument.owner(deadHolder), lock,
                     e.toString());
@@ -534,7 +354,7 @@ final class MongoDriver implements LockDriver<ClaimStatus> {
         UpdateResult res = locks.updateOne(
                 Filters.and(Filters.eq(LockDocument.ID, LockDocument.id(lock)), Filters.exists(LockDocument.HOLDER)),
                 Updates.combine(Updates.unset(LockDocument.HOLDER),
-                        Updates.set(LockDocument.EXPIRES_AT, keptUntil(now))));
+                        Updates.set(LockDocument.EXPIRES_AT, skew.keptUntil(now))));
         return res.getMatchedCount() > 0;
     }
 
@@ -558,7 +378,7 @@ final class MongoDriver implements LockDriver<ClaimStatus> {
                         Filters.eq(LockDocument.SEQ, doc.get(LockDocument.SEQ)),
                         Filters.eq(LockDocument.TOKEN_BASE, doc.get(LockDocument.TOKEN_BASE))),
                 Updates.combine(Updates.unset(LockDocument.HOLDER),
-                        Updates.set(LockDocument.EXPIRES_AT, keptUntil(now))));
+                        Updates.set(LockDocument.EXPIRES_AT, skew.keptUntil(now))));
         return res.getMatchedCount() > 0;
     }
 

@@ -19,6 +19,7 @@ import dev.locker.api.KeyColumn;
 import dev.locker.api.LockingException;
 import dev.locker.api.PermanentLockingException;
 import dev.locker.api.TemporaryLockingException;
+import dev.locker.spi.Uninterruptible;
 
 import java.util.Set;
 
@@ -46,6 +47,13 @@ final class MongoErrors {
             13436,  // NotPrimaryOrSecondary
             64      // WriteConcernFailed (wtimeout)
     );
+
+    /**
+     * Requests that the caller's interrupt flag cannot break. The driver fails a request cut by an interrupt with a
+     * {@link MongoInterruptedException}: such a request is sent again, three times at most.
+     */
+    static final Uninterruptible UNINTERRUPTIBLE = Uninterruptible.retrying(3,
+            MongoInterruptedException.class::isInstance);
 
     private static final Set<Integer> NOT_PRIMARY_CODES = Set.of(91, 189, 10107, 11600, 11602, 13435, 13436);
 

@@ -45,8 +45,8 @@ final class MongoRecords implements LockRecords<ClaimStatus> {
 
     @Override
     public void putRecord(KeyColumn lock, String name, byte[] value) {
-        Uninterruptible.run(() -> locks.updateOne(Filters.eq(LockDocument.ID, recordId(lock)), Updates.set(name, new Binary(value)),
-                new UpdateOptions().upsert(true)));
+        MongoErrors.UNINTERRUPTIBLE.run(() -> locks.updateOne(Filters.eq(LockDocument.ID, recordId(lock)),
+                Updates.set(name, new Binary(value)), new UpdateOptions().upsert(true)));
     }
 
     /**
@@ -56,7 +56,7 @@ final class MongoRecords implements LockRecords<ClaimStatus> {
      */
     @Override
     public boolean writeRecord(KeyColumn lock, String name, byte[] value, ClaimStatus holding) {
-        return Uninterruptible.call(() -> guardedWrite(lock, name, value, holding));
+        return MongoErrors.UNINTERRUPTIBLE.call(() -> guardedWrite(lock, name, value, holding));
     }
 
     /** The check and the guarded write of {@link #writeRecord}, on a thread whose interrupt flag is clear. */

@@ -224,7 +224,7 @@ class MongoServerClockTest extends MongoScenarios {
 
     /**
      * A host suspended (monotonic clock stopped, the wall clocks of this host and of the server went on) at the moment
-     * {@code hook} is armed for: the now() of the ServerClock read in MongoDriver.acquire (the reading the request is
+     * {@code hook} is armed for: the now() of the ServerClock read in MongoGrants.acquire (the reading the request is
      * built from), after write's own first reading.
      */
     private static final class SuspendingClock implements TimeSource {
@@ -251,7 +251,7 @@ class MongoServerClockTest extends MongoScenarios {
 
         private static boolean inAcquiresRead() {
             return StackWalker.getInstance().walk(frames -> frames.anyMatch(f ->
-                    f.getClassName().equals(MongoDriver.class.getName()) && f.getMethodName().equals("acquire")));
+                    f.getClassName().equals(MongoGrants.class.getName()) && f.getMethodName().equals("acquire")));
         }
 
         @Override

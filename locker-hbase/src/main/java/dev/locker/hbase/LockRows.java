@@ -1,0 +1,117 @@
+package dev.locker.hbase;
+
+import dev.locker.hbase.SeenRows.Seen;
+import org.apache.hadoop.hbase.Cell;
+import org.apache.hadoop.hbase.CellUtil;
+import org.apache.hadoop.hbase.client.CheckAndMutate;
+import org.apache.hadoop.hbase.client.CheckAndMutateResult;
+import org.apache.hadoop.hbase.client.Get;
+import org.apache.hadoop.hbase.client.Put;
+import org.apache.hadoop.hbase.client.Result;
+import org.apache.hadoop.hbase.client.Table;
+import org.apache.hadoop.hbase.client.TableBuilder;
+import org.apache.hadoop.hbase.util.Bytes;
+
+import java.io.IOException;
+import java.util.Arrays;
+
+import static dev.locker.hbase.LockTable.COUNTER;
+import static dev.locker.hbase.LockTable.HOLDER;
+
+/**
+ * The lock table's rows through the HBase client: gets, puts and check-and-mutates, each on a table of its own call,
+ * each failure translated by {@link HBaseErrors}. Every read of a lock row leaves what it saw in {@link SeenRows}.
+ */
+final class LockRows {
+
+    /** Tables whose multi-action calls run in the calling thread ({@link HBaseClients#tables}). */
+    private final TableBuilder tables;
+    private final byte[] family;
+    private final byte[] tokenFamily;
+    private final String where;
+    private final SeenRows seen;
+
+    /**
+     * @param tables      the lock table's builder
+     * @param family      the claims family
+     * @param tokenFamily the token family (the counter and the records)
+     * @param where       the cluster and table, for messages
+     * @param seen        where reads leave what they saw, as the expectation of the next grant
+     */
+    LockRows(TableBuilder tables, byte[] family, byte[] tokenFamily, String where, SeenRows seen) {
+        this.tables = tables;
+        this.family = family;
+        this.tokenFamily = tokenFamily;
+        this.where = where;
+        this.seen = seen;
+    }
+
+    /**
+     * One get of the holder cell (hidden by its TTL once expired) and the counter. Like every read of a lock row, it
+     * leaves what it saw as the expectation of this locker's next grant.
+     */
+    RowState read(byte[] row, String action) {
+        Get get = new Get(row).addColumn(family, HOLDER).addColumn(tokenFamily, COUNTER);
+        Result r = get(get, action);
+        byte[] counter = r.getValue(tokenFamily, COUNTER);
+        Cell cell = r.getColumnLatestCell(family, HOLDER);
+        RowState state = new RowState(cell == null ? null : HolderClaim.decode(CellUtil.cloneValue(cell)), cell != null,
+                cell == null ? 0L : cell.getTimestamp(), counter == null ? 0L : Bytes.toLong(counter));
+        seen.remember(row, state.seen());
+        return state;
+    }
+
+    Result get(Get get, String action) {
+        try (Table t = tables.build()) {
+            return t.get(get);
+        } catch (IOException e) {
+            throw HBaseErrors.translate(e, action, where);
+        }
+    }
+
+    void put(Put put, String action) {
+        try (Table t = tables.build()) {
+            t.put(put);
+        } catch (IOException e) {
+            throw HBaseErrors.translate(e, action, where);
+        }
+    }
+
+    CheckAndMutateResult checkAndMutate(CheckAndMutate cam, String action) {
+        try (Table t = tables.build()) {
+            return t.checkAndMutate(cam);
+        } catch (IOException e) {
+            throw HBaseErrors.translate(e, action, where);
+        }
+    }
+
+    /** What one read of a lock row saw: the live holder (null when free), its cell's timestamp and the counter. */
+    static final class RowState {
+        final HolderClaim holder;
+        /** Whether the holder cell is present (a claim or the free value), false when absent (expired or never written). */
+        final boolean holderCell;
+        /** The holder cell's timestamp on the region server's clock, 0 when absent. */
+        final long holderStamp;
+        final long counter;
+
+        RowState(HolderClaim holder, boolean holderCell, long holderStamp, long counter) {
+            this.holder = holder;
+            this.holderCell = holderCell;
+            this.holderStamp = holderStamp;
+            this.counter = counter;
+        }
+
+        /** What the next grant can expect: this, or, while someone holds it, the free value its release leaves. */
+        Seen seen() {
+            return new Seen(counter, holderCell);
+        }
+
+        boolean isHeldBy(HolderClaim claim) {
+            return isHeldBy(claim.value);
+        }
+
+        boolean isHeldBy(byte[] value) {
+            return holder != null && Arrays.equals(holder.value, value);
+        }
+    }
+}
