@@ -43,7 +43,6 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Optional;
 import java.util.OptionalLong;
-import java.util.concurrent.locks.LockSupport;
 
 import static dev.locker.hbase.LockTable.COUNTER;
 import static dev.locker.hbase.LockTable.FREE;
@@ -285,12 +284,19 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
     /**
      * One check-and-mutate: the holder cell still holds our claim, then the same claim with a fresh cell TTL. The value
      * keeps its bytes while the lifetime is unchanged; a new lifetime gives the claim a new value of the same id.
+     *
+     * <p>A longer or equal TTL leaves the older versions in place: each expires no later than the new cell. A shorter
+     * one would let an older, longer-lived version show again once the new cell expired. So a shorter renewal goes
+     * the way of {@link #leave}, which deletes the older versions in the same step.
      */
     @Override
     public ClaimStatus renew(KeyColumn lock, ClaimStatus status, Duration expiry) {
         byte[] row = row(lock);
         long ttl = cellTtlMillis(lock, expiry);
         byte[] mine = status.claimId();
+        if (ttl < HolderClaim.decode(mine).lifetime.toMillis()) {
+            return setLifetime(lock, status, expiry, "; release the transaction's locks and start again");
+        }
         byte[] renewed = HolderClaim.withLifetime(mine, ttl);
         long started = time.nanoTime();
         Put put = new Put(row).addColumn(family, HOLDER, renewed);
@@ -312,31 +318,38 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
 
     /**
      * Sets our claim's cell TTL to {@code expiry}, shorter than it was if need be. A newest cell whose TTL ended
-     * reveals an older version of it until a flush, so the same atomic step deletes the older versions. A read first
-     * gives their timestamp. A pause of 2 ms then puts the new cell's timestamp, on the server's clock, past them.
+     * reveals an older version of it until a flush, so the same atomic step deletes the older versions.
      */
     @Override
     public ClaimStatus leave(KeyColumn lock, ClaimStatus status, Duration expiry) {
-        return HBaseErrors.UNINTERRUPTIBLE.call(() -> leaveNow(lock, status, expiry));
+        return HBaseErrors.UNINTERRUPTIBLE.call(() -> setLifetime(lock, status, expiry, ""));
     }
 
-    /** The steps of {@link #leave}, on a thread whose interrupt flag is clear. */
-    private ClaimStatus leaveNow(KeyColumn lock, ClaimStatus status, Duration expiry) {
+    /**
+     * Our claim with the cell TTL of {@code expiry} as its only live version: a get for the holder cell's timestamp
+     * {@code s}, then one check-and-mutate that deletes every version up to {@code s} and writes the new cell.
+     *
+     * <p>The new cell goes in twice, with one TTL. The region server stamps a Put without a timestamp max(now, s). On
+     * a clock behind that is {@code s} itself, which our own Delete masks. So a second copy carries the timestamp
+     * {@code s + 1}, above the Delete, and then at or after the server's now: its TTL still runs from now at least.
+     * On a clock past {@code s + 1}, the server-stamped copy is the newest, and the other expires no later. Either way
+     * the visible cell lives the TTL from the server's now, and no older version outlives it.
+     *
+     * <p>The Delete marker stays until a major compaction, yet it hides no later write. Our cell expires only once the
+     * server's clock passes {@code s + 1} plus its TTL, and every later write is stamped at that clock or above.
+     */
+    private ClaimStatus setLifetime(KeyColumn lock, ClaimStatus status, Duration expiry, String advice) {
         byte[] row = row(lock);
         long ttl = cellTtlMillis(lock, expiry);
         byte[] mine = status.claimId();
         RowState before = rows.read(row, "get");
         if (!before.isHeldBy(mine)) {
             throw new ExpiredLockException("our claim is no longer the holder (expired on the region server's clock, "
-                    + "or force-released)", lock, before.holder == null ? null : before.holder.owner, null);
-        }
-        long pausedUntil = System.nanoTime() + 2_000_000L; // the server's clock, in real time whatever the time source
-        for (long wait = 2_000_000L; wait > 0; wait = pausedUntil - System.nanoTime()) {
-            LockSupport.parkNanos(wait);
+                    + "or force-released)" + advice, lock, before.holder == null ? null : before.holder.owner, null);
         }
         byte[] left = HolderClaim.withLifetime(mine, ttl);
         long started = time.nanoTime();
-        Put put = new Put(row).addColumn(family, HOLDER, left);
+        Put put = new Put(row).addColumn(family, HOLDER, before.holderStamp + 1, left).addColumn(family, HOLDER, left);
         put.setTTL(ttl);
         Delete older = new Delete(row).addColumns(family, HOLDER, before.holderStamp);
         CheckAndMutateResult r;
@@ -351,7 +364,8 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
             // a resend of an applied step fails its check, as the cell holds the new value already
             if (left == mine || !state.isHeldBy(left)) {
                 throw new ExpiredLockException("our claim is no longer the holder (expired on the region server's "
-                        + "clock, or force-released)", lock, state.holder == null ? null : state.holder.owner, null);
+                        + "clock, or force-released)" + advice, lock, state.holder == null ? null : state.holder.owner,
+                        null);
             }
         }
         long deadline = Deadlines.of(started, expiry);

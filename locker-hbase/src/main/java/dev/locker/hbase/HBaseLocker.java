@@ -44,7 +44,8 @@ import java.util.Objects;
  *       holder came and went since; refused: 1 (unseen) or 2. A grant learnt only after a call that took longer than
  *       the expiry is given back and claimed afresh (its validity, counted from before the call, is already over).</li>
  *   <li>renew = {@code checkAndMutate} "holder value is still ours" then rewrite it with a fresh TTL: in place, same
- *       claim, same token; fails once the server expired it or someone force-released it.</li>
+ *       claim, same token; fails once the server expired it or someone force-released it. A shorter TTL deletes the
+ *       older versions in the same step (after a get for their timestamp), which would show again otherwise.</li>
  *   <li>release = {@code checkAndMutate} "holder value is ours" then write the empty value (1 round trip). A Delete
  *       is avoided on purpose: HBase's delete markers hide any later Put that lands in the same millisecond, which
  *       would make the next grant invisible.</li>

@@ -8,7 +8,6 @@ import org.apache.hadoop.hbase.util.EnvironmentEdgeManager;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.parallel.Isolated;
@@ -48,8 +47,6 @@ class HBaseLeaveOnAClockBehindTest {
      * claim must stay until the hold-at-least ends, so B is refused.
      */
     @Test
-    @Disabled("leave's Put is stamped max(now, checked cell) = the old stamp on a clock behind, and its own Delete of "
-            + "the versions up to that stamp masks it: the lock is free at once")
     void aClaimLeftOnARegionServerClockBehindItsStampStillHoldsTheLockForItsHoldAtLeast() throws Exception {
         HBaseOptions options = HBaseClockFixture.options("locker_leave_clock_back", Duration.ofSeconds(10));
         Locker a = fixture.locker(options, "a", Duration.ofSeconds(60));

@@ -6,7 +6,6 @@ import dev.locker.api.LeaseOptions;
 import dev.locker.api.Locker;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
@@ -37,8 +36,6 @@ class HBaseShorterRenewalTest {
      * B gets the lock, and nothing of A's first, longer cell comes back.
      */
     @Test
-    @Disabled("a renewal to a shorter cell TTL keeps the older, longer-lived version of the holder cell, which HBase "
-            + "shows again once the newer one's TTL ends: the lock stays taken for the first expiry")
     void aLeaseRenewedToAShorterExpiryEndsOnTheBackendAtThatExpiry() throws Exception {
         HBaseOptions options = HBaseClockFixture.options("locker_shorter_renewal", Duration.ofSeconds(1));
         Locker a = fixture.locker(options, "a", Duration.ofSeconds(60));

@@ -205,21 +205,34 @@ final class MongoDriver implements LockDriver<ClaimStatus> {
         return status.renewed(Deadlines.of(r.nanos(), skew.validity(expiry, r.uncertainty())));
     }
 
-    /** One read: our claim is still the document's holder, with the grant count (hence the token) it got. */
+    /**
+     * One read: our claim is still the document's holder, with the grant count (hence the token) it got, and alive.
+     * A claim that expired but nobody took or scrubbed is still in the document: it is not held all the same.
+     */
     @Override
     public ClaimStatus verify(KeyColumn lock, ClaimStatus status) {
         Document doc = locks.find(Filters.eq(LockDocument.ID, LockDocument.id(lock)))
                 .projection(Projections.include(LockDocument.HOLDER, LockDocument.SEQ, LockDocument.TOKEN_BASE))
                 .first();
         Document holder = LockDocument.holderOf(doc);
-        if (holder != null && LockDocument.isClaim(holder, status.claimId())
-                && LockDocument.token(doc) == status.fencingToken()) {
+        if (heldBy(status, doc, holder)) {
             return status;
         }
         LockOwner other = holder == null || LockDocument.isClaim(holder, status.claimId()) ? null : LockDocument.owner(holder);
         throw new ExpiredLockException("our claim is no longer the holder on " + server
-                + (other == null ? " (expired and scrubbed, or force-released)" : "; the lock now belongs to " + other.rid()),
+                + (other == null ? " (expired, or force-released)" : "; the lock now belongs to " + other.rid()),
                 lock, other, null);
+    }
+
+    /**
+     * Whether {@code doc}, as the server answered it, shows our claim holding the lock: our claim id, our token, and an
+     * expiry not before the server's clock. The clock is read after the answer, so a claim that expired while the
+     * request travelled counts as expired. It is the rule a renewal applies: a claim it would extend is held.
+     */
+    private boolean heldBy(ClaimStatus status, Document doc, Document holder) {
+        return holder != null && LockDocument.isClaim(holder, status.claimId())
+                && LockDocument.token(doc) == status.fencingToken()
+                && LockDocument.isLive(holder, serverClock.read().serverDateFloor());
     }
 
     /** How many times a blurred clock sample is measured again before a short lease is refused. */
@@ -251,10 +264,26 @@ final class MongoDriver implements LockDriver<ClaimStatus> {
         }
     }
 
-    /** Asks and releases with the caller's interrupt flag cleared: a cancelled task still frees its lock. */
+    /**
+     * One {@code findOneAndUpdate} removes our claim and returns the document as it was: the claim was ours only if
+     * {@link #heldBy} says so of it. Asking first, then releasing, would call a claim that expired untaken ours. Runs
+     * with the caller's interrupt flag cleared: a cancelled task still frees its lock.
+     */
     @Override
     public boolean releaseOwned(KeyColumn lock, ClaimStatus status) {
-        return MongoErrors.UNINTERRUPTIBLE.call(() -> LockDriver.super.releaseOwned(lock, status));
+        TakeBacks.Unsettled late = takeBacks.released(status.claimId());
+        try {
+            return MongoErrors.UNINTERRUPTIBLE.call(() -> {
+                Document before = locks.findOneAndUpdate(ours(lock, status.claimId()), released(),
+                        new FindOneAndUpdateOptions().returnDocument(ReturnDocument.BEFORE).projection(
+                                Projections.include(LockDocument.HOLDER, LockDocument.SEQ, LockDocument.TOKEN_BASE)));
+                return before != null && heldBy(status, before, LockDocument.holderOf(before));
+            });
+        } finally {
+            if (late != null) {
+                takeBacks.takeBack(lock, status.claimId(), late.latestExpiryMillis(), late.expiry());
+            }
+        }
     }
 
     /** Releases with the caller's interrupt flag cleared: a cancelled task still frees its lock. */
@@ -276,13 +305,22 @@ final class MongoDriver implements LockDriver<ClaimStatus> {
 
     /** Compare-and-delete of claim {@code claim} on {@code lock}, matching {@code also} too when it is not null. */
     private boolean release(KeyColumn lock, byte[] claim, Bson also) {
-        Date now = serverClock.read().serverDateFloor();
-        Bson ours = Filters.and(Filters.eq(LockDocument.ID, LockDocument.id(lock)),
-                Filters.eq(LockDocument.HOLDER_CLAIM, new Binary(claim)));
-        UpdateResult res = locks.updateOne(also == null ? ours : Filters.and(ours, also),
-                Updates.combine(Updates.unset(LockDocument.HOLDER),
-                        Updates.set(LockDocument.EXPIRES_AT, skew.keptUntil(now))));
+        Bson ours = ours(lock, claim);
+        UpdateResult res = locks.updateOne(also == null ? ours : Filters.and(ours, also), released());
         return res.getMatchedCount() > 0;
+    }
+
+    /** The lock's document while claim {@code claim} is its holder, alive or not. */
+    private static Bson ours(KeyColumn lock, byte[] claim) {
+        return Filters.and(Filters.eq(LockDocument.ID, LockDocument.id(lock)),
+                Filters.eq(LockDocument.HOLDER_CLAIM, new Binary(claim)));
+    }
+
+    /** A release: the holder unset, the document kept long enough for its token (see {@link ClockSkewBound}). */
+    private Bson released() {
+        Date now = serverClock.read().serverDateFloor();
+        return Updates.combine(Updates.unset(LockDocument.HOLDER),
+                Updates.set(LockDocument.EXPIRES_AT, skew.keptUntil(now)));
     }
 
     /** Claims being taken back now (for tests). */

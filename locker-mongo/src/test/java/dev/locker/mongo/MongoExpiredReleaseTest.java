@@ -4,7 +4,6 @@ import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.LeaseOptions;
 import dev.locker.testkit.VirtualClock;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -22,8 +21,6 @@ class MongoExpiredReleaseTest extends MongoScenarios {
      * ours, as Lease.release documents: a Spring unlock then reports the expired lock instead of a safe hold.
      */
     @Test
-    @Disabled("MongoDriver.verify matches the claim id and token but not the expiry, so releaseOwned calls a claim that "
-            + "expired on the server, untaken, still ours")
     void aReleaseAfterOurClaimExpiredOnTheServerUntakenSaysItWasNotOurs() {
         VirtualClock clock = new VirtualClock();
         mongo.clock().follow(clock);
