@@ -451,18 +451,11 @@ final class Claims<S extends LockStatus> {
 
     /**
      * {@link #finish} for close, which marks the hold lost ("the locker was closed"). It waits for a step in flight
-     * only until {@code endNanos} (System.nanoTime). A step stuck in the backend past that finds the hold final when
+     * until {@code endNanos} (System.nanoTime), whatever interrupts come. A step stuck in the backend past that finds the hold final when
      * it returns, and the claim expires if it never does.
      */
     private void finishWithin(Hold hold, long endNanos) {
-        boolean locked;
-        try {
-            locked = hold.lockSteps(Math.max(0, endNanos - System.nanoTime()));
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt(); // close goes on
-            locked = hold.tryLockSteps();
-        }
-        if (!locked) {
+        if (!closing.lockSteps(hold, endNanos)) {
             hold.lose(LossReason.LOCKER_CLOSED, CLOSED);
             log.warn("Locker {} closed while a step on {} was still in the backend; its claim is left to that step or "
                     + "to its expiry", config.rid(), hold.lock);
