@@ -489,7 +489,8 @@ final class Claims<S extends LockStatus> {
      * Deletes the claim a hold had (if any) and frees its mediator entry, unless its claim is still being written (then
      * the claiming thread frees it); logs a backend failure. A held claim inside its hold-at-least is renewed to the
      * time left instead, and left on the backend to expire then. Returns whether the claim was still ours, when
-     * {@code ask} (a claim left for its hold-at-least always answers); otherwise false.
+     * {@code ask} (a claim left for its hold-at-least always answers); otherwise false. A claim released past its
+     * deadline (by this process's monotonic clock) was not ours: one rule for every backend.
      */
     @SuppressWarnings("unchecked")
     private boolean releaseHold(Hold hold, Hold.State before, boolean ask) {
@@ -501,9 +502,11 @@ final class Claims<S extends LockStatus> {
                         ? hold.holdAtLeastLeft(time.nanoTime()) : 0;
                 if (least > 0) {
                     ours = leaveUntilHoldAtLeast(hold, status, least);
-                } else if (ask && before.phase() == Hold.Phase.CLAIMED && status.isHeld()) {
+                } else if (ask && before.phase() == Hold.Phase.CLAIMED && status.isHeld()
+                        && time.nanoTime() - status.deadlineNanos() < 0) {
                     ours = steps.deleteOwned(hold.lock, status);
                 } else {
+                    // a claim past its deadline is not ours, whatever the backend still shows: isValid said so already
                     steps.delete(hold.lock, status);
                 }
             }
