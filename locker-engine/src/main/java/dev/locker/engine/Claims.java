@@ -488,9 +488,9 @@ final class Claims<S extends LockStatus> {
     /**
      * Deletes the claim a hold had (if any) and frees its mediator entry, unless its claim is still being written (then
      * the claiming thread frees it); logs a backend failure. A held claim inside its hold-at-least is renewed to the
-     * time left instead, and left on the backend to expire then. Returns whether the claim was still ours, when
-     * {@code ask} (a claim left for its hold-at-least always answers); otherwise false. A claim released past its
-     * deadline (by this process's monotonic clock) was not ours: one rule for every backend.
+     * time left instead, and left on the backend to expire then (see {@link #mayLeave}). Returns whether the claim
+     * was still ours, when {@code ask} (a claim left for its hold-at-least always answers); otherwise false. A claim
+     * released lost, or past its deadline by this process's monotonic clock, was not ours: one rule for every backend.
      */
     @SuppressWarnings("unchecked")
     private boolean releaseHold(Hold hold, Hold.State before, boolean ask) {
@@ -498,15 +498,16 @@ final class Claims<S extends LockStatus> {
         try {
             if (before.status() != null && before.phase() != Hold.Phase.RELEASED) {
                 S status = (S) before.status();
-                long least = before.phase() == Hold.Phase.CLAIMED && status.isHeld()
-                        ? hold.holdAtLeastLeft(time.nanoTime()) : 0;
+                long now = time.nanoTime();
+                // past its deadline a claim is not ours, whatever the backend still shows: isValid said so already
+                boolean live = before.phase() == Hold.Phase.CLAIMED && status.isHeld()
+                        && now - status.deadlineNanos() < 0;
+                long least = mayLeave(before, status) ? hold.holdAtLeastLeft(now) : 0;
                 if (least > 0) {
-                    ours = leaveUntilHoldAtLeast(hold, status, least);
-                } else if (ask && before.phase() == Hold.Phase.CLAIMED && status.isHeld()
-                        && time.nanoTime() - status.deadlineNanos() < 0) {
+                    ours = leaveUntilHoldAtLeast(hold, status, least) && live;
+                } else if (ask && live) {
                     ours = steps.deleteOwned(hold.lock, status);
                 } else {
-                    // a claim past its deadline is not ours, whatever the backend still shows: isValid said so already
                     steps.delete(hold.lock, status);
                 }
             }
@@ -521,6 +522,16 @@ final class Claims<S extends LockStatus> {
             background.unwatch(hold); // without a keep-alive nothing watches this hold
         }
         return ours;
+    }
+
+    /**
+     * May a release leave this claim for its hold-at-least? A held claim may, and so may one lost by local expiry (the
+     * early lost signal, a keep-alive that stopped): the backend may still keep it. The leave touches only our own
+     * live claim, so a claim that died, went or was taken over meanwhile stays as it is.
+     */
+    private static boolean mayLeave(Hold.State before, LockStatus status) {
+        return status.isHeld() && (before.phase() == Hold.Phase.CLAIMED
+                || before.phase() == Hold.Phase.LOST && before.reason() == LossReason.EXPIRED);
     }
 
     /**
