@@ -98,16 +98,19 @@ final class Acquiring<S extends LockStatus> {
             closing.ensureOpen(); // as keepAlive
             background.keepAlive(tx, options == null || options.keepAlive());
         } catch (RuntimeException | Error e) { // an Error too: a failed attempt never leaves a claim behind
-            release(() -> claims.deleteLocks(tx), e);
+            rollBack(() -> claims.withdraw(tx), e);
             throw e;
         }
         return new Lease(locker, locks, tx);
     }
 
-    /** Releases a failed attempt's claims; a failure of the release stays with the attempt's own failure. */
-    private static void release(Runnable deleteLocks, Throwable failure) {
+    /**
+     * Withdraws a failed attempt's claims, never leaving one for a hold-at-least; a failure of the withdrawal stays
+     * with the attempt's own failure.
+     */
+    private static void rollBack(Runnable withdraw, Throwable failure) {
         try {
-            deleteLocks.run();
+            withdraw.run();
         } catch (RuntimeException | Error e) {
             failure.addSuppressed(e);
         }
@@ -131,7 +134,7 @@ final class Acquiring<S extends LockStatus> {
             }
             k.watch(hold);
         } catch (RuntimeException | Error e) { // an Error too: a failed attempt never leaves a claim behind
-            release(() -> claims.deleteLocks(hold), e);
+            rollBack(() -> claims.withdraw(hold), e);
             throw e;
         }
         return hold;

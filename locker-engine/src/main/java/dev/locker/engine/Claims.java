@@ -370,8 +370,14 @@ final class Claims<S extends LockStatus> {
 
     // ---- release --------------------------------------------------------------------------------------------------
 
+    /**
+     * How a claim ends: released (left for its hold-at-least), released saying whether it was still ours, or
+     * withdrawn (always deleted).
+     */
+    private enum Ending { RELEASE, ASK, WITHDRAW }
+
     void deleteLocks(Object tx) {
-        release(tx, false);
+        release(tx, Ending.RELEASE);
     }
 
     /**
@@ -379,6 +385,18 @@ final class Claims<S extends LockStatus> {
      * false and no I/O beyond the deletes is done). False for a transaction released before.
      */
     boolean release(Object tx, boolean ask) {
+        return release(tx, ask ? Ending.ASK : Ending.RELEASE);
+    }
+
+    /**
+     * Rolls back a failed attempt: deletes every claim of {@code tx}, and leaves none for a hold-at-least. There never
+     * was a lease, so nothing may keep the locks from others.
+     */
+    void withdraw(Object tx) {
+        release(tx, Ending.WITHDRAW);
+    }
+
+    private boolean release(Object tx, Ending ending) {
         if (tx == null) {
             return false;
         }
@@ -388,7 +406,7 @@ final class Claims<S extends LockStatus> {
             if (own.markDone()) { // as the removal of a transaction's record below: once
                 background.stop(own);
                 try {
-                    ours = finish(own, ask);
+                    ours = finish(own, ending);
                 } finally {
                     transactions.leaseFinished(own);
                 }
@@ -404,7 +422,7 @@ final class Claims<S extends LockStatus> {
         Failures failures = new Failures();
         for (Hold hold : holds.all()) {
             try {
-                ours &= finish(hold, ask);
+                ours &= finish(hold, ending);
             } catch (RuntimeException | Error e) { // one claim's failure strands none of the others
                 ours = false;
                 failures.add(e);
@@ -451,25 +469,18 @@ final class Claims<S extends LockStatus> {
 
     /**
      * {@link #finish} for close, which marks the hold lost ("the locker was closed"). It waits for a step in flight
-     * only until {@code endNanos} (System.nanoTime). A step stuck in the backend past that finds the hold final when
+     * until {@code endNanos} (System.nanoTime), whatever interrupts come. A step stuck in the backend past that finds the hold final when
      * it returns, and the claim expires if it never does.
      */
     private void finishWithin(Hold hold, long endNanos) {
-        boolean locked;
-        try {
-            locked = hold.lockSteps(Math.max(0, endNanos - System.nanoTime()));
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt(); // close goes on
-            locked = hold.tryLockSteps();
-        }
-        if (!locked) {
+        if (!closing.lockSteps(hold, endNanos)) {
             hold.lose(LossReason.LOCKER_CLOSED, CLOSED);
             log.warn("Locker {} closed while a step on {} was still in the backend; its claim is left to that step or "
                     + "to its expiry", config.rid(), hold.lock);
             return;
         }
         try {
-            releaseHold(hold, hold.lose(LossReason.LOCKER_CLOSED, CLOSED), false);
+            releaseHold(hold, hold.lose(LossReason.LOCKER_CLOSED, CLOSED), Ending.RELEASE);
         } finally {
             hold.unlockSteps();
         }
@@ -483,10 +494,10 @@ final class Claims<S extends LockStatus> {
      * So a rewrite it sends cannot land after our delete and revive the claim. The hold is marked only then: that
      * step records its status, fails, and leaves the claim this release answers for to this release.
      */
-    private boolean finish(Hold hold, boolean ask) {
+    private boolean finish(Hold hold, Ending ending) {
         hold.lockSteps();
         try {
-            return releaseHold(hold, hold.release(), ask);
+            return releaseHold(hold, hold.release(), ending);
         } finally {
             hold.unlockSteps();
         }
@@ -495,20 +506,25 @@ final class Claims<S extends LockStatus> {
     /**
      * Deletes the claim a hold had (if any) and frees its mediator entry, unless its claim is still being written (then
      * the claiming thread frees it); logs a backend failure. A held claim inside its hold-at-least is renewed to the
-     * time left instead, and left on the backend to expire then. Returns whether the claim was still ours, when
-     * {@code ask} (a claim left for its hold-at-least always answers); otherwise false.
+     * time left instead, and left on the backend to expire then (see {@link #mayLeave}), unless it is withdrawn.
+     * Returns whether the claim was still ours, when asked (a claim left for its hold-at-least always answers);
+     * otherwise false. A claim released lost, or past its deadline by this process's monotonic clock, was not ours:
+     * one rule for every backend.
      */
     @SuppressWarnings("unchecked")
-    private boolean releaseHold(Hold hold, Hold.State before, boolean ask) {
+    private boolean releaseHold(Hold hold, Hold.State before, Ending ending) {
         boolean ours = false;
         try {
             if (before.status() != null && before.phase() != Hold.Phase.RELEASED) {
                 S status = (S) before.status();
-                long least = before.phase() == Hold.Phase.CLAIMED && status.isHeld()
-                        ? hold.holdAtLeastLeft(time.nanoTime()) : 0;
+                long now = time.nanoTime();
+                // past its deadline a claim is not ours, whatever the backend still shows: isValid said so already
+                boolean live = before.phase() == Hold.Phase.CLAIMED && status.isHeld()
+                        && now - status.deadlineNanos() < 0;
+                long least = ending != Ending.WITHDRAW && mayLeave(before, status) ? hold.holdAtLeastLeft(now) : 0;
                 if (least > 0) {
-                    ours = leaveUntilHoldAtLeast(hold, status, least);
-                } else if (ask && before.phase() == Hold.Phase.CLAIMED && status.isHeld()) {
+                    ours = leaveUntilHoldAtLeast(hold, status, least) && live;
+                } else if (ending == Ending.ASK && live) {
                     ours = steps.deleteOwned(hold.lock, status);
                 } else {
                     steps.delete(hold.lock, status);
@@ -525,6 +541,16 @@ final class Claims<S extends LockStatus> {
             background.unwatch(hold); // without a keep-alive nothing watches this hold
         }
         return ours;
+    }
+
+    /**
+     * May a release leave this claim for its hold-at-least? A held claim may, and so may one lost by local expiry (the
+     * early lost signal, a keep-alive that stopped): the backend may still keep it. The leave touches only our own
+     * live claim, so a claim that died, went or was taken over meanwhile stays as it is.
+     */
+    private static boolean mayLeave(Hold.State before, LockStatus status) {
+        return status.isHeld() && (before.phase() == Hold.Phase.CLAIMED
+                || before.phase() == Hold.Phase.LOST && before.reason() == LossReason.EXPIRED);
     }
 
     /**

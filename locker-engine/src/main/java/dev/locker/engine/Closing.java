@@ -30,6 +30,8 @@ final class Closing {
     /** The lost signal of this locker's holds: it tells them from another locker's in a shared mediator. */
     private final Consumer<Hold> sink;
     private final String rid;
+    /** An interrupt that came while close waited; only the one thread that closes touches it. */
+    private boolean interruptedWhileClosing;
 
     Closing(Supplier<String> name, LocalLockMediator mediator, Consumer<Hold> sink, String rid) {
         this.name = name;
@@ -63,6 +65,36 @@ final class Closing {
     }
 
     /**
+     * Runs close's steps with the caller's interrupt flag cleared, and sets the flag again after them. A cancelled
+     * task or a shutdownNow often closes a locker. Its waits and deletes must still run to their bound, or a step in
+     * flight loses its client under it and its claim stays for the whole expiry.
+     */
+    void uninterrupted(Runnable steps) {
+        boolean interrupted = Thread.interrupted();
+        try {
+            steps.run();
+        } finally {
+            if (interrupted || interruptedWhileClosing) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    /**
+     * Takes the steps lock of {@code hold}, waiting for a step in flight until {@code end} (System.nanoTime). An
+     * interrupt meanwhile does not end the wait: close sets the flag again once it is done.
+     */
+    boolean lockSteps(Hold hold, long end) {
+        while (true) {
+            try {
+                return hold.lockSteps(Math.max(0, end - System.nanoTime()));
+            } catch (InterruptedException e) {
+                interruptedWhileClosing = true;
+            }
+        }
+    }
+
+    /**
      * Waits until {@code end} (System.nanoTime: a wall-time bound whatever time source the locker runs on), until no
      * mediator entry of this locker is left. Once close released what it could, an
      * entry left is an operation of another thread in flight: a release it finishes (a lease's close or a deleteLocks
@@ -73,34 +105,33 @@ final class Closing {
      */
     void awaitOperationsInFlight(long end) {
         List<Hold> left = new ArrayList<>();
-        try {
-            while (true) {
-                left.clear();
-                mediator.forEachHold(hold -> {
-                    if (hold.reportsTo(sink)) {
-                        left.add(hold);
-                    }
-                });
-                left.removeIf(Hold::stepsHeldByMe); // this thread's own step, closing from inside it
-                long now = System.nanoTime();
-                if (left.isEmpty() || now - end >= 0) {
-                    if (!left.isEmpty()) {
-                        log.warn("Locker {} closed with {} operation(s) on its claims still in flight after {}: their "
-                                + "claims are left to expire ({})", rid, left.size(),
-                                Duration.ofNanos(CLOSE_WAIT_NANOS), left.get(0).lock);
-                    }
-                    return;
+        while (true) {
+            left.clear();
+            mediator.forEachHold(hold -> {
+                if (hold.reportsTo(sink)) {
+                    left.add(hold);
                 }
-                for (Hold hold : left) {
-                    long wait = end - System.nanoTime();
-                    if (wait > 0 && hold.lockSteps(wait)) {
-                        hold.unlockSteps(); // a step in flight on it ended
-                    }
+            });
+            left.removeIf(Hold::stepsHeldByMe); // this thread's own step, closing from inside it
+            long now = System.nanoTime();
+            if (left.isEmpty() || now - end >= 0) {
+                if (!left.isEmpty()) {
+                    log.warn("Locker {} closed with {} operation(s) on its claims still in flight after {}: their "
+                            + "claims are left to expire ({})", rid, left.size(),
+                            Duration.ofNanos(CLOSE_WAIT_NANOS), left.get(0).lock);
                 }
-                Thread.sleep(1); // its entry goes after the step: look again
+                return;
             }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt(); // close goes on: what is in flight is left to expire
+            for (Hold hold : left) {
+                if (lockSteps(hold, end)) {
+                    hold.unlockSteps(); // a step in flight on it ended
+                }
+            }
+            try {
+                Thread.sleep(1); // its entry goes after the step: look again
+            } catch (InterruptedException e) {
+                interruptedWhileClosing = true;
+            }
         }
     }
 }

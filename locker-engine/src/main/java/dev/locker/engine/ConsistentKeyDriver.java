@@ -195,8 +195,8 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
         String conflict = confirm(readRowRetrying(lock, row), lock, held);
         if (conflict != null) {
             deleteQuietly(lock, held.allColumns());
-            if (conflict.startsWith("gone")) {
-                throw new ExpiredLockException("our claim is " + conflict, lock);
+            if (conflict.startsWith("gone") || conflict.startsWith(EXPIRED)) {
+                throw new ExpiredLockException("our claim is " + conflict, lock, null, null, reasonOf(conflict));
             }
             throw new TemporaryLockingException("another claim was confirmed at the same time (" + conflict
                     + "); ours was withdrawn", lock);
@@ -459,13 +459,18 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
 
     /**
      * Whether the held claim {@code claim} is still the holder in {@code r}: null if it is, else what is wrong (a text
-     * starting with "gone" when our claim is missing).
+     * starting with "gone" when our claim is missing, with {@link #EXPIRED} when it is dead).
      */
     private String confirm(LockRow r, KeyColumn lock, ConsistentKeyClaim claim) {
-        Instant now = stepGuard.judgingTime(time.now(), time.nanoTime());
+        Instant wall = time.now();
+        Instant now = stepGuard.judgingTime(wall, time.nanoTime());
         ClaimCodec.Claim own = r.find(claim.column);
         if (own == null) {
             return "gone from the store (force-released, or scrubbed as dead by another process)";
+        }
+        // judged like check judges it: a dead claim of ours is nobody's, even while no other claim took its place
+        if (!own.isLiveAt(wall)) {
+            return EXPIRED + own.expiry + " (by this process's clock)";
         }
         if (!claim.isHeld()) {
             return null; // renewing an unconfirmed claim: it only needs to be there
@@ -484,7 +489,13 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
         return null;
     }
 
+    /** How {@link #confirm} begins its answer for a claim of ours whose expiry passed. */
+    private static final String EXPIRED = "expired at ";
+
     private static LossReason reasonOf(String conflict) {
+        if (conflict.startsWith(EXPIRED)) {
+            return LossReason.EXPIRED;
+        }
         return conflict.startsWith("gone") ? LossReason.GONE : LossReason.TAKEN_OVER;
     }
 

@@ -409,20 +409,23 @@ public abstract class LockerEngine<C extends LockStatus> implements Locker {
 
     /**
      * Marks every open hold lost ("the locker was closed"), deletes their claims (best effort), waits a bounded time
-     * for other threads' operations in flight, then closes the driver. Idempotent.
+     * for other threads' operations in flight, then closes the driver. Idempotent. It runs with the caller's interrupt
+     * flag cleared and sets it again at the end: an interrupt shortens none of its waits.
      */
     @Override
     public void close() {
         if (!closing.begin()) {
             return;
         }
-        long end = Closing.waitEnd(); // one bound for every wait of close
-        Failures failures = new Failures(); // a failure of one step skips none of the later ones
-        failures.run(() -> claims.loseAll(end));
-        failures.run(() -> closing.awaitOperationsInFlight(end));
-        failures.run(background::close); // after the losses above were handed to it: listeners are told, then it stops
-        failures.run(driver::close);
-        failures.rethrow();
+        closing.uninterrupted(() -> {
+            long end = Closing.waitEnd(); // one bound for every wait of close
+            Failures failures = new Failures(); // a failure of one step skips none of the later ones
+            failures.run(() -> claims.loseAll(end));
+            failures.run(() -> closing.awaitOperationsInFlight(end));
+            failures.run(background::close); // after the losses were handed to it: listeners are told, then it stops
+            failures.run(driver::close);
+            failures.rethrow();
+        });
     }
 
     protected boolean isClosed() {

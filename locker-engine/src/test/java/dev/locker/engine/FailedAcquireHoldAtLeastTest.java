@@ -7,7 +7,6 @@ import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -47,8 +46,6 @@ class FailedAcquireHoldAtLeastTest {
      * and the first was never kept from C in between.
      */
     @Test
-    @Disabled("a failed attempt releases its claims like a lease would: a claim inside its hold-at-least is left on "
-            + "the backend, so the first lock stays taken by a lease that never existed")
     void anAcquireAllRefusedOneLockLeavesNoClaimOnTheOthersForItsHoldAtLeast() {
         Locker a = open("a");
         Locker b = open("b");

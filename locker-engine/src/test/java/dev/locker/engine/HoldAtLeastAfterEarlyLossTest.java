@@ -7,7 +7,6 @@ import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -51,8 +50,6 @@ class HoldAtLeastAfterEarlyLossTest {
      * holds A's claim, so the release must leave it until 10 s: B is refused.
      */
     @Test
-    @Disabled("a release of a hold marked lost by the early lost signal deletes its claim instead of leaving it for "
-            + "the hold-at-least: the lock is free before the hold-at-least ends")
     void aReleaseAfterTheEarlyLostSignalStillLeavesTheClaimForItsHoldAtLeast() throws Exception {
         Locker a = open("a");
         Locker b = open("b");

@@ -3,16 +3,20 @@ package dev.locker.engine;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.LeaseOptions;
+import dev.locker.api.LockProbe;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
+import dev.locker.testkit.Pause;
+import dev.locker.testkit.StepPauses;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -33,8 +37,12 @@ class WaitAndReadBackExpiredReleaseTest {
     }
 
     private Locker open(String rid) {
+        return open(rid, LockProbe.NONE);
+    }
+
+    private Locker open(String rid, LockProbe probe) {
         Locker l = ConsistentKeyLocker.builder(store)
-                .config(LockerConfig.builder().rid(rid).expiry(EXPIRY).timeSource(clock).build()).build();
+                .config(LockerConfig.builder().rid(rid).expiry(EXPIRY).timeSource(clock).probe(probe).build()).build();
         lockers.add(l);
         return l;
     }
@@ -44,8 +52,6 @@ class WaitAndReadBackExpiredReleaseTest {
      * as Lease.release documents: the read-back finds our claim's column still there, but dead.
      */
     @Test
-    @Disabled("ConsistentKeyDriver.verify of a held claim (confirm) checks the token and other holders, not our own "
-            + "claim's expiry, so the default releaseOwned calls an expired, untaken claim still ours")
     void aReleaseAfterOurClaimExpiredUntakenSaysItWasNotOurs() {
         Locker a = open("a");
         Lease lease = a.acquire(lock, "a task that outlived its lease", LeaseOptions.DEFAULTS.keepAlive(false));
@@ -61,5 +67,23 @@ class WaitAndReadBackExpiredReleaseTest {
         Lease lease = a.acquire(lock, "a task within its lease", LeaseOptions.DEFAULTS.keepAlive(false));
         clock.advance(EXPIRY.dividedBy(2));
         assertTrue(lease.release(), "the claim was ours when released");
+    }
+
+    /**
+     * The release starts well within the expiry, then pauses before it reaches the store until our claim's expiry
+     * passed there. The store's read-back finds our claim dead, so the answer is that it was no longer ours.
+     */
+    @Test
+    void aReleaseThatPausedPastOurClaimsExpiryBeforeReachingTheStoreSaysItWasNotOurs() throws Exception {
+        StepPauses pauses = new StepPauses();
+        Locker a = open("a", pauses);
+        Lease lease = a.acquire(lock, "a task whose release stalls", LeaseOptions.DEFAULTS.keepAlive(false));
+        clock.advance(EXPIRY.dividedBy(2));
+        Pause release = pauses.before(LockProbe.Step.RELEASE);
+        CompletableFuture<Boolean> ours = CompletableFuture.supplyAsync(lease::release);
+        release.awaitArrival();
+        clock.advance(EXPIRY); // our claim's expiry passes in the store while the release is paused
+        release.resume();
+        assertFalse(ours.get(1, TimeUnit.MINUTES), "the claim had expired in the store before the release reached it");
     }
 }

@@ -11,7 +11,6 @@ import dev.locker.testkit.Pause;
 import dev.locker.testkit.RedisServer;
 import dev.locker.testkit.StepPauses;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -50,8 +49,6 @@ class RedisInterruptedCloseTest {
      * the step, or the step removes the claim it finds the hold closed under.
      */
     @Test
-    @Disabled("close on an interrupted thread waits for no step in flight and closes the client under it: the claim "
-            + "stays for its whole expiry")
     void aLockerClosedOnAnInterruptedThreadFreesTheLockOfALeaseWhoseRenewalIsInFlight() throws Exception {
         StepPauses pauses = new StepPauses();
         Locker a = open("a", pauses);
