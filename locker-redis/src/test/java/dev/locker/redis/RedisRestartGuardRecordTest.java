@@ -23,7 +23,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The guard recorded for a prefix keeps a locker with another guard out for as long as any claim it covers lives. */
-@Timeout(value = 90, unit = TimeUnit.SECONDS)
+@Timeout(value = 180, unit = TimeUnit.SECONDS)
 class RedisRestartGuardRecordTest {
 
     @RegisterExtension
@@ -40,30 +40,34 @@ class RedisRestartGuardRecordTest {
      */
     @Test
     void aRenewedClaimKeepsItsGuardRecordedUntilItEnds() {
-        try (RedisServer server = RedisServer.start()) {
-            GuardedLockers.awaitUptime(server, Duration.ofSeconds(4));
-            Duration guardA = Duration.ofSeconds(4);
-            RedisLocker a = open(server, "a", guardA, guardA);
-            KeyColumn lock = KeyColumn.named("nightly-" + LockerConfig.randomRid().substring(0, 8));
-            // renewed by hand at the test's steps: a holder without keep-alive counts on its deadline alone
-            Lease held = a.acquire(lock, "nightly").keepAlive(false);
-            // A renews within its expiry while the record it wrote (guard + 1 s) runs out; nothing else admits
-            for (int i = 0; i < 4; i++) {
-                RedisServer.sleep(1_500);
+        GuardedLockers.untilAskedWhileValid(stretch -> {
+            try (RedisServer server = RedisServer.start()) {
+                Duration guardA = Duration.ofSeconds(4L * stretch);
+                Duration guardB = Duration.ofSeconds(stretch);
+                GuardedLockers.awaitUptime(server, guardA);
+                RedisLocker a = open(server, "a", guardA, guardA);
+                KeyColumn lock = KeyColumn.named("nightly-" + LockerConfig.randomRid().substring(0, 8));
+                // renewed by hand at the test's steps: a holder without keep-alive counts on its deadline alone
+                Lease held = a.acquire(lock, "nightly").keepAlive(false);
+                // A renews within its expiry while the record it wrote (guard + 1 s) runs out; nothing else admits
+                for (int i = 0; i < 4; i++) {
+                    RedisServer.sleep(1_500L * stretch);
+                    held.renew();
+                }
+                RedisLocker b = open(server, "b", guardB, guardB);
+                try {
+                    b.acquire(KeyColumn.named("other"), "records a second guard").close();
+                } catch (LockingException refused) {
+                    assertTrue(refused.getMessage().contains("restartGuard"), refused.getMessage());
+                }
                 held.renew();
+                server.kill9();
+                server.startAgain(); // no data: A's claim is gone, A's lease does not know yet
+                return GuardedLockers.pollWhileValid(b, lock, held, 100,
+                        second -> "B (1 s guard) was granted the lock under A's 4 s guard",
+                        GuardedLockers::namesTheGuard);
             }
-            RedisLocker b = open(server, "b", Duration.ofSeconds(1), Duration.ofSeconds(1));
-            try {
-                b.acquire(KeyColumn.named("other"), "records a second guard").close();
-            } catch (LockingException refused) {
-                assertTrue(refused.getMessage().contains("restartGuard"), refused.getMessage());
-            }
-            held.renew();
-            server.kill9();
-            server.startAgain(); // no data: A's claim is gone, A's lease does not know yet
-            GuardedLockers.pollWhileValid(b, lock, held, 100,
-                    second -> "B (1 s guard) was granted the lock under A's 4 s guard", GuardedLockers::namesTheGuard);
-        }
+        });
     }
 
     /**
@@ -128,23 +132,27 @@ class RedisRestartGuardRecordTest {
      */
     @Test
     void aLockerRefusedForItsGuardBeforeARestartIsNotGrantedAfterIt() {
-        try (RedisServer server = RedisServer.start()) {
-            GuardedLockers.awaitUptime(server, Duration.ofSeconds(4));
-            Duration guardA = Duration.ofSeconds(4);
-            RedisLocker a = open(server, "a", guardA, guardA);
-            KeyColumn lock = KeyColumn.named("nightly-" + LockerConfig.randomRid().substring(0, 8));
-            // renewed by hand at the test's steps: a holder without keep-alive counts on its deadline alone
-            Lease held = a.acquire(lock, "nightly").keepAlive(false);
-            RedisLocker b = open(server, "b", Duration.ofSeconds(1), Duration.ofSeconds(1));
-            PermanentLockingException before = assertThrows(PermanentLockingException.class,
-                    () -> b.acquire(KeyColumn.named("other"), "a second guard"));
-            assertTrue(before.getMessage().contains("restartGuard"), before.getMessage());
-            held.renew();
-            server.kill9();
-            server.startAgain(); // no data: A's claim and the record are gone, A's lease does not know yet
-            GuardedLockers.pollWhileValid(b, lock, held, 100, second -> "B (1 s guard, refused for it before the "
-                    + "restart) was granted the lock under A's 4 s guard", GuardedLockers::namesTheGuard);
-        }
+        GuardedLockers.untilAskedWhileValid(stretch -> {
+            try (RedisServer server = RedisServer.start()) {
+                Duration guardA = Duration.ofSeconds(4L * stretch);
+                Duration guardB = Duration.ofSeconds(stretch);
+                GuardedLockers.awaitUptime(server, guardA);
+                RedisLocker a = open(server, "a", guardA, guardA);
+                KeyColumn lock = KeyColumn.named("nightly-" + LockerConfig.randomRid().substring(0, 8));
+                // renewed by hand at the test's steps: a holder without keep-alive counts on its deadline alone
+                Lease held = a.acquire(lock, "nightly").keepAlive(false);
+                RedisLocker b = open(server, "b", guardB, guardB);
+                PermanentLockingException before = assertThrows(PermanentLockingException.class,
+                        () -> b.acquire(KeyColumn.named("other"), "a second guard"));
+                assertTrue(before.getMessage().contains("restartGuard"), before.getMessage());
+                held.renew();
+                server.kill9();
+                server.startAgain(); // no data: A's claim and the record are gone, A's lease does not know yet
+                return GuardedLockers.pollWhileValid(b, lock, held, 100, second -> "B (1 s guard, refused for it "
+                        + "before the restart) was granted the lock under A's 4 s guard",
+                        GuardedLockers::namesTheGuard);
+            }
+        });
     }
 
     /**
