@@ -18,6 +18,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Consumer;
 import java.util.function.Function;
 import java.util.function.IntPredicate;
+import java.util.function.Supplier;
 
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -95,7 +96,16 @@ final class GuardedLockers implements BeforeEachCallback, AfterEachCallback {
         fail(precondition + ", in no run up to a stretch of " + MAX_STRETCH);
     }
 
-    /** As {@link #rerunUntil}, for a scenario that returns what {@link #pollWhileValid} returned. */
+    /** The failure of {@code acquire}, or null when it granted a lease (which is closed at once). */
+    static LockingException refusal(Supplier<Lease> acquire) {
+        try (Lease granted = acquire.get()) {
+            return null;
+        } catch (LockingException e) {
+            return e;
+        }
+    }
+
+    /** As {@link #rerunUntil}, for a scenario that returns what {@link #askWhileValid} returned. */
     static void untilAskedWhileValid(IntPredicate scenario) {
         rerunUntil("the taker asked at least once while A's lease was valid", scenario);
     }
@@ -103,10 +113,16 @@ final class GuardedLockers implements BeforeEachCallback, AfterEachCallback {
     /**
      * {@code taker} asks for {@code lock} every {@code pauseMs} until {@code held} ends: a grant while it is valid makes
      * two holders, and {@code who} says in the failure who was granted what. Each refusal goes to {@code refused}.
-     * Returns whether the taker asked at all while {@code held} was valid.
      */
-    static boolean pollWhileValid(RedisLocker taker, KeyColumn lock, Lease held, long pauseMs,
-                                  Function<Lease, String> who, Consumer<LockingException> refused) {
+    static void pollWhileValid(RedisLocker taker, KeyColumn lock, Lease held, long pauseMs,
+                               Function<Lease, String> who, Consumer<LockingException> refused) {
+        assertTrue(askWhileValid(taker, lock, held, pauseMs, who, refused),
+                "the taker asked at least once while A's lease was valid");
+    }
+
+    /** As {@link #pollWhileValid}, but returns whether the taker asked at all while {@code held} was valid. */
+    static boolean askWhileValid(RedisLocker taker, KeyColumn lock, Lease held, long pauseMs,
+                                 Function<Lease, String> who, Consumer<LockingException> refused) {
         boolean asked = false;
         while (held.isValid()) {
             try (Lease second = taker.acquire(lock, "takeover")) {

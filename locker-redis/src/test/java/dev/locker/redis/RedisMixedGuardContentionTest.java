@@ -66,7 +66,7 @@ class RedisMixedGuardContentionTest {
                 held.renew();
                 server.kill9();
                 server.startAgain(); // no data: A's claim and the record are gone, A's lease does not know yet
-                return GuardedLockers.pollWhileValid(b, lock, held, 100, second -> "B (1 s guard, refused for A's "
+                return GuardedLockers.askWhileValid(b, lock, held, 100, second -> "B (1 s guard, refused for A's "
                         + "claim before the restart) was granted the lock under A's 4 s guard",
                         GuardedLockers::namesTheGuard);
             }

@@ -43,7 +43,7 @@ class RedisOneGuardRestartTest {
                 Lease held = a.acquire(lock, "nightly").keepAlive(false);
                 server.kill9();
                 server.startAgain(); // no data: A's claim and the guard record are gone, A's lease does not know yet
-                return pollWhileValid(open(server, "b", stretch), lock, held);
+                return askWhileValid(open(server, "b", stretch), lock, held);
             }
         });
     }
@@ -66,7 +66,7 @@ class RedisOneGuardRestartTest {
                 }
                 server.kill9();
                 server.startAgain();
-                return pollWhileValid(open(server, "b", stretch), lock, held);
+                return askWhileValid(open(server, "b", stretch), lock, held);
             }
         });
     }
@@ -75,9 +75,9 @@ class RedisOneGuardRestartTest {
         GuardedLockers.awaitUptime(server, GUARD.multipliedBy(stretch));
     }
 
-    /** B asks for the lock until A's lease ends; a grant while it is valid makes two holders. */
-    private static boolean pollWhileValid(RedisLocker b, KeyColumn lock, Lease held) {
-        return GuardedLockers.pollWhileValid(b, lock, held, 50, second -> "B was granted the lock under the same guard",
+    /** B asks for the lock until A's lease ends, and says whether it did; a grant meanwhile makes two holders. */
+    private static boolean askWhileValid(RedisLocker b, KeyColumn lock, Lease held) {
+        return GuardedLockers.askWhileValid(b, lock, held, 50, second -> "B was granted the lock under the same guard",
                 GuardedLockers::namesTheGuard);
     }
 }
