@@ -17,15 +17,21 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Consumer;
 import java.util.function.Function;
+import java.util.function.IntPredicate;
+import java.util.function.Supplier;
 
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
 
 /**
  * Lockers of one key prefix on servers a test kills and restarts, closed after each test; the test is skipped on an
  * external server. Register it with {@code @RegisterExtension}.
  */
 final class GuardedLockers implements BeforeEachCallback, AfterEachCallback {
+
+    /** The longest stretch a rerun scenario is given before its precondition counts as missed. */
+    private static final int MAX_STRETCH = 4;
 
     private final String prefix;
     private final List<Locker> opened = new CopyOnWriteArrayList<>();
@@ -77,11 +83,46 @@ final class GuardedLockers implements BeforeEachCallback, AfterEachCallback {
     }
 
     /**
+     * Runs {@code scenario} with a stretch of 1, then 2, then 4, until it reports that {@code precondition} held.
+     * A restart that outlasts a lease on a loaded machine leaves nothing to check. So the next run multiplies the
+     * scenario's expiries and guards by its stretch. Each run asserts what it pins whenever its precondition held.
+     */
+    static void rerunUntil(String precondition, IntPredicate scenario) {
+        for (int stretch = 1; stretch <= MAX_STRETCH; stretch *= 2) {
+            if (scenario.test(stretch)) {
+                return;
+            }
+        }
+        fail(precondition + ", in no run up to a stretch of " + MAX_STRETCH);
+    }
+
+    /** The failure of {@code acquire}, or null when it granted a lease (which is closed at once). */
+    static LockingException refusal(Supplier<Lease> acquire) {
+        try (Lease granted = acquire.get()) {
+            return null;
+        } catch (LockingException e) {
+            return e;
+        }
+    }
+
+    /** As {@link #rerunUntil}, for a scenario that returns what {@link #askWhileValid} returned. */
+    static void untilAskedWhileValid(IntPredicate scenario) {
+        rerunUntil("the taker asked at least once while A's lease was valid", scenario);
+    }
+
+    /**
      * {@code taker} asks for {@code lock} every {@code pauseMs} until {@code held} ends: a grant while it is valid makes
      * two holders, and {@code who} says in the failure who was granted what. Each refusal goes to {@code refused}.
      */
     static void pollWhileValid(RedisLocker taker, KeyColumn lock, Lease held, long pauseMs,
                                Function<Lease, String> who, Consumer<LockingException> refused) {
+        assertTrue(askWhileValid(taker, lock, held, pauseMs, who, refused),
+                "the taker asked at least once while A's lease was valid");
+    }
+
+    /** As {@link #pollWhileValid}, but returns whether the taker asked at all while {@code held} was valid. */
+    static boolean askWhileValid(RedisLocker taker, KeyColumn lock, Lease held, long pauseMs,
+                                 Function<Lease, String> who, Consumer<LockingException> refused) {
         boolean asked = false;
         while (held.isValid()) {
             try (Lease second = taker.acquire(lock, "takeover")) {
@@ -93,6 +134,6 @@ final class GuardedLockers implements BeforeEachCallback, AfterEachCallback {
             asked = true;
             RedisServer.sleep(pauseMs);
         }
-        assertTrue(asked, "the taker asked at least once while A's lease was valid");
+        return asked;
     }
 }

@@ -15,7 +15,7 @@ import java.util.concurrent.TimeUnit;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** With one guard equal to the expiry, no lock is granted after a restart without data while an older lease is valid. */
-@Timeout(value = 90, unit = TimeUnit.SECONDS)
+@Timeout(value = 180, unit = TimeUnit.SECONDS)
 class RedisOneGuardRestartTest {
 
     /** The guard every locker of the prefix uses, and their expiry: the tightest setting the builder accepts. */
@@ -24,8 +24,9 @@ class RedisOneGuardRestartTest {
     @RegisterExtension
     final GuardedLockers lockers = new GuardedLockers("oneguard:");
 
-    private RedisLocker open(RedisServer s, String name) {
-        return lockers.open(s, name, GUARD, GUARD);
+    /** A locker whose guard and expiry are {@link #GUARD} times {@code stretch}. */
+    private RedisLocker open(RedisServer s, String name, int stretch) {
+        return lockers.open(s, name, GUARD.multipliedBy(stretch), GUARD.multipliedBy(stretch));
     }
 
     /**
@@ -34,15 +35,17 @@ class RedisOneGuardRestartTest {
      */
     @Test
     void aLockGrantedJustBeforeARestartIsNotGrantedAgainWhileItsLeaseIsValid() {
-        try (RedisServer server = RedisServer.start()) {
-            awaitGuard(server);
-            RedisLocker a = open(server, "a");
-            KeyColumn lock = KeyColumn.named("nightly-" + LockerConfig.randomRid().substring(0, 8));
-            Lease held = a.acquire(lock, "nightly").keepAlive(false);
-            server.kill9();
-            server.startAgain(); // no data: A's claim and the guard record are gone, A's lease does not know yet
-            pollWhileValid(open(server, "b"), lock, held);
-        }
+        GuardedLockers.untilAskedWhileValid(stretch -> {
+            try (RedisServer server = RedisServer.start()) {
+                awaitGuard(server, stretch);
+                RedisLocker a = open(server, "a", stretch);
+                KeyColumn lock = KeyColumn.named("nightly-" + LockerConfig.randomRid().substring(0, 8));
+                Lease held = a.acquire(lock, "nightly").keepAlive(false);
+                server.kill9();
+                server.startAgain(); // no data: A's claim and the guard record are gone, A's lease does not know yet
+                return askWhileValid(open(server, "b", stretch), lock, held);
+            }
+        });
     }
 
     /**
@@ -51,28 +54,30 @@ class RedisOneGuardRestartTest {
      */
     @Test
     void aLockRenewedJustBeforeARestartIsNotGrantedAgainWhileItsLeaseIsValid() {
-        try (RedisServer server = RedisServer.start()) {
-            awaitGuard(server);
-            RedisLocker a = open(server, "a");
-            KeyColumn lock = KeyColumn.named("nightly-" + LockerConfig.randomRid().substring(0, 8));
-            Lease held = a.acquire(lock, "nightly").keepAlive(false);
-            for (int i = 0; i < 4; i++) {
-                RedisServer.sleep(1_000);
-                held.renew(); // within the expiry: the record lives on through renewals alone
+        GuardedLockers.untilAskedWhileValid(stretch -> {
+            try (RedisServer server = RedisServer.start()) {
+                awaitGuard(server, stretch);
+                RedisLocker a = open(server, "a", stretch);
+                KeyColumn lock = KeyColumn.named("nightly-" + LockerConfig.randomRid().substring(0, 8));
+                Lease held = a.acquire(lock, "nightly").keepAlive(false);
+                for (int i = 0; i < 4; i++) {
+                    RedisServer.sleep(1_000L * stretch);
+                    held.renew(); // within the expiry: the record lives on through renewals alone
+                }
+                server.kill9();
+                server.startAgain();
+                return askWhileValid(open(server, "b", stretch), lock, held);
             }
-            server.kill9();
-            server.startAgain();
-            pollWhileValid(open(server, "b"), lock, held);
-        }
+        });
     }
 
-    private static void awaitGuard(RedisServer server) {
-        GuardedLockers.awaitUptime(server, GUARD);
+    private static void awaitGuard(RedisServer server, int stretch) {
+        GuardedLockers.awaitUptime(server, GUARD.multipliedBy(stretch));
     }
 
-    /** B asks for the lock until A's lease ends; a grant while it is valid makes two holders. */
-    private static void pollWhileValid(RedisLocker b, KeyColumn lock, Lease held) {
-        GuardedLockers.pollWhileValid(b, lock, held, 50, second -> "B was granted the lock under the same guard",
+    /** B asks for the lock until A's lease ends, and says whether it did; a grant meanwhile makes two holders. */
+    private static boolean askWhileValid(RedisLocker b, KeyColumn lock, Lease held) {
+        return GuardedLockers.askWhileValid(b, lock, held, 50, second -> "B was granted the lock under the same guard",
                 GuardedLockers::namesTheGuard);
     }
 }

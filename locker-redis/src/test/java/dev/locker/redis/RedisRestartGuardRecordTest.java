@@ -1,5 +1,6 @@
 package dev.locker.redis;
 
+import dev.locker.api.ExpiredLockException;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.Locker;
@@ -19,11 +20,12 @@ import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The guard recorded for a prefix keeps a locker with another guard out for as long as any claim it covers lives. */
-@Timeout(value = 90, unit = TimeUnit.SECONDS)
+@Timeout(value = 180, unit = TimeUnit.SECONDS)
 class RedisRestartGuardRecordTest {
 
     @RegisterExtension
@@ -40,30 +42,34 @@ class RedisRestartGuardRecordTest {
      */
     @Test
     void aRenewedClaimKeepsItsGuardRecordedUntilItEnds() {
-        try (RedisServer server = RedisServer.start()) {
-            GuardedLockers.awaitUptime(server, Duration.ofSeconds(4));
-            Duration guardA = Duration.ofSeconds(4);
-            RedisLocker a = open(server, "a", guardA, guardA);
-            KeyColumn lock = KeyColumn.named("nightly-" + LockerConfig.randomRid().substring(0, 8));
-            // renewed by hand at the test's steps: a holder without keep-alive counts on its deadline alone
-            Lease held = a.acquire(lock, "nightly").keepAlive(false);
-            // A renews within its expiry while the record it wrote (guard + 1 s) runs out; nothing else admits
-            for (int i = 0; i < 4; i++) {
-                RedisServer.sleep(1_500);
+        GuardedLockers.untilAskedWhileValid(stretch -> {
+            try (RedisServer server = RedisServer.start()) {
+                Duration guardA = Duration.ofSeconds(4L * stretch);
+                Duration guardB = Duration.ofSeconds(stretch);
+                GuardedLockers.awaitUptime(server, guardA);
+                RedisLocker a = open(server, "a", guardA, guardA);
+                KeyColumn lock = KeyColumn.named("nightly-" + LockerConfig.randomRid().substring(0, 8));
+                // renewed by hand at the test's steps: a holder without keep-alive counts on its deadline alone
+                Lease held = a.acquire(lock, "nightly").keepAlive(false);
+                // A renews within its expiry while the record it wrote (guard + 1 s) runs out; nothing else admits
+                for (int i = 0; i < 4; i++) {
+                    RedisServer.sleep(1_500L * stretch);
+                    held.renew();
+                }
+                RedisLocker b = open(server, "b", guardB, guardB);
+                try {
+                    b.acquire(KeyColumn.named("other"), "records a second guard").close();
+                } catch (LockingException refused) {
+                    assertTrue(refused.getMessage().contains("restartGuard"), refused.getMessage());
+                }
                 held.renew();
+                server.kill9();
+                server.startAgain(); // no data: A's claim is gone, A's lease does not know yet
+                return GuardedLockers.askWhileValid(b, lock, held, 100,
+                        second -> "B (1 s guard) was granted the lock under A's 4 s guard",
+                        GuardedLockers::namesTheGuard);
             }
-            RedisLocker b = open(server, "b", Duration.ofSeconds(1), Duration.ofSeconds(1));
-            try {
-                b.acquire(KeyColumn.named("other"), "records a second guard").close();
-            } catch (LockingException refused) {
-                assertTrue(refused.getMessage().contains("restartGuard"), refused.getMessage());
-            }
-            held.renew();
-            server.kill9();
-            server.startAgain(); // no data: A's claim is gone, A's lease does not know yet
-            GuardedLockers.pollWhileValid(b, lock, held, 100,
-                    second -> "B (1 s guard) was granted the lock under A's 4 s guard", GuardedLockers::namesTheGuard);
-        }
+        });
     }
 
     /**
@@ -128,23 +134,27 @@ class RedisRestartGuardRecordTest {
      */
     @Test
     void aLockerRefusedForItsGuardBeforeARestartIsNotGrantedAfterIt() {
-        try (RedisServer server = RedisServer.start()) {
-            GuardedLockers.awaitUptime(server, Duration.ofSeconds(4));
-            Duration guardA = Duration.ofSeconds(4);
-            RedisLocker a = open(server, "a", guardA, guardA);
-            KeyColumn lock = KeyColumn.named("nightly-" + LockerConfig.randomRid().substring(0, 8));
-            // renewed by hand at the test's steps: a holder without keep-alive counts on its deadline alone
-            Lease held = a.acquire(lock, "nightly").keepAlive(false);
-            RedisLocker b = open(server, "b", Duration.ofSeconds(1), Duration.ofSeconds(1));
-            PermanentLockingException before = assertThrows(PermanentLockingException.class,
-                    () -> b.acquire(KeyColumn.named("other"), "a second guard"));
-            assertTrue(before.getMessage().contains("restartGuard"), before.getMessage());
-            held.renew();
-            server.kill9();
-            server.startAgain(); // no data: A's claim and the record are gone, A's lease does not know yet
-            GuardedLockers.pollWhileValid(b, lock, held, 100, second -> "B (1 s guard, refused for it before the "
-                    + "restart) was granted the lock under A's 4 s guard", GuardedLockers::namesTheGuard);
-        }
+        GuardedLockers.untilAskedWhileValid(stretch -> {
+            try (RedisServer server = RedisServer.start()) {
+                Duration guardA = Duration.ofSeconds(4L * stretch);
+                Duration guardB = Duration.ofSeconds(stretch);
+                GuardedLockers.awaitUptime(server, guardA);
+                RedisLocker a = open(server, "a", guardA, guardA);
+                KeyColumn lock = KeyColumn.named("nightly-" + LockerConfig.randomRid().substring(0, 8));
+                // renewed by hand at the test's steps: a holder without keep-alive counts on its deadline alone
+                Lease held = a.acquire(lock, "nightly").keepAlive(false);
+                RedisLocker b = open(server, "b", guardB, guardB);
+                PermanentLockingException before = assertThrows(PermanentLockingException.class,
+                        () -> b.acquire(KeyColumn.named("other"), "a second guard"));
+                assertTrue(before.getMessage().contains("restartGuard"), before.getMessage());
+                held.renew();
+                server.kill9();
+                server.startAgain(); // no data: A's claim and the record are gone, A's lease does not know yet
+                return GuardedLockers.askWhileValid(b, lock, held, 100, second -> "B (1 s guard, refused for it "
+                        + "before the restart) was granted the lock under A's 4 s guard",
+                        GuardedLockers::namesTheGuard);
+            }
+        });
     }
 
     /**
@@ -153,23 +163,48 @@ class RedisRestartGuardRecordTest {
      */
     @Test
     void aLockerWithAnotherGuardIsRefusedForAsLongAsARenewedClaimLives() {
-        try (RedisServer server = RedisServer.start()) {
-            GuardedLockers.awaitUptime(server, Duration.ofSeconds(2));
-            RedisLocker a = open(server, "a", Duration.ofSeconds(2), Duration.ofSeconds(2));
-            RedisLocker b = open(server, "b", Duration.ofSeconds(1), Duration.ofSeconds(1));
-            // renewed by hand: the record's life is counted from the renewals alone, nothing else admits meanwhile
-            Lease held = a.acquire(KeyColumn.named("nightly"), "nightly").keepAlive(false);
-            for (int i = 0; i < 5; i++) {
-                RedisServer.sleep(1_000);
-                held.renew();
+        GuardedLockers.rerunUntil("A renewed its claim within its validity until B asked", stretch -> {
+            Duration guardA = Duration.ofSeconds(2L * stretch);
+            Duration guardB = Duration.ofSeconds(stretch);
+            try (RedisServer server = RedisServer.start()) {
+                GuardedLockers.awaitUptime(server, guardA);
+                RedisLocker a = open(server, "a", guardA, guardA);
+                RedisLocker b = open(server, "b", guardB, guardB);
+                // renewed by hand: the record's life is counted from the renewals alone, nothing else admits meanwhile
+                Lease held = a.acquire(KeyColumn.named("nightly"), "nightly").keepAlive(false);
+                for (int i = 0; i < 5; i++) {
+                    RedisServer.sleep(1_000L * stretch);
+                    if (!renewed(held)) {
+                        return false; // a pause longer than the validity ended the claim: nothing keeps the record
+                    }
+                }
+                LockingException refused = GuardedLockers.refusal(() -> b.acquire(KeyColumn.named("other"),
+                        "a second guard"));
+                if (!held.isValid()) {
+                    return false; // the claim may have ended before B asked, and the record with it
+                }
+                assertInstanceOf(PermanentLockingException.class, refused, "B was granted under another guard");
+                assertTrue(refused.getMessage().contains("restartGuard=" + guardB)
+                        && refused.getMessage().contains(guardA.toString()), refused.getMessage());
+                held.close();
+                // the record lapses a guard and a second after A's last renewal
+                RedisServer.sleep(guardA.plusMillis(1_100).toMillis());
+                b.acquire(KeyColumn.named("other"), "the only guard now").close();
+                return true;
             }
-            PermanentLockingException refused = assertThrows(PermanentLockingException.class,
-                    () -> b.acquire(KeyColumn.named("other"), "a second guard"));
-            assertTrue(refused.getMessage().contains("restartGuard=PT1S") && refused.getMessage().contains("PT2S"),
-                    refused.getMessage());
-            held.close();
-            RedisServer.sleep(3_100); // the record lapses a guard and a second after A's last renewal
-            b.acquire(KeyColumn.named("other"), "the only guard now").close();
+        });
+    }
+
+    /** Renews {@code held}; false when its validity had already ended by this process's clock. */
+    private static boolean renewed(Lease held) {
+        try {
+            held.renew();
+            return true;
+        } catch (ExpiredLockException e) {
+            if (e.getMessage().contains("validity ended")) {
+                return false;
+            }
+            throw e;
         }
     }
 }
