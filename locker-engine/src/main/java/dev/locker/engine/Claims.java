@@ -47,6 +47,7 @@ final class Claims<S extends LockStatus> {
     private final Transactions transactions;
     private final Background background;
     private final Closing closing;
+    private final HoldAtLeast<S> holdAtLeast;
 
     Claims(LockerConfig config, LocalLockMediator mediator, Consumer<Hold> sink, LockDriver<S> driver, Steps<S> steps,
            Transactions transactions, Background background, Closing closing) {
@@ -60,6 +61,7 @@ final class Claims<S extends LockStatus> {
         this.transactions = transactions;
         this.background = background;
         this.closing = closing;
+        this.holdAtLeast = new HoldAtLeast<>(config, driver, steps);
     }
 
     /**
@@ -506,7 +508,7 @@ final class Claims<S extends LockStatus> {
     /**
      * Deletes the claim a hold had (if any) and frees its mediator entry, unless its claim is still being written (then
      * the claiming thread frees it); logs a backend failure. A held claim inside its hold-at-least is renewed to the
-     * time left instead, and left on the backend to expire then (see {@link #mayLeave}), unless it is withdrawn.
+     * time left instead, and left on the backend to expire then (see {@link HoldAtLeast}), unless it is withdrawn.
      * Returns whether the claim was still ours, when asked (a claim left for its hold-at-least always answers);
      * otherwise false. A claim released lost, or past its deadline by this process's monotonic clock, was not ours:
      * one rule for every backend.
@@ -521,9 +523,10 @@ final class Claims<S extends LockStatus> {
                 // past its deadline a claim is not ours, whatever the backend still shows: isValid said so already
                 boolean live = before.phase() == Hold.Phase.CLAIMED && status.isHeld()
                         && now - status.deadlineNanos() < 0;
-                long least = ending != Ending.WITHDRAW && mayLeave(before, status) ? hold.holdAtLeastLeft(now) : 0;
+                long least = ending != Ending.WITHDRAW && HoldAtLeast.mayLeave(before, status)
+                        ? hold.holdAtLeastLeft(now) : 0;
                 if (least > 0) {
-                    ours = leaveUntilHoldAtLeast(hold, status, least) && live;
+                    ours = holdAtLeast.leave(hold, status, least) && live;
                 } else if (ending == Ending.ASK && live) {
                     ours = steps.deleteOwned(hold.lock, status);
                 } else {
@@ -541,49 +544,6 @@ final class Claims<S extends LockStatus> {
             background.unwatch(hold); // without a keep-alive nothing watches this hold
         }
         return ours;
-    }
-
-    /**
-     * May a release leave this claim for its hold-at-least? A held claim may, and so may one lost by local expiry (the
-     * early lost signal, a keep-alive that stopped): the backend may still keep it. The leave touches only our own
-     * live claim, so a claim that died, went or was taken over meanwhile stays as it is.
-     */
-    private static boolean mayLeave(Hold.State before, LockStatus status) {
-        return status.isHeld() && (before.phase() == Hold.Phase.CLAIMED
-                || before.phase() == Hold.Phase.LOST && before.reason() == LossReason.EXPIRED);
-    }
-
-    /**
-     * Renews the claim to the {@code leftNanos} its hold-at-least still lasts, and leaves it there: the backend, not
-     * this process, keeps it until then. False when the claim was no longer ours.
-     */
-    private boolean leaveUntilHoldAtLeast(Hold hold, S status, long leftNanos) {
-        Duration leave = atLeastTheDriversMinimum(hold, Duration.ofNanos(leftNanos));
-        try {
-            steps.step(LockProbe.Step.RENEW, hold.lock, "leaving a claim for its hold-at-least",
-                    () -> driver.leave(hold.lock, status, leave));
-            return true;
-        } catch (ExpiredLockException gone) {
-            return false;
-        }
-    }
-
-    /**
-     * The time left, doubled until the driver accepts it, and at most the claim's own (accepted) expiry. A driver
-     * may refuse a short expiry meant for a new lease. Leaving the claim longer than its hold-at-least is safe.
-     */
-    private Duration atLeastTheDriversMinimum(Hold hold, Duration left) {
-        Duration own = hold.expiry() != null ? hold.expiry() : config.expiry();
-        Duration leave = left;
-        while (leave.compareTo(own) < 0) {
-            try {
-                driver.checkExpiry(leave); // no I/O
-                return leave;
-            } catch (IllegalArgumentException tooShort) {
-                leave = leave.multipliedBy(2);
-            }
-        }
-        return left.compareTo(own) < 0 ? own : left;
     }
 
     // ---- what a transaction holds ---------------------------------------------------------------------------------

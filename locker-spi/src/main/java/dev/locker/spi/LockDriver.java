@@ -147,8 +147,10 @@ public interface LockDriver<C extends LockStatus> {
     }
 
     /**
-     * Refuses, before any I/O, a claim expiry this driver cannot keep (beyond what the engine checks: positive, at
-     * most {@link dev.locker.api.LockerConfig#MAX_EXPIRY}). The default accepts every such expiry.
+     * Refuses, before any claim is written, a claim expiry this driver cannot keep (beyond what the engine checks:
+     * positive, at most {@link dev.locker.api.LockerConfig#MAX_EXPIRY}). It may measure what it judges by (MongoDB
+     * measures its server clock again when one slow sample is all that stands in the way). The default accepts every
+     * such expiry.
      *
      * @param expiry a lease's expiry
      * @throws IllegalArgumentException naming the expiry and the bound it breaks
