@@ -17,7 +17,7 @@ import java.util.Optional;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** A clean release frees the lock at once, also after a shorter renewal on a region server clock behind its stamp. */
+/** After a shorter renewal on a region server clock behind the claim's stamp, later steps of the holder still count. */
 // alone: it steps the clock of the shared mini cluster's region server, which every class uses
 @Isolated
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -63,5 +63,30 @@ class HBaseReleaseOnAClockBehindTest {
         second.ifPresent(Lease::close);
         assertTrue(ours, "A's release of its live claim says it was ours");
         assertTrue(second.isPresent(), "A released its claim cleanly, yet the lock is still held: " + holder);
+    }
+
+    /**
+     * The same clocks, 1 s each way (serverClockSkew 2 s). A renews to 1 s, then back to a minute. Once the 1 s
+     * cell's TTL has passed on the region server, A's lease is still valid, so B must be refused.
+     */
+    @Test
+    void aLongerRenewalAfterAShorterOneOnARegionServerClockBehindItsStampKeepsTheLock() throws Exception {
+        HBaseOptions options = HBaseClockFixture.options("locker_release_clock_back", Duration.ofSeconds(2));
+        Locker a = fixture.locker(options, "a", Duration.ofSeconds(60));
+        Locker b = fixture.locker(options, "b", Duration.ofSeconds(60));
+        KeyColumn lock = fixture.lock("renewed-back");
+        EnvironmentEdgeManager.injectEdge(serverClock);
+        serverClock.offsetMillis = 1_000; // the stamping server, 1 s ahead
+        Lease lease = a.acquire(lock, "a task whose work grew again", LeaseOptions.DEFAULTS.keepAlive(false));
+        serverClock.offsetMillis = -1_000; // the region on a server 1 s behind: 2 s behind the claim's stamp
+        lease.renewFor(Duration.ofSeconds(1)); // a cell TTL of 3 s, stamped above the claim's first cell
+        lease.renewFor(Duration.ofSeconds(60));
+        Thread.sleep(6_000); // past the 3 s cell's TTL on the region server's clock (a bound, not a timing)
+        assertTrue(lease.isValid(), "A's lease, renewed to a minute, is valid by its own clock");
+        Optional<Lease> second = b.tryAcquire(lock, "while A holds it", Duration.ZERO);
+        String holder = String.valueOf(b.holding(lock));
+        second.ifPresent(Lease::close);
+        lease.close();
+        assertTrue(second.isEmpty(), "A renewed its claim to a minute, yet B was granted the lock: " + holder);
     }
 }
