@@ -21,14 +21,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 // alone: it steps the clock of the shared mini cluster's region server, which every class uses
 @Isolated
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class HBaseReleaseOnAClockBehindTest {
+class HBaseShorterRenewalOnAClockBehindTest {
 
     private final SteppedClock serverClock = new SteppedClock();
     private HBaseClockFixture fixture;
 
     @BeforeAll
     void connect() {
-        fixture = new HBaseClockFixture("hbase-release-clock/");
+        fixture = new HBaseClockFixture("hbase-shorter-clock/");
     }
 
     @AfterEach
@@ -47,7 +47,7 @@ class HBaseReleaseOnAClockBehindTest {
      */
     @Test
     void aReleaseAfterAShorterRenewalOnARegionServerClockBehindItsStampFreesTheLock() throws Exception {
-        HBaseOptions options = HBaseClockFixture.options("locker_release_clock_back", Duration.ofSeconds(10));
+        HBaseOptions options = HBaseClockFixture.options("locker_shorter_clock_back", Duration.ofSeconds(10));
         Locker a = fixture.locker(options, "a", Duration.ofSeconds(60));
         Locker b = fixture.locker(options, "b", Duration.ofSeconds(60));
         KeyColumn lock = fixture.lock("renewed-shorter");
@@ -71,7 +71,7 @@ class HBaseReleaseOnAClockBehindTest {
      */
     @Test
     void aLongerRenewalAfterAShorterOneOnARegionServerClockBehindItsStampKeepsTheLock() throws Exception {
-        HBaseOptions options = HBaseClockFixture.options("locker_release_clock_back", Duration.ofSeconds(2));
+        HBaseOptions options = HBaseClockFixture.options("locker_shorter_clock_back", Duration.ofSeconds(2));
         Locker a = fixture.locker(options, "a", Duration.ofSeconds(60));
         Locker b = fixture.locker(options, "b", Duration.ofSeconds(60));
         KeyColumn lock = fixture.lock("renewed-back");
