@@ -23,7 +23,8 @@ final class WallStepGuard {
 
     private final LockerConfig config;
     private final TimeSource time;
-    private long lastWallMicros;
+    /** The highest wall-minus-monotonic offset seen, let fall at the slew rate; a paused reading only lowers one. */
+    private long offsetMicros;
     private long lastNanos;
     private long stepMicros;
     private long stepSeenAtNanos;
@@ -31,19 +32,30 @@ final class WallStepGuard {
     WallStepGuard(LockerConfig config) {
         this.config = config;
         this.time = config.timeSource();
-        this.lastWallMicros = ClaimCodec.micros(time.now()); // a baseline from the locker's start
-        this.lastNanos = time.nanoTime();
+        // a baseline from the locker's start: the best of three readings, as one may be paused between its clocks
+        long best = Long.MIN_VALUE;
+        for (int i = 0; i < 3; i++) {
+            long wallMicros = ClaimCodec.micros(time.now()); // the wall clock first, always: a pause then looks early
+            long nanos = time.nanoTime();
+            best = Math.max(best, wallMicros - nanos / 1_000);
+            lastNanos = nanos;
+        }
+        this.offsetMicros = best;
     }
 
     synchronized Instant judgingTime(Instant wall, long nanos) {
-        long wallMicros = ClaimCodec.micros(wall);
-        long elapsedMicros = (nanos - lastNanos) / 1_000;
-        long jump = (wallMicros - lastWallMicros) - elapsedMicros;
-        // half a lockWait, plus 1000 ppm of the time since the last reading for ordinary slewing (NTP slews at most
-        // 500), but never more than the slack a holder's deadline keeps (1% of expiry - lockWait): an idle locker
-        // must not grow an allowance that hides a real step; more drift only costs liveness
+        long elapsedMicros = Math.max(0, nanos - lastNanos) / 1_000;
+        // a thread paused between reading the wall clock and the monotonic clock makes one offset look low, never
+        // high: the baseline is the highest offset seen, so such a reading is not taken for a step at the next one
+        long offset = ClaimCodec.micros(wall) - nanos / 1_000;
+        long slewMicros = elapsedMicros / 1_000; // 1000 ppm: NTP slews at most 500
+        // measured against the baseline before this interval's slew: a step is never judged smaller than it was
+        long jump = offset - offsetMicros;
+        // half a lockWait, plus the slew since the last reading, but never more than the slack a holder's deadline
+        // keeps (1% of expiry - lockWait): an idle locker must not grow an allowance that hides a real step; more
+        // drift only costs liveness
         long slackMicros = LockerEngine.saturatedNanos(config.expiry().minus(config.lockWait())) / 100_000;
-        long allowedMicros = LockerEngine.saturatedNanos(config.lockWait()) / 2_000 + elapsedMicros / 1_000;
+        long allowedMicros = LockerEngine.saturatedNanos(config.lockWait()) / 2_000 + slewMicros;
         if (jump > Math.min(allowedMicros, slackMicros)) {
             stepMicros = (nanos - stepSeenAtNanos < LockerEngine.saturatedNanos(config.expiry()) ? stepMicros : 0) + jump;
             stepSeenAtNanos = nanos;
@@ -51,8 +63,9 @@ final class WallStepGuard {
                     + "earlier for one expiry", config.rid(), Duration.ofNanos(jump * 1_000),
                     Duration.ofNanos(stepMicros * 1_000));
         }
-        lastWallMicros = wallMicros;
-        lastNanos = nanos;
+        // the baseline falls at the slew rate, uncapped: a clock slewed back while idle must not hide a later step
+        offsetMicros = Math.max(offset, offsetMicros - slewMicros);
+        lastNanos = Math.max(lastNanos, nanos);
         if (stepMicros != 0 && nanos - stepSeenAtNanos < LockerEngine.saturatedNanos(config.expiry())) {
             return wall.minusNanos(stepMicros * 1_000);
         }

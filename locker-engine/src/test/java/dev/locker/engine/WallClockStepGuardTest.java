@@ -78,4 +78,41 @@ class WallClockStepGuardTest {
                         .deadlineNanos() - clock.nanoTime()) + " left) and C (token " + tokenC + "), after a 3 s "
                         + "forward step that C's idle step guard took for slewing");
     }
+
+    /**
+     * A thread paused between reading the wall clock and the monotonic clock makes one reading's wall time look
+     * early. Such pauses are not steps of the wall clock: a scheduler on a busy host makes dozens of them within one
+     * expiry, and judging claims by their sum kept a 50 ms claim alive after 100 ms.
+     */
+    @Test
+    void pausesBetweenTheTwoClockReadingsAreNotSteps() {
+        WallStepGuard guard = new WallStepGuard(config("g", Duration.ofSeconds(30), Duration.ofMillis(5), clock).build());
+        for (int i = 0; i < 20; i++) {
+            clock.advance(Duration.ofMillis(100));
+            java.time.Instant wall = clock.now();
+            clock.advance(Duration.ofMillis(20)); // preempted between the two readings
+            guard.judgingTime(wall, clock.nanoTime());
+            clock.advance(Duration.ofMillis(100));
+            java.time.Instant now = clock.now();
+            org.junit.jupiter.api.Assertions.assertEquals(now, guard.judgingTime(now, clock.nanoTime()),
+                    "a pause between two readings was taken for a forward step of the wall clock");
+        }
+    }
+
+    /** A forward step that follows a paused reading is still seen, at no less than its size. */
+    @Test
+    void aStepAfterAPausedReadingIsSeenAtItsSize() {
+        WallStepGuard guard = new WallStepGuard(config("g", Duration.ofSeconds(30), Duration.ofMillis(5), clock).build());
+        clock.advance(Duration.ofMillis(100));
+        java.time.Instant wall = clock.now();
+        clock.advance(Duration.ofMillis(20));
+        guard.judgingTime(wall, clock.nanoTime());
+        clock.advance(Duration.ofMillis(100));
+        clock.stepWallClock(Duration.ofSeconds(3));
+        java.time.Instant now = clock.now();
+        Duration judged = Duration.between(guard.judgingTime(now, clock.nanoTime()), now);
+        // never less than the step; more by at most the slew let pass since the baseline (liveness only)
+        org.junit.jupiter.api.Assertions.assertTrue(judged.compareTo(Duration.ofSeconds(3)) >= 0
+                && judged.compareTo(Duration.ofMillis(3_001)) <= 0, () -> "judged a 3 s step as " + judged);
+    }
 }
