@@ -3,6 +3,7 @@ package dev.locker.hbase;
 import dev.locker.api.ExpiredLockException;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.LockInfo;
+import dev.locker.api.LockOwner;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.TemporaryLockingException;
@@ -12,7 +13,10 @@ import org.apache.hadoop.hbase.client.CheckAndMutate;
 import org.apache.hadoop.hbase.client.CheckAndMutateResult;
 import org.apache.hadoop.hbase.client.ColumnFamilyDescriptor;
 import org.apache.hadoop.hbase.client.Connection;
+import org.apache.hadoop.hbase.client.Increment;
+import org.apache.hadoop.hbase.client.Put;
 import org.apache.hadoop.hbase.client.RowMutations;
+import org.apache.hadoop.hbase.client.Table;
 import org.apache.hadoop.hbase.client.TableDescriptorBuilder;
 import org.apache.hadoop.hbase.coprocessor.ObserverContext;
 import org.apache.hadoop.hbase.coprocessor.RegionCoprocessor;
@@ -27,6 +31,7 @@ import org.junit.jupiter.api.Timeout;
 
 import java.io.IOException;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -40,6 +45,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * The HBase client's own retries of a call the region server applied (its reply lost, or the call stalled past the
@@ -160,6 +166,59 @@ class HBaseClientRetryTest {
         Optional<LockInfo> shown = b.holding(lock);
         assertTrue(tokenA > tokenB, "A was granted AFTER B (B took " + tokenB + " and released) with token " + tokenA
                 + ", not above B's; the lock shows " + shown);
+    }
+
+    /**
+     * O, a locker of the layout before the fencing counter was checked, grants with "holder free" and an Increment.
+     * Its reply is lost; O is force-released, and A takes and releases the lock. O's resend re-applies O's claim and
+     * the region skips the repeated Increment, so the counter stays at A's token. While O's claim is the holder, A's
+     * next grant must be refused. A grant that checked the counter alone, trusting A's own release, would write over it.
+     */
+    @Test
+    void aClaimReAppliedByAPreviousLayoutResendIsNotOverwrittenByTheNextGrant() throws Exception {
+        Locker a = locker("a", LONG_EXPIRY);
+        Locker c = locker("c", LONG_EXPIRY);
+        Locker operator = locker("operator", LONG_EXPIRY);
+        KeyColumn lock = lock("previous-layout-resend");
+        byte[] row = LockTable.row(lock);
+        Object first = new Object();
+        take(a, lock, first);
+        a.deleteLocks(first); // the row holds the free value and a counter
+        HolderClaim claimOfO = HolderClaim.create(new LockOwner("o-previous-layout", "h", 1, "main", "why",
+                Instant.now()), Instant.now(), LONG_EXPIRY);
+        Put put = new Put(row).addColumn(options.familyBytes(), LockTable.HOLDER, claimOfO.value);
+        put.setTTL(LONG_EXPIRY.toMillis());
+        CheckAndMutate grantOfO = CheckAndMutate.newBuilder(row)
+                .ifEquals(options.familyBytes(), LockTable.HOLDER, LockTable.FREE)
+                .build(RowMutations.of(List.of(put,
+                        new Increment(row).addColumn(options.tokenFamilyBytes(), LockTable.COUNTER, 1L))));
+        Observer.Hold hold = Observer.holdNextReply(row);
+        CompletableFuture<Object> sentByO = async(() -> {
+            try (Table t = connection.getTable(TableName.valueOf(options.table()))) {
+                return t.checkAndMutate(grantOfO).isSuccess();
+            }
+        });
+        assertTrue(hold.applied.await(30, TimeUnit.SECONDS), "the region applied O's claim");
+        assertTrue(operator.forceRelease(lock, "O looks stuck"), "the operator removed O's claim");
+        Object ta = new Object();
+        long tokenA = take(a, lock, ta);
+        a.deleteLocks(ta); // A's own release: A saw the lock free with the counter at its token
+        hold.resume.countDown(); // O's client resends with the same nonce
+        Object outcomeO = sentByO.get(60, TimeUnit.SECONDS);
+        Optional<LockInfo> shown = c.holding(lock);
+        assumeTrue(shown.isPresent() && shown.get().holder().rid().equals("o-previous-layout"),
+                "O's resend did not re-apply its claim (" + outcomeO + "); the lock shows " + shown);
+        assumeTrue(shown.get().fencingToken() == tokenA, "the resend moved the counter: " + shown);
+        Object again = new Object();
+        Object outcomeA = async(() -> {
+            a.writeLock(lock, again);
+            return a.fencingToken(lock, again);
+        }).get(30, TimeUnit.SECONDS);
+        Optional<LockInfo> after = c.holding(lock);
+        a.deleteLocks(again);
+        assertInstanceOf(TemporaryLockingException.class, outcomeA, "A was granted (" + outcomeA
+                + ") over O's claim, which O believes it holds: two holders; the lock showed " + shown
+                + ", then " + after);
     }
 
     /**
