@@ -1,30 +1,23 @@
 package dev.locker.hbase;
 
-import dev.locker.spi.KeyColumnValueStore;
-import dev.locker.api.Locker;
-import dev.locker.engine.ExpectedValueCheckingStore;
-import dev.locker.testkit.LeaseDurationsSection;
-import dev.locker.testkit.LockerConformanceSuite;
-import dev.locker.testkit.LockerFixture;
+import dev.locker.testkit.BackendOutageSection;
+import dev.locker.testkit.ExpectedValueCheckingSection;
+import dev.locker.testkit.ExpiryAndFencingSection;
+import dev.locker.testkit.LimitsSection;
+import dev.locker.testkit.ListingSection;
+import dev.locker.testkit.ThreePhaseSection;
 
-/**
- * The whole conformance suite on {@link HBaseLocker} over the real mini cluster; the expected-value scenarios guard
- * data kept in an HBase table through {@link HBaseKeyColumnValueStore}.
- */
-class HBaseLockerConformanceTest extends LockerConformanceSuite implements LeaseDurationsSection {
-
-    private HBaseLockerFixture hbase;
-    private HBaseKeyColumnValueStore data;
-
-    @Override
-    protected LockerFixture createFixture() {
-        hbase = new HBaseLockerFixture("conformance_atomic_locks");
-        data = HBaseKeyColumnValueStore.open(hbase.connection(), "conformance_atomic_data", "d", true);
-        return hbase;
-    }
+/** The three phases, expiry and fencing, limits, listing, an outage and expected values on {@link HBaseLocker}. */
+class HBaseLockerConformanceTest extends HBaseAtomicConformance implements
+        ThreePhaseSection,
+        ExpiryAndFencingSection,
+        LimitsSection,
+        ListingSection,
+        BackendOutageSection,
+        ExpectedValueCheckingSection {
 
     @Override
-    protected KeyColumnValueStore expectedValueChecking(Locker locker) {
-        return new ExpectedValueCheckingStore(data, locker);
+    String tables() {
+        return "phases";
     }
 }
