@@ -7,8 +7,10 @@ import dev.locker.testkit.LeaseSection;
 import dev.locker.testkit.LifecycleSection;
 import dev.locker.testkit.RunOnceSection;
 import dev.locker.testkit.UnknownOutcomeSection;
+import org.junit.jupiter.api.Order;
 
 /** Leases, expiry and fencing, forced release, close, run-once and paused processes on the wait-and-read-back locker. */
+@Order(1) // among the longest classes: started first
 class HBaseConsistentKeyLockerLeaseConformanceTest extends HBaseConsistentKeyConformance implements
         LeaseSection,
         ExpiryAndFencingSection,

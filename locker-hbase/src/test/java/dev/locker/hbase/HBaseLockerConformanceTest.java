@@ -6,8 +6,10 @@ import dev.locker.testkit.ExpiryAndFencingSection;
 import dev.locker.testkit.LimitsSection;
 import dev.locker.testkit.ListingSection;
 import dev.locker.testkit.ThreePhaseSection;
+import org.junit.jupiter.api.Order;
 
 /** The three phases, expiry and fencing, limits, listing, an outage and expected values on {@link HBaseLocker}. */
+@Order(1) // among the longest classes: started first
 class HBaseLockerConformanceTest extends HBaseAtomicConformance implements
         ThreePhaseSection,
         ExpiryAndFencingSection,
