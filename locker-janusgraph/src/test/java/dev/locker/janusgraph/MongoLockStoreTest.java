@@ -3,10 +3,8 @@ package dev.locker.janusgraph;
 import dev.locker.mongo.InProcessMongo;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Order;
 
 /** JanusGraph's lock tests with the locks on the in-process MongoDB wire-protocol server. */
-@Order(2) // among the longest classes: started first
 class MongoLockStoreTest extends AtomicLockerLockStoreTest {
 
     private static InProcessMongo mongo;

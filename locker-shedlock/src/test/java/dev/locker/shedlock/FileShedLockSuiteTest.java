@@ -2,13 +2,11 @@ package dev.locker.shedlock;
 
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Path;
 
 /** ShedLock's provider suite on {@code file:}, the processes of one host sharing a directory. */
-@Order(2) // among the longest classes: started first
 class FileShedLockSuiteTest extends ShedLockSuiteOverLocker {
 
     @TempDir

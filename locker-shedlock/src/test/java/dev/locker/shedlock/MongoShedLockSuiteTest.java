@@ -3,10 +3,8 @@ package dev.locker.shedlock;
 import dev.locker.mongo.InProcessMongo;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Order;
 
 /** ShedLock's provider suite on MongoDB's wire protocol, served in-process by mongo-java-server. */
-@Order(2) // among the longest classes: started first
 class MongoShedLockSuiteTest extends ShedLockSuiteOverLocker {
 
     private static InProcessMongo mongo;
