@@ -10,7 +10,8 @@ import dev.locker.testkit.LockerFixture;
  * Conformance sections on {@link HBaseLocker} over the real mini cluster, with lock and data tables of the class's
  * own. The expected-value scenarios guard data kept in an HBase table through {@link HBaseKeyColumnValueStore}.
  *
- * <p>The sections are shared out among a few classes, so that they run side by side (docs/testing.md).
+ * <p>The sections are shared out between two classes, so that they run side by side (docs/testing.md).
+ * The lease sections stay in one class: at most two keep-alive cases of the module run at once, as before.
  * Breaking the backend takes a class's lock table offline, so no two classes share one.
  * {@link HBaseConformanceCoverageTest} pins that the classes run every section of the suite between them.
  */

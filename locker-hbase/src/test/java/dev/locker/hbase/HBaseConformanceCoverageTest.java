@@ -12,21 +12,14 @@ import java.util.TreeSet;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-/** The HBase conformance classes run every section of the suite between them, for each of the two lockers. */
+/** The conformance classes of {@link HBaseLocker} run every section of the suite between them. */
 class HBaseConformanceCoverageTest {
 
     @Test
     void theAtomicLockerRunsEverySectionOfTheSuiteAndLeaseDurations() {
         Set<String> wanted = sectionsOf(LockerConformanceSuite.class);
         wanted.add(LeaseDurationsSection.class.getSimpleName());
-        assertEquals(wanted, sectionsOf(HBaseLockerConformanceTest.class, HBaseLockerLeaseConformanceTest.class,
-                HBaseLockerWaitingConformanceTest.class));
-    }
-
-    @Test
-    void theWaitAndReadBackLockerRunsEverySectionOfTheSuite() {
-        assertEquals(sectionsOf(LockerConformanceSuite.class), sectionsOf(HBaseConsistentKeyLockerConformanceTest.class,
-                HBaseConsistentKeyLockerLeaseConformanceTest.class));
+        assertEquals(wanted, sectionsOf(HBaseLockerConformanceTest.class, HBaseLockerLeaseConformanceTest.class));
     }
 
     /** The sections the classes implement, by simple name, sorted so that a failure reads as a list. */

@@ -6,13 +6,15 @@ import dev.locker.testkit.ExpiryAndFencingSection;
 import dev.locker.testkit.LimitsSection;
 import dev.locker.testkit.ListingSection;
 import dev.locker.testkit.ThreePhaseSection;
+import dev.locker.testkit.UnknownOutcomeSection;
 import org.junit.jupiter.api.Order;
 
-/** The three phases, expiry and fencing, limits, listing, an outage and expected values on {@link HBaseLocker}. */
+/** The three phases, expiry and fencing, paused processes, limits, listing, an outage and expected values. */
 @Order(1) // among the longest classes: started first
 class HBaseLockerConformanceTest extends HBaseAtomicConformance implements
         ThreePhaseSection,
         ExpiryAndFencingSection,
+        UnknownOutcomeSection,
         LimitsSection,
         ListingSection,
         BackendOutageSection,
