@@ -25,6 +25,7 @@ import org.apache.hadoop.hbase.coprocessor.RegionObserver;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
@@ -56,6 +57,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  */
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@Order(2) // among the longest classes: started first
 class HBaseClientRetryTest {
 
     private static final Duration LONG_EXPIRY = Duration.ofSeconds(30);

@@ -9,6 +9,7 @@ import dev.locker.testkit.LockerConformanceSuite;
 import dev.locker.testkit.LockerFixture;
 import org.apache.hadoop.hbase.TableName;
 import org.apache.hadoop.hbase.client.Connection;
+import org.junit.jupiter.api.Order;
 
 import java.time.Duration;
 
@@ -17,6 +18,7 @@ import java.time.Duration;
  * unchanged, over {@link HBaseKeyColumnValueStore} on the real mini cluster. Claims carry client timestamps, so the
  * suite drives expiry with its virtual clock; breaking the backend takes the lock table's regions offline.
  */
+@Order(1) // among the longest classes: started first
 class HBaseConsistentKeyLockerConformanceTest extends LockerConformanceSuite {
 
     private static final String LOCKS = "conformance_ck_locks";

@@ -16,6 +16,7 @@ import org.apache.hadoop.hbase.client.Connection;
 import org.apache.hadoop.hbase.client.TableDescriptorBuilder;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
@@ -29,6 +30,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** What callers see when the cluster, the table or a region is not there: clear exceptions, in bounded time. */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@Order(2) // among the longest classes: started first
 class HBaseFailureTest {
 
     private final HBaseTestCluster cluster = HBaseTestCluster.get();

@@ -1,30 +1,27 @@
 package dev.locker.hbase;
 
-import dev.locker.spi.KeyColumnValueStore;
-import dev.locker.api.Locker;
-import dev.locker.engine.ExpectedValueCheckingStore;
-import dev.locker.testkit.LeaseDurationsSection;
-import dev.locker.testkit.LockerConformanceSuite;
-import dev.locker.testkit.LockerFixture;
+import dev.locker.testkit.BackendOutageSection;
+import dev.locker.testkit.ExpectedValueCheckingSection;
+import dev.locker.testkit.ExpiryAndFencingSection;
+import dev.locker.testkit.LimitsSection;
+import dev.locker.testkit.ListingSection;
+import dev.locker.testkit.ThreePhaseSection;
+import dev.locker.testkit.UnknownOutcomeSection;
+import org.junit.jupiter.api.Order;
 
-/**
- * The whole conformance suite on {@link HBaseLocker} over the real mini cluster; the expected-value scenarios guard
- * data kept in an HBase table through {@link HBaseKeyColumnValueStore}.
- */
-class HBaseLockerConformanceTest extends LockerConformanceSuite implements LeaseDurationsSection {
-
-    private HBaseLockerFixture hbase;
-    private HBaseKeyColumnValueStore data;
-
-    @Override
-    protected LockerFixture createFixture() {
-        hbase = new HBaseLockerFixture("conformance_atomic_locks");
-        data = HBaseKeyColumnValueStore.open(hbase.connection(), "conformance_atomic_data", "d", true);
-        return hbase;
-    }
+/** The three phases, expiry and fencing, paused processes, limits, listing, an outage and expected values. */
+@Order(1) // among the longest classes: started first
+class HBaseLockerConformanceTest extends HBaseAtomicConformance implements
+        ThreePhaseSection,
+        ExpiryAndFencingSection,
+        UnknownOutcomeSection,
+        LimitsSection,
+        ListingSection,
+        BackendOutageSection,
+        ExpectedValueCheckingSection {
 
     @Override
-    protected KeyColumnValueStore expectedValueChecking(Locker locker) {
-        return new ExpectedValueCheckingStore(data, locker);
+    String tables() {
+        return "phases";
     }
 }

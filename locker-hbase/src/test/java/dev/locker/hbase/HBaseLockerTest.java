@@ -22,6 +22,7 @@ import org.apache.hadoop.hbase.client.TableDescriptorBuilder;
 import org.apache.hadoop.hbase.util.Bytes;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
@@ -42,6 +43,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** HBase-specific behaviour of {@link HBaseLocker}: round trips, row layout, server clock, lost replies, TTLs. */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@Order(2) // among the longest classes: started first
 class HBaseLockerTest {
 
     private final HBaseTestCluster cluster = HBaseTestCluster.get();

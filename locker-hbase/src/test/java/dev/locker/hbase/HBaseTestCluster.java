@@ -44,7 +44,8 @@ public final class HBaseTestCluster {
      * Starts a mini cluster (ZooKeeper, one master, one region server) with the settings of every harness of this
      * project (this shared one, locker-faults' and locker-bench's, which need clusters of their own): the local file
      * system instead of HDFS (which has no hflush/hsync, so HBase must be told to accept it), no web UIs, and region
-     * servers that report at once, so the cluster is up in seconds instead of ~17 s.
+     * servers that report at once, so the cluster is up in seconds instead of ~17 s. The master gets 200 s to become
+     * active instead of 30 s: two loaded cores can take longer, and a start that gives up costs every class that waited.
      */
     public static HBaseTestingUtility startMiniCluster() throws Exception {
         HBaseTestingUtility util = new HBaseTestingUtility();
@@ -55,6 +56,7 @@ public final class HBaseTestCluster {
         conf.setInt(HConstants.REGIONSERVER_INFO_PORT, -1);
         conf.setInt("hbase.regionserver.msginterval", 100);
         conf.setInt(HConstants.REGION_SERVER_HANDLER_COUNT, 10);
+        conf.setInt("hbase.master.start.timeout.localHBaseCluster", 200_000);
         util.startMiniZKCluster();
         util.startMiniHBaseCluster(StartMiniClusterOption.builder().numMasters(1).numRegionServers(1).build());
         return util;

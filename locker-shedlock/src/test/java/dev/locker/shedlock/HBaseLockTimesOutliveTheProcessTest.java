@@ -1,8 +1,10 @@
 package dev.locker.shedlock;
 
 import dev.locker.hbase.HBaseTestCluster;
+import org.junit.jupiter.api.Order;
 
 /** ShedLock's durations outlive the holding process on the real HBase 2.6 mini cluster, started in this JVM. */
+@Order(1) // among the longest classes: started first
 class HBaseLockTimesOutliveTheProcessTest extends LockTimesOutliveTheProcess {
 
     @Override

@@ -3,8 +3,10 @@ package dev.locker.shedlock;
 import dev.locker.hbase.HBaseTestCluster;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Order;
 
 /** ShedLock's provider suite on the real HBase 2.6 mini cluster, started in this JVM. */
+@Order(1) // among the longest classes: started first
 class HBaseShedLockSuiteTest extends ShedLockSuiteOverLocker {
 
     private static LockerLockProvider provider;
