@@ -56,11 +56,12 @@ public final class Worker {
 
     /**
      * Name prefixes of the threads that clients start once per JVM and share: Redis's owner-record writer, MongoDB's
-     * buffer pool pruner, the HBase RPC client's event loops and timers, and the JDK's process reaper.
+     * buffer pool pruner, the HBase RPC client's event loops and timers, Hadoop's file system statistics cleaner, and
+     * the JDK's process reaper.
      */
     private static final List<String> SHARED_THREADS = List.of("locker-redis-owner-records", "BufferPoolPruner",
             "RPCClient-NioEventLoopGroup", "RpcClient-timer", "Idle-Rpc-Conn-Sweeper", "Async-Client-Retry-Timer",
-            "process reaper");
+            "org.apache.hadoop.fs.FileSystem$Statistics$StatisticsDataReferenceCleaner", "process reaper");
 
     private final Map<String, String> args;
     private final String id;
