@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Random;
+import java.util.Set;
 import java.util.function.Predicate;
 
 import static dev.locker.faults.TortureRun.HARNESS;
@@ -29,7 +30,8 @@ final class FaultInjector {
     private final Random random;
     private final Duration expiry;
     private final Timeline timeline;
-    private final Map<String, Process> workers;
+    private final Map<String, WorkerProcess> workers;
+    private final Set<String> spent;
     private final Map<String, FreezingProxy> proxies;
     private final Map<String, Path> clockFiles;
 
@@ -40,12 +42,14 @@ final class FaultInjector {
      * @param random     the run's random source, shared with the workers' seeds
      * @param expiry     the claims' expiry
      * @param timeline   the run's timeline
-     * @param workers    the run's worker processes by id, filled once they start
+     * @param workers    the run's worker JVMs by id, filled once they start
+     * @param spent      where it adds each worker whose JVM the fault acts on (no later run gets that JVM)
      * @param proxies    the freezing proxy of each worker, where the scenario has them
      * @param clockFiles the faked clock file of each worker, where the scenario has them
      */
     FaultInjector(Backend backend, Scenario scenario, Profile profile, Random random, Duration expiry,
-                  Timeline timeline, Map<String, Process> workers, Map<String, FreezingProxy> proxies,
+                  Timeline timeline, Map<String, WorkerProcess> workers, Set<String> spent,
+                  Map<String, FreezingProxy> proxies,
                   Map<String, Path> clockFiles) {
         this.backend = backend;
         this.scenario = scenario;
@@ -54,6 +58,7 @@ final class FaultInjector {
         this.expiry = expiry;
         this.timeline = timeline;
         this.workers = workers;
+        this.spent = spent;
         this.proxies = proxies;
         this.clockFiles = clockFiles;
     }
@@ -107,11 +112,12 @@ final class FaultInjector {
                 cutLock = g.get().lock();
                 cutWorker = w;
                 faultAt = System.nanoTime();
-                Signals.stop(workers.get(w).pid());
+                spent.add(w);
+                Signals.stop(workers.get(w).process().pid());
                 timeline.note(HARNESS, Event.Type.FAULT, g.get().lock(), "STOP " + w);
                 Thread.sleep(twice.toMillis());
                 timeline.note(HARNESS, Event.Type.FAULT, g.get().lock(), "CONT " + w);
-                Signals.cont(workers.get(w).pid());
+                Signals.cont(workers.get(w).process().pid());
             }
             case FREEZE_CONNECTION -> {
                 Optional<Event> g = awaitAfterWarmUp(e -> e.type() == Event.Type.GRANTED);
@@ -122,6 +128,7 @@ final class FaultInjector {
                 cutLock = g.get().lock();
                 cutWorker = w;
                 faultAt = System.nanoTime();
+                spent.add(w);
                 proxies.get(w).freeze();
                 timeline.note(HARNESS, Event.Type.FAULT, g.get().lock(), "FREEZE " + w);
                 Thread.sleep(twice.toMillis());
@@ -223,8 +230,8 @@ final class FaultInjector {
             case CONTENTION -> {
                 // no fault: the workers stop after their cycles
                 long deadline = System.nanoTime() + Duration.ofMinutes(10).toNanos();
-                for (Process p : workers.values()) {
-                    p.waitFor(Math.max(0, deadline - System.nanoTime()), java.util.concurrent.TimeUnit.NANOSECONDS);
+                for (WorkerProcess w : workers.values()) {
+                    w.awaitRunEnd(Duration.ofNanos(Math.max(0, deadline - System.nanoTime())));
                 }
                 return true;
             }
@@ -256,7 +263,8 @@ final class FaultInjector {
     }
 
     private void kill(String worker) {
-        Process p = workers.get(worker);
+        spent.add(worker);
+        Process p = workers.get(worker).process();
         p.destroyForcibly(); // SIGKILL
         timeline.note(HARNESS, Event.Type.FAULT, worker, "KILL " + worker);
         try {
@@ -303,7 +311,7 @@ final class FaultInjector {
             }
             Thread.sleep(profile.randomTiming() ? 5 + random.nextInt(100) : 30);
             for (Map.Entry<String, Event.Type> w : last.entrySet()) {
-                if (!w.getKey().equals(holder) && w.getValue() == Event.Type.ACQUIRE && workers.get(w.getKey()).isAlive()) {
+                if (!w.getKey().equals(holder) && w.getValue() == Event.Type.ACQUIRE && workers.get(w.getKey()).process().isAlive()) {
                     return Optional.of(w.getKey());
                 }
             }

@@ -5,11 +5,7 @@ import dev.locker.api.Locker;
 import dev.locker.api.Lockers;
 import dev.locker.testkit.FreezingProxy;
 
-import java.io.BufferedReader;
-import java.io.BufferedWriter;
 import java.io.IOException;
-import java.io.InputStreamReader;
-import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -18,11 +14,14 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Random;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * One run of one {@link Scenario} on one {@link Backend}: starts the worker JVMs, the referee and (where the scenario
@@ -65,12 +64,16 @@ public final class TortureRun {
     private final Path dir;
     private final Duration expiry;
     private final Timeline timeline = new Timeline();
-    private final Map<String, Process> workers = new LinkedHashMap<>();
+    private final Map<String, WorkerProcess> workers = new LinkedHashMap<>();
+    /** The workers whose JVM a fault acted on, or that run on a faked clock: their JVMs serve no other run. */
+    private final Set<String> spent = new HashSet<>();
     private final Map<String, FreezingProxy> proxies = new HashMap<>();
     private final Map<String, Path> clockFiles = new HashMap<>();
     private final String prefix;
     private final WorkerJvm launcher;
     private final FaultInjector faults;
+    /** Worker JVMs started by this harness, for their names. */
+    private static final AtomicInteger JVMS = new AtomicInteger();
 
     /**
      * Prepares a run.
@@ -103,7 +106,7 @@ public final class TortureRun {
         this.dir = root.resolve(backend.name()).resolve(scenario.name().toLowerCase() + "-" + run);
         this.prefix = "f" + Long.toHexString(System.nanoTime() & 0xffffffL) + scenario.ordinal() + "-";
         this.launcher = WorkerJvm.in(root.resolve("worker-jvm"));
-        this.faults = new FaultInjector(backend, scenario, profile, random, expiry, timeline, workers, proxies,
+        this.faults = new FaultInjector(backend, scenario, profile, random, expiry, timeline, workers, spent, proxies,
                 clockFiles);
     }
 
@@ -148,8 +151,8 @@ public final class TortureRun {
             timeline.note(HARNESS, Event.Type.NOTE, "-", "starting workers");
             startWorkers(referee.port());
             awaitAll(Event.Type.READY, Duration.ofSeconds(120));
-            for (Process p : workers.values()) {
-                send(p, "GO " + (System.nanoTime() + Duration.ofMinutes(10).toNanos()));
+            for (WorkerProcess w : workers.values()) {
+                w.send("GO " + (System.nanoTime() + Duration.ofMinutes(10).toNanos()));
             }
             timeline.note(HARNESS, Event.Type.NOTE, "-", "GO: " + scenario + " on " + backend.name() + ", expiry "
                     + expiry.toMillis() + " ms, seed " + profile.seed() + ", run " + run);
@@ -160,8 +163,12 @@ public final class TortureRun {
             leftovers = leftovers();
             timeline.note(HARNESS, Event.Type.NOTE, "-", "claims left behind: " + leftovers);
         } finally {
-            for (Process p : workers.values()) {
-                if (p.isAlive()) {
+            WorkerPool pool = WorkerPool.of(backend.name());
+            for (Map.Entry<String, WorkerProcess> w : workers.entrySet()) {
+                Process p = w.getValue().process();
+                if (!spent.contains(w.getKey()) && w.getValue().isIdle()) {
+                    pool.offer(w.getValue());
+                } else if (p.isAlive()) {
                     try {
                         Signals.cont(p.pid());
                     } catch (RuntimeException ignored) {
@@ -217,6 +224,7 @@ public final class TortureRun {
         Plan plan = plan();
         String locks = String.join(",", Arrays.stream(plan.locks().split(",")).map(l -> prefix + l).toList());
         long skew = Math.max(90, 3 * expiry.toSeconds());
+        WorkerPool pool = WorkerPool.of(backend.name());
         for (int i = 0; i < plan.workers(); i++) {
             String id = "w" + i;
             String hostPort = backend.serverAddress();
@@ -226,32 +234,49 @@ public final class TortureRun {
                 proxies.put(id, proxy);
                 hostPort = "127.0.0.1:" + proxy.port();
             }
-            List<String> cmd = launcher.command(backend.name(), jvmOptions(id), List.of(
+            List<String> args = List.of(
                     "--id=" + id, "--uri=" + backend.uri(i, hostPort), "--locks=" + locks, "--referee=" + refereePort,
                     "--cycles=" + plan.cycles(), "--holdMs=" + plan.holdMs(), "--writes=" + plan.writes(),
                     "--waitMs=" + plan.waitMs(), "--gapMs=" + plan.gapMs(), "--releasePauseMs=" + plan.releasePauseMs(),
                     "--keepAlive=" + plan.keepAlive(), "--seed=" + random.nextLong(),
-                    "--closeInterruptedAndQuit=" + (scenario == Scenario.FILE_INTERRUPTED_CLOSE && i == 0)));
-            ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(dir.resolve(id + ".stderr").toFile());
+                    "--closeInterruptedAndQuit=" + (scenario == Scenario.FILE_INTERRUPTED_CLOSE && i == 0));
+            Map<String, String> fakedTime = null;
             if (scenario == Scenario.CLOCK_SKEW && i < 2) {
-                fakeTime(pb, null).put("FAKETIME", (i == 0 ? "-" : "+") + skew + "s");
+                fakedTime = fakeTime(null);
+                fakedTime.put("FAKETIME", (i == 0 ? "-" : "+") + skew + "s");
             } else if (scenario == Scenario.CLOCK_JUMP) {
                 Path file = dir.resolve(id + ".faketime");
                 FaultInjector.writeClock(file, "+0s");
                 clockFiles.put(id, file);
-                fakeTime(pb, file);
+                fakedTime = fakeTime(file);
             }
-            try {
-                Process p = pb.start();
-                workers.put(id, p);
-                readEvents(id, p);
-            } catch (IOException ex) {
-                throw new UncheckedIOException("cannot start worker " + id, ex);
+            // a faked clock is set in the environment at the JVM's start, so such a worker needs a JVM of its own
+            WorkerProcess w = fakedTime == null ? pool.take() : null;
+            if (w == null) {
+                w = startWorkerJvm(fakedTime);
             }
+            if (fakedTime != null) {
+                spent.add(id);
+            }
+            workers.put(id, w);
+            w.serve(id, timeline, dir, args);
         }
         if (scenario == Scenario.CLOCK_SKEW) {
             timeline.note(HARNESS, Event.Type.FAULT, "-", "CLOCK w0 -" + skew + "s, w1 +" + skew + "s (from start)");
         }
+    }
+
+    private WorkerProcess startWorkerJvm(Map<String, String> fakedTime) {
+        String name = backend.name() + "-" + JVMS.incrementAndGet();
+        Path jvmDir = launcher.dir();
+        Path log = jvmDir.resolve(name + ".log");
+        List<String> options = new ArrayList<>(backend.workerJvmOptions());
+        options.add("-Dfaults.log=" + log);
+        ProcessBuilder pb = new ProcessBuilder(launcher.command(backend.name(), options, List.of("--serve")));
+        if (fakedTime != null) {
+            pb.environment().putAll(fakedTime);
+        }
+        return WorkerProcess.start(pb, name, log, jvmDir.resolve(name + ".stderr"));
     }
 
     private List<String> jvmOptions(String id) {
@@ -275,8 +300,8 @@ public final class TortureRun {
         }
     }
 
-    private static Map<String, String> fakeTime(ProcessBuilder pb, Path timestampFile) {
-        Map<String, String> env = pb.environment();
+    private static Map<String, String> fakeTime(Path timestampFile) {
+        Map<String, String> env = new HashMap<>();
         env.put("LD_PRELOAD", LIBFAKETIME.toString());
         // the monotonic clock must stay real: it is the shared timeline, and JVM timed waits spin on a faked one
         env.put("FAKETIME_DONT_FAKE_MONOTONIC", "1");
@@ -288,44 +313,12 @@ public final class TortureRun {
         return env;
     }
 
-    private void readEvents(String id, Process p) throws IOException {
-        BufferedWriter other = Files.newBufferedWriter(dir.resolve(id + ".stdout"), StandardCharsets.UTF_8);
-        Thread t = new Thread(() -> {
-            try (BufferedReader in = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
-                 other) {
-                String line;
-                while ((line = in.readLine()) != null) {
-                    if (Event.isEvent(line)) {
-                        timeline.add(Event.parse(line));
-                    } else {
-                        other.write(line);
-                        other.newLine();
-                    }
-                }
-            } catch (IOException ignored) {
-                // the worker is gone
-            }
-        }, "events-" + id);
-        t.setDaemon(true);
-        t.start();
-    }
-
-    private static void send(Process p, String line) {
-        try {
-            OutputStream out = p.getOutputStream();
-            out.write((line + "\n").getBytes(StandardCharsets.UTF_8));
-            out.flush();
-        } catch (IOException e) {
-            // the worker is gone (killed): nothing to tell it
-        }
-    }
-
     private void awaitAll(Event.Type type, Duration max) throws InterruptedException {
         long deadline = System.nanoTime() + max.toNanos();
         for (String id : workers.keySet()) {
             Optional<Event> e = Optional.empty();
             // in slices, so that a worker that died at start ends the wait at once instead of after max
-            while (e.isEmpty() && workers.get(id).isAlive()) {
+            while (e.isEmpty() && workers.get(id).process().isAlive()) {
                 long left = deadline - System.nanoTime();
                 if (left <= 0) {
                     break;
@@ -338,21 +331,21 @@ public final class TortureRun {
             }
             if (e.isEmpty()) {
                 throw new IllegalStateException("worker " + id + " did not report " + type + " within " + max
-                        + " (alive: " + workers.get(id).isAlive() + "); see " + dir);
+                        + " (alive: " + workers.get(id).process().isAlive() + "); see " + dir);
             }
         }
     }
 
     private void stopWorkers() throws InterruptedException {
-        for (Process p : workers.values()) {
-            send(p, "STOP");
+        for (WorkerProcess w : workers.values()) {
+            w.send("STOP");
         }
         long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-        for (Map.Entry<String, Process> w : workers.entrySet()) {
+        for (Map.Entry<String, WorkerProcess> w : workers.entrySet()) {
             long left = Math.max(0, deadline - System.nanoTime());
-            if (!w.getValue().waitFor(left, java.util.concurrent.TimeUnit.NANOSECONDS)) {
+            if (!w.getValue().awaitRunEnd(Duration.ofNanos(left))) {
                 timeline.note(HARNESS, Event.Type.NOTE, w.getKey(), "did not exit after STOP: killed");
-                w.getValue().destroyForcibly().waitFor();
+                w.getValue().process().destroyForcibly().waitFor();
             }
         }
         Thread.sleep(50); // the readers drain the last lines

@@ -21,6 +21,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
+import java.util.Set;
 
 /**
  * One contender, in a JVM of its own: opens a locker on the backend URI, waits for the harness's {@code GO}, then
@@ -38,21 +39,44 @@ import java.util.Random;
  * reads the local monotonic clock: no server round trip stands between the validity check and the write, so a guard
  * turned off in the locker shows as an overlap or a stale write. Standard input: {@code GO <untilNanos>} starts it, {@code STOP} ends
  * it after the current cycle; end of input (the harness died) halts it at once.
+ *
+ * <h2>Serving several runs</h2>
+ * Started with {@code --serve} alone, the JVM serves one run after another of the same backend.
+ * Each run arrives as a line {@code RUN} followed by its tab-separated arguments, and gets a new worker and locker.
+ * After its {@code EXIT} event the JVM prints {@code IDLE} once the run left no thread behind, and waits for the next.
+ * Otherwise it prints {@code UNFIT} with the reason and exits, so that no run inherits another's state.
  */
 public final class Worker {
 
+    /** Standard output, where the events go: one stream for every run of the JVM, so lines never interleave. */
+    private static final PrintStream OUT = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out),
+            true, StandardCharsets.UTF_8);
+    /** How long a served run's threads (keep-alive, client pools) may take to end after its locker closed. */
+    private static final long THREADS_END_WITHIN_MS = 3_000;
+
+    /**
+     * Name prefixes of the threads that clients start once per JVM and share: Redis's owner-record writer, MongoDB's
+     * buffer pool pruner, the HBase RPC client's event loops and timers, Hadoop's file system statistics cleaner, and
+     * the JDK's process reaper.
+     */
+    private static final List<String> SHARED_THREADS = List.of("locker-redis-owner-records", "BufferPoolPruner",
+            "RPCClient-NioEventLoopGroup", "RpcClient-timer", "Idle-Rpc-Conn-Sweeper", "Async-Client-Retry-Timer",
+            "org.apache.hadoop.fs.FileSystem$Statistics$StatisticsDataReferenceCleaner", "process reaper");
+
     private final Map<String, String> args;
     private final String id;
-    private final PrintStream out;
+    private final PrintStream out = OUT;
+    private final Commands commands;
     private volatile Lease current;
     private volatile String currentLock;
     private volatile long lastDeadline;
     private volatile boolean stopped;
+    private volatile boolean over;
 
-    private Worker(Map<String, String> args) {
+    private Worker(Map<String, String> args, Commands commands) {
         this.args = args;
         this.id = arg("id");
-        this.out = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), true, StandardCharsets.UTF_8);
+        this.commands = commands;
     }
 
     /**
@@ -62,6 +86,20 @@ public final class Worker {
      * @throws Exception when the worker cannot run at all
      */
     public static void main(String[] argv) throws Exception {
+        Commands commands = new Commands();
+        if (argv.length == 1 && argv[0].equals("--serve")) {
+            serve(commands);
+            return;
+        }
+        Map<String, String> args = parse(argv);
+        commands.start();
+        Worker worker = new Worker(args, commands);
+        commands.current = worker;
+        worker.run();
+        System.exit(0);
+    }
+
+    private static Map<String, String> parse(String[] argv) {
         Map<String, String> args = new HashMap<>();
         for (String a : argv) {
             int eq = a.indexOf('=');
@@ -70,7 +108,58 @@ public final class Worker {
             }
             args.put(a.substring(2, eq), a.substring(eq + 1));
         }
-        new Worker(args).run();
+        return args;
+    }
+
+    /**
+     * Serves runs until the harness closes standard input, each with a worker and a locker of its own.
+     * The threads alive before the first run are the baseline: a run must leave no other thread behind.
+     */
+    private static void serve(Commands commands) throws Exception {
+        commands.start();
+        Set<Thread> baseline = Set.copyOf(Thread.getAllStackTraces().keySet());
+        while (true) {
+            String line = commands.next();
+            if (!line.startsWith("RUN\t")) {
+                Runtime.getRuntime().halt(3);
+            }
+            Worker worker = new Worker(parse(line.substring(4).split("\t")), commands);
+            commands.current = worker;
+            worker.run();
+            commands.current = null;
+            String unfit = Boolean.parseBoolean(worker.args.getOrDefault("closeInterruptedAndQuit", "false"))
+                    ? "its lease was closed on an interrupted thread" : threadsLeftBehind(baseline);
+            if (unfit != null) {
+                OUT.println("UNFIT " + unfit);
+                System.exit(0);
+            }
+            OUT.println("IDLE");
+        }
+    }
+
+    /**
+     * Whether {@code t} is a thread its library starts once per JVM, from a static field, for every client.
+     * Such a thread outlives each client by design and holds no connection of a closed one.
+     */
+    private static boolean isSharedByTheJvm(Thread t) {
+        return SHARED_THREADS.stream().anyMatch(t.getName()::startsWith);
+    }
+
+    /** The threads a run left behind, once they had a moment to end, or null when there are none. */
+    private static String threadsLeftBehind(Set<Thread> baseline) throws InterruptedException {
+        long end = System.nanoTime() + java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(THREADS_END_WITHIN_MS);
+        while (true) {
+            List<String> left = Thread.getAllStackTraces().keySet().stream()
+                    .filter(t -> t.isAlive() && !baseline.contains(t) && !isSharedByTheJvm(t))
+                    .map(Thread::getName).sorted().toList();
+            if (left.isEmpty()) {
+                return null;
+            }
+            if (System.nanoTime() - end >= 0) {
+                return "threads left behind: " + left;
+            }
+            Thread.sleep(20);
+        }
     }
 
     private String arg(String name) {
@@ -131,67 +220,71 @@ public final class Worker {
             OutputStream refereeOut = referee.getOutputStream();
             emit(Event.Type.READY, "-", 0, 0, "rid " + locker.rid() + ", pid " + ProcessHandle.current().pid());
             long until = awaitGo();
-            daemon("deadline-sampler", () -> {
-                while (true) {
+            Thread sampler = daemon("deadline-sampler", () -> {
+                while (!over) {
                     sampleDeadline();
                     sleep(5);
                 }
             });
-            for (long cycle = 0; cycle < cycles && !stopped && System.nanoTime() - until < 0; cycle++) {
-                String name = locks.get(random.nextInt(locks.size()));
-                emit(Event.Type.ACQUIRE, name, 0, 0, "cycle " + cycle);
-                Acquisition a = locker.acquireWithin(KeyColumn.named(name), "faults worker " + id, wait);
-                if (!a.acquired()) {
-                    emit(Event.Type.REFUSED, name, 0, 0, a.toString());
-                    sleep(gapMs);
-                    continue;
-                }
-                Lease lease = a.lease().orElseThrow();
-                long token = lease.fencingToken();
-                lastDeadline = deadlineOf(lease);
-                emit(Event.Type.GRANTED, name, token, lastDeadline, "cycle " + cycle);
-                currentLock = name;
-                current = lease;
-                lease.onLost(loss -> emit(Event.Type.LOST, name, token, 0, loss.reason() + " " + loss));
-                if (!keepAlive) {
-                    lease.keepAlive(false);
-                }
-                for (int w = 0; w < writes && !stopped; w++) {
-                    long deadline = deadlineOf(lease);
-                    if (deadline == 0) {
-                        emit(Event.Type.INVALID, name, token, 0, "lease no longer valid: stop writing");
+            try {
+                for (long cycle = 0; cycle < cycles && !stopped && System.nanoTime() - until < 0; cycle++) {
+                    String name = locks.get(random.nextInt(locks.size()));
+                    emit(Event.Type.ACQUIRE, name, 0, 0, "cycle " + cycle);
+                    Acquisition a = locker.acquireWithin(KeyColumn.named(name), "faults worker " + id, wait);
+                    if (!a.acquired()) {
+                        emit(Event.Type.REFUSED, name, 0, 0, a.toString());
+                        sleep(gapMs);
+                        continue;
+                    }
+                    Lease lease = a.lease().orElseThrow();
+                    long token = lease.fencingToken();
+                    lastDeadline = deadlineOf(lease);
+                    emit(Event.Type.GRANTED, name, token, lastDeadline, "cycle " + cycle);
+                    currentLock = name;
+                    current = lease;
+                    lease.onLost(loss -> emit(Event.Type.LOST, name, token, 0, loss.reason() + " " + loss));
+                    if (!keepAlive) {
+                        lease.keepAlive(false);
+                    }
+                    for (int w = 0; w < writes && !stopped; w++) {
+                        long deadline = deadlineOf(lease);
+                        if (deadline == 0) {
+                            emit(Event.Type.INVALID, name, token, 0, "lease no longer valid: stop writing");
+                            break;
+                        }
+                        emit(Event.Type.WRITE, name, token, deadline, "write " + w);
+                        refereeOut.write(("W " + id + " " + name + " " + token + " " + deadline + "\n")
+                                .getBytes(StandardCharsets.UTF_8));
+                        refereeOut.flush();
+                        String reply = refereeIn.readLine();
+                        if ("OK".equals(reply)) {
+                            emit(Event.Type.WRITE_OK, name, token, deadline, "");
+                        } else {
+                            emit(Event.Type.WRITE_REFUSED, name, token, deadline, String.valueOf(reply));
+                        }
+                        if (holdMs > 0) {
+                            sleep(holdMs / writes);
+                        }
+                    }
+                    emit(Event.Type.RELEASE, name, token, deadlineOf(lease), "");
+                    current = null;
+                    if (closeInterrupted) {
+                        closeInterruptedAndQuit(lease, name, token);
                         break;
                     }
-                    emit(Event.Type.WRITE, name, token, deadline, "write " + w);
-                    refereeOut.write(("W " + id + " " + name + " " + token + " " + deadline + "\n")
-                            .getBytes(StandardCharsets.UTF_8));
-                    refereeOut.flush();
-                    String reply = refereeIn.readLine();
-                    if ("OK".equals(reply)) {
-                        emit(Event.Type.WRITE_OK, name, token, deadline, "");
-                    } else {
-                        emit(Event.Type.WRITE_REFUSED, name, token, deadline, String.valueOf(reply));
-                    }
-                    if (holdMs > 0) {
-                        sleep(holdMs / writes);
+                    lease.close();
+                    emit(Event.Type.RELEASED, name, token, 0, "");
+                    if (gapMs > 0) {
+                        sleep(gapMs);
                     }
                 }
-                emit(Event.Type.RELEASE, name, token, deadlineOf(lease), "");
-                current = null;
-                if (closeInterrupted) {
-                    closeInterruptedAndQuit(lease, name, token);
-                    break;
-                }
-                lease.close();
-                emit(Event.Type.RELEASED, name, token, 0, "");
-                if (gapMs > 0) {
-                    sleep(gapMs);
-                }
+            } finally {
+                over = true;
+                sampler.join();
             }
         }
         emit(Event.Type.EXIT, "-", 0, 0, "done");
         out.flush();
-        System.exit(0);
     }
 
     /**
@@ -248,32 +341,54 @@ public final class Worker {
         }
     }
 
-    private long awaitGo() throws IOException {
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        String line = in.readLine();
-        if (line == null || !line.startsWith("GO ")) {
+    private long awaitGo() throws InterruptedException {
+        String line = commands.next();
+        if (!line.startsWith("GO ")) {
             Runtime.getRuntime().halt(3);
         }
-        daemon("stdin-watch", () -> {
-            try {
-                String next;
-                while ((next = in.readLine()) != null) {
-                    if (next.trim().equals("STOP")) {
-                        stopped = true; // finish this cycle, then exit
-                    }
-                }
-            } catch (IOException ignored) {
-                // same as end of input
-            }
-            Runtime.getRuntime().halt(3);
-        });
         return Long.parseLong(line.substring(3).trim());
     }
 
-    private static void daemon(String name, Runnable r) {
+    /**
+     * The harness's lines on standard input, read by one thread for the JVM's whole life.
+     * {@code STOP} reaches the current worker at once; every other line waits in order for the worker to take it.
+     */
+    private static final class Commands {
+        private final java.util.concurrent.BlockingQueue<String> lines = new java.util.concurrent.LinkedBlockingQueue<>();
+        private volatile Worker current;
+
+        void start() {
+            BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+            daemon("stdin-watch", () -> {
+                try {
+                    String next;
+                    while ((next = in.readLine()) != null) {
+                        Worker w = current;
+                        if (next.trim().equals("STOP")) {
+                            if (w != null) {
+                                w.stopped = true; // finish this cycle, then exit
+                            }
+                        } else {
+                            lines.add(next);
+                        }
+                    }
+                } catch (IOException ignored) {
+                    // same as end of input
+                }
+                Runtime.getRuntime().halt(3);
+            });
+        }
+
+        String next() throws InterruptedException {
+            return lines.take();
+        }
+    }
+
+    private static Thread daemon(String name, Runnable r) {
         Thread t = new Thread(r, name);
         t.setDaemon(true);
         t.start();
+        return t;
     }
 
     private static void sleep(long ms) {

@@ -64,6 +64,15 @@ public final class WorkerJvm {
     }
 
     /**
+     * The directory of this launcher's jars and archives, where worker JVMs keep their logs too.
+     *
+     * @return the directory
+     */
+    public Path dir() {
+        return dir;
+    }
+
+    /**
      * The command that starts a worker of {@code backend}, with its archive once one was written.
      *
      * @param backend    the backend's name (one archive each)

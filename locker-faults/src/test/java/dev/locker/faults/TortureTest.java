@@ -99,6 +99,7 @@ abstract class TortureTest {
     @AfterAll
     void closeBackendAndWriteReport() {
         if (backend != null) {
+            WorkerPool.of(backend.name()).close();
             backend.close();
         }
         TortureSession.writeReport();
