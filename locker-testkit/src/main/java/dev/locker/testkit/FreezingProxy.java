@@ -10,12 +10,17 @@ import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
 
 /**
@@ -32,13 +37,18 @@ import java.util.function.BooleanSupplier;
  * late). A client's close is passed on as a half-close, so the server still runs and answers what it was sent.
  * {@link #dropNextMarkedReplyAndGoDown()} loses the reply to the next marked request with its connection, and refuses
  * connections until {@link #comeBack()}: an endpoint that fails over just after the server ran a command.
+ *
+ * <p>{@link #holdNextRequestCarrying} makes one request arrive twice: it keeps the request and resets its client's
+ * connection, so the client repeats it on a fresh one; {@link #deliverLateCopy()} then sends the kept copy on its
+ * own connection. {@link #switchTo} moves the proxy to another server and closes the open connections, as a virtual
+ * IP does in a failover. A target that refuses a connection makes the proxy close its client's connection at once.
  */
 public final class FreezingProxy implements AutoCloseable {
 
     private final int port;
     private volatile ServerSocket listener;
-    private final String targetHost;
-    private final int targetPort;
+    private volatile String targetHost;
+    private volatile int targetPort;
     private final String marker; // upper case; null: none
     private final List<Socket> sockets = new CopyOnWriteArrayList<>();
     private final List<Link> links = new CopyOnWriteArrayList<>();
@@ -54,6 +64,10 @@ public final class FreezingProxy implements AutoCloseable {
     private boolean holding; // guarded by gate
     private final AtomicInteger markedRequests = new AtomicInteger();
     private final AtomicBoolean dropArmed = new AtomicBoolean();
+    private final AtomicReference<byte[]> lateCopyMarker = new AtomicReference<>();
+    private volatile byte[] lateCopy;
+    private volatile Socket lateCopyUpstream; // kept open after its client's reset: the late copy goes through it
+    private final CompletableFuture<String> lateCopyReply = new CompletableFuture<>();
 
     /** One connection through the proxy: its number, whether its client sent the marker, whether it alone is frozen. */
     private static final class Link {
@@ -181,6 +195,45 @@ public final class FreezingProxy implements AutoCloseable {
         dropArmed.set(true);
     }
 
+    /**
+     * Keeps the next request that carries {@code marker} (its bytes on the wire, case as given) and resets its client's
+     * connection: the client saw its request leave and no reply, so it repeats it on a fresh connection.
+     */
+    public void holdNextRequestCarrying(String marker) {
+        if (marker == null || marker.isEmpty()) {
+            throw new IllegalArgumentException("marker must be a non-empty string");
+        }
+        lateCopyMarker.set(marker.getBytes(StandardCharsets.ISO_8859_1));
+    }
+
+    /** True once a request was kept for a late copy. */
+    public boolean holdsALateCopy() {
+        return lateCopy != null;
+    }
+
+    /** Sends the kept request to the server now, on the connection it came in on, and returns the reply as text. */
+    public String deliverLateCopy() throws IOException, InterruptedException {
+        byte[] request = lateCopy;
+        if (request == null) {
+            throw new IllegalStateException("no request was kept for a late copy");
+        }
+        OutputStream out = lateCopyUpstream.getOutputStream();
+        out.write(request);
+        out.flush();
+        try {
+            return lateCopyReply.get(10, TimeUnit.SECONDS);
+        } catch (ExecutionException | TimeoutException e) {
+            throw new IllegalStateException("the server never answered the late copy", e);
+        }
+    }
+
+    /** Sends new connections to {@code host:port} and closes the open ones, so clients reconnect to it. */
+    public void switchTo(String host, int port) {
+        targetHost = host;
+        targetPort = port;
+        sockets.forEach(FreezingProxy::closeQuietly);
+    }
+
     /** Accepts connections again on the same port, after {@link #dropNextMarkedReplyAndGoDown()} took it down. */
     public void comeBack() {
         try {
@@ -198,7 +251,13 @@ public final class FreezingProxy implements AutoCloseable {
         while (!closed && !on.isClosed()) {
             try {
                 Socket client = on.accept();
-                Socket server = new Socket(targetHost, targetPort);
+                Socket server;
+                try {
+                    server = new Socket(targetHost, targetPort);
+                } catch (IOException down) {
+                    closeQuietly(client); // the target is down: its client sees a closed connection and may retry
+                    continue;
+                }
                 client.setTcpNoDelay(true);
                 server.setTcpNoDelay(true);
                 sockets.add(client);
@@ -208,10 +267,10 @@ public final class FreezingProxy implements AutoCloseable {
                 daemon("freezing-proxy-up-" + port(), () -> requests(client, server, link));
                 daemon("freezing-proxy-down-" + port(), () -> replies(server, client, link));
             } catch (IOException e) {
-                if (!closed) {
-                    continue;
+                if (closed) {
+                    return;
                 }
-                return;
+                pause(); // a failing accept would otherwise spin
             }
         }
     }
@@ -232,6 +291,14 @@ public final class FreezingProxy implements AutoCloseable {
                 if (n < 0) {
                     break;
                 }
+                byte[] late = lateCopyMarker.get();
+                if (late != null && contains(buf, n, late) && lateCopyMarker.compareAndSet(late, null)) {
+                    lateCopy = Arrays.copyOf(buf, n);
+                    lateCopyUpstream = server;
+                    client.setSoLinger(true, 0);
+                    client.close(); // a reset: the client saw its request leave, and no reply
+                    return;
+                }
                 if (marker != null && new String(buf, 0, n, StandardCharsets.ISO_8859_1)
                         .toUpperCase(Locale.ROOT).contains(marker)) {
                     link.marked = true;
@@ -248,8 +315,23 @@ public final class FreezingProxy implements AutoCloseable {
             server.shutdownOutput();
         } catch (IOException | InterruptedException e) {
             closeQuietly(client);
-            closeQuietly(server);
+            if (lateCopyUpstream != server) {
+                closeQuietly(server);
+            }
         }
+    }
+
+    private static boolean contains(byte[] buf, int n, byte[] m) {
+        outer:
+        for (int i = 0; i + m.length <= n; i++) {
+            for (int j = 0; j < m.length; j++) {
+                if (buf[i + j] != m[j]) {
+                    continue outer;
+                }
+            }
+            return true;
+        }
+        return false;
     }
 
     private static int readOrEnd(InputStream in, byte[] buf) {
@@ -263,12 +345,16 @@ public final class FreezingProxy implements AutoCloseable {
     /** Server to client; replies wait while their connection is frozen or stalled. */
     private void replies(Socket server, Socket client, Link link) {
         byte[] buf = new byte[16 * 1024];
-        try (InputStream in = server.getInputStream(); OutputStream out = client.getOutputStream()) {
+        try (InputStream in = server.getInputStream()) {
             while (true) {
                 awaitThawed(link);
                 int n = in.read(buf);
                 if (n < 0) {
                     break;
+                }
+                if (lateCopyUpstream == server) { // its client is gone: the reply is the late copy's
+                    lateCopyReply.complete(new String(buf, 0, n, StandardCharsets.UTF_8));
+                    continue;
                 }
                 if (link.id < heldBelow) {
                     repliesToHeldConnections.incrementAndGet();
@@ -283,6 +369,7 @@ public final class FreezingProxy implements AutoCloseable {
                 while (link.id < stalledBelow && !closed && (wait = stalledUntilNanos - System.nanoTime()) > 0) {
                     Thread.sleep(Math.max(1, TimeUnit.NANOSECONDS.toMillis(wait)));
                 }
+                OutputStream out = client.getOutputStream();
                 out.write(buf, 0, n);
                 out.flush();
             }
@@ -291,6 +378,9 @@ public final class FreezingProxy implements AutoCloseable {
         } finally {
             closeQuietly(server);
             closeQuietly(client);
+            sockets.remove(server); // a long run makes many connections: keep only the open ones
+            sockets.remove(client);
+            links.remove(link);
         }
     }
 
@@ -320,6 +410,14 @@ public final class FreezingProxy implements AutoCloseable {
         Thread t = new Thread(r, name);
         t.setDaemon(true);
         t.start();
+    }
+
+    private static void pause() {
+        try {
+            Thread.sleep(10);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     private static void closeQuietly(Socket s) {
