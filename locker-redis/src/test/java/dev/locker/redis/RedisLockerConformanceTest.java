@@ -20,12 +20,6 @@ import dev.locker.testkit.UnknownOutcomeSection;
 import dev.locker.testkit.WaitingSection;
 import org.junit.jupiter.api.Test;
 
-import java.util.HashSet;
-import java.util.List;
-import java.util.Set;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-
 /**
  * The conformance suite on one real redis-server (or LOCKER_REDIS_URI), but for the sections on leases over time.
  *
@@ -62,10 +56,7 @@ class RedisLockerConformanceTest extends ConformanceBase implements
 
     @Test
     void theTwoHalvesTogetherRunEverySectionOfTheSuite() {
-        Set<Class<?>> run = new HashSet<>(List.of(RedisLockerConformanceTest.class.getInterfaces()));
-        run.addAll(List.of(RedisLeaseConformanceTest.class.getInterfaces()));
-        Set<Class<?>> missing = new HashSet<>(List.of(LockerConformanceSuite.class.getInterfaces()));
-        missing.removeAll(run);
-        assertEquals(Set.of(), missing, "sections of the suite that no Redis conformance class runs");
+        ConformanceHalves.assertTogetherRunEverySection(RedisLockerConformanceTest.class,
+                RedisLeaseConformanceTest.class);
     }
 }
