@@ -15,7 +15,9 @@ import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -42,6 +44,8 @@ import java.util.function.BooleanSupplier;
  * connection, so the client repeats it on a fresh one; {@link #deliverLateCopy()} then sends the kept copy on its
  * own connection. {@link #switchTo} moves the proxy to another server and closes the open connections, as a virtual
  * IP does in a failover. A target that refuses a connection makes the proxy close its client's connection at once.
+ * {@link #cutRepliesToRequestsCarrying} lets requests reach the server and cuts the connection instead of passing
+ * their replies on: a write the server applied while its client saw a network error.
  */
 public final class FreezingProxy implements AutoCloseable {
 
@@ -68,12 +72,18 @@ public final class FreezingProxy implements AutoCloseable {
     private volatile byte[] lateCopy;
     private volatile Socket lateCopyUpstream; // kept open after its client's reset: the late copy goes through it
     private final CompletableFuture<String> lateCopyReply = new CompletableFuture<>();
+    private volatile byte[] cutNeedle;
+    private final AtomicInteger cutsLeft = new AtomicInteger();
+    private final AtomicInteger cutsDone = new AtomicInteger();
+    private final Semaphore stalledCuts = new Semaphore(0);
+    private volatile CountDownLatch stall;
 
     /** One connection through the proxy: its number, whether its client sent the marker, whether it alone is frozen. */
     private static final class Link {
         final int id;
         volatile boolean marked;
         volatile boolean dropReply;
+        volatile boolean cutReply;
         volatile boolean frozen;
 
         Link(int id) {
@@ -227,6 +237,54 @@ public final class FreezingProxy implements AutoCloseable {
         }
     }
 
+    /**
+     * The next {@code times} requests that carry {@code needle} (bytes on the wire, case as given) reach the server;
+     * instead of each one's reply, its client gets a closed connection.
+     */
+    public void cutRepliesToRequestsCarrying(String needle, int times) {
+        armCuts(needle, times, null);
+    }
+
+    /**
+     * As {@link #cutRepliesToRequestsCarrying} once, but the reply is held until {@link #releaseStalledReply()} before
+     * the cut: a request stays in flight for as long as the test needs.
+     */
+    public void stallThenCutReplyToRequestCarrying(String needle) {
+        armCuts(needle, 1, new CountDownLatch(1));
+    }
+
+    private void armCuts(String needle, int times, CountDownLatch stallOrNull) {
+        if (needle == null || needle.isEmpty() || times < 0) {
+            throw new IllegalArgumentException("needle must be a non-empty string and times at least 0");
+        }
+        stall = stallOrNull;
+        cutNeedle = needle.getBytes(StandardCharsets.ISO_8859_1);
+        cutsLeft.set(times);
+    }
+
+    /** Waits until a reply is being held by {@link #stallThenCutReplyToRequestCarrying}. */
+    public void awaitStalledReply() throws InterruptedException {
+        stalledCuts.acquire();
+    }
+
+    /** Lets the held reply go on to its cut. */
+    public void releaseStalledReply() {
+        CountDownLatch held = stall;
+        if (held != null) {
+            held.countDown();
+        }
+    }
+
+    /** How many replies were cut so far. */
+    public int cutReplies() {
+        return cutsDone.get();
+    }
+
+    /** {@code 127.0.0.1:port}: the address clients connect to, as a connection string takes it. */
+    public String address() {
+        return "127.0.0.1:" + port;
+    }
+
     /** Sends new connections to {@code host:port} and closes the open ones, so clients reconnect to it. */
     public void switchTo(String host, int port) {
         targetHost = host;
@@ -299,6 +357,10 @@ public final class FreezingProxy implements AutoCloseable {
                     client.close(); // a reset: the client saw its request leave, and no reply
                     return;
                 }
+                byte[] cut = cutNeedle;
+                if (cut != null && cutsLeft.get() > 0 && contains(buf, n, cut) && cutsLeft.getAndDecrement() > 0) {
+                    link.cutReply = true; // set before the request goes on, so before its reply comes back
+                }
                 if (marker != null && new String(buf, 0, n, StandardCharsets.ISO_8859_1)
                         .toUpperCase(Locale.ROOT).contains(marker)) {
                     link.marked = true;
@@ -358,6 +420,15 @@ public final class FreezingProxy implements AutoCloseable {
                 }
                 if (link.id < heldBelow) {
                     repliesToHeldConnections.incrementAndGet();
+                }
+                if (link.cutReply) { // the server applied the request: its client gets a closed connection
+                    CountDownLatch held = stall;
+                    if (held != null) {
+                        stalledCuts.release();
+                        held.await();
+                    }
+                    cutsDone.incrementAndGet();
+                    return;
                 }
                 if (link.dropReply) { // the server ran the request: lose its reply with the connection
                     listener.close();
@@ -433,6 +504,7 @@ public final class FreezingProxy implements AutoCloseable {
         closed = true;
         thaw();
         releaseRequests();
+        releaseStalledReply();
         try {
             listener.close();
         } catch (IOException ignored) {
