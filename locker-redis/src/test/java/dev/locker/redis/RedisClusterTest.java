@@ -11,6 +11,7 @@ import dev.locker.engine.ExpectedValueCheckingStore;
 import dev.locker.engine.InMemoryStore;
 import dev.locker.testkit.BackendOutageSection;
 import dev.locker.testkit.ClockFaultSection;
+import dev.locker.testkit.ConformanceHalves;
 import dev.locker.testkit.ConformanceBase;
 import dev.locker.testkit.ExpectedValueCheckingSection;
 import dev.locker.testkit.ExpiryAndFencingSection;

@@ -6,6 +6,7 @@ import dev.locker.engine.InMemoryStore;
 import dev.locker.spi.KeyColumnValueStore;
 import dev.locker.testkit.BackendOutageSection;
 import dev.locker.testkit.ClockFaultSection;
+import dev.locker.testkit.ConformanceHalves;
 import dev.locker.testkit.ConformanceBase;
 import dev.locker.testkit.ExpectedValueCheckingSection;
 import dev.locker.testkit.ForcedReleaseSection;

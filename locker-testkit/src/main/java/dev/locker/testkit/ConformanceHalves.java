@@ -1,6 +1,4 @@
-package dev.locker.redis;
-
-import dev.locker.testkit.LockerConformanceSuite;
+package dev.locker.testkit;
 
 import java.util.HashSet;
 import java.util.List;
@@ -8,14 +6,17 @@ import java.util.Set;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-/** The check that test classes splitting the conformance suite between them still run every section of it. */
-final class ConformanceHalves {
+/**
+ * The check that test classes splitting the conformance suite between them still run every section of it. A backend
+ * splits the suite so that its halves, each on a server of its own, run side by side.
+ */
+public final class ConformanceHalves {
 
     private ConformanceHalves() {
     }
 
     /** Fails naming each section of {@link LockerConformanceSuite} that none of {@code halves} implements. */
-    static void assertTogetherRunEverySection(Class<?>... halves) {
+    public static void assertTogetherRunEverySection(Class<?>... halves) {
         Set<Class<?>> missing = new HashSet<>(List.of(LockerConformanceSuite.class.getInterfaces()));
         for (Class<?> half : halves) {
             missing.removeAll(List.of(half.getInterfaces()));
