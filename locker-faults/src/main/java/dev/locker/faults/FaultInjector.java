@@ -1,6 +1,6 @@
 package dev.locker.faults;
 
-import dev.locker.testkit.FreezingProxy;
+import dev.locker.testkit.FaultProxy;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -30,7 +30,7 @@ final class FaultInjector {
     private final Duration expiry;
     private final Timeline timeline;
     private final Map<String, Process> workers;
-    private final Map<String, FreezingProxy> proxies;
+    private final Map<String, FaultProxy> proxies;
     private final Map<String, Path> clockFiles;
 
     /**
@@ -41,11 +41,11 @@ final class FaultInjector {
      * @param expiry     the claims' expiry
      * @param timeline   the run's timeline
      * @param workers    the run's worker processes by id, filled once they start
-     * @param proxies    the freezing proxy of each worker, where the scenario has them
+     * @param proxies    the fault proxy of each worker, where the scenario has them
      * @param clockFiles the faked clock file of each worker, where the scenario has them
      */
     FaultInjector(Backend backend, Scenario scenario, Profile profile, Random random, Duration expiry,
-                  Timeline timeline, Map<String, Process> workers, Map<String, FreezingProxy> proxies,
+                  Timeline timeline, Map<String, Process> workers, Map<String, FaultProxy> proxies,
                   Map<String, Path> clockFiles) {
         this.backend = backend;
         this.scenario = scenario;

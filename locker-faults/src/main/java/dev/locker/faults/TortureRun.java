@@ -3,7 +3,7 @@ package dev.locker.faults;
 import dev.locker.api.LockPage;
 import dev.locker.api.Locker;
 import dev.locker.api.Lockers;
-import dev.locker.testkit.FreezingProxy;
+import dev.locker.testkit.FaultProxy;
 
 import java.io.BufferedReader;
 import java.io.BufferedWriter;
@@ -26,7 +26,7 @@ import java.util.Random;
 
 /**
  * One run of one {@link Scenario} on one {@link Backend}: starts the worker JVMs, the referee and (where the scenario
- * needs them) one freezing proxy per worker, injects the fault ({@link FaultInjector}), stops the workers, looks for
+ * needs them) one fault proxy per worker, injects the fault ({@link FaultInjector}), stops the workers, looks for
  * claims left behind and judges the merged timeline ({@link Checker}). The timeline and every worker's log are kept
  * in the run's directory.
  */
@@ -66,7 +66,7 @@ public final class TortureRun {
     private final Duration expiry;
     private final Timeline timeline = new Timeline();
     private final Map<String, Process> workers = new LinkedHashMap<>();
-    private final Map<String, FreezingProxy> proxies = new HashMap<>();
+    private final Map<String, FaultProxy> proxies = new HashMap<>();
     private final Map<String, Path> clockFiles = new HashMap<>();
     private final String prefix;
     private final WorkerJvm launcher;
@@ -170,7 +170,7 @@ public final class TortureRun {
                     p.destroyForcibly();
                 }
             }
-            proxies.values().forEach(FreezingProxy::close);
+            proxies.values().forEach(FaultProxy::close);
             backend.end();
             timeline.write(dir.resolve("timeline.tsv"));
         }
@@ -222,7 +222,7 @@ public final class TortureRun {
             String hostPort = backend.serverAddress();
             if (scenario == Scenario.FREEZE_CONNECTION) {
                 String[] hp = hostPort.split(":");
-                FreezingProxy proxy = new FreezingProxy(hp[0], Integer.parseInt(hp[1]));
+                FaultProxy proxy = new FaultProxy(hp[0], Integer.parseInt(hp[1]));
                 proxies.put(id, proxy);
                 hostPort = "127.0.0.1:" + proxy.port();
             }

@@ -17,7 +17,7 @@ import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.LockingException;
 import dev.locker.api.TemporaryLockingException;
-import dev.locker.testkit.FreezingProxy;
+import dev.locker.testkit.FaultProxy;
 import org.bson.BsonDocument;
 import org.bson.BsonInt32;
 import org.bson.Document;
@@ -437,7 +437,7 @@ class MongoLockerTest {
     /** The acquire was applied but its reply lost: the retry (same claim id) recognises the claim as ours. */
     @Test
     void aLostReplyIsRecognisedOnRetryAsOurOwnClaim() throws Exception {
-        FreezingProxy proxy = new FreezingProxy("127.0.0.1", mongo.port());
+        FaultProxy proxy = new FaultProxy("127.0.0.1", mongo.port());
         fixture.closeLast(proxy);
         MongoLocker a = MongoLockerProvider.builder("mongodb://" + proxy.address() + "/?serverSelectionTimeoutMS=2000")
                 .collection(fixture.collection()).config(config("a").retries(3).build()).build();
@@ -461,7 +461,7 @@ class MongoLockerTest {
      */
     @Test
     void aClearedConnectionPoolIsRetried() throws Exception {
-        FreezingProxy proxy = new FreezingProxy("127.0.0.1", mongo.port());
+        FaultProxy proxy = new FaultProxy("127.0.0.1", mongo.port());
         fixture.closeLast(proxy);
         MongoLocker l = MongoLockerProvider.builder("mongodb://" + proxy.address()
                         + "/?serverSelectionTimeoutMS=2000&maxPoolSize=1&waitQueueTimeoutMS=20000")
@@ -501,7 +501,7 @@ class MongoLockerTest {
      */
     @Test
     void anOperationTimeoutAfterTheWriteTakesTheClaimBack() throws Exception {
-        FreezingProxy proxy = new FreezingProxy("127.0.0.1", mongo.port());
+        FaultProxy proxy = new FaultProxy("127.0.0.1", mongo.port());
         fixture.closeLast(proxy);
         // timeoutMS leaves room for opening the collection on a loaded host
         MongoLocker a = MongoLockerProvider.builder("mongodb://" + proxy.address()
@@ -523,7 +523,7 @@ class MongoLockerTest {
     /** Out of attempts after an ambiguous failure: the claim that may have been written is taken back. */
     @Test
     void aClaimWhoseReplyWasLostIsTakenBackWhenGivingUp() throws Exception {
-        FreezingProxy proxy = new FreezingProxy("127.0.0.1", mongo.port());
+        FaultProxy proxy = new FaultProxy("127.0.0.1", mongo.port());
         fixture.closeLast(proxy);
         MongoLocker a = MongoLockerProvider.builder("mongodb://" + proxy.address() + "/?serverSelectionTimeoutMS=2000")
                 .collection(fixture.collection()).config(config("a").retries(1).build()).build();

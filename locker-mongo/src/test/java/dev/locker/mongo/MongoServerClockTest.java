@@ -5,7 +5,7 @@ import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.api.TimeSource;
-import dev.locker.testkit.FreezingProxy;
+import dev.locker.testkit.FaultProxy;
 import dev.locker.testkit.OffsetClock;
 import dev.locker.testkit.VirtualClock;
 import org.bson.Document;
@@ -155,7 +155,7 @@ class MongoServerClockTest extends MongoScenarios {
         mongo.clock().follow(clock);
         SuspendingClock aClock = new SuspendingClock(clock);
         Duration expiry = Duration.ofSeconds(30);
-        try (FreezingProxy proxy = new FreezingProxy("127.0.0.1", mongo.port())) {
+        try (FaultProxy proxy = new FaultProxy("127.0.0.1", mongo.port())) {
             MongoLocker a = fixture.openThrough(proxy.address(), config("a", expiry, aClock).retries(1).build(), null);
             MongoLocker b = fixture.openDirect(config("b", expiry, clock).build());
             a.acquire(lock("warm-up"), "pools a connection").close();

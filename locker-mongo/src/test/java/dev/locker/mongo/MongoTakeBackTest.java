@@ -4,7 +4,7 @@ import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.TemporaryLockingException;
-import dev.locker.testkit.FreezingProxy;
+import dev.locker.testkit.FaultProxy;
 import dev.locker.testkit.VirtualClock;
 import org.bson.Document;
 import org.junit.jupiter.api.Test;
@@ -46,7 +46,7 @@ class MongoTakeBackTest extends MongoScenarios {
     @Test
     void aClaimLandingAfterItsAcquireTimedOutIsTakenBackOnceThePathRecovers() throws Exception {
         CommandLog logA = new CommandLog();
-        try (FreezingProxy proxy = new FreezingProxy("127.0.0.1", mongo.port())) {
+        try (FaultProxy proxy = new FaultProxy("127.0.0.1", mongo.port())) {
             MongoLocker a = openThrough("127.0.0.1:" + proxy.port(), config("a").retries(1).build(), logA);
             MongoLocker b = openDirect(config("b").build());
             a.acquire(lock("warm-up"), "a pooled connection through the proxy").close();
@@ -90,7 +90,7 @@ class MongoTakeBackTest extends MongoScenarios {
     @Test
     void aLateAttemptOfAGrantedAcquireIsTakenBackAfterTheRelease() throws Exception {
         CommandLog logA = new CommandLog();
-        try (FreezingProxy proxy = new FreezingProxy("127.0.0.1", mongo.port(), "findAndModify")) {
+        try (FaultProxy proxy = new FaultProxy("127.0.0.1", mongo.port(), "findAndModify")) {
             MongoLocker a = openThrough("127.0.0.1:" + proxy.port(), config("a").retries(3).build(), logA);
             MongoLocker b = openDirect(config("b").build());
             a.acquire(lock("warm-up"), "marks the pooled connection").close();
@@ -133,7 +133,7 @@ class MongoTakeBackTest extends MongoScenarios {
     @Test
     void closeStopsTheTakeBack() throws Exception {
         CommandLog logA = new CommandLog();
-        try (FreezingProxy proxy = new FreezingProxy("127.0.0.1", mongo.port())) {
+        try (FaultProxy proxy = new FaultProxy("127.0.0.1", mongo.port())) {
             LockerConfig config = config("a").retries(1).build();
             MongoLocker a = openThrough("127.0.0.1:" + proxy.port(), config, logA);
             a.acquire(lock("warm-up"), "a pooled connection through the proxy").close();
@@ -162,7 +162,7 @@ class MongoTakeBackTest extends MongoScenarios {
         mongo.clock().follow(clock);
         Duration expiry = Duration.ofSeconds(10);
         CommandLog logA = new CommandLog();
-        FreezingProxy proxy = new FreezingProxy("127.0.0.1", mongo.port());
+        FaultProxy proxy = new FaultProxy("127.0.0.1", mongo.port());
         fixture.closeLast(proxy);
         MongoLocker a = openThrough(proxy.address(),
                 config("a").expiry(expiry).retries(1).timeSource(clock).build(), logA);
@@ -200,7 +200,7 @@ class MongoTakeBackTest extends MongoScenarios {
         mongo.clock().follow(clock);
         Duration expiry = Duration.ofSeconds(10);
         CommandLog logA = new CommandLog();
-        FreezingProxy proxy = new FreezingProxy("127.0.0.1", mongo.port());
+        FaultProxy proxy = new FaultProxy("127.0.0.1", mongo.port());
         fixture.closeLast(proxy);
         MongoLocker a = openThrough(proxy.address(), config("a", expiry, clock).retries(1).build(), logA);
         MongoLocker b = openDirect(config("b", expiry, clock).build());
@@ -241,7 +241,7 @@ class MongoTakeBackTest extends MongoScenarios {
         mongo.clock().follow(clock);
         Duration expiry = Duration.ofSeconds(10);
         CommandLog logA = new CommandLog();
-        FreezingProxy proxy = new FreezingProxy("127.0.0.1", mongo.port());
+        FaultProxy proxy = new FaultProxy("127.0.0.1", mongo.port());
         fixture.closeLast(proxy);
         MongoLocker a = openThrough(proxy.address(), config("a", expiry, clock).retries(3).build(), logA);
         MongoLocker b = openDirect(config("b", expiry, clock).build());
@@ -286,7 +286,7 @@ class MongoTakeBackTest extends MongoScenarios {
         mongo.clock().follow(clock);
         Duration expiry = Duration.ofSeconds(10);
         CommandLog logA = new CommandLog();
-        try (FreezingProxy proxy = new FreezingProxy("127.0.0.1", mongo.port(), "findAndModify")) {
+        try (FaultProxy proxy = new FaultProxy("127.0.0.1", mongo.port(), "findAndModify")) {
             MongoLocker a = openThrough("127.0.0.1:" + proxy.port(), config("a", expiry, clock).retries(1).build(),
                     logA);
             MongoLocker b = openDirect(config("b", expiry, clock).build());
@@ -325,7 +325,7 @@ class MongoTakeBackTest extends MongoScenarios {
         mongo.clock().follow(clock);
         Duration expiry = Duration.ofSeconds(10);
         CommandLog logA = new CommandLog();
-        FreezingProxy proxy = new FreezingProxy("127.0.0.1", mongo.port());
+        FaultProxy proxy = new FaultProxy("127.0.0.1", mongo.port());
         fixture.closeLast(proxy);
         MongoLocker a = openThrough(proxy.address(), config("a", expiry, clock).retries(1).build(), logA);
         MongoLocker b = openDirect(config("b", expiry, clock).build());

@@ -3,7 +3,7 @@ package dev.locker.redis;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
-import dev.locker.testkit.FreezingProxy;
+import dev.locker.testkit.FaultProxy;
 import dev.locker.testkit.LockerFixture;
 import redis.clients.jedis.UnifiedJedis;
 
@@ -28,7 +28,7 @@ class RedisFixture implements LockerFixture {
 
     private final Duration restartGuard;
     private final RedisTarget target;
-    private FreezingProxy proxy;
+    private FaultProxy proxy;
     private final String prefix = "conformance-" + LockerConfig.randomRid().substring(0, 8) + ":";
 
     /** A server of its own whose lockers use {@code restartGuard}; a lease asking for more is refused loudly. */
@@ -94,7 +94,7 @@ class RedisFixture implements LockerFixture {
     @Override
     public synchronized Locker openFreezable(LockerConfig config) {
         if (proxy == null) {
-            proxy = new FreezingProxy("127.0.0.1", target.process().port());
+            proxy = new FaultProxy("127.0.0.1", target.process().port());
         }
         return RedisLocker.builder().uri("redis://127.0.0.1:" + proxy.port()).keyPrefix(prefix).config(config)
                 .restartGuard(guardFor(config)).timeout(Duration.ofSeconds(2)).build();

@@ -6,7 +6,7 @@ import dev.locker.api.LockOwner;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.TemporaryLockingException;
-import dev.locker.testkit.FreezingProxy;
+import dev.locker.testkit.FaultProxy;
 import dev.locker.testkit.RedisServer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
@@ -75,12 +75,12 @@ class RedisLateAcquireTest {
     }
 
     /** A locker through a proxy whose first acquire is repeated on a fresh connection, its first copy held back. */
-    private record Late(RedisLocker locker, FreezingProxy proxy) {
+    private record Late(RedisLocker locker, FaultProxy proxy) {
     }
 
     private Late lateLocker(RedisLocker warm) {
         warm.acquire(KeyColumn.named("warm-up-" + System.nanoTime()), "loads the scripts").close();
-        FreezingProxy proxy = new FreezingProxy("127.0.0.1", server.port());
+        FaultProxy proxy = new FaultProxy("127.0.0.1", server.port());
         closeables.add(proxy);
         RedisLocker a = open(proxy.port());
         proxy.holdNextRequestCarrying(RedisScript.ACQUIRE.sha());

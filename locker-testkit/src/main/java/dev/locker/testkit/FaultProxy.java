@@ -26,7 +26,10 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
 
 /**
- * A TCP proxy on loopback that can <em>freeze</em>: while frozen it forwards no byte in either direction and keeps
+ * The one fault proxy of the tests: a TCP proxy on loopback between clients and one server, whose faults each test
+ * module and the fault suite turn on as they need. Each fault below is one a real network or endpoint shows.
+ *
+ * <p>It can <em>freeze</em>: while frozen it forwards no byte in either direction and keeps
  * every connection open, as a stalled network path, a half-dead load balancer or a paused peer looks to a client (no
  * reset, no error: only silence). Connections made while frozen are accepted and frozen too. {@link #thaw()} forwards
  * what was held back, in order. Made with a marker, it can also freeze just the connections whose client sent the
@@ -47,7 +50,7 @@ import java.util.function.BooleanSupplier;
  * {@link #cutRepliesToRequestsCarrying} lets requests reach the server and cuts the connection instead of passing
  * their replies on: a write the server applied while its client saw a network error.
  */
-public final class FreezingProxy implements AutoCloseable {
+public final class FaultProxy implements AutoCloseable {
 
     private final int port;
     private volatile ServerSocket listener;
@@ -91,7 +94,7 @@ public final class FreezingProxy implements AutoCloseable {
         }
     }
 
-    public FreezingProxy(String targetHost, int targetPort) {
+    public FaultProxy(String targetHost, int targetPort) {
         this(targetHost, targetPort, null);
     }
 
@@ -99,7 +102,7 @@ public final class FreezingProxy implements AutoCloseable {
      * A proxy that also notes which connections' clients have sent {@code marker} (in any case; a command name such as
      * {@code SUBSCRIBE}, say), for {@link #freezeMarked()}; a marker split across two reads is not seen.
      */
-    public FreezingProxy(String targetHost, int targetPort, String marker) {
+    public FaultProxy(String targetHost, int targetPort, String marker) {
         this.targetHost = targetHost;
         this.targetPort = targetPort;
         this.marker = marker == null ? null : marker.toUpperCase(Locale.ROOT);
@@ -111,7 +114,7 @@ public final class FreezingProxy implements AutoCloseable {
         }
         this.port = listener.getLocalPort();
         ServerSocket first = listener;
-        daemon("freezing-proxy-accept-" + port, () -> acceptLoop(first));
+        daemon("fault-proxy-accept-" + port, () -> acceptLoop(first));
     }
 
     /** The loopback port clients connect to. */
@@ -289,7 +292,7 @@ public final class FreezingProxy implements AutoCloseable {
     public void switchTo(String host, int port) {
         targetHost = host;
         targetPort = port;
-        sockets.forEach(FreezingProxy::closeQuietly);
+        sockets.forEach(FaultProxy::closeQuietly);
     }
 
     /** Accepts connections again on the same port, after {@link #dropNextMarkedReplyAndGoDown()} took it down. */
@@ -299,7 +302,7 @@ public final class FreezingProxy implements AutoCloseable {
             again.setReuseAddress(true);
             again.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), port));
             listener = again;
-            daemon("freezing-proxy-accept-" + port, () -> acceptLoop(again));
+            daemon("fault-proxy-accept-" + port, () -> acceptLoop(again));
         } catch (IOException e) {
             throw new UncheckedIOException("cannot open the proxy's port " + port + " again", e);
         }
@@ -322,8 +325,8 @@ public final class FreezingProxy implements AutoCloseable {
                 sockets.add(server);
                 Link link = new Link(connections.getAndIncrement());
                 links.add(link);
-                daemon("freezing-proxy-up-" + port(), () -> requests(client, server, link));
-                daemon("freezing-proxy-down-" + port(), () -> replies(server, client, link));
+                daemon("fault-proxy-up-" + port(), () -> requests(client, server, link));
+                daemon("fault-proxy-down-" + port(), () -> replies(server, client, link));
             } catch (IOException e) {
                 if (closed) {
                     return;
@@ -510,6 +513,6 @@ public final class FreezingProxy implements AutoCloseable {
         } catch (IOException ignored) {
             // closing anyway
         }
-        sockets.forEach(FreezingProxy::closeQuietly);
+        sockets.forEach(FaultProxy::closeQuietly);
     }
 }
