@@ -54,8 +54,7 @@ public final class FaultProxy implements AutoCloseable {
 
     private final int port;
     private volatile ServerSocket listener;
-    private volatile String targetHost;
-    private volatile int targetPort;
+    private volatile InetSocketAddress target; // one field, so a switch never pairs one host with another's port
     private final String marker; // upper case; null: none
     private final List<Socket> sockets = new CopyOnWriteArrayList<>();
     private final List<Link> links = new CopyOnWriteArrayList<>();
@@ -103,8 +102,7 @@ public final class FaultProxy implements AutoCloseable {
      * {@code SUBSCRIBE}, say), for {@link #freezeMarked()}; a marker split across two reads is not seen.
      */
     public FaultProxy(String targetHost, int targetPort, String marker) {
-        this.targetHost = targetHost;
-        this.targetPort = targetPort;
+        this.target = InetSocketAddress.createUnresolved(targetHost, targetPort);
         this.marker = marker == null ? null : marker.toUpperCase(Locale.ROOT);
         try {
             this.listener = new ServerSocket();
@@ -290,8 +288,7 @@ public final class FaultProxy implements AutoCloseable {
 
     /** Sends new connections to {@code host:port} and closes the open ones, so clients reconnect to it. */
     public void switchTo(String host, int port) {
-        targetHost = host;
-        targetPort = port;
+        target = InetSocketAddress.createUnresolved(host, port);
         sockets.forEach(FaultProxy::closeQuietly);
     }
 
@@ -314,7 +311,8 @@ public final class FaultProxy implements AutoCloseable {
                 Socket client = on.accept();
                 Socket server;
                 try {
-                    server = new Socket(targetHost, targetPort);
+                    InetSocketAddress to = target;
+                    server = new Socket(to.getHostString(), to.getPort());
                 } catch (IOException down) {
                     closeQuietly(client); // the target is down: its client sees a closed connection and may retry
                     continue;
