@@ -1,6 +1,6 @@
 package dev.locker.faults;
 
-import dev.locker.testkit.FreezingProxy;
+import dev.locker.testkit.FaultProxy;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -32,7 +32,7 @@ final class FaultInjector {
     private final Timeline timeline;
     private final Map<String, WorkerProcess> workers;
     private final Set<String> spent;
-    private final Map<String, FreezingProxy> proxies;
+    private final Map<String, FaultProxy> proxies;
     private final Map<String, Path> clockFiles;
 
     /**
@@ -44,12 +44,12 @@ final class FaultInjector {
      * @param timeline   the run's timeline
      * @param workers    the run's worker JVMs by id, filled once they start
      * @param spent      where it adds each worker whose JVM the fault acts on (no later run gets that JVM)
-     * @param proxies    the freezing proxy of each worker, where the scenario has them
+     * @param proxies    the fault proxy of each worker, where the scenario has them
      * @param clockFiles the faked clock file of each worker, where the scenario has them
      */
     FaultInjector(Backend backend, Scenario scenario, Profile profile, Random random, Duration expiry,
                   Timeline timeline, Map<String, WorkerProcess> workers, Set<String> spent,
-                  Map<String, FreezingProxy> proxies,
+                  Map<String, FaultProxy> proxies,
                   Map<String, Path> clockFiles) {
         this.backend = backend;
         this.scenario = scenario;

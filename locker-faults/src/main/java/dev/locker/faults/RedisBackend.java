@@ -1,5 +1,7 @@
 package dev.locker.faults;
 
+import dev.locker.testkit.FaultProxy;
+
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -20,7 +22,7 @@ import java.util.concurrent.TimeUnit;
  * restart guard for every worker, the longest expiry of the run, except with AOF (where claims survive) and in the
  * control scenario, which switches it off on purpose.
  *
- * <p>The failover scenarios run a master and a replica behind a {@link Forwarder} (the workers' one address), with
+ * <p>The failover scenarios run a master and a replica behind a {@link FaultProxy} (the workers' one address), with
  * {@code replicas=1}; the slot migration runs a Redis Cluster of three masters; the mixed-expiry restart gives half
  * the workers a 5 s expiry and half 500 ms, every locker's restart guard at 5 s.
  */
@@ -43,7 +45,7 @@ public final class RedisBackend implements Backend {
     // failover: the replica and the forwarder in front of whichever is master
     private int replicaPort;
     private ServerProcess replica;
-    private Forwarder forwarder;
+    private FaultProxy forwarder;
     // cluster: three masters
     private final List<Integer> clusterPorts = new ArrayList<>();
     private final List<ServerProcess> clusterNodes = new ArrayList<>();
@@ -100,7 +102,7 @@ public final class RedisBackend implements Backend {
                 replica = startNode(replicaPort, "replica", List.of("--replicaof", "127.0.0.1", Integer.toString(port)),
                         s == Scenario.REDIS_FAILOVER_CLOCK_AHEAD);
                 awaitInSync(replicaPort);
-                forwarder = new Forwarder(port);
+                forwarder = new FaultProxy("127.0.0.1", port);
             }
             default -> startServer();
         }
@@ -189,7 +191,7 @@ public final class RedisBackend implements Backend {
     String failover() {
         server.kill();
         String promoted = command(replicaPort, "REPLICAOF", "NO", "ONE");
-        forwarder.switchTo(replicaPort);
+        forwarder.switchTo("127.0.0.1", replicaPort);
         int newReplicaPort = port;
         port = replicaPort;
         replicaPort = newReplicaPort;

@@ -3,7 +3,7 @@ package dev.locker.faults;
 import dev.locker.api.LockPage;
 import dev.locker.api.Locker;
 import dev.locker.api.Lockers;
-import dev.locker.testkit.FreezingProxy;
+import dev.locker.testkit.FaultProxy;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -25,7 +25,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * One run of one {@link Scenario} on one {@link Backend}: starts the worker JVMs, the referee and (where the scenario
- * needs them) one freezing proxy per worker, injects the fault ({@link FaultInjector}), stops the workers, looks for
+ * needs them) one fault proxy per worker, injects the fault ({@link FaultInjector}), stops the workers, looks for
  * claims left behind and judges the merged timeline ({@link Checker}). The timeline and every worker's log are kept
  * in the run's directory.
  */
@@ -67,7 +67,7 @@ public final class TortureRun {
     private final Map<String, WorkerProcess> workers = new LinkedHashMap<>();
     /** The workers whose JVM a fault acted on, or that run on a faked clock: their JVMs serve no other run. */
     private final Set<String> spent = new HashSet<>();
-    private final Map<String, FreezingProxy> proxies = new HashMap<>();
+    private final Map<String, FaultProxy> proxies = new HashMap<>();
     private final Map<String, Path> clockFiles = new HashMap<>();
     private final String prefix;
     private final WorkerJvm launcher;
@@ -177,7 +177,7 @@ public final class TortureRun {
                     p.destroyForcibly();
                 }
             }
-            proxies.values().forEach(FreezingProxy::close);
+            proxies.values().forEach(FaultProxy::close);
             backend.end();
             timeline.write(dir.resolve("timeline.tsv"));
         }
@@ -230,7 +230,7 @@ public final class TortureRun {
             String hostPort = backend.serverAddress();
             if (scenario == Scenario.FREEZE_CONNECTION) {
                 String[] hp = hostPort.split(":");
-                FreezingProxy proxy = new FreezingProxy(hp[0], Integer.parseInt(hp[1]));
+                FaultProxy proxy = new FaultProxy(hp[0], Integer.parseInt(hp[1]));
                 proxies.put(id, proxy);
                 hostPort = "127.0.0.1:" + proxy.port();
             }

@@ -1,7 +1,7 @@
 package dev.locker.janusgraph;
 
 import dev.locker.mongo.InProcessMongo;
-import dev.locker.testkit.FreezingProxy;
+import dev.locker.testkit.FaultProxy;
 import org.janusgraph.diskstorage.BackendException;
 import org.janusgraph.diskstorage.StaticBuffer;
 import org.janusgraph.diskstorage.keycolumnvalue.KeyColumnValueStore;
@@ -69,7 +69,7 @@ class MongoJanusGraphTest {
         StaticBuffer column = buffer("c");
         LockerStoreManager b = open("b", uri(port(mongo.uri())));
         KeyColumnValueStore storeB = b.openDatabase("graphindex");
-        try (FreezingProxy proxy = new FreezingProxy("127.0.0.1", port(mongo.uri()))) {
+        try (FaultProxy proxy = new FaultProxy("127.0.0.1", port(mongo.uri()))) {
             LockerStoreManager a = open("a", uri(proxy.port()));
             KeyColumnValueStore storeA = a.openDatabase("graphindex");
             StoreTransaction warm = tx(a);

@@ -2,7 +2,7 @@ package dev.locker.janusgraph;
 
 import dev.locker.api.LockingException;
 import dev.locker.redis.RedisServerProcess;
-import dev.locker.testkit.FreezingProxy;
+import dev.locker.testkit.FaultProxy;
 import org.janusgraph.diskstorage.BackendException;
 import org.janusgraph.diskstorage.StaticBuffer;
 import org.janusgraph.diskstorage.keycolumnvalue.KeyColumnValueStore;
@@ -120,7 +120,7 @@ class RedisJanusGraphTest {
      */
     @Test
     void anUnansweringBackendIsATemporaryFailureNamingTheLock() throws Exception {
-        try (FreezingProxy proxy = new FreezingProxy("127.0.0.1", redis.port())) {
+        try (FaultProxy proxy = new FaultProxy("127.0.0.1", redis.port())) {
             LockerStoreManager a = open(share, "a", share, uri(proxy.port()));
             KeyColumnValueStore storeA = a.openDatabase("graphindex");
             StoreTransaction warm = tx(a);
@@ -149,7 +149,7 @@ class RedisJanusGraphTest {
         StaticBuffer column = buffer("c");
         LockerStoreManager b = open("b");
         KeyColumnValueStore storeB = b.openDatabase("graphindex");
-        try (FreezingProxy proxy = new FreezingProxy("127.0.0.1", redis.port())) {
+        try (FaultProxy proxy = new FaultProxy("127.0.0.1", redis.port())) {
             LockerStoreManager a = open(share, "a", share, uri(proxy.port()));
             KeyColumnValueStore storeA = a.openDatabase("graphindex");
             StoreTransaction warm = tx(a);

@@ -7,7 +7,7 @@ import com.mongodb.client.model.Filters;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.TemporaryLockingException;
-import dev.locker.testkit.FreezingProxy;
+import dev.locker.testkit.FaultProxy;
 import dev.locker.testkit.VirtualClock;
 import org.bson.Document;
 import org.junit.jupiter.api.AfterAll;
@@ -146,7 +146,7 @@ class MongoElectionsWithinTheBoundTest extends MongoScenarios {
         mongo.clock().offset(SKEW);
         behind.clock().follow(clock);
         KeyColumn lock = lock("late-claim");
-        try (FreezingProxy proxy = new FreezingProxy("127.0.0.1", mongo.port(), "findAndModify")) {
+        try (FaultProxy proxy = new FaultProxy("127.0.0.1", mongo.port(), "findAndModify")) {
             MongoLocker a = openThrough("127.0.0.1:" + proxy.port(), "a", clock);
             a.acquire(lock("warm-up"), "marks the pooled connection").close();
 

@@ -9,7 +9,7 @@ import com.mongodb.client.model.Filters;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
-import dev.locker.testkit.FreezingProxy;
+import dev.locker.testkit.FaultProxy;
 import dev.locker.testkit.LockerFixture;
 import dev.locker.testkit.VirtualClock;
 import org.bson.Document;
@@ -39,7 +39,7 @@ final class MongoFixture implements LockerFixture {
 
     private final InProcessMongo inProcess;
     private final String uri;
-    private FreezingProxy proxy;
+    private FaultProxy proxy;
     private final String database;
     private final String collection;
     private MongoClient admin;
@@ -231,7 +231,7 @@ final class MongoFixture implements LockerFixture {
     public synchronized Locker openFreezable(LockerConfig config) {
         inProcess.clock().follow(dev.locker.api.TimeSource.system());
         if (proxy == null) {
-            proxy = new FreezingProxy("127.0.0.1", inProcess.port());
+            proxy = new FaultProxy("127.0.0.1", inProcess.port());
         }
         String through = uri.replace(":" + inProcess.port() + "/", ":" + proxy.port() + "/");
         return MongoLockerProvider.builder(through).database("locker_test").collection(collection).config(config)

@@ -5,7 +5,7 @@ import dev.locker.api.Lease;
 import dev.locker.api.LeaseOptions;
 import dev.locker.api.LockingException;
 import dev.locker.api.TemporaryLockingException;
-import dev.locker.testkit.FreezingProxy;
+import dev.locker.testkit.FaultProxy;
 import dev.locker.testkit.VirtualClock;
 import org.bson.Document;
 import org.junit.jupiter.api.Test;
@@ -49,7 +49,7 @@ class MongoLateRenewalTest extends MongoScenarios {
     void aRenewalLandingAfterALaterRenewalDoesNotShortenTheHoldersClaim() throws Exception {
         VirtualClock clock = new VirtualClock();
         mongo.clock().follow(clock);
-        try (FreezingProxy proxy = new FreezingProxy("127.0.0.1", mongo.port())) {
+        try (FaultProxy proxy = new FaultProxy("127.0.0.1", mongo.port())) {
             MongoLocker a = openThrough("127.0.0.1:" + proxy.port(), "a", clock);
             MongoLocker b = openDirect("b", clock);
             a.acquire(lock("warm-up"), "opens the pooled connection").close();
@@ -92,7 +92,7 @@ class MongoLateRenewalTest extends MongoScenarios {
     void aRenewalLandingAfterAHoldAtLeastReleaseDoesNotKeepTheClaimLonger() throws Exception {
         VirtualClock clock = new VirtualClock();
         mongo.clock().follow(clock);
-        try (FreezingProxy proxy = new FreezingProxy("127.0.0.1", mongo.port())) {
+        try (FaultProxy proxy = new FaultProxy("127.0.0.1", mongo.port())) {
             MongoLocker a = openThrough("127.0.0.1:" + proxy.port(), "a", clock);
             MongoLocker b = openDirect("b", clock);
             a.acquire(lock("warm-up"), "opens the pooled connection").close();

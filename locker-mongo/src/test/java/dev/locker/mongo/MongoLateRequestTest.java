@@ -7,7 +7,7 @@ import dev.locker.api.Lease;
 import dev.locker.api.LockProbe;
 import dev.locker.api.LossReason;
 import dev.locker.api.TemporaryLockingException;
-import dev.locker.testkit.FreezingProxy;
+import dev.locker.testkit.FaultProxy;
 import dev.locker.testkit.Pause;
 import dev.locker.testkit.StepPauses;
 import dev.locker.testkit.VirtualClock;
@@ -71,7 +71,7 @@ class MongoLateRequestTest extends MongoScenarios {
         VirtualClock clock = new VirtualClock();
         mongo.clock().follow(clock);
         Duration expiry = Duration.ofSeconds(10);
-        try (FreezingProxy proxy = new FreezingProxy("127.0.0.1", mongo.port(), "findAndModify")) {
+        try (FaultProxy proxy = new FaultProxy("127.0.0.1", mongo.port(), "findAndModify")) {
             MongoLocker a = fixture.openThrough("127.0.0.1:" + proxy.port(), config("a", expiry, clock).retries(1)
                     .build(), null);
             MongoLocker b = fixture.openDirect(config("b", expiry, clock).build());
@@ -135,7 +135,7 @@ class MongoLateRequestTest extends MongoScenarios {
         VirtualClock clock = new VirtualClock();
         mongo.clock().follow(clock);
         Duration expiry = Duration.ofSeconds(30);
-        try (FreezingProxy proxy = new FreezingProxy("127.0.0.1", mongo.port(), "findAndModify")) {
+        try (FaultProxy proxy = new FaultProxy("127.0.0.1", mongo.port(), "findAndModify")) {
             MongoLocker a = fixture.openThrough("127.0.0.1:" + proxy.port(), config("a", expiry, clock).retries(3)
                     .build(), null);
             MongoLocker op = fixture.openDirect(config("operator", expiry, clock).build());
@@ -238,7 +238,7 @@ class MongoLateRequestTest extends MongoScenarios {
         VirtualClock clock = new VirtualClock();
         mongo.clock().follow(clock);
         Duration expiry = Duration.ofSeconds(10);
-        try (FreezingProxy proxy = new FreezingProxy("127.0.0.1", mongo.port(), "findAndModify")) {
+        try (FaultProxy proxy = new FaultProxy("127.0.0.1", mongo.port(), "findAndModify")) {
             MongoLocker a = fixture.openThrough("127.0.0.1:" + proxy.port(), config("a", expiry, clock).retries(3)
                     .build(), null);
             MongoLocker b = fixture.openDirect(config("b", expiry, clock).build());

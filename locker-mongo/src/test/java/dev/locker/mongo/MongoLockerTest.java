@@ -17,6 +17,7 @@ import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.LockingException;
 import dev.locker.api.TemporaryLockingException;
+import dev.locker.testkit.FaultProxy;
 import org.bson.BsonDocument;
 import org.bson.BsonInt32;
 import org.bson.Document;
@@ -436,15 +437,15 @@ class MongoLockerTest {
     /** The acquire was applied but its reply lost: the retry (same claim id) recognises the claim as ours. */
     @Test
     void aLostReplyIsRecognisedOnRetryAsOurOwnClaim() throws Exception {
-        CuttingProxy proxy = new CuttingProxy(new java.net.InetSocketAddress("127.0.0.1", mongo.port()));
+        FaultProxy proxy = new FaultProxy("127.0.0.1", mongo.port());
         fixture.closeLast(proxy);
         MongoLocker a = MongoLockerProvider.builder("mongodb://" + proxy.address() + "/?serverSelectionTimeoutMS=2000")
                 .collection(fixture.collection()).config(config("a").retries(3).build()).build();
         fixture.closeFirst(a);
         KeyColumn lock = lock("lost-reply");
-        proxy.cutReplyTo("findAndModify", 1);
+        proxy.cutRepliesToRequestsCarrying("findAndModify", 1);
         try (Lease lease = a.acquire(lock, "reply lost once")) {
-            assertEquals(1, proxy.cuts(), "the first reply was cut");
+            assertEquals(1, proxy.cutReplies(), "the first reply was cut");
             Document doc = rawDoc(lock);
             assertEquals(1L, doc.getLong("seq"), "one grant only: the retry did not take the lock a second time");
             assertEquals(doc.getLong("tokenBase") + 1, lease.fencingToken());
@@ -460,7 +461,7 @@ class MongoLockerTest {
      */
     @Test
     void aClearedConnectionPoolIsRetried() throws Exception {
-        CuttingProxy proxy = new CuttingProxy(new java.net.InetSocketAddress("127.0.0.1", mongo.port()));
+        FaultProxy proxy = new FaultProxy("127.0.0.1", mongo.port());
         fixture.closeLast(proxy);
         MongoLocker l = MongoLockerProvider.builder("mongodb://" + proxy.address()
                         + "/?serverSelectionTimeoutMS=2000&maxPoolSize=1&waitQueueTimeoutMS=20000")
@@ -470,9 +471,9 @@ class MongoLockerTest {
         KeyColumn second = lock("waiting");
         ExecutorService pool = Executors.newFixedThreadPool(2);
         try {
-            proxy.stallAndCutReplyTo("findAndModify");
+            proxy.stallThenCutReplyToRequestCarrying("findAndModify");
             Future<Lease> a = pool.submit(() -> l.acquire(first, "in flight when cut"));
-            proxy.awaitStalled();
+            proxy.awaitStalledReply();
             Thread[] waiter = new Thread[1];
             Future<Lease> b = pool.submit(() -> {
                 waiter[0] = Thread.currentThread();
@@ -482,9 +483,9 @@ class MongoLockerTest {
                     && waiter[0].getState() != Thread.State.TIMED_WAITING)) {
                 Thread.sleep(5); // until B waits for the pooled connection
             }
-            proxy.releaseStalled();
+            proxy.releaseStalledReply();
             try (Lease la = a.get(30, TimeUnit.SECONDS); Lease lb = b.get(30, TimeUnit.SECONDS)) {
-                assertEquals(1, proxy.cuts());
+                assertEquals(1, proxy.cutReplies());
                 assertEquals(l.rid(), l.holder(first).orElseThrow().rid());
                 assertEquals(l.rid(), l.holder(second).orElseThrow().rid());
             }
@@ -500,7 +501,7 @@ class MongoLockerTest {
      */
     @Test
     void anOperationTimeoutAfterTheWriteTakesTheClaimBack() throws Exception {
-        CuttingProxy proxy = new CuttingProxy(new java.net.InetSocketAddress("127.0.0.1", mongo.port()));
+        FaultProxy proxy = new FaultProxy("127.0.0.1", mongo.port());
         fixture.closeLast(proxy);
         // timeoutMS leaves room for opening the collection on a loaded host
         MongoLocker a = MongoLockerProvider.builder("mongodb://" + proxy.address()
@@ -508,13 +509,13 @@ class MongoLockerTest {
                 .collection(fixture.collection()).config(config("a").retries(3).build()).build();
         fixture.closeFirst(a);
         KeyColumn lock = lock("timed-out");
-        proxy.stallAndCutReplyTo("findAndModify");
+        proxy.stallThenCutReplyToRequestCarrying("findAndModify");
         try {
             TemporaryLockingException e = assertThrows(TemporaryLockingException.class, () -> a.acquire(lock, "slow"));
             assertInstanceOf(com.mongodb.MongoOperationTimeoutException.class, e.getCause(), e.toString());
             assertFalse(e.getMessage().contains("unreachable"), e.getMessage());
         } finally {
-            proxy.releaseStalled();
+            proxy.releaseStalledReply();
         }
         assertTakenBack(lock);
     }
@@ -522,13 +523,13 @@ class MongoLockerTest {
     /** Out of attempts after an ambiguous failure: the claim that may have been written is taken back. */
     @Test
     void aClaimWhoseReplyWasLostIsTakenBackWhenGivingUp() throws Exception {
-        CuttingProxy proxy = new CuttingProxy(new java.net.InetSocketAddress("127.0.0.1", mongo.port()));
+        FaultProxy proxy = new FaultProxy("127.0.0.1", mongo.port());
         fixture.closeLast(proxy);
         MongoLocker a = MongoLockerProvider.builder("mongodb://" + proxy.address() + "/?serverSelectionTimeoutMS=2000")
                 .collection(fixture.collection()).config(config("a").retries(1).build()).build();
         fixture.closeFirst(a);
         KeyColumn lock = lock("given-up");
-        proxy.cutReplyTo("findAndModify", 1);
+        proxy.cutRepliesToRequestsCarrying("findAndModify", 1);
         TemporaryLockingException e = assertThrows(TemporaryLockingException.class, () -> a.acquire(lock, "lost"));
         assertTrue(e.getMessage().contains(proxy.address()), e.getMessage());
         assertInstanceOf(com.mongodb.MongoSocketException.class, e.getCause());

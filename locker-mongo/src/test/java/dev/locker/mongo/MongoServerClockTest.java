@@ -5,6 +5,7 @@ import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.api.TimeSource;
+import dev.locker.testkit.FaultProxy;
 import dev.locker.testkit.OffsetClock;
 import dev.locker.testkit.VirtualClock;
 import org.bson.Document;
@@ -154,17 +155,17 @@ class MongoServerClockTest extends MongoScenarios {
         mongo.clock().follow(clock);
         SuspendingClock aClock = new SuspendingClock(clock);
         Duration expiry = Duration.ofSeconds(30);
-        try (CuttingProxy proxy = new CuttingProxy(new java.net.InetSocketAddress("127.0.0.1", mongo.port()))) {
+        try (FaultProxy proxy = new FaultProxy("127.0.0.1", mongo.port())) {
             MongoLocker a = fixture.openThrough(proxy.address(), config("a", expiry, aClock).retries(1).build(), null);
             MongoLocker b = fixture.openDirect(config("b", expiry, clock).build());
             a.acquire(lock("warm-up"), "pools a connection").close();
             KeyColumn lock = lock("suspended");
             aClock.armAtTheRequestsReading(() -> {
                 clock.stepWallClock(Duration.ofSeconds(10)); // suspended between A's two readings
-                proxy.cutReplyTo("isMaster", 1);             // and the re-measure's reply is lost
+                proxy.cutRepliesToRequestsCarrying("isMaster", 1);             // and the re-measure's reply is lost
             });
             try (Lease mine = a.acquire(lock, "A")) {
-                assertEquals(1, proxy.cuts(), "the re-measure's reply was cut");
+                assertEquals(1, proxy.cutReplies(), "the re-measure's reply was cut");
                 Document doc = fixture.rawDoc(lock);
                 // the deadline allows for the 10 s move, so A believes no longer than the written expiry lets it
                 assertTrue(mine.remaining().compareTo(expiry.minusSeconds(10)) <= 0, "A's validity allows for the "

@@ -4,12 +4,11 @@ import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.TemporaryLockingException;
-import dev.locker.testkit.FreezingProxy;
+import dev.locker.testkit.FaultProxy;
 import dev.locker.testkit.VirtualClock;
 import org.bson.Document;
 import org.junit.jupiter.api.Test;
 
-import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.Date;
 
@@ -47,7 +46,7 @@ class MongoTakeBackTest extends MongoScenarios {
     @Test
     void aClaimLandingAfterItsAcquireTimedOutIsTakenBackOnceThePathRecovers() throws Exception {
         CommandLog logA = new CommandLog();
-        try (FreezingProxy proxy = new FreezingProxy("127.0.0.1", mongo.port())) {
+        try (FaultProxy proxy = new FaultProxy("127.0.0.1", mongo.port())) {
             MongoLocker a = openThrough("127.0.0.1:" + proxy.port(), config("a").retries(1).build(), logA);
             MongoLocker b = openDirect(config("b").build());
             a.acquire(lock("warm-up"), "a pooled connection through the proxy").close();
@@ -91,7 +90,7 @@ class MongoTakeBackTest extends MongoScenarios {
     @Test
     void aLateAttemptOfAGrantedAcquireIsTakenBackAfterTheRelease() throws Exception {
         CommandLog logA = new CommandLog();
-        try (FreezingProxy proxy = new FreezingProxy("127.0.0.1", mongo.port(), "findAndModify")) {
+        try (FaultProxy proxy = new FaultProxy("127.0.0.1", mongo.port(), "findAndModify")) {
             MongoLocker a = openThrough("127.0.0.1:" + proxy.port(), config("a").retries(3).build(), logA);
             MongoLocker b = openDirect(config("b").build());
             a.acquire(lock("warm-up"), "marks the pooled connection").close();
@@ -134,7 +133,7 @@ class MongoTakeBackTest extends MongoScenarios {
     @Test
     void closeStopsTheTakeBack() throws Exception {
         CommandLog logA = new CommandLog();
-        try (FreezingProxy proxy = new FreezingProxy("127.0.0.1", mongo.port())) {
+        try (FaultProxy proxy = new FaultProxy("127.0.0.1", mongo.port())) {
             LockerConfig config = config("a").retries(1).build();
             MongoLocker a = openThrough("127.0.0.1:" + proxy.port(), config, logA);
             a.acquire(lock("warm-up"), "a pooled connection through the proxy").close();
@@ -163,16 +162,16 @@ class MongoTakeBackTest extends MongoScenarios {
         mongo.clock().follow(clock);
         Duration expiry = Duration.ofSeconds(10);
         CommandLog logA = new CommandLog();
-        CuttingProxy proxy = new CuttingProxy(new InetSocketAddress("127.0.0.1", mongo.port()));
+        FaultProxy proxy = new FaultProxy("127.0.0.1", mongo.port());
         fixture.closeLast(proxy);
         MongoLocker a = openThrough(proxy.address(),
                 config("a").expiry(expiry).retries(1).timeSource(clock).build(), logA);
         MongoLocker b = openDirect(config("b").expiry(expiry).timeSource(clock).build());
         KeyColumn lock = lock("cut");
 
-        proxy.cutReplyTo("findAndModify", 1);
+        proxy.cutRepliesToRequestsCarrying("findAndModify", 1);
         assertThrows(TemporaryLockingException.class, () -> a.acquire(lock, "reply cut"));
-        assertEquals(1, proxy.cuts());
+        assertEquals(1, proxy.cutReplies());
         await(() -> rawDoc(lock) != null && rawDoc(lock).get("holder") == null, "the applied claim is taken back");
 
         clock.advance(expiry.dividedBy(2));
@@ -201,13 +200,13 @@ class MongoTakeBackTest extends MongoScenarios {
         mongo.clock().follow(clock);
         Duration expiry = Duration.ofSeconds(10);
         CommandLog logA = new CommandLog();
-        CuttingProxy proxy = new CuttingProxy(new InetSocketAddress("127.0.0.1", mongo.port()));
+        FaultProxy proxy = new FaultProxy("127.0.0.1", mongo.port());
         fixture.closeLast(proxy);
         MongoLocker a = openThrough(proxy.address(), config("a", expiry, clock).retries(1).build(), logA);
         MongoLocker b = openDirect(config("b", expiry, clock).build());
         KeyColumn lock = lock("own-regrant");
 
-        proxy.cutReplyTo("findAndModify", 1);
+        proxy.cutRepliesToRequestsCarrying("findAndModify", 1);
         assertThrows(TemporaryLockingException.class, () -> a.acquire(lock, "reply cut"));
         assertEquals(1, a.pendingTakeBacks());
         await(() -> rawDoc(lock) != null && rawDoc(lock).get("holder") == null, "the applied claim is taken back");
@@ -242,15 +241,15 @@ class MongoTakeBackTest extends MongoScenarios {
         mongo.clock().follow(clock);
         Duration expiry = Duration.ofSeconds(10);
         CommandLog logA = new CommandLog();
-        CuttingProxy proxy = new CuttingProxy(new InetSocketAddress("127.0.0.1", mongo.port()));
+        FaultProxy proxy = new FaultProxy("127.0.0.1", mongo.port());
         fixture.closeLast(proxy);
         MongoLocker a = openThrough(proxy.address(), config("a", expiry, clock).retries(3).build(), logA);
         MongoLocker b = openDirect(config("b", expiry, clock).build());
         KeyColumn lock = lock("regranted");
 
-        proxy.cutReplyTo("findAndModify", 1);
+        proxy.cutRepliesToRequestsCarrying("findAndModify", 1);
         Lease mine = a.acquire(lock, "granted on the retry with the first attempt's claim");
-        assertEquals(1, proxy.cuts());
+        assertEquals(1, proxy.cutReplies());
         Document granted = rawDoc(lock);
         assertEquals(granted.getLong("tokenBase") + 1, mine.fencingToken(), "the first attempt's grant: " + granted.toJson());
         assertEquals(0, a.pendingTakeBacks(), "nothing is taken back while the claim is held");
@@ -287,7 +286,7 @@ class MongoTakeBackTest extends MongoScenarios {
         mongo.clock().follow(clock);
         Duration expiry = Duration.ofSeconds(10);
         CommandLog logA = new CommandLog();
-        try (FreezingProxy proxy = new FreezingProxy("127.0.0.1", mongo.port(), "findAndModify")) {
+        try (FaultProxy proxy = new FaultProxy("127.0.0.1", mongo.port(), "findAndModify")) {
             MongoLocker a = openThrough("127.0.0.1:" + proxy.port(), config("a", expiry, clock).retries(1).build(),
                     logA);
             MongoLocker b = openDirect(config("b", expiry, clock).build());
@@ -326,13 +325,13 @@ class MongoTakeBackTest extends MongoScenarios {
         mongo.clock().follow(clock);
         Duration expiry = Duration.ofSeconds(10);
         CommandLog logA = new CommandLog();
-        CuttingProxy proxy = new CuttingProxy(new InetSocketAddress("127.0.0.1", mongo.port()));
+        FaultProxy proxy = new FaultProxy("127.0.0.1", mongo.port());
         fixture.closeLast(proxy);
         MongoLocker a = openThrough(proxy.address(), config("a", expiry, clock).retries(1).build(), logA);
         MongoLocker b = openDirect(config("b", expiry, clock).build());
         KeyColumn lock = lock("closed");
 
-        proxy.cutReplyTo("findAndModify", 1);
+        proxy.cutRepliesToRequestsCarrying("findAndModify", 1);
         assertThrows(TemporaryLockingException.class, () -> a.acquire(lock, "reply cut"));
         long sent = updatesSent(logA);
         await(() -> updatesSent(logA) >= sent + 2, "the take-back runs");

@@ -18,6 +18,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
 import redis.clients.jedis.Jedis;
+import redis.clients.jedis.Pipeline;
 
 import java.lang.reflect.Field;
 import java.nio.charset.StandardCharsets;
@@ -29,7 +30,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
-import java.util.function.BiConsumer;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -318,37 +318,49 @@ class RedisAcquireReplyTest {
     // ---- hash shapes -------------------------------------------------------------------------------------------------
 
     /** Shapes of a lock's hash, each set up on a key from a base time (server µs) shared by the copies compared. */
-    private final Map<String, BiConsumer<byte[], Long>> shapes = new LinkedHashMap<>();
+    private final Map<String, Shape> shapes = new LinkedHashMap<>();
 
-    {
-        shapes.put("empty", (k, now) -> { });
-        shapes.put("t ahead", (k, now) -> admin.hset(k, b("t"), b(Long.toString(now + HOUR))));
-        shapes.put("t behind", (k, now) -> admin.hset(k, b("t"), b(Long.toString(now - 5_000_000L))));
-        shapes.put("t unreadable", (k, now) -> admin.hset(k, b("t"), b("abc")));
-        shapes.put("t nan", (k, now) -> admin.hset(k, b("t"), b("nan")));
-        shapes.put("t 1e19", (k, now) -> admin.hset(k, b("t"), b("1e19")));
-        shapes.put("t fraction", (k, now) -> admin.hset(k, b("t"), b((now + HOUR) + ".5")));
-        shapes.put("t leading zeros", (k, now) -> admin.hset(k, b("t"), b("000" + (now + HOUR))));
-        shapes.put("released ours ahead", (k, now) -> admin.hset(k, b("c" + OWN), b(released(now + HOUR, "5"))));
-        shapes.put("released ours behind", (k, now) -> admin.hset(k, b("c" + OWN), b(released(now - 5_000_000L,
-                "5"))));
-        shapes.put("released ours zeros", (k, now) -> admin.hset(k, b("c" + OWN), b("0 0 000" + (now + HOUR)
-                + " 0005 ")));
-        shapes.put("released ours huge", (k, now) -> admin.hset(k, b("c" + OWN), b("0 0 99999999999999999999 5 ")));
-        shapes.put("released ours long ctr", (k, now) -> admin.hset(k, b("c" + OWN), b(released(now + HOUR,
-                "10000000000000000"))));
-        shapes.put("released other", (k, now) -> admin.hset(k, b("c" + OTHER), b(released(now + HOUR, "7"))));
-        shapes.put("live other", (k, now) -> admin.hset(k, b("c" + OTHER), b(now + " 600000 0 7 =other")));
+    /** Writes one shape's fields on a key, queued on a pipeline. */
+    private interface Shape {
+        void write(Pipeline p, byte[] key, long now);
     }
 
-    private void setUp(byte[] key, String shape, long now, boolean withDeadTombstone) {
-        admin.del(key);
-        shapes.get(shape).accept(key, now);
-        if (withDeadTombstone) {
-            admin.hset(key, b(DEAD_TOMB), b("1 1"));
-        }
-        if (admin.exists(key)) {
-            admin.pexpire(key, 600_000);
+    {
+        shapes.put("empty", (p, k, now) -> { });
+        shapes.put("t ahead", (p, k, now) -> p.hset(k, b("t"), b(Long.toString(now + HOUR))));
+        shapes.put("t behind", (p, k, now) -> p.hset(k, b("t"), b(Long.toString(now - 5_000_000L))));
+        shapes.put("t unreadable", (p, k, now) -> p.hset(k, b("t"), b("abc")));
+        shapes.put("t nan", (p, k, now) -> p.hset(k, b("t"), b("nan")));
+        shapes.put("t 1e19", (p, k, now) -> p.hset(k, b("t"), b("1e19")));
+        shapes.put("t fraction", (p, k, now) -> p.hset(k, b("t"), b((now + HOUR) + ".5")));
+        shapes.put("t leading zeros", (p, k, now) -> p.hset(k, b("t"), b("000" + (now + HOUR))));
+        shapes.put("released ours ahead", (p, k, now) -> p.hset(k, b("c" + OWN), b(released(now + HOUR, "5"))));
+        shapes.put("released ours behind", (p, k, now) -> p.hset(k, b("c" + OWN), b(released(now - 5_000_000L,
+                "5"))));
+        shapes.put("released ours zeros", (p, k, now) -> p.hset(k, b("c" + OWN), b("0 0 000" + (now + HOUR)
+                + " 0005 ")));
+        shapes.put("released ours huge", (p, k, now) -> p.hset(k, b("c" + OWN), b("0 0 99999999999999999999 5 ")));
+        shapes.put("released ours long ctr", (p, k, now) -> p.hset(k, b("c" + OWN), b(released(now + HOUR,
+                "10000000000000000"))));
+        shapes.put("released other", (p, k, now) -> p.hset(k, b("c" + OTHER), b(released(now + HOUR, "7"))));
+        shapes.put("live other", (p, k, now) -> p.hset(k, b("c" + OTHER), b(now + " 600000 0 7 =other")));
+    }
+
+    /**
+     * Sets up {@code shape} on {@code key} and the marker in {@code markerState}, in one round trip. The differential
+     * runs over ten thousand comparisons, so a round trip per command would be most of the class's time.
+     */
+    private void setUp(byte[] key, String shape, long now, boolean withDeadTombstone, String markerState,
+                       String fresh) {
+        try (Pipeline p = admin.pipelined()) {
+            p.del(key);
+            shapes.get(shape).write(p, key, now);
+            if (withDeadTombstone) {
+                p.hset(key, b(DEAD_TOMB), b("1 1"));
+            }
+            p.pexpire(key, 600_000); // a no-op when the shape leaves no key
+            setMarker(p, markerState, fresh);
+            p.sync();
         }
     }
 
@@ -365,12 +377,12 @@ class RedisAcquireReplyTest {
         return m;
     }
 
-    private void setMarker(String state, String fresh) {
+    private void setMarker(Pipeline p, String state, String fresh) {
         switch (state) {
-            case "one key", "absent" -> admin.del(marker);
-            case "fresh" -> admin.psetex(marker, 60_000, b(fresh.substring(0, fresh.length() - 1) + "1"));
-            case "fresh 0" -> admin.psetex(marker, 60_000, b(fresh.substring(0, fresh.length() - 1) + "0"));
-            case "stale" -> admin.psetex(marker, 60_000, b("1 1 1"));
+            case "one key", "absent" -> p.del(marker);
+            case "fresh" -> p.psetex(marker, 60_000, b(fresh.substring(0, fresh.length() - 1) + "1"));
+            case "fresh 0" -> p.psetex(marker, 60_000, b(fresh.substring(0, fresh.length() - 1) + "0"));
+            case "stale" -> p.psetex(marker, 60_000, b("1 1 1"));
             default -> throw new IllegalArgumentException(state);
         }
     }
@@ -420,8 +432,7 @@ class RedisAcquireReplyTest {
                                     byte[][] keys = {kNew, kOld, kGen};
                                     int[] order = compared % 2 == 0 ? new int[]{0, 1, 2} : new int[]{1, 2, 0};
                                     for (int i : order) {
-                                        setUp(keys[i], shape, now, i == 2);
-                                        setMarker(markerState, fresh);
+                                        setUp(keys[i], shape, now, i == 2, markerState, fresh);
                                         runs[i] = run(who[i], oneKey ? List.of(keys[i]) : List.of(keys[i], marker),
                                                 args);
                                     }

@@ -5,14 +5,25 @@ import dev.locker.api.KeyColumn;
 import dev.locker.spi.KeyColumnValueStore;
 import dev.locker.api.Lease;
 import dev.locker.api.Locker;
-import dev.locker.api.LockerConfig;
 import dev.locker.api.PermanentLockingException;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.engine.ExpectedValueCheckingStore;
 import dev.locker.engine.InMemoryStore;
-import dev.locker.testkit.LeaseDurationsSection;
-import dev.locker.testkit.LockerConformanceSuite;
+import dev.locker.testkit.BackendOutageSection;
+import dev.locker.testkit.ClockFaultSection;
+import dev.locker.testkit.ConformanceHalves;
+import dev.locker.testkit.ConformanceBase;
+import dev.locker.testkit.ExpectedValueCheckingSection;
+import dev.locker.testkit.ExpiryAndFencingSection;
+import dev.locker.testkit.ForcedReleaseSection;
+import dev.locker.testkit.LifecycleSection;
+import dev.locker.testkit.LimitsSection;
+import dev.locker.testkit.ListingSection;
 import dev.locker.testkit.LockerFixture;
+import dev.locker.testkit.RunOnceSection;
+import dev.locker.testkit.ThreePhaseSection;
+import dev.locker.testkit.UnknownOutcomeSection;
+import dev.locker.testkit.WaitingSection;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import redis.clients.jedis.RedisClusterClient;
@@ -32,10 +43,23 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * The whole conformance suite on a local three-master Redis Cluster, plus the cluster-specific facts: each lock's
- * key hashes by the tag the locker derived (whatever braces the lock name holds), and locks spread over all masters.
+ * The conformance suite on a local three-master Redis Cluster, but for the lease sections, plus the cluster-specific
+ * facts: each lock's key hashes by the tag the locker derived (whatever braces the lock name holds), and locks spread
+ * over all masters. {@link RedisClusterLeaseTest} runs the lease sections beside it, on a cluster of its own.
  */
-class RedisClusterTest extends LockerConformanceSuite implements LeaseDurationsSection {
+class RedisClusterTest extends ConformanceBase implements
+        ThreePhaseSection,
+        ExpiryAndFencingSection,
+        WaitingSection,
+        ForcedReleaseSection,
+        UnknownOutcomeSection,
+        ClockFaultSection,
+        BackendOutageSection,
+        LifecycleSection,
+        RunOnceSection,
+        LimitsSection,
+        ListingSection,
+        ExpectedValueCheckingSection {
 
     private RedisServer.Cluster cluster;
     private final InMemoryStore data = new InMemoryStore("guarded-data");
@@ -48,25 +72,14 @@ class RedisClusterTest extends LockerConformanceSuite implements LeaseDurationsS
     @Override
     protected LockerFixture createFixture() {
         Assumptions.assumeFalse(RedisTarget.isExternal(), "runs its own cluster");
-        cluster = RedisServer.startCluster();
-        String prefix = "cluster-" + LockerConfig.randomRid().substring(0, 8) + ":";
-        return new LockerFixture() {
-            @Override
-            public Locker open(LockerConfig config) {
-                return RedisLocker.builder().uri(cluster.uri()).keyPrefix(prefix).config(config)
-                        .restartGuard(Duration.ZERO).build();
-            }
+        RedisClusterFixture fixture = new RedisClusterFixture();
+        cluster = fixture.cluster();
+        return fixture;
+    }
 
-            @Override
-            public boolean expiryFollowsConfiguredClock() {
-                return false;
-            }
-
-            @Override
-            public void close() {
-                cluster.close();
-            }
-        };
+    @Test
+    void theTwoHalvesTogetherRunEverySectionOfTheSuite() {
+        ConformanceHalves.assertTogetherRunEverySection(RedisClusterTest.class, RedisClusterLeaseTest.class);
     }
 
     @Test

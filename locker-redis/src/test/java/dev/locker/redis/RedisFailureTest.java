@@ -1,6 +1,6 @@
 package dev.locker.redis;
 
-import dev.locker.testkit.FreezingProxy;
+import dev.locker.testkit.FaultProxy;
 import dev.locker.testkit.RedisServer;
 import dev.locker.api.ExpiredLockException;
 import dev.locker.api.KeyColumn;
@@ -255,7 +255,7 @@ class RedisFailureTest {
      */
     @Test
     void aTimedOutAcquireThatTheServerGrantedIsWithdrawn() throws Exception {
-        try (FreezingProxy proxy = new FreezingProxy("127.0.0.1", server.port())) {
+        try (FaultProxy proxy = new FaultProxy("127.0.0.1", server.port())) {
             RedisLocker late = open(RedisLocker.builder().node("127.0.0.1", proxy.port()).keyPrefix("lim:")
                     .password(PASSWORD).socketTimeout(Duration.ofMillis(300)));
             RedisLocker other = open(on(server).password(PASSWORD));
@@ -288,7 +288,7 @@ class RedisFailureTest {
     /** The scenario above, with a socket timeout of 300 ms times {@code stretch}. */
     private boolean aLateAcquireRequest(int stretch) {
         // the proxy counts the acquire script's calls, so a repeated acquire is told from one on a fresh connection
-        try (FreezingProxy proxy = new FreezingProxy("127.0.0.1", server.port(), RedisScript.ACQUIRE.sha())) {
+        try (FaultProxy proxy = new FaultProxy("127.0.0.1", server.port(), RedisScript.ACQUIRE.sha())) {
             RedisLocker late = open(RedisLocker.builder().node("127.0.0.1", proxy.port()).keyPrefix("lim:")
                     .password(PASSWORD).socketTimeout(Duration.ofMillis(300L * stretch)).poolSize(1));
             RedisLocker other = open(on(server).password(PASSWORD));

@@ -3,7 +3,7 @@ package dev.locker.redis;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
-import dev.locker.testkit.FreezingProxy;
+import dev.locker.testkit.FaultProxy;
 import dev.locker.testkit.LockerFixture;
 import redis.clients.jedis.UnifiedJedis;
 
@@ -11,8 +11,8 @@ import java.time.Duration;
 
 /**
  * The conformance suite's backend: one Redis server (or {@code LOCKER_REDIS_URI}), a key prefix of its own, and
- * lockers with a restart guard of {@link #RESTART_GUARD} (longer than the suite's longest lease, so a restart in
- * {@link #repairBackend()} is guarded as in production). Breaking the backend is a {@code kill -9} of the server;
+ * lockers with a restart guard no shorter than the longest lease their sections ask for, so a restart in
+ * {@link #repairBackend()} is guarded as in production. Breaking the backend is a {@code kill -9} of the server;
  * repairing it starts it again on the same port, without its data, and waits out the guard.
  */
 class RedisFixture implements LockerFixture {
@@ -21,16 +21,22 @@ class RedisFixture implements LockerFixture {
      * Four of the suite's 1.5 s expiries: the longest lease a scenario asks for. A lease's expiry over the guard is
      * refused, since it would outlive a restart that lost its claim.
      */
-    static final Duration RESTART_GUARD = Duration.ofSeconds(6);
+    static final Duration LONGEST_LEASE_GUARD = Duration.ofSeconds(6);
 
+    /** Two of the suite's 1.5 s expiries: enough for sections whose leases all last one expiry. */
+    static final Duration ONE_EXPIRY_LEASE_GUARD = Duration.ofSeconds(3);
+
+    private final Duration restartGuard;
     private final RedisTarget target;
-    private FreezingProxy proxy;
+    private FaultProxy proxy;
     private final String prefix = "conformance-" + LockerConfig.randomRid().substring(0, 8) + ":";
 
-    RedisFixture() {
+    /** A server of its own whose lockers use {@code restartGuard}; a lease asking for more is refused loudly. */
+    RedisFixture(Duration restartGuard) {
+        this.restartGuard = restartGuard;
         this.target = RedisTarget.start();
         try (UnifiedJedis admin = target.admin()) {
-            RedisTarget.awaitUptime(admin, RESTART_GUARD);
+            RedisTarget.awaitUptime(admin, restartGuard);
         }
     }
 
@@ -62,7 +68,7 @@ class RedisFixture implements LockerFixture {
     public void repairBackend() {
         target.process().startAgain();
         try (UnifiedJedis admin = target.admin()) {
-            RedisTarget.awaitUptime(admin, RESTART_GUARD);
+            RedisTarget.awaitUptime(admin, restartGuard);
         }
     }
 
@@ -88,15 +94,15 @@ class RedisFixture implements LockerFixture {
     @Override
     public synchronized Locker openFreezable(LockerConfig config) {
         if (proxy == null) {
-            proxy = new FreezingProxy("127.0.0.1", target.process().port());
+            proxy = new FaultProxy("127.0.0.1", target.process().port());
         }
         return RedisLocker.builder().uri("redis://127.0.0.1:" + proxy.port()).keyPrefix(prefix).config(config)
                 .restartGuard(guardFor(config)).timeout(Duration.ofSeconds(2)).build();
     }
 
     /** A scenario whose expiry outlasts the guard never restarts the server: it runs unguarded. */
-    private static Duration guardFor(LockerConfig config) {
-        return config.expiry().compareTo(RESTART_GUARD) > 0 ? Duration.ZERO : RESTART_GUARD;
+    private Duration guardFor(LockerConfig config) {
+        return config.expiry().compareTo(restartGuard) > 0 ? Duration.ZERO : restartGuard;
     }
 
     @Override

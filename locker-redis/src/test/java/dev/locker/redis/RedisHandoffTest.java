@@ -2,7 +2,7 @@ package dev.locker.redis;
 
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
-import dev.locker.testkit.FreezingProxy;
+import dev.locker.testkit.FaultProxy;
 import dev.locker.testkit.RedisServer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
@@ -71,7 +71,7 @@ class RedisHandoffTest {
      */
     @Test
     void aSilentSubscriptionConnectionIsReplaced() throws Exception {
-        FreezingProxy proxy = new FreezingProxy("127.0.0.1", fixture.server().port(), "SUBSCRIBE");
+        FaultProxy proxy = new FaultProxy("127.0.0.1", fixture.server().port(), "SUBSCRIBE");
         fixture.closeAfterTest(proxy);
         RedisLocker a = locker("a", Duration.ofMillis(300));
         RedisLocker b = locker("b", Duration.ofMillis(300), proxy.port(), EXPIRY, Duration.ofMillis(250));
@@ -528,7 +528,7 @@ class RedisHandoffTest {
      */
     @Test
     void replacingASilentSubscriptionLosesNoLease() throws Exception {
-        FreezingProxy proxy = new FreezingProxy("127.0.0.1", fixture.server().port(), "SUBSCRIBE");
+        FaultProxy proxy = new FaultProxy("127.0.0.1", fixture.server().port(), "SUBSCRIBE");
         fixture.closeAfterTest(proxy);
         RedisLocker a = lingering("a", EXPIRY);
         RedisLocker b = fixture.open(builder("b", proxy.port(), EXPIRY).wakeupHealthCheck(Duration.ofMillis(250)));

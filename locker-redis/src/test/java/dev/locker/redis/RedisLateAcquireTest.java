@@ -6,6 +6,7 @@ import dev.locker.api.LockOwner;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.TemporaryLockingException;
+import dev.locker.testkit.FaultProxy;
 import dev.locker.testkit.RedisServer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
@@ -74,15 +75,15 @@ class RedisLateAcquireTest {
     }
 
     /** A locker through a proxy whose first acquire is repeated on a fresh connection, its first copy held back. */
-    private record Late(RedisLocker locker, LateCopyProxy proxy) {
+    private record Late(RedisLocker locker, FaultProxy proxy) {
     }
 
     private Late lateLocker(RedisLocker warm) {
         warm.acquire(KeyColumn.named("warm-up-" + System.nanoTime()), "loads the scripts").close();
-        LateCopyProxy proxy = new LateCopyProxy("127.0.0.1", server.port());
+        FaultProxy proxy = new FaultProxy("127.0.0.1", server.port());
         closeables.add(proxy);
         RedisLocker a = open(proxy.port());
-        proxy.holdNext(RedisScript.ACQUIRE.sha());
+        proxy.holdNextRequestCarrying(RedisScript.ACQUIRE.sha());
         return new Late(a, proxy);
     }
 
@@ -94,11 +95,11 @@ class RedisLateAcquireTest {
         Late late = lateLocker(b);
         KeyColumn lock = lock();
         try (Lease lease = late.locker().acquire(lock, "A")) {
-            assertTrue(late.proxy().holds(), "the first copy was held back, the repeat granted");
+            assertTrue(late.proxy().holdsALateCopy(), "the first copy was held back, the repeat granted");
             byte[] key = late.locker().redisKey(lock);
             byte[] field = late.locker().claimField();
             String before = s(admin.hget(key, field));
-            String reply = late.proxy().deliverHeld();
+            String reply = late.proxy().deliverLateCopy();
             assertEquals(before, s(admin.hget(key, field)), "the late first copy (reply " + reply.trim() + ") "
                     + "rewrote the holder's claim: a new token, seniority or expiry its caller does not know");
             assertEquals(":" + lease.fencingToken(), reply.trim(), "the late copy answers the holder's token");
@@ -113,7 +114,7 @@ class RedisLateAcquireTest {
         Late late = lateLocker(b);
         KeyColumn lock = lock();
         late.locker().acquire(lock, "A").close();
-        String reply = late.proxy().deliverHeld();
+        String reply = late.proxy().deliverLateCopy();
         String refused = tryToTake(b, lock);
         assertNull(refused, "A released its lease; the first copy of its acquire, arriving only then (reply "
                 + reply.trim() + "), granted a claim nobody holds: B is refused: " + refused);
@@ -129,7 +130,7 @@ class RedisLateAcquireTest {
         RedisScript.WITHDRAW.run(admin, key, List.of(b("c" + B), b(B + "0000000000000001"), b("600000"),
                 b(Long.toString(EXPIRY.toMillis())), b("1"), b("late:released")));
         late.locker().acquire(lock, "A").close();
-        String reply = late.proxy().deliverHeld();
+        String reply = late.proxy().deliverLateCopy();
         String refused = tryToTake(b, lock);
         assertNull(refused, "A released its lease; the first copy of its acquire, arriving only then (reply "
                 + reply.trim() + "), granted a claim nobody holds: B is refused: " + refused);
@@ -144,7 +145,7 @@ class RedisLateAcquireTest {
         assertTrue(b.forceRelease(lock), "B forces A's claim away");
         assertNull(tryToTake(b, lock), "B takes the lock and releases it");
         lease.close(); // A is done with the lease it lost
-        String reply = late.proxy().deliverHeld();
+        String reply = late.proxy().deliverLateCopy();
         String refused = tryToTake(b, lock);
         assertNull(refused, "A lost and closed its lease; the first copy of its acquire, arriving only then (reply "
                 + reply.trim() + "), granted a claim nobody holds: B is refused: " + refused);

@@ -1,6 +1,6 @@
 package dev.locker.redis;
 
-import dev.locker.testkit.FreezingProxy;
+import dev.locker.testkit.FaultProxy;
 import dev.locker.testkit.RedisServer;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
@@ -92,7 +92,7 @@ class RedisWithdrawalTest {
         RedisLocker b = open(direct());
         KeyColumn lock = lock();
         b.acquire(KeyColumn.named("warm-up-" + lock.hashCode()), "loads the scripts").close();
-        FreezingProxy proxy = new FreezingProxy("127.0.0.1", server.port(), "EVAL");
+        FaultProxy proxy = new FaultProxy("127.0.0.1", server.port(), "EVAL");
         closeables.add(proxy);
         RedisLocker a = open(RedisLocker.builder().node("127.0.0.1", proxy.port()).timeout(Duration.ofSeconds(2)));
         proxy.dropNextMarkedReplyAndGoDown();

@@ -1,6 +1,6 @@
 package dev.locker.springboot;
 
-import dev.locker.testkit.FreezingProxy;
+import dev.locker.testkit.FaultProxy;
 import dev.locker.testkit.RedisServer;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.actuate.health.Health;
@@ -65,7 +65,7 @@ class StarterHealthTest {
 
     @Test
     void healthOfAHungBackendReturnsDownInsteadOfHanging() throws Exception {
-        try (RedisServer redis = RedisServer.start(); FreezingProxy proxy = new FreezingProxy("127.0.0.1", redis.port());
+        try (RedisServer redis = RedisServer.start(); FaultProxy proxy = new FaultProxy("127.0.0.1", redis.port());
              ConfigurableApplicationContext app = start("locker.uri=redis://127.0.0.1:" + proxy.port()
                      + "?restartGuard=0")) {
             LockerHealthIndicator health = app.getBean(LockerHealthIndicator.class);

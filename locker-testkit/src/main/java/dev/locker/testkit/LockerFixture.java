@@ -67,7 +67,7 @@ public interface LockerFixture extends AutoCloseable {
         return false;
     }
 
-    /** Opens a locker like {@link #open} whose connections to the backend all pass through a {@link FreezingProxy}. */
+    /** Opens a locker like {@link #open} whose connections to the backend all pass through a {@link FaultProxy}. */
     default Locker openFreezable(LockerConfig config) {
         throw new IllegalStateException(getClass().getSimpleName() + " cannot freeze connections");
     }
