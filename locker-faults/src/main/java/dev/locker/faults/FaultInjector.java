@@ -156,7 +156,7 @@ final class FaultInjector {
                 backend.resumeServer();
                 timeline.note(HARNESS, Event.Type.FAULT, g.get().lock(), "SERVER_RESUME");
             }
-            case REDIS_FAILOVER, REDIS_FAILOVER_CLOCK_AHEAD -> {
+            case REDIS_FAILOVER, REDIS_FAILOVER_CLOCK_AHEAD, REDIS_FAILOVER_CLOCK_WITHIN_BOUND -> {
                 Optional<Event> g = awaitAfterWarmUp(e -> e.type() == Event.Type.GRANTED);
                 if (g.isEmpty()) {
                     return false;

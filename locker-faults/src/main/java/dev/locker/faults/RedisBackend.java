@@ -32,9 +32,12 @@ public final class RedisBackend implements Backend {
     private static final String REDIS_CLI = System.getenv().getOrDefault("REDIS_CLI", "/usr/bin/redis-cli");
     /** How far the promoted replica's wall clock runs ahead in {@link Scenario#REDIS_FAILOVER_CLOCK_AHEAD}. */
     static final Duration REPLICA_CLOCK_AHEAD = Duration.ofSeconds(30);
+    /** How far it runs ahead in {@link Scenario#REDIS_FAILOVER_CLOCK_WITHIN_BOUND}, and the bound the lockers are told. */
+    static final Duration REPLICA_CLOCK_AHEAD_WITHIN = Duration.ofSeconds(1);
+    static final Duration TOLD_SERVER_CLOCK_SKEW = Duration.ofMillis(1200);
     /** The two expiries of {@link Scenario#MIXED_EXPIRY_RESTART}: workers 0 and 1 get the long one. */
     static final Duration LONG_EXPIRY = Duration.ofSeconds(5);
-    static final Duration SHORT_EXPIRY = Duration.ofMillis(500);
+    static final Duration SHORT_EXPIRY = Duration.ofMillis(1200);
 
     private final Path dir;
     private Scenario scenario;
@@ -74,18 +77,11 @@ public final class RedisBackend implements Backend {
         };
     }
 
-    /**
-     * The {@code serverClockSkew} the lockers are told in the clock-ahead failover ({@code -Dfaults.redisServerClockSkew},
-     * e.g. {@code 60s}), or empty when they are told nothing.
-     */
-    private static String toldServerClockSkew() {
-        return System.getProperty("faults.redisServerClockSkew", "").trim();
-    }
 
     @Override
     public boolean isControl(Scenario s) {
         return s == Scenario.CONTROL_NO_GUARD
-                || (s == Scenario.REDIS_FAILOVER_CLOCK_AHEAD && toldServerClockSkew().isEmpty());
+                || s == Scenario.REDIS_FAILOVER_CLOCK_AHEAD;
     }
 
     @Override
@@ -96,11 +92,13 @@ public final class RedisBackend implements Backend {
         dataDir = mkdirs(dir.resolve("redis-" + s.name().toLowerCase() + "-" + port));
         switch (s) {
             case REDIS_SLOT_MIGRATION -> startCluster();
-            case REDIS_FAILOVER, REDIS_FAILOVER_CLOCK_AHEAD -> {
-                server = startNode(port, "master", List.of(), false);
+            case REDIS_FAILOVER, REDIS_FAILOVER_CLOCK_AHEAD, REDIS_FAILOVER_CLOCK_WITHIN_BOUND -> {
+                server = startNode(port, "master", List.of(), Duration.ZERO);
                 replicaPort = ServerProcess.freePort();
+                Duration ahead = s == Scenario.REDIS_FAILOVER_CLOCK_AHEAD ? REPLICA_CLOCK_AHEAD
+                        : s == Scenario.REDIS_FAILOVER_CLOCK_WITHIN_BOUND ? REPLICA_CLOCK_AHEAD_WITHIN : Duration.ZERO;
                 replica = startNode(replicaPort, "replica", List.of("--replicaof", "127.0.0.1", Integer.toString(port)),
-                        s == Scenario.REDIS_FAILOVER_CLOCK_AHEAD);
+                        ahead);
                 awaitInSync(replicaPort);
                 forwarder = new FaultProxy("127.0.0.1", port);
             }
@@ -134,8 +132,9 @@ public final class RedisBackend implements Backend {
         String options = switch (scenario) {
             case SERVER_RESTART_AOF, CONTROL_NO_GUARD -> "&restartGuard=0";
             case REDIS_FAILOVER -> guard + "&replicas=1";
-            case REDIS_FAILOVER_CLOCK_AHEAD -> guard + "&replicas=1"
-                    + (toldServerClockSkew().isEmpty() ? "" : "&serverClockSkew=" + toldServerClockSkew());
+            case REDIS_FAILOVER_CLOCK_AHEAD -> guard + "&replicas=1";
+            case REDIS_FAILOVER_CLOCK_WITHIN_BOUND -> guard + "&replicas=1&serverClockSkew="
+                    + TOLD_SERVER_CLOCK_SKEW.toMillis() + "ms";
             default -> guard;
         };
         Duration e = scenario != Scenario.MIXED_EXPIRY_RESTART ? expiry : worker < 2 ? LONG_EXPIRY : SHORT_EXPIRY;
@@ -167,18 +166,16 @@ public final class RedisBackend implements Backend {
         server = ServerProcess.start("redis-server:" + port, cmd, dataDir.resolve("redis.log"), port, Duration.ofSeconds(20));
     }
 
-    /** A server without persistence on {@code p}, its files in a directory of its own, its clock shifted or not. */
-    private ServerProcess startNode(int p, String role, List<String> extra, boolean clockAhead) {
+    /** A server without persistence on {@code p}, its files in a directory of its own, its clock {@code ahead}. */
+    private ServerProcess startNode(int p, String role, List<String> extra, Duration ahead) {
         Path d = mkdirs(dataDir.resolve(role + "-" + p));
         List<String> cmd = new ArrayList<>(List.of(REDIS_SERVER, "--port", Integer.toString(p), "--bind", "127.0.0.1",
                 "--daemonize", "no", "--save", "", "--appendonly", "no", "--dir", d.toString(),
                 // a replica's first sync at once: the default waits 5 s for more replicas to share one transfer
                 "--repl-diskless-sync-delay", "0"));
         cmd.addAll(extra);
-        Map<String, String> env = clockAhead
-                ? Map.of("LD_PRELOAD", ClockShift.library().toString(),
-                "CLOCKSHIFT_MS", Long.toString(REPLICA_CLOCK_AHEAD.toMillis()))
-                : Map.of();
+        Map<String, String> env = ahead.isZero() ? Map.of()
+                : Map.of("LD_PRELOAD", ClockShift.library().toString(), "CLOCKSHIFT_MS", Long.toString(ahead.toMillis()));
         return ServerProcess.start("redis-" + role + ":" + p, cmd, env, d.resolve("redis.log"), p, Duration.ofSeconds(20));
     }
 
@@ -196,7 +193,7 @@ public final class RedisBackend implements Backend {
         port = replicaPort;
         replicaPort = newReplicaPort;
         ServerProcess promotedServer = replica;
-        replica = startNode(replicaPort, "rejoined", List.of("--replicaof", "127.0.0.1", Integer.toString(port)), false);
+        replica = startNode(replicaPort, "rejoined", List.of("--replicaof", "127.0.0.1", Integer.toString(port)), Duration.ZERO);
         server = promotedServer;
         return "master SIGKILLed, replica :" + port + " promoted (" + promoted.trim() + "), forwarder switched, old "
                 + "master back empty as its replica on :" + replicaPort;
@@ -227,7 +224,7 @@ public final class RedisBackend implements Backend {
             int p = i == 0 ? port : ServerProcess.freePort();
             clusterPorts.add(p);
             clusterNodes.add(startNode(p, "node", List.of("--cluster-enabled", "yes", "--cluster-config-file",
-                    "nodes.conf", "--cluster-node-timeout", "5000"), false));
+                    "nodes.conf", "--cluster-node-timeout", "5000"), Duration.ZERO));
         }
         List<String> create = new ArrayList<>(List.of(REDIS_CLI, "--cluster", "create"));
         clusterPorts.forEach(p -> create.add("127.0.0.1:" + p));

@@ -37,10 +37,14 @@ public enum Scenario {
     REDIS_FAILOVER("Redis master SIGKILL, replica promoted (replicas=1)"),
     /**
      * Control: {@link #REDIS_FAILOVER} with the replica's wall clock ahead by 30 s, beyond the lockers' stated bound:
-     * the promoted replica expires the held claim at once and grants the lock again. Must be flagged, unless the
-     * lockers are told the bound ({@code -Dfaults.redisServerClockSkew}, see docs/reliability.md).
+     * the promoted replica expires the held claim at once and grants the lock again. Must be flagged.
      */
     REDIS_FAILOVER_CLOCK_AHEAD("CONTROL: Redis failover to a replica whose clock is 30 s ahead"),
+    /**
+     * {@link #REDIS_FAILOVER} with the replica's wall clock ahead by 1 s, and the lockers told
+     * {@code serverClockSkew=1200ms}: within the bound, the failover keeps one holder at a time.
+     */
+    REDIS_FAILOVER_CLOCK_WITHIN_BOUND("Redis failover to a replica 1 s ahead, serverClockSkew=1200ms"),
     /** A real Redis Cluster (3 masters): the lock's slot migrated to another master while workers contend on it. */
     REDIS_SLOT_MIGRATION("Redis Cluster slot migrated under contention"),
     /**
@@ -82,7 +86,8 @@ public enum Scenario {
      */
     public String onlyOn(String backend) {
         String only = switch (this) {
-            case REDIS_FAILOVER, REDIS_FAILOVER_CLOCK_AHEAD, REDIS_SLOT_MIGRATION, MIXED_EXPIRY_RESTART -> "redis";
+            case REDIS_FAILOVER, REDIS_FAILOVER_CLOCK_AHEAD, REDIS_FAILOVER_CLOCK_WITHIN_BOUND, REDIS_SLOT_MIGRATION,
+                 MIXED_EXPIRY_RESTART -> "redis";
             case FILE_INTERRUPTED_CLOSE -> "file";
             default -> null;
         };
@@ -96,7 +101,8 @@ public enum Scenario {
      * @return true for the heavier variants
      */
     public boolean longOnly() {
-        return this == REDIS_FAILOVER_CLOCK_AHEAD || this == MIXED_EXPIRY_RESTART;
+        return this == REDIS_FAILOVER_CLOCK_AHEAD || this == REDIS_FAILOVER_CLOCK_WITHIN_BOUND
+                || this == MIXED_EXPIRY_RESTART;
     }
 
     /**

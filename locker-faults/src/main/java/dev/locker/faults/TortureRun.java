@@ -97,6 +97,7 @@ public final class TortureRun {
                 : scenario == Scenario.MIXED_EXPIRY_RESTART ? RedisBackend.LONG_EXPIRY
                 // longer than the failover itself, so that a holder's claim can live through it
                 : scenario == Scenario.REDIS_FAILOVER || scenario == Scenario.REDIS_FAILOVER_CLOCK_AHEAD
+                        || scenario == Scenario.REDIS_FAILOVER_CLOCK_WITHIN_BOUND
                 ? profile.expiry().multipliedBy(3)
                 // longer than a restart on a busy machine: the holder must still be valid when the next one is granted
                 : scenario == Scenario.CONTROL_NO_GUARD ? profile.expiry().multipliedBy(3)
@@ -121,7 +122,7 @@ public final class TortureRun {
         if ((scenario == Scenario.CLOCK_SKEW || scenario == Scenario.CLOCK_JUMP) && !Files.exists(LIBFAKETIME)) {
             return "libfaketime is not installed (" + LIBFAKETIME + "; Debian package libfaketime)";
         }
-        if (scenario == Scenario.REDIS_FAILOVER_CLOCK_AHEAD) {
+        if (scenario == Scenario.REDIS_FAILOVER_CLOCK_AHEAD || scenario == Scenario.REDIS_FAILOVER_CLOCK_WITHIN_BOUND) {
             return ClockShift.unavailable();
         }
         return null;
@@ -204,8 +205,10 @@ public final class TortureRun {
             case STOP_HOLDER, FREEZE_CONNECTION, SERVER_RESTART, SERVER_RESTART_AOF, SERVER_PAUSE,
                     REGION_SERVER_ABORT -> new Plan(3, "L0", 2 * e, 10, 3 * e + 2000, 20, 0, true, Long.MAX_VALUE);
             // e is 3 x the profile's expiry here: a hold as long as it still spans the failover
-            case REDIS_FAILOVER, REDIS_FAILOVER_CLOCK_AHEAD ->
-                    new Plan(3, "L0", e, 6, 3 * e + 2000, 20, 0, true, Long.MAX_VALUE);
+            case REDIS_FAILOVER -> new Plan(3, "L0", e, 6, 3 * e + 2000, 20, 0, true, Long.MAX_VALUE);
+            // no renewal, which would hide a clock ahead: the holder writes on to the end of its own validity
+            case REDIS_FAILOVER_CLOCK_AHEAD, REDIS_FAILOVER_CLOCK_WITHIN_BOUND ->
+                    new Plan(3, "L0", e, 6, 3 * e + 2000, 20, 0, false, Long.MAX_VALUE);
             // two workers of each expiry; e is the long one, and every hold outlasts the short expiry
             case MIXED_EXPIRY_RESTART -> new Plan(4, "L0", 1500, 10, 2 * e + 2000, 20, 0, true, Long.MAX_VALUE);
             // 4 workers on one lock: someone waits on it whenever the slot moves
