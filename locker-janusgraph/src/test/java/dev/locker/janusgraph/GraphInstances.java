@@ -1,5 +1,7 @@
 package dev.locker.janusgraph;
 
+import dev.locker.api.KeyColumn;
+import dev.locker.api.Locker;
 import org.janusgraph.core.JanusGraph;
 import org.janusgraph.core.JanusGraphFactory;
 import org.janusgraph.diskstorage.BackendException;
@@ -184,6 +186,38 @@ final class GraphInstances implements AutoCloseable {
             }
         }
         return committed;
+    }
+
+    /** The longest stretch a rerun scenario is given before its precondition counts as missed. */
+    static final int MAX_STRETCH = 4;
+
+    /** One run of a scenario with its expiries multiplied by {@code stretch}; false when its precondition was missed. */
+    interface StretchedRun {
+        boolean run(int stretch) throws Exception;
+    }
+
+    /**
+     * Runs {@code scenario} with a stretch of 1, then 2, then 4, until it reports that {@code precondition} held.
+     * A keep-alive starved past the expiry on a loaded machine leaves nothing to check. So the next run stretches
+     * the expiries. Each run asserts what it pins whenever its precondition held.
+     */
+    static void rerunUntil(String precondition, StretchedRun scenario) throws Exception {
+        for (int stretch = 1; stretch <= MAX_STRETCH; stretch *= 2) {
+            if (scenario.run(stretch)) {
+                return;
+            }
+        }
+        fail(precondition + ", in no run up to a stretch of " + MAX_STRETCH);
+    }
+
+    /**
+     * Whether {@code tx} still believes it holds {@code lock}: checked, with its deadline on the locker's monotonic
+     * clock still ahead. Asked after another instance was granted the lock, true means two holders. A renewal counts
+     * only if it answered before the former deadline, so a belief still held now was held without a gap.
+     */
+    static boolean stillBelieves(Locker locker, KeyColumn lock, Object tx) {
+        long now = locker.config().timeSource().nanoTime();
+        return locker.status(lock, tx).map(s -> s.isHeld() && s.deadlineNanos() - now > 0).orElse(false);
     }
 
     /** Waits until {@code condition} holds, failing after {@code patience} (a generous bound, not a timing). */

@@ -191,14 +191,24 @@ class JanusGraphKeepAliveTest {
     /**
      * Two stores share the one Locker. A transaction with a lock on each is checked at its first mutateMany
      * (the second store's check costs nothing) and both claims are kept alive across many expiries (b is refused on
-     * both all along); the commit releases both (b takes both at once).
+     * both all along); the commit releases both (b takes both at once). A run where a's keep-alive was starved past
+     * the expiry is run again, stretched.
      */
     @Test
     void bothStoresLocksAreKeptAliveAndReleasedTogether() throws Exception {
-        LockerStoreManager a = open("a", SHORT_EXPIRY);
-        LockerStoreManager b = open("b", SHORT_EXPIRY);
-        StaticBuffer indexKey = buffer("index-key");
-        StaticBuffer edgeKey = buffer("edge-key");
+        GraphInstances.rerunUntil("a's keep-alive kept both claims alive while b tried", this::bothKeptAlive);
+    }
+
+    /**
+     * One run with the expiry stretched by {@code stretch}; false when b took a lock after a's claim on it lapsed
+     * unrenewed (a's locker had given it up, so b's grant was legitimate).
+     */
+    private boolean bothKeptAlive(int stretch) throws Exception {
+        Duration expiry = SHORT_EXPIRY.multipliedBy(stretch);
+        LockerStoreManager a = open("a", expiry);
+        LockerStoreManager b = open("b", expiry);
+        StaticBuffer indexKey = buffer("index-key-" + stretch);
+        StaticBuffer edgeKey = buffer("edge-key-" + stretch);
         ExpectedValueCheckingTransaction t = tx(a);
         a.openDatabase("graphindex").acquireLock(indexKey, column, null, t);
         a.openDatabase("edgestore").acquireLock(edgeKey, column, null, t);
@@ -208,15 +218,66 @@ class JanusGraphKeepAliveTest {
 
         KeyColumnValueStore indexB = b.openDatabase("graphindex");
         KeyColumnValueStore edgesB = b.openDatabase("edgestore");
-        long until = System.nanoTime() + SHORT_EXPIRY.multipliedBy(5).toNanos();
+        long until = System.nanoTime() + expiry.multipliedBy(5).toNanos();
         while (System.nanoTime() - until < 0) {
-            assertFalse(tryLockedCommit(b, indexB, indexKey, column), "b took the index lock a keeps alive");
-            assertFalse(tryLockedCommit(b, edgesB, edgeKey, column), "b took the edge lock a keeps alive");
+            if (tookWhileKeptAlive(b, indexB, indexKey, a, lockOf("graphindex", indexKey), t, "index")
+                    || tookWhileKeptAlive(b, edgesB, edgeKey, a, lockOf("edgestore", edgeKey), t, "edge")) {
+                t.rollback();
+                graphs.close();
+                return false;
+            }
             Thread.sleep(100);
         }
         t.commit();
         assertTrue(tryLockedCommit(b, indexB, indexKey, column), "a's commit released the index lock");
         assertTrue(tryLockedCommit(b, edgesB, edgeKey, column), "a's commit released the edge lock");
+        graphs.close();
+        return true;
+    }
+
+    /**
+     * b's locked commit on {@code key}: false when refused; true when granted after a's claim lapsed unrenewed. A grant
+     * while a's locker still believed in its claim fails the test: two holders.
+     */
+    private boolean tookWhileKeptAlive(LockerStoreManager b, KeyColumnValueStore store, StaticBuffer key,
+                                       LockerStoreManager a, dev.locker.api.KeyColumn lock,
+                                       ExpectedValueCheckingTransaction t, String which) throws Exception {
+        if (!tryLockedCommit(b, store, key, column)) {
+            return false;
+        }
+        boolean aStillBelieved = GraphInstances.stillBelieves(a.locker(), lock, t.getConsistentTx());
+        System.out.printf("[locker-janusgraph] b took the %s lock; a still believed in its claim: %s%n", which,
+                aStillBelieved);
+        assertFalse(aStillBelieved, "b took the " + which + " lock a keeps alive");
+        return true;
+    }
+
+    /**
+     * A checked transaction whose renewals stop, as a keep-alive starved past the expiry makes no renewal: b takes the
+     * lock only after a's locker gave its claim up, and a's next write fails for good.
+     */
+    @Test
+    void aLockWhoseRenewalsStopGoesToAnotherInstanceOnlyAfterItsHolderGaveItUp() throws Exception {
+        LockerStoreManager a = open("a", SHORT_EXPIRY);
+        LockerStoreManager b = open("b", SHORT_EXPIRY);
+        StaticBuffer key = buffer("index-key");
+        ExpectedValueCheckingTransaction t = tx(a);
+        a.openDatabase("graphindex").acquireLock(key, column, null, t);
+        a.mutateMany(write("graphindex", buffer("first"), "v1"), t); // the check, then the keep-alive
+        a.locker().keepAlive(t.getConsistentTx(), false);
+
+        KeyColumnValueStore indexB = b.openDatabase("graphindex");
+        boolean took = false;
+        long deadline = System.nanoTime() + PATIENCE.toNanos();
+        while (!took && System.nanoTime() - deadline < 0) {
+            took = tookWhileKeptAlive(b, indexB, key, a, lockOf("graphindex", key), t, "index");
+            Thread.sleep(50);
+        }
+        assertTrue(took, "b took the lock once a's unrenewed claim expired");
+        PermanentLockingException e = assertThrows(PermanentLockingException.class,
+                () -> a.mutateMany(write("graphindex", buffer("second"), "v2"), t));
+        assertNotNull(e.getCause(), e.toString());
+        t.rollback();
     }
 
     /**

@@ -8,6 +8,7 @@ import org.janusgraph.diskstorage.keycolumnvalue.KeyColumnValueStore;
 import org.janusgraph.diskstorage.keycolumnvalue.StoreTransaction;
 import org.janusgraph.diskstorage.locking.PermanentLockingException;
 import org.janusgraph.diskstorage.locking.TemporaryLockingException;
+import org.janusgraph.diskstorage.locking.consistentkey.ExpectedValueCheckingTransaction;
 import org.janusgraph.diskstorage.util.KeyColumn;
 import org.janusgraph.diskstorage.util.StaticArrayEntry;
 import org.janusgraph.graphdb.configuration.GraphDatabaseConfiguration;
@@ -119,20 +120,32 @@ class JanusGraphStoreLockingTest {
 
     /**
      * Instance a's data write is held past a 1 s expiry while b keeps trying, then goes on. Exactly one of the two
-     * commits the value.
+     * commits the value. A run where a's keep-alive was starved past the expiry is run again, stretched.
      */
     @Test
     void aDataWriteHeldPastTheExpiryDoesNotLetASecondInstanceCommit() throws Exception {
+        GraphInstances.rerunUntil("a's keep-alive kept its claim alive while b tried", this::heldWrite);
+    }
+
+    /**
+     * One run of the held write, with a {@code stretch} s expiry; false when b committed after a's claim lapsed
+     * unrenewed. A lapsed claim is a's legitimate loss: a's locker gave it up before b's grant. But a's write was
+     * already past its check, and JanusGraph's writes carry no fencing token to stop it (as documented).
+     */
+    private boolean heldWrite(int stretch) throws Exception {
+        Duration expiry = Duration.ofSeconds(stretch);
         ModifiableConfiguration ca = config("a");
-        ca.set(GraphDatabaseConfiguration.LOCK_EXPIRE, Duration.ofSeconds(1));
+        ca.set(GraphDatabaseConfiguration.LOCK_EXPIRE, expiry);
         ModifiableConfiguration cb = config("b");
-        cb.set(GraphDatabaseConfiguration.LOCK_EXPIRE, Duration.ofSeconds(1));
+        cb.set(GraphDatabaseConfiguration.LOCK_EXPIRE, expiry);
         LockerStoreManager a = open(ca);
         LockerStoreManager b = open(cb);
         KeyColumnValueStore storeA = a.openDatabase("graphindex");
         KeyColumnValueStore storeB = b.openDatabase("graphindex");
-        StaticBuffer key = buffer("unique-value");
+        StaticBuffer key = buffer("unique-value-" + stretch);
         StaticBuffer column = buffer("c");
+        dev.locker.api.KeyColumn lock = new LockKeys(share, "graphindex_lock_").lockOf(new KeyColumn(key, column));
+        ExpectedValueCheckingTransaction t1 = tx(a);
 
         CountDownLatch aWriting = new CountDownLatch(1);
         CountDownLatch goOn = new CountDownLatch(1);
@@ -149,23 +162,95 @@ class JanusGraphStoreLockingTest {
         });
         AtomicBoolean aCommitted = new AtomicBoolean();
         AtomicReference<Throwable> aFailed = new AtomicReference<>();
-        Thread ta = new Thread(() -> {
-            try {
-                aCommitted.set(tryCommit(a, storeA, key, column, "a"));
-            } catch (Throwable e) {
-                aFailed.set(e);
-            }
-        }, "instance-a-commit");
+        Thread ta = new Thread(() -> aCommitted.set(commitOrRollBack(storeA, key, column, "a", t1, aFailed)),
+                "instance-a-commit");
         writerA.set(ta);
         ta.start();
         assertTrue(aWriting.await(30, TimeUnit.SECONDS), "a reached its data write (its locks checked)");
 
-        boolean bCommitted = tryCommitRepeatedly(b, storeB, key, column, "b", 60, 100);
+        boolean bCommitted = tryCommitRepeatedly(b, storeB, key, column, "b", 60, 100L * stretch);
+        boolean aStillBelieved = GraphInstances.stillBelieves(a.locker(), lock, t1.getConsistentTx());
         goOn.countDown();
         ta.join(60_000);
-        System.out.printf("[locker-janusgraph] held write: a committed=%s (failure %s), b committed=%s%n", aCommitted.get(),
-                aFailed.get(), bCommitted);
+        System.out.printf("[locker-janusgraph] held write, stretch %d: a committed=%s (failure %s, still believed "
+                + "at b's commit: %s), b committed=%s%n", stretch, aCommitted.get(), aFailed.get(), aStillBelieved,
+                bCommitted);
+        graphs.close();
+        if (bCommitted && !aStillBelieved) {
+            return false; // a's keep-alive was starved past the expiry: b's grant was legitimate
+        }
         assertFalse(aCommitted.get() && bCommitted, "two instances committed under one lock");
+        return true;
+    }
+
+    /** JanusGraph's steps for {@code t}: lock, write, commit; false (rolled back) on a failure, kept in {@code failed}. */
+    private static boolean commitOrRollBack(KeyColumnValueStore store, StaticBuffer key, StaticBuffer column,
+                                            String value, StoreTransaction t, AtomicReference<Throwable> failed) {
+        try {
+            lockAndWrite(store, key, column, value, t);
+            t.commit();
+            return true;
+        } catch (Throwable e) {
+            failed.set(e);
+            try {
+                t.rollback();
+            } catch (BackendException | RuntimeException again) {
+                e.addSuppressed(again);
+            }
+            return false;
+        }
+    }
+
+    /**
+     * A data write paused past its claim's expiry while a's keep-alive cannot renew, as on a starved machine. b commits
+     * only after a's locker gave the claim up; a's write, already past its check, still lands, unfenced.
+     */
+    @Test
+    void aDataWriteOutlivingItsUnrenewedClaimLandsOnlyAfterItsLockerGaveTheClaimUp() throws Exception {
+        ModifiableConfiguration ca = config("a");
+        ca.set(GraphDatabaseConfiguration.LOCK_EXPIRE, Duration.ofMillis(500));
+        ModifiableConfiguration cb = config("b");
+        cb.set(GraphDatabaseConfiguration.LOCK_EXPIRE, Duration.ofMillis(500));
+        LockerStoreManager a = open(ca);
+        LockerStoreManager b = open(cb);
+        KeyColumnValueStore storeA = a.openDatabase("graphindex");
+        KeyColumnValueStore storeB = b.openDatabase("graphindex");
+        StaticBuffer key = buffer("unique-value");
+        StaticBuffer column = buffer("c");
+        dev.locker.api.KeyColumn lock = new LockKeys(share, "graphindex_lock_").lockOf(new KeyColumn(key, column));
+        ExpectedValueCheckingTransaction t1 = tx(a);
+
+        CountDownLatch aWriting = new CountDownLatch(1);
+        CountDownLatch goOn = new CountDownLatch(1);
+        AtomicReference<Thread> writerA = new AtomicReference<>();
+        HookedStoreManager.BEFORE_MUTATE.put(share, () -> {
+            if (Thread.currentThread() == writerA.get()) {
+                // the keep-alive that checkLocks started renews no more, as a thread starved past the expiry would not
+                a.locker().keepAlive(t1.getConsistentTx(), false);
+                aWriting.countDown();
+                try {
+                    goOn.await(60, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        });
+        AtomicBoolean aCommitted = new AtomicBoolean();
+        AtomicReference<Throwable> aFailed = new AtomicReference<>();
+        Thread ta = new Thread(() -> aCommitted.set(commitOrRollBack(storeA, key, column, "a", t1, aFailed)),
+                "instance-a-commit");
+        writerA.set(ta);
+        ta.start();
+        assertTrue(aWriting.await(30, TimeUnit.SECONDS), "a reached its data write (its locks checked)");
+
+        boolean bCommitted = tryCommitRepeatedly(b, storeB, key, column, "b", 300, 100);
+        boolean aStillBelieved = GraphInstances.stillBelieves(a.locker(), lock, t1.getConsistentTx());
+        goOn.countDown();
+        ta.join(60_000);
+        assertTrue(bCommitted, "b commits once a's unrenewed claim expired");
+        assertFalse(aStillBelieved, "b committed while a's locker still believed it held the lock");
+        assertTrue(aCommitted.get(), "a's write, past its check before its claim expired, lands: JanusGraph's writes "
+                + "carry no fencing token (failure: " + aFailed.get() + ")");
     }
 
     /**
