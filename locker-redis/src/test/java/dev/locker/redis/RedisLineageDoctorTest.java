@@ -127,6 +127,14 @@ class RedisLineageDoctorTest {
             while (!extra.cli("INFO", "replication").contains("role:master")) {
                 RedisServer.sleep(50);
             }
+            // the doctor reads the topology from the seed nodes: wait until each one's gossip names the new master
+            String extraId = extra.cli("CLUSTER", "MYID").trim();
+            for (RedisServer node : cluster.nodes()) {
+                while (!node.cli("CLUSTER", "NODES").lines()
+                        .anyMatch(l -> l.startsWith(extraId) && l.contains("master"))) {
+                    RedisServer.sleep(50);
+                }
+            }
             List<DeploymentCheck.Finding> found = lineage(doctor(cluster.uri() + OPTIONS));
             List<DeploymentCheck.Finding> promoted = found.stream()
                     .filter(f -> f.why().startsWith("127.0.0.1:" + extra.port() + ": ")).toList();
