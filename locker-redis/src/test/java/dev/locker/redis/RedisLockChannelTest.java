@@ -138,8 +138,15 @@ class RedisLockChannelTest {
         assertFalse(b.wakeupListening(first));
         assertEquals(1, numsub(channelOf(a, second)), "the lock still waited on keeps its channel");
         assertEquals(1, b.wakeupSubscriptions(), "one connection throughout");
+        Lease again = a.acquire(first, "holding again");
+        Future<Optional<Lease>> waitsAgain = fixture.submit(() -> b.tryAcquire(first, "waiting again",
+                Duration.ofSeconds(60)));
+        fixture.awaitQueued(a, first, 1);
+        awaitListening(b, first);
+        assertEquals(1, numsub(channelOf(a, first)), "subscribed again");
         long told = b.wakeupMessages();
-        fixture.handOver(a, b, first, Duration.ofSeconds(60), Duration.ofSeconds(60));
+        again.close();
+        waitsAgain.get(30, TimeUnit.SECONDS).orElseThrow().close();
         awaitTrue(() -> b.wakeupMessages() > told, "the release of the first lock did not reach its new waiter");
         held.close();
         waits.get(30, TimeUnit.SECONDS).orElseThrow().close();
