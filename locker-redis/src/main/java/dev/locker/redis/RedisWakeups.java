@@ -26,6 +26,7 @@ import java.util.function.BiConsumer;
  * (see {@code wake} in {@code common.lua}). So a release reaches only the lockers that wait on that lock. A locker
  * subscribes to a lock's channel when a waiter first finds that lock held. It unsubscribes one {@code linger} after
  * the lock's last waiter left. A lock taken in turn keeps its channel between waits, at no command per wait.
+ * A lock whose waits never found it held is forgotten when its last waiter leaves: no channel was subscribed for it.
  * The channel carries the lock's hash tag, so it lies in the lock's Cluster slot, as a sharded channel must.
  *
  * <h2>One connection</h2>
@@ -105,11 +106,27 @@ final class RedisWakeups implements AutoCloseable {
         return w;
     }
 
+    /**
+     * Ends one waiter's interest in {@code key}. The lock's entry goes at once when no linger will end it: nothing
+     * was subscribed for it, or no connection runs. Else its channel ends one linger from now, unless a waiter comes.
+     */
     synchronized void unwatch(byte[] key) {
-        Watch w = watches.get(ByteBuffer.wrap(key));
-        if (w != null && --w.users == 0) {
-            w.idleSince = System.nanoTime(); // its channel ends one linger from now, unless a waiter comes
+        ByteBuffer k = ByteBuffer.wrap(key);
+        Watch w = watches.get(k);
+        if (w == null || --w.users > 0) {
+            return;
         }
+        if (!w.wanted || thread == null || closed || refused) {
+            // no command for its channel was sent from this entry, or the connection that sent one is gone
+            watches.remove(k);
+            return;
+        }
+        w.idleSince = System.nanoTime();
+    }
+
+    /** Forgets the entries no waiter uses; called when the connection's thread ends, as no linger runs after it. */
+    private void forgetIdle() {
+        watches.values().removeIf(w -> w.users == 0);
     }
 
     /**
@@ -264,6 +281,7 @@ final class RedisWakeups implements AutoCloseable {
             synchronized (this) {
                 if (closed || refused || watches.isEmpty()) {
                     thread = null;
+                    forgetIdle();
                     return;
                 }
                 subscriber = s;
@@ -319,6 +337,7 @@ final class RedisWakeups implements AutoCloseable {
             } catch (InterruptedException ie) {
                 synchronized (this) {
                     thread = null;
+                    forgetIdle();
                 }
                 return;
             }

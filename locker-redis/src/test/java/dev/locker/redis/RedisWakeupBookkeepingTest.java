@@ -1,7 +1,6 @@
 package dev.locker.redis;
 
 import dev.locker.api.KeyColumn;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
@@ -52,7 +51,6 @@ class RedisWakeupBookkeepingTest {
      * Nothing was ever held, so no channel was subscribed; still, one linger later, no entry per lock is left.
      */
     @Test
-    @Disabled("a wait granted at once leaves its lock's Watch behind for good while no wake-up connection runs")
     void waitsGrantedAtOnceLeaveNoEntryPerLockOnceTheirLingerEnded() throws Exception {
         RedisLocker l = locker("free", Duration.ofMillis(50));
         int locks = 500;
