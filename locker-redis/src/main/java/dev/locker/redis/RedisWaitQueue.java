@@ -98,10 +98,12 @@ final class RedisWaitQueue implements WaitQueue {
             time.sleep(Duration.ofNanos(maxNanos));
             return;
         }
-        // refused: listen for this lock's releases. Not at the wait's start, so that a server refusing connections
-        // (maxclients) is not asked for one more when no wait ever needs it
         byte[] key = keys.lockKey(refusal.lock());
-        wakeups.listen(key);
+        if (refusal.holder() != null) {
+            // held (or promised to a queued waiter): listen for this lock's releases. Only then, so that a server
+            // refusing connections (maxclients) is not asked for one more when no release can come
+            wakeups.listen(key);
+        }
         // wake to refresh our queue entry before it lapses, should no release come
         long pause = Math.min(maxNanos, queueTtl.toNanos() / 3);
         if (!wakeups.listening(key)) {

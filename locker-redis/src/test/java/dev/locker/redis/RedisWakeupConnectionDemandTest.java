@@ -4,7 +4,6 @@ import dev.locker.api.KeyColumn;
 import dev.locker.api.LockerConfig;
 import dev.locker.testkit.RedisServer;
 import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -30,7 +29,6 @@ class RedisWakeupConnectionDemandTest {
      * its subscriber never tries, and never pauses to try again.
      */
     @Test
-    @Disabled("any refusal now starts the wake-up connection, also a full server's: it asks for one more client")
     void aWaitRefusedByAFullServerAsksItForNoWakeupConnection() throws Exception {
         Assumptions.assumeFalse(RedisTarget.isExternal(), "needs a server it can start with maxclients 1");
         try (RedisServer s = RedisServer.start("--maxclients", "1");
