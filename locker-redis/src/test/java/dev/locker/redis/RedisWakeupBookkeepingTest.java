@@ -31,7 +31,7 @@ class RedisWakeupBookkeepingTest {
     }
 
     /** How many lock keys the locker's wake-ups keep an entry for; read through reflection, as nothing exposes it. */
-    private static int watched(RedisLocker l) {
+    static int watched(RedisLocker l) {
         try {
             Field driver = RedisLocker.class.getDeclaredField("driver");
             driver.setAccessible(true);
