@@ -23,9 +23,11 @@ import java.util.regex.Pattern;
  * <h2>Counting messages without MONITOR</h2>
  * Redis 7.0 counts no delivered messages, so the row multiplies two counts. PUBLISH calls come from INFO
  * commandstats, which counts the calls scripts make. Subscribers per channel come from PUBSUB NUMSUB, sampled every
- * 100 ms over every channel. A release publishes on one channel, so its deliveries are that channel's subscribers.
- * Locker publishes on one channel for every lock: the estimate is its subscriber count. Redisson's channels differ
- * per lock: the estimate is their mean, which counts only channels that someone is subscribed to at the sample.
+ * 100 ms over the contender's lock channels. A release publishes on one channel, so its deliveries are that
+ * channel's subscribers. Both publish on a channel per lock: the estimate is the mean subscriber count over the lock
+ * channels someone is subscribed to at the sample. Locker's are {@code <prefix>{<name>}w}, Redisson's {@code
+ * redisson_lock__channel:{<name>}}. Locker's connections also subscribe to the prefix's channel, where older builds
+ * publish. Nothing is published there in this row (no older build waits), so it is left out of the mean.
  */
 final class ScaleRows {
 
@@ -122,7 +124,7 @@ final class ScaleRows {
             double cpu0 = serverCpu(admin);
             Samples numsub = new Samples();
             while (System.currentTimeMillis() < windowTo) {
-                double mean = meanSubscribers(admin);
+                double mean = meanSubscribers(admin, contender.equals("locker") ? "*}w" : "redisson_lock__channel*");
                 if (!Double.isNaN(mean)) {
                     numsub.add(mean);
                 }
@@ -188,9 +190,9 @@ final class ScaleRows {
         return sum / s.size();
     }
 
-    /** The mean subscriber count over every channel that has a subscriber now; NaN when none has. */
-    private static double meanSubscribers(Jedis admin) {
-        List<String> channels = admin.pubsubChannels();
+    /** The mean subscriber count over the channels matching {@code pattern} that have one now; NaN when none has. */
+    private static double meanSubscribers(Jedis admin, String pattern) {
+        List<String> channels = admin.pubsubChannels(pattern);
         if (channels.isEmpty()) {
             return Double.NaN;
         }

@@ -277,7 +277,8 @@ public final class RedisDoctor implements DeploymentCheck {
     }
 
     /** What Locker sends (or its scripts call), with the arguments that decide the ACL: the key and the channel. */
-    private static List<List<String>> commands(String key, String channel, int replicas, boolean cluster) {
+    private static List<List<String>> commands(String key, String channel, String lockChannel, int replicas,
+                                               boolean cluster) {
         List<List<String>> c = new ArrayList<>(List.of(
                 List.of("evalsha", "0000000000000000000000000000000000000000", "1", key),
                 List.of("eval", "return 1", "1", key),
@@ -285,7 +286,8 @@ public final class RedisDoctor implements DeploymentCheck {
                 List.of("hgetall", key), List.of("hkeys", key), List.of("pexpire", key, "1000"),
                 List.of("time"), List.of("info", "memory"), List.of("type", key),
                 List.of("scan", "0", "match", key),
-                List.of("publish", channel, "x"), List.of("subscribe", channel)));
+                List.of("publish", lockChannel, "x"), List.of("publish", channel, "x"),
+                List.of("subscribe", channel, lockChannel)));
         if (replicas > 0) {
             c.add(List.of("wait", "1", "1000"));
         }
@@ -322,9 +324,10 @@ public final class RedisDoctor implements DeploymentCheck {
         String prefix = b.keyPrefixOption();
         String key = prefix + "{0000000000000000}doctor";
         String channel = prefix + "released";
+        String lockChannel = prefix + "{0000000000000000}w"; // a lock's channel: its key and "w"
         boolean cluster = node.cluster();
         List<String> argv = new ArrayList<>();
-        for (List<String> cmd : commands(key, channel, b.replicasOption(), cluster)) {
+        for (List<String> cmd : commands(key, channel, lockChannel, b.replicasOption(), cluster)) {
             argv.add(Integer.toString(cmd.size()));
             argv.addAll(cmd);
         }
@@ -347,12 +350,15 @@ public final class RedisDoctor implements DeploymentCheck {
         List<String> denied = new ArrayList<>();
         if (reply instanceof List<?> l) {
             for (Object o : l) {
-                denied.add(o instanceof byte[] bytes ? new String(bytes, StandardCharsets.UTF_8) : String.valueOf(o));
+                String d = o instanceof byte[] bytes ? new String(bytes, StandardCharsets.UTF_8) : String.valueOf(o);
+                if (!denied.contains(d)) { // publish is asked twice: on a lock's channel and the prefix's
+                    denied.add(d);
+                }
             }
         }
         if (denied.isEmpty()) {
             return Finding.ok("acl", name + "this user may run every command Locker uses on keys " + prefix
-                    + "* and channel " + channel);
+                    + "* and channels " + prefix + "*");
         }
         List<String> required = denied.stream().filter(d -> !OPTIONAL.containsKey(d.toLowerCase(Locale.ROOT))).toList();
         if (required.isEmpty()) {
@@ -361,7 +367,7 @@ public final class RedisDoctor implements DeploymentCheck {
                     .forEach(w -> why.append(w).append("; "));
             return Finding.warn("acl", why.substring(0, why.length() - 2), "grant them: " + aclLine(b));
         }
-        return Finding.fail("acl", name + "denied " + denied + " on keys " + prefix + "* / channel " + channel
+        return Finding.fail("acl", name + "denied " + denied + " on keys " + prefix + "* / channels " + prefix + "*"
                 + ": acquiring fails", "grant them: " + aclLine(b));
     }
 
@@ -372,7 +378,7 @@ public final class RedisDoctor implements DeploymentCheck {
 
     private static String aclLine(RedisLockerBuilder b) {
         String p = b.keyPrefixOption();
-        return "ACL SETUSER <user> ~" + p + "* &" + p + "released +" + commandNames(b).replace(" ", " +");
+        return "ACL SETUSER <user> ~" + p + "* &" + p + "* +" + commandNames(b).replace(" ", " +");
     }
 
     private static Finding replication(String name, Map<String, String> r, int replicas) {

@@ -53,14 +53,25 @@ final class RedisKeys {
     }
 
     /**
-     * The pub/sub channel on which the scripts publish a lock's key when it may be free and waiters are queued:
-     * {@code <prefix>released}. One per prefix, so lockers of other prefixes on the server are not bothered.
+     * The prefix's release channel, {@code <prefix>released}. Builds before the channel per lock published every
+     * release there; this build publishes there only while such a build's waiter is queued (see {@link #lockChannel}).
      */
     byte[] releaseChannel() {
         byte[] tail = "released".getBytes(StandardCharsets.US_ASCII);
         byte[] out = new byte[prefix.length + tail.length];
         System.arraycopy(prefix, 0, out, 0, prefix.length);
         System.arraycopy(tail, 0, out, prefix.length, tail.length);
+        return out;
+    }
+
+    /**
+     * The channel on which the scripts publish a lock's key when it may be free and waiters are queued: the lock's
+     * key and {@code w}, {@code <prefix>{<name>}w}. Only lockers waiting on that lock listen to it. It repeats the
+     * key's hash tag, so it lies in the lock's Cluster slot. No prefix's release channel is like it: those hold no brace.
+     */
+    static byte[] lockChannel(byte[] lockKey) {
+        byte[] out = Arrays.copyOf(lockKey, lockKey.length + 1);
+        out[lockKey.length] = 'w';
         return out;
     }
 

@@ -209,6 +209,21 @@ public final class RedisLocker extends LockerEngine<ClaimStatus> {
         return driver.queue().wakeupMessages();
     }
 
+    /** How many SUBSCRIBE commands for a lock's channel this locker sent (for tests). */
+    long wakeupChannelSubscriptions() {
+        return driver.queue().wakeupChannelSubscriptions();
+    }
+
+    /** How many messages this locker's wake-up connection received, about any lock (for tests). */
+    long wakeupMessagesReceived() {
+        return driver.queue().wakeupMessagesReceived();
+    }
+
+    /** True while this locker listens for the releases of {@code lock} (for tests). */
+    boolean wakeupListening(KeyColumn lock) {
+        return driver.queue().wakeupListening(lock);
+    }
+
     /** Maps a Jedis failure by what it means (see {@link RedisFailures}); the message names the server. */
     static LockingException classify(JedisException e, KeyColumn lock, String action, String server) {
         return RedisFailures.classify(e, lock, action, server);

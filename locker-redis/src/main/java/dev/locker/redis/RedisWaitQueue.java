@@ -19,7 +19,7 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * The Redis driver's wait queue: a queue per lock on the server (see acquire.lua), and waiters woken by the releases
- * the scripts publish ({@link RedisWakeups}). A waiter that is not listening polls with a short back-off instead.
+ * the scripts publish on each lock's channel ({@link RedisWakeups}). A waiter that is not listening polls with a short back-off instead.
  * Every wait ends by leaving the queues it entered; an entry nobody refreshes lapses within {@code queueTtl}.
  */
 final class RedisWaitQueue implements WaitQueue {
@@ -98,16 +98,17 @@ final class RedisWaitQueue implements WaitQueue {
             time.sleep(Duration.ofNanos(maxNanos));
             return;
         }
+        byte[] key = keys.lockKey(refusal.lock());
         if (refusal.holder() != null) {
-            // held: listen for its release. Not before, so that a server refusing connections (maxclients) is not
-            // asked for one more; the subscription, once made, wakes us, so a release published before it is seen
-            wakeups.start();
+            // held (or promised to a queued waiter): listen for this lock's releases. Only then, so that a server
+            // refusing connections (maxclients) is not asked for one more when no release can come
+            wakeups.listen(key);
         }
         // wake to refresh our queue entry before it lapses, should no release come
         long pause = Math.min(maxNanos, queueTtl.toNanos() / 3);
-        if (!wakeups.subscribed()) {
-            // not listening (the subscription is being made, or was lost): a release now would go unseen, so look
-            // again after a back-off, as on backends without wake-ups. Once made, the subscription wakes us anyway
+        if (!wakeups.listening(key)) {
+            // not listening yet (the channel's subscription is being made, or was lost): a release now would go
+            // unseen, so look again after a back-off. Once confirmed, the subscription wakes us anyway
             pause = Math.min(pause, wait.nextPollNanos());
         }
         long seen = wait.seen(refusal.lock());
@@ -150,14 +151,29 @@ final class RedisWaitQueue implements WaitQueue {
         }
     }
 
-    /** True while this locker listens for releases (while it waits, and for a linger after); for tests. */
+    /** True while this locker's wake-up connection is subscribed (while it waits, and for a linger after); for tests. */
     boolean wakeupsSubscribed() {
         return wakeups != null && wakeups.subscribed();
     }
 
-    /** How many times this locker subscribed to the release channel; for tests. */
+    /** How many times this locker made its wake-up connection and subscribed on it; for tests. */
     long wakeupSubscriptions() {
         return wakeups == null ? 0 : wakeups.subscriptions();
+    }
+
+    /** How many SUBSCRIBE commands for a lock's channel this locker sent; for tests. */
+    long wakeupChannelSubscriptions() {
+        return wakeups == null ? 0 : wakeups.channelSubscriptions();
+    }
+
+    /** How many messages this locker's wake-up connection received, about any lock; for tests. */
+    long wakeupMessagesReceived() {
+        return wakeups == null ? 0 : wakeups.received();
+    }
+
+    /** True while this locker listens for the releases of {@code lock}; for tests. */
+    boolean wakeupListening(KeyColumn lock) {
+        return wakeups != null && wakeups.listening(keys.lockKey(lock));
     }
 
     /** The pause before the wake-ups' last attempt to subscribe again after a broken connection, in ms; for tests. */
@@ -185,7 +201,9 @@ final class RedisWaitQueue implements WaitQueue {
         }
 
         WaitState(Waiting waiting) {
-            this.waiterId = (instance + HexFormat.of().toHexDigits(waiting.id())).getBytes(StandardCharsets.US_ASCII);
+            // the trailing "w" tells the scripts that this waiter listens on the lock's channel (see wake in common.lua)
+            this.waiterId = (instance + HexFormat.of().toHexDigits(waiting.id()) + "w")
+                    .getBytes(StandardCharsets.US_ASCII);
             this.waiterIdArg = RedisScript.arg(waiterId);
         }
 

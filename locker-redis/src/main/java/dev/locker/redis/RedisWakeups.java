@@ -8,6 +8,10 @@ import redis.clients.jedis.Connection;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.time.Duration;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -15,105 +19,164 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BiConsumer;
 
 /**
- * Tells this locker's waiters that a lock they wait for may be free: one subscription per locker, on the release
- * channel, whose messages are lock keys (published by the release, withdraw, force and dequeue scripts when waiters are
- * queued). Started by the first waiter that finds its lock held, on a daemon thread of its own with a connection of its
- * own (never one of the locker's pool, which renewals and releases need), resubscribing after a lost connection.
- * It stays subscribed while any waiter watches and for a {@code linger} after the last one left, so that a locker
- * that waits again and again (a contended lock taken in turn) is already listening when the next release comes:
- * made anew for every wait, the subscription took a connection, a thread and a round trip each time, and releases
- * published meanwhile were seen only once it was made. A locker idle for the linger holds no extra connection or
- * thread; close ends both at once. The subscription wakes every waiter once it is made, so a release published before
- * it is looked for at once.
+ * Tells this locker's waiters that a lock they wait for may be free, through a channel per lock.
  *
- * <p>A subscription's connection that goes silent (half-open: a NAT or firewall dropped its state, a partition, a hung
- * proxy; no reset, no FIN) would block its reader forever, as a subscription waits for messages with no read timeout.
- * So while it listens, every {@code healthCheck} the locker's background thread asks the server to confirm the
- * subscription again (SUBSCRIBE to the same channel: the server answers, and nothing changes); a connection that
- * answered nothing, not even a message, a whole {@code healthCheck} after the question (or the first confirmation) is
- * taken as broken: it is closed, and the subscription made anew, waking every waiter, as after any lost connection.
+ * <h2>Channels</h2>
+ * A release with waiters queued publishes the lock's key on the lock's own channel: the lock's key and {@code w}
+ * (see {@code wake} in {@code common.lua}). So a release reaches only the lockers that wait on that lock. A locker
+ * subscribes to a lock's channel when a waiter first finds that lock held. It unsubscribes one {@code linger} after
+ * the lock's last waiter left. A lock taken in turn keeps its channel between waits, at no command per wait.
+ * A lock whose waits never found it held is forgotten when its last waiter leaves: no channel was subscribed for it.
+ * The channel carries the lock's hash tag, so it lies in the lock's Cluster slot, as a sharded channel must.
  *
- * <p>Pub/sub delivers at most once: a message lost with a connection, or sent before the subscription was made, is not
- * seen. No waiter relies on it for more than speed: each also wakes when the holder's claim expires and to refresh its
- * queue entry. In Redis Cluster a {@code PUBLISH} reaches the subscribers of every node, so the subscription may live on
- * any of them. A server that refuses the subscription (an ACL without {@code +subscribe} or the channel) turns the
- * wake-ups off for good, said once at INFO: waiters then poll as on the other backends.
+ * <h2>One connection</h2>
+ * Every channel of the locker shares one connection and one daemon thread, never one of the locker's pool. The
+ * connection first subscribes to the prefix's channel, {@code <prefix>released}: older builds publish there. That
+ * channel keeps the connection subscribed while lock channels come and go. Jedis ends a subscription whose count
+ * of channels drops to zero, and a lock channel subscribed just then would go unread. The connection ends one
+ * linger after the last lock channel went; close ends it at once.
+ *
+ * <h2>Never asleep past a release</h2>
+ * A lock's channel counts as listening only once the server confirmed the last SUBSCRIBE sent for it. The confirmation
+ * wakes the lock's waiters, so each attempts again after it: a release from then on reaches them. Until then a
+ * waiter polls with a short back-off. Commands to the server and the replies that confirm them are handled under
+ * one monitor. Each channel counts its unanswered SUBSCRIBE and UNSUBSCRIBE commands, which the server answers in
+ * order. So an unsubscribe at a linger's end, and a new waiter's subscribe just after, cannot leave it deaf.
+ *
+ * <h2>A lost or silent connection</h2>
+ * A broken connection wakes every waiter, and a new one subscribes to every channel still wanted. A half-open
+ * connection (a NAT dropped its state; no reset, no FIN) would block its reader forever. So every {@code healthCheck}
+ * the locker's background thread asks it to answer: it subscribes to the prefix's channel again, which changes nothing.
+ * A connection that answered nothing within a whole {@code healthCheck} is closed and made anew, as after any loss.
+ *
+ * <p>Pub/sub delivers at most once. No waiter relies on it for more than speed: each also wakes when the holder's claim
+ * expires and to refresh its queue entry. A server that refuses a subscription (an ACL without {@code +subscribe} or
+ * the channels) turns the wake-ups off for good, said once at INFO: waiters then poll.
  */
 final class RedisWakeups implements AutoCloseable {
 
     private static final Logger log = LoggerFactory.getLogger(RedisWakeups.class);
 
     private final java.util.function.Supplier<Connection> connect;
-    private final byte[] channel;
+    /** The prefix's channel: older builds publish on it, and it keeps the connection subscribed. */
+    private final byte[] prefixChannel;
     private final String name;
     private final BiConsumer<Runnable, Duration> later;
     private final long lingerNanos;
     private final long healthNanos;
+    /** The locks some waiter of this locker watches, or watched within a linger, by key. Changed under this. */
     private final ConcurrentHashMap<ByteBuffer, Watch> watches = new ConcurrentHashMap<>();
     private volatile boolean closed;
     private volatile Subscriber subscriber;
     private volatile boolean refused;
-    /** When the last waiter left (System.nanoTime), for the linger. */
-    private volatile long idleSince = System.nanoTime();
-    /** True while a check for the linger's end is scheduled (at most one is). */
+    /** True while a check for lingers' ends is scheduled (at most one is). */
     private final AtomicBoolean lingerArmed = new AtomicBoolean();
     /** True while a health check of the subscription is scheduled (at most one is). */
     private final AtomicBoolean healthArmed = new AtomicBoolean();
     private Thread thread; // guarded by this
-    /** Subscriptions made, and release messages about a watched lock received (for tests). */
+    /** Connections subscribed, lock channels subscribed, messages received: for tests. */
     private final AtomicLong subscriptions = new AtomicLong();
+    private final AtomicLong channelSubscriptions = new AtomicLong();
     private final AtomicLong messages = new AtomicLong();
+    private final AtomicLong received = new AtomicLong();
     /** The pause before the last attempt to subscribe again after a broken connection, in ms (for tests). */
     private volatile long lastPauseMillis;
 
     /**
      * @param connect makes the subscription's own connection (connected), closed when the subscription ends
+     * @param prefixChannel the prefix's release channel, on which older builds publish
      * @param later runs a task once after a delay (the locker's background thread): the linger's and health checks
-     * @param linger how long the subscription outlives the last waiter
+     * @param linger how long a lock's channel, then the connection, outlives the last waiter
      * @param healthCheck how often a subscription is asked to answer, and how long it has to
      */
-    RedisWakeups(java.util.function.Supplier<Connection> connect, byte[] channel, String name,
+    RedisWakeups(java.util.function.Supplier<Connection> connect, byte[] prefixChannel, String name,
                  BiConsumer<Runnable, Duration> later, Duration linger, Duration healthCheck) {
         this.connect = connect;
-        this.channel = channel.clone();
+        this.prefixChannel = prefixChannel.clone();
         this.name = name;
         this.later = later;
         this.lingerNanos = linger.toNanos();
         this.healthNanos = healthCheck.toNanos();
     }
 
-    /** Starts listening unless it is already; call it after {@link #watch}. */
-    void start() {
+    /** Registers interest in the releases of {@code key}; pair with {@link #unwatch}. */
+    synchronized Watch watch(byte[] key) {
+        Watch w = watches.computeIfAbsent(ByteBuffer.wrap(key.clone()), k -> new Watch());
+        w.users++;
+        return w;
+    }
+
+    /**
+     * Ends one waiter's interest in {@code key}. The lock's entry goes at once when no linger will end it: nothing
+     * was subscribed for it, or no connection runs. Else its channel ends one linger from now, unless a waiter comes.
+     */
+    synchronized void unwatch(byte[] key) {
+        ByteBuffer k = ByteBuffer.wrap(key);
+        Watch w = watches.get(k);
+        if (w == null || --w.users > 0) {
+            return;
+        }
+        if (!w.wanted || thread == null || closed || refused) {
+            // no command for its channel was sent from this entry, or the connection that sent one is gone
+            watches.remove(k);
+            return;
+        }
+        w.idleSince = System.nanoTime();
+    }
+
+    /** Forgets the entries no waiter uses; called when the connection's thread ends, as no linger runs after it. */
+    private void forgetIdle() {
+        watches.values().removeIf(w -> w.users == 0);
+    }
+
+    /**
+     * Listens for the releases of {@code key} (watched): subscribes to its channel unless it is already, and
+     * starts the connection unless it runs. Its confirmation wakes the lock's waiters.
+     */
+    void listen(byte[] key) {
         synchronized (this) {
-            if (thread != null || closed || refused) {
+            Watch w = watches.get(ByteBuffer.wrap(key));
+            if (w == null || closed || refused) {
                 return;
             }
-            thread = new Thread(this::listen, "locker-redis-wakeups-" + name);
+            w.wanted = true;
+            Subscriber s = subscriber;
+            if (s != null && s.ready) {
+                s.want(key);
+            }
+            if (thread != null) {
+                return; // a subscriber being made subscribes to every wanted channel once its connection is ready
+            }
+            thread = new Thread(this::run, "locker-redis-wakeups-" + name);
             thread.setDaemon(true);
             thread.start();
         }
         armLinger(lingerNanos);
     }
 
-    /** Registers interest in the releases of {@code key}; pair with {@link #unwatch}. */
-    Watch watch(byte[] key) {
-        return watches.compute(ByteBuffer.wrap(key.clone()), (k, w) -> {
-            Watch out = w != null ? w : new Watch();
-            out.users++;
-            return out;
-        });
+    /**
+     * True while the server confirmed this locker's subscription to {@code key}'s channel, and its connection has
+     * not broken since. False while it is being made: a waiter then polls, as a release meanwhile would go unseen.
+     */
+    synchronized boolean listening(byte[] key) {
+        Subscriber s = subscriber;
+        return s != null && s.usable() && s.confirmed(ByteBuffer.wrap(key));
     }
 
-    void unwatch(byte[] key) {
-        watches.computeIfPresent(ByteBuffer.wrap(key), (k, w) -> --w.users == 0 ? null : w);
-        if (watches.isEmpty()) {
-            idleSince = System.nanoTime(); // the subscription ends one linger from now, unless a waiter comes
-        }
+    /** True while the connection is subscribed (to the prefix's channel at least); for tests. */
+    boolean subscribed() {
+        Subscriber s = subscriber;
+        return s != null && s.usable();
     }
 
-    /** How many times the subscription was made (for tests). */
+    /** How many times the connection was made and subscribed (for tests). */
     long subscriptions() {
         return subscriptions.get();
+    }
+
+    /** How many SUBSCRIBE commands for a lock's channel were sent (for tests). */
+    long channelSubscriptions() {
+        return channelSubscriptions.get();
     }
 
     /** The pause before the last attempt to subscribe again after a broken connection, in ms (for tests). */
@@ -126,17 +189,12 @@ final class RedisWakeups implements AutoCloseable {
         return messages.get();
     }
 
-    /**
-     * True while the listening thread is subscribed: the server confirmed the subscription and its connection has not
-     * broken since. False while a subscription is being made, or made again after its connection broke (a waiter then
-     * polls with a back-off, as a release published meanwhile would go unseen).
-     */
-    boolean subscribed() {
-        Subscriber s = subscriber;
-        return s != null && s.confirmed && !s.dead && s.isSubscribed();
+    /** How many messages were received on any channel, watched lock or not (for tests). */
+    long received() {
+        return received.get();
     }
 
-    /** Checks for the linger's end after {@code delayNanos}, unless a check is pending already. */
+    /** Checks for lingers' ends after {@code delayNanos}, unless a check is pending already. */
     private void armLinger(long delayNanos) {
         if (closed || !lingerArmed.compareAndSet(false, true)) {
             return;
@@ -148,28 +206,42 @@ final class RedisWakeups implements AutoCloseable {
         }
     }
 
-    /** Ends the subscription once nobody has waited for a linger; else looks again when it could end. */
+    /**
+     * Unsubscribes from the channels nobody waited on for a linger, and ends the connection once none is left.
+     * Else looks again when the next one could end.
+     */
     private void lingerCheck() {
         lingerArmed.set(false);
-        long again;
+        long again = lingerNanos;
         synchronized (this) {
             if (closed || thread == null) {
                 return; // a thread started later arms its own check
             }
-            long idle = System.nanoTime() - idleSince;
-            boolean idleLongEnough = watches.isEmpty() && idle >= lingerNanos;
-            if (idleLongEnough && subscribed()) {
-                again = -1;
-            } else {
-                again = watches.isEmpty() && !idleLongEnough ? lingerNanos - idle : lingerNanos;
+            long now = System.nanoTime();
+            Subscriber s = subscriber;
+            for (Iterator<Map.Entry<ByteBuffer, Watch>> it = watches.entrySet().iterator(); it.hasNext(); ) {
+                Map.Entry<ByteBuffer, Watch> e = it.next();
+                Watch w = e.getValue();
+                if (w.users > 0) {
+                    continue;
+                }
+                long idle = now - w.idleSince;
+                if (idle < lingerNanos) {
+                    again = Math.min(again, lingerNanos - idle);
+                    continue;
+                }
+                it.remove();
+                if (s != null && s.ready) {
+                    s.drop(e.getKey());
+                }
+            }
+            if (watches.isEmpty() && s != null && s.ready) {
+                // the thread then ends; a waiter that comes meanwhile has it subscribe again at once (and wakes it)
+                s.end();
+                return;
             }
         }
-        if (again >= 0) {
-            armLinger(again);
-            return;
-        }
-        // the thread then ends; should a waiter have come meanwhile, it subscribes again at once (and wakes it)
-        stopListening();
+        armLinger(again);
     }
 
     /** Checks the subscription's health after {@code healthCheck}, unless a check is pending already. */
@@ -187,57 +259,59 @@ final class RedisWakeups implements AutoCloseable {
     /** Closes a subscription's connection that did not answer in time (see the class doc); asks it again else. */
     private void healthCheck() {
         healthArmed.set(false);
+        Subscriber s;
         synchronized (this) {
             if (closed || thread == null) {
                 return; // a thread started later arms its own check
             }
-        }
-        Subscriber s = subscriber;
-        if (s != null && !s.answers(System.nanoTime())) {
-            log.debug("Release notifications from Redis: the subscription's connection answered nothing for {} ms; "
-                    + "closing it and subscribing again", TimeUnit.NANOSECONDS.toMillis(healthNanos));
-            s.kill();
+            s = subscriber;
+            if (s != null && !s.answers(System.nanoTime())) {
+                log.debug("Release notifications from Redis: the subscription's connection answered nothing for {} "
+                        + "ms; closing it and subscribing again", TimeUnit.NANOSECONDS.toMillis(healthNanos));
+                s.kill();
+            }
         }
         armHealth();
     }
 
-    private void listen() {
+    private void run() {
         long pauseMillis = 100;
         while (true) {
+            Subscriber s = new Subscriber();
             synchronized (this) {
-                if (closed || refused || watches.isEmpty() && System.nanoTime() - idleSince >= lingerNanos) {
+                if (closed || refused || watches.isEmpty()) {
                     thread = null;
+                    forgetIdle();
                     return;
                 }
+                subscriber = s;
             }
             armLinger(lingerNanos);
             armHealth();
-            Subscriber s = new Subscriber();
-            subscriber = s;
             boolean broke = false;
             try {
                 Connection c = connect.get(); // bounded by the connect and socket timeouts
-                s.connection = c;
-                if (closed || s.dead) { // close() or a kill may have missed the connection: it ends here
-                    continue;
+                synchronized (this) {
+                    s.connection = c;
+                    if (closed || s.dead) { // close() or a kill may have missed the connection: it ends here
+                        continue;
+                    }
+                    s.sentAt = System.nanoTime();
                 }
-                s.sentAt = System.nanoTime();
-                s.proceed(c, channel); // blocks until unsubscribed or the connection breaks (or is closed)
+                s.proceed(c, prefixChannel); // blocks until unsubscribed or the connection breaks (or is closed)
                 pauseMillis = 100;
             } catch (RuntimeException e) {
-                subscriber = null; // no longer listening: Jedis leaves the channel count as it was when the read failed
                 if (closed) {
                     continue;
                 }
                 if (String.valueOf(e.getMessage()).contains("NOPERM")) {
                     refused = true;
-                    log.info("Redis refuses this locker's subscription to its release channel ({}): waiters poll "
-                            + "instead of being woken by releases (grant +subscribe and the channel to change that)",
-                            e.getMessage());
-                    wakeAll();
+                    log.info("Redis refuses this locker's subscription to its release channels ({}): waiters poll "
+                            + "instead of being woken by releases (grant +subscribe and the prefix's channels to "
+                            + "change that)", e.getMessage());
                     continue;
                 }
-                if (s.confirmed) {
+                if (s.ready) {
                     pauseMillis = 100; // this one worked: its break is a new incident, not a server that stays down
                 }
                 // waiters fall back to waking when the holder's claim expires; no WARN flood while the server is down
@@ -245,10 +319,15 @@ final class RedisWakeups implements AutoCloseable {
                         pauseMillis);
                 broke = true;
             } finally {
-                subscriber = null;
+                synchronized (this) {
+                    s.over = true;
+                    if (subscriber == s) {
+                        subscriber = null;
+                    }
+                }
                 s.close();
+                wakeAll(); // whatever was published meanwhile is lost: let every waiter look again
             }
-            wakeAll(); // whatever was published meanwhile is lost: let every waiter look again
             if (!broke) {
                 continue; // unsubscribed at the linger's end: the loop ends, or subscribes again at once for a waiter
             }
@@ -258,6 +337,7 @@ final class RedisWakeups implements AutoCloseable {
             } catch (InterruptedException ie) {
                 synchronized (this) {
                     thread = null;
+                    forgetIdle();
                 }
                 return;
             }
@@ -273,14 +353,14 @@ final class RedisWakeups implements AutoCloseable {
 
     @Override
     public void close() {
-        closed = true;
-        stopListening();
-        Subscriber s = subscriber;
-        if (s != null) {
-            s.kill(); // also ends a subscription blocked on a half-open socket
-        }
         Thread t;
         synchronized (this) {
+            closed = true;
+            Subscriber s = subscriber;
+            if (s != null) {
+                s.end();
+                s.kill(); // also ends a subscription blocked on a half-open socket
+            }
             t = thread;
         }
         if (t != null) {
@@ -289,38 +369,95 @@ final class RedisWakeups implements AutoCloseable {
         wakeAll();
     }
 
-    private void stopListening() {
-        Subscriber s = subscriber;
-        if (s != null) {
-            s.end();
-        }
+    /** What this connection sent for one lock's channel that the server has not answered yet, and what it asked. */
+    private static final class Channel {
+        /** SUBSCRIBE and UNSUBSCRIBE commands sent and not yet answered. */
+        int unanswered;
+        /** True when the last of them was SUBSCRIBE. */
+        boolean on;
     }
 
-    /** One subscription, on one connection of its own. Commands sent to it are sent under its monitor. */
+    /**
+     * One connection's subscription. Every command sent on it, and every answer, is handled under the monitor of
+     * the enclosing RedisWakeups.
+     */
     private final class Subscriber extends BinaryJedisPubSub {
         /** Its connection, once made. */
-        volatile Connection connection;
+        Connection connection;
         /** When SUBSCRIBE was sent (System.nanoTime), 0 before. */
-        volatile long sentAt;
-        /** The server confirmed this subscription. */
-        volatile boolean confirmed;
+        long sentAt;
+        /** The server confirmed the prefix's channel: commands for lock channels may be sent. */
+        volatile boolean ready;
         /** Its connection was closed by a failed health check or close(). */
         volatile boolean dead;
-        /** Something came from the server since the last question (guarded by this). */
+        /** It unsubscribed from every channel (the linger's end, close): no channel is subscribed on it again. */
+        boolean ending;
+        /** The thread left it: nothing is sent on it any more. */
+        boolean over;
+        /** Something came from the server since the last question. */
         private boolean heard;
-        /** When the last question was sent (System.nanoTime), 0 while none is pending (guarded by this). */
+        /** When the last question was sent (System.nanoTime), 0 while none is pending. */
         private long askedAt;
+        /** The lock channels this connection sent commands for, by lock key. */
+        private final Map<ByteBuffer, Channel> channels = new HashMap<>();
+
+        boolean usable() {
+            return ready && !dead && !ending && !over;
+        }
+
+        /** True when the last command for {@code key}'s channel was SUBSCRIBE, and the server answered it. */
+        boolean confirmed(ByteBuffer key) {
+            Channel c = channels.get(key);
+            return c != null && c.on && c.unanswered == 0;
+        }
+
+        /** Subscribes to {@code key}'s channel unless its last command did already. */
+        void want(byte[] key) {
+            if (!usable()) {
+                return;
+            }
+            Channel c = channels.computeIfAbsent(ByteBuffer.wrap(key.clone()), k -> new Channel());
+            if (c.on) {
+                return;
+            }
+            c.on = true;
+            c.unanswered++;
+            channelSubscriptions.incrementAndGet();
+            send(() -> subscribe(RedisKeys.lockChannel(key)));
+        }
+
+        /** Unsubscribes from {@code key}'s channel if its last command subscribed. */
+        void drop(ByteBuffer key) {
+            Channel c = channels.get(key);
+            if (c == null || !c.on || !usable()) {
+                return;
+            }
+            c.on = false;
+            c.unanswered++;
+            byte[] k = new byte[key.remaining()];
+            key.duplicate().get(k);
+            send(() -> unsubscribe(RedisKeys.lockChannel(k)));
+        }
+
+        private void send(Runnable command) {
+            try {
+                command.run();
+            } catch (RuntimeException e) { // the write failed: the connection is broken, and made anew
+                log.debug("Release notifications from Redis: a command failed ({}); subscribing again", e.toString());
+                kill();
+            }
+        }
 
         /**
          * False when the connection answered nothing for {@code healthCheck}: not confirmed in time, or no answer
-         * (nor message) to the last question; else asks again (a SUBSCRIBE to the same channel, answered like the
-         * first one) and returns true.
+         * (nor message) to the last question; else asks again and returns true. The question subscribes to the
+         * prefix's channel again: the server answers, and nothing changes.
          */
-        synchronized boolean answers(long now) {
-            if (dead || sentAt == 0) {
+        boolean answers(long now) {
+            if (dead || over || sentAt == 0) {
                 return true; // ended, or still connecting (bounded by the connect and socket timeouts)
             }
-            if (!confirmed) {
+            if (!ready) {
                 return now - sentAt < healthNanos;
             }
             if (askedAt != 0 && !heard) {
@@ -329,27 +466,25 @@ final class RedisWakeups implements AutoCloseable {
             heard = false;
             askedAt = now;
             try {
-                if (isSubscribed()) {
-                    subscribe(channel);
-                }
+                // not PING: Jedis may read its RESP3 reply before it expects one, and break the subscription
+                subscribe(prefixChannel);
             } catch (RuntimeException e) {
                 return false; // the write failed: the connection is broken
             }
             return true;
         }
 
-        private synchronized void heard() {
-            heard = true;
-        }
-
-        /** Unsubscribes (the subscription then ends normally); best effort. */
-        synchronized void end() {
+        /** Unsubscribes from every channel (the subscription then ends normally); best effort. */
+        void end() {
+            if (ending || over || dead || connection == null || !ready) {
+                return;
+            }
+            ending = true;
             try {
-                if (!dead && connection != null && isSubscribed()) {
-                    unsubscribe();
-                }
+                unsubscribe();
             } catch (RuntimeException e) {
                 log.debug("Unsubscribing from release notifications failed: {}", e.toString());
+                kill();
             }
         }
 
@@ -380,37 +515,90 @@ final class RedisWakeups implements AutoCloseable {
 
         @Override
         public void onSubscribe(byte[] ch, int subscribedChannels) {
-            heard();
-            if (closed) {
-                end();
-                return;
+            answered(ch, true);
+        }
+
+        @Override
+        public void onUnsubscribe(byte[] ch, int subscribedChannels) {
+            answered(ch, false);
+        }
+
+        private void answered(byte[] ch, boolean subscribe) {
+            synchronized (RedisWakeups.this) {
+                heard = true;
+                if (Arrays.equals(ch, prefixChannel)) {
+                    if (subscribe && !ready) {
+                        ready = true;
+                        subscriptions.incrementAndGet();
+                        if (closed) {
+                            end();
+                            return;
+                        }
+                        watches.forEach((key, w) -> {
+                            if (w.wanted) {
+                                want(key.array());
+                            }
+                        });
+                    }
+                    return;
+                }
+                ByteBuffer key = ByteBuffer.wrap(ch, 0, ch.length - 1).slice();
+                Channel c = channels.get(key);
+                if (c == null || c.unanswered == 0) {
+                    return;
+                }
+                if (--c.unanswered > 0) {
+                    return;
+                }
+                if (!c.on) {
+                    channels.remove(key);
+                    return;
+                }
             }
-            if (confirmed) {
-                return; // the answer to a health check's question
+            // a release may have been published before this subscription: let the lock's waiters look again
+            Watch w = watches.get(ByteBuffer.wrap(ch, 0, ch.length - 1).slice());
+            if (w != null) {
+                w.wake();
             }
-            confirmed = true;
-            subscriptions.incrementAndGet();
-            wakeAll(); // a release may have been published before this subscription: let waiters look again
         }
 
         @Override
         public void onMessage(byte[] ch, byte[] message) {
-            heard();
+            synchronized (RedisWakeups.this) {
+                heard = true;
+            }
+            received.incrementAndGet();
             Watch w = watches.get(ByteBuffer.wrap(message));
             if (w != null) {
                 messages.incrementAndGet();
-                w.wake();
+                w.told();
             }
         }
     }
 
     /** The releases of one lock key seen so far, and the waiters of this locker watching it. */
     static final class Watch {
-        private int users; // guarded by the map's compute
+        private int users; // guarded by the RedisWakeups
+        /** When the last waiter left (System.nanoTime), for the linger; guarded by the RedisWakeups. */
+        private long idleSince;
+        /** Some waiter found the lock held: its channel is subscribed to; guarded by the RedisWakeups. */
+        private boolean wanted;
         private long releases; // guarded by this
+        private long told; // guarded by this
 
         synchronized long releases() {
             return releases;
+        }
+
+        /** How many release messages about this lock were received while it was watched (for tests). */
+        synchronized long messages() {
+            return told;
+        }
+
+        /** A release message about this lock came: wakes its waiters. */
+        synchronized void told() {
+            told++;
+            wake();
         }
 
         synchronized void wake() {

@@ -30,7 +30,7 @@
 --                    field "n", the queue's counter). The entry lives until <until> (server microseconds) unless its
 --                    waiter comes back to refresh it; while a live waiter is queued, nobody who arrived later is granted
 --                    the lock. A release, withdrawal or forced release with waiters queued publishes the lock's key
---                    on the locker's release channel, which wakes them. Field "n" exists only while some waiter may
+--                    on the lock's own channel (see wake), which wakes them. Field "n" exists only while some waiter may
 --                    be queued (a scrubbing scan that finds none removes it), so a release looks further only then.
 -- Publishing is always a script's last step, through pcall: a wake-up that fails (no channel permission) never stops
 -- a script after it wrote, and costs waiters only speed.
@@ -128,7 +128,7 @@ local function lib()
   --   withdrawn  the counter up to which the nonce's instance withdrew its acquires (live tombstone), or nil
   --   keep    the latest end of a live tombstone or queue entry (0 when none): the key must live until then
   --   head    the first live queue entry's field (lowest seq), headValue its value; mine the waiter's own live entry
-  --   waiting how many live queue entries there are
+  --   waiting how many live queue entries there are; legacy how many of them an older build's waiters made
   -- all is the hash's HGETALL reply when the caller read it already (read here when nil).
   local function scan(now, scrub, own, nonce, waiter, all)
     all = all or redis.call('HGETALL', key)
@@ -137,6 +137,7 @@ local function lib()
     local tomb = instance and ('w' .. instance)
     local myq = waiter and ('q' .. waiter)
     r.waiting = 0
+    r.legacy = 0
     local hasN = false
     local scrubbed, dead = 0, {}
     for i = 1, #all, 2 do
@@ -198,6 +199,9 @@ local function lib()
           end
         else
           r.waiting = r.waiting + 1
+          if #f == 33 then -- an older build's waiter: "q" and 32 hex digits, listening on its prefix's channel
+            r.legacy = r.legacy + 1
+          end
           if r.head == nil or seq < r.headSeq then
             r.head, r.headSeq, r.headValue = f, seq, v
           end
@@ -246,10 +250,18 @@ local function lib()
     return string.sub(v, nl + 1)
   end
 
-  -- Tells waiters that the lock may be free: publishes the lock's key on the release channel, when any is queued.
+  -- Tells waiters that the lock may be free, when any is queued. A waiter of this build listens on the lock's own
+  -- channel: its key and "w", in its slot. So a release reaches only the lockers waiting on this lock.
+  -- A waiter of an older build (id of 32 characters) listens on the prefix's channel, told only while one is queued.
   -- Call it last: it never fails the script (pcall), whatever the ACL allows.
   local function wake(s, channel)
-    if s.waiting > 0 and channel and channel ~= '' then
+    if channel == nil or channel == '' then
+      return
+    end
+    if s.waiting > s.legacy then
+      redis.pcall('PUBLISH', key .. 'w', key)
+    end
+    if s.legacy > 0 then
       redis.pcall('PUBLISH', channel, key)
     end
   end

@@ -77,7 +77,7 @@ class RedisHandoffTest {
         RedisLocker b = locker("b", Duration.ofMillis(300), proxy.port(), EXPIRY, Duration.ofMillis(250));
         KeyColumn lock = lock("silent");
         handOver(a, b, lock); // b subscribes (through the proxy)
-        awaitTrue(b::wakeupsSubscribed, "never subscribed");
+        awaitTrue(() -> b.wakeupListening(lock), "never subscribed"); // to the lock's channel too
         assertEquals(1, b.wakeupSubscriptions());
         proxy.freezeMarked(); // the subscription's connection goes silent, both ways; nothing is closed
 
@@ -105,7 +105,7 @@ class RedisHandoffTest {
         Future<Lease> granted = fixture.submit(() -> b.tryAcquire(lock, "waiting", Duration.ofSeconds(20))
                 .orElseThrow());
         fixture.awaitQueued(a, lock, 1);
-        awaitTrue(b::wakeupsSubscribed, "b did not subscribe anew"); // on a connection that works
+        awaitTrue(() -> b.wakeupListening(lock), "b did not subscribe anew"); // on a connection that works
         held.close();
         granted.get(30, TimeUnit.SECONDS).close();
         assertTrue(b.wakeupMessages() > toldNow, "b's new subscription was not told of the release");
@@ -559,7 +559,7 @@ class RedisHandoffTest {
     /**
      * The subscription's own Connection (outside the pool) is made with the locker's options: on a server with a
      * password it authenticates (else it could not subscribe), carries the client name, and is the one connection
-     * the server counts on the release channel.
+     * the server counts on the prefix's channel and on the lock's.
      */
     @Test
     void theSubscriptionConnectionAuthenticatesAndIsNamed() throws Exception {
@@ -571,13 +571,17 @@ class RedisHandoffTest {
         KeyColumn lock = lock("auth");
         Lease held = a.acquire(lock, "holding");
         Future<Optional<Lease>> waits = fixture.submit(() -> b.tryAcquire(lock, "waiting", Duration.ofSeconds(20)));
-        awaitTrue(b::wakeupsSubscribed, "never subscribed on a server with a password");
+        awaitTrue(() -> b.wakeupListening(lock), "never subscribed on a server with a password");
         try (UnifiedJedis on = RedisLocker.builder().node("127.0.0.1", secured.port()).password("s3cret-pw")
                 .newClient(1)) {
             String clients = new String((byte[]) on.sendCommand(Protocol.Command.CLIENT, "LIST"),
                     StandardCharsets.UTF_8);
-            assertTrue(clients.lines().anyMatch(c -> c.contains("name=handoff-b") && c.contains("sub=1")), clients);
+            // two channels: the prefix's (older builds publish there) and the lock's own
+            assertTrue(clients.lines().anyMatch(c -> c.contains("name=handoff-b") && c.contains("sub=2")), clients);
             assertEquals(1L, fixture.subscribers(on));
+            List<?> lockSubs = (List<?>) on.sendCommand(Protocol.Command.PUBSUB, "NUMSUB".getBytes(),
+                    RedisKeys.lockChannel(b.redisKey(lock)));
+            assertEquals(1L, lockSubs.get(1), "the lock's channel has this one subscriber");
         }
         held.close();
         assertTrue(waits.get(30, TimeUnit.SECONDS).isPresent());

@@ -29,6 +29,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Waiting, releasing and withdrawing work for a least-privilege ACL user, a channel-less user, a one-connection pool. */
@@ -181,6 +182,30 @@ class RedisRestrictedWaitingTest {
             waiting.get(30, TimeUnit.SECONDS).lease().ifPresent(Lease::close);
             lease.close();
         }
+    }
+
+    /**
+     * A channel-less user waits on 20 held locks in turn: the server refuses its wake-up channels, so it polls. Once
+     * the waits ended, it keeps no entry for any of those locks, although no linger runs without a connection.
+     */
+    @Test
+    void waitsOfAUserRefusedItsChannelsLeaveNoEntryPerLockBehind() throws Exception {
+        RedisLocker holder = admin("holder", 4);
+        RedisLocker waiter = open(RedisLocker.builder().node("127.0.0.1", server.port()).keyPrefix("adm:")
+                .user("nochan").password("pw").restartGuard(Duration.ZERO).wakeupLinger(Duration.ofMinutes(10))
+                .config(LockerConfig.builder().rid("w-" + LockerConfig.randomRid().substring(0, 8))
+                        .expiry(Duration.ofSeconds(3)).build()));
+        int locks = 20;
+        for (int i = 0; i < locks; i++) {
+            KeyColumn lock = lock("refused-" + i);
+            try (Lease held = holder.acquire(lock, "holds it")) {
+                assertTrue(waiter.tryAcquire(lock, "refused", Duration.ofMillis(50)).isEmpty(), "held by another");
+            }
+        }
+        assertFalse(waiter.wakeupsSubscribed(), "the server refuses this user's channels");
+        RedisWaitingFixture.awaitTrue(() -> RedisWakeupBookkeepingTest.watched(waiter) == 0,
+                () -> "the locker still keeps " + RedisWakeupBookkeepingTest.watched(waiter) + " of " + locks
+                        + " lock entries after their waits ended");
     }
 
     /**

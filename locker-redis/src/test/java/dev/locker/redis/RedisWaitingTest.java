@@ -175,7 +175,7 @@ class RedisWaitingTest {
         KeyColumn lock = lock("in-turn");
         handOver(a, b, lock); // each waits once: its subscription is made then
         handOver(b, a, lock);
-        awaitTrue(() -> a.wakeupsSubscribed() && b.wakeupsSubscribed(), "never subscribed");
+        awaitTrue(() -> a.wakeupListening(lock) && b.wakeupListening(lock), "never subscribed");
         long told = a.wakeupMessages() + b.wakeupMessages();
         int rounds = 20;
         for (int i = 0; i < rounds; i++) {
@@ -183,6 +183,8 @@ class RedisWaitingTest {
         }
         assertEquals(1, a.wakeupSubscriptions(), "a subscribed once for all its waits");
         assertEquals(1, b.wakeupSubscriptions(), "b subscribed once for all its waits");
+        assertEquals(1, a.wakeupChannelSubscriptions(), "a subscribed to the lock's channel once for all its waits");
+        assertEquals(1, b.wakeupChannelSubscriptions(), "b subscribed to the lock's channel once for all its waits");
         assertTrue(a.wakeupsSubscribed() && b.wakeupsSubscribed(), "still subscribed within the linger");
         // each waiter was subscribed before the release it waited for, so each release told it (one may have been
         // granted on a queue refresh before its subscriber looked at the message)
