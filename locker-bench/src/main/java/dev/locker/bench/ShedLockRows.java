@@ -7,10 +7,9 @@ import net.javacrumbs.shedlock.core.ClockProvider;
 import net.javacrumbs.shedlock.core.LockConfiguration;
 import net.javacrumbs.shedlock.core.LockProvider;
 import net.javacrumbs.shedlock.core.SimpleLock;
-import redis.clients.jedis.DefaultJedisClientConfig;
-import redis.clients.jedis.HostAndPort;
-import redis.clients.jedis.JedisPool;
-import redis.clients.jedis.JedisPoolConfig;
+import net.javacrumbs.shedlock.provider.redis.spring.RedisLockProvider;
+import org.springframework.data.redis.connection.RedisStandaloneConfiguration;
+import org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory;
 
 import java.time.Duration;
 import java.util.LinkedHashMap;
@@ -18,14 +17,15 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * ShedLock users' choice on Redis: Locker's {@link LockerLockProvider} against ShedLock's Redis protocol
- * ({@link ShedLockRedisProtocol}), both through ShedLock's {@link LockProvider} API only. An uncontended
- * lock+unlock pair at 1 and 4 threads, and the handoff of one lock between two processes that poll for it.
+ * ShedLock users' choice on Redis: Locker's {@link LockerLockProvider} against ShedLock's own {@link RedisLockProvider}
+ * (shedlock-provider-redis-spring 6.6.1, the newest served here, over Spring Data Redis and Lettuce), both through
+ * ShedLock's {@link LockProvider} API only. An uncontended lock+unlock pair at 1 and 4 threads, and the handoff of one
+ * lock between two processes that poll for it.
  */
 final class ShedLockRows {
 
     /** The baseline's name in the table. */
-    static final String THEIRS = "ShedLock's Redis protocol (SET NX PX, DEL)";
+    static final String THEIRS = "ShedLock 6.6.1 RedisLockProvider (SET NX PX, DEL; Spring Data Redis, Lettuce)";
 
     private final Run run;
     private final int port;
@@ -43,13 +43,11 @@ final class ShedLockRows {
                 yield new Provider(new LockerLockProvider(ours.locker), ours);
             }
             case "shedlock" -> {
-                JedisPoolConfig pool = new JedisPoolConfig();
-                pool.setMaxTotal(RedisContender.POOL);
-                pool.setMaxIdle(RedisContender.POOL);
-                // RESP2, as a user's JedisPool speaks it: Jedis 8 warns once per connection otherwise
-                JedisPool jedis = new JedisPool(pool, new HostAndPort("127.0.0.1", port),
-                        DefaultJedisClientConfig.builder().autoNegotiateProtocol(false).build());
-                yield new Provider(new ShedLockRedisProtocol(jedis), jedis::close);
+                LettuceConnectionFactory factory = new LettuceConnectionFactory(
+                        new RedisStandaloneConfiguration("127.0.0.1", port));
+                factory.afterPropertiesSet();
+                factory.start();
+                yield new Provider(new RedisLockProvider(factory), factory::destroy);
             }
             default -> throw new IllegalArgumentException("no ShedLock provider named " + name);
         };
