@@ -1,5 +1,6 @@
 package dev.locker.hbase;
 
+import dev.locker.testkit.LateGrantSection;
 import dev.locker.testkit.LeaseDurationsSection;
 import dev.locker.testkit.LockerConformanceSuite;
 import org.junit.jupiter.api.Test;
@@ -16,9 +17,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 class HBaseConformanceCoverageTest {
 
     @Test
-    void theAtomicLockerRunsEverySectionOfTheSuiteAndLeaseDurations() {
+    void theAtomicLockerRunsEverySectionOfTheSuiteLeaseDurationsAndLateGrants() {
         Set<String> wanted = sectionsOf(LockerConformanceSuite.class);
         wanted.add(LeaseDurationsSection.class.getSimpleName());
+        wanted.add(LateGrantSection.class.getSimpleName());
         assertEquals(wanted, sectionsOf(HBaseLockerConformanceTest.class, HBaseLockerLeaseConformanceTest.class));
     }
 

@@ -2,6 +2,7 @@ package dev.locker.hbase;
 
 import dev.locker.testkit.ClockFaultSection;
 import dev.locker.testkit.ForcedReleaseSection;
+import dev.locker.testkit.LateGrantSection;
 import dev.locker.testkit.LeaseDurationsSection;
 import dev.locker.testkit.LeaseSection;
 import dev.locker.testkit.LifecycleSection;
@@ -14,6 +15,7 @@ import org.junit.jupiter.api.Order;
 class HBaseLockerLeaseConformanceTest extends HBaseAtomicConformance implements
         LeaseSection,
         LeaseDurationsSection,
+        LateGrantSection,
         WaitingSection,
         ForcedReleaseSection,
         LifecycleSection,
