@@ -14,6 +14,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Random;
 import java.util.Set;
+import java.util.function.Consumer;
 import java.util.function.Predicate;
 
 import static dev.locker.faults.TortureRun.HARNESS;
@@ -71,9 +72,7 @@ final class FaultInjector {
      */
     boolean inject() throws InterruptedException {
         Duration twice = expiry.multipliedBy(2);
-        long faultAt = System.nanoTime();
-        String cutLock = null;
-        String cutWorker = null;
+        Cut cut = null;
         switch (scenario) {
             case KILL_HOLDING -> {
                 Optional<Event> g = awaitAfterWarmUp(e -> e.type() == Event.Type.GRANTED);
@@ -81,9 +80,7 @@ final class FaultInjector {
                     return false;
                 }
                 kill(g.get().source());
-                cutLock = g.get().lock();
-                cutWorker = g.get().source();
-                faultAt = System.nanoTime();
+                cut = new Cut(g.get().lock(), g.get().source(), System.nanoTime());
             }
             case KILL_WAITING -> {
                 Optional<String> waiter = awaitWaiter();
@@ -99,41 +96,21 @@ final class FaultInjector {
                 }
                 Thread.sleep(profile.randomTiming() ? random.nextInt(150) : 50); // inside the 300 ms release step
                 kill(r.get().source());
-                cutLock = r.get().lock();
-                cutWorker = r.get().source();
-                faultAt = System.nanoTime();
+                cut = new Cut(r.get().lock(), r.get().source(), System.nanoTime());
             }
             case STOP_HOLDER -> {
-                Optional<Event> g = awaitAfterWarmUp(e -> e.type() == Event.Type.GRANTED);
-                if (g.isEmpty()) {
+                cut = cutOffHolder("STOP", w -> Signals.stop(workers.get(w).process().pid()),
+                        "CONT", w -> Signals.cont(workers.get(w).process().pid())).orElse(null);
+                if (cut == null) {
                     return false;
                 }
-                String w = g.get().source();
-                cutLock = g.get().lock();
-                cutWorker = w;
-                faultAt = System.nanoTime();
-                spent.add(w);
-                Signals.stop(workers.get(w).process().pid());
-                timeline.note(HARNESS, Event.Type.FAULT, g.get().lock(), "STOP " + w);
-                Thread.sleep(twice.toMillis());
-                timeline.note(HARNESS, Event.Type.FAULT, g.get().lock(), "CONT " + w);
-                Signals.cont(workers.get(w).process().pid());
             }
             case FREEZE_CONNECTION -> {
-                Optional<Event> g = awaitAfterWarmUp(e -> e.type() == Event.Type.GRANTED);
-                if (g.isEmpty()) {
+                cut = cutOffHolder("FREEZE", w -> proxies.get(w).freeze(), "THAW", w -> proxies.get(w).thaw())
+                        .orElse(null);
+                if (cut == null) {
                     return false;
                 }
-                String w = g.get().source();
-                cutLock = g.get().lock();
-                cutWorker = w;
-                faultAt = System.nanoTime();
-                spent.add(w);
-                proxies.get(w).freeze();
-                timeline.note(HARNESS, Event.Type.FAULT, g.get().lock(), "FREEZE " + w);
-                Thread.sleep(twice.toMillis());
-                timeline.note(HARNESS, Event.Type.FAULT, g.get().lock(), "THAW " + w);
-                proxies.get(w).thaw();
             }
             case SERVER_RESTART, SERVER_RESTART_AOF, CONTROL_NO_GUARD -> {
                 Optional<Event> g = awaitAfterWarmUp(e -> e.type() == Event.Type.GRANTED);
@@ -247,11 +224,11 @@ final class FaultInjector {
             }
             default -> throw new IllegalStateException("no injection for " + scenario);
         }
-        if (cutLock != null) {
+        if (cut != null) {
             // liveness: wait for the next grant of the cut holder's lock, up to the bound, then a little more
-            String lock = cutLock;
-            String worker = cutWorker;
-            long at = faultAt;
+            String lock = cut.lock();
+            String worker = cut.worker();
+            long at = cut.at();
             long bound = expiry.plus(profile.slack()).toNanos();
             timeline.await(0, e -> e.type() == Event.Type.GRANTED && e.lock().equals(lock) && !e.source().equals(worker)
                     && e.nanos() - at > 0, Duration.ofNanos(Math.max(0, at + bound - System.nanoTime())));
@@ -260,6 +237,33 @@ final class FaultInjector {
             Thread.sleep(expiry.plusMillis(1000).toMillis());
         }
         return true;
+    }
+
+    /**
+     * Cuts a fresh holder off for twice the expiry, then lets it go on. STOP_HOLDER and FREEZE_CONNECTION share this.
+     * Its worker is marked spent before the fault, so no later run gets a JVM the fault acted on.
+     *
+     * @param cutNote  the timeline's word for the cut, before the worker's id
+     * @param cutOff   cuts the worker off, by id
+     * @param backNote the timeline's word for the end of the cut
+     * @param back     lets the worker go on, by id
+     * @return the cut, or empty when no grant came
+     */
+    private Optional<Cut> cutOffHolder(String cutNote, Consumer<String> cutOff, String backNote, Consumer<String> back)
+            throws InterruptedException {
+        Optional<Event> g = awaitAfterWarmUp(e -> e.type() == Event.Type.GRANTED);
+        if (g.isEmpty()) {
+            return Optional.empty();
+        }
+        String w = g.get().source();
+        Cut cut = new Cut(g.get().lock(), w, System.nanoTime());
+        spent.add(w);
+        cutOff.accept(w);
+        timeline.note(HARNESS, Event.Type.FAULT, cut.lock(), cutNote + " " + w);
+        Thread.sleep(expiry.multipliedBy(2).toMillis());
+        timeline.note(HARNESS, Event.Type.FAULT, cut.lock(), backNote + " " + w);
+        back.accept(w);
+        return Optional.of(cut);
     }
 
     private void kill(String worker) {
@@ -317,6 +321,10 @@ final class FaultInjector {
             }
         }
         return Optional.empty();
+    }
+
+    /** The holder a fault cut off: its lock, its worker, and when the fault began (System.nanoTime). */
+    private record Cut(String lock, String worker, long at) {
     }
 
     /** Sets the clock of a worker started under libfaketime with {@code file}: an atomic replace. */

@@ -2,20 +2,15 @@ package dev.locker.redis;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import redis.clients.jedis.BinaryJedisPubSub;
 import redis.clients.jedis.Connection;
 
-import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.time.Duration;
-import java.util.Arrays;
-import java.util.HashMap;
 import java.util.Iterator;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BiConsumer;
 
 /**
@@ -52,6 +47,17 @@ import java.util.function.BiConsumer;
  * <p>Pub/sub delivers at most once. No waiter relies on it for more than speed: each also wakes when the holder's claim
  * expires and to refresh its queue entry. A server that refuses a subscription (an ACL without {@code +subscribe} or
  * the channels) turns the wake-ups off for good, said once at INFO: waiters then poll.
+ *
+ * <h2>Locking</h2>
+ * <ul>
+ * <li>{@code thread}, and each watch's users, idle time and wanted flag: read and written under this.
+ * <li>{@code closed}, {@code subscriber}: written under this; volatile, as lock-free paths read them too.
+ * <li>{@code refused}: volatile; the connection's thread sets it once, without this, and it stays set.
+ * <li>{@code watches}: a concurrent map; entries change under this, and wake-ups read it without it.
+ * <li>Each watch's release count: under the watch's own monitor, which waiters wait on.
+ * <li>{@code lingerArmed}, {@code healthArmed}, the counts, {@code lastPauseMillis}: atomic or volatile, no monitor.
+ * <li>The subscriber's own fields: see {@link RedisWakeupSubscriber}, which takes this as its monitor.
+ * </ul>
  */
 final class RedisWakeups implements AutoCloseable {
 
@@ -67,7 +73,7 @@ final class RedisWakeups implements AutoCloseable {
     /** The locks some waiter of this locker watches, or watched within a linger, by key. Changed under this. */
     private final ConcurrentHashMap<ByteBuffer, Watch> watches = new ConcurrentHashMap<>();
     private volatile boolean closed;
-    private volatile Subscriber subscriber;
+    private volatile RedisWakeupSubscriber subscriber;
     private volatile boolean refused;
     /** True while a check for lingers' ends is scheduled (at most one is). */
     private final AtomicBoolean lingerArmed = new AtomicBoolean();
@@ -75,10 +81,7 @@ final class RedisWakeups implements AutoCloseable {
     private final AtomicBoolean healthArmed = new AtomicBoolean();
     private Thread thread; // guarded by this
     /** Connections subscribed, lock channels subscribed, messages received: for tests. */
-    private final AtomicLong subscriptions = new AtomicLong();
-    private final AtomicLong channelSubscriptions = new AtomicLong();
-    private final AtomicLong messages = new AtomicLong();
-    private final AtomicLong received = new AtomicLong();
+    private final RedisWakeupSubscriber.Counts counts = new RedisWakeupSubscriber.Counts();
     /** The pause before the last attempt to subscribe again after a broken connection, in ms (for tests). */
     private volatile long lastPauseMillis;
 
@@ -140,8 +143,8 @@ final class RedisWakeups implements AutoCloseable {
                 return;
             }
             w.wanted = true;
-            Subscriber s = subscriber;
-            if (s != null && s.ready) {
+            RedisWakeupSubscriber s = subscriber;
+            if (s != null && s.ready()) {
                 s.want(key);
             }
             if (thread != null) {
@@ -159,24 +162,24 @@ final class RedisWakeups implements AutoCloseable {
      * not broken since. False while it is being made: a waiter then polls, as a release meanwhile would go unseen.
      */
     synchronized boolean listening(byte[] key) {
-        Subscriber s = subscriber;
+        RedisWakeupSubscriber s = subscriber;
         return s != null && s.usable() && s.confirmed(ByteBuffer.wrap(key));
     }
 
     /** True while the connection is subscribed (to the prefix's channel at least); for tests. */
     boolean subscribed() {
-        Subscriber s = subscriber;
+        RedisWakeupSubscriber s = subscriber;
         return s != null && s.usable();
     }
 
     /** How many times the connection was made and subscribed (for tests). */
     long subscriptions() {
-        return subscriptions.get();
+        return counts.subscriptions.get();
     }
 
     /** How many SUBSCRIBE commands for a lock's channel were sent (for tests). */
     long channelSubscriptions() {
-        return channelSubscriptions.get();
+        return counts.channelSubscriptions.get();
     }
 
     /** The pause before the last attempt to subscribe again after a broken connection, in ms (for tests). */
@@ -186,12 +189,12 @@ final class RedisWakeups implements AutoCloseable {
 
     /** How many release messages about a lock some waiter watched were received (for tests). */
     long messages() {
-        return messages.get();
+        return counts.messages.get();
     }
 
     /** How many messages were received on any channel, watched lock or not (for tests). */
     long received() {
-        return received.get();
+        return counts.received.get();
     }
 
     /** Checks for lingers' ends after {@code delayNanos}, unless a check is pending already. */
@@ -218,7 +221,7 @@ final class RedisWakeups implements AutoCloseable {
                 return; // a thread started later arms its own check
             }
             long now = System.nanoTime();
-            Subscriber s = subscriber;
+            RedisWakeupSubscriber s = subscriber;
             for (Iterator<Map.Entry<ByteBuffer, Watch>> it = watches.entrySet().iterator(); it.hasNext(); ) {
                 Map.Entry<ByteBuffer, Watch> e = it.next();
                 Watch w = e.getValue();
@@ -231,11 +234,11 @@ final class RedisWakeups implements AutoCloseable {
                     continue;
                 }
                 it.remove();
-                if (s != null && s.ready) {
+                if (s != null && s.ready()) {
                     s.drop(e.getKey());
                 }
             }
-            if (watches.isEmpty() && s != null && s.ready) {
+            if (watches.isEmpty() && s != null && s.ready()) {
                 // the thread then ends; a waiter that comes meanwhile has it subscribe again at once (and wakes it)
                 s.end();
                 return;
@@ -259,7 +262,7 @@ final class RedisWakeups implements AutoCloseable {
     /** Closes a subscription's connection that did not answer in time (see the class doc); asks it again else. */
     private void healthCheck() {
         healthArmed.set(false);
-        Subscriber s;
+        RedisWakeupSubscriber s;
         synchronized (this) {
             if (closed || thread == null) {
                 return; // a thread started later arms its own check
@@ -277,7 +280,8 @@ final class RedisWakeups implements AutoCloseable {
     private void run() {
         long pauseMillis = 100;
         while (true) {
-            Subscriber s = new Subscriber();
+            RedisWakeupSubscriber s = new RedisWakeupSubscriber(this, prefixChannel, healthNanos, watches,
+                    () -> closed, counts);
             synchronized (this) {
                 if (closed || refused || watches.isEmpty()) {
                     thread = null;
@@ -292,11 +296,11 @@ final class RedisWakeups implements AutoCloseable {
             try {
                 Connection c = connect.get(); // bounded by the connect and socket timeouts
                 synchronized (this) {
-                    s.connection = c;
-                    if (closed || s.dead) { // close() or a kill may have missed the connection: it ends here
+                    s.attach(c);
+                    if (closed || s.dead()) { // close() or a kill may have missed the connection: it ends here
                         continue;
                     }
-                    s.sentAt = System.nanoTime();
+                    s.subscribing(System.nanoTime());
                 }
                 s.proceed(c, prefixChannel); // blocks until unsubscribed or the connection breaks (or is closed)
                 pauseMillis = 100;
@@ -311,7 +315,7 @@ final class RedisWakeups implements AutoCloseable {
                             + "change that)", e.getMessage());
                     continue;
                 }
-                if (s.ready) {
+                if (s.ready()) {
                     pauseMillis = 100; // this one worked: its break is a new incident, not a server that stays down
                 }
                 // waiters fall back to waking when the holder's claim expires; no WARN flood while the server is down
@@ -320,7 +324,7 @@ final class RedisWakeups implements AutoCloseable {
                 broke = true;
             } finally {
                 synchronized (this) {
-                    s.over = true;
+                    s.leave();
                     if (subscriber == s) {
                         subscriber = null;
                     }
@@ -356,7 +360,7 @@ final class RedisWakeups implements AutoCloseable {
         Thread t;
         synchronized (this) {
             closed = true;
-            Subscriber s = subscriber;
+            RedisWakeupSubscriber s = subscriber;
             if (s != null) {
                 s.end();
                 s.kill(); // also ends a subscription blocked on a half-open socket
@@ -369,213 +373,6 @@ final class RedisWakeups implements AutoCloseable {
         wakeAll();
     }
 
-    /** What this connection sent for one lock's channel that the server has not answered yet, and what it asked. */
-    private static final class Channel {
-        /** SUBSCRIBE and UNSUBSCRIBE commands sent and not yet answered. */
-        int unanswered;
-        /** True when the last of them was SUBSCRIBE. */
-        boolean on;
-    }
-
-    /**
-     * One connection's subscription. Every command sent on it, and every answer, is handled under the monitor of
-     * the enclosing RedisWakeups.
-     */
-    private final class Subscriber extends BinaryJedisPubSub {
-        /** Its connection, once made. */
-        Connection connection;
-        /** When SUBSCRIBE was sent (System.nanoTime), 0 before. */
-        long sentAt;
-        /** The server confirmed the prefix's channel: commands for lock channels may be sent. */
-        volatile boolean ready;
-        /** Its connection was closed by a failed health check or close(). */
-        volatile boolean dead;
-        /** It unsubscribed from every channel (the linger's end, close): no channel is subscribed on it again. */
-        boolean ending;
-        /** The thread left it: nothing is sent on it any more. */
-        boolean over;
-        /** Something came from the server since the last question. */
-        private boolean heard;
-        /** When the last question was sent (System.nanoTime), 0 while none is pending. */
-        private long askedAt;
-        /** The lock channels this connection sent commands for, by lock key. */
-        private final Map<ByteBuffer, Channel> channels = new HashMap<>();
-
-        boolean usable() {
-            return ready && !dead && !ending && !over;
-        }
-
-        /** True when the last command for {@code key}'s channel was SUBSCRIBE, and the server answered it. */
-        boolean confirmed(ByteBuffer key) {
-            Channel c = channels.get(key);
-            return c != null && c.on && c.unanswered == 0;
-        }
-
-        /** Subscribes to {@code key}'s channel unless its last command did already. */
-        void want(byte[] key) {
-            if (!usable()) {
-                return;
-            }
-            Channel c = channels.computeIfAbsent(ByteBuffer.wrap(key.clone()), k -> new Channel());
-            if (c.on) {
-                return;
-            }
-            c.on = true;
-            c.unanswered++;
-            channelSubscriptions.incrementAndGet();
-            send(() -> subscribe(RedisKeys.lockChannel(key)));
-        }
-
-        /** Unsubscribes from {@code key}'s channel if its last command subscribed. */
-        void drop(ByteBuffer key) {
-            Channel c = channels.get(key);
-            if (c == null || !c.on || !usable()) {
-                return;
-            }
-            c.on = false;
-            c.unanswered++;
-            byte[] k = new byte[key.remaining()];
-            key.duplicate().get(k);
-            send(() -> unsubscribe(RedisKeys.lockChannel(k)));
-        }
-
-        private void send(Runnable command) {
-            try {
-                command.run();
-            } catch (RuntimeException e) { // the write failed: the connection is broken, and made anew
-                log.debug("Release notifications from Redis: a command failed ({}); subscribing again", e.toString());
-                kill();
-            }
-        }
-
-        /**
-         * False when the connection answered nothing for {@code healthCheck}: not confirmed in time, or no answer
-         * (nor message) to the last question; else asks again and returns true. The question subscribes to the
-         * prefix's channel again: the server answers, and nothing changes.
-         */
-        boolean answers(long now) {
-            if (dead || over || sentAt == 0) {
-                return true; // ended, or still connecting (bounded by the connect and socket timeouts)
-            }
-            if (!ready) {
-                return now - sentAt < healthNanos;
-            }
-            if (askedAt != 0 && !heard) {
-                return now - askedAt < healthNanos;
-            }
-            heard = false;
-            askedAt = now;
-            try {
-                // not PING: Jedis may read its RESP3 reply before it expects one, and break the subscription
-                subscribe(prefixChannel);
-            } catch (RuntimeException e) {
-                return false; // the write failed: the connection is broken
-            }
-            return true;
-        }
-
-        /** Unsubscribes from every channel (the subscription then ends normally); best effort. */
-        void end() {
-            if (ending || over || dead || connection == null || !ready) {
-                return;
-            }
-            ending = true;
-            try {
-                unsubscribe();
-            } catch (RuntimeException e) {
-                log.debug("Unsubscribing from release notifications failed: {}", e.toString());
-                kill();
-            }
-        }
-
-        /** Closes the connection's socket at once, which ends a read blocked on it (the subscription then breaks). */
-        void kill() {
-            dead = true;
-            Connection c = connection;
-            if (c != null) {
-                try {
-                    c.forceDisconnect();
-                } catch (IOException | RuntimeException e) {
-                    log.debug("Closing the release notifications' connection failed: {}", e.toString());
-                }
-            }
-        }
-
-        /** Closes the connection once the subscription ended. */
-        void close() {
-            Connection c = connection;
-            if (c != null) {
-                try {
-                    c.close();
-                } catch (RuntimeException e) {
-                    log.debug("Closing the release notifications' connection failed: {}", e.toString());
-                }
-            }
-        }
-
-        @Override
-        public void onSubscribe(byte[] ch, int subscribedChannels) {
-            answered(ch, true);
-        }
-
-        @Override
-        public void onUnsubscribe(byte[] ch, int subscribedChannels) {
-            answered(ch, false);
-        }
-
-        private void answered(byte[] ch, boolean subscribe) {
-            synchronized (RedisWakeups.this) {
-                heard = true;
-                if (Arrays.equals(ch, prefixChannel)) {
-                    if (subscribe && !ready) {
-                        ready = true;
-                        subscriptions.incrementAndGet();
-                        if (closed) {
-                            end();
-                            return;
-                        }
-                        watches.forEach((key, w) -> {
-                            if (w.wanted) {
-                                want(key.array());
-                            }
-                        });
-                    }
-                    return;
-                }
-                ByteBuffer key = ByteBuffer.wrap(ch, 0, ch.length - 1).slice();
-                Channel c = channels.get(key);
-                if (c == null || c.unanswered == 0) {
-                    return;
-                }
-                if (--c.unanswered > 0) {
-                    return;
-                }
-                if (!c.on) {
-                    channels.remove(key);
-                    return;
-                }
-            }
-            // a release may have been published before this subscription: let the lock's waiters look again
-            Watch w = watches.get(ByteBuffer.wrap(ch, 0, ch.length - 1).slice());
-            if (w != null) {
-                w.wake();
-            }
-        }
-
-        @Override
-        public void onMessage(byte[] ch, byte[] message) {
-            synchronized (RedisWakeups.this) {
-                heard = true;
-            }
-            received.incrementAndGet();
-            Watch w = watches.get(ByteBuffer.wrap(message));
-            if (w != null) {
-                messages.incrementAndGet();
-                w.told();
-            }
-        }
-    }
-
     /** The releases of one lock key seen so far, and the waiters of this locker watching it. */
     static final class Watch {
         private int users; // guarded by the RedisWakeups
@@ -585,6 +382,11 @@ final class RedisWakeups implements AutoCloseable {
         private boolean wanted;
         private long releases; // guarded by this
         private long told; // guarded by this
+
+        /** True once some waiter found the lock held; the caller holds the RedisWakeups' monitor. */
+        boolean wanted() {
+            return wanted;
+        }
 
         synchronized long releases() {
             return releases;
