@@ -75,6 +75,28 @@ class WallStepGuardReadingsTest {
         assertTrue(lag.compareTo(Duration.ofSeconds(3)) >= 0, () -> "judged a 3 s step as " + lag);
     }
 
+    /**
+     * A claim is not judged alive forever: one expiry after a step, claims are judged by the wall clock again, also
+     * when paused readings and a backward step came in between.
+     */
+    @Test
+    void oneExpiryAfterAStepClaimsAreJudgedByTheWallClockAgain() {
+        WallStepGuard guard = guard(clock);
+        clock.advance(Duration.ofSeconds(1));
+        clock.stepWallClock(Duration.ofSeconds(3));
+        assertTrue(lag(guard, clock.now(), clock.nanoTime()).compareTo(Duration.ofSeconds(3)) >= 0, "the step was not seen");
+        for (int i = 0; i < 10; i++) {
+            clock.advance(Duration.ofSeconds(2));
+            Instant wall = clock.now();
+            clock.advance(Duration.ofMillis(700)); // preempted between the two readings
+            guard.judgingTime(wall, clock.nanoTime());
+        }
+        clock.stepWallClock(Duration.ofSeconds(-2));
+        clock.advance(Duration.ofSeconds(5)); // 32 s after the step: one expiry has passed
+        Instant now = clock.now();
+        assertEquals(now, guard.judgingTime(now, clock.nanoTime()), "claims are still judged before the wall clock");
+    }
+
     /** The monotonic clock's origin is arbitrary: passing from Long.MAX_VALUE to Long.MIN_VALUE is no step. */
     @Test
     @Disabled("the offset divides a wrapped nanoTime by 1000, so the wrap looks like a forward step of 584 years")
