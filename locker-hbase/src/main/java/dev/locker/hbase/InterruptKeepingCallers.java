@@ -17,18 +17,18 @@ import java.net.SocketTimeoutException;
  * <h2>Where the client loses an interrupt</h2>
  * A thread waiting for an RPC's answer waits in {@code BlockingRpcCallback.get}. An interrupt there clears the flag,
  * and the client throws {@code InterruptedIOException}. Single calls (a get, a check-and-mutate of one mutation) pass
- * it up to the caller. A call of several mutations goes through the batch path instead:
- * {@code AsyncRequestFutureImpl.SingleServerRequestRunnable.run} catches it as any other failure of the server. Then
+ * it up to the caller. A call of several mutations goes through the batch path instead. There
+ * {@code AsyncRequestFutureImpl.SingleServerRequestRunnable.run} catches it like any failure of the server. Then
  * {@code receiveGlobalFailure} and {@code resubmit} sleep with the flag clear and send the call again. The interrupt is
- * gone, and a lock's grant is such a call (the claim and the fencing counter in one row operation).
+ * gone. A lock's grant is such a call: the claim and the fencing counter in one row operation.
  *
  * <h2>What this changes</h2>
  * Each caller sets the flag again when its call fails with an interrupt. The batch path's back-off sleep then ends at
  * once, its wait for the actions does too, and the interrupt reaches {@link HBaseErrors#translate}. Calls that must
  * finish run under {@link HBaseErrors#UNINTERRUPTIBLE}, which sees the flag and makes them again.
  *
- * <p>It adds one small object per call and no I/O and no thread. HBase builds a factory named in its configuration
- * without the connection's client metrics, so a connection that enables those loses the retry callers' share.
+ * <p>It adds one small object per call, and no I/O and no thread. HBase builds a factory named in the configuration
+ * without the connection's client metrics. A connection that enables them loses the retrying callers' share.
  */
 public final class InterruptKeepingCallers extends RpcRetryingCallerFactory {
 
