@@ -5,6 +5,7 @@ import org.apache.hadoop.hbase.HBaseConfiguration;
 import org.apache.hadoop.hbase.HConstants;
 import org.apache.hadoop.hbase.client.Connection;
 import org.apache.hadoop.hbase.client.ConnectionFactory;
+import org.apache.hadoop.hbase.client.RpcRetryingCallerFactory;
 import org.apache.hadoop.hbase.client.TableBuilder;
 import org.apache.hadoop.hbase.TableName;
 
@@ -20,6 +21,9 @@ import java.util.concurrent.TimeUnit;
  * times with back-off and ZooKeeper reads 30 times, so a dead cluster blocks a caller for minutes; a lock must
  * answer "unavailable" in seconds. Opening a table additionally has a hard deadline of
  * {@link HBaseOptions#operationTimeout()} (see {@code HBaseTables}), because HBase nests its retries.
+ *
+ * <p>The same settings make the client keep an interrupt ({@link InterruptKeepingCallers}). A locker built on a
+ * connection configured otherwise can lose an interrupt that lands during a grant, and its waiter keeps waiting.
  */
 public final class HBaseClients {
 
@@ -39,7 +43,10 @@ public final class HBaseClients {
         return conf;
     }
 
-    /** Bounded retries and timeouts on an existing configuration (used by tests on the mini cluster's own). */
+    /**
+     * Bounded retries and timeouts on an existing configuration (used by tests on the mini cluster's own), and
+     * retrying callers that keep an interrupt ({@link InterruptKeepingCallers}).
+     */
     public static Configuration applyTimeouts(Configuration conf, HBaseOptions options) {
         long rpc = options.rpcTimeout().toMillis();
         long op = options.operationTimeout().toMillis();
@@ -61,6 +68,8 @@ public final class HBaseClients {
         conf.setLong("zookeeper.session.timeout", Math.max(2000, op / 3));
         // Admin calls that wait for a procedure (table creation) on the master: the budget HBaseTables gives them
         conf.setLong("hbase.client.sync.wait.timeout.msec", Math.max(op, HBaseTables.CREATE_BUDGET_MS));
+        // the batch path (a grant's claim and counter) swallows an interrupt: these callers hand it back
+        conf.set(RpcRetryingCallerFactory.CUSTOM_CALLER_CONF_KEY, InterruptKeepingCallers.class.getName());
         return conf;
     }
 

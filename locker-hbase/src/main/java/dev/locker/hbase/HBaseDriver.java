@@ -169,8 +169,9 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
             try {
                 r = rows.checkAndMutate(grant, "checkAndMutate");
             } catch (TemporaryStoreException e) {
-                // the server may have applied it before the failure reached us: look once before giving up
-                OptionalLong ours = grantedToUs(lock, row, claim, token);
+                // the server may have applied it before the failure reached us: look once before giving up, even
+                // when an interrupt cut the grant (the look and any give-back must finish)
+                OptionalLong ours = HBaseErrors.UNINTERRUPTIBLE.call(() -> grantedToUs(lock, row, claim, token));
                 if (ours.isPresent()) {
                     return ours;
                 }

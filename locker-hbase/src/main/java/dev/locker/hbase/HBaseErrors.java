@@ -14,7 +14,6 @@ import org.apache.hadoop.hbase.regionserver.NoSuchColumnFamilyException;
 import org.apache.hadoop.hbase.security.AccessDeniedException;
 
 import java.io.IOException;
-import java.io.InterruptedIOException;
 import java.util.IdentityHashMap;
 import java.util.Map;
 
@@ -38,7 +37,7 @@ final class HBaseErrors {
     }
 
     static StoreException translate(IOException e, String action, String where) {
-        if (e instanceof InterruptedIOException && !(e instanceof java.net.SocketTimeoutException)) {
+        if (InterruptKeepingCallers.cutByInterrupt(e)) {
             Thread.currentThread().interrupt();
         }
         Throwable permanent = permanentCause(e);
