@@ -158,9 +158,10 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
             Thread.currentThread().interrupt();
             throw new TemporaryLockingException("interrupted while waiting lockWait before reading the lock row", lock, null, e);
         }
+        // judged at an instant before the read: a claim read as dead was dead then, and its holder cannot renew it
+        Instant now = judgingTime();
         LockRow r = readRowRetrying(lock, row);
         Instant wall = time.now();
-        Instant now = stepGuard.judgingTime(wall, time.nanoTime()); // others' claims are judged on this
         ClaimCodec.Claim own = r.find(claim.column);
         if (own == null) {
             throw new ExpiredLockException("our claim is gone from the store (expired and scrubbed, or force-released)", lock);
@@ -192,7 +193,8 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
         mutate(row, List.of(new Entry(claim.column, ClaimCodec.value(own.expiry, token, own.owner)),
                 new Entry(ClaimCodec.tokenColumn(token, claim.column), EMPTY)), deletions);
         ConsistentKeyClaim held = claim.held(token);
-        String conflict = confirm(readRowRetrying(lock, row), lock, held);
+        Instant confirmedAt = judgingTime();
+        String conflict = confirm(readRowRetrying(lock, row), confirmedAt, lock, held);
         if (conflict != null) {
             deleteQuietly(lock, held.allColumns());
             if (conflict.startsWith("gone") || conflict.startsWith(EXPIRED)) {
@@ -205,7 +207,8 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
     }
 
     private ConsistentKeyClaim verifyHeld(KeyColumn lock, ConsistentKeyClaim claim) {
-        String conflict = confirm(readRow(lock.encoded()), lock, claim);
+        Instant now = judgingTime();
+        String conflict = confirm(readRow(lock.encoded()), now, lock, claim);
         if (conflict != null) {
             throw new ExpiredLockException("our claim is no longer the holder: " + conflict, lock, null, null, reasonOf(conflict));
         }
@@ -249,7 +252,8 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
     @Override
     public boolean writeRecord(KeyColumn lock, String name, byte[] value, ConsistentKeyClaim claim) {
         byte[] row = lock.encoded();
-        if (confirm(readRow(row), lock, claim) != null) {
+        Instant now = judgingTime();
+        if (confirm(readRow(row), now, lock, claim) != null) {
             return false;
         }
         List<Entry> existing = records(row, name);
@@ -272,8 +276,9 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
         byte[] row = lock.encoded();
         long started = time.nanoTime();
         Instant now = time.now();
+        Instant judgedAt = judgingTime(now);
         LockRow before = readRow(row);
-        String conflict = confirm(before, lock, claim);
+        String conflict = confirm(before, judgedAt, lock, claim);
         if (conflict != null) {
             throw new ExpiredLockException("cannot renew: our claim is " + conflict, lock, null, null, reasonOf(conflict));
         }
@@ -281,7 +286,8 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
         mutate(row, List.of(new Entry(claim.column, ClaimCodec.value(now.plus(expiry), own.token, own.owner))),
                 List.of());
         // the rewrite may have landed after our claim died and another holder came: confirm like a check does
-        conflict = confirm(readRow(row), lock, claim);
+        Instant confirmedAt = judgingTime();
+        conflict = confirm(readRow(row), confirmedAt, lock, claim);
         if (conflict != null) {
             deleteQuietly(lock, claim.allColumns());
             throw new ExpiredLockException("our renewal came too late: " + conflict + "; the rewritten claim was withdrawn",
@@ -371,7 +377,8 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
         if (!lock.keyStartsWith(keyPrefix)) {
             return null;
         }
-        ClaimCodec.Claim holder = readRow(row).holder(stepGuard.judgingTime(time.now(), time.nanoTime()));
+        Instant now = judgingTime();
+        ClaimCodec.Claim holder = readRow(row).holder(now);
         return holder == null ? null : new LockInfo(lock, holder.owner, holder.token, holder.expiry);
     }
 
@@ -406,7 +413,8 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
 
     @Override
     public Optional<LockInfo> readHolder(KeyColumn lock) {
-        ClaimCodec.Claim holder = readRow(lock.encoded()).holder(stepGuard.judgingTime(time.now(), time.nanoTime()));
+        Instant now = judgingTime();
+        ClaimCodec.Claim holder = readRow(lock.encoded()).holder(now);
         return holder == null ? Optional.empty() : Optional.of(new LockInfo(lock, holder.owner, holder.token, holder.expiry));
     }
 
@@ -421,7 +429,8 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
      */
     private boolean removeWithToken(KeyColumn lock, long token, byte[] record) {
         byte[] row = lock.encoded();
-        ClaimCodec.Claim holder = readRow(row).holder(stepGuard.judgingTime(time.now(), time.nanoTime()));
+        Instant now = judgingTime();
+        ClaimCodec.Claim holder = readRow(row).holder(now);
         if (holder == null || holder.token != token) {
             return false;
         }
@@ -461,9 +470,8 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
      * Whether the held claim {@code claim} is still the holder in {@code r}: null if it is, else what is wrong (a text
      * starting with "gone" when our claim is missing, with {@link #EXPIRED} when it is dead).
      */
-    private String confirm(LockRow r, KeyColumn lock, ConsistentKeyClaim claim) {
+    private String confirm(LockRow r, Instant now, KeyColumn lock, ConsistentKeyClaim claim) {
         Instant wall = time.now();
-        Instant now = stepGuard.judgingTime(wall, time.nanoTime());
         ClaimCodec.Claim own = r.find(claim.column);
         if (own == null) {
             return "gone from the store (force-released, or scrubbed as dead by another process)";
@@ -497,6 +505,18 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
             return LossReason.EXPIRED;
         }
         return conflict.startsWith("gone") ? LossReason.GONE : LossReason.TAKEN_OVER;
+    }
+
+    /**
+     * The time other claims are judged at, read before the row is: a claim dead at an earlier instant was dead then,
+     * and its holder never renews past its own deadline, so a pause after the read cannot judge a renewed claim dead.
+     */
+    private Instant judgingTime() {
+        return judgingTime(time.now());
+    }
+
+    private Instant judgingTime(Instant wall) {
+        return stepGuard.judgingTime(wall, time.nanoTime());
     }
 
     /** Columns that are ours and never the holder: earlier attempts of this claim, and released claims not yet deleted. */

@@ -10,7 +10,6 @@ import dev.locker.spi.StoreTransaction;
 import dev.locker.testkit.Interleavings;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -48,7 +47,6 @@ class JudgingTimeOfReadBackTest {
      * pause A renews its claim in time. C must not judge A's claim by the expiry it read, now passed, and take the lock.
      */
     @Test
-    @Disabled("check reads the judging time after the read-back, and scrubs a claim renewed in between as dead")
     void aClaimRenewedWhileACheckerPausedAfterItsReadBackIsNotTakenOver() {
         Locker a = locker("a");
         Locker c = locker("c");
