@@ -439,8 +439,8 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
     }
 
     /**
-     * One check-and-mutate on the holder cell: the claim whose grant took the counter to {@code token} (its value is
-     * random per claim, so no later claim compares equal) is replaced by the free value, and the record written, in
+     * One check-and-mutate on the holder cell: the claim whose grant took the counter to {@code token} (its id is
+     * one per claim, so no later claim compares equal) is replaced by the free value, and the record written, in
      * one row operation; the record is stamped like {@link #putRecord}'s, with that token.
      */
     private boolean removeWithToken(KeyColumn lock, long token, byte[] record) {

@@ -23,8 +23,9 @@ import java.util.Objects;
  * Locks in an HBase table, decided by the region server in one atomic row operation.
  *
  * <p>The lock's row is its {@link KeyColumn#legible()} name ({@code vertex:42#name}, as {@code hbase shell} shows it;
- * injective, printable ASCII for any bytes, and a key prefix is a row prefix). Its claims family holds one cell, the holder claim (owner
- * metadata and a random claim id; empty means free), written with a per-cell TTL of {@code expiry + serverClockSkew}
+ * injective, printable ASCII for any bytes, and a key prefix is a row prefix). Its claims family holds one cell, the
+ * holder claim (owner metadata and an id of its own; empty means free), written with a per-cell TTL of
+ * {@code expiry + serverClockSkew}
  * ({@link HBaseOptions#serverClockSkew()}): the region server hides it once its own clock passes the cell's timestamp
  * plus that TTL, so a dead claim is absent to every read and every check, whatever the clients' clocks say. The token
  * family (no TTL) holds the lock's fencing counter.
