@@ -13,7 +13,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * the claim's lifetime in milliseconds (its cell's TTL on the region server: the
  * expiry plus the region servers' clock allowance), and the owner metadata. The value never
  * changes while the claim lives (renewal rewrites the same bytes with a new cell TTL), so compare-and-set on it
- * identifies the claim. An empty value means "free".
+ * identifies the claim. An empty value, or one of format 2 ({@link LockTable#freeAt}), means "free".
  */
 final class HolderClaim {
 
@@ -64,9 +64,9 @@ final class HolderClaim {
         return out;
     }
 
-    /** Decodes a holder cell's value; null for the empty "free" value. */
+    /** Decodes a holder cell's value; null for a free value, empty or naming the counter ({@link LockTable#freeAt}). */
     static HolderClaim decode(byte[] value) {
-        if (value == null || value.length == 0) {
+        if (value == null || value.length == 0 || LockTable.isFreeAt(value)) {
             return null;
         }
         if (value.length < HEADER || value[0] != FORMAT) {

@@ -39,9 +39,14 @@ final class SeenRows {
     }
 
     /**
-     * What a grant expects of a lock row: the counter ({@code 0}: none yet) and whether the holder cell is present with
-     * the free value (true) or absent (false). After a read that found a holder: the state its release leaves.
+     * What a grant expects of a lock row: the counter ({@code 0}: none yet) and the holder cell's free value (empty, or
+     * naming a counter), null when the cell is absent. After a read that found a holder: what its release leaves.
      */
-    record Seen(long counter, boolean holderCell) {
+    record Seen(long counter, byte[] free) {
+
+        /** The row as its holder's own release leaves it: the free value naming the holder's token. */
+        static Seen releasedAt(long token) {
+            return new Seen(token, LockTable.freeAt(token));
+        }
     }
 }
