@@ -259,7 +259,8 @@ class HBaseLockerTest {
 
         a.deleteLocks(tx);
         row = table.get(new Get(LockTable.row(lock)));
-        assertArrayEquals(new byte[0], row.getValue(options.familyBytes(), LockTable.HOLDER), "released = empty holder value");
+        assertArrayEquals(LockTable.freeAt(token), row.getValue(options.familyBytes(), LockTable.HOLDER),
+                "released = the free value naming the released claim's token");
         assertEquals(token, Bytes.toLong(row.getValue(options.tokenFamilyBytes(), LockTable.COUNTER)), "the counter stays");
         assertFalse(a.holder(lock).isPresent());
     }
