@@ -61,7 +61,7 @@ final class LockTable {
 
     /** Whether {@code value} is the free value that names {@code counter}. */
     static boolean isFreeAt(byte[] value, long counter) {
-        return isFreeAt(value) && ByteBuffer.wrap(value).getLong(1) == counter;
+        return isFreeAt(value) && Bytes.toLong(value, 1) == counter;
     }
 
     /** A lock's row: its legible name. */
