@@ -213,14 +213,15 @@ class HBaseClientRetryTest {
 
     /**
      * A's grant on "free@c" is applied and its reply held until A's claim has expired. The expired cell shows the
-     * older "free@c" again, so the client's resend (same nonce) may re-apply A's claim without incrementing. A must
-     * not use a claim granted longer than its expiry ago: it gives it back and, if it claims afresh, gets a token
-     * above every one issued.
+     * older "free@c" again; B is granted on it and its claim expires too. The client's resend of A's grant (same
+     * nonce) may then re-apply A's claim without incrementing. A must not use a claim granted longer than its expiry
+     * ago: it gives it back and, if it claims afresh, gets a token above B's.
      */
     @Test
     void aGrantResentAfterItsClaimExpiredAndTheFreeValueShowsAgainIsNotTrusted() throws Exception {
-        Duration expiry = Duration.ofSeconds(1); // shorter than the client RPC timeout of 2 s
+        Duration expiry = Duration.ofMillis(500); // both claims expire well within the client RPC timeout of 2 s
         Locker a = locker("a", expiry);
+        Locker b = locker("b", expiry);
         Locker operator = locker("operator", LONG_EXPIRY);
         KeyColumn lock = lock("resent-after-expiry");
         byte[] row = LockTable.row(lock);
@@ -232,31 +233,39 @@ class HBaseClientRetryTest {
         CompletableFuture<Object> grantA = async(() -> take(a, lock, ta));
         assertTrue(hold.applied.await(30, TimeUnit.SECONDS), "the region applied A's claim");
         long applied = tokenOfA + 1;
-        boolean shownAgain = false;
-        try (Table t = connection.getTable(TableName.valueOf(options.table()))) {
-            for (int i = 0; i < 200 && !shownAgain; i++) {
-                Result r = t.get(new Get(row).addColumn(options.familyBytes(), LockTable.HOLDER));
-                shownAgain = LockTable.isFreeAt(r.getValue(options.familyBytes(), LockTable.HOLDER), tokenOfA);
-                if (!shownAgain) {
-                    Thread.sleep(20); // waits for the cell TTL on the region server; nothing is timed
-                }
-            }
-        }
+        boolean shownAgain = awaitFreeAt(row, tokenOfA);
+        Object tb = new Object();
+        long tokenB = shownAgain ? take(b, lock, tb) : -1;
+        boolean shownOnceMore = shownAgain && awaitFreeAt(row, tokenOfA);
         hold.resume.countDown(); // the client resends with the same nonce, unless its RPC timeout did already
         Object outcome = grantA.get(60, TimeUnit.SECONDS);
-        assumeTrue(shownAgain, "the expired claim did not show the older free value again");
+        b.deleteLocks(tb);
+        assumeTrue(shownOnceMore, "the expired claims did not show the older free value again");
+        assertTrue(tokenB > applied, "B's token " + tokenB + " is not above A's applied grant's, " + applied);
         Optional<LockInfo> after = operator.holding(lock);
         if (outcome instanceof Throwable t) {
             assertInstanceOf(TemporaryLockingException.class, t, "A's grant: " + t);
-            assertTrue(after.isEmpty() || !after.get().holder().rid().equals(a.rid())
-                    || after.get().fencingToken() > applied, "A refused, yet its claim holds: " + after);
             return;
         }
         long tokenA = (Long) outcome;
-        assertTrue(tokenA > applied, "A trusted token " + tokenA + ", not above the " + applied
-                + " its first send was issued; the lock shows " + after);
+        assertTrue(tokenA > tokenB, "A trusted token " + tokenA + ", not above B's " + tokenB + "; the lock shows "
+                + after);
         assertEquals(tokenA, after.orElseThrow().fencingToken(), "A's token is the counter while A holds");
         a.deleteLocks(ta);
+    }
+
+    /** Waits until the holder cell shows "free@{@code counter}" (a claim above it expired); false after 4 s. */
+    private boolean awaitFreeAt(byte[] row, long counter) throws Exception {
+        try (Table t = connection.getTable(TableName.valueOf(options.table()))) {
+            for (int i = 0; i < 200; i++) {
+                Result r = t.get(new Get(row).addColumn(options.familyBytes(), LockTable.HOLDER));
+                if (LockTable.isFreeAt(r.getValue(options.familyBytes(), LockTable.HOLDER), counter)) {
+                    return true;
+                }
+                Thread.sleep(20); // waits for a cell TTL on the region server; nothing is timed
+            }
+        }
+        return false;
     }
 
     /**
