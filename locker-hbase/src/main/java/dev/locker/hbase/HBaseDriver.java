@@ -71,7 +71,7 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
     /** The claims family's TTL, or null when it has none: a claim's cell TTL must stay below it. */
     private final Duration claimsFamilyTtl;
     private final String where;
-    private final SeenRows seen = new SeenRows();
+    private final SeenRows seen;
     private final LockRows rows;
     private final HBaseRecords records;
     private final HBaseListing listing;
@@ -83,10 +83,11 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
      * @param tableName       the lock table, found or created already
      * @param options         the table's families and the region servers' clock allowance
      * @param claimsFamilyTtl the claims family's TTL as the table has it, or null when it has none
+     * @param layout          the free value a release writes, as the table's descriptor said when it was opened
      * @param where           the cluster and table, for messages
      */
     HBaseDriver(LockerConfig config, Connection connection, boolean ownsConnection, TableName tableName,
-                HBaseOptions options, Duration claimsFamilyTtl, String where) {
+                HBaseOptions options, Duration claimsFamilyTtl, TableLayout layout, String where) {
         this.config = config;
         this.time = config.timeSource();
         this.connection = connection;
@@ -97,6 +98,7 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
         this.serverClockSkew = options.serverClockSkew();
         this.claimsFamilyTtl = claimsFamilyTtl;
         this.where = where;
+        this.seen = new SeenRows(layout);
         this.rows = new LockRows(tables, family, tokenFamily, where, seen);
         this.records = new HBaseRecords(rows, family, tokenFamily);
         this.listing = new HBaseListing(tables, family, tokenFamily, where);
@@ -186,7 +188,7 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
                     seen.forget(row);
                     return OptionalLong.empty();
                 }
-                seen.remember(row, Seen.releasedAt(token)); // after our release: the free value naming our token
+                seen.remember(row, seen.releasedAt(token)); // after our release: the free value it writes
                 return OptionalLong.of(token);
             }
             RowState state = rows.read(row, "get");
@@ -279,7 +281,7 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
      */
     private OptionalLong ownToken(KeyColumn lock, byte[] row, HolderClaim claim, RowState state, long token) {
         if (state.counter == token) {
-            seen.remember(row, Seen.releasedAt(token));
+            seen.remember(row, seen.releasedAt(token));
             return OptionalLong.of(token);
         }
         log.warn("Our claim on {} holds with the counter at {}, not our token {}: given back", lock, state.counter, token);
@@ -402,7 +404,7 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
     public void release(KeyColumn lock, ClaimStatus status) {
         byte[] row = row(lock);
         byte[] mine = status.claimId();
-        Seen released = Seen.releasedAt(status.fencingToken());
+        Seen released = seen.releasedAt(status.fencingToken());
         CheckAndMutateResult r = HBaseErrors.UNINTERRUPTIBLE.call(() -> rows.checkAndMutate(
                 CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, mine)
                         .build(new Put(row).addColumn(family, HOLDER, released.free())), "checkAndMutate"));

@@ -17,6 +17,7 @@ import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.time.Duration;
+import java.util.Map;
 import java.util.Objects;
 
 /**
@@ -113,10 +114,13 @@ public final class HBaseLocker extends LockerEngine<ClaimStatus> {
 
     private final TableName tableName;
 
-    private HBaseLocker(Builder b, TableName tableName, Duration claimsFamilyTtl, String where) {
+    private final TableLayout layout;
+
+    private HBaseLocker(Builder b, TableName tableName, Duration claimsFamilyTtl, TableLayout layout, String where) {
         super(b, config -> new HBaseDriver(config, b.connection, b.closeConnectionOnClose, tableName, b.options,
-                claimsFamilyTtl, where));
+                claimsFamilyTtl, layout, where));
         this.tableName = tableName;
+        this.layout = layout;
     }
 
     /** A locker on an open connection (the caller keeps owning it unless {@link Builder#closeConnectionOnClose}). */
@@ -149,6 +153,11 @@ public final class HBaseLocker extends LockerEngine<ClaimStatus> {
     /** The lock table. */
     public TableName tableName() {
         return tableName;
+    }
+
+    /** The table's layout as it was when this locker opened it: a later switch reaches it when it opens again. */
+    TableLayout layout() {
+        return layout;
     }
 
     private static void closeQuietly(Connection c) {
@@ -196,7 +205,8 @@ public final class HBaseLocker extends LockerEngine<ClaimStatus> {
             String where = HBaseClients.describe(connection.getConfiguration(), options.table());
             TableDescriptor d;
             try {
-                d = HBaseTables.ensure(connection, name, LockTable.families(options), options.createTable(), where);
+                d = HBaseTables.ensure(connection, name, LockTable.families(options),
+                        Map.of(TableLayout.KEY, TableLayout.CREATED.value), options.createTable(), where);
             } catch (StoreException e) {
                 throw e.isTemporary() ? new TemporaryLockingException(e.getMessage(), null, null, e)
                         : new PermanentLockingException(e.getMessage(), null, null, e);
@@ -213,8 +223,13 @@ public final class HBaseLocker extends LockerEngine<ClaimStatus> {
                 throw new PermanentLockingException("the token family '" + options.tokenFamily() + "' of " + where
                         + " has a TTL (" + tokenTtl + " s): fencing counters would restart; remove its TTL", null);
             }
+            TableLayout layout = TableLayout.of(d);
+            if (layout == null) {
+                throw new PermanentLockingException(TableLayout.unknown(d, where), null);
+            }
+            log.debug("Opened lock table {} on layout {}", name, layout);
             return new HBaseLocker(this, name, claimsTtl == HConstants.FOREVER ? null : Duration.ofSeconds(claimsTtl),
-                    where);
+                    layout, where);
         }
     }
 }

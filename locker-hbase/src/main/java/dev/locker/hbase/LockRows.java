@@ -56,8 +56,10 @@ final class LockRows {
         byte[] counter = r.getValue(tokenFamily, COUNTER);
         Cell cell = r.getColumnLatestCell(family, HOLDER);
         byte[] value = cell == null ? null : CellUtil.cloneValue(cell);
-        RowState state = new RowState(HolderClaim.decode(value), value, cell == null ? 0L : cell.getTimestamp(),
-                counter == null ? 0L : Bytes.toLong(counter));
+        HolderClaim holder = HolderClaim.decode(value);
+        long c = counter == null ? 0L : Bytes.toLong(counter);
+        RowState state = new RowState(holder, value, cell == null ? 0L : cell.getTimestamp(), c,
+                holder != null ? seen.releasedAt(c) : new Seen(c, value));
         seen.remember(row, state.seen());
         return state;
     }
@@ -94,17 +96,19 @@ final class LockRows {
         /** The holder cell's timestamp on the region server's clock, 0 when absent. */
         final long holderStamp;
         final long counter;
+        private final Seen next;
 
-        RowState(HolderClaim holder, byte[] holderValue, long holderStamp, long counter) {
+        RowState(HolderClaim holder, byte[] holderValue, long holderStamp, long counter, Seen next) {
             this.holder = holder;
             this.holderValue = holderValue;
             this.holderStamp = holderStamp;
             this.counter = counter;
+            this.next = next;
         }
 
         /** What the next grant can expect: this, or, while someone holds it, the free value its release leaves. */
         Seen seen() {
-            return holder != null ? Seen.releasedAt(counter) : new Seen(counter, holderValue);
+            return next;
         }
 
         boolean isHeldBy(HolderClaim claim) {

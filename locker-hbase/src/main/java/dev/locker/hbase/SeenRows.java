@@ -14,12 +14,19 @@ final class SeenRows {
     /** How many lock rows a locker remembers the last seen counter of (least recently used dropped first). */
     static final int SEEN_ROWS = 4096;
 
+    /** What this locker's own release writes, so what it expects after a holder's release. */
+    private final TableLayout layout;
+
     private final Map<String, Seen> seen = Collections.synchronizedMap(new LinkedHashMap<>(64, 0.75f, true) {
         @Override
         protected boolean removeEldestEntry(Map.Entry<String, Seen> eldest) {
             return size() > SEEN_ROWS;
         }
     });
+
+    SeenRows(TableLayout layout) {
+        this.layout = layout;
+    }
 
     /** What was last seen of {@code row}, or null. */
     Seen get(byte[] row) {
@@ -34,6 +41,14 @@ final class SeenRows {
         seen.remove(key(row));
     }
 
+    /**
+     * The row as its holder's release leaves it, on this locker's layout: the free value it writes, and the counter
+     * at the holder's token. A holder on the other layout leaves the other value: one more read, no harm.
+     */
+    Seen releasedAt(long token) {
+        return new Seen(token, layout.releaseValue(token));
+    }
+
     private static String key(byte[] row) {
         return new String(row, StandardCharsets.US_ASCII);
     }
@@ -43,10 +58,5 @@ final class SeenRows {
      * naming a counter), null when the cell is absent. After a read that found a holder: what its release leaves.
      */
     record Seen(long counter, byte[] free) {
-
-        /** The row as its holder's own release leaves it: the free value naming the holder's token. */
-        static Seen releasedAt(long token) {
-            return new Seen(token, LockTable.freeAt(token));
-        }
     }
 }

@@ -78,7 +78,9 @@ class HBaseClientRetryTest {
         try (Admin admin = connection.getAdmin()) {
             TableName name = TableName.valueOf(options.table());
             if (!admin.tableExists(name)) {
-                TableDescriptorBuilder d = TableDescriptorBuilder.newBuilder(name).setCoprocessor(Observer.class.getName());
+                // the layout a locker gives the tables it creates: a release leaves free@token
+                TableDescriptorBuilder d = TableDescriptorBuilder.newBuilder(name).setCoprocessor(Observer.class.getName())
+                        .setValue(TableLayout.KEY, TableLayout.CREATED.value);
                 for (ColumnFamilyDescriptor f : LockTable.families(options)) {
                     d.setColumnFamily(f);
                 }
