@@ -48,14 +48,17 @@ import java.util.Objects;
  *   <li>renew = {@code checkAndMutate} "holder value is still ours" then rewrite it with a fresh TTL: in place, same
  *       claim, same token; fails once the server expired it or someone force-released it. A shorter TTL deletes the
  *       older versions in the same step (after a get for their timestamp), which would show again otherwise.</li>
- *   <li>release = {@code checkAndMutate} "holder value is ours" then write the empty value (1 round trip). A Delete
+ *   <li>release = {@code checkAndMutate} "holder value is ours" then write the free value the table's layout names
+ *       ({@link TableLayout}: {@code free@token} on layout 2, the empty value on layout 1; 1 round trip). A Delete
  *       is avoided on purpose: HBase's delete markers hide any later Put that lands in the same millisecond, which
  *       would make the next grant invisible.</li>
  *   <li>The counter only ever increases: neither release, forced release nor any TTL touches it, so every grant's
  *       token is greater than all earlier ones.</li>
  * </ul>
  *
- * <p><b>Sharing a table with the previous layout</b> (a rolling upgrade): the cells and their encodings are unchanged
+ * <p><b>Sharing a table with the previous layout</b> (a rolling upgrade): a table made before this build has no
+ * layout value, and this build's lockers write there only what earlier ones write ({@link HBaseLayout} switches it
+ * once every locker is upgraded). The cells and their encodings are unchanged
  * (the counter is an 8-byte long written by an {@code Increment}), so lockers of both builds exclude each other and
  * read each other's claims and tokens; a grant of either build moves the counter, and a grant of this build whose
  * expected counter an older one moved fails its check and reads again. An older locker's own grant keeps its flaw (a

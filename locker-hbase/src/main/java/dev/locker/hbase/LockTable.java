@@ -23,8 +23,8 @@ final class LockTable {
     /** The fencing counter's qualifier in the token family. */
     static final byte[] COUNTER = Bytes.toBytes("n");
     /**
-     * The holder cell's value while nobody holds the lock, as a forced release, a give-back and the previous layout
-     * leave it. A holder's own release leaves {@link #freeAt} instead.
+     * The holder cell's value while nobody holds the lock, as a forced release, a give-back and a release on layout 1
+     * leave it. A holder's own release on layout 2 leaves {@link #freeAt} instead ({@link TableLayout}).
      */
     static final byte[] FREE = new byte[0];
     /** The format byte of {@link #freeAt}; a claim's is 1 ({@link HolderClaim}). */
@@ -48,7 +48,7 @@ final class LockTable {
 
     /**
      * The free value that names the counter {@code counter}: what the release of the claim holding token {@code counter}
-     * leaves. A grant that finds it, with the counter at that value, checks this one cell alone.
+     * leaves on layout 2. A grant that finds it, with the counter at that value, checks this one cell alone.
      */
     static byte[] freeAt(long counter) {
         return ByteBuffer.allocate(FREE_AT_LENGTH).put(FREE_AT_FORMAT).putLong(counter).array();
