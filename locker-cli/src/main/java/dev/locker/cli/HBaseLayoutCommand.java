@@ -51,6 +51,9 @@ final class HBaseLayoutCommand {
             t.out(table + ": switched from layout " + before.layout() + " to " + HBaseLayout.CURRENT + ".");
             t.out("Lockers open now keep layout " + before.layout() + " until they open the table again; both "
                     + "layouts share the table safely.");
+        } else if (!before.known()) {
+            t.out(table + ": layout " + before.layout() + ", " + before.description() + ".");
+            t.out("A newer build set it: use that build's locker command, and upgrade every locker of the table.");
         } else if (before.isCurrent()) {
             t.out(table + ": layout " + before.layout() + ", " + before.description() + (finalize
                     ? "; nothing to switch." : "."));

@@ -465,7 +465,8 @@ class HBaseLockerTest {
         HBaseOptions lossy = HBaseOptions.builder().table(name).serverClockSkew(Duration.ZERO).build();
         try (Admin admin = connection.getAdmin()) {
             TableDescriptorBuilder d = TableDescriptorBuilder.newBuilder(TableName.valueOf(name))
-                    .setCoprocessor(LostReplyObserver.class.getName());
+                    .setCoprocessor(LostReplyObserver.class.getName())
+                    .setValue(TableLayout.KEY, TableLayout.CREATED.value); // as a locker creates it
             for (ColumnFamilyDescriptor f : LockTable.families(lossy)) {
                 d.setColumnFamily(f);
             }
