@@ -159,7 +159,7 @@ public final class HBaseDoctor implements DeploymentCheck {
         } else {
             out.add(Finding.ok("token-ttl", "the token family has no TTL: fencing tokens only grow"));
         }
-        out.add(layout(d, options));
+        out.add(layout(d));
         out.add(Finding.ok("new-version-behavior", "claims family NEW_VERSION_BEHAVIOR="
                 + claims.isNewVersionBehavior() + ": not needed by the hbase:// locker, which never deletes its holder "
                 + "cell (tables of the key-column-value adapter need it: HBaseKeyColumnValueStore)"));
@@ -170,7 +170,7 @@ public final class HBaseDoctor implements DeploymentCheck {
      * The table's layout ({@link HBaseLayout}): OK on the current one. On the previous one, a warning with the command
      * to switch, once every locker of the table runs this build; an unknown one fails, as lockers refuse the table.
      */
-    static Finding layout(TableDescriptor d, HBaseOptions options) {
+    static Finding layout(TableDescriptor d) {
         HBaseLayout.State s = HBaseLayout.state(d);
         String shown = "table " + s.table() + " is on layout " + s.layout() + ": " + s.description();
         if (!s.known()) {

@@ -12,7 +12,6 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
-import java.util.Objects;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.FutureTask;
@@ -174,8 +173,7 @@ public final class HBaseLayout {
             if (cause instanceof IOException io) {
                 throw locking(HBaseErrors.translate(io, "connecting", where));
             }
-            throw new TemporaryLockingException("reaching " + where + " failed: " + cause, null, null,
-                    Objects.requireNonNull(cause));
+            throw new TemporaryLockingException("reaching " + where + " failed: " + cause, null, null, cause);
         }
     }
 

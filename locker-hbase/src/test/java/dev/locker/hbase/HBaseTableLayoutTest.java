@@ -350,7 +350,7 @@ class HBaseTableLayoutTest {
         try (Admin admin = connection.getAdmin()) {
             admin.modifyTable(TableDescriptorBuilder.newBuilder(admin.getDescriptor(name))
                     .setValue(HBaseLayout.KEY, "9").build(), false);
-            Finding unknown = HBaseDoctor.layout(admin.getDescriptor(name), options);
+            Finding unknown = HBaseDoctor.layout(admin.getDescriptor(name));
             assertEquals(Level.FAIL, unknown.level(), unknown.toString());
         }
         PermanentLockingException refused = assertThrows(PermanentLockingException.class,
