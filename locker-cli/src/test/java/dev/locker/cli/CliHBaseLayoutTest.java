@@ -21,7 +21,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** {@code locker hbase-layout} reads a lock table's layout and switches it with --finalize, on the real mini cluster. */
+/** {@code locker hbase-layout} reads a lock table's layout and switches it with --finalize, on the mini cluster. */
 class CliHBaseLayoutTest {
 
     private static final HBaseTestCluster CLUSTER = HBaseTestCluster.get();

@@ -37,8 +37,9 @@ import java.util.function.Consumer;
  * against the expiry plus the region servers' clock allowance (a shorter TTL drops held claims), the token family's
  * TTL (any TTL restarts fencing counters), NEW_VERSION_BEHAVIOR (not needed by {@link HBaseLocker}, which never
  * deletes its holder cell; needed by the key-column-value adapter's tables), the table's layout ({@link HBaseLayout}),
- * and the region servers' clocks against the condition {@link HBaseOptions#serverClockSkew()} states: each within half the allowance of true time (this
- * host's clock stands for it), since a claim stamped by a clock behind and judged by one ahead dies early by the sum.
+ * and the region servers' clocks against the condition {@link HBaseOptions#serverClockSkew()} states: each within
+ * half the allowance of true time (this host's clock stands for it), since a claim stamped by a clock behind and
+ * judged by one ahead dies early by the sum.
  */
 public final class HBaseDoctor implements DeploymentCheck {
 

@@ -39,7 +39,7 @@ enum TableLayout {
         this.value = value;
     }
 
-    /** The layout {@code d} names, {@link #EMPTY_ON_RELEASE} when it names none; null for a value this build does not know. */
+    /** The layout {@code d} names ({@link #EMPTY_ON_RELEASE} when none), or null for one this build does not know. */
     static TableLayout of(TableDescriptor d) {
         String v = d.getValue(KEY);
         if (v == null) {
