@@ -20,7 +20,7 @@ import java.util.concurrent.TimeoutException;
 
 /**
  * Reads and switches the layout of an {@code hbase://} lock table: which free value a holder's release writes. The
- * table descriptor's value {@value TableLayout#KEY} holds it; a table this build creates gets {@link #CURRENT}. A table
+ * table descriptor's value {@value #KEY} holds it; a table this build creates gets {@link #CURRENT}. A table
  * without it stays on the previous layout, which lockers of earlier builds can read.
  *
  * <p>Switch a table ({@link #finalizeLayout}, {@code locker hbase-layout --finalize}) once every locker of it runs
@@ -50,7 +50,7 @@ public final class HBaseLayout {
      */
     public record State(String table, String layout, boolean known, String description) {
 
-        /** Whether the table is on {@link #CURRENT}, the layout whose release leaves {@code free@token}. */
+        /** Whether the table is on {@link HBaseLayout#CURRENT}, whose release leaves {@code free@token}. */
         public boolean isCurrent() {
             return CURRENT.equals(layout);
         }
