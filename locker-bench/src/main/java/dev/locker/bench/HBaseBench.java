@@ -83,6 +83,10 @@ final class HBaseBench implements AutoCloseable {
 
     /** Locker's HBaseLocker: one checkAndMutate per grant (claim + fencing token), one per release. */
     private HBaseLocker locker(String table, Duration expiry) {
+        return locker(connection, table, expiry);
+    }
+
+    private static HBaseLocker locker(Connection connection, String table, Duration expiry) {
         return HBaseLocker.builder(connection)
                 .options(HBaseOptions.builder().table(table).ttl(Duration.ofHours(2)).build())
                 .config(LockerConfig.builder().expiry(expiry).build())
@@ -119,6 +123,10 @@ final class HBaseBench implements AutoCloseable {
         private final String instance = Long.toHexString(System.nanoTime());
 
         Raw(TableName name, boolean delete) throws IOException {
+            this(connection, name, delete);
+        }
+
+        Raw(Connection connection, TableName name, boolean delete) throws IOException {
             this.table = connection.getTable(name);
             this.delete = delete;
         }
@@ -230,6 +238,67 @@ final class HBaseBench implements AutoCloseable {
                     allocated.get("three-phase"), "raw put-if-empty + compare-and-clear", allocated.get("clear"),
                     Better.LOWER, null, false));
         }
+        rpcs(out);
+    }
+
+    /**
+     * Round trips per pair by kind, counted by the HBase client's own metrics on a connection of their own (so that
+     * the timed rows above pay nothing for them). They do not depend on the load of the machine.
+     */
+    private void rpcs(Table out) throws Exception {
+        org.apache.hadoop.conf.Configuration conf = new org.apache.hadoop.conf.Configuration(util.getConfiguration());
+        conf.setBoolean(org.apache.hadoop.hbase.client.MetricsConnection.CLIENT_SIDE_METRICS_ENABLED_KEY, true);
+        try (Connection counted = ConnectionFactory.createConnection(conf);
+             HBaseLocker ours = locker(counted, "bench_locks", Duration.ofSeconds(60));
+             Raw clear = new Raw(counted, rawTable("bench_raw"), false)) {
+            org.apache.hadoop.hbase.client.MetricsConnection metrics =
+                    ((org.apache.hadoop.hbase.client.ConnectionImplementation) counted).getConnectionMetrics();
+            Rows rows = new Rows(1);
+            Map<String, Runnable> ops = new LinkedHashMap<>();
+            ops.put("locker", () -> pair(ours, rows.lock("rpc-u")));
+            ops.put("three-phase", () -> Bench.threePhases(ours, rows.lock("rpc-t")));
+            ops.put("clear", () -> clear.pair(rows.row("rpc-c")));
+            int n = 200;
+            Map<String, Samples> total = new LinkedHashMap<>();
+            for (Map.Entry<String, Runnable> op : ops.entrySet()) {
+                op.getValue().run(); // the first pair on a row reads it once: the steady state is what follows
+                Map<String, Long> before = rpcCounts(metrics);
+                for (int i = 0; i < n; i++) {
+                    op.getValue().run();
+                }
+                Map<String, Long> after = rpcCounts(metrics);
+                StringBuilder kinds = new StringBuilder();
+                long sum = 0;
+                for (Map.Entry<String, Long> e : after.entrySet()) {
+                    long d = e.getValue() - before.getOrDefault(e.getKey(), 0L);
+                    if (d > 0) {
+                        sum += d;
+                        kinds.append(String.format(Locale.ROOT, " %s %.2f", e.getKey(), (double) d / n));
+                    }
+                }
+                System.out.printf(Locale.ROOT, "    HBase RPCs per pair, %s:%s%n", op.getKey(), kinds);
+                Samples s = new Samples();
+                s.add((double) sum / n);
+                total.put(op.getKey(), s);
+            }
+            out.add(new Row("HBase RPCs per acquire+release (the client's counters), 1 thread", "RPCs",
+                    total.get("locker"), "raw put-if-empty + compare-and-clear", total.get("clear"), Better.LOWER,
+                    null, false));
+            out.add(new Row("HBase RPCs per writeLock+checkLocks+deleteLocks (no lease), 1 thread", "RPCs",
+                    total.get("three-phase"), "raw put-if-empty + compare-and-clear", total.get("clear"),
+                    Better.LOWER, null, false));
+        }
+    }
+
+    /** The client's RPC counts so far, by method ("Mutate", "Multi", "Get"), on every service. */
+    private static Map<String, Long> rpcCounts(org.apache.hadoop.hbase.client.MetricsConnection metrics) {
+        Map<String, Long> counts = new java.util.TreeMap<>();
+        metrics.getRpcCounters().forEach((name, c) -> {
+            if (name.startsWith("rpcCount_")) {
+                counts.put(name.substring("rpcCount_".length()), c.getCount());
+            }
+        });
+        return counts;
     }
 
     /**

@@ -29,6 +29,7 @@ final class Args {
                     1),
             "watch", new Spec(Set.of("--key", "--column", "--interval", "--count"), Set.of("--until-free"), 0, 1),
             "doctor", new Spec(Set.of(), Set.of(), 0, 0),
+            "hbase-layout", new Spec(Set.of(), Set.of("--finalize"), 0, 0),
             "help", new Spec(Set.of(), Set.of(), 0, 1));
 
     final String command;

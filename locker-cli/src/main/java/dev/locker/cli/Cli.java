@@ -76,7 +76,7 @@ public final class Cli {
                 String topic = args.command == null || args.command.equals("help") ? args.positional(0) : args.command;
                 if (topic != null && !Args.COMMANDS.containsKey(topic)) {
                     throw new UsageException("no help on '" + topic + "'; commands: list, show, release, watch, "
-                            + "doctor", null);
+                            + "doctor, hbase-layout", null);
                 }
                 terminal.out(Help.text(topic));
                 return args.command == null && !args.flag("--help") ? USAGE : OK;
@@ -89,6 +89,7 @@ public final class Cli {
                 case "release" -> new ReleaseCommand(this, args).run(uri);
                 case "watch" -> new WatchCommand(this, args).run(uri);
                 case "doctor" -> new DoctorCommand(this, args).run(uri);
+                case "hbase-layout" -> new HBaseLayoutCommand(this, args).run(uri);
                 default -> throw new IllegalStateException("command " + args.command);
             };
         } catch (UsageException e) {

@@ -18,6 +18,7 @@ final class Help {
                 [--token N] [--holder RID]         only if the holder is still the claim 'show' printed
               watch NAME                           print the lock's holder whenever it changes; Ctrl-C ends
               doctor                               check the deployment for what breaks locks (OK/WARN/FAIL)
+              hbase-layout [--finalize]            an HBase lock table's layout; switch it once all lockers are new
               help [COMMAND]                       this text, or a command's with examples
 
             The backend: --uri URI, or the environment variable LOCKER_URI; the scheme picks it:
@@ -161,7 +162,8 @@ final class Help {
                        without journal=true FAILs on a standalone too) and read concern (majority); this host's
                        clock offset to the server and its uncertainty (vs lockerMaxClockSkewMS); the TTL index.
               HBase:   the table and its families; the claims family's TTL vs the expiry; the token family's TTL
-                       (none allowed); NEW_VERSION_BEHAVIOR; the cluster's region servers.
+                       (none allowed); NEW_VERSION_BEHAVIOR; the table's layout (WARN on the previous one:
+                       see 'locker help hbase-layout'); the cluster's region servers and their clocks.
             A check whose input this user may not read (an INFO section denied by the ACL...) says WARN "could
             not check", never OK.
 
@@ -174,6 +176,27 @@ final class Help {
                    "ok":N,"warn":N,"fail":N}
             Exit: 0 no FAIL (WARNs allowed), 1 at least one FAIL, 3 unreachable, 4 refused.""";
 
+    private static final String HBASE_LAYOUT = """
+            locker hbase-layout [--finalize]
+
+            An HBase lock table's layout: which free value a holder's release writes in the lock's holder cell.
+              layout 1  (tables made before this build) the empty value; the next grant checks two cells
+              layout 2  (tables this build creates) free@token; the next grant checks one cell, a faster grant
+            Lockers of earlier builds cannot read free@token and fail on any lock a layout 2 locker released last.
+            So --finalize switches a table to layout 2 only when you say so: once every locker of the table runs
+            this build. It sets the table's METADATA 'locker.layout' (as the hbase shell's
+            alter 'TABLE', METADATA => {'locker.layout' => '2'} does); regions stay open unless the table has a
+            coprocessor. Lockers read the value when they open the table: open ones switch when they next open it.
+            Lockers on both layouts share the table safely meanwhile (docs/safety.md).
+
+            Examples:
+              locker hbase-layout --uri hbase://zk1:2181/locker_locks
+              locker hbase-layout --uri hbase://zk1:2181/locker_locks --finalize
+              locker --json hbase-layout | jq .layout
+
+            JSON: {"uri":..(masked),"table":..,"layout":"1|2","current":bool,"switched":bool[,"before":"1"]}
+            Exit: 0 done, 2 not an hbase:// URI, 3 unreachable, 4 refused (no such table, an unknown layout).""";
+
     static String text(String command) {
         if (command == null) {
             return OVERVIEW;
@@ -184,6 +207,7 @@ final class Help {
             case "release" -> RELEASE;
             case "watch" -> WATCH;
             case "doctor" -> DOCTOR;
+            case "hbase-layout" -> HBASE_LAYOUT;
             default -> OVERVIEW;
         };
     }

@@ -36,9 +36,10 @@ import java.util.function.Consumer;
  * cluster (version, live region servers), the lock table, its claims and token families, the claims family's TTL
  * against the expiry plus the region servers' clock allowance (a shorter TTL drops held claims), the token family's
  * TTL (any TTL restarts fencing counters), NEW_VERSION_BEHAVIOR (not needed by {@link HBaseLocker}, which never
- * deletes its holder cell; needed by the key-column-value adapter's tables), and the region servers' clocks against
- * the condition {@link HBaseOptions#serverClockSkew()} states: each within half the allowance of true time (this
- * host's clock stands for it), since a claim stamped by a clock behind and judged by one ahead dies early by the sum.
+ * deletes its holder cell; needed by the key-column-value adapter's tables), the table's layout ({@link HBaseLayout}),
+ * and the region servers' clocks against the condition {@link HBaseOptions#serverClockSkew()} states: each within
+ * half the allowance of true time (this host's clock stands for it), since a claim stamped by a clock behind and
+ * judged by one ahead dies early by the sum.
  */
 public final class HBaseDoctor implements DeploymentCheck {
 
@@ -159,10 +160,31 @@ public final class HBaseDoctor implements DeploymentCheck {
         } else {
             out.add(Finding.ok("token-ttl", "the token family has no TTL: fencing tokens only grow"));
         }
+        out.add(layout(d));
         out.add(Finding.ok("new-version-behavior", "claims family NEW_VERSION_BEHAVIOR="
                 + claims.isNewVersionBehavior() + ": not needed by the hbase:// locker, which never deletes its holder "
                 + "cell (tables of the key-column-value adapter need it: HBaseKeyColumnValueStore)"));
         return out;
+    }
+
+    /**
+     * The table's layout ({@link HBaseLayout}): OK on the current one. On the previous one, a warning with the command
+     * to switch, once every locker of the table runs this build; an unknown one fails, as lockers refuse the table.
+     */
+    static Finding layout(TableDescriptor d) {
+        HBaseLayout.State s = HBaseLayout.state(d);
+        String shown = "table " + s.table() + " is on layout " + s.layout() + ": " + s.description();
+        if (!s.known()) {
+            return Finding.fail("layout", shown, "upgrade every locker of the table to the build that wrote "
+                    + TableLayout.KEY + "='" + s.layout() + "'");
+        }
+        if (s.isCurrent()) {
+            return Finding.ok("layout", shown);
+        }
+        return Finding.warn("layout", shown + " (lockers of earlier builds can read it; a grant costs two checked "
+                + "cells)", "once every locker of the table runs this build: locker hbase-layout --uri URI --finalize "
+                + "(or in the hbase shell: alter '" + s.table() + "', METADATA => {'" + TableLayout.KEY + "' => '"
+                + HBaseLayout.CURRENT + "'}); open lockers switch when they next open the table");
     }
 
     /**

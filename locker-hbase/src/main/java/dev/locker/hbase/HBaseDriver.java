@@ -71,7 +71,7 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
     /** The claims family's TTL, or null when it has none: a claim's cell TTL must stay below it. */
     private final Duration claimsFamilyTtl;
     private final String where;
-    private final SeenRows seen = new SeenRows();
+    private final SeenRows seen;
     private final LockRows rows;
     private final HBaseRecords records;
     private final HBaseListing listing;
@@ -83,10 +83,11 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
      * @param tableName       the lock table, found or created already
      * @param options         the table's families and the region servers' clock allowance
      * @param claimsFamilyTtl the claims family's TTL as the table has it, or null when it has none
+     * @param layout          the free value a release writes, as the table's descriptor said when it was opened
      * @param where           the cluster and table, for messages
      */
     HBaseDriver(LockerConfig config, Connection connection, boolean ownsConnection, TableName tableName,
-                HBaseOptions options, Duration claimsFamilyTtl, String where) {
+                HBaseOptions options, Duration claimsFamilyTtl, TableLayout layout, String where) {
         this.config = config;
         this.time = config.timeSource();
         this.connection = connection;
@@ -97,6 +98,7 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
         this.serverClockSkew = options.serverClockSkew();
         this.claimsFamilyTtl = claimsFamilyTtl;
         this.where = where;
+        this.seen = new SeenRows(layout);
         this.rows = new LockRows(tables, family, tokenFamily, where, seen);
         this.records = new HBaseRecords(rows, family, tokenFamily);
         this.listing = new HBaseListing(tables, family, tokenFamily, where);
@@ -144,11 +146,11 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
      * again by the time we read it after a refused check (it changed hands).
      *
      * <p>The grant is one check-and-mutate whose condition names the counter value {@code c} we expect ("holder cell
-     * free AND counter == c", {@link #grant}) and which increments the counter to {@code c + 1}: our token. {@code c}
-     * comes from what this locker last saw of the row ({@link #seen}), else from one get. A resend of the call by the
-     * HBase client (same nonce) after the first one was applied finds the counter at {@code c + 1} or beyond and
-     * changes nothing, so our claim is written at most once, only while the counter is {@code c}, and the token is the
-     * one our own write issued; no resend ever reaches the region's nonce deduplication of the Increment.
+     * free AND counter == c", or the one cell "free@c", {@link #grant}) and which increments the counter to
+     * {@code c + 1}: our token. {@code c} comes from what this locker last saw of the row ({@link #seen}), else from
+     * one get. A resend of the call by the HBase client (same nonce) after the first one was applied finds the counter
+     * at {@code c + 1} or beyond, or the holder cell no longer "free@c", and changes nothing. It could re-apply only
+     * once our claim had expired, after {@link #write} stopped trusting the call; docs/safety.md has the argument.
      *
      * @throws TemporaryLockingException naming the holder when another claim holds the lock
      */
@@ -180,13 +182,14 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
             if (r.isSuccess()) {
                 long counted = Bytes.toLong(r.getResult().getValue(tokenFamily, COUNTER));
                 if (counted != token) {
-                    // unreachable: the check saw the counter at token - 1 under the row lock, in the same row operation
-                    log.warn("Grant on {} counted {}, not the expected {}: claim given back", lock, counted, token);
+                    // A one-cell grant met "free@c" shown again by an expired claim, with the counter past c. Its
+                    // token is fresh, but a resend whose Increment the region skipped looks the same: not trusted.
+                    log.debug("Grant on {} counted {}, not the expected {}: claim given back", lock, counted, token);
                     giveBack(lock, row, claim);
                     seen.forget(row);
                     return OptionalLong.empty();
                 }
-                seen.remember(row, new Seen(token, true)); // after our release: the free value, this counter
+                seen.remember(row, seen.releasedAt(token)); // after our release: the free value it writes
                 return OptionalLong.of(token);
             }
             RowState state = rows.read(row, "get");
@@ -210,11 +213,14 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
      * (with its cell TTL) and increments the counter, in one row operation.
      *
      * <ul>
+     *   <li>The holder cell expected at "free@c" ({@link LockTable#freeAt}), the counter at {@code c}: the check is
+     *       that one cell's value. Only the release of the claim holding token {@code c} writes it, so it stands for
+     *       "free AND counter == c" (docs/safety.md). The checked cell is the holder cell, as below.</li>
      *   <li>No counter yet (a lock never granted): the check is "counter absent" on that one cell. Every holder cell
      *       this library writes is written in the same row operation as an increment of the counter, which no TTL
      *       removes, so a row without a counter has no holder cell.</li>
      *   <li>Otherwise a filter (two or three {@code SingleColumnValueFilter}s): the counter equals {@code c}, and the
-     *       holder cell is present with the free value ({@code expected.holderCell()}), or absent (expired, or the
+     *       holder cell is present with the free value expected ({@code expected.free()}), or absent (expired, or the
      *       free value outlived by the claims family's TTL). A {@code QualifierFilter} keeps one cell in the check's
      *       result: the holder cell when present, else the counter. The region server stamps the claim's Put with
      *       max(now, the timestamp of that result's first cell) (HBASE-14054), so the claim is stamped at or after the
@@ -240,10 +246,13 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
         if (expected.counter() == 0) {
             return CheckAndMutate.newBuilder(row).ifNotExists(tokenFamily, COUNTER).build(m);
         }
+        if (LockTable.isFreeAt(expected.free(), expected.counter())) {
+            return CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, expected.free()).build(m);
+        }
         FilterList check = new FilterList(FilterList.Operator.MUST_PASS_ALL);
         check.addFilter(valueIs(tokenFamily, COUNTER, CompareOperator.EQUAL, Bytes.toBytes(expected.counter()), true));
-        if (expected.holderCell()) {
-            check.addFilter(valueIs(family, HOLDER, CompareOperator.EQUAL, FREE, true));
+        if (expected.free() != null) {
+            check.addFilter(valueIs(family, HOLDER, CompareOperator.EQUAL, expected.free(), true));
             check.addFilter(new QualifierFilter(CompareOperator.EQUAL, new BinaryComparator(HOLDER)));
         } else {
             // absent: "free or absent" and "not free or absent" both hold only when the cell is absent
@@ -273,7 +282,7 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
      */
     private OptionalLong ownToken(KeyColumn lock, byte[] row, HolderClaim claim, RowState state, long token) {
         if (state.counter == token) {
-            seen.remember(row, new Seen(token, true));
+            seen.remember(row, seen.releasedAt(token));
             return OptionalLong.of(token);
         }
         log.warn("Our claim on {} holds with the counter at {}, not our token {}: given back", lock, state.counter, token);
@@ -396,11 +405,12 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
     public void release(KeyColumn lock, ClaimStatus status) {
         byte[] row = row(lock);
         byte[] mine = status.claimId();
+        Seen released = seen.releasedAt(status.fencingToken());
         CheckAndMutateResult r = HBaseErrors.UNINTERRUPTIBLE.call(() -> rows.checkAndMutate(
                 CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, mine)
-                        .build(new Put(row).addColumn(family, HOLDER, FREE)), "checkAndMutate"));
+                        .build(new Put(row).addColumn(family, HOLDER, released.free())), "checkAndMutate"));
         if (r.isSuccess()) {
-            seen.remember(row, new Seen(status.fencingToken(), true));
+            seen.remember(row, released);
         } else {
             log.debug("Release of {} by {}: our claim was already gone (expired or force-released)", lock, config.rid());
         }
@@ -440,8 +450,8 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
     }
 
     /**
-     * One check-and-mutate on the holder cell: the claim whose grant took the counter to {@code token} (its value is
-     * random per claim, so no later claim compares equal) is replaced by the free value, and the record written, in
+     * One check-and-mutate on the holder cell: the claim whose grant took the counter to {@code token} (its id is
+     * one per claim, so no later claim compares equal) is replaced by the free value, and the record written, in
      * one row operation; the record is stamped like {@link #putRecord}'s, with that token.
      */
     private boolean removeWithToken(KeyColumn lock, long token, byte[] record) {
@@ -525,8 +535,12 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
         return state.isHeldBy(claim) ? ownToken(lock, row, claim, state, token) : OptionalLong.empty();
     }
 
-    /** Compare-and-release of a claim we may have written but will not use (best effort: it expires anyway). */
+    /**
+     * Compare-and-release of a claim we may have written but will not use (best effort: it expires anyway). It leaves
+     * the empty free value, so the next grant checks the counter as well.
+     */
     private void giveBack(KeyColumn lock, byte[] row, HolderClaim claim) {
+        seen.forget(row);
         try {
             rows.checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, claim.value)
                     .build(new Put(row).addColumn(family, HOLDER, FREE)), "checkAndMutate");

@@ -34,6 +34,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 
@@ -126,7 +127,7 @@ public final class HBaseKeyColumnValueStore implements KeyColumnValueStore {
         Objects.requireNonNull(family, "family must not be null");
         TableName tn = TableName.valueOf(table);
         byte[] fam = Bytes.toBytes(family);
-        TableDescriptor d = HBaseTables.ensure(connection, tn, List.of(dataFamily(fam)), createTable, where);
+        TableDescriptor d = HBaseTables.ensure(connection, tn, List.of(dataFamily(fam)), Map.of(), createTable, where);
         if (!d.getColumnFamily(fam).isNewVersionBehavior()) {
             log.warn("Column family '{}' of {} lacks NEW_VERSION_BEHAVIOR: a Put that follows a Delete of the same cell "
                     + "within one millisecond stays hidden by the delete marker; alter the family to enable it", family, where);

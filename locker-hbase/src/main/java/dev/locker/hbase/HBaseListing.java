@@ -13,6 +13,8 @@ import org.apache.hadoop.hbase.client.Scan;
 import org.apache.hadoop.hbase.client.Table;
 import org.apache.hadoop.hbase.client.TableBuilder;
 import org.apache.hadoop.hbase.filter.BinaryComparator;
+import org.apache.hadoop.hbase.filter.BinaryPrefixComparator;
+import org.apache.hadoop.hbase.filter.FilterList;
 import org.apache.hadoop.hbase.filter.SingleColumnValueFilter;
 import org.apache.hadoop.hbase.util.Bytes;
 import org.slf4j.Logger;
@@ -54,17 +56,23 @@ final class HBaseListing {
     /**
      * One bounded {@code Scan} of the lock table per call, from the cursor's row (exclusive) or the prefix's first row,
      * to the end of the prefix's rows (a lock's row is its legible name, which keeps key prefixes), returning at most
-     * {@code limit} rows ({@code caching = limit}, one RPC per region it crosses). The region servers filter: a
-     * {@code SingleColumnValueFilter} keeps only rows whose holder cell is present and non-empty, and the per-cell TTL
-     * already hides expired claims, so only live holders cross the network. Every row found is checked again on its
+     * {@code limit} rows ({@code caching = limit}, one RPC per region it crosses). The region servers filter: two
+     * {@code SingleColumnValueFilter}s keep only rows whose holder cell is present and a claim (not a free value), and
+     * the per-cell TTL already hides expired claims, so only live holders cross the network. Every row found is checked again on its
      * decoded lock. The cursor is the last row returned.
      */
     LockPage page(byte[] keyPrefix, int limit, String cursor) {
         byte[] after = cursor == null ? null : ListCursor.decode(cursor, LIST_CURSOR_TAG, 1)[0];
-        SingleColumnValueFilter held = new SingleColumnValueFilter(family, HOLDER, CompareOperator.NOT_EQUAL,
+        SingleColumnValueFilter notEmpty = new SingleColumnValueFilter(family, HOLDER, CompareOperator.NOT_EQUAL,
                 new BinaryComparator(FREE));
-        held.setFilterIfMissing(true);
-        held.setLatestVersionOnly(true);
+        notEmpty.setFilterIfMissing(true);
+        notEmpty.setLatestVersionOnly(true);
+        // the free value that names the counter is the one other value that is not a claim
+        SingleColumnValueFilter notFreeAt = new SingleColumnValueFilter(family, HOLDER, CompareOperator.NOT_EQUAL,
+                new BinaryPrefixComparator(new byte[]{LockTable.FREE_AT_FORMAT}));
+        notFreeAt.setFilterIfMissing(true);
+        notFreeAt.setLatestVersionOnly(true);
+        FilterList held = new FilterList(FilterList.Operator.MUST_PASS_ALL, notEmpty, notFreeAt);
         byte[] first = KeyColumn.legibleKeyPrefix(keyPrefix).getBytes(StandardCharsets.US_ASCII);
         byte[] end = Arrays.copyOf(first, first.length + 1);
         end[first.length] = 0x7f; // every character of a legible name is below 0x7f

@@ -17,14 +17,16 @@ import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.time.Duration;
+import java.util.Map;
 import java.util.Objects;
 
 /**
  * Locks in an HBase table, decided by the region server in one atomic row operation.
  *
  * <p>The lock's row is its {@link KeyColumn#legible()} name ({@code vertex:42#name}, as {@code hbase shell} shows it;
- * injective, printable ASCII for any bytes, and a key prefix is a row prefix). Its claims family holds one cell, the holder claim (owner
- * metadata and a random claim id; empty means free), written with a per-cell TTL of {@code expiry + serverClockSkew}
+ * injective, printable ASCII for any bytes, and a key prefix is a row prefix). Its claims family holds one cell, the
+ * holder claim (owner metadata and an id of its own; empty means free), written with a per-cell TTL of
+ * {@code expiry + serverClockSkew}
  * ({@link HBaseOptions#serverClockSkew()}): the region server hides it once its own clock passes the cell's timestamp
  * plus that TTL, so a dead claim is absent to every read and every check, whatever the clients' clocks say. The token
  * family (no TTL) holds the lock's fencing counter.
@@ -46,14 +48,17 @@ import java.util.Objects;
  *   <li>renew = {@code checkAndMutate} "holder value is still ours" then rewrite it with a fresh TTL: in place, same
  *       claim, same token; fails once the server expired it or someone force-released it. A shorter TTL deletes the
  *       older versions in the same step (after a get for their timestamp), which would show again otherwise.</li>
- *   <li>release = {@code checkAndMutate} "holder value is ours" then write the empty value (1 round trip). A Delete
+ *   <li>release = {@code checkAndMutate} "holder value is ours" then write the free value the table's layout names
+ *       ({@link TableLayout}: {@code free@token} on layout 2, the empty value on layout 1; 1 round trip). A Delete
  *       is avoided on purpose: HBase's delete markers hide any later Put that lands in the same millisecond, which
  *       would make the next grant invisible.</li>
  *   <li>The counter only ever increases: neither release, forced release nor any TTL touches it, so every grant's
  *       token is greater than all earlier ones.</li>
  * </ul>
  *
- * <p><b>Sharing a table with the previous layout</b> (a rolling upgrade): the cells and their encodings are unchanged
+ * <p><b>Sharing a table with the previous layout</b> (a rolling upgrade): a table made before this build has no
+ * layout value, and this build's lockers write there only what earlier ones write ({@link HBaseLayout} switches it
+ * once every locker is upgraded). The cells and their encodings are unchanged
  * (the counter is an 8-byte long written by an {@code Increment}), so lockers of both builds exclude each other and
  * read each other's claims and tokens; a grant of either build moves the counter, and a grant of this build whose
  * expected counter an older one moved fails its check and reads again. An older locker's own grant keeps its flaw (a
@@ -112,10 +117,13 @@ public final class HBaseLocker extends LockerEngine<ClaimStatus> {
 
     private final TableName tableName;
 
-    private HBaseLocker(Builder b, TableName tableName, Duration claimsFamilyTtl, String where) {
+    private final TableLayout layout;
+
+    private HBaseLocker(Builder b, TableName tableName, Duration claimsFamilyTtl, TableLayout layout, String where) {
         super(b, config -> new HBaseDriver(config, b.connection, b.closeConnectionOnClose, tableName, b.options,
-                claimsFamilyTtl, where));
+                claimsFamilyTtl, layout, where));
         this.tableName = tableName;
+        this.layout = layout;
     }
 
     /** A locker on an open connection (the caller keeps owning it unless {@link Builder#closeConnectionOnClose}). */
@@ -148,6 +156,11 @@ public final class HBaseLocker extends LockerEngine<ClaimStatus> {
     /** The lock table. */
     public TableName tableName() {
         return tableName;
+    }
+
+    /** The table's layout as it was when this locker opened it: a later switch reaches it when it opens again. */
+    TableLayout layout() {
+        return layout;
     }
 
     private static void closeQuietly(Connection c) {
@@ -195,7 +208,8 @@ public final class HBaseLocker extends LockerEngine<ClaimStatus> {
             String where = HBaseClients.describe(connection.getConfiguration(), options.table());
             TableDescriptor d;
             try {
-                d = HBaseTables.ensure(connection, name, LockTable.families(options), options.createTable(), where);
+                d = HBaseTables.ensure(connection, name, LockTable.families(options),
+                        Map.of(TableLayout.KEY, TableLayout.CREATED.value), options.createTable(), where);
             } catch (StoreException e) {
                 throw e.isTemporary() ? new TemporaryLockingException(e.getMessage(), null, null, e)
                         : new PermanentLockingException(e.getMessage(), null, null, e);
@@ -212,8 +226,13 @@ public final class HBaseLocker extends LockerEngine<ClaimStatus> {
                 throw new PermanentLockingException("the token family '" + options.tokenFamily() + "' of " + where
                         + " has a TTL (" + tokenTtl + " s): fencing counters would restart; remove its TTL", null);
             }
+            TableLayout layout = TableLayout.of(d);
+            if (layout == null) {
+                throw new PermanentLockingException(TableLayout.unknown(d, where), null);
+            }
+            log.debug("Opened lock table {} on layout {}", name, layout);
             return new HBaseLocker(this, name, claimsTtl == HConstants.FOREVER ? null : Duration.ofSeconds(claimsTtl),
-                    where);
+                    layout, where);
         }
     }
 }

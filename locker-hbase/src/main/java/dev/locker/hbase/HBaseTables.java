@@ -16,6 +16,7 @@ import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
@@ -34,18 +35,18 @@ final class HBaseTables {
     }
 
     /**
-     * Returns the descriptor of {@code name}, created with {@code families} when it is missing and {@code create} is
-     * true. A missing table (with create off) or a missing family is a {@link PermanentStoreException}; an unreachable
+     * Returns the descriptor of {@code name}, created with {@code families} and the descriptor values {@code values}
+     * when it is missing and {@code create} is true. A missing table (with create off) or a missing family is a {@link PermanentStoreException}; an unreachable
      * cluster a {@link dev.locker.spi.TemporaryStoreException}, within the client's operation timeout.
      */
     static TableDescriptor ensure(Connection connection, TableName name, List<ColumnFamilyDescriptor> families,
-                                  boolean create, String where) {
+                                  Map<String, String> values, boolean create, String where) {
         // HBase's nested retries (ZooKeeper reads inside meta lookups inside RPC retries) can outlast the operation
         // timeout several times over when the quorum is down: give the whole check one deadline of its own
         long deadlineMs = connection.getConfiguration().getLong(HConstants.HBASE_CLIENT_OPERATION_TIMEOUT, 10_000L);
         AtomicBoolean creating = new AtomicBoolean();
         FutureTask<TableDescriptor> task = new FutureTask<>(
-                () -> ensureNow(connection, name, families, create, where, creating));
+                () -> ensureNow(connection, name, families, values, create, where, creating));
         Thread t = new Thread(task, "locker-hbase-open-" + name);
         t.setDaemon(true);
         t.start();
@@ -83,7 +84,8 @@ final class HBaseTables {
     }
 
     private static TableDescriptor ensureNow(Connection connection, TableName name, List<ColumnFamilyDescriptor> families,
-                                             boolean create, String where, AtomicBoolean creating) {
+                                             Map<String, String> values, boolean create, String where,
+                                             AtomicBoolean creating) {
         try (Admin admin = connection.getAdmin()) {
             if (!admin.tableExists(name)) {
                 if (!create) {
@@ -96,6 +98,7 @@ final class HBaseTables {
                 for (ColumnFamilyDescriptor f : families) {
                     b.setColumnFamily(f);
                 }
+                values.forEach(b::setValue);
                 creating.set(true);
                 try {
                     admin.createTable(b.build());

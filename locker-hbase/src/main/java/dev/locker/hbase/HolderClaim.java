@@ -6,19 +6,29 @@ import java.nio.ByteBuffer;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * The value of a lock row's holder cell: a format byte, a 16-byte random claim id (so that two successive claims of
- * one locker never compare equal), the claim's lifetime in milliseconds (its cell's TTL on the region server: the
+ * The value of a lock row's holder cell: a format byte, a 16-byte claim id (so that no two claims compare equal),
+ * the claim's lifetime in milliseconds (its cell's TTL on the region server: the
  * expiry plus the region servers' clock allowance), and the owner metadata. The value never
  * changes while the claim lives (renewal rewrites the same bytes with a new cell TTL), so compare-and-set on it
- * identifies the claim. An empty value means "free".
+ * identifies the claim. An empty value, or one of format 2 ({@link LockTable#freeAt}), means "free".
  */
 final class HolderClaim {
 
     private static final byte FORMAT = 1;
     private static final int HEADER = 1 + 16 + 8;
-    private static final SecureRandom RANDOM = new SecureRandom();
+    /** The first half of every claim id of this process: random, drawn once. */
+    private static final long PROCESS_ID;
+    /** The second half: a sequence from a random start, so that no two claims of this process share an id. */
+    private static final AtomicLong SEQUENCE;
+
+    static {
+        SecureRandom random = new SecureRandom();
+        PROCESS_ID = random.nextLong();
+        SEQUENCE = new AtomicLong(random.nextLong());
+    }
 
     final byte[] value;
     final LockOwner owner;
@@ -32,12 +42,11 @@ final class HolderClaim {
 
     /** A new claim by {@code owner}, first written at {@code since} (the writer's clock; for display only). */
     static HolderClaim create(LockOwner owner, Instant since, Duration lifetime) {
-        byte[] id = new byte[16];
-        RANDOM.nextBytes(id);
+        // a sequence, not a draw per claim: SecureRandom reads the kernel's pool and hashes under a lock each time
         LockOwner o = owner.withSince(since);
         byte[] ob = o.toBytes();
         ByteBuffer buf = ByteBuffer.allocate(HEADER + ob.length);
-        buf.put(FORMAT).put(id).putLong(lifetime.toMillis()).put(ob);
+        buf.put(FORMAT).putLong(PROCESS_ID).putLong(SEQUENCE.getAndIncrement()).putLong(lifetime.toMillis()).put(ob);
         return new HolderClaim(buf.array(), o, lifetime);
     }
 
@@ -55,9 +64,9 @@ final class HolderClaim {
         return out;
     }
 
-    /** Decodes a holder cell's value; null for the empty "free" value. */
+    /** Decodes a holder cell's value; null for a free value, empty or naming the counter ({@link LockTable#freeAt}). */
     static HolderClaim decode(byte[] value) {
-        if (value == null || value.length == 0) {
+        if (value == null || value.length == 0 || LockTable.isFreeAt(value)) {
             return null;
         }
         if (value.length < HEADER || value[0] != FORMAT) {

@@ -55,8 +55,11 @@ final class LockRows {
         Result r = get(get, action);
         byte[] counter = r.getValue(tokenFamily, COUNTER);
         Cell cell = r.getColumnLatestCell(family, HOLDER);
-        RowState state = new RowState(cell == null ? null : HolderClaim.decode(CellUtil.cloneValue(cell)), cell != null,
-                cell == null ? 0L : cell.getTimestamp(), counter == null ? 0L : Bytes.toLong(counter));
+        byte[] value = cell == null ? null : CellUtil.cloneValue(cell);
+        HolderClaim holder = HolderClaim.decode(value);
+        long c = counter == null ? 0L : Bytes.toLong(counter);
+        RowState state = new RowState(holder, value, cell == null ? 0L : cell.getTimestamp(), c,
+                holder != null ? seen.releasedAt(c) : new Seen(c, value));
         seen.remember(row, state.seen());
         return state;
     }
@@ -88,22 +91,24 @@ final class LockRows {
     /** What one read of a lock row saw: the live holder (null when free), its cell's timestamp and the counter. */
     static final class RowState {
         final HolderClaim holder;
-        /** Whether the holder cell is present (a claim or the free value), false when absent (expired or never written). */
-        final boolean holderCell;
+        /** The holder cell's value (a claim or a free value), null when absent (expired or never written). */
+        final byte[] holderValue;
         /** The holder cell's timestamp on the region server's clock, 0 when absent. */
         final long holderStamp;
         final long counter;
+        private final Seen next;
 
-        RowState(HolderClaim holder, boolean holderCell, long holderStamp, long counter) {
+        RowState(HolderClaim holder, byte[] holderValue, long holderStamp, long counter, Seen next) {
             this.holder = holder;
-            this.holderCell = holderCell;
+            this.holderValue = holderValue;
             this.holderStamp = holderStamp;
             this.counter = counter;
+            this.next = next;
         }
 
         /** What the next grant can expect: this, or, while someone holds it, the free value its release leaves. */
         Seen seen() {
-            return new Seen(counter, holderCell);
+            return next;
         }
 
         boolean isHeldBy(HolderClaim claim) {

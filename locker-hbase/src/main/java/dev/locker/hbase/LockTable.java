@@ -7,6 +7,7 @@ import org.apache.hadoop.hbase.client.ColumnFamilyDescriptor;
 import org.apache.hadoop.hbase.client.ColumnFamilyDescriptorBuilder;
 import org.apache.hadoop.hbase.util.Bytes;
 
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
@@ -21,8 +22,14 @@ final class LockTable {
     static final byte[] HOLDER = Bytes.toBytes("h");
     /** The fencing counter's qualifier in the token family. */
     static final byte[] COUNTER = Bytes.toBytes("n");
-    /** The holder cell's value while nobody holds the lock. */
+    /**
+     * The holder cell's value while nobody holds the lock, as a forced release, a give-back and a release on layout 1
+     * leave it. A holder's own release on layout 2 leaves {@link #freeAt} instead ({@link TableLayout}).
+     */
     static final byte[] FREE = new byte[0];
+    /** The format byte of {@link #freeAt}; a claim's is 1 ({@link HolderClaim}). */
+    static final byte FREE_AT_FORMAT = 2;
+    private static final int FREE_AT_LENGTH = 1 + 8;
     /**
      * The longest holder cell TTL (~73 million years): a cell's timestamp plus its TTL stays far inside the long range
      * of milliseconds, where HBase's expiry test {@code timestamp + ttl < now} would overflow and drop the cell at once.
@@ -37,6 +44,24 @@ final class LockTable {
     static final long RECORD_TIMESTAMP_BASE = 1L << 62;
 
     private LockTable() {
+    }
+
+    /**
+     * The free value that names the counter {@code counter}: what the release of the claim holding token {@code counter}
+     * leaves on layout 2. A grant that finds it, with the counter at that value, checks this one cell alone.
+     */
+    static byte[] freeAt(long counter) {
+        return ByteBuffer.allocate(FREE_AT_LENGTH).put(FREE_AT_FORMAT).putLong(counter).array();
+    }
+
+    /** Whether {@code value} is a free value that names a counter ({@link #freeAt}). */
+    static boolean isFreeAt(byte[] value) {
+        return value != null && value.length == FREE_AT_LENGTH && value[0] == FREE_AT_FORMAT;
+    }
+
+    /** Whether {@code value} is the free value that names {@code counter}. */
+    static boolean isFreeAt(byte[] value, long counter) {
+        return isFreeAt(value) && Bytes.toLong(value, 1) == counter;
     }
 
     /** A lock's row: its legible name. */

@@ -13,8 +13,10 @@ import org.apache.hadoop.hbase.client.CheckAndMutate;
 import org.apache.hadoop.hbase.client.CheckAndMutateResult;
 import org.apache.hadoop.hbase.client.ColumnFamilyDescriptor;
 import org.apache.hadoop.hbase.client.Connection;
+import org.apache.hadoop.hbase.client.Get;
 import org.apache.hadoop.hbase.client.Increment;
 import org.apache.hadoop.hbase.client.Put;
+import org.apache.hadoop.hbase.client.Result;
 import org.apache.hadoop.hbase.client.RowMutations;
 import org.apache.hadoop.hbase.client.Table;
 import org.apache.hadoop.hbase.client.TableDescriptorBuilder;
@@ -76,7 +78,9 @@ class HBaseClientRetryTest {
         try (Admin admin = connection.getAdmin()) {
             TableName name = TableName.valueOf(options.table());
             if (!admin.tableExists(name)) {
-                TableDescriptorBuilder d = TableDescriptorBuilder.newBuilder(name).setCoprocessor(Observer.class.getName());
+                // the layout a locker gives the tables it creates: a release leaves free@token
+                TableDescriptorBuilder d = TableDescriptorBuilder.newBuilder(name).setCoprocessor(Observer.class.getName())
+                        .setValue(TableLayout.KEY, TableLayout.CREATED.value);
                 for (ColumnFamilyDescriptor f : LockTable.families(options)) {
                     d.setColumnFamily(f);
                 }
@@ -171,10 +175,106 @@ class HBaseClientRetryTest {
     }
 
     /**
-     * O, a locker of the layout before the fencing counter was checked, grants with "holder free" and an Increment.
-     * Its reply is lost; O is force-released, and A takes and releases the lock. O's resend re-applies O's claim and
-     * the region skips the repeated Increment, so the counter stays at A's token. While O's claim is the holder, A's
-     * next grant must be refused. A grant that checked the counter alone, trusting A's own release, would write over it.
+     * The same with A's grant on the free value that names the counter: A took and released the lock first, so its
+     * grant checks that one cell. The resend finds the empty value the operator left, or B's free value, never A's.
+     */
+    @Test
+    void aGrantOnTheFreeValueNamingTheCounterRetriedAfterAForcedReleaseAndAnotherHolderGetsAFreshToken()
+            throws Exception {
+        Locker a = locker("a", LONG_EXPIRY);
+        Locker b = locker("b", LONG_EXPIRY);
+        Locker operator = locker("operator", LONG_EXPIRY);
+        KeyColumn lock = lock("fr-between-one-cell");
+        Object first = new Object();
+        long tokenOfA = take(a, lock, first);
+        a.deleteLocks(first); // the holder cell is now "free@" A's token: A's next grant checks that cell alone
+        Observer.Hold hold = Observer.holdNextReply(LockTable.row(lock));
+        Object ta = new Object();
+        CompletableFuture<Object> grantA = async(() -> take(a, lock, ta));
+        assertTrue(hold.applied.await(30, TimeUnit.SECONDS), "the region applied A's claim");
+        long tokenOfApplied = operator.holding(lock).orElseThrow().fencingToken();
+        assertTrue(tokenOfApplied > tokenOfA);
+        assertTrue(operator.forceRelease(lock, "A looks stuck"), "the operator removed A's claim");
+        Object tb = new Object();
+        long tokenB = take(b, lock, tb);
+        assertTrue(tokenB > tokenOfApplied);
+        b.deleteLocks(tb);
+        hold.resume.countDown(); // the lost reply reaches A's client, which retries with the same nonce
+        Object outcome = grantA.get(60, TimeUnit.SECONDS);
+        if (outcome instanceof Throwable t) {
+            assertInstanceOf(TemporaryLockingException.class, t, "A's retried grant: " + t);
+            return;
+        }
+        long tokenA = (Long) outcome;
+        Optional<LockInfo> shown = b.holding(lock);
+        assertTrue(tokenA > tokenB, "A was granted AFTER B (B took " + tokenB + " and released) with token " + tokenA
+                + ", not above B's; the lock shows " + shown);
+        assertEquals(tokenA, shown.orElseThrow().fencingToken(), "A's token is the counter while A holds");
+        a.deleteLocks(ta);
+    }
+
+    /**
+     * A's grant on "free@c" is applied and its reply held until A's claim has expired. The expired cell shows the
+     * older "free@c" again; B is granted on it and its claim expires too. The client's resend of A's grant (same
+     * nonce) may then re-apply A's claim without incrementing. A must not use a claim granted longer than its expiry
+     * ago: it gives it back and, if it claims afresh, gets a token above B's.
+     */
+    @Test
+    void aGrantResentAfterItsClaimExpiredAndTheFreeValueShowsAgainIsNotTrusted() throws Exception {
+        Duration expiry = Duration.ofMillis(500); // both claims expire well within the client RPC timeout of 2 s
+        Locker a = locker("a", expiry);
+        Locker b = locker("b", expiry);
+        Locker operator = locker("operator", LONG_EXPIRY);
+        KeyColumn lock = lock("resent-after-expiry");
+        byte[] row = LockTable.row(lock);
+        Object first = new Object();
+        long tokenOfA = take(a, lock, first);
+        a.deleteLocks(first);
+        Observer.Hold hold = Observer.holdNextReply(row);
+        Object ta = new Object();
+        CompletableFuture<Object> grantA = async(() -> take(a, lock, ta));
+        assertTrue(hold.applied.await(30, TimeUnit.SECONDS), "the region applied A's claim");
+        long applied = tokenOfA + 1;
+        boolean shownAgain = awaitFreeAt(row, tokenOfA);
+        Object tb = new Object();
+        long tokenB = shownAgain ? take(b, lock, tb) : -1;
+        boolean shownOnceMore = shownAgain && awaitFreeAt(row, tokenOfA);
+        hold.resume.countDown(); // the client resends with the same nonce, unless its RPC timeout did already
+        Object outcome = grantA.get(60, TimeUnit.SECONDS);
+        b.deleteLocks(tb);
+        assumeTrue(shownOnceMore, "the expired claims did not show the older free value again");
+        assertTrue(tokenB > applied, "B's token " + tokenB + " is not above A's applied grant's, " + applied);
+        Optional<LockInfo> after = operator.holding(lock);
+        if (outcome instanceof Throwable t) {
+            assertInstanceOf(TemporaryLockingException.class, t, "A's grant: " + t);
+            return;
+        }
+        long tokenA = (Long) outcome;
+        assertTrue(tokenA > tokenB, "A trusted token " + tokenA + ", not above B's " + tokenB + "; the lock shows "
+                + after);
+        assertEquals(tokenA, after.orElseThrow().fencingToken(), "A's token is the counter while A holds");
+        a.deleteLocks(ta);
+    }
+
+    /** Waits until the holder cell shows "free@{@code counter}" (a claim above it expired); false after 4 s. */
+    private boolean awaitFreeAt(byte[] row, long counter) throws Exception {
+        try (Table t = connection.getTable(TableName.valueOf(options.table()))) {
+            for (int i = 0; i < 200; i++) {
+                Result r = t.get(new Get(row).addColumn(options.familyBytes(), LockTable.HOLDER));
+                if (LockTable.isFreeAt(r.getValue(options.familyBytes(), LockTable.HOLDER), counter)) {
+                    return true;
+                }
+                Thread.sleep(20); // waits for a cell TTL on the region server; nothing is timed
+            }
+        }
+        return false;
+    }
+
+    /**
+     * O, a locker of the layout before the fencing counter was checked, grants with "holder empty" and an Increment.
+     * Its reply is lost, and O is force-released, which leaves the empty value. O's resend re-applies O's claim and the
+     * region skips the repeated Increment, so the counter stays at O's token. While O's claim is the holder, A's next
+     * grant must be refused, though A's own earlier release left A expecting the free value that names the counter.
      */
     @Test
     void aClaimReAppliedByAPreviousLayoutResendIsNotOverwrittenByTheNextGrant() throws Exception {
@@ -184,33 +284,20 @@ class HBaseClientRetryTest {
         KeyColumn lock = lock("previous-layout-resend");
         byte[] row = LockTable.row(lock);
         Object first = new Object();
-        take(a, lock, first);
-        a.deleteLocks(first); // the row holds the free value and a counter
-        HolderClaim claimOfO = HolderClaim.create(new LockOwner("o-previous-layout", "h", 1, "main", "why",
-                Instant.now()), Instant.now(), LONG_EXPIRY);
-        Put put = new Put(row).addColumn(options.familyBytes(), LockTable.HOLDER, claimOfO.value);
-        put.setTTL(LONG_EXPIRY.toMillis());
-        CheckAndMutate grantOfO = CheckAndMutate.newBuilder(row)
-                .ifEquals(options.familyBytes(), LockTable.HOLDER, LockTable.FREE)
-                .build(RowMutations.of(List.of(put,
-                        new Increment(row).addColumn(options.tokenFamilyBytes(), LockTable.COUNTER, 1L))));
+        long tokenA = take(a, lock, first);
+        a.deleteLocks(first); // "free@" A's token: A's next grant expects it
+        forceEmpty(operator, lock); // the empty value, on which a previous-layout grant can apply
+        HolderClaim claimOfO = previousLayoutClaim();
         Observer.Hold hold = Observer.holdNextReply(row);
-        CompletableFuture<Object> sentByO = async(() -> {
-            try (Table t = connection.getTable(TableName.valueOf(options.table()))) {
-                return t.checkAndMutate(grantOfO).isSuccess();
-            }
-        });
+        CompletableFuture<Object> sentByO = async(() -> previousLayoutGrant(row, claimOfO));
         assertTrue(hold.applied.await(30, TimeUnit.SECONDS), "the region applied O's claim");
         assertTrue(operator.forceRelease(lock, "O looks stuck"), "the operator removed O's claim");
-        Object ta = new Object();
-        long tokenA = take(a, lock, ta);
-        a.deleteLocks(ta); // A's own release: A saw the lock free with the counter at its token
         hold.resume.countDown(); // O's client resends with the same nonce
         Object outcomeO = sentByO.get(60, TimeUnit.SECONDS);
         Optional<LockInfo> shown = c.holding(lock);
         assumeTrue(shown.isPresent() && shown.get().holder().rid().equals("o-previous-layout"),
                 "O's resend did not re-apply its claim (" + outcomeO + "); the lock shows " + shown);
-        assumeTrue(shown.get().fencingToken() == tokenA, "the resend moved the counter: " + shown);
+        assumeTrue(shown.get().fencingToken() == tokenA + 2, "the resend moved the counter: " + shown);
         Object again = new Object();
         Object outcomeA = async(() -> {
             a.writeLock(lock, again);
@@ -221,6 +308,104 @@ class HBaseClientRetryTest {
         assertInstanceOf(TemporaryLockingException.class, outcomeA, "A was granted (" + outcomeA
                 + ") over O's claim, which O believes it holds: two holders; the lock showed " + shown
                 + ", then " + after);
+    }
+
+    /**
+     * As above, but A takes and releases the lock between the forced release and O's resend. A's release leaves the
+     * free value that names the counter, which no previous-layout grant accepts: the resend changes nothing.
+     */
+    @Test
+    void aPreviousLayoutResendAfterThisBuildsReleaseChangesNothing() throws Exception {
+        Locker a = locker("a", LONG_EXPIRY);
+        Locker c = locker("c", LONG_EXPIRY);
+        Locker operator = locker("operator", LONG_EXPIRY);
+        KeyColumn lock = lock("previous-layout-resend-after-release");
+        byte[] row = LockTable.row(lock);
+        Object first = new Object();
+        take(a, lock, first);
+        a.deleteLocks(first);
+        forceEmpty(operator, lock);
+        HolderClaim claimOfO = previousLayoutClaim();
+        Observer.Hold hold = Observer.holdNextReply(row);
+        CompletableFuture<Object> sentByO = async(() -> previousLayoutGrant(row, claimOfO));
+        assertTrue(hold.applied.await(30, TimeUnit.SECONDS), "the region applied O's claim");
+        assertTrue(operator.forceRelease(lock, "O looks stuck"), "the operator removed O's claim");
+        Object ta = new Object();
+        long tokenA = take(a, lock, ta);
+        a.deleteLocks(ta); // "free@" A's token
+        hold.resume.countDown(); // O's client resends with the same nonce
+        sentByO.get(60, TimeUnit.SECONDS);
+        Optional<LockInfo> shown = c.holding(lock);
+        assertTrue(shown.isEmpty(), "O's resend re-applied its claim over this build's free value: " + shown);
+        Object again = new Object();
+        long next = take(a, lock, again);
+        assertTrue(next > tokenA, "A's next token " + next + " is not above its last, " + tokenA);
+        a.deleteLocks(again);
+    }
+
+    /**
+     * Tokens rise across grants of both layouts on one lock: this build's (on "free@c", then on the empty value after
+     * a forced release), and a previous-layout locker's, which is refused on "free@c" and granted on the empty value.
+     */
+    @Test
+    void tokensRiseAcrossBothLayoutsAndAForcedRelease() throws Exception {
+        Locker a = locker("a", LONG_EXPIRY);
+        Locker operator = locker("operator", LONG_EXPIRY);
+        KeyColumn lock = lock("both-layouts");
+        byte[] row = LockTable.row(lock);
+        List<Long> tokens = new ArrayList<>();
+        Object t1 = new Object();
+        tokens.add(take(a, lock, t1));
+        a.deleteLocks(t1); // "free@" t1
+        HolderClaim claimOfO = previousLayoutClaim();
+        assertEquals(Boolean.FALSE, previousLayoutGrant(row, claimOfO), "a previous-layout grant over free@c");
+        Object t2 = new Object();
+        tokens.add(take(a, lock, t2)); // on the one cell "free@" t1
+        assertTrue(operator.forceRelease(lock, "test"), "forced release");
+        a.deleteLocks(t2); // finds its claim gone, and ends the transaction
+        assertEquals(Boolean.TRUE, previousLayoutGrant(row, claimOfO), "a previous-layout grant over the empty value");
+        tokens.add(operator.holding(lock).orElseThrow().fencingToken());
+        try (Table t = connection.getTable(TableName.valueOf(options.table()))) {
+            assertTrue(t.checkAndMutate(CheckAndMutate.newBuilder(row)
+                    .ifEquals(options.familyBytes(), LockTable.HOLDER, claimOfO.value)
+                    .build(new Put(row).addColumn(options.familyBytes(), LockTable.HOLDER, LockTable.FREE)))
+                    .isSuccess(), "O's release, as the previous layout writes it");
+        }
+        Object t3 = new Object();
+        tokens.add(take(a, lock, t3)); // A expected "free@" its token, finds the empty value: both cells checked
+        a.deleteLocks(t3);
+        Object t4 = new Object();
+        tokens.add(take(a, lock, t4)); // the one cell again
+        a.deleteLocks(t4);
+        for (int i = 1; i < tokens.size(); i++) {
+            assertTrue(tokens.get(i) > tokens.get(i - 1), "tokens do not rise: " + tokens);
+        }
+    }
+
+    /** Force-releases {@code lock} after taking it, so that its holder cell holds the empty value. */
+    private void forceEmpty(Locker operator, KeyColumn lock) {
+        Object tx = new Object();
+        take(operator, lock, tx);
+        assertTrue(operator.forceRelease(lock, "test"), "forced release");
+        operator.deleteLocks(tx);
+    }
+
+    private static HolderClaim previousLayoutClaim() {
+        return HolderClaim.create(new LockOwner("o-previous-layout", "h", 1, "main", "why", Instant.now()),
+                Instant.now(), LONG_EXPIRY);
+    }
+
+    /** A grant as the layout before the counter check wrote it: "holder empty", the claim and an Increment. */
+    private Boolean previousLayoutGrant(byte[] row, HolderClaim claim) throws IOException {
+        Put put = new Put(row).addColumn(options.familyBytes(), LockTable.HOLDER, claim.value);
+        put.setTTL(LONG_EXPIRY.toMillis());
+        CheckAndMutate grant = CheckAndMutate.newBuilder(row)
+                .ifEquals(options.familyBytes(), LockTable.HOLDER, LockTable.FREE)
+                .build(RowMutations.of(List.of(put,
+                        new Increment(row).addColumn(options.tokenFamilyBytes(), LockTable.COUNTER, 1L))));
+        try (Table t = connection.getTable(TableName.valueOf(options.table()))) {
+            return t.checkAndMutate(grant).isSuccess();
+        }
     }
 
     /**

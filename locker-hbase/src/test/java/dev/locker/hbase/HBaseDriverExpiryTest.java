@@ -47,8 +47,10 @@ class HBaseDriverExpiryTest {
     @BeforeAll
     void open() {
         connection = cluster.newConnection(Duration.ofSeconds(5));
-        HBaseTables.ensure(connection, tableName, LockTable.families(options), true, "the test table");
-        driver = new HBaseDriver(config, connection, true, tableName, options, options.ttl(), "the test table");
+        HBaseTables.ensure(connection, tableName, LockTable.families(options),
+                java.util.Map.of(TableLayout.KEY, TableLayout.CREATED.value), true, "the test table");
+        driver = new HBaseDriver(config, connection, true, tableName, options, options.ttl(), TableLayout.CREATED,
+                "the test table");
     }
 
     @AfterAll

@@ -259,7 +259,8 @@ class HBaseLockerTest {
 
         a.deleteLocks(tx);
         row = table.get(new Get(LockTable.row(lock)));
-        assertArrayEquals(new byte[0], row.getValue(options.familyBytes(), LockTable.HOLDER), "released = empty holder value");
+        assertArrayEquals(LockTable.freeAt(token), row.getValue(options.familyBytes(), LockTable.HOLDER),
+                "released = the free value naming the released claim's token");
         assertEquals(token, Bytes.toLong(row.getValue(options.tokenFamilyBytes(), LockTable.COUNTER)), "the counter stays");
         assertFalse(a.holder(lock).isPresent());
     }
@@ -464,7 +465,8 @@ class HBaseLockerTest {
         HBaseOptions lossy = HBaseOptions.builder().table(name).serverClockSkew(Duration.ZERO).build();
         try (Admin admin = connection.getAdmin()) {
             TableDescriptorBuilder d = TableDescriptorBuilder.newBuilder(TableName.valueOf(name))
-                    .setCoprocessor(LostReplyObserver.class.getName());
+                    .setCoprocessor(LostReplyObserver.class.getName())
+                    .setValue(TableLayout.KEY, TableLayout.CREATED.value); // as a locker creates it
             for (ColumnFamilyDescriptor f : LockTable.families(lossy)) {
                 d.setColumnFamily(f);
             }

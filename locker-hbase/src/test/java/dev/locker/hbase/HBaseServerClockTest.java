@@ -333,6 +333,7 @@ class HBaseServerClockTest {
             TableName name = TableName.valueOf(table);
             if (!admin.tableExists(name)) {
                 admin.createTable(TableDescriptorBuilder.newBuilder(name)
+                        .setValue(TableLayout.KEY, TableLayout.CREATED.value) // as a locker creates it
                         .setColumnFamily(ColumnFamilyDescriptorBuilder.newBuilder("l".getBytes()).setMaxVersions(1).build())
                         .setColumnFamily(ColumnFamilyDescriptorBuilder.newBuilder("t".getBytes()).setMaxVersions(1).build())
                         .build());
