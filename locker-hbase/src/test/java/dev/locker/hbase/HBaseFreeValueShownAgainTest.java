@@ -296,6 +296,42 @@ class HBaseFreeValueShownAgainTest {
     }
 
     /**
+     * A's lease is granted on "free@t0" and closed with its hold-at-least left; the leave is applied (its Delete takes
+     * "free@t0" too) but its reply held. Once A's left claim expires the cell is absent, and B is granted on the counter
+     * check. The client's resend of A's leave finds B's claim and changes nothing.
+     */
+    @Test
+    void aLeaveResentAfterTheLeftClaimExpiredAndTheNextHolderTookTheLockDoesNotReviveIt() throws Exception {
+        Locker a = locker("a", LONG_EXPIRY);
+        Locker b = locker("b", LONG_EXPIRY);
+        KeyColumn lock = lock("leave-late");
+        byte[] row = LockTable.row(lock);
+        long t0 = takeAndRelease(a, lock);
+        dev.locker.api.Lease lease = a.acquire(lock, "test", dev.locker.api.LeaseOptions.expiry(LONG_EXPIRY)
+                .keepAlive(false).holdAtLeast(Duration.ofMillis(700)));
+        long tokenA = lease.fencingToken();
+        assertEquals(t0 + 1, tokenA, "A granted on its own free value");
+        Observer.Hold hold = Observer.holdNextReply(row);
+        CompletableFuture<Object> leave = async(() -> {
+            lease.close();
+            return "closed";
+        });
+        assertTrue(hold.applied.await(30, TimeUnit.SECONDS), "the region applied A's leave");
+        assertTrue(awaitHolderCell(row, v -> HolderClaim.decode(v) == null), "A's left claim expires");
+        assertEquals("absent", show(holderCell(row)), "the leave's Delete took the free value below A's claim");
+        Object tb = new Object();
+        long tokenB = take(b, lock, tb);
+        assertTrue(tokenB > tokenA, "B was granted token " + tokenB + " after A's " + tokenA);
+        hold.resume.countDown(); // the reply is lost; the client resends with the same nonce
+        leave.get(60, TimeUnit.SECONDS);
+        assertTrue(hold.resends.get() >= 1, "the client resent A's leave");
+        assertEquals(b.rid(), a.holder(lock).orElseThrow().rid(), "B still holds after A's resent leave");
+        b.verifyLocks(tb);
+        assertEquals(tokenB, b.holding(lock).orElseThrow().fencingToken());
+        b.deleteLocks(tb);
+    }
+
+    /**
      * Listing keeps every live claim and drops every free value: a claim granted on "free@c" is listed, as is one
      * granted on "free@c" shown again; a released lock, one whose claim expired over "free@c" and a force-released
      * one are not.
