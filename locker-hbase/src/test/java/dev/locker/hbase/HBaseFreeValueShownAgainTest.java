@@ -56,8 +56,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class HBaseFreeValueShownAgainTest {
 
     private static final Duration LONG_EXPIRY = Duration.ofSeconds(30);
-    /** Short enough that a claim expires within the test; long enough for a take to finish first. */
-    private static final Duration SHORT_EXPIRY = Duration.ofMillis(500);
+    /** Short enough that a claim expires within the test; long enough for a take on a loaded machine. */
+    private static final Duration SHORT_EXPIRY = Duration.ofSeconds(1);
 
     private final HBaseTestCluster cluster = HBaseTestCluster.get();
     private final List<Locker> opened = new ArrayList<>();
@@ -231,7 +231,7 @@ class HBaseFreeValueShownAgainTest {
     @Test
     void aRenewalResentAfterItsClaimExpiredAndTheNextHolderTookTheFreeValueShownAgainDoesNotReviveIt()
             throws Exception {
-        Locker a = locker("a", SHORT_EXPIRY);
+        Locker a = locker("a", SHORT_EXPIRY.multipliedBy(2)); // room for the take and the renewal's send
         Locker b = locker("b", LONG_EXPIRY);
         KeyColumn lock = lock("renewal-late");
         byte[] row = LockTable.row(lock);
