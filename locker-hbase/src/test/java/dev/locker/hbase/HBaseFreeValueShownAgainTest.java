@@ -74,7 +74,8 @@ class HBaseFreeValueShownAgainTest {
         table = TableName.valueOf(options.table());
         try (Admin admin = connection.getAdmin()) {
             if (!admin.tableExists(table)) {
-                TableDescriptorBuilder d = TableDescriptorBuilder.newBuilder(table).setCoprocessor(Observer.class.getName());
+                TableDescriptorBuilder d = TableDescriptorBuilder.newBuilder(table).setCoprocessor(Observer.class.getName())
+                        .setValue(TableLayout.KEY, TableLayout.CREATED.value); // as a locker creates it: free@token
                 for (ColumnFamilyDescriptor f : LockTable.families(options)) {
                     d.setColumnFamily(f);
                 }
