@@ -399,8 +399,44 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
                 return;
             }
         }
-        Rawable[] call = {RedisScript.arg(key), fieldArg, RedisScript.arg(status.claimIdShared()), channelArg};
+        byte[] nonce = status.claimIdShared();
+        long token = status.fencingToken();
+        Rawable[] call = token > 0 && nonce.length == 32
+                ? new Rawable[]{RedisScript.arg(key), fieldArg, RedisScript.arg(nonce), channelArg,
+                        RedisScript.arg(grantedStart(token, lastExpiry.arg.getRaw(), nonce)),
+                        RedisScript.arg(releasedValue(token, nonce))}
+                : new Rawable[]{RedisScript.arg(key), fieldArg, RedisScript.arg(nonce), channelArg};
         calls.withRetries(() -> RedisScript.RELEASE.run(client, 1, call));
+    }
+
+    /**
+     * How the value of our claim starts while it is as granted (written at its token, the usual grant) and unrenewed:
+     * {@code "<token> <expiry ms> 0 <counter> "}, with the last expiry this driver wrote a claim with. The release
+     * script compares it with one plain find; a claim renewed, granted with another expiry or with a token above its
+     * written time does not match, and is released by the script's parse as before.
+     */
+    static byte[] grantedStart(long token, byte[] expiryMs, byte[] nonce) {
+        StringBuilder b = new StringBuilder(48).append(token).append(' ')
+                .append(new String(expiryMs, StandardCharsets.US_ASCII)).append(" 0 ");
+        return appendCounter(b, nonce).append(' ').toString().getBytes(StandardCharsets.US_ASCII);
+    }
+
+    /** The released claim our claim becomes: {@code "0 0 <token> <counter> "} (see the prelude of the scripts). */
+    static byte[] releasedValue(long token, byte[] nonce) {
+        StringBuilder b = new StringBuilder(40).append("0 0 ").append(token).append(' ');
+        return appendCounter(b, nonce).append(' ').toString().getBytes(StandardCharsets.US_ASCII);
+    }
+
+    /** The nonce's counter (its last 16 hex digits) without leading zeros, as a claim's value carries it. */
+    private static StringBuilder appendCounter(StringBuilder b, byte[] nonce) {
+        int i = nonce.length - 16;
+        while (i < nonce.length - 1 && nonce[i] == '0') {
+            i++;
+        }
+        for (; i < nonce.length; i++) {
+            b.append((char) nonce[i]);
+        }
+        return b;
     }
 
     @Override

@@ -95,6 +95,21 @@ class RedisFastPathTest {
                 RedisScript.arg(b(nonce)), RedisScript.arg(b(fixture.prefix() + "released")));
     }
 
+    /** The release script as RedisLocker calls it: with how our claim starts as granted, and what it then becomes. */
+    private long releaseAsGranted(byte[] key, String instance, long counter, long token, String expiryMs) {
+        byte[] nonce = b(nonce(instance, counter));
+        return (Long) RedisScript.RELEASE.run(admin(), 1, RedisScript.arg(key), RedisScript.arg(b("c" + instance)),
+                RedisScript.arg(nonce), RedisScript.arg(b(fixture.prefix() + "released")),
+                RedisScript.arg(RedisDriver.grantedStart(token, b(expiryMs), nonce)),
+                RedisScript.arg(RedisDriver.releasedValue(token, nonce)));
+    }
+
+    /** The renew script as RedisLocker calls it without a guard record. */
+    private List<?> renew(byte[] key, String instance, long counter, String expiryMs) {
+        return (List<?>) RedisScript.RENEW.run(admin(), 1, RedisScript.arg(key), RedisScript.arg(b("c" + instance)),
+                RedisScript.arg(b(nonce(instance, counter))), RedisScript.arg(b(expiryMs)), RedisScript.arg(b("1")));
+    }
+
     private String field(byte[] key, String field) {
         return s(admin().hget(key, b(field)));
     }
@@ -281,6 +296,50 @@ class RedisFastPathTest {
         admin().hset(key, b("t"), b(Long.toString(token + 1000)));
         assertEquals(1L, release(key, A, nonce(A, 1)));
         assertEquals(Map.of("t", Long.toString(token + 1000)), hash(key));
+    }
+
+    @Test
+    void aClaimReleasedAsGrantedBecomesWhatTheParsingReleaseWrites() {
+        byte[] key = key("as-granted");
+        long token = (Long) acquire(key, A, 0x1a2b, "1").get(1);
+        assertEquals("0 0 " + token + " 1a2b ", s(RedisDriver.releasedValue(token, b(nonce(A, 0x1a2b)))));
+        assertEquals(token + " 30000 0 1a2b ", s(RedisDriver.grantedStart(token, b(EXPIRY_MS), b(nonce(A, 0x1a2b)))));
+        assertEquals(1L, releaseAsGranted(key, A, 0x1a2b, token, EXPIRY_MS));
+        assertEquals(Map.of("c" + A, released(token, "1a2b")), hash(key));
+        assertEquals(1L, releaseAsGranted(key, A, 0x1a2b, token, EXPIRY_MS), "a repeat finds it released");
+        assertEquals(Map.of("c" + A, released(token, "1a2b")), hash(key));
+    }
+
+    @Test
+    void aRenewedClaimIsReleasedByItsParseWithItsOwnToken() {
+        byte[] key = key("renewed");
+        long token = (Long) acquire(key, A, 3, "1").get(1);
+        RedisServer.sleep(5);
+        assertEquals(1L, (Long) renew(key, A, 3, "40000").get(0));
+        assertFalse(field(key, "c" + A).startsWith(token + " 30000 0 3 "), "the renewal moved the expiry");
+        assertEquals(1L, releaseAsGranted(key, A, 3, token, EXPIRY_MS));
+        assertEquals(Map.of("c" + A, released(token, "3")), hash(key));
+    }
+
+    @Test
+    void aStaleExpectedStartFallsBackToTheParseAndKeepsTheClaimsToken() {
+        byte[] key = key("stale-start");
+        long token = (Long) acquire(key, A, 5, "1").get(1);
+        // an expiry the claim was not written with, and a token below the claim's (an earlier claim's, say)
+        assertEquals(1L, releaseAsGranted(key, A, 5, token, "29999"));
+        assertEquals(Map.of("c" + A, released(token, "5")), hash(key));
+        long second = (Long) acquire(key, A, 6, "1").get(1);
+        assertEquals(1L, releaseAsGranted(key, A, 6, second - 1, EXPIRY_MS));
+        assertEquals(Map.of("c" + A, released(second, "6")), hash(key), "the claim's token, not the one passed");
+    }
+
+    @Test
+    void anExpectedStartOfAnotherCounterReleasesNothing() {
+        byte[] key = key("other-start");
+        long token = (Long) acquire(key, A, 0x12, "1").get(1);
+        String claim = field(key, "c" + A);
+        assertEquals(0L, releaseAsGranted(key, A, 0x13, token, EXPIRY_MS), "another transaction's claim in our field");
+        assertEquals(claim, field(key, "c" + A), "left alone");
     }
 
     @Test
