@@ -91,7 +91,8 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
      */
     private final Set<String> lateCopiesPossible = ConcurrentHashMap.newKeySet();
     /** The last claim expiry passed, with its script argument: encoded once while the engine passes the same one. */
-    private volatile ExpiryArg lastExpiry = new ExpiryArg(Duration.ZERO, RedisScript.arg(millis(Duration.ZERO)));
+    private volatile ExpiryArg lastExpiry = new ExpiryArg(Duration.ZERO, RedisScript.arg(millis(Duration.ZERO)),
+            RedisScript.arg(keyTtl(millis(Duration.ZERO))));
     /** The scripts' constant arguments, encoded once and passed as they are (see {@link RedisScript#arg}). */
     private final Rawable queueArg;
     private final Rawable fieldArg;
@@ -174,7 +175,7 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
     /** The acquire script; a waiter's attempt is queued when refused (see acquire.lua). */
     @Override
     public ClaimStatus write(KeyColumn lock, LockOwner owner, Duration expiry, Waiting waiting) {
-        Rawable expiryArg = expiryArg(expiry);
+        ExpiryArg expiryArgs = expiryArgs(expiry);
         owners.covers(expiry);
         Duration validity = expiry.minus(serverClockSkew);
         byte[] key = keys.lockKey(lock);
@@ -188,19 +189,21 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
         // lock's slot migrates
         Rawable[] guardKeys = guard.acquireKeys();
         int keyCount = 1 + guardKeys.length;
-        Rawable[] call = new Rawable[keyCount + (wait == null ? 7 : 9)]; // the waiter's two only when waiting
+        Rawable[] call = new Rawable[keyCount + (wait == null ? 8 : 10)]; // the waiter's two only when waiting
         call[0] = RedisScript.arg(key);
         System.arraycopy(guardKeys, 0, call, 1, guardKeys.length);
         call[keyCount] = fieldArg;
-        call[keyCount + 1] = RedisScript.arg(nonce);
-        call[keyCount + 2] = expiryArg;
+        // the counter as the claim's value carries it, so that the script's fast path matches no pattern for it
+        call[keyCount + 1] = RedisScript.arg(Long.toHexString(acquire).getBytes(StandardCharsets.US_ASCII));
+        call[keyCount + 2] = expiryArgs.arg;
         call[keyCount + 3] = RedisScript.arg(owners.claimPart(owner));
         call[keyCount + 4] = guard.acquireArg();
         call[keyCount + 5] = scrubArg;
         call[keyCount + 6] = evictionArg;
+        call[keyCount + 7] = expiryArgs.keyTtlArg;
         if (wait != null) {
-            call[keyCount + 7] = wait.waiterIdArg;
-            call[keyCount + 8] = queueArg;
+            call[keyCount + 8] = wait.waiterIdArg;
+            call[keyCount + 9] = queueArg;
         }
         long started = time.nanoTime(); // the claim lives from the script's TIME, which comes after this reading
         boolean[] sent = {false}; // did any attempt possibly reach the server (not only the last one)?
@@ -593,14 +596,31 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
      * outlives a restart that lost it, so such an expiry is refused.
      */
     private Rawable expiryArg(Duration expiry) {
+        return expiryArgs(expiry).arg;
+    }
+
+    /** {@link #expiryArg}, with the key's TTL at a grant made from it. */
+    private ExpiryArg expiryArgs(Duration expiry) {
         ExpiryArg last = lastExpiry;
         if (last.expiry.equals(expiry)) {
-            return last.arg;
+            return last;
         }
         checkExpiry(expiry);
-        ExpiryArg made = new ExpiryArg(expiry, RedisScript.arg(millis(expiry)));
+        byte[] ms = millis(expiry);
+        ExpiryArg made = new ExpiryArg(expiry, RedisScript.arg(ms), RedisScript.arg(keyTtl(ms)));
         lastExpiry = made;
-        return made.arg;
+        return made;
+    }
+
+    /**
+     * The safety-net TTL of a lock's key at a grant with expiry {@code expiryMs}: one expiry after the claim's, as
+     * acquire.lua's keep_until sets it ({@code 2 * expiry + 1} ms). Capped at 2^53 as the prelude's fmt caps numbers:
+     * a PEXPIRE past 2^63 written negative would delete the key of the lock just granted.
+     */
+    static byte[] keyTtl(byte[] expiryMs) {
+        long ms = Long.parseLong(new String(expiryMs, StandardCharsets.US_ASCII));
+        long ttl = Math.min(1L << 53, ms > (Long.MAX_VALUE - 1) / 2 ? Long.MAX_VALUE : 2 * ms + 1);
+        return Long.toString(ttl).getBytes(StandardCharsets.US_ASCII);
     }
 
     /** A claim that outlives the restart guard outlives a restart that lost it; the skew comes off every validity. */
@@ -613,8 +633,8 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
         }
     }
 
-    /** A claim expiry with its script argument, cached together so that they always agree. */
-    private record ExpiryArg(Duration expiry, Rawable arg) {
+    /** A claim expiry with its script arguments (the expiry, the key's TTL), cached together so that they agree. */
+    private record ExpiryArg(Duration expiry, Rawable arg, Rawable keyTtlArg) {
     }
 
     /** What the driver needs of the engine over it: its background thread, and whether it closed. */

@@ -180,7 +180,7 @@ class RedisAcquireReplyTest {
 
     private Run run(Scripts s, List<byte[]> keys, List<String> args) {
         List<byte[]> a = new ArrayList<>();
-        for (String x : args) {
+        for (String x : s == OLD ? args : AcquireReply.todaysArgs(args)) {
             a.add(b(x));
         }
         List<?> all = (List<?>) admin.eval(s.observed, keys, a);
