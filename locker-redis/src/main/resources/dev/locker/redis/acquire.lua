@@ -81,18 +81,12 @@ if fast then
   local warning
   local guard = ARGV[5]
   if guard ~= '0' or check ~= 'off' then
-    -- admitted outright by a marker of this boot that says up long enough and no eviction, written with our guard
-    -- when we have one (see admit); anything else (no marker, another boot's or guard's, Cluster mode, a warning or a
-    -- refusal to give) is admit's to decide
-    local marker, saved, ms, us, g = KEYS[2]
-    if marker then
-      saved = redis.pcall('LASTSAVE') -- a number, or an error reply (a table) that no marker matches
-      marker = redis.pcall('GET', marker)
-      if type(marker) == 'string' then
-        ms, us, g = string.match(marker, '^(%d+) (%d+) 1 ?(%d*)$')
-      end
-    end
-    if not (ms and ms + 0 == saved and (guard == '0' or g == guard and now - us >= guard * 1000)) then
+    -- admitted outright by a vouching marker of this boot: KEYS 2 is our guard argument's own marker, and admit
+    -- writes it as LASTSAVE's digits alone only once that guard was waited out with no eviction (see admit). One
+    -- tonumber, no pattern: no key, another boot's marker, the full form, an error reply or Cluster mode (no KEYS 2)
+    -- compares unequal, and admit decides
+    local marker = KEYS[2]
+    if not (marker and tonumber(redis.pcall('GET', marker)) == redis.pcall('LASTSAVE')) then
       local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner,
           wake, may_have_waiters, is_senior, keep_until, admit, other_guard = lib()
       local refusal

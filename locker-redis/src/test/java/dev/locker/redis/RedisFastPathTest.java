@@ -554,12 +554,15 @@ class RedisFastPathTest {
     void aMarkerThatDoesNotVouchForTheGrantSendsItToAdmit() {
         assumeTrue(admin() instanceof RedisClient, "the marker exists on a single server only");
         awaitSecondAfterLastSave();
-        byte[] marker = new RedisKeys(fixture.prefix()).guardKey();
-        // another boot's marker (LASTSAVE differs): admit reads INFO and writes this boot's
+        byte[] marker = new RedisKeys(fixture.prefix()).markerKey(b("0"));
+        // another boot's marker (LASTSAVE differs): admit reads INFO and writes this boot's, vouching (guard 0, ok)
         admin().psetex(marker, 60_000, b("1 1 1"));
         assertEquals(1L, code(acquire(key("other-boot"), marker, A, 1, "1", "0", "fail")));
-        String written = s(admin().get(marker));
-        assertTrue(written.startsWith(lastSave() + " "), "a marker of this boot: " + written);
+        assertEquals(Long.toString(lastSave()), s(admin().get(marker)), "a vouching marker of this boot");
+        // a vouching marker of another boot vouches for nothing: admit reads INFO again
+        admin().psetex(marker, 60_000, b(Long.toString(lastSave() - 1)));
+        assertEquals(1L, code(acquire(key("other-boot-vouching"), marker, A, 5, "1", "0", "fail")));
+        assertEquals(Long.toString(lastSave()), s(admin().get(marker)), "written again for this boot");
 
         // this boot's marker, but one that says the server may evict: never trusted, INFO is read again
         admin().psetex(marker, 60_000, b(lastSave() + " 1 0"));
@@ -567,12 +570,13 @@ class RedisFastPathTest {
                 "the server does not evict");
 
         // this boot's marker saying the server came up just now: the restart guard refuses
+        marker = new RedisKeys(fixture.prefix()).markerKey(b("5000"));
         admin().psetex(marker, 60_000, b(lastSave() + " " + fixture.serverMicros() + " 1"));
         List<?> r = acquire(key("just-booted"), marker, A, 3, "1", "5000", "fail");
         assertEquals(-2L, code(r), "up for less than the guard: " + r);
 
         // and a marker that vouches: granted on the fast path, the marker left as it was
-        String vouching = lastSave() + " 1 1";
+        String vouching = Long.toString(lastSave());
         admin().psetex(marker, 60_000, b(vouching));
         assertEquals(1L, code(acquire(key("vouched"), marker, A, 4, "1", "5000", "fail")));
         assertEquals(vouching, s(admin().get(marker)));
