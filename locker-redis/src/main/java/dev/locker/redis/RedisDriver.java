@@ -405,7 +405,7 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
         byte[] nonce = status.claimIdShared();
         long token = status.fencingToken();
         Rawable[] call = token > 0 && nonce.length == 32
-                ? new Rawable[]{RedisScript.arg(key), fieldArg, RedisScript.arg(nonce), channelArg,
+                ? new Rawable[]{RedisScript.arg(key), fieldArg, channelArg,
                         RedisScript.arg(grantedStart(token, lastExpiry.arg.getRaw(), nonce)),
                         RedisScript.arg(releasedValue(token, nonce))}
                 : new Rawable[]{RedisScript.arg(key), fieldArg, RedisScript.arg(nonce), channelArg};

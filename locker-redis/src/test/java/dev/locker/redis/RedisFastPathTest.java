@@ -100,7 +100,7 @@ class RedisFastPathTest {
     private long releaseAsGranted(byte[] key, String instance, long counter, long token, String expiryMs) {
         byte[] nonce = b(nonce(instance, counter));
         return (Long) RedisScript.RELEASE.run(admin(), 1, RedisScript.arg(key), RedisScript.arg(b("c" + instance)),
-                RedisScript.arg(nonce), RedisScript.arg(b(fixture.prefix() + "released")),
+                RedisScript.arg(b(fixture.prefix() + "released")),
                 RedisScript.arg(RedisDriver.grantedStart(token, b(expiryMs), nonce)),
                 RedisScript.arg(RedisDriver.releasedValue(token, nonce)));
     }
@@ -332,6 +332,15 @@ class RedisFastPathTest {
         long second = (Long) acquire(key, A, 6, "1").get(1);
         assertEquals(1L, releaseAsGranted(key, A, 6, second - 1, EXPIRY_MS));
         assertEquals(Map.of("c" + A, released(second, "6")), hash(key), "the claim's token, not the one passed");
+    }
+
+    @Test
+    void aReleaseAsGrantedNextToATokenFieldTakesTheGeneralWayWithTheNonceItNames() {
+        byte[] key = key("granted-next-to-t");
+        long token = (Long) acquire(key, A, 0x2c, "1").get(1);
+        admin().hset(key, b("t"), b(Long.toString(token + 1000)));
+        assertEquals(1L, releaseAsGranted(key, A, 0x2c, token, EXPIRY_MS));
+        assertEquals(Map.of("t", Long.toString(token + 1000)), hash(key), "our claim removed, the higher token kept");
     }
 
     @Test
