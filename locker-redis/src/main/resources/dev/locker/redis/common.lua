@@ -44,15 +44,13 @@
 -- in this order:
 --   local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner, wake,
 --   may_have_waiters, is_senior, keep_until, admit, other_guard = lib()
+-- The lock's key, shared by the scripts and lib's functions: list.lua points it at each lock in turn.
 local key = KEYS[1]
--- Globals read through locals: each read of a global is a table lookup call (about 65 instructions, callgrind), a
--- local's read is none. The fast paths read ARGV and redis a score of times per call.
-local redis, ARGV = redis, ARGV
--- Tokens and times are counted in Lua doubles, exact below 2^53: no grant makes a token at or above it (acquire), and
--- no number is written past it (fmt).
-local TOKEN_LIMIT = 9007199254740992
-
+-- lib comes before the chunk's other locals (at the end of this file) and makes its own, so that it captures only key:
+-- lib is made on every call of every script, used or not, and each local it captured would be an object made with it
+-- for the GC to sweep. Its own are the same: see there.
 local function lib()
+  local redis, ARGV, TOKEN_LIMIT = redis, ARGV, 9007199254740992
   local function server_now()
     local t = redis.call('TIME')
     return tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -473,3 +471,10 @@ local function lib()
   return server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner, wake,
       may_have_waiters, is_senior, keep_until, admit, other_guard
 end
+
+-- Globals read through locals: each read of a global is a table lookup call (about 65 instructions, callgrind), a
+-- local's read is none. The fast paths read ARGV and redis a score of times per call.
+local redis, ARGV = redis, ARGV
+-- Tokens and times are counted in Lua doubles, exact below 2^53: no grant makes a token at or above it (acquire), and
+-- no number is written past it (fmt).
+local TOKEN_LIMIT = 9007199254740992
