@@ -2,12 +2,12 @@
 -- KEYS: 1 the lock's hash, 2 the admission marker, 3 the guard record, 4 the lineage record (see admit and data_since
 --       in the prelude; single server only)
 -- ARGV: 1 our field ("c" .. instance), 2 the nonce's counter (its last 16 hex digits without leading zeros: the nonce
---       is the instance, then the counter in 16 hex digits), 3 expiry ms, 4 owner part of the claim (a reference into our owner
---       record, or "=" and the owner's bytes), 5 restart guard ms (ours, or "<ours>:<longer>" once a longer one
---       recorded for the prefix refused us: see admit), 6 scrub ("1"/"0"),
---       7 eviction check ("fail", "warn" or "off"), 8 the key's TTL ms at a grant on the fast path (2 * ARGV 3 + 1, see
---       there), 9 waiter id (absent or "" when this acquire does not wait), 10 queue entry ms (how long a waiter's
---       entry lives unless refreshed; only with a waiter id)
+--       is the instance, then the counter in 16 hex digits), 3 expiry ms, 4 owner part of the claim (a reference into
+--       our owner record, or "=" and the owner's bytes), 5 restart guard ms (ours, or "<ours>:<longer>" once a longer
+--       one recorded for the prefix refused us: see admit), 6 scrub ("1"/"0"), 7 eviction check ("fail", "warn" or
+--       "off"), 8 the key's TTL ms at a grant on the fast path (2 * ARGV 3 + 1, see there), 9 waiter id (absent or
+--       "" when this acquire does not wait), 10 queue entry ms (how long a waiter's entry lives unless refreshed; only
+--       with a waiter id)
 -- A waiter that is refused is queued (or its entry refreshed, keeping its place); while a live waiter is queued,
 -- the lock is granted to none but the first of them (no barging: a releaser asking again queues behind them).
 -- A live claim in our field with another nonce is another transaction's and holds the lock like any other.
@@ -29,8 +29,8 @@
 --        {-6, guard ms}       the lockers of this prefix use that other restart guard: nothing is granted, held
 --                             lock or free (a refused waiter is not queued)
 -- ARGV 3, 5 and 8 are whole numbers of ms, at least 0, in their shortest digits (RedisLocker writes them so): the fast
--- path writes ARGV 2 and 3 into the claim and ARGV 8 into PEXPIRE as they stand, and coerces where it needs numbers. ARGV 5's two-guard form matches
--- no marker, so the fast path never coerces it: admit parses it. A library call (tonumber,
+-- path writes ARGV 2 and 3 into the claim and ARGV 8 into PEXPIRE as they stand. ARGV 5 only picks the marker's key
+-- (see RedisKeys.markerKey): admit parses it. A library call (tonumber,
 -- string.format, string.match...) costs the server 700 to 3,700 instructions (callgrind), a plain Lua operation tens:
 -- the fast path makes as few as it can.
 local own, check = ARGV[1], ARGV[7]
