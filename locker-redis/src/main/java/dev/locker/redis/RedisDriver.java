@@ -94,7 +94,6 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
     private volatile ExpiryArg lastExpiry = new ExpiryArg(Duration.ZERO, RedisScript.arg(millis(Duration.ZERO)),
             RedisScript.arg(keyTtl(millis(Duration.ZERO))));
     /** The scripts' constant arguments, encoded once and passed as they are (see {@link RedisScript#arg}). */
-    private final Rawable queueArg;
     private final Rawable fieldArg;
     private final Rawable scrubArg;
     private final Rawable evictionArg;
@@ -131,7 +130,6 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
         this.queueTtl = Duration.ofMillis(Math.max(300, Math.min(config.expiry().toMillis(), 3_000)));
         this.guard = new RedisRestartGuard(b.restartGuard(), keys, server, client, calls,
                 ownsClient ? !b.clusterMode() : null);
-        this.queueArg = RedisScript.arg(millis(this.queueTtl));
         this.fieldArg = RedisScript.arg(ownField);
         this.records = new RedisRecords(keys, calls, fieldArg);
         this.scrubArg = RedisScript.arg(scrub());
@@ -189,7 +187,7 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
         // lock's slot migrates
         Rawable[] guardKeys = guard.acquireKeys();
         int keyCount = 1 + guardKeys.length;
-        Rawable[] call = new Rawable[keyCount + (wait == null ? 8 : 10)]; // the waiter's two only when waiting
+        Rawable[] call = new Rawable[keyCount + (wait == null ? 8 : 9)]; // the waiter's only when waiting
         call[0] = RedisScript.arg(key);
         System.arraycopy(guardKeys, 0, call, 1, guardKeys.length);
         call[keyCount] = fieldArg;
@@ -202,8 +200,7 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
         call[keyCount + 6] = evictionArg;
         call[keyCount + 7] = expiryArgs.keyTtlArg;
         if (wait != null) {
-            call[keyCount + 8] = wait.waiterIdArg;
-            call[keyCount + 9] = queueArg;
+            call[keyCount + 8] = wait.acquireArg;
         }
         long started = time.nanoTime(); // the claim lives from the script's TIME, which comes after this reading
         boolean[] sent = {false}; // did any attempt possibly reach the server (not only the last one)?

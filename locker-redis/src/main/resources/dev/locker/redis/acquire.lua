@@ -5,9 +5,9 @@
 --       is the instance, then the counter in 16 hex digits), 3 expiry ms, 4 owner part of the claim (a reference into
 --       our owner record, or "=" and the owner's bytes), 5 restart guard ms (ours, or "<ours>:<longer>" once a longer
 --       one recorded for the prefix refused us: see admit), 6 scrub ("1"/"0"), 7 eviction check ("fail", "warn" or
---       "off"), 8 the key's TTL ms at a grant on the fast path (2 * ARGV 3 + 1, see there), 9 waiter id (absent or
---       "" when this acquire does not wait), 10 queue entry ms (how long a waiter's entry lives unless refreshed; only
---       with a waiter id)
+--       "off"), 8 the key's TTL ms at a grant on the fast path (2 * ARGV 3 + 1, see there), 9 "<waiter id> <queue
+--       entry ms>" (absent or "" when this acquire does not wait; the ms say how long a waiter's entry lives unless
+--       refreshed). One argument for the two: only the general path reads them, and each argument costs every call
 -- A waiter that is refused is queued (or its entry refreshed, keeping its place); while a live waiter is queued,
 -- the lock is granted to none but the first of them (no barging: a releaser asking again queues behind them).
 -- A live claim in our field with another nonce is another transaction's and holds the lock like any other.
@@ -132,7 +132,7 @@ end
 local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner, wake,
     may_have_waiters, is_senior, keep_until, admit, other_guard = lib()
 local expms = tonumber(ARGV[3])
-local waiter = ARGV[9] ~= '' and ARGV[9] or nil
+local waiter, queue_ms = string.match(ARGV[9] or '', '^(%S+) (%d+)$')
 -- the nonce, made again from our field's instance and the counter (only this path needs it whole)
 local nonce = string.sub(own, 2) .. string.rep('0', 16 - #ARGV[2]) .. ARGV[2]
 local s = scan(now, ARGV[6] == '1', own, nonce, waiter, all)
@@ -165,7 +165,7 @@ if s.senior or (s.head and s.head ~= (waiter and ('q' .. waiter)) and not s.own)
     return refusal
   end
   if waiter then
-    local untl = enqueue(s, waiter, now, tonumber(ARGV[10]), ARGV[4])
+    local untl = enqueue(s, waiter, now, tonumber(queue_ms), ARGV[4])
     keep_until(math.max(untl, s.maxexp, s.keep), now, expms)
   end
   if s.senior then

@@ -31,7 +31,7 @@ final class AcquireReply {
     /**
      * Today's acquire arguments for arguments in the layout of earlier builds (field, nonce, expiry, owner, guard,
      * scrub, check[, waiter, queue ms]): the nonce's counter without leading zeros instead of the nonce, and the key's
-     * TTL after the check, as RedisDriver sends them.
+     * TTL after the check, and the waiter's id and queue ms as one argument, as RedisDriver sends them.
      */
     static List<String> todaysArgs(List<String> earlier) {
         List<String> out = new java.util.ArrayList<>(earlier);
@@ -41,6 +41,11 @@ final class AcquireReply {
         }
         out.add(7, new String(RedisDriver.keyTtl(out.get(2).getBytes(StandardCharsets.US_ASCII)),
                 StandardCharsets.US_ASCII));
+        if (out.size() > 9) { // "<waiter id> <queue ms>", or "" for an acquire that does not wait
+            String waiter = out.get(8);
+            out.set(8, waiter.isEmpty() ? "" : waiter + " " + out.get(9));
+            out.remove(9);
+        }
         return out;
     }
 }

@@ -261,8 +261,7 @@ class RedisLateAcquireTest {
                 b(Long.toString(expiry.toMillis())), owner, b("0"), b(scrub), b("off"),
                 RedisDriver.keyTtl(b(Long.toString(expiry.toMillis())))));
         if (waiter != null) {
-            args.add(b(waiter));
-            args.add(b("3000"));
+            args.add(b(waiter + " 3000")); // "<waiter id> <queue ms>"
         }
         return RedisScript.ACQUIRE.run(admin, key, args);
     }
