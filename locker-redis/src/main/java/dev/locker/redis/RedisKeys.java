@@ -84,7 +84,7 @@ final class RedisKeys {
     }
 
     /**
-     * The admission marker of a standalone server (see {@code admit} in {@code admission.lua}): {@code <prefix>guard}.
+     * The admission marker of a standalone server (see {@code admit} in {@code common.lua}): {@code <prefix>guard}.
      * No lock's key is like it: a lock's key has a brace right after the prefix.
      */
     /**

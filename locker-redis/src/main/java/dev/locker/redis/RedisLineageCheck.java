@@ -11,7 +11,7 @@ import java.util.Map;
 
 /**
  * The doctor's {@code lineage} check: from when the server's data is known whole, as the acquire script's restart
- * guard judges it ({@code data_since} in {@code admission.lua}), and what that means for the next grant.
+ * guard judges it ({@code data_since} in {@code common.lua}), and what that means for the next grant.
  *
  * <p>On a single server it reads the lineage record and decides as the script does. The record continues when it
  * names the server's replication id or its {@code master_replid2}. Otherwise a server that never took data over

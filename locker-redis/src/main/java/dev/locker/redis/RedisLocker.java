@@ -40,7 +40,7 @@ import java.time.Duration;
  *       ends, which overstates the real uptime by up to a second; the script counts only the uptime it can prove
  *       ({@code uptime_in_seconds - 1} plus the fraction of the current second), so the guard may hold up to a
  *       second longer than asked, never shorter. The uptime is read once, not per grant: the script keeps it, with
- *       the eviction check's answer, in an admission marker (see {@code admit} in {@code admission.lua}) that lives a
+ *       the eviction check's answer, in an admission marker (see {@code admit} in {@code common.lua}) that lives a
  *       second and is trusted only while the server's {@code LASTSAVE} is unchanged, which a restart always changes.
  *       The guard is one value for every locker of a server, never one per locker: the restarted server knows
  *       nothing of the claims it lost, so a locker with a shorter guard would grant them while their holders work.

@@ -14,7 +14,7 @@ import java.time.Duration;
 /**
  * The restart guard as one locker keeps it: its own guard, the longest recorded guard it was refused for, the keys
  * the acquire script keeps on a single server (admission marker, guard record, lineage record), and the refusals'
- * messages. The scripts decide (see {@code admit} in {@code admission.lua}); this class remembers what only the process
+ * messages. The scripts decide (see {@code admit} in {@code common.lua}); this class remembers what only the process
  * can: a longer guard survives here after a restart that lost its record.
  */
 final class RedisRestartGuard {

@@ -19,8 +19,7 @@ import java.util.HexFormat;
 import java.util.List;
 
 /**
- * One of the Lua scripts of the protocol (the shared prelude {@code common.lua} followed by the phase's own file;
- * acquire's has {@code admission.lua} between the two),
+ * One of the Lua scripts of the protocol (the shared prelude {@code common.lua} followed by the phase's own file),
  * called by its SHA-1 with {@code EVALSHA}. A server that does not know it yet (first use, restart, failover,
  * {@code SCRIPT FLUSH}) answers NOSCRIPT, and the call is repeated once with {@code EVAL}, which also caches it there:
  * the script text crosses the network once per server, not once per call.
@@ -31,13 +30,8 @@ import java.util.List;
 final class RedisScript {
 
     private static final String PRELUDE = resource("common.lua");
-    /**
-     * The admission of a grant (restart guard, eviction check), between the prelude and acquire.lua, the only script
-     * that runs it: every loaded script stays in the server's Lua heap, which each garbage collection step walks.
-     */
-    private static final String ADMISSION = resource("admission.lua");
 
-    static final RedisScript ACQUIRE = new RedisScript("acquire", PRELUDE + "\n" + ADMISSION + "\n");
+    static final RedisScript ACQUIRE = new RedisScript("acquire");
     static final RedisScript RENEW = new RedisScript("renew");
     static final RedisScript LEAVE = new RedisScript("leave");
     static final RedisScript RELEASE = new RedisScript("release");
@@ -52,7 +46,7 @@ final class RedisScript {
      * Without the prelude: it uses none of it. Every script a server loaded stays in its Lua heap, which each garbage
      * collection step walks, so a prelude copy it never runs would cost every later script call.
      */
-    static final RedisScript OWNER = new RedisScript("owner", "");
+    static final RedisScript OWNER = new RedisScript("owner", false);
 
     /** The key counts a script call gives, as arguments. */
     private static final Rawable[] KEY_COUNTS = {arg(new byte[]{'0'}), arg(new byte[]{'1'}), arg(new byte[]{'2'}),
@@ -65,13 +59,12 @@ final class RedisScript {
     private final Rawable shaArg;
 
     private RedisScript(String name) {
-        this(name, PRELUDE + "\n");
+        this(name, true);
     }
 
-    /** {@code head}: what comes before the phase's own file (the prelude, and for acquire the admission). */
-    private RedisScript(String name, String head) {
+    private RedisScript(String name, boolean withPrelude) {
         this.name = name;
-        this.source = (head + resource(name + ".lua")).getBytes(StandardCharsets.UTF_8);
+        this.source = ((withPrelude ? PRELUDE + "\n" : "") + resource(name + ".lua")).getBytes(StandardCharsets.UTF_8);
         this.sha = sha1Hex(source).getBytes(StandardCharsets.US_ASCII);
         this.sourceArg = arg(source);
         this.shaArg = arg(sha);

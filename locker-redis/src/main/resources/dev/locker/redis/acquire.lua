@@ -1,6 +1,6 @@
 -- writeLock: write our claim and decide the holder in one step.
 -- KEYS: 1 the lock's hash, 2 the admission marker, 3 the guard record, 4 the lineage record (see admit and data_since
---       in admission.lua; single server only)
+--       in the prelude; single server only)
 -- ARGV: 1 our field ("c" .. instance), 2 the nonce's counter (its last 16 hex digits without leading zeros: the nonce
 --       is the instance, then the counter in 16 hex digits), 3 expiry ms, 4 owner part of the claim (a reference into
 --       our owner record, or "=" and the owner's bytes), 5 restart guard ms (ours, or "<ours>:<longer>" once a longer
@@ -88,8 +88,7 @@ if fast then
     local marker = KEYS[2]
     if not (marker and tonumber(redis.pcall('GET', marker)) == redis.pcall('LASTSAVE')) then
       local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner,
-          wake, may_have_waiters, is_senior, keep_until = lib()
-      local admit = admission(server_now, fmt)
+          wake, may_have_waiters, is_senior, keep_until, admit, other_guard = lib()
       local refusal
       refusal, warning = admit(now, guard, check)
       if refusal then
@@ -131,8 +130,7 @@ if fast then
 end
 -- the general path: the hash holds a claim, a tombstone or a queue entry (its HGETALL reply is reused)
 local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner, wake,
-    may_have_waiters, is_senior, keep_until = lib()
-local admit, other_guard = admission(server_now, fmt)
+    may_have_waiters, is_senior, keep_until, admit, other_guard = lib()
 local expms = tonumber(ARGV[3])
 local waiter, queue_ms = string.match(ARGV[9] or '', '^(%S+) (%d+)$')
 -- the nonce, made again from our field's instance and the counter (only this path needs it whole)

@@ -3,7 +3,7 @@
 -- ARGV: 1 waiter id, 2 the prefix's release channel (an older build's waiters listen there; see wake)
 -- Reply: 1 the entry was there and is removed, 0 it was not
 local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner, wake,
-    may_have_waiters, is_senior, keep_until = lib()
+    may_have_waiters, is_senior, keep_until, admit, other_guard = lib()
 local now = server_now()
 local s = scan(now, false, nil, nil, ARGV[1])
 if not s.mine then

@@ -9,7 +9,7 @@
 -- that claim was removed (by this call, or, on a resend, by an earlier attempt of it: its record is there, byte for
 -- byte), else 0
 local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner, wake,
-    may_have_waiters, is_senior, keep_until = lib()
+    may_have_waiters, is_senior, keep_until, admit, other_guard = lib()
 if ARGV[2] then
   local now = server_now()
   local all = redis.call('HGETALL', key)

@@ -6,7 +6,7 @@
 -- Reply: {1, token, written} left (also when a repeat finds it left already: the reply of a leave that was lost);
 -- {0, holder value, holder field} another claim is senior; {-1} ours is dead or gone
 local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner, wake,
-    may_have_waiters, is_senior, keep_until = lib()
+    may_have_waiters, is_senior, keep_until, admit, other_guard = lib()
 local own, expms = ARGV[1], tonumber(ARGV[3])
 local now = server_now()
 local s = scan(now, ARGV[4] == '1', own, ARGV[2])

@@ -4,7 +4,7 @@
 -- Reply: one entry per key, in order: {field, value} of the senior live claim, or 0 when the lock is free or the key is not a
 --        lock hash (gone since it was scanned, or another type under the same pattern)
 local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner, wake,
-    may_have_waiters, is_senior, keep_until = lib()
+    may_have_waiters, is_senior, keep_until, admit, other_guard = lib()
 local now = server_now()
 local out = {}
 for i = 1, #KEYS do

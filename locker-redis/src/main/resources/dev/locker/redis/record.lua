@@ -13,7 +13,7 @@ if ARGV[1] == 'f' then
   return 1
 end
 local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner, wake,
-    may_have_waiters, is_senior, keep_until = lib()
+    may_have_waiters, is_senior, keep_until, admit, other_guard = lib()
 local now = server_now()
 local v = redis.call('HGET', key, ARGV[4])
 if not v then

@@ -62,7 +62,7 @@ if not v then
   return 0
 end
 local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner, wake,
-    may_have_waiters, is_senior, keep_until = lib()
+    may_have_waiters, is_senior, keep_until, admit, other_guard = lib()
 local ts, exp, tok, ctr = parse(v)
 if not is_nonce(ctr, nonce) then
   return 0

@@ -1,11 +1,11 @@
 -- renewLocks: extend our claim's expiry in place (same written time, same token), only if it is ours and alive.
--- KEYS: 1 the lock's hash, 2 the guard record (see admit in admission.lua; single server with a guard above 0 only)
+-- KEYS: 1 the lock's hash, 2 the guard record (see admit in the prelude; single server with a guard above 0 only)
 -- ARGV: 1 our field, 2 nonce, 3 expiry ms, 4 scrub, 5 the guard record's life in ms, as admit sets it: the longer of
 --       our restart guard and a second, plus a second (only with KEYS 2)
 -- Reply: {1, token, written} renewed; {0, holder value, holder field} another claim is senior; {-1} ours is dead, gone
 -- or left (see leave.lua)
 local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner, wake,
-    may_have_waiters, is_senior, keep_until = lib()
+    may_have_waiters, is_senior, keep_until, admit, other_guard = lib()
 local own, expms = ARGV[1], tonumber(ARGV[3])
 local now = server_now()
 local s = scan(now, ARGV[4] == '1', own, ARGV[2])

@@ -2,7 +2,7 @@
 -- Changes nothing. ARGV: 1 our field, 2 nonce, 3 our token
 -- Reply: {1} still ours; {0, holder value, holder field} another claim holds the lock; {-1} ours is dead or gone
 local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner, wake,
-    may_have_waiters, is_senior, keep_until = lib()
+    may_have_waiters, is_senior, keep_until, admit, other_guard = lib()
 local now = server_now()
 local v = redis.call('HGET', key, ARGV[1])
 if v then

@@ -4,7 +4,7 @@
 -- ARGV: 1 our field, 2 nonce, 3 tombstone ms, 4 expiry ms (the safety net's grace), 5 scrub, 6 release channel
 -- Reply: 1 our claim was there (live, dead or released in place) and is removed, 0 it was not (yet)
 local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner, wake,
-    may_have_waiters, is_senior, keep_until = lib()
+    may_have_waiters, is_senior, keep_until, admit, other_guard = lib()
 local own, nonce, ttl, expms = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local now = server_now()
 local s = scan(now, ARGV[5] == '1', own, nonce)

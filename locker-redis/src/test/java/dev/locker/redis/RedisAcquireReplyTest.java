@@ -83,9 +83,7 @@ class RedisAcquireReplyTest {
 
         Scripts(String label, String dir, String preludeDir) {
             this.label = label;
-            // today's prelude comes with today's admission.lua (see RedisScript); a frozen prelude holds its own
             String body = RedisScript.resource(preludeDir + "common.lua") + "\n"
-                    + (preludeDir.isEmpty() ? RedisScript.resource("admission.lua") + "\n" : "")
                     + RedisScript.resource(dir + "acquire.lua");
             this.acquire = body.getBytes(StandardCharsets.UTF_8);
             this.observed = ("local function acquire_script()\n" + body + "\nend\n"

@@ -64,10 +64,7 @@ class RedisReleasedInPlaceTest {
             String prelude = RedisScript.resource(dir + "common.lua");
             for (String s : List.of("acquire", "release", "renew", "verify", "withdraw", "holder", "list", "force",
                     "record", "dequeue")) {
-                // today's acquire gets admission.lua after the prelude (see RedisScript); the frozen prelude holds it
-                String admission = s.equals("acquire") && dir.isEmpty() ? RedisScript.resource("admission.lua") + "\n"
-                        : "";
-                sources.put(s, (prelude + "\n" + admission + RedisScript.resource(dir + s + ".lua"))
+                sources.put(s, (prelude + "\n" + RedisScript.resource(dir + s + ".lua"))
                         .getBytes(StandardCharsets.UTF_8));
             }
         }

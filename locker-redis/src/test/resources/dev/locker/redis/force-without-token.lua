@@ -3,7 +3,7 @@
 -- ARGV: 1 release channel (waiters queued are woken)
 -- Reply: how many claims there were (released ones, see the prelude, not counted)
 local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner, wake,
-    may_have_waiters, is_senior, keep_until = lib()
+    may_have_waiters, is_senior, keep_until, admit = lib()
 local n = 0
 local all = redis.call('HGETALL', key)
 local last, top, claims = 0, 0, {}

@@ -64,8 +64,7 @@ if fast then
     end
     if not (ms and ms + 0 == saved and (guard <= 0 or now - us >= guard * 1000)) then
       local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner,
-          wake, may_have_waiters, is_senior, keep_until = lib()
-      local admit = admission(server_now, fmt)
+          wake, may_have_waiters, is_senior, keep_until, admit = lib()
       local refusal
       refusal, warning = admit(now, guard, check)
       if refusal then
@@ -104,8 +103,7 @@ if fast then
 end
 -- the general path: the hash holds a claim, a tombstone or a queue entry (its HGETALL reply is reused)
 local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner, wake,
-    may_have_waiters, is_senior, keep_until = lib()
-local admit = admission(server_now, fmt)
+    may_have_waiters, is_senior, keep_until, admit = lib()
 local waiter = ARGV[8] ~= '' and ARGV[8] or nil
 local s = scan(now, ARGV[6] == '1', own, ARGV[2], waiter, all)
 local _, counter = split_nonce(ARGV[2])
