@@ -189,7 +189,7 @@ final class RedisWaitQueue implements WaitQueue {
     /** The queue identity of one wait and what it last saw of each lock's releases. */
     final class WaitState {
         final byte[] waiterId;
-        /** The acquire script's ARGV 9, {@code "<waiter id> <queue ms>"}: one argument for two, a cost per call. */
+        /** The acquire script's ARGV 8, {@code "<waiter id> <queue ms>"}: one argument for two, a cost per call. */
         final Rawable acquireArg;
         final ConcurrentHashMap<KeyColumn, RedisWakeups.Watch> watches = new ConcurrentHashMap<>();
         final ConcurrentHashMap<KeyColumn, Long> attempted = new ConcurrentHashMap<>();

@@ -7,8 +7,8 @@
 --       one recorded for the prefix refused us: see admit), 6 scrub ("1"/"0") and eviction check ("fail", "warn" or
 --       "off") as one, e.g. "1off", 7 the key's TTL ms at a grant on the fast path (2 * ARGV 3 + 1, see there), 8
 --       "<waiter id> <queue entry ms>" (absent or "" when this acquire does not wait; the ms say how long a waiter's
---       entry lives unless refreshed). Pairs travel as one argument: each argument costs every call a string, and the
---       ninth a resize of ARGV's table
+--       entry lives unless refreshed). Each pair travels as one argument: every argument costs every call a Lua
+--       string and a slot of ARGV's table
 -- A waiter that is refused is queued (or its entry refreshed, keeping its place); while a live waiter is queued,
 -- the lock is granted to none but the first of them (no barging: a releaser asking again queues behind them).
 -- A live claim in our field with another nonce is another transaction's and holds the lock like any other.
