@@ -27,6 +27,7 @@ import redis.clients.jedis.exceptions.JedisException;
 import java.nio.charset.StandardCharsets;
 import java.security.SecureRandom;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Optional;
@@ -91,12 +92,13 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
      */
     private final Set<String> lateCopiesPossible = ConcurrentHashMap.newKeySet();
     /** The last claim expiry passed, with its script argument: encoded once while the engine passes the same one. */
-    private volatile ExpiryArg lastExpiry = new ExpiryArg(Duration.ZERO, RedisScript.arg(millis(Duration.ZERO)));
+    private volatile ExpiryArg lastExpiry = new ExpiryArg(Duration.ZERO, RedisScript.arg(millis(Duration.ZERO)),
+            RedisScript.arg(keyTtl(millis(Duration.ZERO))));
     /** The scripts' constant arguments, encoded once and passed as they are (see {@link RedisScript#arg}). */
-    private final Rawable queueArg;
     private final Rawable fieldArg;
     private final Rawable scrubArg;
-    private final Rawable evictionArg;
+    /** The acquire script's ARGV 6, "<scrub><eviction check>" ("1off", "0fail"...): one argument for two. */
+    private final Rawable scrubAndCheckArg;
 
     private final Rawable channelArg;
 
@@ -130,11 +132,13 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
         this.queueTtl = Duration.ofMillis(Math.max(300, Math.min(config.expiry().toMillis(), 3_000)));
         this.guard = new RedisRestartGuard(b.restartGuard(), keys, server, client, calls,
                 ownsClient ? !b.clusterMode() : null);
-        this.queueArg = RedisScript.arg(millis(this.queueTtl));
         this.fieldArg = RedisScript.arg(ownField);
         this.records = new RedisRecords(keys, calls, fieldArg);
         this.scrubArg = RedisScript.arg(scrub());
-        this.evictionArg = RedisScript.arg(evictionCheck.arg);
+        byte[] check = evictionCheck.arg;
+        byte[] scrubAndCheck = Arrays.copyOf(scrub(), 1 + check.length);
+        System.arraycopy(check, 0, scrubAndCheck, 1, check.length);
+        this.scrubAndCheckArg = RedisScript.arg(scrubAndCheck);
         this.channelArg = RedisScript.arg(channel);
         // the wake-ups' subscription gets a connection of its own, made with these options; with a client the caller
         // manages there are no options to make one with, and waiters poll instead
@@ -174,7 +178,7 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
     /** The acquire script; a waiter's attempt is queued when refused (see acquire.lua). */
     @Override
     public ClaimStatus write(KeyColumn lock, LockOwner owner, Duration expiry, Waiting waiting) {
-        Rawable expiryArg = expiryArg(expiry);
+        ExpiryArg expiryArgs = expiryArgs(expiry);
         owners.covers(expiry);
         Duration validity = expiry.minus(serverClockSkew);
         byte[] key = keys.lockKey(lock);
@@ -188,19 +192,19 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
         // lock's slot migrates
         Rawable[] guardKeys = guard.acquireKeys();
         int keyCount = 1 + guardKeys.length;
-        Rawable[] call = new Rawable[keyCount + (wait == null ? 7 : 9)]; // the waiter's two only when waiting
+        Rawable[] call = new Rawable[keyCount + (wait == null ? 7 : 8)]; // the waiter's only when waiting
         call[0] = RedisScript.arg(key);
         System.arraycopy(guardKeys, 0, call, 1, guardKeys.length);
         call[keyCount] = fieldArg;
-        call[keyCount + 1] = RedisScript.arg(nonce);
-        call[keyCount + 2] = expiryArg;
+        // the counter as the claim's value carries it, so that the script's fast path matches no pattern for it
+        call[keyCount + 1] = RedisScript.arg(Long.toHexString(acquire).getBytes(StandardCharsets.US_ASCII));
+        call[keyCount + 2] = expiryArgs.arg;
         call[keyCount + 3] = RedisScript.arg(owners.claimPart(owner));
         call[keyCount + 4] = guard.acquireArg();
-        call[keyCount + 5] = scrubArg;
-        call[keyCount + 6] = evictionArg;
+        call[keyCount + 5] = scrubAndCheckArg;
+        call[keyCount + 6] = expiryArgs.keyTtlArg;
         if (wait != null) {
-            call[keyCount + 7] = wait.waiterIdArg;
-            call[keyCount + 8] = queueArg;
+            call[keyCount + 7] = wait.acquireArg;
         }
         long started = time.nanoTime(); // the claim lives from the script's TIME, which comes after this reading
         boolean[] sent = {false}; // did any attempt possibly reach the server (not only the last one)?
@@ -399,8 +403,44 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
                 return;
             }
         }
-        Rawable[] call = {RedisScript.arg(key), fieldArg, RedisScript.arg(status.claimIdShared()), channelArg};
+        byte[] nonce = status.claimIdShared();
+        long token = status.fencingToken();
+        Rawable[] call = token > 0 && nonce.length == 32
+                ? new Rawable[]{RedisScript.arg(key), fieldArg, channelArg,
+                        RedisScript.arg(grantedStart(token, lastExpiry.arg.getRaw(), nonce)),
+                        RedisScript.arg(releasedValue(token, nonce))}
+                : new Rawable[]{RedisScript.arg(key), fieldArg, RedisScript.arg(nonce), channelArg};
         calls.withRetries(() -> RedisScript.RELEASE.run(client, 1, call));
+    }
+
+    /**
+     * How the value of our claim starts while it is as granted (written at its token, the usual grant) and unrenewed:
+     * {@code "<token> <expiry ms> 0 <counter> "}, with the last expiry this driver wrote a claim with. The release
+     * script compares it with one plain find; a claim renewed, granted with another expiry or with a token above its
+     * written time does not match, and is released by the script's parse as before.
+     */
+    static byte[] grantedStart(long token, byte[] expiryMs, byte[] nonce) {
+        StringBuilder b = new StringBuilder(48).append(token).append(' ')
+                .append(new String(expiryMs, StandardCharsets.US_ASCII)).append(" 0 ");
+        return appendCounter(b, nonce).append(' ').toString().getBytes(StandardCharsets.US_ASCII);
+    }
+
+    /** The released claim our claim becomes: {@code "0 0 <token> <counter> "} (see the prelude of the scripts). */
+    static byte[] releasedValue(long token, byte[] nonce) {
+        StringBuilder b = new StringBuilder(40).append("0 0 ").append(token).append(' ');
+        return appendCounter(b, nonce).append(' ').toString().getBytes(StandardCharsets.US_ASCII);
+    }
+
+    /** The nonce's counter (its last 16 hex digits) without leading zeros, as a claim's value carries it. */
+    private static StringBuilder appendCounter(StringBuilder b, byte[] nonce) {
+        int i = nonce.length - 16;
+        while (i < nonce.length - 1 && nonce[i] == '0') {
+            i++;
+        }
+        for (; i < nonce.length; i++) {
+            b.append((char) nonce[i]);
+        }
+        return b;
     }
 
     @Override
@@ -557,14 +597,31 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
      * outlives a restart that lost it, so such an expiry is refused.
      */
     private Rawable expiryArg(Duration expiry) {
+        return expiryArgs(expiry).arg;
+    }
+
+    /** {@link #expiryArg}, with the key's TTL at a grant made from it. */
+    private ExpiryArg expiryArgs(Duration expiry) {
         ExpiryArg last = lastExpiry;
         if (last.expiry.equals(expiry)) {
-            return last.arg;
+            return last;
         }
         checkExpiry(expiry);
-        ExpiryArg made = new ExpiryArg(expiry, RedisScript.arg(millis(expiry)));
+        byte[] ms = millis(expiry);
+        ExpiryArg made = new ExpiryArg(expiry, RedisScript.arg(ms), RedisScript.arg(keyTtl(ms)));
         lastExpiry = made;
-        return made.arg;
+        return made;
+    }
+
+    /**
+     * The safety-net TTL of a lock's key at a grant with expiry {@code expiryMs}: one expiry after the claim's, as
+     * acquire.lua's keep_until sets it ({@code 2 * expiry + 1} ms). Capped at 2^53 as the prelude's fmt caps numbers:
+     * a PEXPIRE past 2^63 written negative would delete the key of the lock just granted.
+     */
+    static byte[] keyTtl(byte[] expiryMs) {
+        long ms = Long.parseLong(new String(expiryMs, StandardCharsets.US_ASCII));
+        long ttl = Math.min(1L << 53, ms > (Long.MAX_VALUE - 1) / 2 ? Long.MAX_VALUE : 2 * ms + 1);
+        return Long.toString(ttl).getBytes(StandardCharsets.US_ASCII);
     }
 
     /** A claim that outlives the restart guard outlives a restart that lost it; the skew comes off every validity. */
@@ -577,8 +634,8 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
         }
     }
 
-    /** A claim expiry with its script argument, cached together so that they always agree. */
-    private record ExpiryArg(Duration expiry, Rawable arg) {
+    /** A claim expiry with its script arguments (the expiry, the key's TTL), cached together so that they agree. */
+    private record ExpiryArg(Duration expiry, Rawable arg, Rawable keyTtlArg) {
     }
 
     /** What the driver needs of the engine over it: its background thread, and whether it closed. */

@@ -96,6 +96,14 @@ final class RedisKeys {
     }
 
     /**
+     * The admission marker of the lockers that send the acquire script {@code guardArg} as their restart guard:
+     * {@link #guardKey} followed by it. A marker that vouches for a grant says so for that guard alone.
+     */
+    byte[] markerKey(byte[] guardArg) {
+        return concat(guardKey(), guardArg);
+    }
+
+    /**
      * The restart guard the lockers of this prefix use, as the acquire script records it (single server only):
      * {@code <prefix>{}restartGuard}. Like the marker, no lock, record or owner key can be it.
      */

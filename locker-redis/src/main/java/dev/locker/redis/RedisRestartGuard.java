@@ -45,8 +45,11 @@ final class RedisRestartGuard {
     /** Held while {@link #waitedGuardMs} and {@link #guardArg} change, so that they always name the same guard. */
     private final Object guardChange = new Object();
     private final Rawable recordArg;
-    /** The acquire script's keys after the lock's on a single server: marker, guard record, lineage record. */
-    private final Rawable[] standaloneKeys;
+    /**
+     * The acquire script's keys after the lock's on a single server: marker (of {@link #guardArg}), guard record,
+     * lineage record. Made anew, never changed, whenever the guard argument changes.
+     */
+    private volatile Rawable[] standaloneKeys;
     private static final Rawable[] NO_KEYS = {};
 
     /**
@@ -67,7 +70,12 @@ final class RedisRestartGuard {
         this.recordLifeArg = RedisScript.arg(Long.toString(Math.max(ownGuardMs, 1_000) + 1_000)
                 .getBytes(StandardCharsets.US_ASCII));
         this.recordArg = RedisScript.arg(keys.guardRecordKey());
-        this.standaloneKeys = new Rawable[]{RedisScript.arg(keys.guardKey()), recordArg,
+        this.standaloneKeys = standaloneKeys(guardArg);
+    }
+
+    /** The acquire script's keys after the lock's for the guard argument {@code guard}. */
+    private Rawable[] standaloneKeys(Rawable guard) {
+        return new Rawable[]{RedisScript.arg(keys.markerKey(guard.getRaw())), recordArg,
                 RedisScript.arg(keys.lineageKey())};
     }
 
@@ -152,6 +160,7 @@ final class RedisRestartGuard {
             if (longer) {
                 waitedGuardMs = ms;
                 guardArg = RedisScript.arg((ownGuardMs + ":" + ms).getBytes(StandardCharsets.US_ASCII));
+                standaloneKeys = standaloneKeys(guardArg);
             }
         }
         if (longer) {

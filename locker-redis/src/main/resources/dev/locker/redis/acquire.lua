@@ -1,11 +1,14 @@
 -- writeLock: write our claim and decide the holder in one step.
 -- KEYS: 1 the lock's hash, 2 the admission marker, 3 the guard record, 4 the lineage record (see admit and data_since
 --       in the prelude; single server only)
--- ARGV: 1 our field ("c" .. instance), 2 nonce, 3 expiry ms, 4 owner part of the claim (a reference into our owner
---       record, or "=" and the owner's bytes), 5 restart guard ms (ours, or "<ours>:<longer>" once a longer one
---       recorded for the prefix refused us: see admit), 6 scrub ("1"/"0"),
---       7 eviction check ("fail", "warn" or "off"), 8 waiter id (absent or "" when this acquire does not wait), 9 queue
---       entry ms (how long a waiter's entry lives unless refreshed; only with a waiter id)
+-- ARGV: 1 our field ("c" .. instance), 2 the nonce's counter (its last 16 hex digits without leading zeros: the nonce
+--       is the instance, then the counter in 16 hex digits), 3 expiry ms, 4 owner part of the claim (a reference into
+--       our owner record, or "=" and the owner's bytes), 5 restart guard ms (ours, or "<ours>:<longer>" once a longer
+--       one recorded for the prefix refused us: see admit), 6 scrub ("1"/"0") and eviction check ("fail", "warn" or
+--       "off") as one, e.g. "1off", 7 the key's TTL ms at a grant on the fast path (2 * ARGV 3 + 1, see there), 8
+--       "<waiter id> <queue entry ms>" (absent or "" when this acquire does not wait; the ms say how long a waiter's
+--       entry lives unless refreshed). Each pair travels as one argument: every argument costs every call a Lua
+--       string and a slot of ARGV's table
 -- A waiter that is refused is queued (or its entry refreshed, keeping its place); while a live waiter is queued,
 -- the lock is granted to none but the first of them (no barging: a releaser asking again queues behind them).
 -- A live claim in our field with another nonce is another transaction's and holds the lock like any other.
@@ -26,12 +29,13 @@
 --        {-4, policy, maxmemory}  the server may evict keys, ours included, and the check says fail
 --        {-6, guard ms}       the lockers of this prefix use that other restart guard: nothing is granted, held
 --                             lock or free (a refused waiter is not queued)
--- ARGV 3 and 5 are whole numbers of ms, at least 0, in their shortest digits (RedisLocker writes them so): the fast
--- path writes ARGV 3 into the claim as it stands and coerces where it needs numbers. ARGV 5's two-guard form matches
--- no marker, so the fast path never coerces it: admit parses it. A library call (tonumber,
+-- ARGV 3, 5 and 7 are whole numbers of ms, at least 0, in their shortest digits (RedisLocker writes them so): the fast
+-- path writes ARGV 2 and 3 into the claim and ARGV 7 into PEXPIRE as they stand. ARGV 5 only picks the marker's key
+-- (see RedisKeys.markerKey): admit parses it. A library call (tonumber,
 -- string.format, string.match...) costs the server 700 to 3,700 instructions (callgrind), a plain Lua operation tens:
 -- the fast path makes as few as it can.
-local own, check = ARGV[1], ARGV[7]
+-- sc is ARGV 6: its first byte is the scrub flag, the rest the eviction check (read only where needed)
+local own, sc = ARGV[1], ARGV[6]
 -- A grant whose token would not rise above the last one, or reach TOKEN_LIMIT (2^53, the prelude's), is refused with an
 -- error, never made with a repeated or unreadable token. Only a field "t" that no script of ours wrote ("1e19",
 -- "inf", "nan": an operator's HSET, another tool's restore) or a server clock that once read past the year 2255 gets
@@ -45,19 +49,19 @@ local n = #all
 -- The fast path takes a hash that holds nothing, or one field that only keeps the last token: field "t", or a released
 -- claim (see the prelude: written "0 0 <token> <counter> ", dead to every script) in our field or, when we scrub, in
 -- another's. last is that token; drop the field our claim replaces (it carries the token now), if not our own.
-local last, drop, ctr = 0, nil, nil
+local last, drop = 0, nil
 local fast = n == 0
 if n == 2 then
   local f = all[1]
   if f == 't' then
     fast, last, drop = true, tonumber(all[2]) or 0, 't' -- (as scan reads it: unreadable counts as 0, nan as nan)
-  elseif f == own or ARGV[6] == '1' and string.byte(f, 1) == 99 then -- ours, or another claim field ('c')
+  elseif f == own or string.byte(sc, 1) == 49 and string.byte(f, 1) == 99 then -- ours, or another claim ('c') we scrub
     local t, c = string.match(all[2], '^0 0 (%d+) (%x+) ')
     if t and #c <= 16 then -- (parse reads a longer counter as no claim at all)
       if f == own then
         -- our own released claim: a later request of ours has a higher counter (hex without leading zeros, so
         -- compared by length first); one at or below it is a late copy whose caller is done with it
-        ctr = string.match(ARGV[2], '^0*(%x+)$', 17) or '0'
+        local ctr = ARGV[2]
         if c < '1' then -- leading zeros ("0005": not written so by our scripts, read so by parse)
           c = string.match(c, '^0*(%x+)$')
         end
@@ -78,23 +82,17 @@ if fast then
   -- field whose token it keeps (scrubbed, or overwritten when it is ours). It ends where the general path ends.
   local warning
   local guard = ARGV[5]
-  if guard ~= '0' or check ~= 'off' then
-    -- admitted outright by a marker of this boot that says up long enough and no eviction, written with our guard
-    -- when we have one (see admit); anything else (no marker, another boot's or guard's, Cluster mode, a warning or a
-    -- refusal to give) is admit's to decide
-    local marker, saved, ms, us, g = KEYS[2]
-    if marker then
-      saved = redis.pcall('LASTSAVE') -- a number, or an error reply (a table) that no marker matches
-      marker = redis.pcall('GET', marker)
-      if type(marker) == 'string' then
-        ms, us, g = string.match(marker, '^(%d+) (%d+) 1 ?(%d*)$')
-      end
-    end
-    if not (ms and ms + 0 == saved and (guard == '0' or g == guard and now - us >= guard * 1000)) then
+  if guard ~= '0' or not (sc == '1off' or sc == '0off') then -- (plain comparisons: no string.sub on the way)
+    -- admitted outright by a vouching marker of this boot: KEYS 2 is our guard argument's own marker, and admit
+    -- writes it as LASTSAVE's digits alone only once that guard was waited out with no eviction (see admit). One
+    -- tonumber, no pattern: no key, another boot's marker, the full form, an error reply or Cluster mode (no KEYS 2)
+    -- compares unequal, and admit decides
+    local marker = KEYS[2]
+    if not (marker and tonumber(redis.pcall('GET', marker)) == redis.pcall('LASTSAVE')) then
       local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner,
           wake, may_have_waiters, is_senior, keep_until, admit, other_guard = lib()
       local refusal
-      refusal, warning = admit(now, guard, check)
+      refusal, warning = admit(now, guard, string.sub(sc, 2))
       if refusal then
         return refusal
       end
@@ -117,8 +115,7 @@ if fast then
   if #micros < 6 then
     micros = string.sub('00000', #micros) .. micros
   end
-  redis.call('HSET', key, own, time[1] .. micros .. ' ' .. ARGV[3] .. ' ' .. tokd .. ' '
-      .. (ctr or string.match(ARGV[2], '^0*(%x+)$', 17) or '0') .. ' ' .. ARGV[4])
+  redis.call('HSET', key, own, time[1] .. micros .. ' ' .. ARGV[3] .. ' ' .. tokd .. ' ' .. ARGV[2] .. ' ' .. ARGV[4])
   if drop then
     redis.call('HDEL', key, drop) -- our claim carries the last token now (one field fewer while the lock is held)
   end
@@ -126,7 +123,8 @@ if fast then
   -- grant, though the key may have a TTL already: that TTL was set for an earlier claim (or a waiter or tombstone, with
   -- their lockers' graces), nothing in the hash records how far it reaches, and reading it (PTTL) costs what
   -- setting it costs; a key that lapsed under a live claim would let a second holder in.
-  redis.call('PEXPIRE', key, string.format('%d', 2 * ARGV[3] + 1))
+  -- ARGV 7 is that TTL as the client computed it: no coercion nor string.format here, the same number
+  redis.call('PEXPIRE', key, ARGV[7])
   if warning then
     return { 1, tok, now, warning }
   end
@@ -136,9 +134,11 @@ end
 local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner, wake,
     may_have_waiters, is_senior, keep_until, admit, other_guard = lib()
 local expms = tonumber(ARGV[3])
-local waiter = ARGV[8] ~= '' and ARGV[8] or nil
-local s = scan(now, ARGV[6] == '1', own, ARGV[2], waiter, all)
-local _, counter = split_nonce(ARGV[2])
+local waiter, queue_ms = string.match(ARGV[8] or '', '^(%S+) (%d+)$')
+-- the nonce, made again from our field's instance and the counter (only this path needs it whole)
+local nonce = string.sub(own, 2) .. string.rep('0', 16 - #ARGV[2]) .. ARGV[2]
+local s = scan(now, string.byte(sc, 1) == 49, own, nonce, waiter, all)
+local _, counter = split_nonce(nonce)
 if s.withdrawn and counter and counter <= s.withdrawn then
   -- a late request (fixed-width hex counters compare as strings): its client no longer waits for the answer
   if s.own then
@@ -167,7 +167,7 @@ if s.senior or (s.head and s.head ~= (waiter and ('q' .. waiter)) and not s.own)
     return refusal
   end
   if waiter then
-    local untl = enqueue(s, waiter, now, tonumber(ARGV[9]), ARGV[4])
+    local untl = enqueue(s, waiter, now, tonumber(queue_ms), ARGV[4])
     keep_until(math.max(untl, s.maxexp, s.keep), now, expms)
   end
   if s.senior then
@@ -183,7 +183,7 @@ if late then
   local _, _, tok = parse(s.own)
   return tok
 end
-local refusal, warning = admit(now, ARGV[5], ARGV[7])
+local refusal, warning = admit(now, ARGV[5], string.sub(sc, 2))
 if refusal then
   return refusal
 end
@@ -192,7 +192,7 @@ if not (tok > s.last and tok < TOKEN_LIMIT) then
   return redis.error_reply(TOKEN_ERROR)
 end
 local exp = now + expms * 1000
-redis.call('HSET', key, own, claim_value(now, exp, tok, string.sub(ARGV[2], 17), ARGV[4]))
+redis.call('HSET', key, own, claim_value(now, exp, tok, string.sub(nonce, 17), ARGV[4]))
 if s.hasT then
   redis.call('HDEL', key, 't') -- our claim carries the last token now (one field fewer while the lock is held)
 end

@@ -44,12 +44,13 @@
 -- in this order:
 --   local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner, wake,
 --   may_have_waiters, is_senior, keep_until, admit, other_guard = lib()
+-- The lock's key, shared by the scripts and lib's functions: list.lua points it at each lock in turn.
 local key = KEYS[1]
--- Tokens and times are counted in Lua doubles, exact below 2^53: no grant makes a token at or above it (acquire), and
--- no number is written past it (fmt).
-local TOKEN_LIMIT = 9007199254740992
-
+-- lib comes before the chunk's other locals (at the end of this file) and makes its own, so that it captures only key:
+-- lib is made on every call of every script, used or not, and each local it captured would be an object made with it
+-- for the GC to sweep. Its own are the same: see there.
 local function lib()
+  local redis, ARGV, TOKEN_LIMIT = redis, ARGV, 9007199254740992
   local function server_now()
     local t = redis.call('TIME')
     return tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -297,9 +298,11 @@ local function lib()
 
   -- Admission of a grant: the restart guard and the eviction check, at no cost per grant in the steady state.
   -- Both need INFO (server: uptime; memory: maxmemory and its policy), which costs several microseconds of server
-  -- CPU. Their answers are kept in a marker key (KEYS[2], one per server; none in Cluster mode, where a second key
-  -- would make the script fail with TRYAGAIN while its slot migrates), "<lastsave> <upsince> <ok>[ <guard>]", never
-  -- replicated nor in the AOF:
+  -- CPU. Their answers are kept in a marker key (KEYS[2], one per server and guard argument, "<prefix>{}guard<ARGV 5>";
+  -- none in Cluster mode, where a second key would make the script fail with TRYAGAIN while its slot migrates), never
+  -- replicated nor in the AOF. It vouches, "<lastsave>" alone, once admit found the guard waited out and no eviction:
+  -- then acquire.lua's fast path compares it with LASTSAVE and grants, with no pattern to match. Otherwise it keeps
+  -- INFO's answers for admit, "<lastsave> <upsince> <ok>[ <guard>]":
   --   lastsave  LASTSAVE when the marker was written. LASTSAVE is set to the boot time when the server starts (from
   --             an RDB, an AOF or nothing) and moves on with every save, so a marker that survives a restart (in a
   --             snapshot, an AOF) or outlives a save no longer matches, and INFO is read again. A marker is written
@@ -428,8 +431,13 @@ local function lib()
       -- the same second) nor the AOF. Where replication cannot be switched off for it, no marker is written.
       if pcall(redis.set_repl, redis.REPL_NONE) then
         local vouches = (record and own > 0) and (' ' .. fmt(own)) or ''
-        redis.pcall('SET', marker, fmt(saved) .. ' ' .. fmt(upsince) .. ' ' .. (ok and '1' or '0') .. vouches,
-            'PX', 1000)
+        local value = fmt(saved) .. ' ' .. fmt(upsince) .. ' ' .. (ok and '1' or '0') .. vouches
+        if ok and longer == '' and now - upsince >= guard * 1000 then
+          -- the vouching form, for grants of this guard argument alone (the key is its own): the guard record agreed
+          -- above, the guard is waited out, and nothing is evicted. Its grants recheck nothing but the boot
+          value = fmt(saved)
+        end
+        redis.pcall('SET', marker, value, 'PX', 1000)
         redis.set_repl(redis.REPL_ALL)
       end
     end
@@ -463,3 +471,10 @@ local function lib()
   return server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner, wake,
       may_have_waiters, is_senior, keep_until, admit, other_guard
 end
+
+-- Globals read through locals: each read of a global is a table lookup call (about 65 instructions, callgrind), a
+-- local's read is none. The fast paths read ARGV and redis a score of times per call.
+local redis, ARGV = redis, ARGV
+-- Tokens and times are counted in Lua doubles, exact below 2^53: no grant makes a token at or above it (acquire), and
+-- no number is written past it (fmt).
+local TOKEN_LIMIT = 9007199254740992

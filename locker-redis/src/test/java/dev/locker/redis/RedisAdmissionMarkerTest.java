@@ -112,11 +112,11 @@ class RedisAdmissionMarkerTest {
 
         RedisLocker onMaster = open(RedisLocker.builder().node("127.0.0.1", master.port()).keyPrefix("promo:")
                 .restartGuard(Duration.ZERO), "m");
-        master.cli("DEL", "promo:{}guard");
+        master.cli("DEL", "promo:{}guard0"); // the marker of restartGuard 0
         onMaster.acquire(lock("on-master"), "writes a fresh marker: ok=1 (noeviction)").close();
         assertEquals("1", master.cli("WAIT", "1", "1000").trim(), "the replica has the master's writes");
-        assertTrue(master.cli("GET", "promo:{}guard").startsWith(Long.toString(masterSave)), "the master has its marker");
-        assertEquals("", replica.cli("GET", "promo:{}guard").trim(), "the marker is never replicated");
+        assertTrue(master.cli("GET", "promo:{}guard0").startsWith(Long.toString(masterSave)), "the master has its marker");
+        assertEquals("", replica.cli("GET", "promo:{}guard0").trim(), "the marker is never replicated");
 
         assertEquals("OK", replica.cli("REPLICAOF", "NO", "ONE").trim()); // failover (what Sentinel does)
         RedisLocker onPromoted = open(RedisLocker.builder().node("127.0.0.1", replica.port()).keyPrefix("promo:")

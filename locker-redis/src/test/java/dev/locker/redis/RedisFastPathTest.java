@@ -76,8 +76,8 @@ class RedisFastPathTest {
 
     private List<?> acquire(byte[] key, byte[] marker, String instance, long counter, String scrub, String guardMs,
                             String check) {
-        List<byte[]> args = List.of(b("c" + instance), b(nonce(instance, counter)), b(EXPIRY_MS), b("=owner " + instance),
-                b(guardMs), b(scrub), b(check), b(""), b("3000"));
+        List<byte[]> args = List.of(b("c" + instance), b(Long.toHexString(counter)), b(EXPIRY_MS),
+                b("=owner " + instance), b(guardMs), b(scrub + check), RedisDriver.keyTtl(b(EXPIRY_MS)), b(""));
         int keyCount = marker == null ? 1 : 2;
         Rawable[] call = new Rawable[keyCount + args.size()];
         call[0] = RedisScript.arg(key);
@@ -93,6 +93,21 @@ class RedisFastPathTest {
     private long release(byte[] key, String instance, String nonce) {
         return (Long) RedisScript.RELEASE.run(admin(), 1, RedisScript.arg(key), RedisScript.arg(b("c" + instance)),
                 RedisScript.arg(b(nonce)), RedisScript.arg(b(fixture.prefix() + "released")));
+    }
+
+    /** The release script as RedisLocker calls it: with how our claim starts as granted, and what it then becomes. */
+    private long releaseAsGranted(byte[] key, String instance, long counter, long token, String expiryMs) {
+        byte[] nonce = b(nonce(instance, counter));
+        return (Long) RedisScript.RELEASE.run(admin(), 1, RedisScript.arg(key), RedisScript.arg(b("c" + instance)),
+                RedisScript.arg(b(fixture.prefix() + "released")),
+                RedisScript.arg(RedisDriver.grantedStart(token, b(expiryMs), nonce)),
+                RedisScript.arg(RedisDriver.releasedValue(token, nonce)));
+    }
+
+    /** The renew script as RedisLocker calls it without a guard record. */
+    private List<?> renew(byte[] key, String instance, long counter, String expiryMs) {
+        return (List<?>) RedisScript.RENEW.run(admin(), 1, RedisScript.arg(key), RedisScript.arg(b("c" + instance)),
+                RedisScript.arg(b(nonce(instance, counter))), RedisScript.arg(b(expiryMs)), RedisScript.arg(b("1")));
     }
 
     private String field(byte[] key, String field) {
@@ -281,6 +296,59 @@ class RedisFastPathTest {
         admin().hset(key, b("t"), b(Long.toString(token + 1000)));
         assertEquals(1L, release(key, A, nonce(A, 1)));
         assertEquals(Map.of("t", Long.toString(token + 1000)), hash(key));
+    }
+
+    @Test
+    void aClaimReleasedAsGrantedBecomesWhatTheParsingReleaseWrites() {
+        byte[] key = key("as-granted");
+        long token = (Long) acquire(key, A, 0x1a2b, "1").get(1);
+        assertEquals("0 0 " + token + " 1a2b ", s(RedisDriver.releasedValue(token, b(nonce(A, 0x1a2b)))));
+        assertEquals(token + " 30000 0 1a2b ", s(RedisDriver.grantedStart(token, b(EXPIRY_MS), b(nonce(A, 0x1a2b)))));
+        assertEquals(1L, releaseAsGranted(key, A, 0x1a2b, token, EXPIRY_MS));
+        assertEquals(Map.of("c" + A, released(token, "1a2b")), hash(key));
+        assertEquals(1L, releaseAsGranted(key, A, 0x1a2b, token, EXPIRY_MS), "a repeat finds it released");
+        assertEquals(Map.of("c" + A, released(token, "1a2b")), hash(key));
+    }
+
+    @Test
+    void aRenewedClaimIsReleasedByItsParseWithItsOwnToken() {
+        byte[] key = key("renewed");
+        long token = (Long) acquire(key, A, 3, "1").get(1);
+        RedisServer.sleep(5);
+        assertEquals(1L, (Long) renew(key, A, 3, "40000").get(0));
+        assertFalse(field(key, "c" + A).startsWith(token + " 30000 0 3 "), "the renewal moved the expiry");
+        assertEquals(1L, releaseAsGranted(key, A, 3, token, EXPIRY_MS));
+        assertEquals(Map.of("c" + A, released(token, "3")), hash(key));
+    }
+
+    @Test
+    void aStaleExpectedStartFallsBackToTheParseAndKeepsTheClaimsToken() {
+        byte[] key = key("stale-start");
+        long token = (Long) acquire(key, A, 5, "1").get(1);
+        // an expiry the claim was not written with, and a token below the claim's (an earlier claim's, say)
+        assertEquals(1L, releaseAsGranted(key, A, 5, token, "29999"));
+        assertEquals(Map.of("c" + A, released(token, "5")), hash(key));
+        long second = (Long) acquire(key, A, 6, "1").get(1);
+        assertEquals(1L, releaseAsGranted(key, A, 6, second - 1, EXPIRY_MS));
+        assertEquals(Map.of("c" + A, released(second, "6")), hash(key), "the claim's token, not the one passed");
+    }
+
+    @Test
+    void aReleaseAsGrantedNextToATokenFieldTakesTheGeneralWayWithTheNonceItNames() {
+        byte[] key = key("granted-next-to-t");
+        long token = (Long) acquire(key, A, 0x2c, "1").get(1);
+        admin().hset(key, b("t"), b(Long.toString(token + 1000)));
+        assertEquals(1L, releaseAsGranted(key, A, 0x2c, token, EXPIRY_MS));
+        assertEquals(Map.of("t", Long.toString(token + 1000)), hash(key), "our claim removed, the higher token kept");
+    }
+
+    @Test
+    void anExpectedStartOfAnotherCounterReleasesNothing() {
+        byte[] key = key("other-start");
+        long token = (Long) acquire(key, A, 0x12, "1").get(1);
+        String claim = field(key, "c" + A);
+        assertEquals(0L, releaseAsGranted(key, A, 0x13, token, EXPIRY_MS), "another transaction's claim in our field");
+        assertEquals(claim, field(key, "c" + A), "left alone");
     }
 
     @Test
@@ -494,12 +562,15 @@ class RedisFastPathTest {
     void aMarkerThatDoesNotVouchForTheGrantSendsItToAdmit() {
         assumeTrue(admin() instanceof RedisClient, "the marker exists on a single server only");
         awaitSecondAfterLastSave();
-        byte[] marker = new RedisKeys(fixture.prefix()).guardKey();
-        // another boot's marker (LASTSAVE differs): admit reads INFO and writes this boot's
+        byte[] marker = new RedisKeys(fixture.prefix()).markerKey(b("0"));
+        // another boot's marker (LASTSAVE differs): admit reads INFO and writes this boot's, vouching (guard 0, ok)
         admin().psetex(marker, 60_000, b("1 1 1"));
         assertEquals(1L, code(acquire(key("other-boot"), marker, A, 1, "1", "0", "fail")));
-        String written = s(admin().get(marker));
-        assertTrue(written.startsWith(lastSave() + " "), "a marker of this boot: " + written);
+        assertEquals(Long.toString(lastSave()), s(admin().get(marker)), "a vouching marker of this boot");
+        // a vouching marker of another boot vouches for nothing: admit reads INFO again
+        admin().psetex(marker, 60_000, b(Long.toString(lastSave() - 1)));
+        assertEquals(1L, code(acquire(key("other-boot-vouching"), marker, A, 5, "1", "0", "fail")));
+        assertEquals(Long.toString(lastSave()), s(admin().get(marker)), "written again for this boot");
 
         // this boot's marker, but one that says the server may evict: never trusted, INFO is read again
         admin().psetex(marker, 60_000, b(lastSave() + " 1 0"));
@@ -507,12 +578,13 @@ class RedisFastPathTest {
                 "the server does not evict");
 
         // this boot's marker saying the server came up just now: the restart guard refuses
+        marker = new RedisKeys(fixture.prefix()).markerKey(b("5000"));
         admin().psetex(marker, 60_000, b(lastSave() + " " + fixture.serverMicros() + " 1"));
         List<?> r = acquire(key("just-booted"), marker, A, 3, "1", "5000", "fail");
         assertEquals(-2L, code(r), "up for less than the guard: " + r);
 
         // and a marker that vouches: granted on the fast path, the marker left as it was
-        String vouching = lastSave() + " 1 1";
+        String vouching = Long.toString(lastSave());
         admin().psetex(marker, 60_000, b(vouching));
         assertEquals(1L, code(acquire(key("vouched"), marker, A, 4, "1", "5000", "fail")));
         assertEquals(vouching, s(admin().get(marker)));

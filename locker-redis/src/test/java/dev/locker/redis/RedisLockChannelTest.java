@@ -303,11 +303,11 @@ class RedisLockChannelTest {
     private void queueAsOlderBuild(byte[] key, String waiter) {
         Object r = RedisScript.ACQUIRE.run(fixture.admin(), key, List.of(
                 "c00000000000000aa".getBytes(StandardCharsets.US_ASCII),
-                ("00000000000000aa" + "0000000000000001").getBytes(StandardCharsets.US_ASCII),
+                "1".getBytes(StandardCharsets.US_ASCII),
                 "3000".getBytes(StandardCharsets.US_ASCII), "=older".getBytes(StandardCharsets.US_ASCII),
-                "0".getBytes(StandardCharsets.US_ASCII), "1".getBytes(StandardCharsets.US_ASCII),
-                "off".getBytes(StandardCharsets.US_ASCII), waiter.getBytes(StandardCharsets.US_ASCII),
-                "30000".getBytes(StandardCharsets.US_ASCII)));
+                "0".getBytes(StandardCharsets.US_ASCII),
+                "1off".getBytes(StandardCharsets.US_ASCII), "6001".getBytes(StandardCharsets.US_ASCII),
+                (waiter + " 30000").getBytes(StandardCharsets.US_ASCII)));
         assertTrue(r instanceof List<?>, "refused and queued, not granted: " + r);
     }
 

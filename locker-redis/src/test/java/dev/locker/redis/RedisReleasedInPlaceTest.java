@@ -92,7 +92,8 @@ class RedisReleasedInPlaceTest {
                 args.add(""); // the build before always sent both
                 args.add("60000");
             }
-            return AcquireReply.of(run("acquire", List.of(key), args), admin(), key, b("c" + instance));
+            return AcquireReply.of(run("acquire", List.of(key), this == OLD ? args : AcquireReply.todaysArgs(args)),
+                    admin(), key, b("c" + instance));
         }
 
         long release(byte[] key, String instance, String nonce) {

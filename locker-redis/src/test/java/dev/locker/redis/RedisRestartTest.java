@@ -233,7 +233,7 @@ class RedisRestartTest {
             long asked = System.nanoTime();
             a.acquire(lock, "writes the marker").close();
             try (UnifiedJedis admin = RedisLocker.builder().node("127.0.0.1", server.port()).newClient(1)) {
-                boolean marked = admin.exists("restart:{}guard");
+                boolean marked = admin.exists("restart:{}guard" + guard.toMillis()); // the marker of this guard
                 if (!marked && System.nanoTime() - asked >= MARKER_LIFE.toNanos()) {
                     return false; // the marker may have lapsed before it was looked for
                 }

@@ -193,9 +193,9 @@ class RedisTokenIssueTest {
     /** The acquire script as RedisLocker calls it on a single server without marker: no guard, no eviction check. */
     private List<?> acquire(byte[] key, long counter) {
         return AcquireReply.of(RedisScript.ACQUIRE.run(fixture.admin(), 1, RedisScript.arg(key),
-                RedisScript.arg(b("c" + A)), RedisScript.arg(b(A + String.format("%016x", counter))),
+                RedisScript.arg(b("c" + A)), RedisScript.arg(b(Long.toHexString(counter))),
                 RedisScript.arg(b("30000")), RedisScript.arg(b("=owner")), RedisScript.arg(b("0")),
-                RedisScript.arg(b("1")), RedisScript.arg(b("off")), RedisScript.arg(b("")), RedisScript.arg(b("3000"))),
+                RedisScript.arg(b("1off")), RedisScript.arg(b("60001")), RedisScript.arg(b(""))),
                 fixture.admin(), key, b("c" + A));
     }
 

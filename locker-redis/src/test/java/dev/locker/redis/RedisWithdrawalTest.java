@@ -132,8 +132,8 @@ class RedisWithdrawalTest {
     void aRetriedAcquireRefusedByAHigherTombstoneRemovesItsOwnGrant() {
         try (UnifiedJedis jedis = RedisLocker.builder().node("127.0.0.1", server.port()).newClient(1)) {
             byte[] key = "r2:retried-lock".getBytes(StandardCharsets.UTF_8);
-            byte[] field = "crid-a".getBytes(StandardCharsets.UTF_8);
             String instance = "00000000000000aa";
+            byte[] field = ("c" + instance).getBytes(StandardCharsets.UTF_8); // a locker's field: "c" and its instance
             byte[] n = (instance + "0000000000000001").getBytes(StandardCharsets.US_ASCII);
             byte[] m = (instance + "0000000000000002").getBytes(StandardCharsets.US_ASCII);
             byte[] owner = new dev.locker.api.LockOwner("a", "host", 1, "t", "why", null).toBytes();
@@ -147,7 +147,7 @@ class RedisWithdrawalTest {
             assertEquals(-3L, repeat.get(0), "the repeat meets the tombstone");
 
             byte[] left = jedis.hget(key, field);
-            byte[] otherField = "crid-b".getBytes(StandardCharsets.UTF_8);
+            byte[] otherField = "c00000000000000bb".getBytes(StandardCharsets.UTF_8);
             List<?> other = AcquireReply.of(RedisScript.ACQUIRE.run(jedis, key, acquireArgs(otherField,
                     ("00000000000000bb" + "0000000000000001").getBytes(StandardCharsets.US_ASCII), owner)), jedis, key,
                     otherField);
@@ -158,7 +158,9 @@ class RedisWithdrawalTest {
     }
 
     private static List<byte[]> acquireArgs(byte[] field, byte[] nonce, byte[] owner) {
-        return List.of(field, nonce, ms(EXPIRY), owner, b("0"), b("1"), b("off"));
+        // the acquire's counter: the nonce's last 16 hex digits without leading zeros
+        String counter = Long.toHexString(Long.parseUnsignedLong(new String(nonce, 16, 16, StandardCharsets.US_ASCII), 16));
+        return List.of(field, b(counter), ms(EXPIRY), owner, b("0"), b("1off"), RedisDriver.keyTtl(ms(EXPIRY)));
     }
 
     private static byte[] ms(Duration d) {
