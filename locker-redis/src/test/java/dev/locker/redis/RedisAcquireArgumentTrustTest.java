@@ -54,8 +54,13 @@ class RedisAcquireArgumentTrustTest {
 
     /** The acquire script as RedisDriver sends it, with the counter argument as given (canonical or not). */
     private List<?> acquire(byte[] key, byte[] marker, String instance, String counter, String guardMs, String check) {
+        return acquire(key, marker, instance, counter, guardMs, check, RedisDriver.keyTtl(b(EXPIRY_MS)));
+    }
+
+    private List<?> acquire(byte[] key, byte[] marker, String instance, String counter, String guardMs, String check,
+                            byte[] keyTtl) {
         List<byte[]> args = List.of(b("c" + instance), b(counter), b(EXPIRY_MS), b("=owner " + instance), b(guardMs),
-                b("1"), b(check), RedisDriver.keyTtl(b(EXPIRY_MS)));
+                b("1"), b(check), keyTtl);
         int keyCount = marker == null ? 1 : 2;
         Rawable[] call = new Rawable[keyCount + args.size()];
         call[0] = RedisScript.arg(key);
@@ -192,6 +197,20 @@ class RedisAcquireArgumentTrustTest {
         byte[] fast = key("empty-fast");
         assertEquals(1L, code(acquire(fast, A, "")));
         assertEquals(0L, code(acquire(fast, B, "1")), "A holds the lock: B must be refused");
+    }
+
+    @Disabled("the fast path sets the key's TTL to the client's argument as it stands: a short one drops a live claim")
+    @Test
+    void aGrantedClaimOutlivesAKeyTtlArgumentShorterThanItsExpiry() {
+        byte[] general = generalKey("short-ttl-general");
+        assertEquals(1L, code(acquire(general, null, A, "1", "0", "off", b("1"))));
+        RedisServer.sleep(20);
+        assertEquals(0L, code(acquire(general, B, "2")), "the general path kept the key one expiry: B is refused");
+
+        byte[] fast = key("short-ttl-fast");
+        assertEquals(1L, code(acquire(fast, null, A, "1", "0", "off", b("1"))));
+        RedisServer.sleep(20);
+        assertEquals(0L, code(acquire(fast, B, "1")), "A holds the lock for 30 s: B must be refused");
     }
 
     // ---- one marker per guard argument ------------------------------------------------------------------------------
