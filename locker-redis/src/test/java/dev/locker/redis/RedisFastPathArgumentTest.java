@@ -59,8 +59,13 @@ class RedisFastPathArgumentTest {
 
     private List<?> acquire(byte[] key, byte[] marker, String instance, String counter, String guardMs, String check,
                             byte[] keyTtl) {
+        return acquire(key, marker, instance, counter, guardMs, check, keyTtl, "1");
+    }
+
+    private List<?> acquire(byte[] key, byte[] marker, String instance, String counter, String guardMs, String check,
+                            byte[] keyTtl, String scrub) {
         List<byte[]> args = List.of(b("c" + instance), b(counter), b(EXPIRY_MS), b("=owner " + instance), b(guardMs),
-                b("1"), b(check), keyTtl);
+                b(scrub), b(check), keyTtl);
         int keyCount = marker == null ? 1 : 2;
         Rawable[] call = new Rawable[keyCount + args.size()];
         call[0] = RedisScript.arg(key);
@@ -280,6 +285,93 @@ class RedisFastPathArgumentTest {
         List<?> next = acquire(key, B, "1");
         assertEquals(1L, code(next));
         assertTrue((Long) next.get(1) > written, "the next token rises above the released claim's " + written);
+    }
+
+    // ---- a seeded mix of requests -----------------------------------------------------------------------------------
+
+    /*
+     * Three lockers send fresh acquires (scrubbing or not), releases as RedisLocker sends them, and late copies of their
+     * earlier acquires whose claims their field still holds. Claims live 30 s, longer than the test: a grant while
+     * another locker holds is a second holder. Half the runs start with field "t" an hour ahead of the server's clock,
+     * the state a clock stepped back leaves, so that tokens carry a delta and releases take their parsing path.
+     */
+    @Test
+    void aSeededMixOfGrantsReleasesAndLateCopiesKeepsOneHolderAndRisingTokens() {
+        for (long seed = 1; seed <= 4; seed++) {
+            mix(seed, false);
+            mix(seed, true);
+        }
+    }
+
+    private void mix(long seed, boolean clockBehind) {
+        java.util.Random random = new java.util.Random(seed);
+        byte[] key = key("mix-" + seed + "-" + clockBehind);
+        String[] instances = {A, B, "00000000000000cc"};
+        long[] counters = new long[3];
+        long[] held = {-1, -1, -1};
+        long[] heldToken = new long[3];
+        long last = 0;
+        int grants = 0;
+        int lateRefused = 0;
+        int liveCopies = 0;
+        if (clockBehind) {
+            last = fixture.serverMicros() + HOUR;
+            fixture.admin().hset(key, b("t"), b(Long.toString(last)));
+            fixture.admin().pexpire(key, 600_000);
+        }
+        for (int step = 0; step < 200; step++) {
+            String where = "seed " + seed + (clockBehind ? ", clock behind" : "") + ", step " + step;
+            int i = random.nextInt(3);
+            int op = random.nextInt(3);
+            String[] own = ownClaim(key, instances[i]);
+            if (op == 0 || op == 1 && held[i] < 0) {
+                long c = ++counters[i];
+                String scrub = random.nextBoolean() ? "1" : "0";
+                List<?> r = acquire(key, null, instances[i], Long.toHexString(c), "0", "off",
+                        RedisDriver.keyTtl(b(EXPIRY_MS)), scrub);
+                boolean someoneHolds = held[0] >= 0 || held[1] >= 0 || held[2] >= 0;
+                if (code(r) == 1L) {
+                    assertFalse(someoneHolds, where + ": granted while the lock is held");
+                    long token = (Long) r.get(1);
+                    assertTrue(token > last, where + ": token " + token + " not above " + last);
+                    last = token;
+                    grants++;
+                    held[i] = c;
+                    heldToken[i] = token;
+                } else {
+                    assertEquals(0L, code(r), where + ": a fresh acquire is granted or refused, not " + r);
+                    assertTrue(someoneHolds, where + ": refused while the lock is free");
+                }
+            } else if (op == 1) {
+                byte[] nonce = b(instances[i] + String.format("%016x", held[i]));
+                long r = releaseAsGranted(key, instances[i],
+                        new String(RedisDriver.grantedStart(heldToken[i], b(EXPIRY_MS), nonce), StandardCharsets.US_ASCII),
+                        new String(RedisDriver.releasedValue(heldToken[i], nonce), StandardCharsets.US_ASCII));
+                assertEquals(1L, r, where + ": our release");
+                held[i] = -1;
+            } else if (own != null) {
+                long fieldCounter = Long.parseLong(own[3], 16);
+                long c = 1 + random.nextInt((int) fieldCounter);
+                List<?> r = acquire(key, null, instances[i], Long.toHexString(c), "0", "off",
+                        RedisDriver.keyTtl(b(EXPIRY_MS)), "1");
+                if (held[i] == c) {
+                    assertEquals(List.of(1L, heldToken[i]), r.subList(0, 2), where + ": a copy of the live grant");
+                    liveCopies++;
+                } else {
+                    assertTrue(code(r) != 1L, where + ": a late copy of counter " + c + " was granted: " + r);
+                    lateRefused++;
+                }
+            }
+        }
+        // the mix reached every kind of request
+        assertTrue(grants > 10 && lateRefused > 0 && liveCopies > 0,
+                grants + " grants, " + lateRefused + " late copies refused, " + liveCopies + " copies of a live grant");
+    }
+
+    /** Our field's claim split at its spaces (written, expiry, token delta, counter, ...), or null. */
+    private String[] ownClaim(byte[] key, String instance) {
+        String v = claim(key, instance);
+        return v == null ? null : v.split(" ");
     }
 
     // ---- one marker per guard argument ------------------------------------------------------------------------------
