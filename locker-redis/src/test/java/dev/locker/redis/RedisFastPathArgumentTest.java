@@ -290,13 +290,14 @@ class RedisFastPathArgumentTest {
     // ---- a seeded mix of requests -----------------------------------------------------------------------------------
 
     /*
-     * Three lockers send fresh acquires (scrubbing or not), releases as RedisLocker sends them, and late copies of their
-     * earlier acquires whose claims their field still holds. Claims live 30 s, longer than the test: a grant while
-     * another locker holds is a second holder. Half the runs start with field "t" an hour ahead of the server's clock,
-     * the state a clock stepped back leaves, so that tokens carry a delta and releases take their parsing path.
+     * Three lockers send fresh acquires (scrubbing or not), releases as RedisLocker sends them, withdrawals (of a grant,
+     * or of a request not yet arrived), forced releases, and late copies of earlier acquires that their field or their
+     * tombstone still covers. Claims live 30 s, longer than the test: a grant while another locker holds is a second
+     * holder. Half the runs start with field "t" an hour ahead of the server's clock, the state a clock stepped back
+     * leaves, so that tokens carry a delta and releases take their parsing path.
      */
     @Test
-    void aSeededMixOfGrantsReleasesAndLateCopiesKeepsOneHolderAndRisingTokens() {
+    void aSeededMixOfGrantsReleasesWithdrawalsAndLateCopiesKeepsOneHolderAndRisingTokens() {
         for (long seed = 1; seed <= 4; seed++) {
             mix(seed, false);
             mix(seed, true);
@@ -310,6 +311,7 @@ class RedisFastPathArgumentTest {
         long[] counters = new long[3];
         long[] held = {-1, -1, -1};
         long[] heldToken = new long[3];
+        long[] withdrawn = new long[3];
         long last = 0;
         int grants = 0;
         int lateRefused = 0;
@@ -319,12 +321,12 @@ class RedisFastPathArgumentTest {
             fixture.admin().hset(key, b("t"), b(Long.toString(last)));
             fixture.admin().pexpire(key, 600_000);
         }
-        for (int step = 0; step < 200; step++) {
+        for (int step = 0; step < 300; step++) {
             String where = "seed " + seed + (clockBehind ? ", clock behind" : "") + ", step " + step;
             int i = random.nextInt(3);
-            int op = random.nextInt(3);
+            int op = random.nextInt(10);
             String[] own = ownClaim(key, instances[i]);
-            if (op == 0 || op == 1 && held[i] < 0) {
+            if (op < 3 || op == 3 && held[i] < 0) {
                 long c = ++counters[i];
                 String scrub = random.nextBoolean() ? "1" : "0";
                 List<?> r = acquire(key, null, instances[i], Long.toHexString(c), "0", "off",
@@ -342,20 +344,37 @@ class RedisFastPathArgumentTest {
                     assertEquals(0L, code(r), where + ": a fresh acquire is granted or refused, not " + r);
                     assertTrue(someoneHolds, where + ": refused while the lock is free");
                 }
-            } else if (op == 1) {
+            } else if (op == 3) {
                 byte[] nonce = b(instances[i] + String.format("%016x", held[i]));
                 long r = releaseAsGranted(key, instances[i],
                         new String(RedisDriver.grantedStart(heldToken[i], b(EXPIRY_MS), nonce), StandardCharsets.US_ASCII),
                         new String(RedisDriver.releasedValue(heldToken[i], nonce), StandardCharsets.US_ASCII));
                 assertEquals(1L, r, where + ": our release");
                 held[i] = -1;
-            } else if (own != null) {
-                long fieldCounter = Long.parseLong(own[3], 16);
-                long c = 1 + random.nextInt((int) fieldCounter);
+            } else if (op == 4) {
+                // withdrawn: the held grant, or, holding nothing (a tombstone covers every earlier counter), a request
+                // that has not arrived yet (it may, as a late copy)
+                long c = held[i] >= 0 ? held[i] : ++counters[i];
+                withdraw(key, instances[i], c);
+                if (held[i] == c) {
+                    held[i] = -1;
+                }
+                withdrawn[i] = Math.max(withdrawn[i], c);
+            } else if (op == 5 && random.nextInt(4) == 0) {
+                RedisScript.FORCE.run(fixture.admin(), 1, RedisScript.arg(key),
+                        RedisScript.arg(b(fixture.prefix() + "released")));
+                held[0] = held[1] = held[2] = -1;
+            } else if (op >= 6) {
+                long covered = Math.max(withdrawn[i], own == null ? 0 : Long.parseLong(own[3], 16));
+                if (covered == 0) {
+                    continue;
+                }
+                long c = 1 + (long) random.nextInt((int) covered);
                 List<?> r = acquire(key, null, instances[i], Long.toHexString(c), "0", "off",
                         RedisDriver.keyTtl(b(EXPIRY_MS)), "1");
                 if (held[i] == c) {
-                    assertEquals(List.of(1L, heldToken[i]), r.subList(0, 2), where + ": a copy of the live grant");
+                    assertEquals(1L, code(r), where + ": a copy of the live grant is answered again: " + r);
+                    assertEquals(heldToken[i], r.get(1), where + ": with its token");
                     liveCopies++;
                 } else {
                     assertTrue(code(r) != 1L, where + ": a late copy of counter " + c + " was granted: " + r);
@@ -366,6 +385,14 @@ class RedisFastPathArgumentTest {
         // the mix reached every kind of request
         assertTrue(grants > 10 && lateRefused > 0 && liveCopies > 0,
                 grants + " grants, " + lateRefused + " late copies refused, " + liveCopies + " copies of a live grant");
+    }
+
+    /** The withdraw script as RedisDriver calls it: a tombstone for a minute, our claim of that counter removed. */
+    private void withdraw(byte[] key, String instance, long counter) {
+        RedisScript.WITHDRAW.run(fixture.admin(), 1, RedisScript.arg(key), RedisScript.arg(b("c" + instance)),
+                RedisScript.arg(b(instance + String.format("%016x", counter))), RedisScript.arg(b("60000")),
+                RedisScript.arg(b(EXPIRY_MS)), RedisScript.arg(b("1")),
+                RedisScript.arg(b(fixture.prefix() + "released")));
     }
 
     /** Our field's claim split at its spaces (written, expiry, token delta, counter, ...), or null. */
