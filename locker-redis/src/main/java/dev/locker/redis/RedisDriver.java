@@ -27,6 +27,7 @@ import redis.clients.jedis.exceptions.JedisException;
 import java.nio.charset.StandardCharsets;
 import java.security.SecureRandom;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Optional;
@@ -94,10 +95,10 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
     private volatile ExpiryArg lastExpiry = new ExpiryArg(Duration.ZERO, RedisScript.arg(millis(Duration.ZERO)),
             RedisScript.arg(keyTtl(millis(Duration.ZERO))));
     /** The scripts' constant arguments, encoded once and passed as they are (see {@link RedisScript#arg}). */
-    private final Rawable queueArg;
     private final Rawable fieldArg;
     private final Rawable scrubArg;
-    private final Rawable evictionArg;
+    /** The acquire script's ARGV 6, "<scrub><eviction check>" ("1off", "0fail"...): one argument for two. */
+    private final Rawable scrubAndCheckArg;
 
     private final Rawable channelArg;
 
@@ -131,11 +132,13 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
         this.queueTtl = Duration.ofMillis(Math.max(300, Math.min(config.expiry().toMillis(), 3_000)));
         this.guard = new RedisRestartGuard(b.restartGuard(), keys, server, client, calls,
                 ownsClient ? !b.clusterMode() : null);
-        this.queueArg = RedisScript.arg(millis(this.queueTtl));
         this.fieldArg = RedisScript.arg(ownField);
         this.records = new RedisRecords(keys, calls, fieldArg);
         this.scrubArg = RedisScript.arg(scrub());
-        this.evictionArg = RedisScript.arg(evictionCheck.arg);
+        byte[] check = evictionCheck.arg;
+        byte[] scrubAndCheck = Arrays.copyOf(scrub(), 1 + check.length);
+        System.arraycopy(check, 0, scrubAndCheck, 1, check.length);
+        this.scrubAndCheckArg = RedisScript.arg(scrubAndCheck);
         this.channelArg = RedisScript.arg(channel);
         // the wake-ups' subscription gets a connection of its own, made with these options; with a client the caller
         // manages there are no options to make one with, and waiters poll instead
@@ -189,7 +192,7 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
         // lock's slot migrates
         Rawable[] guardKeys = guard.acquireKeys();
         int keyCount = 1 + guardKeys.length;
-        Rawable[] call = new Rawable[keyCount + (wait == null ? 8 : 10)]; // the waiter's two only when waiting
+        Rawable[] call = new Rawable[keyCount + (wait == null ? 7 : 8)]; // the waiter's only when waiting
         call[0] = RedisScript.arg(key);
         System.arraycopy(guardKeys, 0, call, 1, guardKeys.length);
         call[keyCount] = fieldArg;
@@ -198,12 +201,10 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
         call[keyCount + 2] = expiryArgs.arg;
         call[keyCount + 3] = RedisScript.arg(owners.claimPart(owner));
         call[keyCount + 4] = guard.acquireArg();
-        call[keyCount + 5] = scrubArg;
-        call[keyCount + 6] = evictionArg;
-        call[keyCount + 7] = expiryArgs.keyTtlArg;
+        call[keyCount + 5] = scrubAndCheckArg;
+        call[keyCount + 6] = expiryArgs.keyTtlArg;
         if (wait != null) {
-            call[keyCount + 8] = wait.waiterIdArg;
-            call[keyCount + 9] = queueArg;
+            call[keyCount + 7] = wait.acquireArg;
         }
         long started = time.nanoTime(); // the claim lives from the script's TIME, which comes after this reading
         boolean[] sent = {false}; // did any attempt possibly reach the server (not only the last one)?

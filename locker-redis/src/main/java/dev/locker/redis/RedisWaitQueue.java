@@ -189,7 +189,8 @@ final class RedisWaitQueue implements WaitQueue {
     /** The queue identity of one wait and what it last saw of each lock's releases. */
     final class WaitState {
         final byte[] waiterId;
-        final Rawable waiterIdArg;
+        /** The acquire script's ARGV 8, {@code "<waiter id> <queue ms>"}: one argument for two, a cost per call. */
+        final Rawable acquireArg;
         final ConcurrentHashMap<KeyColumn, RedisWakeups.Watch> watches = new ConcurrentHashMap<>();
         final ConcurrentHashMap<KeyColumn, Long> attempted = new ConcurrentHashMap<>();
         /** The pause while not listening for releases: doubles from 2 ms to 200 ms over one wait. */
@@ -204,7 +205,8 @@ final class RedisWaitQueue implements WaitQueue {
             // the trailing "w" tells the scripts that this waiter listens on the lock's channel (see wake in common.lua)
             this.waiterId = (instance + HexFormat.of().toHexDigits(waiting.id()) + "w")
                     .getBytes(StandardCharsets.US_ASCII);
-            this.waiterIdArg = RedisScript.arg(waiterId);
+            this.acquireArg = RedisScript.arg((new String(waiterId, StandardCharsets.US_ASCII) + " "
+                    + queueTtl.toMillis()).getBytes(StandardCharsets.US_ASCII));
         }
 
         void beforeAttempt(KeyColumn lock) {

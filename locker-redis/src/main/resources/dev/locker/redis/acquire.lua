@@ -4,10 +4,11 @@
 -- ARGV: 1 our field ("c" .. instance), 2 the nonce's counter (its last 16 hex digits without leading zeros: the nonce
 --       is the instance, then the counter in 16 hex digits), 3 expiry ms, 4 owner part of the claim (a reference into
 --       our owner record, or "=" and the owner's bytes), 5 restart guard ms (ours, or "<ours>:<longer>" once a longer
---       one recorded for the prefix refused us: see admit), 6 scrub ("1"/"0"), 7 eviction check ("fail", "warn" or
---       "off"), 8 the key's TTL ms at a grant on the fast path (2 * ARGV 3 + 1, see there), 9 waiter id (absent or
---       "" when this acquire does not wait), 10 queue entry ms (how long a waiter's entry lives unless refreshed; only
---       with a waiter id)
+--       one recorded for the prefix refused us: see admit), 6 scrub ("1"/"0") and eviction check ("fail", "warn" or
+--       "off") as one, e.g. "1off", 7 the key's TTL ms at a grant on the fast path (2 * ARGV 3 + 1, see there), 8
+--       "<waiter id> <queue entry ms>" (absent or "" when this acquire does not wait; the ms say how long a waiter's
+--       entry lives unless refreshed). Each pair travels as one argument: every argument costs every call a Lua
+--       string and a slot of ARGV's table
 -- A waiter that is refused is queued (or its entry refreshed, keeping its place); while a live waiter is queued,
 -- the lock is granted to none but the first of them (no barging: a releaser asking again queues behind them).
 -- A live claim in our field with another nonce is another transaction's and holds the lock like any other.
@@ -28,12 +29,13 @@
 --        {-4, policy, maxmemory}  the server may evict keys, ours included, and the check says fail
 --        {-6, guard ms}       the lockers of this prefix use that other restart guard: nothing is granted, held
 --                             lock or free (a refused waiter is not queued)
--- ARGV 3, 5 and 8 are whole numbers of ms, at least 0, in their shortest digits (RedisLocker writes them so): the fast
--- path writes ARGV 2 and 3 into the claim and ARGV 8 into PEXPIRE as they stand. ARGV 5 only picks the marker's key
+-- ARGV 3, 5 and 7 are whole numbers of ms, at least 0, in their shortest digits (RedisLocker writes them so): the fast
+-- path writes ARGV 2 and 3 into the claim and ARGV 7 into PEXPIRE as they stand. ARGV 5 only picks the marker's key
 -- (see RedisKeys.markerKey): admit parses it. A library call (tonumber,
 -- string.format, string.match...) costs the server 700 to 3,700 instructions (callgrind), a plain Lua operation tens:
 -- the fast path makes as few as it can.
-local own, check = ARGV[1], ARGV[7]
+-- sc is ARGV 6: its first byte is the scrub flag, the rest the eviction check (read only where needed)
+local own, sc = ARGV[1], ARGV[6]
 -- A grant whose token would not rise above the last one, or reach TOKEN_LIMIT (2^53, the prelude's), is refused with an
 -- error, never made with a repeated or unreadable token. Only a field "t" that no script of ours wrote ("1e19",
 -- "inf", "nan": an operator's HSET, another tool's restore) or a server clock that once read past the year 2255 gets
@@ -53,7 +55,7 @@ if n == 2 then
   local f = all[1]
   if f == 't' then
     fast, last, drop = true, tonumber(all[2]) or 0, 't' -- (as scan reads it: unreadable counts as 0, nan as nan)
-  elseif f == own or ARGV[6] == '1' and string.byte(f, 1) == 99 then -- ours, or another claim field ('c')
+  elseif f == own or string.byte(sc, 1) == 49 and string.byte(f, 1) == 99 then -- ours, or another claim ('c') we scrub
     local t, c = string.match(all[2], '^0 0 (%d+) (%x+) ')
     if t and #c <= 16 then -- (parse reads a longer counter as no claim at all)
       if f == own then
@@ -80,7 +82,7 @@ if fast then
   -- field whose token it keeps (scrubbed, or overwritten when it is ours). It ends where the general path ends.
   local warning
   local guard = ARGV[5]
-  if guard ~= '0' or check ~= 'off' then
+  if guard ~= '0' or not (sc == '1off' or sc == '0off') then -- (plain comparisons: no string.sub on the way)
     -- admitted outright by a vouching marker of this boot: KEYS 2 is our guard argument's own marker, and admit
     -- writes it as LASTSAVE's digits alone only once that guard was waited out with no eviction (see admit). One
     -- tonumber, no pattern: no key, another boot's marker, the full form, an error reply or Cluster mode (no KEYS 2)
@@ -90,7 +92,7 @@ if fast then
       local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner,
           wake, may_have_waiters, is_senior, keep_until, admit, other_guard = lib()
       local refusal
-      refusal, warning = admit(now, guard, check)
+      refusal, warning = admit(now, guard, string.sub(sc, 2))
       if refusal then
         return refusal
       end
@@ -121,8 +123,8 @@ if fast then
   -- grant, though the key may have a TTL already: that TTL was set for an earlier claim (or a waiter or tombstone, with
   -- their lockers' graces), nothing in the hash records how far it reaches, and reading it (PTTL) costs what
   -- setting it costs; a key that lapsed under a live claim would let a second holder in.
-  -- ARGV 8 is that TTL as the client computed it: no coercion nor string.format here, the same number
-  redis.call('PEXPIRE', key, ARGV[8])
+  -- ARGV 7 is that TTL as the client computed it: no coercion nor string.format here, the same number
+  redis.call('PEXPIRE', key, ARGV[7])
   if warning then
     return { 1, tok, now, warning }
   end
@@ -132,10 +134,10 @@ end
 local server_now, fmt, parse, claim_value, is_nonce, keep_token, split_nonce, scan, enqueue, queued_owner, wake,
     may_have_waiters, is_senior, keep_until, admit, other_guard = lib()
 local expms = tonumber(ARGV[3])
-local waiter = ARGV[9] ~= '' and ARGV[9] or nil
+local waiter, queue_ms = string.match(ARGV[8] or '', '^(%S+) (%d+)$')
 -- the nonce, made again from our field's instance and the counter (only this path needs it whole)
 local nonce = string.sub(own, 2) .. string.rep('0', 16 - #ARGV[2]) .. ARGV[2]
-local s = scan(now, ARGV[6] == '1', own, nonce, waiter, all)
+local s = scan(now, string.byte(sc, 1) == 49, own, nonce, waiter, all)
 local _, counter = split_nonce(nonce)
 if s.withdrawn and counter and counter <= s.withdrawn then
   -- a late request (fixed-width hex counters compare as strings): its client no longer waits for the answer
@@ -165,7 +167,7 @@ if s.senior or (s.head and s.head ~= (waiter and ('q' .. waiter)) and not s.own)
     return refusal
   end
   if waiter then
-    local untl = enqueue(s, waiter, now, tonumber(ARGV[10]), ARGV[4])
+    local untl = enqueue(s, waiter, now, tonumber(queue_ms), ARGV[4])
     keep_until(math.max(untl, s.maxexp, s.keep), now, expms)
   end
   if s.senior then
@@ -181,7 +183,7 @@ if late then
   local _, _, tok = parse(s.own)
   return tok
 end
-local refusal, warning = admit(now, ARGV[5], ARGV[7])
+local refusal, warning = admit(now, ARGV[5], string.sub(sc, 2))
 if refusal then
   return refusal
 end

@@ -31,7 +31,8 @@ final class AcquireReply {
     /**
      * Today's acquire arguments for arguments in the layout of earlier builds (field, nonce, expiry, owner, guard,
      * scrub, check[, waiter, queue ms]): the nonce's counter without leading zeros instead of the nonce, and the key's
-     * TTL after the check, as RedisDriver sends them.
+     * TTL after the check, the scrub flag and the check as one argument ("1off"), and the waiter's id and queue ms as
+     * one, as RedisDriver sends them.
      */
     static List<String> todaysArgs(List<String> earlier) {
         List<String> out = new java.util.ArrayList<>(earlier);
@@ -41,6 +42,12 @@ final class AcquireReply {
         }
         out.add(7, new String(RedisDriver.keyTtl(out.get(2).getBytes(StandardCharsets.US_ASCII)),
                 StandardCharsets.US_ASCII));
+        if (out.size() > 9) { // "<waiter id> <queue ms>", or "" for an acquire that does not wait
+            String waiter = out.get(8);
+            out.set(8, waiter.isEmpty() ? "" : waiter + " " + out.get(9));
+            out.remove(9);
+        }
+        out.set(5, out.get(5) + out.remove(6)); // "<scrub><check>"
         return out;
     }
 }

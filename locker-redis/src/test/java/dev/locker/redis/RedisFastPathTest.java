@@ -77,8 +77,7 @@ class RedisFastPathTest {
     private List<?> acquire(byte[] key, byte[] marker, String instance, long counter, String scrub, String guardMs,
                             String check) {
         List<byte[]> args = List.of(b("c" + instance), b(Long.toHexString(counter)), b(EXPIRY_MS),
-                b("=owner " + instance), b(guardMs), b(scrub), b(check), RedisDriver.keyTtl(b(EXPIRY_MS)), b(""),
-                b("3000"));
+                b("=owner " + instance), b(guardMs), b(scrub + check), RedisDriver.keyTtl(b(EXPIRY_MS)), b(""));
         int keyCount = marker == null ? 1 : 2;
         Rawable[] call = new Rawable[keyCount + args.size()];
         call[0] = RedisScript.arg(key);

@@ -305,10 +305,9 @@ class RedisLockChannelTest {
                 "c00000000000000aa".getBytes(StandardCharsets.US_ASCII),
                 "1".getBytes(StandardCharsets.US_ASCII),
                 "3000".getBytes(StandardCharsets.US_ASCII), "=older".getBytes(StandardCharsets.US_ASCII),
-                "0".getBytes(StandardCharsets.US_ASCII), "1".getBytes(StandardCharsets.US_ASCII),
-                "off".getBytes(StandardCharsets.US_ASCII), "6001".getBytes(StandardCharsets.US_ASCII),
-                waiter.getBytes(StandardCharsets.US_ASCII),
-                "30000".getBytes(StandardCharsets.US_ASCII)));
+                "0".getBytes(StandardCharsets.US_ASCII),
+                "1off".getBytes(StandardCharsets.US_ASCII), "6001".getBytes(StandardCharsets.US_ASCII),
+                (waiter + " 30000").getBytes(StandardCharsets.US_ASCII)));
         assertTrue(r instanceof List<?>, "refused and queued, not granted: " + r);
     }
 

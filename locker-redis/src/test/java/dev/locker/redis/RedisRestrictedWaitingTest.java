@@ -254,8 +254,8 @@ class RedisRestrictedWaitingTest {
             // the withdrawn request, resent earlier on another connection, arrives only now
             String lateCounter = Long.toHexString(Long.parseUnsignedLong(nonce.substring(16), 16));
             Object late = RedisScript.ACQUIRE.run(c, key, List.of(ownField, lateCounter.getBytes(StandardCharsets.US_ASCII),
-                    "3000".getBytes(), owner, "0".getBytes(), "1".getBytes(), "off".getBytes(), "6001".getBytes(),
-                    new byte[0], "1000".getBytes(), new byte[0]));
+                    "3000".getBytes(), owner, "0".getBytes(), "1off".getBytes(), "6001".getBytes(),
+                    new byte[0]));
             long code = late instanceof Long ? 1 : (Long) ((List<?>) late).get(0); // a bare token is a grant
             assertEquals(-3L, code, "a withdrawn request must grant nothing (tombstone), got code " + code
                     + "; the withdraw failed with: " + withdrawFailure);

@@ -195,8 +195,7 @@ class RedisTokenIssueTest {
         return AcquireReply.of(RedisScript.ACQUIRE.run(fixture.admin(), 1, RedisScript.arg(key),
                 RedisScript.arg(b("c" + A)), RedisScript.arg(b(Long.toHexString(counter))),
                 RedisScript.arg(b("30000")), RedisScript.arg(b("=owner")), RedisScript.arg(b("0")),
-                RedisScript.arg(b("1")), RedisScript.arg(b("off")), RedisScript.arg(b("60001")), RedisScript.arg(b("")),
-                RedisScript.arg(b("3000"))),
+                RedisScript.arg(b("1off")), RedisScript.arg(b("60001")), RedisScript.arg(b(""))),
                 fixture.admin(), key, b("c" + A));
     }
 
