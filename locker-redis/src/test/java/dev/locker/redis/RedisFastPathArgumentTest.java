@@ -65,7 +65,7 @@ class RedisFastPathArgumentTest {
     private List<?> acquire(byte[] key, byte[] marker, String instance, String counter, String guardMs, String check,
                             byte[] keyTtl, String scrub) {
         List<byte[]> args = List.of(b("c" + instance), b(counter), b(EXPIRY_MS), b("=owner " + instance), b(guardMs),
-                b(scrub), b(check), keyTtl);
+                b(scrub + check), keyTtl);
         int keyCount = marker == null ? 1 : 2;
         Rawable[] call = new Rawable[keyCount + args.size()];
         call[0] = RedisScript.arg(key);
