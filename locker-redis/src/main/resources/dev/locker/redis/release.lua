@@ -5,6 +5,8 @@
 --       renewed, "<token> <expiry ms> 0 <counter> " (its token its written time, as at nearly every grant), 4 the
 --       released claim it then becomes, "0 0 <token> <counter> ". The nonce is then our field's instance and that
 --       counter: one argument fewer, since each one costs the server a string and, at 1, 2, 3 and 5, a table resize.
+--       The fast path trusts ARGV 3 and 4 as RedisDriver makes them (nonempty, our claim's own token and counter):
+--       it compares and writes them as they stand, as a script trusts every argument its own client computes.
 -- With waiters queued, the release wakes them (the prelude's wake).
 -- Reply: 1 ended (also when a repeat finds it released already: the reply of a release that was lost), 0 nothing of
 --        ours was there
