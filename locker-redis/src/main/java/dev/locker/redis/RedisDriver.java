@@ -92,8 +92,9 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
      */
     private final Set<String> lateCopiesPossible = ConcurrentHashMap.newKeySet();
     /** The last claim expiry passed, with its script argument: encoded once while the engine passes the same one. */
-    private volatile ExpiryArg lastExpiry = new ExpiryArg(Duration.ZERO, RedisScript.arg(millis(Duration.ZERO)),
-            RedisScript.arg(keyTtl(millis(Duration.ZERO))));
+    private volatile ExpiryArg lastExpiry = new ExpiryArg(Duration.ZERO,
+            RedisScript.arg(ScriptArgs.millis(Duration.ZERO)),
+            RedisScript.arg(ScriptArgs.keyTtl(ScriptArgs.millis(Duration.ZERO))));
     /** The scripts' constant arguments, encoded once and passed as they are (see {@link RedisScript#arg}). */
     private final Rawable fieldArg;
     private final Rawable scrubArg;
@@ -197,7 +198,7 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
         System.arraycopy(guardKeys, 0, call, 1, guardKeys.length);
         call[keyCount] = fieldArg;
         // the counter as the claim's value carries it, so that the script's fast path matches no pattern for it
-        call[keyCount + 1] = RedisScript.arg(Long.toHexString(acquire).getBytes(StandardCharsets.US_ASCII));
+        call[keyCount + 1] = RedisScript.arg(ScriptArgs.counter(nonce));
         call[keyCount + 2] = expiryArgs.arg;
         call[keyCount + 3] = RedisScript.arg(owners.claimPart(owner));
         call[keyCount + 4] = guard.acquireArg();
@@ -342,7 +343,7 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
             // a left claim ends without a release, so no tombstone follows it (see docs/safety.md)
             lateCopiesPossible.remove(new String(status.claimIdShared(), StandardCharsets.US_ASCII));
         }
-        Rawable expiryArg = RedisScript.arg(millis(expiry));
+        Rawable expiryArg = RedisScript.arg(ScriptArgs.millis(expiry));
         byte[] key = keys.lockKey(lock);
         boolean renewsGuardRecord = guard.renewalsKeepTheRecord();
         int keyCount = renewsGuardRecord ? 2 : 1;
@@ -407,41 +408,12 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
         long token = status.fencingToken();
         Rawable[] call = token > 0 && nonce.length == 32
                 ? new Rawable[]{RedisScript.arg(key), fieldArg, channelArg,
-                        RedisScript.arg(grantedStart(token, lastExpiry.arg.getRaw(), nonce)),
-                        RedisScript.arg(releasedValue(token, nonce))}
+                        RedisScript.arg(ScriptArgs.grantedStart(token, lastExpiry.arg.getRaw(), nonce)),
+                        RedisScript.arg(ScriptArgs.releasedValue(token, nonce))}
                 : new Rawable[]{RedisScript.arg(key), fieldArg, RedisScript.arg(nonce), channelArg};
         calls.withRetries(() -> RedisScript.RELEASE.run(client, 1, call));
     }
 
-    /**
-     * How the value of our claim starts while it is as granted (written at its token, the usual grant) and unrenewed:
-     * {@code "<token> <expiry ms> 0 <counter> "}, with the last expiry this driver wrote a claim with. The release
-     * script compares it with one plain find; a claim renewed, granted with another expiry or with a token above its
-     * written time does not match, and is released by the script's parse as before.
-     */
-    static byte[] grantedStart(long token, byte[] expiryMs, byte[] nonce) {
-        StringBuilder b = new StringBuilder(48).append(token).append(' ')
-                .append(new String(expiryMs, StandardCharsets.US_ASCII)).append(" 0 ");
-        return appendCounter(b, nonce).append(' ').toString().getBytes(StandardCharsets.US_ASCII);
-    }
-
-    /** The released claim our claim becomes: {@code "0 0 <token> <counter> "} (see the prelude of the scripts). */
-    static byte[] releasedValue(long token, byte[] nonce) {
-        StringBuilder b = new StringBuilder(40).append("0 0 ").append(token).append(' ');
-        return appendCounter(b, nonce).append(' ').toString().getBytes(StandardCharsets.US_ASCII);
-    }
-
-    /** The nonce's counter (its last 16 hex digits) without leading zeros, as a claim's value carries it. */
-    private static StringBuilder appendCounter(StringBuilder b, byte[] nonce) {
-        int i = nonce.length - 16;
-        while (i < nonce.length - 1 && nonce[i] == '0') {
-            i++;
-        }
-        for (; i < nonce.length; i++) {
-            b.append((char) nonce[i]);
-        }
-        return b;
-    }
 
     @Override
     public boolean remove(KeyColumn lock, OptionalLong expectedToken, byte[] record) {
@@ -526,7 +498,8 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
      * fails too, a claim the request granted or grants expires on its own.
      */
     private void withdraw(KeyColumn lock, byte[] key, byte[] nonce, Duration expiry, String why) {
-        List<byte[]> args = List.of(ownField, nonce, millis(tombstoneTtl), millis(expiry), scrub(), channel);
+        List<byte[]> args = List.of(ownField, nonce, ScriptArgs.millis(tombstoneTtl), ScriptArgs.millis(expiry),
+                scrub(), channel);
         try {
             Object removed = calls.withRetries(() -> RedisScript.WITHDRAW.run(client, key, args));
             log.debug("Withdrew our acquire on {} at {} (a claim was found: {}): {}", lock, server, removed, why);
@@ -555,20 +528,6 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
     /** Whether the scripts scrub the dead claims they meet, as they get it. */
     private byte[] scrub() {
         return config.scrubExpired() ? ONE : ZERO;
-    }
-
-    /**
-     * A duration in whole milliseconds, rounded up: the scripts keep claims, the restart guard, tombstones and queue
-     * entries for whole milliseconds, and none may end before the duration the client counts with (a claim rounded
-     * down lapsed on the server while its holder's lease was still valid: an expiry of 1.9 ms was written as 1 ms, one
-     * under a millisecond as 0).
-     */
-    static byte[] millis(Duration d) {
-        long ms = d.toMillis(); // rounded down (toward the past for a negative one)
-        if (d.compareTo(Duration.ofMillis(ms)) > 0) {
-            ms++;
-        }
-        return Long.toString(Math.max(0, ms)).getBytes(StandardCharsets.US_ASCII);
     }
 
 
@@ -607,22 +566,12 @@ final class RedisDriver implements LockDriver<ClaimStatus> {
             return last;
         }
         checkExpiry(expiry);
-        byte[] ms = millis(expiry);
-        ExpiryArg made = new ExpiryArg(expiry, RedisScript.arg(ms), RedisScript.arg(keyTtl(ms)));
+        byte[] ms = ScriptArgs.millis(expiry);
+        ExpiryArg made = new ExpiryArg(expiry, RedisScript.arg(ms), RedisScript.arg(ScriptArgs.keyTtl(ms)));
         lastExpiry = made;
         return made;
     }
 
-    /**
-     * The safety-net TTL of a lock's key at a grant with expiry {@code expiryMs}: one expiry after the claim's, as
-     * acquire.lua's keep_until sets it ({@code 2 * expiry + 1} ms). Capped at 2^53 as the prelude's fmt caps numbers:
-     * a PEXPIRE past 2^63 written negative would delete the key of the lock just granted.
-     */
-    static byte[] keyTtl(byte[] expiryMs) {
-        long ms = Long.parseLong(new String(expiryMs, StandardCharsets.US_ASCII));
-        long ttl = Math.min(1L << 53, ms > (Long.MAX_VALUE - 1) / 2 ? Long.MAX_VALUE : 2 * ms + 1);
-        return Long.toString(ttl).getBytes(StandardCharsets.US_ASCII);
-    }
 
     /** A claim that outlives the restart guard outlives a restart that lost it; the skew comes off every validity. */
     @Override

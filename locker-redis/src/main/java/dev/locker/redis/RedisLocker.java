@@ -229,9 +229,9 @@ public final class RedisLocker extends LockerEngine<ClaimStatus> {
         return RedisFailures.classify(e, lock, action, server);
     }
 
-    /** A duration in whole milliseconds, rounded up, as the scripts get it (see {@link RedisDriver#millis}). */
+    /** A duration in whole milliseconds, rounded up, as the scripts get it (see {@link ScriptArgs#millis}). */
     static byte[] millis(Duration d) {
-        return RedisDriver.millis(d);
+        return ScriptArgs.millis(d);
     }
 
     @Override

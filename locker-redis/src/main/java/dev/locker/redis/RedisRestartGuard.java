@@ -65,7 +65,7 @@ final class RedisRestartGuard {
         this.calls = calls;
         this.standalone = standalone;
         this.ownGuardMs = guardMillis(restartGuard);
-        this.guardArg = RedisScript.arg(RedisDriver.millis(restartGuard));
+        this.guardArg = RedisScript.arg(ScriptArgs.millis(restartGuard));
         this.waitedGuardMs = ownGuardMs;
         this.recordLifeArg = RedisScript.arg(Long.toString(Math.max(ownGuardMs, 1_000) + 1_000)
                 .getBytes(StandardCharsets.US_ASCII));
@@ -183,8 +183,8 @@ final class RedisRestartGuard {
         return known;
     }
 
-    /** A guard in whole ms, as the scripts get it ({@link RedisDriver#millis}). */
+    /** A guard in whole ms, as the scripts get it ({@link ScriptArgs#millis}). */
     private static long guardMillis(Duration guard) {
-        return Long.parseLong(new String(RedisDriver.millis(guard), StandardCharsets.US_ASCII));
+        return Long.parseLong(new String(ScriptArgs.millis(guard), StandardCharsets.US_ASCII));
     }
 }

@@ -40,7 +40,7 @@ final class AcquireReply {
         if (nonce.length() == 32) {
             out.set(1, Long.toHexString(Long.parseUnsignedLong(nonce.substring(16), 16)));
         }
-        out.add(7, new String(RedisDriver.keyTtl(out.get(2).getBytes(StandardCharsets.US_ASCII)),
+        out.add(7, new String(ScriptArgs.keyTtl(out.get(2).getBytes(StandardCharsets.US_ASCII)),
                 StandardCharsets.US_ASCII));
         if (out.size() > 9) { // "<waiter id> <queue ms>", or "" for an acquire that does not wait
             String waiter = out.get(8);

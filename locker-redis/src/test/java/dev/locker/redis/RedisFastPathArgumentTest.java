@@ -53,7 +53,7 @@ class RedisFastPathArgumentTest {
 
     /** The acquire script as RedisDriver sends it, with the counter argument as given (canonical or not). */
     private List<?> acquire(byte[] key, byte[] marker, String instance, String counter, String guardMs, String check) {
-        return acquire(key, marker, instance, counter, guardMs, check, RedisDriver.keyTtl(b(EXPIRY_MS)));
+        return acquire(key, marker, instance, counter, guardMs, check, ScriptArgs.keyTtl(b(EXPIRY_MS)));
     }
 
     private List<?> acquire(byte[] key, byte[] marker, String instance, String counter, String guardMs, String check,
@@ -260,7 +260,7 @@ class RedisFastPathArgumentTest {
                 long c = ++counters[i];
                 String scrub = random.nextBoolean() ? "1" : "0";
                 List<?> r = acquire(key, null, instances[i], Long.toHexString(c), "0", "off",
-                        RedisDriver.keyTtl(b(EXPIRY_MS)), scrub);
+                        ScriptArgs.keyTtl(b(EXPIRY_MS)), scrub);
                 boolean someoneHolds = held[0] >= 0 || held[1] >= 0 || held[2] >= 0;
                 if (code(r) == 1L) {
                     assertFalse(someoneHolds, where + ": granted while the lock is held");
@@ -277,8 +277,8 @@ class RedisFastPathArgumentTest {
             } else if (op == 3) {
                 byte[] nonce = b(instances[i] + String.format("%016x", held[i]));
                 long r = releaseAsGranted(key, instances[i],
-                        new String(RedisDriver.grantedStart(heldToken[i], b(EXPIRY_MS), nonce), StandardCharsets.US_ASCII),
-                        new String(RedisDriver.releasedValue(heldToken[i], nonce), StandardCharsets.US_ASCII));
+                        new String(ScriptArgs.grantedStart(heldToken[i], b(EXPIRY_MS), nonce), StandardCharsets.US_ASCII),
+                        new String(ScriptArgs.releasedValue(heldToken[i], nonce), StandardCharsets.US_ASCII));
                 assertEquals(1L, r, where + ": our release");
                 held[i] = -1;
             } else if (op == 4) {
@@ -301,7 +301,7 @@ class RedisFastPathArgumentTest {
                 }
                 long c = 1 + (long) random.nextInt((int) covered);
                 List<?> r = acquire(key, null, instances[i], Long.toHexString(c), "0", "off",
-                        RedisDriver.keyTtl(b(EXPIRY_MS)), "1");
+                        ScriptArgs.keyTtl(b(EXPIRY_MS)), "1");
                 if (held[i] == c) {
                     assertEquals(1L, code(r), where + ": a copy of the live grant is answered again: " + r);
                     assertEquals(heldToken[i], r.get(1), where + ": with its token");

@@ -77,7 +77,7 @@ class RedisFastPathTest {
     private List<?> acquire(byte[] key, byte[] marker, String instance, long counter, String scrub, String guardMs,
                             String check) {
         List<byte[]> args = List.of(b("c" + instance), b(Long.toHexString(counter)), b(EXPIRY_MS),
-                b("=owner " + instance), b(guardMs), b(scrub + check), RedisDriver.keyTtl(b(EXPIRY_MS)), b(""));
+                b("=owner " + instance), b(guardMs), b(scrub + check), ScriptArgs.keyTtl(b(EXPIRY_MS)), b(""));
         int keyCount = marker == null ? 1 : 2;
         Rawable[] call = new Rawable[keyCount + args.size()];
         call[0] = RedisScript.arg(key);
@@ -100,8 +100,8 @@ class RedisFastPathTest {
         byte[] nonce = b(nonce(instance, counter));
         return (Long) RedisScript.RELEASE.run(admin(), 1, RedisScript.arg(key), RedisScript.arg(b("c" + instance)),
                 RedisScript.arg(b(fixture.prefix() + "released")),
-                RedisScript.arg(RedisDriver.grantedStart(token, b(expiryMs), nonce)),
-                RedisScript.arg(RedisDriver.releasedValue(token, nonce)));
+                RedisScript.arg(ScriptArgs.grantedStart(token, b(expiryMs), nonce)),
+                RedisScript.arg(ScriptArgs.releasedValue(token, nonce)));
     }
 
     /** The renew script as RedisLocker calls it without a guard record. */
@@ -302,8 +302,8 @@ class RedisFastPathTest {
     void aClaimReleasedAsGrantedBecomesWhatTheParsingReleaseWrites() {
         byte[] key = key("as-granted");
         long token = (Long) acquire(key, A, 0x1a2b, "1").get(1);
-        assertEquals("0 0 " + token + " 1a2b ", s(RedisDriver.releasedValue(token, b(nonce(A, 0x1a2b)))));
-        assertEquals(token + " 30000 0 1a2b ", s(RedisDriver.grantedStart(token, b(EXPIRY_MS), b(nonce(A, 0x1a2b)))));
+        assertEquals("0 0 " + token + " 1a2b ", s(ScriptArgs.releasedValue(token, b(nonce(A, 0x1a2b)))));
+        assertEquals(token + " 30000 0 1a2b ", s(ScriptArgs.grantedStart(token, b(EXPIRY_MS), b(nonce(A, 0x1a2b)))));
         assertEquals(1L, releaseAsGranted(key, A, 0x1a2b, token, EXPIRY_MS));
         assertEquals(Map.of("c" + A, released(token, "1a2b")), hash(key));
         assertEquals(1L, releaseAsGranted(key, A, 0x1a2b, token, EXPIRY_MS), "a repeat finds it released");

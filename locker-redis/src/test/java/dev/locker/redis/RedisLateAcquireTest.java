@@ -237,7 +237,7 @@ class RedisLateAcquireTest {
                 RedisCalls calls = new RedisCalls(fresh, "test", 1, 1, Duration.ofMillis(300));
                 byte[] owner = new LockOwner("a", "host", 1, "t", "why", null).toBytes();
                 List<byte[]> args = List.of(key, b("c" + A), b("7"), b(Long.toString(EXPIRY.toMillis())),
-                        owner, b("0"), b("1off"), RedisDriver.keyTtl(b(Long.toString(EXPIRY.toMillis()))));
+                        owner, b("0"), b("1off"), ScriptArgs.keyTtl(b(Long.toString(EXPIRY.toMillis()))));
                 redis.clients.jedis.args.Rawable[] call = args.stream().map(RedisScript::arg)
                         .toArray(redis.clients.jedis.args.Rawable[]::new);
                 Object[] both = calls.runAndWait(RedisScript.ACQUIRE, 1, call);
@@ -259,7 +259,7 @@ class RedisLateAcquireTest {
         byte[] owner = new LockOwner("a", "host", 1, "t", "why", null).toBytes();
         List<byte[]> args = new ArrayList<>(List.of(b("c" + instance), b(Long.toHexString(counter)),
                 b(Long.toString(expiry.toMillis())), owner, b("0"), b(scrub + "off"),
-                RedisDriver.keyTtl(b(Long.toString(expiry.toMillis())))));
+                ScriptArgs.keyTtl(b(Long.toString(expiry.toMillis())))));
         if (waiter != null) {
             args.add(b(waiter + " 3000")); // "<waiter id> <queue ms>"
         }

@@ -49,7 +49,7 @@ class RedisLeaveScriptTest {
     /** The acquire script as a locker without guard or eviction check calls it; returns the token. */
     private long acquire(byte[] key, String instance, long counter) {
         List<byte[]> args = List.of(b("c" + instance), b(Long.toHexString(counter)), b(EXPIRY_MS),
-                b("=owner " + instance), b("0"), b("1off"), RedisDriver.keyTtl(b(EXPIRY_MS)), b(""));
+                b("=owner " + instance), b("0"), b("1off"), ScriptArgs.keyTtl(b(EXPIRY_MS)), b(""));
         Rawable[] call = new Rawable[1 + args.size()];
         call[0] = RedisScript.arg(key);
         for (int i = 0; i < args.size(); i++) {

@@ -160,7 +160,7 @@ class RedisWithdrawalTest {
     private static List<byte[]> acquireArgs(byte[] field, byte[] nonce, byte[] owner) {
         // the acquire's counter: the nonce's last 16 hex digits without leading zeros
         String counter = Long.toHexString(Long.parseUnsignedLong(new String(nonce, 16, 16, StandardCharsets.US_ASCII), 16));
-        return List.of(field, b(counter), ms(EXPIRY), owner, b("0"), b("1off"), RedisDriver.keyTtl(ms(EXPIRY)));
+        return List.of(field, b(counter), ms(EXPIRY), owner, b("0"), b("1off"), ScriptArgs.keyTtl(ms(EXPIRY)));
     }
 
     private static byte[] ms(Duration d) {
