@@ -27,6 +27,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.parallel.Isolated;
 
 import java.io.IOException;
 import java.time.Duration;
@@ -53,6 +54,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
+// flushes and holds region server handlers: other classes' 1.5 s keep-alive renewals would stall behind them
+@Isolated
 class HBaseFreeValueShownAgainTest {
 
     private static final Duration LONG_EXPIRY = Duration.ofSeconds(30);

@@ -14,6 +14,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.parallel.Isolated;
 
 import java.io.IOException;
 import java.time.Duration;
@@ -31,6 +32,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * interrupted there still frees the lock.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
+// thousands of interrupted batch calls, each resent and logged: other classes' 1.5 s keep-alive renewals would
+// stall
+@Isolated
 class HBaseInterruptedWaiterTest {
 
     private static final Duration EXPIRY = Duration.ofSeconds(60);

@@ -31,6 +31,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.parallel.Isolated;
 
 import java.io.IOException;
 import java.time.Duration;
@@ -62,6 +63,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
+// creates tables and reopens a table's regions: the master's and region server's work would stall other classes'
+// 1.5 s keep-alive renewals
+@Isolated
 class HBaseTableLayoutTest {
 
     private static final Duration EXPIRY = Duration.ofSeconds(30);
