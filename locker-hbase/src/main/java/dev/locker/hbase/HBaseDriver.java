@@ -171,9 +171,10 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
             try {
                 r = rows.checkAndMutate(grant, "checkAndMutate");
             } catch (TemporaryStoreException e) {
-                // the server may have applied it before the failure reached us: look once before giving up, even
-                // when an interrupt cut the grant (the look and any give-back must finish)
-                OptionalLong ours = HBaseErrors.UNINTERRUPTIBLE.call(() -> grantedToUs(lock, row, claim, token));
+                // the server may have applied it, or may apply it yet: settle which before giving up, even when an
+                // interrupt cut the grant (the settling and any give-back must finish)
+                Seen sent = expected;
+                OptionalLong ours = HBaseErrors.UNINTERRUPTIBLE.call(() -> settle(lock, row, sent, claim, token));
                 if (ours.isPresent()) {
                     return ours;
                 }
@@ -237,9 +238,17 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
     private CheckAndMutate grant(byte[] row, Seen expected, HolderClaim claim, long ttl) {
         Put put = new Put(row).addColumn(family, HOLDER, claim.value);
         put.setTTL(ttl);
+        return ifFree(row, expected, put);
+    }
+
+    /**
+     * {@code holder} written and the counter incremented, in one row operation, if the row is still as
+     * {@code expected}: the condition of {@link #grant}.
+     */
+    private CheckAndMutate ifFree(byte[] row, Seen expected, Put holder) {
         RowMutations m;
         try {
-            m = RowMutations.of(List.of(put, new Increment(row).addColumn(tokenFamily, COUNTER, 1L)));
+            m = RowMutations.of(List.of(holder, new Increment(row).addColumn(tokenFamily, COUNTER, 1L)));
         } catch (IOException e) {
             throw HBaseErrors.translate(e, "checkAndMutate", where);
         }
@@ -520,15 +529,27 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
     }
 
     /**
-     * After an ambiguous failure: our token when the holder is the claim we tried to write, empty when it is not.
-     * When we cannot tell, the claim is given back, so that a claim written without our knowing does not block
-     * everyone until it expires.
+     * After a grant whose answer we lack: our token when the region applied it, empty when it did not and never will.
+     *
+     * <p>An interrupt or a timeout ends only the client's wait. The grant may still be queued on the region server
+     * and land after any look. So first one check-and-mutate with the grant's own condition writes the empty free
+     * value and increments the counter: the lock stays free, and the grant's check can no longer pass. When that
+     * check fails instead, the row moved on, and one get tells whether our claim is its holder. When we cannot tell,
+     * the claim is given back, so that a claim written without our knowing does not block everyone until it expires.
      */
-    private OptionalLong grantedToUs(KeyColumn lock, byte[] row, HolderClaim claim, long token) {
+    private OptionalLong settle(KeyColumn lock, byte[] row, Seen sent, HolderClaim claim, long token) {
+        seen.forget(row);
         RowState state;
         try {
+            if (rows.checkAndMutate(ifFree(row, sent, new Put(row).addColumn(family, HOLDER, FREE)), "checkAndMutate")
+                    .isSuccess()) {
+                return OptionalLong.empty();
+            }
             state = rows.read(row, "get");
-        } catch (StoreException readFailed) {
+        } catch (StoreException failed) {
+            if (Thread.currentThread().isInterrupted()) {
+                throw failed; // an interrupt cut it: made again by the caller's UNINTERRUPTIBLE
+            }
             giveBack(lock, row, claim);
             return OptionalLong.empty();
         }
@@ -537,13 +558,14 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
 
     /**
      * Compare-and-release of a claim we may have written but will not use (best effort: it expires anyway). It leaves
-     * the empty free value, so the next grant checks the counter as well.
+     * the empty free value, so the next grant checks the counter as well. An interrupt does not stop it.
      */
     private void giveBack(KeyColumn lock, byte[] row, HolderClaim claim) {
         seen.forget(row);
         try {
-            rows.checkAndMutate(CheckAndMutate.newBuilder(row).ifEquals(family, HOLDER, claim.value)
-                    .build(new Put(row).addColumn(family, HOLDER, FREE)), "checkAndMutate");
+            HBaseErrors.UNINTERRUPTIBLE.call(() -> rows.checkAndMutate(CheckAndMutate.newBuilder(row)
+                    .ifEquals(family, HOLDER, claim.value)
+                    .build(new Put(row).addColumn(family, HOLDER, FREE)), "checkAndMutate"));
         } catch (StoreException releaseFailed) {
             log.debug("Could not give back an unused claim on {}; if it was written it expires within {}: {}", lock,
                     claim.lifetime, releaseFailed.toString());

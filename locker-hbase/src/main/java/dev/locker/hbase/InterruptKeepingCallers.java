@@ -5,10 +5,13 @@ import org.apache.hadoop.hbase.client.ConnectionConfiguration;
 import org.apache.hadoop.hbase.client.RetryingCallable;
 import org.apache.hadoop.hbase.client.RpcRetryingCaller;
 import org.apache.hadoop.hbase.client.RpcRetryingCallerFactory;
+import org.apache.hadoop.ipc.RemoteException;
 
 import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.net.SocketTimeoutException;
+import java.util.IdentityHashMap;
+import java.util.Map;
 
 /**
  * HBase's retrying callers, made to hand an interrupt that cut a call back to the calling thread. Named in a
@@ -27,10 +30,16 @@ import java.net.SocketTimeoutException;
  * once, its wait for the actions does too, and the interrupt reaches {@link HBaseErrors#translate}. Calls that must
  * finish run under {@link HBaseErrors#UNINTERRUPTIBLE}, which sees the flag and makes them again.
  *
+ * <p>A region server's own InterruptedIOException (a handler stopped at shutdown) is not the caller's interrupt: it
+ * leaves the flag alone, and a single call it ended is made again, as HBase's caller does for other server failures.
+ *
  * <p>It adds one small object per call, and no I/O and no thread. HBase builds a factory named in the configuration
  * without the connection's client metrics. A connection that enables them loses the retrying callers' share.
  */
 public final class InterruptKeepingCallers extends RpcRetryingCallerFactory {
+
+    /** How often a call with retries is made in all while a region server's own interrupt ends it. */
+    static final int CALLS_AFTER_SERVER_INTERRUPTS = 3;
 
     /**
      * The constructor HBase calls for a factory named in the configuration.
@@ -52,9 +61,24 @@ public final class InterruptKeepingCallers extends RpcRetryingCallerFactory {
         return new Keeping<>(super.newCaller());
     }
 
-    /** True for a failure caused by an interrupt of the calling thread; a socket timeout is not one. */
+    /**
+     * True for a failure caused by an interrupt of the calling thread. A socket timeout is not one. Nor is a region
+     * server's own InterruptedIOException (a handler stopped at shutdown): the client rebuilds it with the server's
+     * stack trace in its message, or as the cause of a {@link RemoteException}.
+     */
     static boolean cutByInterrupt(IOException e) {
-        return e instanceof InterruptedIOException && !(e instanceof SocketTimeoutException);
+        return e instanceof InterruptedIOException && !(e instanceof SocketTimeoutException) && !fromServer(e);
+    }
+
+    private static boolean fromServer(Throwable e) {
+        Map<Throwable, Boolean> seen = new IdentityHashMap<>();
+        for (Throwable t = e; t != null && seen.put(t, Boolean.TRUE) == null; t = t.getCause()) {
+            String m = t.getMessage();
+            if (t instanceof RemoteException || m != null && m.contains("\tat ")) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** A caller that sets the interrupt flag again after a call an interrupt cut. */
@@ -70,12 +94,22 @@ public final class InterruptKeepingCallers extends RpcRetryingCallerFactory {
             caller.cancel();
         }
 
+        /**
+         * HBase's caller stops at any InterruptedIOException, a region server's own too (a handler stopped at
+         * shutdown). That one is a server failure: the call is made again, through the caller's own retries.
+         */
         @Override
         public T callWithRetries(RetryingCallable<T> callable, int callTimeout) throws IOException {
-            try {
-                return caller.callWithRetries(callable, callTimeout);
-            } catch (IOException e) {
-                throw kept(e);
+            for (int call = 1; ; call++) {
+                try {
+                    return caller.callWithRetries(callable, callTimeout);
+                } catch (IOException e) {
+                    if (call < CALLS_AFTER_SERVER_INTERRUPTS && e instanceof InterruptedIOException && fromServer(e)
+                            && !Thread.currentThread().isInterrupted()) {
+                        continue;
+                    }
+                    throw kept(e);
+                }
             }
         }
 

@@ -11,7 +11,6 @@ import org.apache.hadoop.hbase.client.Admin;
 import org.apache.hadoop.hbase.client.TableDescriptorBuilder;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
@@ -105,7 +104,6 @@ class HBaseInterruptedGrantTest {
      * ends the claimer's wait, and once the region applies the grant the lock is still free for another.
      */
     @Test
-    @Disabled("an interrupt ends only the client's wait; a grant applied after the look holds the lock until expiry")
     void aClaimerInterruptedWhileItsGrantWaitsOnTheRegionServerLeavesNoClaimBehind() throws Exception {
         Locker a = lockers.open("a");
         Locker b = lockers.open("b");
@@ -175,7 +173,6 @@ class HBaseInterruptedGrantTest {
      * claimer's look at the row still leaves no claim behind: the claim is given back.
      */
     @Test
-    @Disabled("the give-back after a look cut by a second interrupt runs with the flag set and is not always sent")
     void aClaimerInterruptedAgainDuringItsLookGivesItsAppliedClaimBack() throws Exception {
         Locker a = lockers.open("a");
         Locker b = lockers.open("b");
@@ -212,7 +209,6 @@ class HBaseInterruptedGrantTest {
      * interrupted) is retried: the caller, whom nobody interrupted, acquires the lock, its thread not interrupted.
      */
     @Test
-    @Disabled("a region server's InterruptedIOException sets the caller's interrupt flag and ends its wait")
     void aRegionServersInterruptedIOExceptionIsNotTakenForTheCallersInterrupt() throws Exception {
         Locker b = lockers.open("b");
         KeyColumn lock = freshLock("server-interrupted");
@@ -236,7 +232,6 @@ class HBaseInterruptedGrantTest {
      * the lock, and the releasing thread, whom nobody interrupted, is not interrupted after it.
      */
     @Test
-    @Disabled("a region server's InterruptedIOException during a release leaves the releasing thread interrupted")
     void aReleaseThatMeetsARegionServersInterruptedIOExceptionLeavesTheReleaserUninterrupted() throws Exception {
         Locker a = lockers.open("a");
         Locker b = lockers.open("b");

@@ -4,6 +4,7 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hbase.client.ConnectionConfiguration;
 import org.apache.hadoop.hbase.client.RetryingCallable;
 import org.apache.hadoop.hbase.client.RpcRetryingCaller;
+import org.apache.hadoop.ipc.RemoteException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -44,6 +45,41 @@ class InterruptKeepingCallersTest {
         assertThrows(SocketTimeoutException.class,
                 () -> caller.callWithoutRetries(failing(new SocketTimeoutException("no answer in time")), 1000));
         assertFalse(Thread.interrupted(), "a timeout leaves the flag clear");
+    }
+
+    @Test
+    void aRegionServersOwnInterruptedIOExceptionLeavesTheFlagClear() {
+        RpcRetryingCaller<String> caller = factory.newCaller();
+        // a batch call's failure: rebuilt from the server's class name and its stack trace as the message
+        InterruptedIOException inBatch = new InterruptedIOException("java.io.InterruptedIOException: handler stopped"
+                + "\n\tat org.apache.hadoop.hbase.regionserver.HRegion.checkAndMutate(HRegion.java:1)");
+        assertThrows(InterruptedIOException.class, () -> caller.callWithoutRetries(failing(inBatch), 1000));
+        assertFalse(Thread.interrupted(), "a server's interrupt in a batch call is not the caller's");
+        // a single call's failure: unwrapped from the server's RemoteException, which stays its cause
+        InterruptedIOException single = new InterruptedIOException("handler stopped");
+        single.initCause(new RemoteException(InterruptedIOException.class.getName(), "handler stopped"));
+        assertThrows(InterruptedIOException.class, () -> caller.callWithoutRetries(failing(single), 1000));
+        assertFalse(Thread.interrupted(), "a server's interrupt in a single call is not the caller's");
+    }
+
+    @Test
+    void aCallWithRetriesThatARegionServersInterruptEndedIsMadeAgain() throws IOException {
+        RpcRetryingCaller<String> caller = factory.newCaller();
+        InterruptedIOException stopped = new InterruptedIOException("handler stopped");
+        stopped.initCause(new RemoteException(InterruptedIOException.class.getName(), "handler stopped"));
+        int[] calls = {0};
+        RetryingCallable<String> failingOnce = new Callable() {
+            @Override
+            public String call(int callTimeout) throws IOException {
+                if (calls[0]++ == 0) {
+                    throw stopped;
+                }
+                return "answer";
+            }
+        };
+        assertEquals("answer", caller.callWithRetries(failingOnce, 1000));
+        assertEquals(2, calls[0], "made again once");
+        assertFalse(Thread.interrupted(), "nothing interrupted the caller");
     }
 
     @Test
