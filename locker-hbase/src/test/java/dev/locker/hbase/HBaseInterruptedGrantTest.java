@@ -23,11 +23,13 @@ import org.junit.jupiter.api.TestInstance;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Predicate;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -53,6 +55,7 @@ class HBaseInterruptedGrantTest {
     private HBaseLockers lockers;
     private HBaseLockers tokenLockers;
     private HBaseLockers shortTokenLockers;
+    private HBaseLockers shortLockers;
     /**
      * A connection whose RPC deadline (30 s) outlasts a short claim. The region server refuses a call held past its
      * deadline at the row lock, so a held grant must be sent with a deadline beyond that claim's expiry.
@@ -81,6 +84,7 @@ class HBaseInterruptedGrantTest {
         lockers = new HBaseLockers(options, EXPIRY);
         tokenLockers = new HBaseLockers(tokenOptions, EXPIRY);
         shortTokenLockers = new HBaseLockers(tokenOptions, SHORT_EXPIRY);
+        shortLockers = new HBaseLockers(options, SHORT_EXPIRY);
         patient = HBaseTestCluster.get().newConnection(Duration.ofMinutes(1));
     }
 
@@ -89,6 +93,7 @@ class HBaseInterruptedGrantTest {
         lockers.close();
         tokenLockers.close();
         shortTokenLockers.close();
+        shortLockers.close();
         patient.close();
     }
 
@@ -306,53 +311,74 @@ class HBaseInterruptedGrantTest {
     @Test
     @Disabled("a settling check-and-mutate that fails leaves a queued one-cell grant free to land on free@c shown again")
     void aGrantGivenUpOnWhileAnotherClaimHeldTheLockLeavesNoClaimBehindOnceThatClaimExpires() throws Exception {
-        Locker a = HBaseLocker.builder(patient).options(tokenOptions).config(LockerConfig.builder()
+        grantGivenUpOnWhileAnotherClaimHeldTheLock(tokenOptions, tokenLockers, shortTokenLockers,
+                TableLayout.TOKEN_ON_RELEASE);
+    }
+
+    /**
+     * The same on a table whose releases leave the empty value: the held grant checks the counter too, which the other
+     * locker's grant moved past, so it can never land, and the lock is free once that claim expires.
+     */
+    @Test
+    void aTwoCellGrantGivenUpOnWhileAnotherClaimHeldTheLockLeavesNoClaimBehindOnceThatClaimExpires() throws Exception {
+        grantGivenUpOnWhileAnotherClaimHeldTheLock(options, lockers, shortLockers, TableLayout.EMPTY_ON_RELEASE);
+    }
+
+    /**
+     * A claimer's grant after its own release held on the region server; B granted meanwhile, then the claimer
+     * interrupted, B's claim left to expire, and the held grant let go: the lock is free for a third locker.
+     */
+    private void grantGivenUpOnWhileAnotherClaimHeldTheLock(HBaseOptions opts, HBaseLockers longLived,
+                                                            HBaseLockers shortLived, TableLayout layout)
+            throws Exception {
+        TableName table = TableName.valueOf(opts.table());
+        Locker a = HBaseLocker.builder(patient).options(opts).config(LockerConfig.builder()
                 .rid("a-" + LockerConfig.randomRid().substring(0, 8)).expiry(EXPIRY).timeSource(TimeSource.system())
                 .build()).build();
-        Locker b = shortTokenLockers.open("b");
-        Locker c = tokenLockers.open("c");
-        KeyColumn lock = freshLock("given-up-one-cell");
-        byte[] row = LockTable.row(lock);
-        Object first = new Object();
-        a.writeLock(lock, first);
-        a.checkLocks(first);
-        long t = a.fencingToken(lock, first);
-        a.deleteLocks(first); // "free@t": the claimer's next grant checks that one cell, with no get before it
-        assertTrue(LockTable.isFreeAt(holderCell(row), t), "the release left free@" + t);
-        CallGate.Armed held = CallGate.arm(CallGate.Kind.CHECK_AND_MUTATE, row);
-        Claimer claimer;
-        Object tb = new Object();
-        long tokenB;
         try {
-            claimer = new Claimer(a, lock);
-            assertTrue(held.awaitEntered(60), "the claimer's grant never reached the region server");
-            b.writeLock(lock, tb); // granted over "free@t" while the claimer's grant waits
-            b.checkLocks(tb);
-            tokenB = b.fencingToken(lock, tb);
-            claimer.thread.interrupt(); // its settling meets B's claim: the row moved on
-            claimer.awaitEnd();
-            assertEquals(t + 1, tokenB, "B granted on free@" + t);
-            assertEquals(t + 1, counter(row), "the claimer's settling met B's live claim and changed nothing");
-            assertTrue(awaitHolderCell(row, v -> LockTable.isFreeAt(v, t)), "B's expired claim shows free@" + t
-                    + " again");
-        } catch (Throwable e) {
-            held.open();
-            throw e;
-        }
-        AfterCallGate.Armed applied = AfterCallGate.arm(AfterCallGate.Kind.TELL_DONE, row);
-        held.open(); // the grant the claimer gave up on reaches the region only now
-        try {
-            assertTrue(applied.awaitEntered(60), "the region never finished the held grant");
-        } finally {
-            applied.open();
-        }
-        b.deleteLocks(tb);
-        assertTrue(claimer.flagSet.get(), "the claimer's interrupt is kept: " + claimer);
-        assertFalse(claimer.outcome.get() != null && claimer.outcome.get().acquired(),
-                "the claimer cannot have acquired a lock whose grant it never saw applied: " + claimer);
-        try {
-            assertFreeFor(c, lock, claimer + "; the holder cell now holds " + describe(holderCell(row))
-                    + ", the counter " + counter(row));
+            Locker b = shortLived.open("b");
+            Locker c = longLived.open("c");
+            KeyColumn lock = freshLock("given-up");
+            byte[] row = LockTable.row(lock);
+            Object first = new Object();
+            a.writeLock(lock, first);
+            a.checkLocks(first);
+            long t = a.fencingToken(lock, first);
+            a.deleteLocks(first); // the claimer's next grant expects what its release left, with no get before it
+            byte[] released = layout.releaseValue(t);
+            assertArrayEquals(released, holderCell(table, row), "the release left " + describe(released));
+            CallGate.Armed held = CallGate.arm(CallGate.Kind.CHECK_AND_MUTATE, row);
+            Claimer claimer;
+            Object tb = new Object();
+            try {
+                claimer = new Claimer(a, lock);
+                assertTrue(held.awaitEntered(60), "the claimer's grant never reached the region server");
+                b.writeLock(lock, tb); // granted over the released value while the claimer's grant waits
+                b.checkLocks(tb);
+                long tokenB = b.fencingToken(lock, tb);
+                claimer.thread.interrupt(); // its settling meets B's claim: the row moved on
+                claimer.awaitEnd();
+                assertEquals(t + 1, tokenB, "B granted on the released value");
+                assertEquals(t + 1, counter(table, row), "the claimer's settling met B's live claim, changing nothing");
+                assertTrue(awaitHolderCell(table, row, v -> Arrays.equals(released, v)),
+                        "B's expired claim shows " + describe(released) + " again");
+            } catch (Throwable e) {
+                held.open();
+                throw e;
+            }
+            AfterCallGate.Armed applied = AfterCallGate.arm(AfterCallGate.Kind.TELL_DONE, row);
+            held.open(); // the grant the claimer gave up on reaches the region only now
+            try {
+                assertTrue(applied.awaitEntered(60), "the region never finished the held grant");
+            } finally {
+                applied.open();
+            }
+            b.deleteLocks(tb);
+            assertTrue(claimer.flagSet.get(), "the claimer's interrupt is kept: " + claimer);
+            assertFalse(claimer.outcome.get() != null && claimer.outcome.get().acquired(),
+                    "the claimer cannot have acquired a lock whose grant it never saw applied: " + claimer);
+            assertFreeFor(c, lock, claimer + "; the holder cell now holds " + describe(holderCell(table, row))
+                    + ", the counter " + counter(table, row));
         } finally {
             a.close();
         }
@@ -397,30 +423,26 @@ class HBaseInterruptedGrantTest {
         assertFreeFor(a, lock, claimer + " after " + settling.size() + " settling calls were held and cut");
     }
 
-    private Table tokenTable() throws IOException {
-        return HBaseTestCluster.get().connection().getTable(TableName.valueOf(tokenOptions.table()));
-    }
-
     /** The holder cell's value as the region server shows it now, null when absent. */
-    private byte[] holderCell(byte[] row) throws IOException {
-        try (Table t = tokenTable()) {
-            return t.get(new Get(row).addColumn(tokenOptions.familyBytes(), LockTable.HOLDER))
-                    .getValue(tokenOptions.familyBytes(), LockTable.HOLDER);
+    private byte[] holderCell(TableName table, byte[] row) throws IOException {
+        try (Table t = HBaseTestCluster.get().connection().getTable(table)) {
+            return t.get(new Get(row).addColumn(options.familyBytes(), LockTable.HOLDER))
+                    .getValue(options.familyBytes(), LockTable.HOLDER);
         }
     }
 
-    private long counter(byte[] row) throws IOException {
-        try (Table t = tokenTable()) {
-            byte[] v = t.get(new Get(row).addColumn(tokenOptions.tokenFamilyBytes(), LockTable.COUNTER))
-                    .getValue(tokenOptions.tokenFamilyBytes(), LockTable.COUNTER);
+    private long counter(TableName table, byte[] row) throws IOException {
+        try (Table t = HBaseTestCluster.get().connection().getTable(table)) {
+            byte[] v = t.get(new Get(row).addColumn(options.tokenFamilyBytes(), LockTable.COUNTER))
+                    .getValue(options.tokenFamilyBytes(), LockTable.COUNTER);
             return v == null ? 0L : Bytes.toLong(v);
         }
     }
 
     /** Waits until the holder cell's value passes {@code shown}; false after 30 s. */
-    private boolean awaitHolderCell(byte[] row, Predicate<byte[]> shown) throws Exception {
+    private boolean awaitHolderCell(TableName table, byte[] row, Predicate<byte[]> shown) throws Exception {
         for (int i = 0; i < 1500; i++) {
-            if (shown.test(holderCell(row))) {
+            if (shown.test(holderCell(table, row))) {
                 return true;
             }
             Thread.sleep(20); // waits for a cell TTL on the region server; nothing is timed
@@ -431,6 +453,9 @@ class HBaseInterruptedGrantTest {
     private static String describe(byte[] value) {
         if (value == null) {
             return "nothing";
+        }
+        if (value.length == 0) {
+            return "the empty free value";
         }
         HolderClaim claim = HolderClaim.decode(value);
         return claim == null ? Bytes.toStringBinary(value) : "a claim of " + claim.owner.rid();
