@@ -17,8 +17,10 @@ import dev.locker.spi.LockDriver;
 import dev.locker.spi.LockRecords;
 import dev.locker.spi.StoreException;
 import dev.locker.spi.TemporaryStoreException;
+import dev.locker.spi.Uninterruptible;
 import dev.locker.spi.Waiting;
 import org.apache.hadoop.hbase.CompareOperator;
+import org.apache.hadoop.hbase.HConstants;
 import org.apache.hadoop.hbase.TableName;
 import org.apache.hadoop.hbase.client.CheckAndMutate;
 import org.apache.hadoop.hbase.client.CheckAndMutateResult;
@@ -551,9 +553,34 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
                 throw failed; // an interrupt cut it: made again by the caller's UNINTERRUPTIBLE
             }
             giveBack(lock, row, claim);
+            giveBackAfterDeadline(lock, row, claim);
             return OptionalLong.empty();
         }
-        return state.isHeldBy(claim) ? ownToken(lock, row, claim, state, token) : OptionalLong.empty();
+        if (state.isHeldBy(claim)) {
+            return ownToken(lock, row, claim, state, token);
+        }
+        if (LockTable.isFreeAt(sent.free(), sent.counter())) {
+            // a one-cell grant still queued can land where "free@c" shows again: another claim left to expire
+            giveBackAfterDeadline(lock, row, claim);
+        }
+        return OptionalLong.empty();
+    }
+
+    /**
+     * Gives {@code claim} back once a grant still queued on the region server has landed or never will. The region
+     * server refuses a call at the row lock once its RPC deadline passed, so twice the RPC timeout is enough. A
+     * thread of its own sleeps until then: this follows only a grant whose answer never came.
+     */
+    private void giveBackAfterDeadline(KeyColumn lock, byte[] row, HolderClaim claim) {
+        long wait = 2 * Math.max(connection.getConfiguration().getLong(HConstants.HBASE_RPC_TIMEOUT_KEY,
+                HConstants.DEFAULT_HBASE_RPC_TIMEOUT), connection.getConfiguration().getLong(
+                HConstants.HBASE_RPC_WRITE_TIMEOUT_KEY, HConstants.DEFAULT_HBASE_RPC_TIMEOUT));
+        Thread t = new Thread(() -> {
+            Uninterruptible.sleep(wait);
+            giveBack(lock, row, claim);
+        }, "locker-hbase-give-back");
+        t.setDaemon(true);
+        t.start();
     }
 
     /**

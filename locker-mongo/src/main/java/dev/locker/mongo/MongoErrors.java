@@ -50,9 +50,10 @@ final class MongoErrors {
 
     /**
      * Requests that the caller's interrupt flag cannot break. The driver fails a request cut by an interrupt with a
-     * {@link MongoInterruptedException}. Such a request is sent again: three attempts in all.
+     * {@link MongoInterruptedException}. Such a request is sent again, as often as an interrupt cuts it: each
+     * attempt ends within the driver's timeouts, and a failure of the server's ends the loop.
      */
-    static final Uninterruptible UNINTERRUPTIBLE = Uninterruptible.retrying(3,
+    static final Uninterruptible UNINTERRUPTIBLE = Uninterruptible.retrying(Integer.MAX_VALUE,
             MongoInterruptedException.class::isInstance);
 
     private static final Set<Integer> NOT_PRIMARY_CODES = Set.of(91, 189, 10107, 11600, 11602, 13435, 13436);
