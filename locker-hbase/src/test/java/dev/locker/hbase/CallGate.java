@@ -9,6 +9,8 @@ import org.apache.hadoop.hbase.coprocessor.RegionCoprocessor;
 import org.apache.hadoop.hbase.coprocessor.RegionCoprocessorEnvironment;
 import org.apache.hadoop.hbase.coprocessor.RegionObserver;
 
+import java.io.IOException;
+import java.io.InterruptedIOException;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Optional;
@@ -17,15 +19,33 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 
 /**
- * A region observer that holds one chosen call on the region server until the test lets it go. The mini cluster runs
- * in the test's JVM, so the test and the region server share this class's one armed gate.
+ * A region observer for one chosen call on a row: it holds the call before or after the region applies it, tells
+ * when the region finished it, or fails it as a stopping region server does. The mini cluster runs in the test's JVM,
+ * so the test and the region server share the armed gates: one before the region applies a call, one after.
  */
 public final class CallGate implements RegionCoprocessor, RegionObserver {
 
-    /** The kinds of call a gate can hold. */
-    enum Kind { GET, CHECK_AND_MUTATE }
+    /** What a gate does to the first call of its kind on its row. */
+    enum Kind {
+        /** Holds a get before the region reads the row. */
+        GET(false),
+        /** Holds a check-and-mutate before the region applies it. */
+        CHECK_AND_MUTATE(false),
+        /** Fails a check-and-mutate with the region server's own InterruptedIOException, a stopped handler's. */
+        FAIL_INTERRUPTED(false),
+        /** Tells when the region finished a check-and-mutate. */
+        TELL_DONE(true),
+        /** Holds the reply of a check-and-mutate the region applied. */
+        HOLD_REPLY(true);
 
-    /** One armed gate: the first call of its kind on its row waits here. */
+        private final boolean after;
+
+        Kind(boolean after) {
+            this.after = after;
+        }
+    }
+
+    /** One armed gate. */
     static final class Armed {
         private final Kind kind;
         private final byte[] row;
@@ -37,25 +57,41 @@ public final class CallGate implements RegionCoprocessor, RegionObserver {
             this.row = row;
         }
 
-        /** Waits until a call is held at the gate; false when none came within {@code seconds}. */
+        /** Waits until the call reached the gate; false when none came within {@code seconds}. */
         boolean awaitEntered(long seconds) throws InterruptedException {
             return entered.await(seconds, TimeUnit.SECONDS);
         }
 
-        /** Lets the held call go on. */
+        /** Lets a held call go on, or disarms a gate that saw no call. */
         void open() {
             opened.countDown();
-            ARMED.compareAndSet(this, null);
+            slot(kind).compareAndSet(this, null);
+        }
+
+        /** Holds the calling handler until the test opens the gate. */
+        private void hold() {
+            try {
+                // bounded: a test that fails before opening the gate must not hold a region server handler for good
+                opened.await(60, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
         }
     }
 
-    private static final AtomicReference<Armed> ARMED = new AtomicReference<>();
+    private static final AtomicReference<Armed> BEFORE = new AtomicReference<>();
+    private static final AtomicReference<Armed> AFTER = new AtomicReference<>();
 
-    /** Arms the gate for the next call of {@code kind} on {@code row}. */
+    private static AtomicReference<Armed> slot(Kind kind) {
+        return kind.after ? AFTER : BEFORE;
+    }
+
+    /** Arms a gate for the next call of {@code kind} on {@code row}. */
     static Armed arm(Kind kind, byte[] row) {
         Armed armed = new Armed(kind, row);
-        if (!ARMED.compareAndSet(null, armed)) {
-            throw new IllegalStateException("a gate is armed already");
+        if (!slot(kind).compareAndSet(null, armed)) {
+            throw new IllegalStateException("a gate " + (kind.after ? "after" : "before")
+                    + " the region is armed already");
         }
         return armed;
     }
@@ -67,28 +103,50 @@ public final class CallGate implements RegionCoprocessor, RegionObserver {
 
     @Override
     public void preGetOp(ObserverContext<RegionCoprocessorEnvironment> c, Get get, List<Cell> result) {
-        hold(Kind.GET, get.getRow());
+        Armed armed = take(get.getRow(), Kind.GET);
+        if (armed != null) {
+            armed.entered.countDown();
+            armed.hold();
+        }
     }
 
     @Override
     public CheckAndMutateResult preCheckAndMutate(ObserverContext<RegionCoprocessorEnvironment> c,
-                                                  CheckAndMutate checkAndMutate, CheckAndMutateResult result) {
-        hold(Kind.CHECK_AND_MUTATE, checkAndMutate.getRow());
+                                                  CheckAndMutate checkAndMutate, CheckAndMutateResult result)
+            throws IOException {
+        Armed armed = take(checkAndMutate.getRow(), Kind.CHECK_AND_MUTATE, Kind.FAIL_INTERRUPTED);
+        if (armed != null) {
+            armed.entered.countDown();
+            if (armed.kind == Kind.FAIL_INTERRUPTED) {
+                // what a handler interrupted while it waits for a row lock or a WAL sync answers
+                throw new InterruptedIOException("region server handler interrupted");
+            }
+            armed.hold();
+        }
         return result;
     }
 
-    private static void hold(Kind kind, byte[] row) {
-        Armed armed = ARMED.get();
-        if (armed == null || armed.kind != kind || !Arrays.equals(armed.row, row)
-                || !ARMED.compareAndSet(armed, null)) {
-            return;
+    @Override
+    public CheckAndMutateResult postCheckAndMutate(ObserverContext<RegionCoprocessorEnvironment> c,
+                                                   CheckAndMutate checkAndMutate, CheckAndMutateResult result) {
+        Armed armed = take(checkAndMutate.getRow(), Kind.TELL_DONE, Kind.HOLD_REPLY);
+        if (armed != null) {
+            armed.entered.countDown();
+            if (armed.kind == Kind.HOLD_REPLY) {
+                armed.hold();
+            }
         }
-        armed.entered.countDown();
-        try {
-            // bounded: a test that fails before opening the gate must not hold a region server handler for good
-            armed.opened.await(60, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+        return result;
+    }
+
+    /** The gate armed for a call of one of {@code kinds} on {@code row}, disarmed; null when there is none. */
+    private static Armed take(byte[] row, Kind... kinds) {
+        AtomicReference<Armed> slot = slot(kinds[0]);
+        Armed armed = slot.get();
+        if (armed == null || !Arrays.asList(kinds).contains(armed.kind) || !Arrays.equals(armed.row, row)
+                || !slot.compareAndSet(armed, null)) {
+            return null;
         }
+        return armed;
     }
 }

@@ -24,8 +24,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Predicate;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -71,7 +69,7 @@ class HBaseInterruptedGrantTest {
         try (Admin admin = HBaseTestCluster.get().connection().getAdmin()) {
             if (!admin.tableExists(name)) {
                 admin.createTable(TableDescriptorBuilder.newBuilder(name).setColumnFamilies(LockTable.families(options))
-                        .setCoprocessor(CallGate.class.getName()).setCoprocessor(AfterCallGate.class.getName())
+                        .setCoprocessor(CallGate.class.getName())
                         .build());
             }
             TableName tokenName = TableName.valueOf(tokenOptions.table());
@@ -79,7 +77,7 @@ class HBaseInterruptedGrantTest {
                 admin.createTable(TableDescriptorBuilder.newBuilder(tokenName)
                         .setColumnFamilies(LockTable.families(tokenOptions))
                         .setValue(TableLayout.KEY, TableLayout.TOKEN_ON_RELEASE.value)
-                        .setCoprocessor(CallGate.class.getName()).setCoprocessor(AfterCallGate.class.getName())
+                        .setCoprocessor(CallGate.class.getName())
                         .build());
             }
         }
@@ -99,36 +97,9 @@ class HBaseInterruptedGrantTest {
         patient.close();
     }
 
-    /** What a claimer's thread saw: the acquisition or its failure, and its interrupt flag at the end. */
-    private static final class Claimer {
-        final AtomicReference<Acquisition> outcome = new AtomicReference<>();
-        final AtomicReference<Throwable> failed = new AtomicReference<>();
-        final AtomicBoolean flagSet = new AtomicBoolean();
-        final Thread thread;
-
-        Claimer(Locker locker, KeyColumn lock) {
-            thread = new Thread(() -> {
-                try {
-                    outcome.set(locker.acquireWithin(lock, "claimer", Duration.ofMinutes(10)));
-                } catch (Throwable t) {
-                    failed.set(t);
-                } finally {
-                    flagSet.set(Thread.interrupted());
-                }
-            }, "hbase-claimer");
-            thread.start();
-        }
-
-        /** Waits for the claimer's end; a wait that lost the interrupt would go on for its full ten minutes. */
-        void awaitEnd() throws InterruptedException {
-            thread.join(Duration.ofMinutes(1).toMillis());
-            assertFalse(thread.isAlive(), "the interrupted claimer is still waiting");
-        }
-
-        @Override
-        public String toString() {
-            return outcome.get() + " / " + failed.get();
-        }
+    /** A claimer's acquire on a thread of its own; an acquire that lost its interrupt waits ten minutes. */
+    private static CallOnThread<Acquisition> claimer(Locker locker, KeyColumn lock) {
+        return CallOnThread.start("hbase-claimer", () -> locker.acquireWithin(lock, "claimer", Duration.ofMinutes(10)));
     }
 
     private static KeyColumn freshLock(String name) {
@@ -153,19 +124,19 @@ class HBaseInterruptedGrantTest {
         KeyColumn lock = freshLock("interrupted-before-apply");
         byte[] row = LockTable.row(lock);
         CallGate.Armed held = CallGate.arm(CallGate.Kind.CHECK_AND_MUTATE, row);
-        AfterCallGate.Armed applied;
+        CallGate.Armed applied;
         try {
-            applied = AfterCallGate.arm(AfterCallGate.Kind.TELL_DONE, row);
+            applied = CallGate.arm(CallGate.Kind.TELL_DONE, row);
         } catch (RuntimeException e) {
             held.open();
             throw e;
         }
-        Claimer claimer;
+        CallOnThread<Acquisition> claimer;
         try {
-            claimer = new Claimer(b, lock);
+            claimer = claimer(b, lock);
             assertTrue(held.awaitEntered(60), "the claimer's grant never reached the region server");
             claimer.thread.interrupt(); // once, while the grant waits on the region server
-            claimer.awaitEnd();
+            claimer.awaitEnd("the interrupted claimer is still waiting");
         } finally {
             held.open(); // only now: the claimer's look ran while its grant was still on its way
         }
@@ -175,7 +146,7 @@ class HBaseInterruptedGrantTest {
             applied.open();
         }
         assertTrue(claimer.flagSet.get(), "the claimer's interrupt is kept: " + claimer);
-        assertFalse(claimer.outcome.get() != null && claimer.outcome.get().acquired(),
+        assertFalse(claimer.answer.get() != null && claimer.answer.get().acquired(),
                 "the claimer cannot have acquired a lock whose grant it never saw applied: " + claimer);
         assertFreeFor(a, lock, claimer);
     }
@@ -189,19 +160,19 @@ class HBaseInterruptedGrantTest {
         Locker a = lockers.open("a");
         Locker b = lockers.open("b");
         KeyColumn lock = freshLock("interrupted-after-apply");
-        AfterCallGate.Armed gate = AfterCallGate.arm(AfterCallGate.Kind.HOLD_REPLY, LockTable.row(lock));
-        Claimer claimer;
+        CallGate.Armed gate = CallGate.arm(CallGate.Kind.HOLD_REPLY, LockTable.row(lock));
+        CallOnThread<Acquisition> claimer;
         try {
-            claimer = new Claimer(b, lock);
+            claimer = claimer(b, lock);
             assertTrue(gate.awaitEntered(60), "the claimer's grant never reached the region server");
             claimer.thread.interrupt(); // once, after the region applied the grant and before its reply
-            claimer.awaitEnd();
+            claimer.awaitEnd("the interrupted claimer is still waiting");
         } finally {
             gate.open();
         }
         assertNull(claimer.failed.get(), "the claimer's wait ended with an acquisition, not a failure");
         assertTrue(claimer.flagSet.get(), "the claimer's interrupt is kept: " + claimer);
-        Acquisition outcome = claimer.outcome.get();
+        Acquisition outcome = claimer.answer.get();
         if (outcome.acquired()) {
             Lease lease = outcome.lease().orElseThrow();
             assertTrue(lease.isValid(), "a lease kept as granted is valid: " + outcome);
@@ -222,17 +193,17 @@ class HBaseInterruptedGrantTest {
         KeyColumn lock = freshLock("interrupted-look");
         byte[] row = LockTable.row(lock);
         b.holder(lock); // the claimer's grant then goes without a get of its own: the next get is its look
-        AfterCallGate.Armed reply = AfterCallGate.arm(AfterCallGate.Kind.HOLD_REPLY, row);
-        Claimer claimer;
+        CallGate.Armed reply = CallGate.arm(CallGate.Kind.HOLD_REPLY, row);
+        CallOnThread<Acquisition> claimer;
         try {
-            claimer = new Claimer(b, lock);
+            claimer = claimer(b, lock);
             assertTrue(reply.awaitEntered(60), "the claimer's grant never reached the region server");
             CallGate.Armed look = CallGate.arm(CallGate.Kind.GET, row);
             try {
                 claimer.thread.interrupt(); // after the region applied the grant, before its reply
                 assertTrue(look.awaitEntered(60), "the claimer never looked at the row after its cut grant");
                 claimer.thread.interrupt(); // again, while the look waits on the region server
-                claimer.awaitEnd();
+                claimer.awaitEnd("the interrupted claimer is still waiting");
             } finally {
                 look.open();
             }
@@ -240,7 +211,7 @@ class HBaseInterruptedGrantTest {
             reply.open();
         }
         assertTrue(claimer.flagSet.get(), "the claimer's interrupt is kept: " + claimer);
-        Acquisition outcome = claimer.outcome.get();
+        Acquisition outcome = claimer.answer.get();
         if (outcome != null && outcome.acquired()) {
             outcome.lease().orElseThrow().close();
         }
@@ -255,19 +226,19 @@ class HBaseInterruptedGrantTest {
     void aRegionServersInterruptedIOExceptionIsNotTakenForTheCallersInterrupt() throws Exception {
         Locker b = lockers.open("b");
         KeyColumn lock = freshLock("server-interrupted");
-        AfterCallGate.Armed gate = AfterCallGate.arm(AfterCallGate.Kind.FAIL_INTERRUPTED, LockTable.row(lock));
-        Claimer claimer;
+        CallGate.Armed gate = CallGate.arm(CallGate.Kind.FAIL_INTERRUPTED, LockTable.row(lock));
+        CallOnThread<Acquisition> claimer;
         try {
-            claimer = new Claimer(b, lock);
-            claimer.awaitEnd();
+            claimer = claimer(b, lock);
+            claimer.awaitEnd("the interrupted claimer is still waiting");
             assertTrue(gate.awaitEntered(0), "the claimer's grant never reached the region server");
         } finally {
             gate.open();
         }
         assertFalse(claimer.flagSet.get(), "nobody interrupted the claimer, yet its thread is interrupted: " + claimer);
         assertNull(claimer.failed.get(), "the claimer's wait ended with an acquisition, not a failure");
-        assertTrue(claimer.outcome.get().acquired(), "the claimer acquired the free lock: " + claimer);
-        claimer.outcome.get().lease().orElseThrow().close();
+        assertTrue(claimer.answer.get().acquired(), "the claimer acquired the free lock: " + claimer);
+        claimer.answer.get().lease().orElseThrow().close();
     }
 
     /**
@@ -280,29 +251,18 @@ class HBaseInterruptedGrantTest {
         Locker b = lockers.open("b");
         KeyColumn lock = freshLock("server-interrupted-release");
         Lease held = b.acquire(lock, "holder", LeaseOptions.DEFAULTS.keepAlive(false));
-        AfterCallGate.Armed gate = AfterCallGate.arm(AfterCallGate.Kind.FAIL_INTERRUPTED, LockTable.row(lock));
-        AtomicBoolean flagSet = new AtomicBoolean();
-        AtomicReference<Throwable> failed = new AtomicReference<>();
-        Thread releaser = new Thread(() -> {
-            try {
-                held.close();
-            } catch (Throwable t) {
-                failed.set(t);
-            } finally {
-                flagSet.set(Thread.interrupted());
-            }
-        }, "hbase-releaser");
+        CallGate.Armed gate = CallGate.arm(CallGate.Kind.FAIL_INTERRUPTED, LockTable.row(lock));
+        CallOnThread<Void> releaser;
         try {
-            releaser.start();
-            releaser.join(Duration.ofMinutes(1).toMillis());
-            assertFalse(releaser.isAlive(), "the release never finished");
+            releaser = CallOnThread.run("hbase-releaser", held::close);
+            releaser.awaitEnd("the release never finished");
             assertTrue(gate.awaitEntered(0), "the release never reached the region server");
         } finally {
             gate.open();
         }
-        assertNull(failed.get(), "the release failed");
+        assertNull(releaser.failed.get(), "the release failed");
         assertFreeFor(a, lock, "the releaser");
-        assertFalse(flagSet.get(), "nobody interrupted the releaser, yet its thread is interrupted");
+        assertFalse(releaser.flagSet.get(), "nobody interrupted the releaser, yet its thread is interrupted");
     }
 
     /**
@@ -350,16 +310,16 @@ class HBaseInterruptedGrantTest {
             byte[] released = layout.releaseValue(t);
             assertArrayEquals(released, holderCell(table, row), "the release left " + describe(released));
             CallGate.Armed held = CallGate.arm(CallGate.Kind.CHECK_AND_MUTATE, row);
-            Claimer claimer;
+            CallOnThread<Acquisition> claimer;
             Object tb = new Object();
             try {
-                claimer = new Claimer(a, lock);
+                claimer = claimer(a, lock);
                 assertTrue(held.awaitEntered(60), "the claimer's grant never reached the region server");
                 b.writeLock(lock, tb); // granted over the released value while the claimer's grant waits
                 b.checkLocks(tb);
                 long tokenB = b.fencingToken(lock, tb);
                 claimer.thread.interrupt(); // its settling meets B's claim: the row moved on
-                claimer.awaitEnd();
+                claimer.awaitEnd("the interrupted claimer is still waiting");
                 assertEquals(t + 1, tokenB, "B granted on the released value");
                 assertEquals(t + 1, counter(table, row), "the claimer's settling met B's live claim, changing nothing");
                 assertTrue(awaitHolderCell(table, row, v -> Arrays.equals(released, v)),
@@ -368,7 +328,7 @@ class HBaseInterruptedGrantTest {
                 held.open();
                 throw e;
             }
-            AfterCallGate.Armed applied = AfterCallGate.arm(AfterCallGate.Kind.TELL_DONE, row);
+            CallGate.Armed applied = CallGate.arm(CallGate.Kind.TELL_DONE, row);
             held.open(); // the grant the claimer gave up on reaches the region only now
             try {
                 assertTrue(applied.awaitEntered(60), "the region never finished the held grant");
@@ -377,7 +337,7 @@ class HBaseInterruptedGrantTest {
             }
             b.deleteLocks(tb);
             assertTrue(claimer.flagSet.get(), "the claimer's interrupt is kept: " + claimer);
-            assertFalse(claimer.outcome.get() != null && claimer.outcome.get().acquired(),
+            assertFalse(claimer.answer.get() != null && claimer.answer.get().acquired(),
                     "the claimer cannot have acquired a lock whose grant it never saw applied: " + claimer);
             // the held grant may have written a claim of the claimer's: given back after twice the RPC timeout
             Acquisition next = c.acquireWithin(lock, "after", EXPIRY.minus(PATIENT_OPERATION));
@@ -400,11 +360,11 @@ class HBaseInterruptedGrantTest {
         Locker b = lockers.open("b");
         KeyColumn lock = freshLock("interrupted-settling");
         byte[] row = LockTable.row(lock);
-        AfterCallGate.Armed reply = AfterCallGate.arm(AfterCallGate.Kind.HOLD_REPLY, row);
+        CallGate.Armed reply = CallGate.arm(CallGate.Kind.HOLD_REPLY, row);
         List<CallGate.Armed> settling = new ArrayList<>();
-        Claimer claimer;
+        CallOnThread<Acquisition> claimer;
         try {
-            claimer = new Claimer(b, lock);
+            claimer = claimer(b, lock);
             assertTrue(reply.awaitEntered(60), "the claimer's grant never reached the region server");
             for (int call = 1; call <= 3 && claimer.thread.isAlive(); call++) {
                 CallGate.Armed held = CallGate.arm(CallGate.Kind.CHECK_AND_MUTATE, row);
@@ -415,13 +375,13 @@ class HBaseInterruptedGrantTest {
                 }
             }
             claimer.thread.interrupt();
-            claimer.awaitEnd();
+            claimer.awaitEnd("the interrupted claimer is still waiting");
         } finally {
             settling.forEach(CallGate.Armed::open);
             reply.open();
         }
         assertTrue(claimer.flagSet.get(), "the claimer's interrupt is kept: " + claimer);
-        Acquisition outcome = claimer.outcome.get();
+        Acquisition outcome = claimer.answer.get();
         if (outcome != null && outcome.acquired()) {
             outcome.lease().orElseThrow().close();
         }

@@ -19,8 +19,6 @@ import org.junit.jupiter.api.parallel.Isolated;
 import java.io.IOException;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicReference;
 
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -82,32 +80,19 @@ class HBaseInterruptedWaiterTest {
         KeyColumn lock = KeyColumn.of("interrupt-once/" + LockerConfig.randomRid().substring(0, 8), "c");
         try (Lease held = a.acquire(lock, "holder", LeaseOptions.DEFAULTS.keepAlive(false))) {
             CallGate.Armed gate = CallGate.arm(kind, LockTable.row(lock));
-            AtomicReference<Acquisition> outcome = new AtomicReference<>();
-            AtomicBoolean flagKept = new AtomicBoolean();
-            AtomicReference<Throwable> failed = new AtomicReference<>();
-            Thread waiter = new Thread(() -> {
-                try {
-                    outcome.set(b.acquireWithin(lock, "waiter", Duration.ofMinutes(10)));
-                } catch (Throwable t) {
-                    failed.set(t);
-                } finally {
-                    flagKept.set(Thread.interrupted());
-                }
-            }, "hbase-waiter");
-            waiter.start();
+            CallOnThread<Acquisition> waiter = CallOnThread.start("hbase-waiter",
+                    () -> b.acquireWithin(lock, "waiter", Duration.ofMinutes(10)));
             try {
                 assertTrue(gate.awaitEntered(60), "the waiter's " + kind + " never reached the region server");
-                waiter.interrupt(); // once, while the call is held on the region server
+                waiter.thread.interrupt(); // once, while the call is held on the region server
             } finally {
                 gate.open();
             }
-            // a wait that lost the interrupt goes on for its full ten minutes
-            waiter.join(Duration.ofMinutes(1).toMillis());
-            assertFalse(waiter.isAlive(), "one interrupt during the waiter's " + kind + " did not end its wait");
-            assertTrue(flagKept.get(), "the waiter's interrupt is kept: " + outcome.get() + " / " + failed.get());
-            if (failed.get() == null) {
-                assertNotNull(outcome.get());
-                assertFalse(outcome.get().lease().isPresent(), "the lock is held by another: " + outcome.get());
+            waiter.awaitEnd("one interrupt during the waiter's " + kind + " did not end its wait");
+            assertTrue(waiter.flagSet.get(), "the waiter's interrupt is kept: " + waiter);
+            if (waiter.failed.get() == null) {
+                assertNotNull(waiter.answer.get());
+                assertFalse(waiter.answer.get().lease().isPresent(), "the lock is held by another: " + waiter);
             }
             assertTrue(held.isValid(), "the holder's lease is untouched");
         }
@@ -124,28 +109,16 @@ class HBaseInterruptedWaiterTest {
         KeyColumn lock = KeyColumn.of("interrupted-release/" + LockerConfig.randomRid().substring(0, 8), "c");
         Lease held = a.acquire(lock, "holder", LeaseOptions.DEFAULTS.keepAlive(false));
         CallGate.Armed gate = CallGate.arm(CallGate.Kind.CHECK_AND_MUTATE, LockTable.row(lock));
-        AtomicBoolean flagKept = new AtomicBoolean();
-        AtomicReference<Throwable> failed = new AtomicReference<>();
-        Thread releaser = new Thread(() -> {
-            try {
-                held.close();
-            } catch (Throwable t) {
-                failed.set(t);
-            } finally {
-                flagKept.set(Thread.interrupted());
-            }
-        }, "hbase-releaser");
-        releaser.start();
+        CallOnThread<Void> releaser = CallOnThread.run("hbase-releaser", held::close);
         try {
             assertTrue(gate.awaitEntered(60), "the release never reached the region server");
-            releaser.interrupt();
+            releaser.thread.interrupt();
         } finally {
             gate.open();
         }
-        releaser.join(Duration.ofMinutes(1).toMillis());
-        assertFalse(releaser.isAlive(), "the interrupted release never finished");
-        assertNull(failed.get(), "the release failed");
-        assertTrue(flagKept.get(), "the releaser's interrupt is kept");
+        releaser.awaitEnd("the interrupted release never finished");
+        assertNull(releaser.failed.get(), "the release failed");
+        assertTrue(releaser.flagSet.get(), "the releaser's interrupt is kept");
         assertTrue(a.holder(lock).isEmpty(), "the interrupted release freed the lock");
         Acquisition next = b.acquireWithin(lock, "after", Duration.ZERO);
         assertTrue(next.lease().isPresent(), "the lock is free for another: " + next);
@@ -164,28 +137,16 @@ class HBaseInterruptedWaiterTest {
         Lease held = a.acquire(lock, "holder", LeaseOptions.DEFAULTS.keepAlive(false)
                 .holdAtLeast(Duration.ofSeconds(20)));
         CallGate.Armed gate = CallGate.arm(CallGate.Kind.CHECK_AND_MUTATE, LockTable.row(lock));
-        AtomicBoolean flagKept = new AtomicBoolean();
-        AtomicReference<Throwable> failed = new AtomicReference<>();
-        Thread closer = new Thread(() -> {
-            try {
-                held.close();
-            } catch (Throwable t) {
-                failed.set(t);
-            } finally {
-                flagKept.set(Thread.interrupted());
-            }
-        }, "hbase-closer");
-        closer.start();
+        CallOnThread<Void> closer = CallOnThread.run("hbase-closer", held::close);
         try {
             assertTrue(gate.awaitEntered(60), "the leave never reached the region server");
-            closer.interrupt();
+            closer.thread.interrupt();
         } finally {
             gate.open();
         }
-        closer.join(Duration.ofMinutes(1).toMillis());
-        assertFalse(closer.isAlive(), "the interrupted close never finished");
-        assertNull(failed.get(), "the close failed");
-        assertTrue(flagKept.get(), "the closer's interrupt is kept");
+        closer.awaitEnd("the interrupted close never finished");
+        assertNull(closer.failed.get(), "the close failed");
+        assertTrue(closer.flagSet.get(), "the closer's interrupt is kept");
         LockInfo left = a.holding(lock).orElseThrow(() -> new AssertionError("the claim was not left in place"));
         // the claim as granted expires an expiry after the acquire at the earliest; the left one about 20 s after
         assertTrue(left.expiresAt().isBefore(before.plus(EXPIRY)), "the leave shortened the claim: " + left);
@@ -201,30 +162,18 @@ class HBaseInterruptedWaiterTest {
         Locker b = lockers.open("b");
         KeyColumn lock = KeyColumn.of("interrupted-waiter/" + LockerConfig.randomRid().substring(0, 8), "c");
         try (Lease held = a.acquire(lock, "holder", LeaseOptions.DEFAULTS.keepAlive(false))) {
-            AtomicReference<Acquisition> outcome = new AtomicReference<>();
-            AtomicBoolean flagKept = new AtomicBoolean();
-            AtomicReference<Throwable> failed = new AtomicReference<>();
-            Thread waiter = new Thread(() -> {
-                try {
-                    outcome.set(b.acquireWithin(lock, "waiter", Duration.ofMinutes(10)));
-                } catch (Throwable t) {
-                    failed.set(t);
-                } finally {
-                    flagKept.set(Thread.interrupted());
-                }
-            }, "hbase-waiter");
-            waiter.start();
+            CallOnThread<Acquisition> waiter = CallOnThread.start("hbase-waiter",
+                    () -> b.acquireWithin(lock, "waiter", Duration.ofMinutes(10)));
             // interrupts until the wait ends: a wait that loses them all goes on for its full ten minutes
-            for (int i = 0; i < 6_000 && waiter.isAlive(); i++) {
-                waiter.interrupt();
-                waiter.join(10);
+            for (int i = 0; i < 6_000 && waiter.thread.isAlive(); i++) {
+                waiter.thread.interrupt();
+                waiter.thread.join(10);
             }
-            waiter.join(Duration.ofMinutes(1).toMillis());
-            assertFalse(waiter.isAlive(), "the interrupted waiter is still waiting");
-            assertTrue(flagKept.get(), "the waiter's interrupt is kept: " + outcome.get() + " / " + failed.get());
-            if (failed.get() == null) {
-                assertNotNull(outcome.get());
-                assertFalse(outcome.get().lease().isPresent(), "the lock is held by another: " + outcome.get());
+            waiter.awaitEnd("the interrupted waiter is still waiting");
+            assertTrue(waiter.flagSet.get(), "the waiter's interrupt is kept: " + waiter);
+            if (waiter.failed.get() == null) {
+                assertNotNull(waiter.answer.get());
+                assertFalse(waiter.answer.get().lease().isPresent(), "the lock is held by another: " + waiter);
             }
             assertTrue(held.isValid(), "the holder's lease is untouched");
         }
