@@ -314,7 +314,17 @@ class HBaseInterruptedGrantTest {
     @Test
     void aGrantGivenUpOnThatLandsOnAFreeValueShownAgainIsGivenBackOnceItsDeadlinePassed() throws Exception {
         grantGivenUpOnWhileAnotherClaimHeldTheLock(tokenOptions, tokenLockers, shortTokenLockers,
-                TableLayout.TOKEN_ON_RELEASE);
+                TableLayout.TOKEN_ON_RELEASE, false);
+    }
+
+    /**
+     * The same, with the claimer's locker closed once the claimer gave up, its connection kept open by its owner: the
+     * claim the held grant writes is still given back once its deadline passed, long before the claim's own expiry.
+     */
+    @Test
+    void aGrantGivenUpOnThatLandsAfterItsLockerClosedIsGivenBackOnceItsDeadlinePassed() throws Exception {
+        grantGivenUpOnWhileAnotherClaimHeldTheLock(tokenOptions, tokenLockers, shortTokenLockers,
+                TableLayout.TOKEN_ON_RELEASE, true);
     }
 
     /**
@@ -323,15 +333,18 @@ class HBaseInterruptedGrantTest {
      */
     @Test
     void aTwoCellGrantGivenUpOnWhileAnotherClaimHeldTheLockLeavesNoClaimBehindOnceThatClaimExpires() throws Exception {
-        grantGivenUpOnWhileAnotherClaimHeldTheLock(options, lockers, shortLockers, TableLayout.EMPTY_ON_RELEASE);
+        grantGivenUpOnWhileAnotherClaimHeldTheLock(options, lockers, shortLockers, TableLayout.EMPTY_ON_RELEASE,
+                false);
     }
 
     /**
      * A claimer's grant after its own release held on the region server; B granted meanwhile, then the claimer
-     * interrupted, B's claim left to expire, and the held grant let go: the lock is free for a third locker.
+     * interrupted, B's claim left to expire, and the held grant let go: the lock is free for a third locker. With
+     * {@code closeClaimer}, the claimer's locker is closed once the claimer gave up, before the held grant lands.
      */
     private void grantGivenUpOnWhileAnotherClaimHeldTheLock(HBaseOptions opts, HBaseLockers longLived,
-                                                            HBaseLockers shortLived, TableLayout layout)
+                                                            HBaseLockers shortLived, TableLayout layout,
+                                                            boolean closeClaimer)
             throws Exception {
         TableName table = TableName.valueOf(opts.table());
         Locker a = HBaseLocker.builder(patient).options(opts).config(LockerConfig.builder()
@@ -360,6 +373,9 @@ class HBaseInterruptedGrantTest {
                 long tokenB = b.fencingToken(lock, tb);
                 claimer.thread.interrupt(); // its settling meets B's claim: the row moved on
                 claimer.awaitEnd();
+                if (closeClaimer) {
+                    a.close(); // the application shuts the claimer's locker down while its grant is still held
+                }
                 assertEquals(t + 1, tokenB, "B granted on the released value");
                 assertEquals(t + 1, counter(table, row), "the claimer's settling met B's live claim, changing nothing");
                 assertTrue(awaitHolderCell(table, row, v -> Arrays.equals(released, v)),
@@ -376,6 +392,10 @@ class HBaseInterruptedGrantTest {
                 applied.open();
             }
             b.deleteLocks(tb);
+            // a counter past B's token proves the held grant wrote a claim: the give-back has something to do
+            long landed = layout == TableLayout.TOKEN_ON_RELEASE ? t + 2 : t + 1;
+            assertEquals(landed, counter(table, row), "the held grant " + (landed == t + 2 ? "landed" : "never landed")
+                    + " on " + describe(released) + " shown again");
             assertTrue(claimer.flagSet.get(), "the claimer's interrupt is kept: " + claimer);
             assertFalse(claimer.outcome.get() != null && claimer.outcome.get().acquired(),
                     "the claimer cannot have acquired a lock whose grant it never saw applied: " + claimer);
