@@ -16,6 +16,7 @@ import org.apache.hadoop.hbase.client.TableDescriptorBuilder;
 import org.apache.hadoop.hbase.util.Bytes;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
@@ -314,7 +315,7 @@ class HBaseInterruptedGrantTest {
     @Test
     void aGrantGivenUpOnThatLandsOnAFreeValueShownAgainIsGivenBackOnceItsDeadlinePassed() throws Exception {
         grantGivenUpOnWhileAnotherClaimHeldTheLock(tokenOptions, tokenLockers, shortTokenLockers,
-                TableLayout.TOKEN_ON_RELEASE, false);
+                TableLayout.TOKEN_ON_RELEASE, false, false);
     }
 
     /**
@@ -324,7 +325,18 @@ class HBaseInterruptedGrantTest {
     @Test
     void aGrantGivenUpOnThatLandsAfterItsLockerClosedIsGivenBackOnceItsDeadlinePassed() throws Exception {
         grantGivenUpOnWhileAnotherClaimHeldTheLock(tokenOptions, tokenLockers, shortTokenLockers,
-                TableLayout.TOKEN_ON_RELEASE, true);
+                TableLayout.TOKEN_ON_RELEASE, true, false);
+    }
+
+    /**
+     * The same, with the lock's region offline from before the grant's deadline until after the claimer's give-back
+     * failed: the claim is still given back once the region is back, before the claim's own expiry.
+     */
+    @Test
+    @Disabled("the give-back after the deadline is tried once: a region offline then leaves the claim until it expires")
+    void aGrantGivenUpOnThatLandsIsGivenBackOnceItsRegionIsBackThoughItWasOfflineAtTheDeadline() throws Exception {
+        grantGivenUpOnWhileAnotherClaimHeldTheLock(tokenOptions, tokenLockers, shortTokenLockers,
+                TableLayout.TOKEN_ON_RELEASE, false, true);
     }
 
     /**
@@ -334,17 +346,18 @@ class HBaseInterruptedGrantTest {
     @Test
     void aTwoCellGrantGivenUpOnWhileAnotherClaimHeldTheLockLeavesNoClaimBehindOnceThatClaimExpires() throws Exception {
         grantGivenUpOnWhileAnotherClaimHeldTheLock(options, lockers, shortLockers, TableLayout.EMPTY_ON_RELEASE,
-                false);
+                false, false);
     }
 
     /**
      * A claimer's grant after its own release held on the region server; B granted meanwhile, then the claimer
      * interrupted, B's claim left to expire, and the held grant let go: the lock is free for a third locker. With
-     * {@code closeClaimer}, the claimer's locker is closed once the claimer gave up, before the held grant lands.
+     * {@code closeClaimer}, the claimer's locker is closed once the claimer gave up, before the held grant lands. With
+     * {@code offlineAtDeadline}, the lock's region is offline from the grant's landing until the give-back ended.
      */
     private void grantGivenUpOnWhileAnotherClaimHeldTheLock(HBaseOptions opts, HBaseLockers longLived,
                                                             HBaseLockers shortLived, TableLayout layout,
-                                                            boolean closeClaimer)
+                                                            boolean closeClaimer, boolean offlineAtDeadline)
             throws Exception {
         TableName table = TableName.valueOf(opts.table());
         Locker a = HBaseLocker.builder(patient).options(opts).config(LockerConfig.builder()
@@ -391,16 +404,28 @@ class HBaseInterruptedGrantTest {
             } finally {
                 applied.open();
             }
+            long landed = System.nanoTime(); // the claim the grant wrote expires EXPIRY after about now
             b.deleteLocks(tb);
             // a counter past B's token proves the held grant wrote a claim: the give-back has something to do
-            long landed = layout == TableLayout.TOKEN_ON_RELEASE ? t + 2 : t + 1;
-            assertEquals(landed, counter(table, row), "the held grant " + (landed == t + 2 ? "landed" : "never landed")
+            long grants = layout == TableLayout.TOKEN_ON_RELEASE ? t + 2 : t + 1;
+            assertEquals(grants, counter(table, row), "the held grant " + (grants == t + 2 ? "landed" : "never landed")
                     + " on " + describe(released) + " shown again");
             assertTrue(claimer.flagSet.get(), "the claimer's interrupt is kept: " + claimer);
             assertFalse(claimer.outcome.get() != null && claimer.outcome.get().acquired(),
                     "the claimer cannot have acquired a lock whose grant it never saw applied: " + claimer);
+            Duration wait = EXPIRY.minus(PATIENT_OPERATION);
+            if (offlineAtDeadline) {
+                HBaseTestCluster.get().setRegionsOnline(table, false);
+                try {
+                    assertTrue(awaitNoGiveBackThread(), "the claimer's give-back never ended");
+                } finally {
+                    HBaseTestCluster.get().setRegionsOnline(table, true);
+                }
+                // the look ends well before the claim's own expiry: only a give-back can free the lock by then
+                wait = EXPIRY.minus(Duration.ofNanos(System.nanoTime() - landed)).minus(Duration.ofSeconds(10));
+            }
             // the held grant may have written a claim of the claimer's: given back after twice the RPC timeout
-            Acquisition next = c.acquireWithin(lock, "after", EXPIRY.minus(PATIENT_OPERATION));
+            Acquisition next = c.acquireWithin(lock, "after", wait);
             assertTrue(next.acquired(), "the grant the claimer gave up on left no claim for its whole expiry ("
                     + claimer + "); the holder cell holds " + describe(holderCell(table, row)) + ", the counter "
                     + counter(table, row) + ": " + next);
@@ -446,6 +471,18 @@ class HBaseInterruptedGrantTest {
             outcome.lease().orElseThrow().close();
         }
         assertFreeFor(a, lock, claimer + " after " + settling.size() + " settling calls were held and cut");
+    }
+
+    /** Waits until no thread gives a claim back after its grant's deadline; false after two minutes. */
+    private static boolean awaitNoGiveBackThread() throws InterruptedException {
+        for (int i = 0; i < 1200; i++) {
+            if (Thread.getAllStackTraces().keySet().stream()
+                    .noneMatch(t -> t.isAlive() && t.getName().equals("locker-hbase-give-back"))) {
+                return true;
+            }
+            Thread.sleep(100); // waits for the give-back's own wait and call; nothing is timed
+        }
+        return false;
     }
 
     /** The holder cell's value as the region server shows it now, null when absent. */
