@@ -4,10 +4,12 @@ import org.apache.hadoop.hbase.Cell;
 import org.apache.hadoop.hbase.client.CheckAndMutate;
 import org.apache.hadoop.hbase.client.CheckAndMutateResult;
 import org.apache.hadoop.hbase.client.Get;
+import org.apache.hadoop.hbase.client.Mutation;
 import org.apache.hadoop.hbase.coprocessor.ObserverContext;
 import org.apache.hadoop.hbase.coprocessor.RegionCoprocessor;
 import org.apache.hadoop.hbase.coprocessor.RegionCoprocessorEnvironment;
 import org.apache.hadoop.hbase.coprocessor.RegionObserver;
+import org.apache.hadoop.hbase.regionserver.MiniBatchOperationInProgress;
 
 import java.util.Arrays;
 import java.util.List;
@@ -22,8 +24,11 @@ import java.util.concurrent.atomic.AtomicReference;
  */
 public final class CallGate implements RegionCoprocessor, RegionObserver {
 
-    /** The kinds of call a gate can hold. */
-    enum Kind { GET, CHECK_AND_MUTATE }
+    /**
+     * The kinds of call a gate can hold: a get, a check-and-mutate before its row lock, or a write after its row lock
+     * and its check, just before the region applies it.
+     */
+    enum Kind { GET, CHECK_AND_MUTATE, BATCH_MUTATE }
 
     /** One armed gate: the first call of its kind on its row waits here. */
     static final class Armed {
@@ -75,6 +80,14 @@ public final class CallGate implements RegionCoprocessor, RegionObserver {
                                                   CheckAndMutate checkAndMutate, CheckAndMutateResult result) {
         hold(Kind.CHECK_AND_MUTATE, checkAndMutate.getRow());
         return result;
+    }
+
+    @Override
+    public void preBatchMutate(ObserverContext<RegionCoprocessorEnvironment> c,
+                               MiniBatchOperationInProgress<Mutation> miniBatchOp) {
+        if (miniBatchOp.size() > 0) {
+            hold(Kind.BATCH_MUTATE, miniBatchOp.getOperation(0).getRow());
+        }
     }
 
     private static void hold(Kind kind, byte[] row) {
