@@ -45,6 +45,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Optional;
 import java.util.OptionalLong;
+import java.util.concurrent.TimeUnit;
 
 import static dev.locker.hbase.LockTable.COUNTER;
 import static dev.locker.hbase.LockTable.FREE;
@@ -567,17 +568,24 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
     }
 
     /**
-     * Gives {@code claim} back once a grant still queued on the region server has landed or never will. The region
-     * server refuses a call at the row lock once its RPC deadline passed, so twice the RPC timeout is enough. A
-     * thread of its own sleeps until then: this follows only a grant whose answer never came.
+     * Gives {@code claim} back if a grant we gave up on writes it later. A grant still waiting for its row lock is
+     * refused once its RPC deadline passed; one stalled past it (a WAL sync, a pause) lands whenever it resumes.
+     * Either way its cell lives at most its lifetime from when the region stamped it, before our settling. So a
+     * thread of its own tries a compare-and-release every two RPC timeouts until it frees the claim or that lifetime
+     * is over. This follows only a grant whose answer never came.
      */
     private void giveBackAfterDeadline(KeyColumn lock, byte[] row, HolderClaim claim) {
-        long wait = 2 * Math.max(connection.getConfiguration().getLong(HConstants.HBASE_RPC_TIMEOUT_KEY,
+        long pause = 2 * Math.max(connection.getConfiguration().getLong(HConstants.HBASE_RPC_TIMEOUT_KEY,
                 HConstants.DEFAULT_HBASE_RPC_TIMEOUT), connection.getConfiguration().getLong(
                 HConstants.HBASE_RPC_WRITE_TIMEOUT_KEY, HConstants.DEFAULT_HBASE_RPC_TIMEOUT));
+        long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(pause + claim.lifetime.toMillis());
         Thread t = new Thread(() -> {
-            Uninterruptible.sleep(wait);
-            giveBack(lock, row, claim);
+            do {
+                Uninterruptible.sleep(pause);
+                if (connection.isClosed() || giveBack(lock, row, claim)) {
+                    return;
+                }
+            } while (System.nanoTime() - end < 0);
         }, "locker-hbase-give-back");
         t.setDaemon(true);
         t.start();
@@ -586,16 +594,19 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
     /**
      * Compare-and-release of a claim we may have written but will not use (best effort: it expires anyway). It leaves
      * the empty free value, so the next grant checks the counter as well. An interrupt does not stop it.
+     *
+     * @return true when our claim was the holder and is free now; false when it was not, or the call failed
      */
-    private void giveBack(KeyColumn lock, byte[] row, HolderClaim claim) {
+    private boolean giveBack(KeyColumn lock, byte[] row, HolderClaim claim) {
         seen.forget(row);
         try {
-            HBaseErrors.UNINTERRUPTIBLE.call(() -> rows.checkAndMutate(CheckAndMutate.newBuilder(row)
+            return HBaseErrors.UNINTERRUPTIBLE.call(() -> rows.checkAndMutate(CheckAndMutate.newBuilder(row)
                     .ifEquals(family, HOLDER, claim.value)
-                    .build(new Put(row).addColumn(family, HOLDER, FREE)), "checkAndMutate"));
+                    .build(new Put(row).addColumn(family, HOLDER, FREE)), "checkAndMutate")).isSuccess();
         } catch (StoreException releaseFailed) {
             log.debug("Could not give back an unused claim on {}; if it was written it expires within {}: {}", lock,
                     claim.lifetime, releaseFailed.toString());
+            return false;
         }
     }
 

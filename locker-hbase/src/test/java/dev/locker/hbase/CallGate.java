@@ -1,13 +1,18 @@
 package dev.locker.hbase;
 
 import org.apache.hadoop.hbase.Cell;
+import org.apache.hadoop.hbase.TableName;
+import org.apache.hadoop.hbase.client.Admin;
 import org.apache.hadoop.hbase.client.CheckAndMutate;
 import org.apache.hadoop.hbase.client.CheckAndMutateResult;
 import org.apache.hadoop.hbase.client.Get;
+import org.apache.hadoop.hbase.client.Mutation;
+import org.apache.hadoop.hbase.client.TableDescriptorBuilder;
 import org.apache.hadoop.hbase.coprocessor.ObserverContext;
 import org.apache.hadoop.hbase.coprocessor.RegionCoprocessor;
 import org.apache.hadoop.hbase.coprocessor.RegionCoprocessorEnvironment;
 import org.apache.hadoop.hbase.coprocessor.RegionObserver;
+import org.apache.hadoop.hbase.regionserver.MiniBatchOperationInProgress;
 
 import java.io.IOException;
 import java.io.InterruptedIOException;
@@ -19,7 +24,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 
 /**
- * A region observer for one chosen call on a row: it holds the call before or after the region applies it, tells
+ * A region observer for one chosen call on a row: it holds the call before, while or after the region applies it, tells
  * when the region finished it, or fails it as a stopping region server does. The mini cluster runs in the test's JVM,
  * so the test and the region server share the armed gates: one before the region applies a call, one after.
  */
@@ -31,6 +36,8 @@ public final class CallGate implements RegionCoprocessor, RegionObserver {
         GET(false),
         /** Holds a check-and-mutate before the region applies it. */
         CHECK_AND_MUTATE(false),
+        /** Holds a write after its row lock and its check, just before the region applies it. */
+        BATCH_MUTATE(false),
         /** Fails a check-and-mutate with the region server's own InterruptedIOException, a stopped handler's. */
         FAIL_INTERRUPTED(false),
         /** Tells when the region finished a check-and-mutate. */
@@ -96,6 +103,17 @@ public final class CallGate implements RegionCoprocessor, RegionObserver {
         return armed;
     }
 
+    /** Creates the lock table of {@code options} with this gate on it, and the {@code layout}, unless it exists. */
+    static void createTable(HBaseOptions options, TableLayout layout) throws IOException {
+        TableName name = TableName.valueOf(options.table());
+        try (Admin admin = HBaseTestCluster.get().connection().getAdmin()) {
+            if (!admin.tableExists(name)) {
+                admin.createTable(TableDescriptorBuilder.newBuilder(name).setColumnFamilies(LockTable.families(options))
+                        .setValue(TableLayout.KEY, layout.value).setCoprocessor(CallGate.class.getName()).build());
+            }
+        }
+    }
+
     @Override
     public Optional<RegionObserver> getRegionObserver() {
         return Optional.of(this);
@@ -124,6 +142,16 @@ public final class CallGate implements RegionCoprocessor, RegionObserver {
             armed.hold();
         }
         return result;
+    }
+
+    @Override
+    public void preBatchMutate(ObserverContext<RegionCoprocessorEnvironment> c,
+                               MiniBatchOperationInProgress<Mutation> miniBatchOp) {
+        Armed armed = miniBatchOp.size() == 0 ? null : take(miniBatchOp.getOperation(0).getRow(), Kind.BATCH_MUTATE);
+        if (armed != null) {
+            armed.entered.countDown();
+            armed.hold();
+        }
     }
 
     @Override

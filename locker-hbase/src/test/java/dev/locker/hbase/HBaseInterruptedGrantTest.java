@@ -6,14 +6,6 @@ import dev.locker.api.Lease;
 import dev.locker.api.LeaseOptions;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
-import dev.locker.api.TimeSource;
-import org.apache.hadoop.hbase.TableName;
-import org.apache.hadoop.hbase.client.Admin;
-import org.apache.hadoop.hbase.client.Connection;
-import org.apache.hadoop.hbase.client.Get;
-import org.apache.hadoop.hbase.client.Table;
-import org.apache.hadoop.hbase.client.TableDescriptorBuilder;
-import org.apache.hadoop.hbase.util.Bytes;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -22,12 +14,8 @@ import org.junit.jupiter.api.TestInstance;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
-import java.util.function.Predicate;
 
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
-import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -44,65 +32,26 @@ class HBaseInterruptedGrantTest {
 
     private final HBaseOptions options = HBaseOptions.builder().table("locker_interrupted_grant")
             .serverClockSkew(Duration.ZERO).build();
-    /** A table whose releases leave "free@token", so a grant after a release checks that one cell. */
-    private final HBaseOptions tokenOptions = HBaseOptions.builder().table("locker_interrupted_grant_token")
-            .serverClockSkew(Duration.ZERO).build();
-    /** Long enough that the claim expires while the test waits, and outlives the claimer's settling of its grant. */
-    private static final Duration SHORT_EXPIRY = Duration.ofSeconds(5);
-    /** The patient connection's operation timeout: its RPC timeout is half that. */
-    private static final Duration PATIENT_OPERATION = Duration.ofSeconds(20);
     private HBaseLockers lockers;
-    private HBaseLockers tokenLockers;
-    private HBaseLockers shortTokenLockers;
-    private HBaseLockers shortLockers;
-    /**
-     * A connection whose RPC deadline (10 s) outlasts a short claim. The region server refuses a call held past its
-     * deadline at the row lock, so a held grant must be sent with a deadline beyond that claim's expiry. Its
-     * lockers give a claim such a grant may write back after twice that, well before the claim's own expiry.
-     */
-    private Connection patient;
 
     @BeforeAll
     void connect() throws IOException {
-        // the gates hold a chosen call before or after the region applies it, or fail it as a stopping server does
-        TableName name = TableName.valueOf(options.table());
-        try (Admin admin = HBaseTestCluster.get().connection().getAdmin()) {
-            if (!admin.tableExists(name)) {
-                admin.createTable(TableDescriptorBuilder.newBuilder(name).setColumnFamilies(LockTable.families(options))
-                        .setCoprocessor(CallGate.class.getName())
-                        .build());
-            }
-            TableName tokenName = TableName.valueOf(tokenOptions.table());
-            if (!admin.tableExists(tokenName)) {
-                admin.createTable(TableDescriptorBuilder.newBuilder(tokenName)
-                        .setColumnFamilies(LockTable.families(tokenOptions))
-                        .setValue(TableLayout.KEY, TableLayout.TOKEN_ON_RELEASE.value)
-                        .setCoprocessor(CallGate.class.getName())
-                        .build());
-            }
-        }
+        // the gate holds a chosen call before or after the region applies it, or fails it as a stopping server does
+        CallGate.createTable(options, TableLayout.EMPTY_ON_RELEASE);
         lockers = new HBaseLockers(options, EXPIRY);
-        tokenLockers = new HBaseLockers(tokenOptions, EXPIRY);
-        shortTokenLockers = new HBaseLockers(tokenOptions, SHORT_EXPIRY);
-        shortLockers = new HBaseLockers(options, SHORT_EXPIRY);
-        patient = HBaseTestCluster.get().newConnection(PATIENT_OPERATION);
     }
 
     @AfterAll
     void close() throws Exception {
         lockers.close();
-        tokenLockers.close();
-        shortTokenLockers.close();
-        shortLockers.close();
-        patient.close();
     }
 
     /** A claimer's acquire on a thread of its own; an acquire that lost its interrupt waits ten minutes. */
-    private static CallOnThread<Acquisition> claimer(Locker locker, KeyColumn lock) {
+    static CallOnThread<Acquisition> claimer(Locker locker, KeyColumn lock) {
         return CallOnThread.start("hbase-claimer", () -> locker.acquireWithin(lock, "claimer", Duration.ofMinutes(10)));
     }
 
-    private static KeyColumn freshLock(String name) {
+    static KeyColumn freshLock(String name) {
         return KeyColumn.of(name + "/" + LockerConfig.randomRid().substring(0, 8), "c");
     }
 
@@ -266,91 +215,6 @@ class HBaseInterruptedGrantTest {
     }
 
     /**
-     * Given a lock released at t ("free@t"), a claimer's one-cell grant held on the region server, and another
-     * locker's claim taken over "free@t" before the claimer is interrupted: that claim expires and shows "free@t"
-     * again, and the held grant the claimer gave up on lands on it. Its claim is given back once the grant's RPC
-     * deadline passed, long before the claim's own expiry.
-     */
-    @Test
-    void aGrantGivenUpOnThatLandsOnAFreeValueShownAgainIsGivenBackOnceItsDeadlinePassed() throws Exception {
-        grantGivenUpOnWhileAnotherClaimHeldTheLock(tokenOptions, tokenLockers, shortTokenLockers,
-                TableLayout.TOKEN_ON_RELEASE);
-    }
-
-    /**
-     * The same on a table whose releases leave the empty value: the held grant checks the counter too, which the other
-     * locker's grant moved past, so it can never land, and the lock is free once that claim expires.
-     */
-    @Test
-    void aTwoCellGrantGivenUpOnWhileAnotherClaimHeldTheLockLeavesNoClaimBehindOnceThatClaimExpires() throws Exception {
-        grantGivenUpOnWhileAnotherClaimHeldTheLock(options, lockers, shortLockers, TableLayout.EMPTY_ON_RELEASE);
-    }
-
-    /**
-     * A claimer's grant after its own release held on the region server; B granted meanwhile, then the claimer
-     * interrupted, B's claim left to expire, and the held grant let go: the lock is free for a third locker.
-     */
-    private void grantGivenUpOnWhileAnotherClaimHeldTheLock(HBaseOptions opts, HBaseLockers longLived,
-                                                            HBaseLockers shortLived, TableLayout layout)
-            throws Exception {
-        TableName table = TableName.valueOf(opts.table());
-        Locker a = HBaseLocker.builder(patient).options(opts).config(LockerConfig.builder()
-                .rid("a-" + LockerConfig.randomRid().substring(0, 8)).expiry(EXPIRY).timeSource(TimeSource.system())
-                .build()).build();
-        try {
-            Locker b = shortLived.open("b");
-            Locker c = longLived.open("c");
-            KeyColumn lock = freshLock("given-up");
-            byte[] row = LockTable.row(lock);
-            Object first = new Object();
-            a.writeLock(lock, first);
-            a.checkLocks(first);
-            long t = a.fencingToken(lock, first);
-            a.deleteLocks(first); // the claimer's next grant expects what its release left, with no get before it
-            byte[] released = layout.releaseValue(t);
-            assertArrayEquals(released, holderCell(table, row), "the release left " + describe(released));
-            CallGate.Armed held = CallGate.arm(CallGate.Kind.CHECK_AND_MUTATE, row);
-            CallOnThread<Acquisition> claimer;
-            Object tb = new Object();
-            try {
-                claimer = claimer(a, lock);
-                assertTrue(held.awaitEntered(60), "the claimer's grant never reached the region server");
-                b.writeLock(lock, tb); // granted over the released value while the claimer's grant waits
-                b.checkLocks(tb);
-                long tokenB = b.fencingToken(lock, tb);
-                claimer.thread.interrupt(); // its settling meets B's claim: the row moved on
-                claimer.awaitEnd("the interrupted claimer is still waiting");
-                assertEquals(t + 1, tokenB, "B granted on the released value");
-                assertEquals(t + 1, counter(table, row), "the claimer's settling met B's live claim, changing nothing");
-                assertTrue(awaitHolderCell(table, row, v -> Arrays.equals(released, v)),
-                        "B's expired claim shows " + describe(released) + " again");
-            } catch (Throwable e) {
-                held.open();
-                throw e;
-            }
-            CallGate.Armed applied = CallGate.arm(CallGate.Kind.TELL_DONE, row);
-            held.open(); // the grant the claimer gave up on reaches the region only now
-            try {
-                assertTrue(applied.awaitEntered(60), "the region never finished the held grant");
-            } finally {
-                applied.open();
-            }
-            b.deleteLocks(tb);
-            assertTrue(claimer.flagSet.get(), "the claimer's interrupt is kept: " + claimer);
-            assertFalse(claimer.answer.get() != null && claimer.answer.get().acquired(),
-                    "the claimer cannot have acquired a lock whose grant it never saw applied: " + claimer);
-            // the held grant may have written a claim of the claimer's: given back after twice the RPC timeout
-            Acquisition next = c.acquireWithin(lock, "after", EXPIRY.minus(PATIENT_OPERATION));
-            assertTrue(next.acquired(), "the grant the claimer gave up on left no claim for its whole expiry ("
-                    + claimer + "); the holder cell holds " + describe(holderCell(table, row)) + ", the counter "
-                    + counter(table, row) + ": " + next);
-            next.lease().orElseThrow().close();
-        } finally {
-            a.close();
-        }
-    }
-
-    /**
      * Given a free lock and a claimer's grant applied by the region but its reply held, the claimer interrupted once
      * per call while it settles the cut grant still leaves no claim behind once its calls reach the region.
      */
@@ -386,43 +250,5 @@ class HBaseInterruptedGrantTest {
             outcome.lease().orElseThrow().close();
         }
         assertFreeFor(a, lock, claimer + " after " + settling.size() + " settling calls were held and cut");
-    }
-
-    /** The holder cell's value as the region server shows it now, null when absent. */
-    private byte[] holderCell(TableName table, byte[] row) throws IOException {
-        try (Table t = HBaseTestCluster.get().connection().getTable(table)) {
-            return t.get(new Get(row).addColumn(options.familyBytes(), LockTable.HOLDER))
-                    .getValue(options.familyBytes(), LockTable.HOLDER);
-        }
-    }
-
-    private long counter(TableName table, byte[] row) throws IOException {
-        try (Table t = HBaseTestCluster.get().connection().getTable(table)) {
-            byte[] v = t.get(new Get(row).addColumn(options.tokenFamilyBytes(), LockTable.COUNTER))
-                    .getValue(options.tokenFamilyBytes(), LockTable.COUNTER);
-            return v == null ? 0L : Bytes.toLong(v);
-        }
-    }
-
-    /** Waits until the holder cell's value passes {@code shown}; false after 30 s. */
-    private boolean awaitHolderCell(TableName table, byte[] row, Predicate<byte[]> shown) throws Exception {
-        for (int i = 0; i < 1500; i++) {
-            if (shown.test(holderCell(table, row))) {
-                return true;
-            }
-            Thread.sleep(20); // waits for a cell TTL on the region server; nothing is timed
-        }
-        return false;
-    }
-
-    private static String describe(byte[] value) {
-        if (value == null) {
-            return "nothing";
-        }
-        if (value.length == 0) {
-            return "the empty free value";
-        }
-        HolderClaim claim = HolderClaim.decode(value);
-        return claim == null ? Bytes.toStringBinary(value) : "a claim of " + claim.owner.rid();
     }
 }
