@@ -17,7 +17,6 @@ import dev.locker.spi.LockDriver;
 import dev.locker.spi.LockRecords;
 import dev.locker.spi.StoreException;
 import dev.locker.spi.TemporaryStoreException;
-import dev.locker.spi.Uninterruptible;
 import dev.locker.spi.Waiting;
 import org.apache.hadoop.hbase.CompareOperator;
 import org.apache.hadoop.hbase.HConstants;
@@ -45,7 +44,6 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Optional;
 import java.util.OptionalLong;
-import java.util.concurrent.TimeUnit;
 
 import static dev.locker.hbase.LockTable.COUNTER;
 import static dev.locker.hbase.LockTable.FREE;
@@ -78,6 +76,8 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
     private final LockRows rows;
     private final HBaseRecords records;
     private final HBaseListing listing;
+    /** Claims that grants given up on may still write: tried until given back or expired. */
+    private final LateGiveBacks lateGiveBacks;
 
     /**
      * @param config          the configuration the locker runs with (its rid is the locker's)
@@ -105,6 +105,11 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
         this.rows = new LockRows(tables, family, tokenFamily, where, seen);
         this.records = new HBaseRecords(rows, family, tokenFamily);
         this.listing = new HBaseListing(tables, family, tokenFamily, where);
+        this.lateGiveBacks = new LateGiveBacks(2 * Math.max(
+                connection.getConfiguration().getLong(HConstants.HBASE_RPC_TIMEOUT_KEY,
+                        HConstants.DEFAULT_HBASE_RPC_TIMEOUT),
+                connection.getConfiguration().getLong(HConstants.HBASE_RPC_WRITE_TIMEOUT_KEY,
+                        HConstants.DEFAULT_HBASE_RPC_TIMEOUT)), connection::isClosed);
     }
 
     @Override
@@ -130,7 +135,7 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
                 }
                 // Not trusted: the validity we count from before the call is already over (and the claim may have
                 // expired on the server meanwhile). Give the claim back and claim afresh.
-                giveBack(lock, row, claim);
+                giveBackOrKeep(lock, row, claim);
                 log.debug("Claim on {} took longer than the expiry {}: given back (attempt {})", lock, expiry, attempt);
             }
             if (attempt >= config.retries()) {
@@ -189,7 +194,7 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
                     // A one-cell grant met "free@c" shown again by an expired claim, with the counter past c. Its
                     // token is fresh, but a resend whose Increment the region skipped looks the same: not trusted.
                     log.debug("Grant on {} counted {}, not the expected {}: claim given back", lock, counted, token);
-                    giveBack(lock, row, claim);
+                    giveBackOrKeep(lock, row, claim);
                     seen.forget(row);
                     return OptionalLong.empty();
                 }
@@ -298,7 +303,7 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
             return OptionalLong.of(token);
         }
         log.warn("Our claim on {} holds with the counter at {}, not our token {}: given back", lock, state.counter, token);
-        giveBack(lock, row, claim);
+        giveBackOrKeep(lock, row, claim);
         seen.forget(row);
         return OptionalLong.empty();
     }
@@ -532,13 +537,15 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
     }
 
     /**
-     * After a grant whose answer we lack: our token when the region applied it, empty when it did not and never will.
+     * After a grant whose answer we lack: our token when the region applied it, else empty (and the claim it may yet
+     * write is given back when it does).
      *
      * <p>An interrupt or a timeout ends only the client's wait. The grant may still be queued on the region server
      * and land after any look. So first one check-and-mutate with the grant's own condition writes the empty free
      * value and increments the counter: the lock stays free, and the grant's check can no longer pass. When that
-     * check fails instead, the row moved on, and one get tells whether our claim is its holder. When we cannot tell,
-     * the claim is given back, so that a claim written without our knowing does not block everyone until it expires.
+     * check fails instead, one get tells whether our claim is the holder. If not, and the grant can still pass (the
+     * counter not past its expectation, or a one-cell check), or when we cannot tell, the claim it may write is left
+     * to {@link LateGiveBacks}.
      */
     private OptionalLong settle(KeyColumn lock, byte[] row, Seen sent, HolderClaim claim, long token) {
         seen.forget(row);
@@ -560,35 +567,24 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
         if (state.isHeldBy(claim)) {
             return ownToken(lock, row, claim, state, token);
         }
-        if (LockTable.isFreeAt(sent.free(), sent.counter())) {
-            // a one-cell grant still queued can land where "free@c" shows again: another claim left to expire
+        if (state.counter == sent.counter() || LockTable.isFreeAt(sent.free(), sent.counter())) {
+            // the grant still queued can land: once the holder we met leaves (the counter has not moved past the
+            // grant's expectation), or where "free@c" shows again (another claim left to expire)
             giveBackAfterDeadline(lock, row, claim);
         }
         return OptionalLong.empty();
     }
 
-    /**
-     * Gives {@code claim} back if a grant we gave up on writes it later. A grant still waiting for its row lock is
-     * refused once its RPC deadline passed; one stalled past it (a WAL sync, a pause) lands whenever it resumes.
-     * Either way its cell lives at most its lifetime from when the region stamped it, before our settling. So a
-     * thread of its own tries a compare-and-release every two RPC timeouts until it frees the claim or that lifetime
-     * is over. This follows only a grant whose answer never came.
-     */
+    /** Gives back a claim we know was written; when that fails (a region offline), {@link LateGiveBacks} tries on. */
+    private void giveBackOrKeep(KeyColumn lock, byte[] row, HolderClaim claim) {
+        if (!giveBack(lock, row, claim)) {
+            giveBackAfterDeadline(lock, row, claim);
+        }
+    }
+
+    /** Gives {@code claim} back if a grant we gave up on writes it later: see {@link LateGiveBacks}. */
     private void giveBackAfterDeadline(KeyColumn lock, byte[] row, HolderClaim claim) {
-        long pause = 2 * Math.max(connection.getConfiguration().getLong(HConstants.HBASE_RPC_TIMEOUT_KEY,
-                HConstants.DEFAULT_HBASE_RPC_TIMEOUT), connection.getConfiguration().getLong(
-                HConstants.HBASE_RPC_WRITE_TIMEOUT_KEY, HConstants.DEFAULT_HBASE_RPC_TIMEOUT));
-        long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(pause + claim.lifetime.toMillis());
-        Thread t = new Thread(() -> {
-            do {
-                Uninterruptible.sleep(pause);
-                if (connection.isClosed() || giveBack(lock, row, claim)) {
-                    return;
-                }
-            } while (System.nanoTime() - end < 0);
-        }, "locker-hbase-give-back");
-        t.setDaemon(true);
-        t.start();
+        lateGiveBacks.add(() -> giveBack(lock, row, claim), claim.lifetime.toMillis());
     }
 
     /**

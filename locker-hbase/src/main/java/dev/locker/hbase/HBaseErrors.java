@@ -29,7 +29,7 @@ final class HBaseErrors {
     /**
      * Calls that the caller's interrupt flag cannot break. {@link #translate} sets the flag again for a call an
      * interrupt cut, so a failure with the flag set is one. Such a call is made again, as often as an interrupt cuts it:
-     * each attempt ends within the RPC timeout, and a failure of the server's ends the loop.
+     * each attempt ends within the operation timeout, and a failure of the server's ends the loop.
      */
     static final Uninterruptible UNINTERRUPTIBLE = Uninterruptible.retrying(Integer.MAX_VALUE,
             e -> Thread.currentThread().isInterrupted());

@@ -122,6 +122,61 @@ class HBaseGivenUpGrantTest {
     }
 
     /**
+     * Given a lock held by B on a table whose releases leave the empty value, a waiter's next grant expects what B's
+     * release leaves (the counter at B's token) and is held on the region server; the waiter is interrupted while B
+     * still holds, so its settling changes nothing. B then releases, and the held grant lands on the row it expected.
+     * Its claim is given back within a few RPC timeouts, long before the claim's own expiry.
+     */
+    @Test
+    void aGrantGivenUpOnWhileItsExpectedHolderStillHeldLandsOnThatReleaseAndIsGivenBack() throws Exception {
+        TableName table = TableName.valueOf(options.table());
+        Locker a = HBaseLocker.builder(patient).options(options).config(LockerConfig.builder()
+                .rid("a-" + LockerConfig.randomRid().substring(0, 8)).expiry(EXPIRY).timeSource(TimeSource.system())
+                .build()).build();
+        try {
+            Locker b = lockers.open("b");
+            Locker c = lockers.open("c");
+            KeyColumn lock = HBaseInterruptedGrantTest.freshLock("given-up-on-a-holder");
+            byte[] row = LockTable.row(lock);
+            Object tb = new Object();
+            b.writeLock(lock, tb);
+            b.checkLocks(tb);
+            long tokenB = b.fencingToken(lock, tb);
+            CallGate.Armed held = CallGate.arm(CallGate.Kind.CHECK_AND_MUTATE, row);
+            CallOnThread<Acquisition> claimer;
+            try {
+                // its first look finds B; its next grant expects B's release, with no get before it
+                claimer = HBaseInterruptedGrantTest.claimer(a, lock);
+                assertTrue(held.awaitEntered(60), "the waiter's grant never reached the region server");
+                claimer.thread.interrupt(); // its settling meets B's claim: nothing changes
+                claimer.awaitEnd("the interrupted waiter is still waiting");
+                assertEquals(tokenB, counter(table, row), "the waiter's settling met B's live claim, changing nothing");
+                b.deleteLocks(tb); // the empty value, the counter still at B's token: what the held grant expects
+            } catch (Throwable e) {
+                held.open();
+                throw e;
+            }
+            CallGate.Armed applied = CallGate.arm(CallGate.Kind.TELL_DONE, row);
+            held.open();
+            try {
+                assertTrue(applied.awaitEntered(60), "the region never finished the held grant");
+            } finally {
+                applied.open();
+            }
+            assertEquals(tokenB + 1, counter(table, row), "the held grant landed on B's release");
+            assertTrue(claimer.flagSet.get(), "the waiter's interrupt is kept: " + claimer);
+            assertFalse(claimer.answer.get() != null && claimer.answer.get().acquired(),
+                    "the waiter cannot have acquired a lock whose grant it never saw applied: " + claimer);
+            Acquisition next = c.acquireWithin(lock, "after", EXPIRY.minus(PATIENT_OPERATION));
+            assertTrue(next.acquired(), "the grant the waiter gave up on left its claim for its whole expiry ("
+                    + claimer + "); the holder cell holds " + describe(holderCell(table, row)) + ": " + next);
+            next.lease().orElseThrow().close();
+        } finally {
+            a.close();
+        }
+    }
+
+    /**
      * A claimer's grant after its own release held on the region server; B granted meanwhile, then the claimer
      * interrupted, B's claim left to expire, and the held grant let go: the lock is free for a third locker. With
      * {@code closeClaimer}, the claimer's locker is closed once the claimer gave up, before the held grant lands. With
