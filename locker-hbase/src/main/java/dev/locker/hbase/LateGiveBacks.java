@@ -96,14 +96,19 @@ final class LateGiveBacks {
     }
 
     private void run() {
+        boolean ended = false;
         try {
-            pass();
+            passes();
+            ended = true; // passes cleared running itself, under the lock that add takes
         } finally {
-            stopped(); // also after an Error: the next claim added starts a thread again
+            if (!ended) {
+                stopped(); // after an Error: the next claim added starts a thread again
+            }
         }
     }
 
-    private void pass() {
+    /** Passes over the pending claims, one every pause, until none is pending or the connection closed. */
+    private void passes() {
         while (true) {
             Uninterruptible.sleep(pauseMillis);
             List<Pending> due;
