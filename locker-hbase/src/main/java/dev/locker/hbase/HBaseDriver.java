@@ -6,7 +6,6 @@ import dev.locker.api.LockInfo;
 import dev.locker.api.LockOwner;
 import dev.locker.api.LockPage;
 import dev.locker.api.LockerConfig;
-import dev.locker.api.PermanentLockingException;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.api.TimeSource;
 import dev.locker.hbase.LockRows.RowState;
@@ -67,10 +66,8 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
     private final boolean ownsConnection;
     private final byte[] family;
     private final byte[] tokenFamily;
-    /** Added to every claim's expiry in its cell TTL: the region servers' clock allowance. */
-    private final Duration serverClockSkew;
-    /** The claims family's TTL, or null when it has none: a claim's cell TTL must stay below it. */
-    private final Duration claimsFamilyTtl;
+    /** A claim's cell TTL: its expiry plus the region servers' clock allowance, below the claims family's TTL. */
+    private final ClaimTtls ttls;
     private final String where;
     private final SeenRows seen;
     private final LockRows rows;
@@ -98,8 +95,7 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
         TableBuilder tables = HBaseClients.tables(connection, tableName);
         this.family = options.familyBytes();
         this.tokenFamily = options.tokenFamilyBytes();
-        this.serverClockSkew = options.serverClockSkew();
-        this.claimsFamilyTtl = claimsFamilyTtl;
+        this.ttls = new ClaimTtls(options.serverClockSkew(), claimsFamilyTtl, where);
         this.where = where;
         this.seen = new SeenRows(layout);
         this.rows = new LockRows(tables, family, tokenFamily, where, seen);
@@ -122,7 +118,7 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
     @Override
     public ClaimStatus write(KeyColumn lock, LockOwner owner, Duration expiry, Waiting waiting) {
         byte[] row = row(lock);
-        long ttl = cellTtlMillis(lock, expiry);
+        long ttl = ttls.millis(lock, expiry);
         long expiryNanos = Deadlines.saturatedNanos(expiry); // an expiry above ~292 years must not overflow
         for (int attempt = 1; ; attempt++) {
             long started = time.nanoTime(); // the cell's TTL runs on the region server from after this reading
@@ -319,7 +315,7 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
     @Override
     public ClaimStatus renew(KeyColumn lock, ClaimStatus status, Duration expiry) {
         byte[] row = row(lock);
-        long ttl = cellTtlMillis(lock, expiry);
+        long ttl = ttls.millis(lock, expiry);
         byte[] mine = status.claimId();
         if (ttl < HolderClaim.decode(mine).lifetime.toMillis()) {
             return setLifetime(lock, status, expiry, "; release the transaction's locks and start again");
@@ -367,7 +363,7 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
      */
     private ClaimStatus setLifetime(KeyColumn lock, ClaimStatus status, Duration expiry, String advice) {
         byte[] row = row(lock);
-        long ttl = cellTtlMillis(lock, expiry);
+        long ttl = ttls.millis(lock, expiry);
         byte[] mine = status.claimId();
         RowState before = rows.read(row, "get");
         if (!before.isHeldBy(mine)) {
@@ -507,33 +503,7 @@ final class HBaseDriver implements LockDriver<ClaimStatus> {
     /** An expiry whose cell TTL HBase cannot set, or the claims family's TTL would outlast, is refused before any I/O. */
     @Override
     public void checkExpiry(Duration expiry) {
-        cellTtl(expiry);
-    }
-
-    /**
-     * The holder cell's TTL for a claim of {@code expiry}. The engine checked it before any I/O: a refusal here is
-     * the locker's own expiry, and so permanent.
-     */
-    private long cellTtlMillis(KeyColumn lock, Duration expiry) {
-        try {
-            return cellTtl(expiry).toMillis();
-        } catch (IllegalArgumentException tooLong) {
-            throw new PermanentLockingException(tooLong.getMessage(), lock, null, tooLong);
-        }
-    }
-
-    /**
-     * The holder cell's TTL for a claim of {@code expiry}: see {@link LockTable#cellTtl}. It must stay below the
-     * claims family's TTL, which would otherwise remove the claim while held.
-     */
-    private Duration cellTtl(Duration expiry) {
-        Duration ttl = LockTable.cellTtl(expiry, serverClockSkew);
-        if (claimsFamilyTtl != null && claimsFamilyTtl.compareTo(ttl) <= 0) {
-            throw new IllegalArgumentException("expiry " + expiry + " plus the region servers' clock allowance "
-                    + serverClockSkew + " must be shorter than the TTL of the claims family of " + where + ", "
-                    + claimsFamilyTtl.toSeconds() + " s: the claim would vanish while held");
-        }
-        return ttl;
+        ttls.of(expiry);
     }
 
     /**
