@@ -130,9 +130,7 @@ class HBaseGivenUpGrantTest {
     @Test
     void aGrantGivenUpOnWhileItsExpectedHolderStillHeldLandsOnThatReleaseAndIsGivenBack() throws Exception {
         TableName table = TableName.valueOf(options.table());
-        Locker a = HBaseLocker.builder(patient).options(options).config(LockerConfig.builder()
-                .rid("a-" + LockerConfig.randomRid().substring(0, 8)).expiry(EXPIRY).timeSource(TimeSource.system())
-                .build()).build();
+        Locker a = patientLocker(options);
         try {
             Locker b = lockers.open("b");
             Locker c = lockers.open("c");
@@ -156,13 +154,7 @@ class HBaseGivenUpGrantTest {
                 held.open();
                 throw e;
             }
-            CallGate.Armed applied = CallGate.arm(CallGate.Kind.TELL_DONE, row);
-            held.open();
-            try {
-                assertTrue(applied.awaitEntered(60), "the region never finished the held grant");
-            } finally {
-                applied.open();
-            }
+            letLand(held, row, "held grant");
             assertEquals(tokenB + 1, counter(table, row), "the held grant landed on B's release");
             assertTrue(claimer.flagSet.get(), "the waiter's interrupt is kept: " + claimer);
             assertFalse(claimer.answer.get() != null && claimer.answer.get().acquired(),
@@ -180,16 +172,14 @@ class HBaseGivenUpGrantTest {
      * A claimer's grant after its own release held on the region server; B granted meanwhile, then the claimer
      * interrupted, B's claim left to expire, and the held grant let go: the lock is free for a third locker. With
      * {@code closeClaimer}, the claimer's locker is closed once the claimer gave up, before the held grant lands. With
-     * {@code offlineAtDeadline}, the lock's region is offline from the grant's landing until the give-back ended.
+     * {@code offlineAtDeadline}, the lock's region is offline from the grant's landing until its first give-back failed.
      */
     private void grantGivenUpOnWhileAnotherClaimHeldTheLock(HBaseOptions opts, HBaseLockers longLived,
                                                             HBaseLockers shortLived, TableLayout layout,
                                                             boolean closeClaimer, boolean offlineAtDeadline)
             throws Exception {
         TableName table = TableName.valueOf(opts.table());
-        Locker a = HBaseLocker.builder(patient).options(opts).config(LockerConfig.builder()
-                .rid("a-" + LockerConfig.randomRid().substring(0, 8)).expiry(EXPIRY).timeSource(TimeSource.system())
-                .build()).build();
+        Locker a = patientLocker(opts);
         try {
             Locker b = shortLived.open("b");
             Locker c = longLived.open("c");
@@ -226,13 +216,7 @@ class HBaseGivenUpGrantTest {
                 held.open();
                 throw e;
             }
-            CallGate.Armed applied = CallGate.arm(CallGate.Kind.TELL_DONE, row);
-            held.open(); // the grant the claimer gave up on reaches the region only now
-            try {
-                assertTrue(applied.awaitEntered(60), "the region never finished the held grant");
-            } finally {
-                applied.open();
-            }
+            letLand(held, row, "held grant"); // the grant the claimer gave up on reaches the region only now
             long landed = System.nanoTime(); // the claim the grant wrote expires EXPIRY after about now
             b.deleteLocks(tb);
             // a counter past B's token proves the held grant wrote a claim: the give-back has something to do
@@ -293,13 +277,8 @@ class HBaseGivenUpGrantTest {
             held.open();
             throw e;
         }
-        CallGate.Armed applied = CallGate.arm(CallGate.Kind.TELL_DONE, row);
-        held.open(); // the stalled grant goes on only after the claimer's settling and give-backs ended
-        try {
-            assertTrue(applied.awaitEntered(60), "the region never finished the stalled grant");
-        } finally {
-            applied.open();
-        }
+        // the stalled grant goes on only after the claimer's settling and first give-back timed out on its row lock
+        letLand(held, row, "stalled grant");
         assertFalse(outcome.get().acquired(), "the claimer cannot have acquired a lock it never saw granted: " + outcome);
         assertEquals(1, counter(table, row), "the stalled grant landed: " + describe(holderCell(table, row)));
         // the look ends well before the claim's own expiry: only a give-back can free the lock by then
@@ -308,6 +287,24 @@ class HBaseGivenUpGrantTest {
         assertTrue(next.acquired(), "the stalled grant the claimer gave up on left a claim (" + outcome
                 + "); the holder cell holds " + describe(holderCell(table, row)) + ": " + next);
         next.lease().orElseThrow().close();
+    }
+
+    /** The claimer's locker, on the patient connection: a grant it sends may be held past a short claim's expiry. */
+    private Locker patientLocker(HBaseOptions opts) {
+        return HBaseLocker.builder(patient).options(opts).config(LockerConfig.builder()
+                .rid("a-" + LockerConfig.randomRid().substring(0, 8)).expiry(EXPIRY).timeSource(TimeSource.system())
+                .build()).build();
+    }
+
+    /** Lets the grant {@code held} on the region server go on, and waits until the region finished it. */
+    private static void letLand(CallGate.Armed held, byte[] row, String what) throws InterruptedException {
+        CallGate.Armed applied = CallGate.arm(CallGate.Kind.TELL_DONE, row);
+        held.open();
+        try {
+            assertTrue(applied.awaitEntered(60), "the region never finished the " + what);
+        } finally {
+            applied.open();
+        }
     }
 
     /** Sleeps until {@code nanoTime} reads {@code deadline}: lets a give-back come while the test holds a fault. */
