@@ -55,6 +55,7 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
     private final boolean ownsStore;
     private final AtomicLong nonces = new AtomicLong(System.nanoTime());
     private final WallStepGuard stepGuard;
+    private final ClaimWatch watch = new ClaimWatch();
     private final UndeletedClaims undeleted = new UndeletedClaims();
 
     /**
@@ -159,7 +160,7 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
             throw new TemporaryLockingException("interrupted while waiting lockWait before reading the lock row", lock, null, e);
         }
         // judged at an instant before the read: a claim read as dead was dead then, and its holder cannot renew it
-        Instant now = judgingTime();
+        ClaimWatch.Judge judge = judge();
         LockRow r = readRowRetrying(lock, row);
         Instant wall = time.now();
         ClaimCodec.Claim own = r.find(claim.column);
@@ -171,17 +172,17 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
                     LossReason.EXPIRED);
         }
         List<byte[]> ours = ignored(lock, claim);
-        ClaimCodec.Claim senior = r.seniorLive(now, ours);
-        List<byte[]> dead = r.deadColumns(now);
+        ClaimCodec.Claim senior = r.seniorLive(judge, ours);
+        List<byte[]> dead = r.deadColumns(judge);
         if (senior != own) {
             scrubLater(row, dead);
             throw new TemporaryLockingException("lock is held by a senior claim written at " + senior.writtenAt, lock,
-                    senior.owner, Duration.between(now, senior.expiry), null);
+                    senior.owner, judge.remaining(senior), null);
         }
-        ClaimCodec.Claim holder = r.otherTokenHolder(now, claim.column, ours);
+        ClaimCodec.Claim holder = r.otherTokenHolder(judge, claim.column, ours);
         if (holder != null) {
             throw new TemporaryLockingException("lock is held by a claim confirmed with token " + holder.token, lock,
-                    holder.owner, Duration.between(now, holder.expiry), null);
+                    holder.owner, judge.remaining(holder), null);
         }
         long token = r.maxToken() + 1;
         List<byte[]> deletions = new ArrayList<>(r.tokenColumnsBelow(r.maxTokenColumnToken()));
@@ -193,8 +194,8 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
         mutate(row, List.of(new Entry(claim.column, ClaimCodec.value(own.expiry, token, own.owner)),
                 new Entry(ClaimCodec.tokenColumn(token, claim.column), EMPTY)), deletions);
         ConsistentKeyClaim held = claim.held(token);
-        Instant confirmedAt = judgingTime();
-        String conflict = confirm(readRowRetrying(lock, row), confirmedAt, lock, held);
+        ClaimWatch.Judge confirming = judge();
+        String conflict = confirm(readRowRetrying(lock, row), confirming, lock, held);
         if (conflict != null) {
             deleteQuietly(lock, held.allColumns());
             if (conflict.startsWith("gone") || conflict.startsWith(EXPIRED)) {
@@ -207,8 +208,8 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
     }
 
     private ConsistentKeyClaim verifyHeld(KeyColumn lock, ConsistentKeyClaim claim) {
-        Instant now = judgingTime();
-        String conflict = confirm(readRow(lock.encoded()), now, lock, claim);
+        ClaimWatch.Judge judge = judge();
+        String conflict = confirm(readRow(lock.encoded()), judge, lock, claim);
         if (conflict != null) {
             throw new ExpiredLockException("our claim is no longer the holder: " + conflict, lock, null, null, reasonOf(conflict));
         }
@@ -252,8 +253,8 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
     @Override
     public boolean writeRecord(KeyColumn lock, String name, byte[] value, ConsistentKeyClaim claim) {
         byte[] row = lock.encoded();
-        Instant now = judgingTime();
-        if (confirm(readRow(row), now, lock, claim) != null) {
+        ClaimWatch.Judge judge = judge();
+        if (confirm(readRow(row), judge, lock, claim) != null) {
             return false;
         }
         List<Entry> existing = records(row, name);
@@ -276,9 +277,9 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
         byte[] row = lock.encoded();
         long started = time.nanoTime();
         Instant now = time.now();
-        Instant judgedAt = judgingTime(now);
+        ClaimWatch.Judge judge = judge(now);
         LockRow before = readRow(row);
-        String conflict = confirm(before, judgedAt, lock, claim);
+        String conflict = confirm(before, judge, lock, claim);
         if (conflict != null) {
             throw new ExpiredLockException("cannot renew: our claim is " + conflict, lock, null, null, reasonOf(conflict));
         }
@@ -286,8 +287,8 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
         mutate(row, List.of(new Entry(claim.column, ClaimCodec.value(now.plus(expiry), own.token, own.owner))),
                 List.of());
         // the rewrite may have landed after our claim died and another holder came: confirm like a check does
-        Instant confirmedAt = judgingTime();
-        conflict = confirm(readRow(row), confirmedAt, lock, claim);
+        ClaimWatch.Judge confirming = judge();
+        conflict = confirm(readRow(row), confirming, lock, claim);
         if (conflict != null) {
             deleteQuietly(lock, claim.allColumns());
             throw new ExpiredLockException("our renewal came too late: " + conflict + "; the rewritten claim was withdrawn",
@@ -377,8 +378,8 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
         if (!lock.keyStartsWith(keyPrefix)) {
             return null;
         }
-        Instant now = judgingTime();
-        ClaimCodec.Claim holder = readRow(row).holder(now);
+        ClaimWatch.Judge judge = judge();
+        ClaimCodec.Claim holder = readRow(row).holder(judge);
         return holder == null ? null : new LockInfo(lock, holder.owner, holder.token, holder.expiry);
     }
 
@@ -413,8 +414,8 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
 
     @Override
     public Optional<LockInfo> readHolder(KeyColumn lock) {
-        Instant now = judgingTime();
-        ClaimCodec.Claim holder = readRow(lock.encoded()).holder(now);
+        ClaimWatch.Judge judge = judge();
+        ClaimCodec.Claim holder = readRow(lock.encoded()).holder(judge);
         return holder == null ? Optional.empty() : Optional.of(new LockInfo(lock, holder.owner, holder.token, holder.expiry));
     }
 
@@ -429,8 +430,8 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
      */
     private boolean removeWithToken(KeyColumn lock, long token, byte[] record) {
         byte[] row = lock.encoded();
-        Instant now = judgingTime();
-        ClaimCodec.Claim holder = readRow(row).holder(now);
+        ClaimWatch.Judge judge = judge();
+        ClaimCodec.Claim holder = readRow(row).holder(judge);
         if (holder == null || holder.token != token) {
             return false;
         }
@@ -470,7 +471,7 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
      * Whether the held claim {@code claim} is still the holder in {@code r}: null if it is, else what is wrong (a text
      * starting with "gone" when our claim is missing, with {@link #EXPIRED} when it is dead).
      */
-    private String confirm(LockRow r, Instant now, KeyColumn lock, ConsistentKeyClaim claim) {
+    private String confirm(LockRow r, ClaimWatch.Judge judge, KeyColumn lock, ConsistentKeyClaim claim) {
         Instant wall = time.now();
         ClaimCodec.Claim own = r.find(claim.column);
         if (own == null) {
@@ -486,7 +487,7 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
         if (own.token != claim.fencingToken()) {
             return "rewritten with token " + own.token + ", not ours (" + claim.fencingToken() + ")";
         }
-        ClaimCodec.Claim other = r.otherTokenHolder(now, claim.column, ignored(lock, claim));
+        ClaimCodec.Claim other = r.otherTokenHolder(judge, claim.column, ignored(lock, claim));
         if (other != null) {
             return "another live claim holds token " + other.token + " (" + other.owner + ")";
         }
@@ -508,15 +509,15 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
     }
 
     /**
-     * The time other claims are judged at, read before the row is: a claim dead at an earlier instant was dead then,
+     * The judge of other claims, its time read before the row is: a claim dead at an earlier instant was dead then,
      * and its holder never renews past its own deadline, so a pause after the read cannot judge a renewed claim dead.
      */
-    private Instant judgingTime() {
-        return judgingTime(time.now());
+    private ClaimWatch.Judge judge() {
+        return judge(time.now());
     }
 
-    private Instant judgingTime(Instant wall) {
-        return stepGuard.judgingTime(wall, time.nanoTime());
+    private ClaimWatch.Judge judge(Instant wall) {
+        return watch.judge(stepGuard.judgingTime(wall, time.nanoTime()));
     }
 
     /** Columns that are ours and never the holder: earlier attempts of this claim, and released claims not yet deleted. */

@@ -5,7 +5,6 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.nio.ByteBuffer;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -51,15 +50,15 @@ final class LockRow {
      * The claim that holds the lock as an observer sees it: a live claim carrying a token (a confirmed holder),
      * else the senior live claim (not confirmed yet); null when no claim lives.
      */
-    ClaimCodec.Claim holder(Instant now) {
-        ClaimCodec.Claim confirmed = otherTokenHolder(now, EMPTY, List.of());
-        return confirmed != null ? confirmed : seniorLive(now, List.of());
+    ClaimCodec.Claim holder(ClaimWatch.Judge judge) {
+        ClaimCodec.Claim confirmed = otherTokenHolder(judge, EMPTY, List.of());
+        return confirmed != null ? confirmed : seniorLive(judge, List.of());
     }
 
     /** The earliest live claim, skipping the {@code ignored} columns (ours, never the holder). */
-    ClaimCodec.Claim seniorLive(Instant now, List<byte[]> ignored) {
+    ClaimCodec.Claim seniorLive(ClaimWatch.Judge judge, List<byte[]> ignored) {
         for (ClaimCodec.Claim c : claims) {
-            if (c.isLiveAt(now) && !contains(ignored, c.column)) {
+            if (judge.isLive(c) && !contains(ignored, c.column)) {
                 return c;
             }
         }
@@ -67,19 +66,19 @@ final class LockRow {
     }
 
     /** A live claim other than {@code own} (and the ignored ones) that carries a token: a confirmed holder. */
-    ClaimCodec.Claim otherTokenHolder(Instant now, byte[] own, List<byte[]> ignored) {
+    ClaimCodec.Claim otherTokenHolder(ClaimWatch.Judge judge, byte[] own, List<byte[]> ignored) {
         for (ClaimCodec.Claim c : claims) {
-            if (c.token != 0 && c.isLiveAt(now) && !Arrays.equals(c.column, own) && !contains(ignored, c.column)) {
+            if (c.token != 0 && !Arrays.equals(c.column, own) && !contains(ignored, c.column) && judge.isLive(c)) {
                 return c;
             }
         }
         return null;
     }
 
-    List<byte[]> deadColumns(Instant now) {
+    List<byte[]> deadColumns(ClaimWatch.Judge judge) {
         List<byte[]> out = new ArrayList<>();
         for (ClaimCodec.Claim c : claims) {
-            if (!c.isLiveAt(now)) {
+            if (!judge.isLive(c)) {
                 out.add(c.column);
             }
         }

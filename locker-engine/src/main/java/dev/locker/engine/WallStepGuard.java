@@ -10,11 +10,13 @@ import java.time.Instant;
 
 /**
  * Notices forward steps of this host's wall clock, measured against its monotonic clock between two readings of
- * this locker, and for one expiry after a step judges other claims' liveness by the wall clock less the step. A
- * step that every locker of the host sees (NTP, a resumed VM) would otherwise make every live claim look dead at
- * once while its holder's monotonic deadline has not moved. It cannot see a step that happened before this
- * locker was built; backward steps need no guard (they only make claims look alive longer, and the confirm
- * step refuses a claimant that a backward step made look senior).
+ * this locker. A claim written before such a step carries an expiry in the clock's old frame: judged by the stepped
+ * clock, it would look dead early while its holder's monotonic deadline has not moved. So a claim written no later
+ * than the last step's mark is judged at the wall clock less the steps seen; a claim written after it, as the wall
+ * clock reads. The guard only serves a claim's first sight: from then on {@link ClaimWatch} judges it by the
+ * monotonic clock alone. It cannot see a step before this locker was built, nor a step back and its undoing that both
+ * fall between two of its readings; backward steps need no guard of their own (they only make claims look alive
+ * longer, and the confirm step refuses a claimant that a backward step made look senior).
  */
 final class WallStepGuard {
 
@@ -22,54 +24,128 @@ final class WallStepGuard {
     private static final Logger log = LoggerFactory.getLogger(ConsistentKeyLocker.class);
 
     private final LockerConfig config;
-    private final TimeSource time;
+    /** The monotonic reading offsets are counted from: differences survive a wrap of nanoTime, values do not. */
+    private final long originNanos;
     /** The highest wall-minus-monotonic offset seen, let fall at the slew rate; a paused reading only lowers one. */
     private long offsetMicros;
     private long lastNanos;
-    private long stepMicros;
-    private long stepSeenAtNanos;
+    /** The forward steps seen: replaced, never changed, so a judging keeps the record it was taken with. */
+    private Steps steps = Steps.NONE;
 
     WallStepGuard(LockerConfig config) {
         this.config = config;
-        this.time = config.timeSource();
+        TimeSource time = config.timeSource();
+        this.originNanos = time.nanoTime();
+        this.lastNanos = originNanos;
         // a baseline from the locker's start: the best of three readings, as one may be paused between its clocks
         long best = Long.MIN_VALUE;
         for (int i = 0; i < 3; i++) {
             long wallMicros = ClaimCodec.micros(time.now()); // the wall clock first, always: a pause then looks early
-            long nanos = time.nanoTime();
-            best = Math.max(best, wallMicros - nanos / 1_000);
-            lastNanos = nanos;
+            best = Math.max(best, wallMicros - (time.nanoTime() - originNanos) / 1_000);
         }
         this.offsetMicros = best;
     }
 
-    synchronized Instant judgingTime(Instant wall, long nanos) {
+    /**
+     * The time claims are judged at, from a wall reading and a monotonic reading taken after it (so that a pause
+     * between the two makes the offset look low, never high).
+     */
+    synchronized JudgingTime judgingTime(Instant wall, long nanos) {
         long elapsedMicros = Math.max(0, nanos - lastNanos) / 1_000;
-        // a thread paused between reading the wall clock and the monotonic clock makes one offset look low, never
-        // high: the baseline is the highest offset seen, so such a reading is not taken for a step at the next one
-        long offset = ClaimCodec.micros(wall) - nanos / 1_000;
-        long slewMicros = elapsedMicros / 1_000; // 1000 ppm: NTP slews at most 500
+        long offset = ClaimCodec.micros(wall) - (nanos - originNanos) / 1_000;
+        // NTP slews at most 500 ppm; 1000 ppm are allowed, but never more per interval than every holder keeps back
+        // (1% of a validity, which is at least half a lockWait): an idle locker must not take a step for slewing
+        long lockWaitMicros = LockerEngine.saturatedNanos(config.lockWait()) / 1_000;
+        long slewMicros = elapsedMicros / 1_000;
+        long allowedMicros = lockWaitMicros / 2 + Math.min(slewMicros, lockWaitMicros / 200);
         // measured against the baseline before this interval's slew: a step is never judged smaller than it was
         long jump = offset - offsetMicros;
-        // half a lockWait, plus the slew since the last reading, but never more than the slack a holder's deadline
-        // keeps (1% of expiry - lockWait): an idle locker must not grow an allowance that hides a real step; more
-        // drift only costs liveness
-        long slackMicros = LockerEngine.saturatedNanos(config.expiry().minus(config.lockWait())) / 100_000;
-        long allowedMicros = LockerEngine.saturatedNanos(config.lockWait()) / 2_000 + slewMicros;
-        if (jump > Math.min(allowedMicros, slackMicros)) {
-            stepMicros = (nanos - stepSeenAtNanos < LockerEngine.saturatedNanos(config.expiry()) ? stepMicros : 0) + jump;
-            stepSeenAtNanos = nanos;
-            log.warn("The wall clock of locker {} stepped forward by {}: other claims' expiry is judged {} "
-                    + "earlier for one expiry", config.rid(), Duration.ofNanos(jump * 1_000),
-                    Duration.ofNanos(stepMicros * 1_000));
+        if (jump > allowedMicros) {
+            // a claim written before the step carries at most the old frame's time now: the wall less the step, plus
+            // the slew the jump may hide, plus lockWait for a writer on another host whose clock is that far ahead
+            long mark = saturatedAdd(ClaimCodec.micros(wall), -jump);
+            steps = steps.with(saturatedAdd(mark, slewMicros + lockWaitMicros), jump);
+            String message = "The wall clock of locker {} stepped forward by {}: claims written before it are judged "
+                    + "that much earlier when first seen";
+            Duration step = Duration.ofNanos(Math.min(jump, Long.MAX_VALUE / 1_000) * 1_000);
+            if (jump >= lockWaitMicros) {
+                log.warn(message, config.rid(), step);
+            } else {
+                log.debug(message, config.rid(), step);
+            }
         }
         // the baseline falls at the slew rate, uncapped: a clock slewed back while idle must not hide a later step
         offsetMicros = Math.max(offset, offsetMicros - slewMicros);
-        lastNanos = Math.max(lastNanos, nanos);
-        if (stepMicros != 0 && nanos - stepSeenAtNanos < LockerEngine.saturatedNanos(config.expiry())) {
-            return wall.minusNanos(stepMicros * 1_000);
+        if (nanos - lastNanos > 0) {
+            lastNanos = nanos;
         }
-        stepMicros = 0;
-        return wall;
+        return new JudgingTime(wall, nanos, steps);
+    }
+
+    private static long saturatedAdd(long a, long b) {
+        long sum = a + b;
+        if (((a ^ sum) & (b ^ sum)) < 0) {
+            return a < 0 ? Long.MIN_VALUE : Long.MAX_VALUE;
+        }
+        return sum;
+    }
+
+    /**
+     * A wall reading and the monotonic reading after it, with the forward steps seen up to them.
+     */
+    record JudgingTime(Instant wall, long nanos, Steps steps) {
+
+        /** The wall time a claim written at {@code writtenAt} is judged at, on its first sight. */
+        Instant forClaimWrittenAt(Instant writtenAt) {
+            long micros = steps.after(ClaimCodec.micros(writtenAt));
+            return micros == 0 ? wall : wall.minusNanos(Math.min(micros, Long.MAX_VALUE / 1_000) * 1_000);
+        }
+    }
+
+    /**
+     * Forward steps, oldest first: each with its mark (the latest wall time, in micros, that a claim written before it
+     * can carry) and its size. At most {@link #MOST} are kept; beyond that the two oldest merge at the later mark, which
+     * only judges the claims written between them later (they are the oldest, so few are still alive).
+     */
+    static final class Steps {
+        static final Steps NONE = new Steps(new long[0], new long[0]);
+        static final int MOST = 32;
+
+        private final long[] marks;
+        private final long[] sizes;
+
+        private Steps(long[] marks, long[] sizes) {
+            this.marks = marks;
+            this.sizes = sizes;
+        }
+
+        Steps with(long mark, long size) {
+            int n = marks.length;
+            long[] m = java.util.Arrays.copyOf(marks, n + 1);
+            long[] z = java.util.Arrays.copyOf(sizes, n + 1);
+            // marks rise with the wall clock; one lower than the last (a step back came between) is kept at the last
+            m[n] = n == 0 ? mark : Math.max(mark, m[n - 1]);
+            z[n] = size;
+            if (m.length > MOST) {
+                long[] mm = new long[MOST];
+                long[] zz = new long[MOST];
+                mm[0] = m[1];
+                zz[0] = saturatedAdd(z[0], z[1]);
+                System.arraycopy(m, 2, mm, 1, MOST - 1);
+                System.arraycopy(z, 2, zz, 1, MOST - 1);
+                m = mm;
+                z = zz;
+            }
+            return new Steps(m, z);
+        }
+
+        /** The steps a claim written at {@code writtenMicros} saw, added up: those whose mark is at or after it. */
+        long after(long writtenMicros) {
+            long sum = 0;
+            for (int i = marks.length - 1; i >= 0 && marks[i] >= writtenMicros; i--) {
+                sum = saturatedAdd(sum, sizes[i]);
+            }
+            return sum;
+        }
     }
 }

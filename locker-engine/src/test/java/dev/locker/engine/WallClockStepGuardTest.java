@@ -94,8 +94,8 @@ class WallClockStepGuardTest {
             guard.judgingTime(wall, clock.nanoTime());
             clock.advance(Duration.ofMillis(100));
             java.time.Instant now = clock.now();
-            org.junit.jupiter.api.Assertions.assertEquals(now, guard.judgingTime(now, clock.nanoTime()),
-                    "a pause between two readings was taken for a forward step of the wall clock");
+            org.junit.jupiter.api.Assertions.assertEquals(now, guard.judgingTime(now, clock.nanoTime())
+                    .forClaimWrittenAt(java.time.Instant.EPOCH), "a pause between two readings was taken for a forward step of the wall clock");
         }
     }
 
@@ -110,7 +110,8 @@ class WallClockStepGuardTest {
         clock.advance(Duration.ofMillis(100));
         clock.stepWallClock(Duration.ofSeconds(3));
         java.time.Instant now = clock.now();
-        Duration judged = Duration.between(guard.judgingTime(now, clock.nanoTime()), now);
+        Duration judged = Duration.between(guard.judgingTime(now, clock.nanoTime())
+                .forClaimWrittenAt(java.time.Instant.EPOCH), now);
         // never less than the step; more by at most the slew let pass since the baseline (liveness only)
         org.junit.jupiter.api.Assertions.assertTrue(judged.compareTo(Duration.ofSeconds(3)) >= 0
                 && judged.compareTo(Duration.ofMillis(3_001)) <= 0, () -> "judged a 3 s step as " + judged);
