@@ -277,7 +277,7 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
         byte[] row = lock.encoded();
         long started = time.nanoTime();
         Instant now = time.now();
-        ClaimWatch.Judge judge = judge(now);
+        ClaimWatch.Judge judge = judge(started, now);
         LockRow before = readRow(row);
         String conflict = confirm(before, judge, lock, claim);
         if (conflict != null) {
@@ -513,11 +513,13 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
      * and its holder never renews past its own deadline, so a pause after the read cannot judge a renewed claim dead.
      */
     private ClaimWatch.Judge judge() {
-        return judge(time.now());
+        long before = time.nanoTime();
+        return judge(before, time.now());
     }
 
-    private ClaimWatch.Judge judge(Instant wall) {
-        return watch.judge(stepGuard.judgingTime(wall, time.nanoTime()));
+    /** The judge at {@code wall}, read right after the monotonic reading {@code before}. */
+    private ClaimWatch.Judge judge(long before, Instant wall) {
+        return watch.judge(stepGuard.judgingTime(before, wall, time.nanoTime()));
     }
 
     /** Columns that are ours and never the holder: earlier attempts of this claim, and released claims not yet deleted. */

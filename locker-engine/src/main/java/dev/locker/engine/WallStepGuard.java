@@ -26,7 +26,13 @@ final class WallStepGuard {
     private final LockerConfig config;
     /** The monotonic reading offsets are counted from: differences survive a wrap of nanoTime, values do not. */
     private final long originNanos;
-    /** The highest wall-minus-monotonic offset seen, let fall at the slew rate; a paused reading only lowers one. */
+    private final long lockWaitMicros;
+    /** How close two monotonic readings must be for the wall reading between them to be taken as exact. */
+    private final long tightNanos;
+    /**
+     * The wall-minus-monotonic offset of the frame the claims written now are stamped in: it follows an exact reading
+     * down, and rises only at the slew rate or when a step is recorded.
+     */
     private long offsetMicros;
     private long lastNanos;
     /** The forward steps seen: replaced, never changed, so a judging keeps the record it was taken with. */
@@ -34,6 +40,8 @@ final class WallStepGuard {
 
     WallStepGuard(LockerConfig config) {
         this.config = config;
+        this.lockWaitMicros = LockerEngine.saturatedNanos(config.lockWait()) / 1_000;
+        this.tightNanos = Math.max(20_000, lockWaitMicros); // lockWait / 1000, and 20 us at least
         TimeSource time = config.timeSource();
         this.originNanos = time.nanoTime();
         this.lastNanos = originNanos;
@@ -47,35 +55,54 @@ final class WallStepGuard {
     }
 
     /**
-     * The time claims are judged at, from a wall reading and a monotonic reading taken after it (so that a pause
-     * between the two makes the offset look low, never high).
+     * The time claims are judged at, from a wall reading and a monotonic reading taken after it. A pause between the
+     * two makes the offset look low, never high: such a reading may hide a step from itself, never from a later one.
      */
-    synchronized JudgingTime judgingTime(Instant wall, long nanos) {
+    JudgingTime judgingTime(Instant wall, long nanos) {
+        return judge(wall, nanos, false);
+    }
+
+    /**
+     * The same, from a wall reading between two monotonic readings: when they are close, the reading is exact enough
+     * to follow the wall clock down (a step back), so that the step forward that undoes it is seen.
+     */
+    JudgingTime judgingTime(long nanosBefore, Instant wall, long nanosAfter) {
+        long widthNanos = nanosAfter - nanosBefore;
+        return judge(wall, nanosAfter, widthNanos >= 0 && widthNanos <= tightNanos);
+    }
+
+    private synchronized JudgingTime judge(Instant wall, long nanos, boolean tight) {
         long elapsedMicros = Math.max(0, nanos - lastNanos) / 1_000;
         long offset = ClaimCodec.micros(wall) - (nanos - originNanos) / 1_000;
         // NTP slews at most 500 ppm; 1000 ppm are allowed, but never more per interval than every holder keeps back
         // (1% of a validity, which is at least half a lockWait): an idle locker must not take a step for slewing
-        long lockWaitMicros = LockerEngine.saturatedNanos(config.lockWait()) / 1_000;
         long slewMicros = elapsedMicros / 1_000;
-        long allowedMicros = lockWaitMicros / 2 + Math.min(slewMicros, lockWaitMicros / 200);
-        // measured against the baseline before this interval's slew: a step is never judged smaller than it was
+        long slewAllowedMicros = Math.min(slewMicros, lockWaitMicros / 200);
+        // measured against the baseline, which forward movement raises only at the slew rate: small steps add up
         long jump = offset - offsetMicros;
-        if (jump > allowedMicros) {
+        if (jump > lockWaitMicros / 2 + slewAllowedMicros) {
             // a claim written before the step carries at most the old frame's time now: the wall less the step, plus
             // the slew the jump may hide, plus lockWait for a writer on another host whose clock is that far ahead
             long mark = saturatedAdd(ClaimCodec.micros(wall), -jump);
             steps = steps.with(saturatedAdd(mark, slewMicros + lockWaitMicros), jump);
-            String message = "The wall clock of locker {} stepped forward by {}: claims written before it are judged "
-                    + "that much earlier when first seen";
+            String message = "The wall clock of locker {} moved forward by {} more than its monotonic clock: claims "
+                    + "written before that are judged that much earlier when first seen";
             Duration step = Duration.ofNanos(Math.min(jump, Long.MAX_VALUE / 1_000) * 1_000);
             if (jump >= lockWaitMicros) {
                 log.warn(message, config.rid(), step);
             } else {
                 log.debug(message, config.rid(), step);
             }
+            offsetMicros = offset; // claims written from now on are in the new frame
+        } else if (jump > 0) {
+            offsetMicros = saturatedAdd(offsetMicros, Math.min(jump, slewAllowedMicros));
+        } else if (tight) {
+            offsetMicros = offset; // a step back (or a slew): later claims are stamped in the lower frame
+        } else {
+            // a paused reading looks low: the baseline only falls at the slew rate, so a clock slewed back while idle
+            // does not hide a later step
+            offsetMicros = Math.max(offset, saturatedAdd(offsetMicros, -slewMicros));
         }
-        // the baseline falls at the slew rate, uncapped: a clock slewed back while idle must not hide a later step
-        offsetMicros = Math.max(offset, offsetMicros - slewMicros);
         if (nanos - lastNanos > 0) {
             lastNanos = nanos;
         }
@@ -104,12 +131,13 @@ final class WallStepGuard {
 
     /**
      * Forward steps, oldest first: each with its mark (the latest wall time, in micros, that a claim written before it
-     * can carry) and its size. At most {@link #MOST} are kept; beyond that the two oldest merge at the later mark, which
-     * only judges the claims written between them later (they are the oldest, so few are still alive).
+     * can carry) and its size. At most {@link #MOST} are kept (a step is at least half a lockWait, so that is more
+     * than 500 lockWaits of steps); beyond that the two oldest merge at the later mark, which only judges the claims
+     * written between them later.
      */
     static final class Steps {
         static final Steps NONE = new Steps(new long[0], new long[0]);
-        static final int MOST = 32;
+        static final int MOST = 1_024;
 
         private final long[] marks;
         private final long[] sizes;

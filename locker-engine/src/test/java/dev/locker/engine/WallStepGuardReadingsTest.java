@@ -132,4 +132,130 @@ class WallStepGuardReadingsTest {
                             + "at another time than the wall clock, with no step");
         }
     }
+
+    /** A reading between two close monotonic readings, as the locker takes one for each row it judges. */
+    private static WallStepGuard.JudgingTime exact(WallStepGuard guard, VirtualClock clock) {
+        long before = clock.nanoTime();
+        return guard.judgingTime(before, clock.now(), clock.nanoTime());
+    }
+
+    /**
+     * The clock steps back 3 s, an exact reading meets it, and 1 s later the clock steps forward 3 s again. A claim
+     * written while the clock was back is judged 3 s earlier (its stamps are 3 s low); one written before the step back
+     * is judged by the wall clock (its stamps are in the frame the clock is back in).
+     */
+    @Test
+    void aStepBackMetByAnExactReadingIsAllowedForWhenTheStepForwardUndoesIt() {
+        WallStepGuard guard = guard(clock);
+        clock.advance(Duration.ofSeconds(1));
+        Instant before = clock.now();
+        clock.advance(Duration.ofSeconds(1));
+        clock.stepWallClock(Duration.ofSeconds(-3));
+        exact(guard, clock);
+        Instant during = clock.now();
+        clock.advance(Duration.ofSeconds(1));
+        clock.stepWallClock(Duration.ofSeconds(3));
+        WallStepGuard.JudgingTime at = exact(guard, clock);
+        Duration lagDuring = Duration.between(at.forClaimWrittenAt(during), at.wall());
+        assertTrue(lagDuring.compareTo(Duration.ofSeconds(3)) >= 0, "a claim stamped 3 s low is judged only "
+                + lagDuring + " early");
+        assertEquals(at.wall(), at.forClaimWrittenAt(before), "a claim written before the step back is judged late");
+    }
+
+    /**
+     * The clock is set back a year, met by an exact reading, and set forward a year again. A claim written before the
+     * step back is judged by the wall clock, not kept alive for a year; one written during the year back is judged a
+     * year earlier.
+     */
+    @Test
+    void aClockSetBackAYearAndForwardAgainDoesNotKeepOlderClaimsAliveForAYear() {
+        WallStepGuard guard = guard(clock);
+        Instant before = clock.now();
+        clock.advance(Duration.ofSeconds(1));
+        clock.stepWallClock(Duration.ofDays(-365));
+        exact(guard, clock);
+        Instant during = clock.now();
+        clock.advance(Duration.ofSeconds(1));
+        clock.stepWallClock(Duration.ofDays(365));
+        exact(guard, clock);
+        clock.advance(Duration.ofSeconds(90));
+        WallStepGuard.JudgingTime at = exact(guard, clock);
+        assertEquals(at.wall(), at.forClaimWrittenAt(before), "a claim written before the step back is judged late");
+        assertTrue(Duration.between(at.forClaimWrittenAt(during), at.wall()).compareTo(Duration.ofDays(365)) >= 0,
+                "a claim written during the year back is judged by the wall clock");
+    }
+
+    /**
+     * Forward steps of 10 ms, each under the threshold (half of lockWait), add up: after six of them (60 ms) a claim
+     * written before the first is judged at least 50 ms earlier, and a claim written after the last one by the wall.
+     */
+    @Test
+    void smallForwardStepsAddUpUntilTheyAreAllowedFor() {
+        WallStepGuard guard = guard(clock);
+        Instant writtenBefore = clock.now();
+        for (int i = 0; i < 6; i++) {
+            clock.advance(Duration.ofMillis(100));
+            clock.stepWallClock(Duration.ofMillis(10));
+            exact(guard, clock);
+        }
+        clock.advance(Duration.ofMillis(200));
+        Instant writtenAfter = clock.now();
+        clock.advance(Duration.ofMillis(100));
+        WallStepGuard.JudgingTime at = exact(guard, clock);
+        Duration lag = Duration.between(at.forClaimWrittenAt(writtenBefore), at.wall());
+        assertTrue(lag.compareTo(Duration.ofMillis(50)) >= 0, "six steps of 10 ms were judged as " + lag);
+        assertEquals(at.wall(), at.forClaimWrittenAt(writtenAfter), "a claim written after them is judged late");
+    }
+
+    /**
+     * More steps than the record holds: every one still counts for a claim written before them all, and a claim
+     * written after the first half counts the second half only, give or take the merged oldest.
+     */
+    @Test
+    void stepsBeyondTheRecordsSizeStillCountForEveryClaimWrittenBeforeThem() {
+        WallStepGuard guard = guard(clock);
+        Instant first = clock.now();
+        int n = WallStepGuard.Steps.MOST + 100;
+        Instant halfway = null;
+        for (int i = 0; i < n; i++) {
+            if (i == n / 2) {
+                clock.advance(Duration.ofMillis(500));
+                halfway = clock.now();
+            }
+            clock.advance(Duration.ofSeconds(1));
+            clock.stepWallClock(Duration.ofMillis(100));
+            exact(guard, clock);
+        }
+        WallStepGuard.JudgingTime at = exact(guard, clock);
+        Duration all = Duration.between(at.forClaimWrittenAt(first), at.wall());
+        assertTrue(all.compareTo(Duration.ofMillis(100L * n)) >= 0, n + " steps of 100 ms were judged as " + all);
+        Duration half = Duration.between(at.forClaimWrittenAt(halfway), at.wall());
+        assertTrue(half.compareTo(Duration.ofMillis(100L * (n - n / 2))) >= 0 && half.compareTo(all) < 0,
+                "the steps after a claim written halfway were judged as " + half);
+    }
+
+    /**
+     * Five thousand steps of 10 ms before a claim was written (50 s in all), then sixty after it: the claim is judged
+     * less the 600 ms after it, not the 50 s before it.
+     */
+    @Test
+    void aClaimIsNotJudgedLessTheStepsSeenBeforeItWasWritten() {
+        WallStepGuard guard = guard(clock);
+        for (int i = 0; i < 5_000; i++) {
+            clock.advance(Duration.ofMillis(200));
+            clock.stepWallClock(Duration.ofMillis(10));
+            exact(guard, clock);
+        }
+        clock.advance(Duration.ofSeconds(1));
+        Instant writtenAt = clock.now();
+        for (int i = 0; i < 60; i++) {
+            clock.advance(Duration.ofMillis(200));
+            clock.stepWallClock(Duration.ofMillis(10));
+            exact(guard, clock);
+        }
+        WallStepGuard.JudgingTime at = exact(guard, clock);
+        Duration lag = Duration.between(at.forClaimWrittenAt(writtenAt), at.wall());
+        assertTrue(lag.compareTo(Duration.ofMillis(550)) >= 0 && lag.compareTo(Duration.ofSeconds(2)) < 0,
+                "a claim written before 60 steps of 10 ms is judged " + lag + " early");
+    }
 }
