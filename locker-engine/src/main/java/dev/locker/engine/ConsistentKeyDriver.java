@@ -167,7 +167,8 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
         if (own == null) {
             throw new ExpiredLockException("our claim is gone from the store (expired and scrubbed, or force-released)", lock);
         }
-        if (!own.isLiveAt(wall)) {
+        // dead by the wall clock, or by the time this locker watched it (a step back since): either way it is over
+        if (!own.isLiveAt(wall) || !judge.isLive(own)) {
             throw new ExpiredLockException("our claim expired at " + own.expiry + " before it was checked", lock, null, null,
                     LossReason.EXPIRED);
         }

@@ -1,5 +1,6 @@
 package dev.locker.engine;
 
+import dev.locker.api.ExpiredLockException;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.LeaseOptions;
@@ -20,6 +21,7 @@ import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Other claims are judged by the monotonic clock from this locker's first sight of them. */
@@ -89,6 +91,26 @@ class ClaimWatchTest {
         clock.advance(Duration.ofSeconds(15)); // the first expiry ran out 5 s ago, the renewed one has 15 s left
         assertFalse(takes(c), "C took the lock 15 s before A's renewed claim expires");
         assertTrue(Interleavings.believesItHolds(a, lock, ta, clock), "A no longer believes it holds");
+    }
+
+    /**
+     * Our own claim, seen by this locker (a holder query) before its check, then the wall clock set back an hour and a
+     * pause past the claim's expiry: the driver's check reports it expired, by either clock, and names no senior.
+     */
+    @Test
+    void ourClaimWatchedPastItsExpiryIsExpiredAtItsCheckThoughTheWallClockWentBack() {
+        LockerConfig config = LockerConfig.builder().rid("a").expiry(Duration.ofSeconds(30)).lockWait(LOCK_WAIT)
+                .timeSource(clock).build();
+        ConsistentKeyDriver driver = new ConsistentKeyDriver(config, shared, false, 16);
+        try {
+            ConsistentKeyClaim claim = driver.write(lock, config.owner("a"), Duration.ofSeconds(10), null);
+            assertTrue(driver.readHolder(lock).isPresent(), "the locker sees its own claim");
+            clock.stepWallClock(Duration.ofHours(-1));
+            clock.advance(Duration.ofSeconds(11));
+            assertThrows(ExpiredLockException.class, () -> driver.verify(lock, claim));
+        } finally {
+            driver.close();
+        }
     }
 
     /**
