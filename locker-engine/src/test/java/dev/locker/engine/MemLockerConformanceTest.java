@@ -1,91 +1,56 @@
 package dev.locker.engine;
 
-import dev.locker.spi.Entry;
-import dev.locker.api.KeyColumn;
-import dev.locker.spi.StoreTransaction;
-import java.util.List;
-
-import dev.locker.spi.KeyColumnValueStore;
 import dev.locker.api.Locker;
-import dev.locker.api.LockerConfig;
-import dev.locker.api.LockProbe;
-import dev.locker.testkit.LateGrantSection;
-import dev.locker.testkit.LeaseDurationsSection;
-import dev.locker.testkit.LockerConformanceSuite;
-import dev.locker.testkit.FaultyStore;
+import dev.locker.spi.KeyColumnValueStore;
+import dev.locker.testkit.BackendOutageSection;
+import dev.locker.testkit.ClockFaultSection;
+import dev.locker.testkit.ConformanceBase;
+import dev.locker.testkit.ConformanceHalves;
+import dev.locker.testkit.ExpectedValueCheckingSection;
+import dev.locker.testkit.ForcedReleaseSection;
+import dev.locker.testkit.LifecycleSection;
+import dev.locker.testkit.LimitsSection;
+import dev.locker.testkit.ListingSection;
 import dev.locker.testkit.LockerFixture;
+import dev.locker.testkit.RunOnceSection;
+import dev.locker.testkit.ThreePhaseSection;
+import dev.locker.testkit.UnknownOutcomeSection;
+import dev.locker.testkit.WaitingSection;
+import org.junit.jupiter.api.Test;
 
 /**
- * The whole conformance suite, with leases of their own durations and the late-grant rule, on ConsistentKeyLocker over
- * one InMemoryStore (mem:'s wait-and-read-back protocol).
+ * The conformance suite on ConsistentKeyLocker over one InMemoryStore (mem:'s wait-and-read-back protocol), but for the sections on leases over time.
+ *
+ * <p>{@link MemLockerLeaseConformanceTest} runs those beside it: each half spends most of its time waiting for expiries.
  */
-class MemLockerConformanceTest extends LockerConformanceSuite implements LeaseDurationsSection, LateGrantSection {
+class MemLockerConformanceTest extends ConformanceBase implements
+        ThreePhaseSection,
+        WaitingSection,
+        ForcedReleaseSection,
+        UnknownOutcomeSection,
+        ClockFaultSection,
+        BackendOutageSection,
+        LifecycleSection,
+        RunOnceSection,
+        LimitsSection,
+        ListingSection,
+        ExpectedValueCheckingSection {
 
+    /** The data the expected-value scenarios guard. */
     private final InMemoryStore data = new InMemoryStore("evc-data");
 
     @Override
     protected LockerFixture createFixture() {
-        InMemoryStore real = new InMemoryStore("conformance");
-        FaultyStore store = new FaultyStore(real); // only to inject an outage; every operation reaches the real store
-        return new LockerFixture() {
-            @Override
-            public Locker open(LockerConfig config) {
-                return ConsistentKeyLocker.builder(store).config(config).build();
-            }
-
-            @Override
-            public boolean canBreakBackend() {
-                return true;
-            }
-
-            @Override
-            public void breakBackend() {
-                store.unavailable(true);
-            }
-
-            @Override
-            public void repairBackend() {
-                store.unavailable(false);
-            }
-
-            @Override
-            public boolean canLoseClaims() {
-                return true;
-            }
-
-            @Override
-            public void loseClaims(KeyColumn lock) {
-                byte[] row = lock.encoded();
-                byte[] end = new byte[64];
-                java.util.Arrays.fill(end, (byte) 0xFF);
-                StoreTransaction tx = real.beginTransaction();
-                List<byte[]> columns = new java.util.ArrayList<>();
-                for (Entry e : real.getSlice(row, new byte[0], end, tx)) {
-                    columns.add(e.column());
-                }
-                real.mutate(row, List.of(), columns, tx);
-            }
-
-            @Override
-            public boolean expiryFollowsConfiguredClock() {
-                return true;
-            }
-
-            /** Wait-and-read-back grants at the read-back. */
-            @Override
-            public LockProbe.Step grantingStep() {
-                return LockProbe.Step.CHECK;
-            }
-
-            @Override
-            public void close() {
-                store.close();
-            }
-        };
+        return MemFixtures.waitAndReadBack("conformance");
     }
 
     @Override
     protected KeyColumnValueStore expectedValueChecking(Locker locker) {
         return new ExpectedValueCheckingStore(data, locker);
+    }
+
+    @Test
+    void theTwoHalvesTogetherRunEverySectionOfTheSuite() {
+        ConformanceHalves.assertTogetherRunEverySection(MemLockerConformanceTest.class, MemLockerLeaseConformanceTest.class);
     }
 }
