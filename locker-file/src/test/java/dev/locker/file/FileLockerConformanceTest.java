@@ -1,20 +1,43 @@
 package dev.locker.file;
 
-import dev.locker.spi.KeyColumnValueStore;
 import dev.locker.api.Locker;
 import dev.locker.engine.ExpectedValueCheckingStore;
 import dev.locker.engine.InMemoryStore;
-import dev.locker.testkit.LateGrantSection;
-import dev.locker.testkit.LeaseDurationsSection;
-import dev.locker.testkit.LockerConformanceSuite;
+import dev.locker.spi.KeyColumnValueStore;
+import dev.locker.testkit.BackendOutageSection;
+import dev.locker.testkit.ClockFaultSection;
+import dev.locker.testkit.ConformanceBase;
+import dev.locker.testkit.ConformanceHalves;
+import dev.locker.testkit.ExpectedValueCheckingSection;
+import dev.locker.testkit.ForcedReleaseSection;
+import dev.locker.testkit.LifecycleSection;
+import dev.locker.testkit.LimitsSection;
+import dev.locker.testkit.ListingSection;
 import dev.locker.testkit.LockerFixture;
+import dev.locker.testkit.RunOnceSection;
+import dev.locker.testkit.ThreePhaseSection;
+import dev.locker.testkit.UnknownOutcomeSection;
+import dev.locker.testkit.WaitingSection;
+import org.junit.jupiter.api.Test;
 
 /**
- * The whole conformance suite, with leases of their own durations and the late-grant rule, on file:: each "process" a
- * FileLocker.
+ * The conformance suite on file:, each "process" a FileLocker, but for the sections on leases over time.
+ *
+ * <p>{@link FileLockerLeaseConformanceTest} runs those beside it: each half spends most of its time waiting for
+ * expiries.
  */
-class FileLockerConformanceTest extends LockerConformanceSuite implements LeaseDurationsSection,
-        LateGrantSection {
+class FileLockerConformanceTest extends ConformanceBase implements
+        ThreePhaseSection,
+        WaitingSection,
+        ForcedReleaseSection,
+        UnknownOutcomeSection,
+        ClockFaultSection,
+        BackendOutageSection,
+        LifecycleSection,
+        RunOnceSection,
+        LimitsSection,
+        ListingSection,
+        ExpectedValueCheckingSection {
 
     private final InMemoryStore data = new InMemoryStore("file-evc-data");
 
@@ -26,5 +49,11 @@ class FileLockerConformanceTest extends LockerConformanceSuite implements LeaseD
     @Override
     protected KeyColumnValueStore expectedValueChecking(Locker locker) {
         return new ExpectedValueCheckingStore(data, locker);
+    }
+
+    @Test
+    void theTwoHalvesTogetherRunEverySectionOfTheSuite() {
+        ConformanceHalves.assertTogetherRunEverySection(FileLockerConformanceTest.class,
+                FileLockerLeaseConformanceTest.class);
     }
 }
