@@ -16,17 +16,19 @@ import org.apache.hadoop.hbase.regionserver.MiniBatchOperationInProgress;
 
 import java.io.IOException;
 import java.io.InterruptedIOException;
+import java.nio.ByteBuffer;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * A region observer for one chosen call on a row: it holds the call before, while or after the region applies it, tells
  * when the region finished it, or fails it as a stopping region server does. The mini cluster runs in the test's JVM,
- * so the test and the region server share the armed gates: one before the region applies a call, one after.
+ * so the test and the region server share the armed gates: per row, one before the region applies a call, one after.
  */
 public final class CallGate implements RegionCoprocessor, RegionObserver {
 
@@ -72,7 +74,7 @@ public final class CallGate implements RegionCoprocessor, RegionObserver {
         /** Lets a held call go on, or disarms a gate that saw no call. */
         void open() {
             opened.countDown();
-            slot(kind).compareAndSet(this, null);
+            slots(kind).remove(ByteBuffer.wrap(row), this);
         }
 
         /** Holds the calling handler until the test opens the gate. */
@@ -86,19 +88,20 @@ public final class CallGate implements RegionCoprocessor, RegionObserver {
         }
     }
 
-    private static final AtomicReference<Armed> BEFORE = new AtomicReference<>();
-    private static final AtomicReference<Armed> AFTER = new AtomicReference<>();
+    /** The gates armed, by row: test classes that run side by side each arm gates on rows of their own. */
+    private static final Map<ByteBuffer, Armed> BEFORE = new ConcurrentHashMap<>();
+    private static final Map<ByteBuffer, Armed> AFTER = new ConcurrentHashMap<>();
 
-    private static AtomicReference<Armed> slot(Kind kind) {
+    private static Map<ByteBuffer, Armed> slots(Kind kind) {
         return kind.after ? AFTER : BEFORE;
     }
 
     /** Arms a gate for the next call of {@code kind} on {@code row}. */
     static Armed arm(Kind kind, byte[] row) {
         Armed armed = new Armed(kind, row);
-        if (!slot(kind).compareAndSet(null, armed)) {
+        if (slots(kind).putIfAbsent(ByteBuffer.wrap(row), armed) != null) {
             throw new IllegalStateException("a gate " + (kind.after ? "after" : "before")
-                    + " the region is armed already");
+                    + " the region is armed already on this row");
         }
         return armed;
     }
@@ -169,10 +172,10 @@ public final class CallGate implements RegionCoprocessor, RegionObserver {
 
     /** The gate armed for a call of one of {@code kinds} on {@code row}, disarmed; null when there is none. */
     private static Armed take(byte[] row, Kind... kinds) {
-        AtomicReference<Armed> slot = slot(kinds[0]);
-        Armed armed = slot.get();
-        if (armed == null || !Arrays.asList(kinds).contains(armed.kind) || !Arrays.equals(armed.row, row)
-                || !slot.compareAndSet(armed, null)) {
+        Map<ByteBuffer, Armed> slots = slots(kinds[0]);
+        ByteBuffer key = ByteBuffer.wrap(row);
+        Armed armed = slots.get(key);
+        if (armed == null || !Arrays.asList(kinds).contains(armed.kind) || !slots.remove(key, armed)) {
             return null;
         }
         return armed;
