@@ -94,7 +94,7 @@ class ClaimJudgingAcrossClockStepsTest {
         Duration lag = Duration.between(guard.judgingTime(clock.nanoTime(), wall, clock.nanoTime())
                 .forClaimWrittenAt(Instant.EPOCH), wall);
         assertTrue(lag.compareTo(Duration.ofHours(1).plus(LOCK_WAIT)) <= 0,
-                () -> "a claim written before a 1 h step is judged " + lag + " early");
+                () -> "a claim written before a 1 h step is judged at " + lag + " before the wall clock");
     }
 
     /**
@@ -124,5 +124,24 @@ class ClaimJudgingAcrossClockStepsTest {
                 .forClaimWrittenAt(writtenAt), wall);
         assertTrue(lag.compareTo(Duration.ofMinutes(1)) >= 0,
                 () -> "a claim written while the clock was set back a minute is judged only " + lag + " early");
+    }
+
+    /**
+     * A takes a 30 s claim and crashes; NTP sets the host's clock back a year, and C's guard reads the clock across the
+     * step. When C first looks, 31 s after A wrote it, the claim is dead.
+     */
+    @Test
+    @Disabled("a step back the guard saw is not allowed for: a claim written before it and first seen after lives a year")
+    void aClaimWrittenBeforeASeenStepBackIsFreeOnceItsTimeRanOut() {
+        ConsistentKeyDriver a = driver("a");
+        ConsistentKeyDriver c = driver("c");
+        KeyColumn other = KeyColumn.of("vertex:43", "name");
+        a.verify(lock, a.write(lock, LockerConfig.builder().rid("a").build().owner("t"), EXPIRY, null));
+        clock.advance(Duration.ofSeconds(1));
+        c.readHolder(other);
+        clock.stepWallClock(Duration.ofDays(-365));
+        c.readHolder(other);
+        clock.advance(EXPIRY);
+        assertTrue(c.readHolder(lock).isEmpty(), "A's claim, 31 s after A wrote it for 30 s, is judged live by C");
     }
 }
