@@ -1,0 +1,166 @@
+package dev.locker.engine;
+
+import dev.locker.api.KeyColumn;
+import dev.locker.api.LockerConfig;
+import dev.locker.api.TemporaryLockingException;
+import dev.locker.api.TimeSource;
+import dev.locker.testkit.VirtualClock;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Disabled;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** A clock reading taken before a step back, used or entered late, never makes a live claim look dead. */
+class JudgingTakenBeforeAStepBackTest {
+
+    private static final Duration LOCK_WAIT = Duration.ofMillis(100);
+    private static final Duration EXPIRY = Duration.ofSeconds(30);
+
+    private final VirtualClock clock = new VirtualClock();
+    private final InMemoryStore shared = new InMemoryStore("step-back");
+    private final List<ConsistentKeyDriver> drivers = new ArrayList<>();
+    private final KeyColumn lock = KeyColumn.of("vertex:42", "name");
+
+    @AfterEach
+    void tearDown() {
+        drivers.forEach(ConsistentKeyDriver::close);
+    }
+
+    private ConsistentKeyDriver driver(String rid, TimeSource time) {
+        LockerConfig config = LockerConfig.builder().rid(rid).expiry(EXPIRY).lockWait(LOCK_WAIT).timeSource(time)
+                .build();
+        ConsistentKeyDriver d = new ConsistentKeyDriver(config, shared, false, 16);
+        drivers.add(d);
+        return d;
+    }
+
+    /**
+     * A and C run on one host. C reads the wall clock for its read-back; NTP then sets the clock back a minute and A
+     * renews its claim before C reads the row. A's renewed claim lives 30 s from the renewal, so C is refused.
+     */
+    @Test
+    @Disabled("a judging taken before a step back judges a claim renewed after it by the old frame: dead, scrubbed, granted")
+    void aClaimRenewedAfterAStepBackIsLiveToAReadBackWhoseClockWasReadBeforeIt() {
+        PausingClock cTime = new PausingClock(clock);
+        ConsistentKeyDriver a = driver("a", clock);
+        ConsistentKeyDriver c = driver("c", cTime);
+        ConsistentKeyClaim[] held = {a.verify(lock, a.write(lock, owner("a"), EXPIRY, null))};
+        clock.advance(Duration.ofSeconds(5));
+        ConsistentKeyClaim claim = c.write(lock, owner("c"), EXPIRY, null);
+        cTime.afterNextWallReading(() -> {
+            clock.stepWallClock(Duration.ofMinutes(-1));
+            held[0] = a.renew(lock, held[0], EXPIRY);
+        });
+        ConsistentKeyClaim granted = null;
+        try {
+            granted = c.verify(lock, claim);
+        } catch (TemporaryLockingException refused) {
+            // A holds: the answer this test wants
+        }
+        assertTrue(clock.nanoTime() - held[0].deadlineNanos() < 0, "A's renewed claim ran out");
+        ConsistentKeyClaim grantedToC = granted;
+        assertNull(grantedToC, () -> "C was granted token " + grantedToC.fencingToken() + " while A holds token "
+                + held[0].fencingToken() + " within its renewed deadline");
+    }
+
+    /**
+     * A and C run on one host. A listing of C reads its clocks, NTP sets the clock back a minute and C reads them again
+     * before the listing's reading reaches the guard. A then takes the lock, and NTP sets the clock forward again. C's
+     * read-back sees A's claim live, so C is refused.
+     */
+    @Test
+    @Disabled("a stale reading raises the guard's baseline past a step back it saw: the undoing step is missed, A's claim looks dead")
+    void aClaimWrittenWhileTheClockWasSetBackIsLiveToAReadBackAfterTheClockIsSetForward() {
+        PausingClock cTime = new PausingClock(clock);
+        ConsistentKeyDriver a = driver("a", clock);
+        ConsistentKeyDriver c = driver("c", cTime);
+        clock.advance(Duration.ofSeconds(1));
+        cTime.afterMonotonicReadings(2, () -> { // the listing's reading is taken; its thread is preempted
+            clock.stepWallClock(Duration.ofMinutes(-1));
+            c.readHolder(lock);
+        });
+        c.readHolder(lock);
+        clock.advance(Duration.ofSeconds(4));
+        ConsistentKeyClaim held = a.verify(lock, a.write(lock, owner("a"), EXPIRY, null));
+        clock.advance(Duration.ofSeconds(1));
+        clock.stepWallClock(Duration.ofMinutes(1));
+        ConsistentKeyClaim claim = c.write(lock, owner("c"), EXPIRY, null);
+        ConsistentKeyClaim granted = null;
+        try {
+            granted = c.verify(lock, claim);
+        } catch (TemporaryLockingException refused) {
+            // A holds: the answer this test wants
+        }
+        assertTrue(clock.nanoTime() - held.deadlineNanos() < 0, "A's claim ran out");
+        ConsistentKeyClaim grantedToC = granted;
+        assertNull(grantedToC, () -> "C was granted token " + grantedToC.fencingToken() + " while A holds token "
+                + held.fencingToken() + " within its deadline");
+    }
+
+    private static dev.locker.api.LockOwner owner(String rid) {
+        return LockerConfig.builder().rid(rid).build().owner("t");
+    }
+
+    /** A clock that runs an action once, right after a chosen reading, before its caller goes on. */
+    private static final class PausingClock implements TimeSource {
+        private final VirtualClock clock;
+        private Runnable afterWall;
+        private Runnable afterMonotonic;
+        private int monotonicLeft;
+
+        PausingClock(VirtualClock clock) {
+            this.clock = clock;
+        }
+
+        synchronized void afterNextWallReading(Runnable action) {
+            afterWall = action;
+        }
+
+        synchronized void afterMonotonicReadings(int readings, Runnable action) {
+            monotonicLeft = readings;
+            afterMonotonic = action;
+        }
+
+        @Override
+        public Instant now() {
+            Instant wall = clock.now();
+            Runnable action;
+            synchronized (this) {
+                action = afterWall;
+                afterWall = null;
+            }
+            if (action != null) {
+                action.run();
+            }
+            return wall;
+        }
+
+        @Override
+        public long nanoTime() {
+            long nanos = clock.nanoTime();
+            Runnable action = null;
+            synchronized (this) {
+                if (afterMonotonic != null && --monotonicLeft == 0) {
+                    action = afterMonotonic;
+                    afterMonotonic = null;
+                }
+            }
+            if (action != null) {
+                action.run();
+            }
+            return nanos;
+        }
+
+        @Override
+        public void sleep(Duration d) throws InterruptedException {
+            clock.sleep(d);
+        }
+    }
+}
