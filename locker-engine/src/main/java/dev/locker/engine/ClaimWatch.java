@@ -14,8 +14,8 @@ import java.util.Map;
  * back, changes when this locker takes the claim for dead. A claim is one state of one column: a renewal writes a new
  * expiry, and is seen anew.
  *
- * <p>At most {@link #MOST} claims are watched. Beyond that the dead ones are dropped, then the oldest: a claim dropped
- * while alive is judged again at its next sight, by the wall clock as at a first sight.
+ * <p>At most {@link #MOST} claims are watched, dead ones too (a step back would make them look alive again). Beyond that
+ * the dead ones are dropped, then the oldest: a claim dropped is judged again at its next sight, as at a first sight.
  */
 final class ClaimWatch {
 
@@ -88,11 +88,9 @@ final class ClaimWatch {
             if (watched != null) {
                 return watched - at.nanos();
             }
+            // a claim first seen by a judging taken before its row was read: it had at least this long left then; one
+            // dead at its first sight is watched too, so that no later step back makes it live again
             long left = LockerEngine.saturatedNanos(Duration.between(at.forClaimWrittenAt(c.writtenAt), c.expiry));
-            if (left <= 0) {
-                return left; // dead at first sight: nothing to watch
-            }
-            // a claim first seen by a judging taken before its row was read: it had at least this long left then
             return deadline(key, at.nanos() + left, at.nanos()) - at.nanos();
         }
     }

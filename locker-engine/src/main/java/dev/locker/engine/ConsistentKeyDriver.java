@@ -160,8 +160,9 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
             throw new TemporaryLockingException("interrupted while waiting lockWait before reading the lock row", lock, null, e);
         }
         // judged at an instant before the read: a claim read as dead was dead then, and its holder cannot renew it
-        ClaimWatch.Judge judge = judge();
-        LockRow r = readRowRetrying(lock, row);
+        Judged read = readJudged(() -> readRowRetrying(lock, row));
+        LockRow r = read.row();
+        ClaimWatch.Judge judge = read.judge();
         Instant wall = time.now();
         ClaimCodec.Claim own = r.find(claim.column);
         if (own == null) {
@@ -195,8 +196,8 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
         mutate(row, List.of(new Entry(claim.column, ClaimCodec.value(own.expiry, token, own.owner)),
                 new Entry(ClaimCodec.tokenColumn(token, claim.column), EMPTY)), deletions);
         ConsistentKeyClaim held = claim.held(token);
-        ClaimWatch.Judge confirming = judge();
-        String conflict = confirm(readRowRetrying(lock, row), confirming, lock, held);
+        Judged confirming = readJudged(() -> readRowRetrying(lock, row));
+        String conflict = confirm(confirming.row(), confirming.judge(), lock, held);
         if (conflict != null) {
             deleteQuietly(lock, held.allColumns());
             if (conflict.startsWith("gone") || conflict.startsWith(EXPIRED)) {
@@ -209,8 +210,8 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
     }
 
     private ConsistentKeyClaim verifyHeld(KeyColumn lock, ConsistentKeyClaim claim) {
-        ClaimWatch.Judge judge = judge();
-        String conflict = confirm(readRow(lock.encoded()), judge, lock, claim);
+        Judged read = readJudged(() -> readRow(lock.encoded()));
+        String conflict = confirm(read.row(), read.judge(), lock, claim);
         if (conflict != null) {
             throw new ExpiredLockException("our claim is no longer the holder: " + conflict, lock, null, null, reasonOf(conflict));
         }
@@ -254,8 +255,8 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
     @Override
     public boolean writeRecord(KeyColumn lock, String name, byte[] value, ConsistentKeyClaim claim) {
         byte[] row = lock.encoded();
-        ClaimWatch.Judge judge = judge();
-        if (confirm(readRow(row), judge, lock, claim) != null) {
+        Judged read = readJudged(() -> readRow(row));
+        if (confirm(read.row(), read.judge(), lock, claim) != null) {
             return false;
         }
         List<Entry> existing = records(row, name);
@@ -278,18 +279,17 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
         byte[] row = lock.encoded();
         long started = time.nanoTime();
         Instant now = time.now();
-        ClaimWatch.Judge judge = judge(started, now);
-        LockRow before = readRow(row);
-        String conflict = confirm(before, judge, lock, claim);
+        Judged before = readJudged(() -> readRow(row));
+        String conflict = confirm(before.row(), before.judge(), lock, claim);
         if (conflict != null) {
             throw new ExpiredLockException("cannot renew: our claim is " + conflict, lock, null, null, reasonOf(conflict));
         }
-        ClaimCodec.Claim own = before.find(claim.column);
+        ClaimCodec.Claim own = before.row().find(claim.column);
         mutate(row, List.of(new Entry(claim.column, ClaimCodec.value(now.plus(expiry), own.token, own.owner))),
                 List.of());
         // the rewrite may have landed after our claim died and another holder came: confirm like a check does
-        ClaimWatch.Judge confirming = judge();
-        conflict = confirm(readRow(row), confirming, lock, claim);
+        Judged confirming = readJudged(() -> readRow(row));
+        conflict = confirm(confirming.row(), confirming.judge(), lock, claim);
         if (conflict != null) {
             deleteQuietly(lock, claim.allColumns());
             throw new ExpiredLockException("our renewal came too late: " + conflict + "; the rewritten claim was withdrawn",
@@ -379,8 +379,8 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
         if (!lock.keyStartsWith(keyPrefix)) {
             return null;
         }
-        ClaimWatch.Judge judge = judge();
-        ClaimCodec.Claim holder = readRow(row).holder(judge);
+        Judged read = readJudged(() -> readRow(row));
+        ClaimCodec.Claim holder = read.row().holder(read.judge());
         return holder == null ? null : new LockInfo(lock, holder.owner, holder.token, holder.expiry);
     }
 
@@ -415,8 +415,8 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
 
     @Override
     public Optional<LockInfo> readHolder(KeyColumn lock) {
-        ClaimWatch.Judge judge = judge();
-        ClaimCodec.Claim holder = readRow(lock.encoded()).holder(judge);
+        Judged read = readJudged(() -> readRow(lock.encoded()));
+        ClaimCodec.Claim holder = read.row().holder(read.judge());
         return holder == null ? Optional.empty() : Optional.of(new LockInfo(lock, holder.owner, holder.token, holder.expiry));
     }
 
@@ -431,8 +431,8 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
      */
     private boolean removeWithToken(KeyColumn lock, long token, byte[] record) {
         byte[] row = lock.encoded();
-        ClaimWatch.Judge judge = judge();
-        ClaimCodec.Claim holder = readRow(row).holder(judge);
+        Judged read = readJudged(() -> readRow(row));
+        ClaimCodec.Claim holder = read.row().holder(read.judge());
         if (holder == null || holder.token != token) {
             return false;
         }
@@ -509,18 +509,24 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
         return conflict.startsWith("gone") ? LossReason.GONE : LossReason.TAKEN_OVER;
     }
 
-    /**
-     * The judge of other claims, its time read before the row is: a claim dead at an earlier instant was dead then,
-     * and its holder never renews past its own deadline, so a pause after the read cannot judge a renewed claim dead.
-     */
-    private ClaimWatch.Judge judge() {
-        long before = time.nanoTime();
-        return judge(before, time.now());
+    /** A row as read, and the judge of the claims in it. */
+    private record Judged(LockRow row, ClaimWatch.Judge judge) {
     }
 
-    /** The judge at {@code wall}, read right after the monotonic reading {@code before}. */
-    private ClaimWatch.Judge judge(long before, Instant wall) {
-        return watch.judge(stepGuard.judgingTime(before, wall, time.nanoTime()));
+    /**
+     * Reads a row, and the judge of its claims from clock readings taken before and after the read. Claims are judged
+     * at the earlier of the time before the read and, should the clock have stepped back during it, that same instant
+     * on the clock as it reads after the read: a claim dead at an earlier instant was dead then, and its holder never
+     * renews past its own deadline, so neither a pause after the read nor a step back during it (a claim renewed on
+     * the clock set back) makes a live claim look dead.
+     */
+    private Judged readJudged(java.util.function.Supplier<LockRow> read) {
+        long before = time.nanoTime();
+        WallStepGuard.JudgingTime first = stepGuard.judgingTime(before, time.now(), time.nanoTime());
+        LockRow row = read.get();
+        before = time.nanoTime();
+        WallStepGuard.JudgingTime second = stepGuard.judgingTime(before, time.now(), time.nanoTime());
+        return new Judged(row, watch.judge(first.andAfter(second)));
     }
 
     /** Columns that are ours and never the holder: earlier attempts of this claim, and released claims not yet deleted. */

@@ -59,7 +59,7 @@ final class WallStepGuard {
      * two makes the offset look low, never high: such a reading may hide a step from itself, never from a later one.
      */
     JudgingTime judgingTime(Instant wall, long nanos) {
-        return judge(wall, nanos, false);
+        return judge(nanos, wall, nanos, false);
     }
 
     /**
@@ -68,11 +68,15 @@ final class WallStepGuard {
      */
     JudgingTime judgingTime(long nanosBefore, Instant wall, long nanosAfter) {
         long widthNanos = nanosAfter - nanosBefore;
-        return judge(wall, nanosAfter, widthNanos >= 0 && widthNanos <= tightNanos);
+        return judge(nanosBefore, wall, nanosAfter, widthNanos >= 0 && widthNanos <= tightNanos);
     }
 
-    private synchronized JudgingTime judge(Instant wall, long nanos, boolean tight) {
-        long elapsedMicros = Math.max(0, nanos - lastNanos) / 1_000;
+    private synchronized JudgingTime judge(long nanosBefore, Instant wall, long nanos, boolean tight) {
+        if (nanos - lastNanos < 0) {
+            // taken before a reading that entered already: the baseline and the steps have moved past it
+            return new JudgingTime(nanosBefore, wall, nanos, steps);
+        }
+        long elapsedMicros = (nanos - lastNanos) / 1_000;
         long offset = ClaimCodec.micros(wall) - (nanos - originNanos) / 1_000;
         // NTP slews at most 500 ppm; 1000 ppm are allowed, but never more per interval than every holder keeps back
         // (1% of a validity, which is at least half a lockWait): an idle locker must not take a step for slewing
@@ -103,10 +107,8 @@ final class WallStepGuard {
             // does not hide a later step
             offsetMicros = Math.max(offset, saturatedAdd(offsetMicros, -slewMicros));
         }
-        if (nanos - lastNanos > 0) {
-            lastNanos = nanos;
-        }
-        return new JudgingTime(wall, nanos, steps);
+        lastNanos = nanos;
+        return new JudgingTime(nanosBefore, wall, nanos, steps);
     }
 
     private static long saturatedAdd(long a, long b) {
@@ -118,11 +120,30 @@ final class WallStepGuard {
     }
 
     /**
-     * A wall reading and the monotonic reading after it, with the forward steps seen up to them.
+     * A wall reading between two monotonic readings, with the forward steps seen up to them.
      */
-    record JudgingTime(Instant wall, long nanos, Steps steps) {
+    record JudgingTime(long nanosBefore, Instant wall, long nanos, Steps steps) {
 
-        /** The wall time a claim written at {@code writtenAt} is judged at, on its first sight. */
+        /** A wall reading and the monotonic reading right after it. */
+        JudgingTime(Instant wall, long nanos, Steps steps) {
+            this(nanos, wall, nanos, steps);
+        }
+
+        /**
+         * This judging, taken before a read, with {@code after} taken after it: the earlier of this wall reading and
+         * the same instant on the wall clock as {@code after} reads it (lower if the clock stepped back meanwhile), and
+         * the steps seen up to {@code after}. The instant stays this one's.
+         */
+        JudgingTime andAfter(JudgingTime after) {
+            Instant back = after.wall.minusNanos(Math.max(0, after.nanos - nanosBefore));
+            return new JudgingTime(nanosBefore, back.isBefore(wall) ? back : wall, nanos, after.steps);
+        }
+
+        /**
+         * The wall time a claim written at {@code writtenAt} is judged at, on its first sight: the wall less the steps
+         * since the claim was written. Not raised to the claim's own time when that is ahead: a renewal keeps the
+         * column's first time, so after a step back the expiry may be stamped on a lower clock than the column.
+         */
         Instant forClaimWrittenAt(Instant writtenAt) {
             long micros = steps.after(ClaimCodec.micros(writtenAt));
             return micros == 0 ? wall : wall.minusNanos(Math.min(micros, Long.MAX_VALUE / 1_000) * 1_000);

@@ -45,7 +45,6 @@ class ClaimJudgingAcrossClockStepsTest {
      * clock back an hour: its read-back reports the claim expired, as it does without the watch.
      */
     @Test
-    @Disabled("check() takes our claim for live by the raw wall clock, the watch for dead: seniorLive is null, an NPE")
     void aCheckOfOurClaimThatRanOutAfterAListingSawItReportsItExpired() {
         ConsistentKeyDriver a = driver("a");
         ConsistentKeyClaim claim = a.write(lock, LockerConfig.builder().rid("a").build().owner("t"), EXPIRY, null);
@@ -60,7 +59,6 @@ class ClaimJudgingAcrossClockStepsTest {
      * as it would have had it seen the claim alive once.
      */
     @Test
-    @Disabled("a claim dead at its first sight is not watched: after a step back it is judged live again for the step")
     void aClaimJudgedDeadStaysDeadAfterTheClockIsSetBack() {
         ConsistentKeyDriver a = driver("a");
         ConsistentKeyDriver c = driver("c");
@@ -77,7 +75,6 @@ class ClaimJudgingAcrossClockStepsTest {
      * judged 1 h early, not 2 h, however the readings of two threads interleave.
      */
     @Test
-    @Disabled("a stale exact reading pulls the baseline back below a recorded step, and the next reading records it again")
     void aStepIsCountedOnceWhenAReadingTakenBeforeItEntersAfterIt() {
         WallStepGuard guard = new WallStepGuard(LockerConfig.builder().rid("g").expiry(EXPIRY).lockWait(LOCK_WAIT)
                 .timeSource(clock).build());
@@ -102,7 +99,6 @@ class ClaimJudgingAcrossClockStepsTest {
      * back is still judged a minute early once the clock steps forward again.
      */
     @Test
-    @Disabled("a stale reading entering after a step back raises the baseline to the old frame: the undoing step is missed")
     void aStepBackSeenByTheGuardStaysSeenWhenAReadingTakenBeforeItEntersAfterIt() {
         WallStepGuard guard = new WallStepGuard(LockerConfig.builder().rid("g").expiry(EXPIRY).lockWait(LOCK_WAIT)
                 .timeSource(clock).build());
@@ -150,7 +146,6 @@ class ClaimJudgingAcrossClockStepsTest {
      * check still finds its own claim the holder, not A's claim that C already judged dead.
      */
     @Test
-    @Disabled("a claim judged dead is not remembered: after a step back it holds its token again and C loses its lock")
     void aHolderKeepsItsLockWhenTheClockIsSetBackOverAClaimItJudgedDead() {
         ConsistentKeyDriver a = driver("a");
         ConsistentKeyDriver c = driver("c");

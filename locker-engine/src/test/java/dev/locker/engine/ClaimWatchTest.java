@@ -1,6 +1,5 @@
 package dev.locker.engine;
 
-import dev.locker.api.ExpiredLockException;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.LeaseOptions;
@@ -19,9 +18,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Other claims are judged by the monotonic clock from this locker's first sight of them. */
@@ -94,26 +91,6 @@ class ClaimWatchTest {
     }
 
     /**
-     * Our own claim, seen by this locker (a holder query) before its check, then the wall clock set back an hour and a
-     * pause past the claim's expiry: the driver's check reports it expired, by either clock, and names no senior.
-     */
-    @Test
-    void ourClaimWatchedPastItsExpiryIsExpiredAtItsCheckThoughTheWallClockWentBack() {
-        LockerConfig config = LockerConfig.builder().rid("a").expiry(Duration.ofSeconds(30)).lockWait(LOCK_WAIT)
-                .timeSource(clock).build();
-        ConsistentKeyDriver driver = new ConsistentKeyDriver(config, shared, false, 16);
-        try {
-            ConsistentKeyClaim claim = driver.write(lock, config.owner("a"), Duration.ofSeconds(10), null);
-            assertTrue(driver.readHolder(lock).isPresent(), "the locker sees its own claim");
-            clock.stepWallClock(Duration.ofHours(-1));
-            clock.advance(Duration.ofSeconds(11));
-            assertThrows(ExpiredLockException.class, () -> driver.verify(lock, claim));
-        } finally {
-            driver.close();
-        }
-    }
-
-    /**
      * A full watch forgets its oldest claims; one forgotten while alive is judged again at its next sight, by the wall
      * clock less the steps seen since it was written, as at a first sight.
      */
@@ -137,17 +114,6 @@ class ClaimWatchTest {
                 WallStepGuard.Steps.NONE));
         assertTrue(later.isLive(claims.get(0)), "a forgotten claim is not judged as at a first sight");
         assertFalse(later.isLive(claims.get(ClaimWatch.MOST)), "a watched claim outlived its time on the monotonic clock");
-    }
-
-    /** A claim dead at its first sight is not watched: the watch holds live claims only. */
-    @Test
-    void aClaimDeadAtItsFirstSightIsNotWatched() {
-        ClaimWatch watch = new ClaimWatch();
-        ClaimCodec.Claim dead = claim(clock.now().minusSeconds(60), 1, Duration.ofSeconds(30));
-        ClaimWatch.Judge judge = watch.judge(new WallStepGuard.JudgingTime(clock.now(), clock.nanoTime(),
-                WallStepGuard.Steps.NONE));
-        assertFalse(judge.isLive(dead));
-        assertEquals(0, watch.size());
     }
 
     private static ClaimCodec.Claim claim(Instant writtenAt, long nonce, Duration expiry) {

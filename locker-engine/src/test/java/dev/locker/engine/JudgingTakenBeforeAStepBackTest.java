@@ -6,7 +6,6 @@ import dev.locker.api.TemporaryLockingException;
 import dev.locker.api.TimeSource;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -46,7 +45,6 @@ class JudgingTakenBeforeAStepBackTest {
      * renews its claim before C reads the row. A's renewed claim lives 30 s from the renewal, so C is refused.
      */
     @Test
-    @Disabled("a judging taken before a step back judges a claim renewed after it by the old frame: dead, scrubbed, granted")
     void aClaimRenewedAfterAStepBackIsLiveToAReadBackWhoseClockWasReadBeforeIt() {
         PausingClock cTime = new PausingClock(clock);
         ConsistentKeyDriver a = driver("a", clock);
@@ -76,7 +74,6 @@ class JudgingTakenBeforeAStepBackTest {
      * read-back sees A's claim live, so C is refused.
      */
     @Test
-    @Disabled("a stale reading raises the guard's baseline past a step back it saw: the undoing step is missed, A's claim looks dead")
     void aClaimWrittenWhileTheClockWasSetBackIsLiveToAReadBackAfterTheClockIsSetForward() {
         PausingClock cTime = new PausingClock(clock);
         ConsistentKeyDriver a = driver("a", clock);
