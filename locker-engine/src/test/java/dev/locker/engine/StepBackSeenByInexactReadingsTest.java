@@ -1,0 +1,123 @@
+package dev.locker.engine;
+
+import dev.locker.api.KeyColumn;
+import dev.locker.api.LockOwner;
+import dev.locker.api.LockerConfig;
+import dev.locker.api.TemporaryLockingException;
+import dev.locker.api.TimeSource;
+import dev.locker.testkit.VirtualClock;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Disabled;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** A claim written while the clock was set back stays live after the clock is set forward, however B read its clocks. */
+class StepBackSeenByInexactReadingsTest {
+
+    private static final Duration LOCK_WAIT = Duration.ofMillis(100);
+    private static final Duration EXPIRY = Duration.ofSeconds(30);
+    private static final Duration STEP = Duration.ofMinutes(1);
+
+    private final VirtualClock clock = new VirtualClock();
+    private final InMemoryStore shared = new InMemoryStore("inexact");
+    private final List<ConsistentKeyDriver> drivers = new ArrayList<>();
+    private final KeyColumn lock = KeyColumn.of("vertex:42", "name");
+    private final KeyColumn other = KeyColumn.of("vertex:43", "name");
+
+    @AfterEach
+    void tearDown() {
+        drivers.forEach(ConsistentKeyDriver::close);
+    }
+
+    private ConsistentKeyDriver driver(String rid, TimeSource time) {
+        LockerConfig config = LockerConfig.builder().rid(rid).expiry(EXPIRY).lockWait(LOCK_WAIT).timeSource(time)
+                .build();
+        ConsistentKeyDriver d = new ConsistentKeyDriver(config, shared, false, 16);
+        drivers.add(d);
+        return d;
+    }
+
+    /**
+     * A and B run on one host. NTP sets the clock back a minute; B reads its clocks once, exactly. A takes the lock,
+     * and NTP sets the clock forward again. B's read-back sees A's claim live, so B is refused.
+     */
+    @Test
+    void aClaimWrittenWhileTheClockWasSetBackIsLiveAfterAnExactReadingSawTheStepBack() {
+        assertRefusedAfterAStepBackAndItsUndoing(false);
+    }
+
+    /**
+     * The same, but B's thread is preempted for 1 ms inside each of its clock readings while the clock is set back.
+     * B's read-back still sees A's claim live, so B is refused.
+     */
+    @Test
+    @Disabled("inexact readings move the baseline down only at the slew rate: the step forward is not seen, A's claim looks dead")
+    void aClaimWrittenWhileTheClockWasSetBackIsLiveAfterInexactReadingsSawTheStepBack() {
+        assertRefusedAfterAStepBackAndItsUndoing(true);
+    }
+
+    private void assertRefusedAfterAStepBackAndItsUndoing(boolean preempted) {
+        PreemptedClock bTime = new PreemptedClock(clock);
+        ConsistentKeyDriver a = driver("a", clock);
+        ConsistentKeyDriver b = driver("b", bTime);
+        clock.advance(Duration.ofSeconds(1));
+        clock.stepWallClock(STEP.negated());
+        bTime.preempted = preempted;
+        b.readHolder(other);
+        bTime.preempted = false;
+        clock.advance(Duration.ofSeconds(1));
+        ConsistentKeyClaim held = a.verify(lock, a.write(lock, owner("a"), EXPIRY, null));
+        clock.advance(Duration.ofSeconds(1));
+        clock.stepWallClock(STEP);
+        ConsistentKeyClaim claim = b.write(lock, owner("b"), EXPIRY, null);
+        ConsistentKeyClaim granted = null;
+        try {
+            granted = b.verify(lock, claim);
+        } catch (TemporaryLockingException refused) {
+            // A holds: the answer this test wants
+        }
+        assertTrue(clock.nanoTime() - held.deadlineNanos() < 0, "A's claim ran out");
+        ConsistentKeyClaim grantedToB = granted;
+        assertNull(grantedToB, () -> "B was granted token " + grantedToB.fencingToken() + " while A holds token "
+                + held.fencingToken() + " within its deadline");
+    }
+
+    private static LockOwner owner(String rid) {
+        return LockerConfig.builder().rid(rid).build().owner("t");
+    }
+
+    /** A clock whose wall readings come 1 ms after the call while preempted, as when the thread loses its core. */
+    private static final class PreemptedClock implements TimeSource {
+        private final VirtualClock clock;
+        volatile boolean preempted;
+
+        PreemptedClock(VirtualClock clock) {
+            this.clock = clock;
+        }
+
+        @Override
+        public Instant now() {
+            if (preempted) {
+                clock.advance(Duration.ofMillis(1));
+            }
+            return clock.now();
+        }
+
+        @Override
+        public long nanoTime() {
+            return clock.nanoTime();
+        }
+
+        @Override
+        public void sleep(Duration d) throws InterruptedException {
+            clock.sleep(d);
+        }
+    }
+}
