@@ -27,24 +27,40 @@ final class WallStepGuard {
     /** The monotonic reading offsets are counted from: differences survive a wrap of nanoTime, values do not. */
     private final long originNanos;
     private final long lockWaitMicros;
-    /** How close two monotonic readings must be for the wall reading between them to be taken as exact. */
-    private final long tightNanos;
     /**
-     * The wall-minus-monotonic offset of the frame the claims written now are stamped in: it follows an exact reading
-     * down, and rises only at the slew rate or when a step is recorded.
+     * How close the two monotonic readings around a wall reading must be for the guard to learn from it: a quarter of
+     * lockWait. Within that, a step it misses or counts too large costs at most that much of the holder's margin.
+     */
+    private final long exactNanos;
+    /**
+     * The wall-minus-monotonic offset of the frame the claims written now are stamped in: it follows a reading down,
+     * and rises only at the slew rate or when a step is recorded.
      */
     private long offsetMicros;
-    private long lastNanos;
+    /** The latest monotonic readings, before and after, of the readings the guard learnt from. */
+    private long lastBefore;
+    private long lastAfter;
     /** The forward steps seen: replaced, never changed, so a judging keeps the record it was taken with. */
     private Steps steps = Steps.NONE;
+    /**
+     * The state after each of the last {@link #KEPT} readings the guard learnt from: a reading that enters late is
+     * judged against the state it would have met, had it entered in turn, so no step it does not contain is taken
+     * off it, nor is one it does contain missed (it shows as what the reading could mean above that baseline).
+     */
+    private static final int KEPT = 16;
+    private final long[] keptAfter = new long[KEPT];
+    private final long[] keptOffset = new long[KEPT];
+    private final Steps[] keptSteps = new Steps[KEPT];
+    private int kept;
 
     WallStepGuard(LockerConfig config) {
         this.config = config;
         this.lockWaitMicros = LockerEngine.saturatedNanos(config.lockWait()) / 1_000;
-        this.tightNanos = Math.max(20_000, lockWaitMicros); // lockWait / 1000, and 20 us at least
+        this.exactNanos = lockWaitMicros * 1_000 / 4;
         TimeSource time = config.timeSource();
         this.originNanos = time.nanoTime();
-        this.lastNanos = originNanos;
+        this.lastBefore = originNanos;
+        this.lastAfter = originNanos;
         // a baseline from the locker's start: the best of three readings, as one may be paused between its clocks
         long best = Long.MIN_VALUE;
         for (int i = 0; i < 3; i++) {
@@ -52,42 +68,62 @@ final class WallStepGuard {
             best = Math.max(best, wallMicros - (time.nanoTime() - originNanos) / 1_000);
         }
         this.offsetMicros = best;
+        keep();
+    }
+
+    private void keep() {
+        int i = kept++ % KEPT;
+        keptAfter[i] = lastAfter;
+        keptOffset[i] = offsetMicros;
+        keptSteps[i] = steps;
     }
 
     /**
-     * The time claims are judged at, from a wall reading and a monotonic reading taken after it. A pause between the
-     * two makes the offset look low, never high: such a reading may hide a step from itself, never from a later one.
+     * The time claims are judged at, from a wall reading taken between two monotonic readings.
+     *
+     * <p>The guard learns only from a reading whose monotonic readings are close ({@link #exactNanos}) and which is
+     * surely later than every reading it learnt from (its first monotonic reading after their last ones). Any other
+     * reading (a pause inside it, or one overlapping or older than a reading that entered before it) changes nothing
+     * here: it could stand for a time before a step the guard already saw. Such a judging allows, for itself only,
+     * for the most its reading could mean: a forward step of all the offset it could show above the baseline.
      */
-    JudgingTime judgingTime(Instant wall, long nanos) {
-        return judge(nanos, wall, nanos, false);
-    }
-
-    /**
-     * The same, from a wall reading between two monotonic readings: when they are close, the reading is exact enough
-     * to follow the wall clock down (a step back), so that the step forward that undoes it is seen.
-     */
-    JudgingTime judgingTime(long nanosBefore, Instant wall, long nanosAfter) {
-        long widthNanos = nanosAfter - nanosBefore;
-        return judge(nanosBefore, wall, nanosAfter, widthNanos >= 0 && widthNanos <= tightNanos);
-    }
-
-    private synchronized JudgingTime judge(long nanosBefore, Instant wall, long nanos, boolean tight) {
-        if (nanos - lastNanos < 0) {
-            // taken before a reading that entered already: the baseline and the steps have moved past it
-            return new JudgingTime(nanosBefore, wall, nanos, steps);
+    synchronized JudgingTime judgingTime(long nanosBefore, Instant wall, long nanosAfter) {
+        long width = nanosAfter - nanosBefore;
+        long wallMicros = ClaimCodec.micros(wall);
+        // the offset at the wall reading lies between these two: the monotonic clock read it no sooner, no later
+        long lowest = wallMicros - (nanosAfter - originNanos) / 1_000;
+        long highest = wallMicros - (nanosBefore - originNanos) / 1_000;
+        long slewMicros = Math.max(0, nanosAfter - lastAfter) / 1_000 / 1_000; // 1000 ppm: NTP slews at most 500
+        // never more per interval than every holder keeps back (1% of a validity, at least half a lockWait): an idle
+        // locker must not take a step for slewing
+        long threshold = lockWaitMicros / 2 + Math.min(slewMicros, lockWaitMicros / 200);
+        boolean exact = width >= 0 && width <= exactNanos;
+        boolean later = nanosBefore - lastAfter >= 0;
+        if (!exact || !later) {
+            if (exact && nanosAfter - lastBefore >= 0 && lowest < offsetMicros) {
+                offsetMicros = lowest; // overlapping a reading that entered: it may still follow the clock down
+            }
+            // judged against the latest state surely older than this reading (the current one if none is kept)
+            long offset = offsetMicros;
+            Steps known = steps;
+            if (!later) {
+                for (int n = 0; n < Math.min(kept, KEPT); n++) {
+                    int i = Math.floorMod(kept - 1 - n, KEPT);
+                    if (nanosBefore - keptAfter[i] >= 0) {
+                        offset = keptOffset[i];
+                        known = keptSteps[i];
+                        break;
+                    }
+                }
+            }
+            long pending = highest - offset;
+            return new JudgingTime(nanosBefore, wall, nanosAfter, known, pending > threshold ? pending : 0, null);
         }
-        long elapsedMicros = (nanos - lastNanos) / 1_000;
-        long offset = ClaimCodec.micros(wall) - (nanos - originNanos) / 1_000;
-        // NTP slews at most 500 ppm; 1000 ppm are allowed, but never more per interval than every holder keeps back
-        // (1% of a validity, which is at least half a lockWait): an idle locker must not take a step for slewing
-        long slewMicros = elapsedMicros / 1_000;
-        long slewAllowedMicros = Math.min(slewMicros, lockWaitMicros / 200);
-        // measured against the baseline, which forward movement raises only at the slew rate: small steps add up
-        long jump = offset - offsetMicros;
-        if (jump > lockWaitMicros / 2 + slewAllowedMicros) {
+        long jump = highest - offsetMicros;
+        if (jump > threshold) {
             // a claim written before the step carries at most the old frame's time now: the wall less the step, plus
             // the slew the jump may hide, plus lockWait for a writer on another host whose clock is that far ahead
-            long mark = saturatedAdd(ClaimCodec.micros(wall), -jump);
+            long mark = saturatedAdd(wallMicros, -jump);
             steps = steps.with(saturatedAdd(mark, slewMicros + lockWaitMicros), jump);
             String message = "The wall clock of locker {} moved forward by {} more than its monotonic clock: claims "
                     + "written before that are judged that much earlier when first seen";
@@ -97,18 +133,16 @@ final class WallStepGuard {
             } else {
                 log.debug(message, config.rid(), step);
             }
-            offsetMicros = offset; // claims written from now on are in the new frame
-        } else if (jump > 0) {
-            offsetMicros = saturatedAdd(offsetMicros, Math.min(jump, slewAllowedMicros));
-        } else if (tight) {
-            offsetMicros = offset; // a step back (or a slew): later claims are stamped in the lower frame
+            offsetMicros = lowest; // claims written from now on are in the new frame
+        } else if (lowest < offsetMicros) {
+            offsetMicros = lowest; // a step back (or a slew): later claims are stamped in the lower frame
         } else {
-            // a paused reading looks low: the baseline only falls at the slew rate, so a clock slewed back while idle
-            // does not hide a later step
-            offsetMicros = Math.max(offset, saturatedAdd(offsetMicros, -slewMicros));
+            offsetMicros = saturatedAdd(offsetMicros, Math.min(lowest - offsetMicros, slewMicros));
         }
-        lastNanos = nanos;
-        return new JudgingTime(nanosBefore, wall, nanos, steps);
+        lastBefore = nanosBefore;
+        lastAfter = nanosAfter;
+        keep();
+        return new JudgingTime(nanosBefore, wall, nanosAfter, steps, 0, null);
     }
 
     private static long saturatedAdd(long a, long b) {
@@ -120,32 +154,45 @@ final class WallStepGuard {
     }
 
     /**
-     * A wall reading between two monotonic readings, with the forward steps seen up to them.
+     * A wall reading between two monotonic readings, with the forward steps seen up to them, and a forward step this
+     * judging alone allows for ({@code pendingMicros}, for every claim). {@code other}, when not null, is a judging of
+     * the same instant on a later reading: a claim is judged at the earlier of the two.
      */
-    record JudgingTime(long nanosBefore, Instant wall, long nanos, Steps steps) {
+    record JudgingTime(long nanosBefore, Instant wall, long nanos, Steps steps, long pendingMicros, JudgingTime other) {
 
-        /** A wall reading and the monotonic reading right after it. */
+        /** A judging with nothing pending, from a wall reading and the monotonic reading right after it. */
         JudgingTime(Instant wall, long nanos, Steps steps) {
-            this(nanos, wall, nanos, steps);
+            this(nanos, wall, nanos, steps, 0, null);
         }
 
         /**
-         * This judging, taken before a read, with {@code after} taken after it: the earlier of this wall reading and
-         * the same instant on the wall clock as {@code after} reads it (lower if the clock stepped back meanwhile), and
-         * the steps seen up to {@code after}. The instant stays this one's.
+         * This judging, taken before a read, with {@code after} taken after it: a claim is judged at the earlier of
+         * this judging and the same instant on the clock as {@code after} reads it (earlier if the clock stepped back
+         * meanwhile), each less the steps its own reading knew of. The instant stays this one's.
          */
         JudgingTime andAfter(JudgingTime after) {
             Instant back = after.wall.minusNanos(Math.max(0, after.nanos - nanosBefore));
-            return new JudgingTime(nanosBefore, back.isBefore(wall) ? back : wall, nanos, after.steps);
+            return new JudgingTime(nanosBefore, wall, nanos, steps, pendingMicros,
+                    new JudgingTime(after.nanosBefore, back, after.nanos, after.steps, after.pendingMicros, null));
+        }
+
+        /** The wall time a claim written at {@code writtenAt} is judged at, on its first sight. */
+        Instant forClaimWrittenAt(Instant writtenAt) {
+            Instant own = own(writtenAt);
+            if (other == null) {
+                return own;
+            }
+            Instant later = other.own(writtenAt);
+            return later.isBefore(own) ? later : own;
         }
 
         /**
-         * The wall time a claim written at {@code writtenAt} is judged at, on its first sight: the wall less the steps
-         * since the claim was written. Not raised to the claim's own time when that is ahead: a renewal keeps the
-         * column's first time, so after a step back the expiry may be stamped on a lower clock than the column.
+         * The wall less the steps seen since the claim was written and what is pending. Not raised to the claim's own
+         * time when that is ahead: a renewal keeps the column's first time, so after a step back the expiry may be
+         * stamped on a lower clock than the column.
          */
-        Instant forClaimWrittenAt(Instant writtenAt) {
-            long micros = steps.after(ClaimCodec.micros(writtenAt));
+        private Instant own(Instant writtenAt) {
+            long micros = saturatedAdd(steps.after(ClaimCodec.micros(writtenAt)), pendingMicros);
             return micros == 0 ? wall : wall.minusNanos(Math.min(micros, Long.MAX_VALUE / 1_000) * 1_000);
         }
     }

@@ -7,7 +7,6 @@ import dev.locker.api.TemporaryLockingException;
 import dev.locker.api.TimeSource;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -61,7 +60,6 @@ class ForwardStepDuringAReadTest {
      * first clock reading and the read. A's claim, dead for 10 s, is granted to B a second later.
      */
     @Test
-    @Disabled("the step is taken off twice: the wall read before it, less the step recorded after it; a dead claim lives an hour on")
     void aDeadClaimFirstSeenInAReadThatAForwardStepInterruptedIsNotKeptAliveForTheStep() {
         PausingClock bTime = new PausingClock(clock);
         ConsistentKeyDriver a = driver("a", clock);
@@ -79,7 +77,6 @@ class ForwardStepDuringAReadTest {
      * another thread's reading that recorded the step. A's dead claim is granted to B a second later.
      */
     @Test
-    @Disabled("a reading that enters late gets the steps recorded after it was taken; a dead claim lives an hour on")
     void aDeadClaimFirstSeenByAReadingThatEnteredAfterAForwardStepWasRecordedIsNotKeptAliveForTheStep() {
         PausingClock bTime = new PausingClock(clock);
         ConsistentKeyDriver a = driver("a", clock);

@@ -7,7 +7,6 @@ import dev.locker.api.TemporaryLockingException;
 import dev.locker.api.TimeSource;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -65,7 +64,6 @@ class ReadingsEnteringOutOfOrderTest {
      * later on the monotonic clock, entered. A's claim has 25 s left, so B is refused.
      */
     @Test
-    @Disabled("readings that enter after a paused reading from before the step move nothing: the step is never taken off")
     void aForwardStepIsTakenOffWhenTheReadBacksReadingsEnterAfterPausedReadingsFromBeforeTheStep() throws Exception {
         assertRefusedAfterAForwardStep(true);
     }

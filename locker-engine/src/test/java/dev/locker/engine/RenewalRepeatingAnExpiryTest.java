@@ -6,7 +6,6 @@ import dev.locker.api.LockerConfig;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -45,7 +44,6 @@ class RenewalRepeatingAnExpiryTest {
      * again: the same expiry, to the microsecond. 21 s later A still holds, so B is refused.
      */
     @Test
-    @Disabled("the watch knows a claim state by column and expiry: the repeated state keeps the first one's deadline")
     void aRenewalRepeatingAnExpiryAfterAStepBackLivesItsTimeFromTheRenewal() {
         assertRefusedAfterARenewalOnAClockSetBack(Duration.ofSeconds(10));
     }

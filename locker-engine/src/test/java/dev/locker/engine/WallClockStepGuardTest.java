@@ -89,12 +89,13 @@ class WallClockStepGuardTest {
         WallStepGuard guard = new WallStepGuard(config("g", Duration.ofSeconds(30), Duration.ofMillis(5), clock).build());
         for (int i = 0; i < 20; i++) {
             clock.advance(Duration.ofMillis(100));
-            java.time.Instant wall = clock.now();
+            long wallNanos = clock.nanoTime();
+        java.time.Instant wall = clock.now();
             clock.advance(Duration.ofMillis(20)); // preempted between the two readings
-            guard.judgingTime(wall, clock.nanoTime());
+            guard.judgingTime(wallNanos, wall, clock.nanoTime());
             clock.advance(Duration.ofMillis(100));
             java.time.Instant now = clock.now();
-            org.junit.jupiter.api.Assertions.assertEquals(now, guard.judgingTime(now, clock.nanoTime())
+            org.junit.jupiter.api.Assertions.assertEquals(now, guard.judgingTime(clock.nanoTime(), now, clock.nanoTime())
                     .forClaimWrittenAt(java.time.Instant.EPOCH), "a pause between two readings was taken for a forward step of the wall clock");
         }
     }
@@ -104,13 +105,14 @@ class WallClockStepGuardTest {
     void aStepAfterAPausedReadingIsSeenAtItsSize() {
         WallStepGuard guard = new WallStepGuard(config("g", Duration.ofSeconds(30), Duration.ofMillis(5), clock).build());
         clock.advance(Duration.ofMillis(100));
+        long wallNanos = clock.nanoTime();
         java.time.Instant wall = clock.now();
         clock.advance(Duration.ofMillis(20));
-        guard.judgingTime(wall, clock.nanoTime());
+        guard.judgingTime(wallNanos, wall, clock.nanoTime());
         clock.advance(Duration.ofMillis(100));
         clock.stepWallClock(Duration.ofSeconds(3));
         java.time.Instant now = clock.now();
-        Duration judged = Duration.between(guard.judgingTime(now, clock.nanoTime())
+        Duration judged = Duration.between(guard.judgingTime(clock.nanoTime(), now, clock.nanoTime())
                 .forClaimWrittenAt(java.time.Instant.EPOCH), now);
         // never less than the step; more by at most the slew let pass since the baseline (liveness only)
         org.junit.jupiter.api.Assertions.assertTrue(judged.compareTo(Duration.ofSeconds(3)) >= 0

@@ -26,7 +26,7 @@ class WallStepGuardReadingsTest {
      * before every step.
      */
     private static Duration lag(WallStepGuard guard, Instant wall, long nanos) {
-        return Duration.between(guard.judgingTime(wall, nanos).forClaimWrittenAt(Instant.EPOCH), wall);
+        return Duration.between(guard.judgingTime(nanos, wall, nanos).forClaimWrittenAt(Instant.EPOCH), wall);
     }
 
     /**
@@ -58,9 +58,10 @@ class WallStepGuardReadingsTest {
     void aStepRightAfterAReadingPausedForSecondsIsSeenAtItsSize() {
         WallStepGuard guard = guard(clock);
         clock.advance(Duration.ofSeconds(1));
+        long wallNanos = clock.nanoTime();
         Instant wall = clock.now();
         clock.advance(Duration.ofSeconds(5));
-        guard.judgingTime(wall, clock.nanoTime());
+        guard.judgingTime(wallNanos, wall, clock.nanoTime());
         clock.advance(Duration.ofMillis(200));
         clock.stepWallClock(Duration.ofSeconds(3));
         Duration lag = lag(guard, clock.now(), clock.nanoTime());
@@ -89,15 +90,16 @@ class WallStepGuardReadingsTest {
         assertTrue(lag(guard, clock.now(), clock.nanoTime()).compareTo(Duration.ofSeconds(3)) >= 0, "the step was not seen");
         for (int i = 0; i < 10; i++) {
             clock.advance(Duration.ofSeconds(2));
-            Instant wall = clock.now();
+            long wallNanos = clock.nanoTime();
+        Instant wall = clock.now();
             clock.advance(Duration.ofMillis(700)); // preempted between the two readings
-            guard.judgingTime(wall, clock.nanoTime());
+            guard.judgingTime(wallNanos, wall, clock.nanoTime());
         }
         clock.stepWallClock(Duration.ofSeconds(-2));
         Instant writtenAfter = clock.now();
         clock.advance(Duration.ofSeconds(5));
         Instant now = clock.now();
-        WallStepGuard.JudgingTime at = guard.judgingTime(now, clock.nanoTime());
+        WallStepGuard.JudgingTime at = guard.judgingTime(clock.nanoTime(), now, clock.nanoTime());
         assertEquals(now, at.forClaimWrittenAt(writtenAfter), "a claim written after the step is judged before the wall clock");
         assertTrue(Duration.between(at.forClaimWrittenAt(Instant.EPOCH), now).compareTo(Duration.ofSeconds(3)) >= 0,
                 "a claim written before the step is judged by the stepped wall clock");
@@ -127,7 +129,7 @@ class WallStepGuardReadingsTest {
         for (int i = 0; i < 3; i++) {
             clock.advance(Duration.ofMillis(400));
             Instant now = wrapping.now();
-            assertEquals(now, guard.judgingTime(now, wrapping.nanoTime()).forClaimWrittenAt(Instant.EPOCH),
+            assertEquals(now, guard.judgingTime(wrapping.nanoTime(), now, wrapping.nanoTime()).forClaimWrittenAt(Instant.EPOCH),
                     "at " + (i + 1) * 400 + " ms (nanoTime wraps at 500 ms) claims were judged "
                             + "at another time than the wall clock, with no step");
         }
