@@ -1,0 +1,122 @@
+package dev.locker.engine;
+
+import dev.locker.api.KeyColumn;
+import dev.locker.api.LockOwner;
+import dev.locker.api.LockerConfig;
+import dev.locker.api.TemporaryLockingException;
+import dev.locker.testkit.VirtualClock;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Disabled;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** A renewal whose expiry equals any earlier state of its claim lives its time from the renewal. */
+class RenewalRepeatingAnEarlierStateTest {
+
+    private static final Duration LOCK_WAIT = Duration.ofMillis(100);
+    private static final Duration EXPIRY = Duration.ofSeconds(30);
+
+    private final VirtualClock clock = new VirtualClock();
+    private final InMemoryStore shared = new InMemoryStore("repeat-earlier");
+    private final List<ConsistentKeyDriver> drivers = new ArrayList<>();
+    private final KeyColumn lock = KeyColumn.of("vertex:42", "name");
+
+    @AfterEach
+    void tearDown() {
+        drivers.forEach(ConsistentKeyDriver::close);
+    }
+
+    private ConsistentKeyDriver driver(String rid) {
+        LockerConfig config = LockerConfig.builder().rid(rid).expiry(EXPIRY).lockWait(LOCK_WAIT).timeSource(clock)
+                .build();
+        ConsistentKeyDriver d = new ConsistentKeyDriver(config, shared, false, 16);
+        drivers.add(d);
+        return d;
+    }
+
+    /**
+     * A and B run on one host. A renews every 10 s for 30 s, and B sees the first renewal. NTP then sets the clock back
+     * 15 s, and A's next renewal writes the first renewal's expiry again. 16 s later A still holds, so B is refused.
+     */
+    @Test
+    @Disabled("a renewal only avoids the stored expiry: one equal to an earlier state keeps the deadline watchers gave it")
+    void aRenewalRepeatingTheExpiryOfAStateBeforeTheLastLivesItsTimeFromTheRenewal() {
+        ConsistentKeyDriver a = driver("a");
+        ConsistentKeyDriver b = driver("b");
+        ConsistentKeyClaim held = a.verify(lock, a.write(lock, owner("a"), EXPIRY, null));
+        clock.advance(Duration.ofSeconds(5));
+        held = a.renew(lock, held, EXPIRY);
+        b.readHolder(lock); // B watches the state that expires 35 s after A's first write
+        clock.advance(Duration.ofSeconds(10));
+        held = a.renew(lock, held, EXPIRY);
+        clock.advance(Duration.ofSeconds(5));
+        clock.stepWallClock(Duration.ofSeconds(-15));
+        b.readHolder(lock); // B reads its clocks after the step back, exactly
+        ConsistentKeyClaim renewed = a.renew(lock, held, EXPIRY);
+        clock.advance(Duration.ofSeconds(16));
+        assertRefusedWhileHeld(b, renewed);
+    }
+
+    /**
+     * A renews for 30 s, and B sees it; 5 s later A renews again. NTP sets the clock back 5 s, and A renews for 28 s
+     * only: the first renewal's expiry again. 24 s later A still holds, so B is refused.
+     */
+    @Test
+    @Disabled("a renewal only avoids the stored expiry: a shorter one equal to an earlier state keeps that state's deadline")
+    void aShorterRenewalRepeatingTheExpiryOfAnEarlierStateLivesItsTimeFromTheRenewal() {
+        ConsistentKeyDriver a = driver("a");
+        ConsistentKeyDriver b = driver("b");
+        ConsistentKeyClaim held = a.verify(lock, a.write(lock, owner("a"), EXPIRY, null));
+        clock.advance(Duration.ofSeconds(5));
+        held = a.renew(lock, held, EXPIRY);
+        b.readHolder(lock);
+        clock.advance(Duration.ofSeconds(5));
+        held = a.renew(lock, held, EXPIRY);
+        clock.advance(Duration.ofSeconds(2));
+        clock.stepWallClock(Duration.ofSeconds(-5));
+        b.readHolder(lock);
+        ConsistentKeyClaim renewed = a.renew(lock, held, Duration.ofSeconds(28));
+        clock.advance(Duration.ofSeconds(24));
+        assertRefusedWhileHeld(b, renewed);
+    }
+
+    /** The same with no step back: the shorter renewal's expiry is new, and B is refused. */
+    @Test
+    void aShorterRenewalLivesItsTimeFromTheRenewal() {
+        ConsistentKeyDriver a = driver("a");
+        ConsistentKeyDriver b = driver("b");
+        ConsistentKeyClaim held = a.verify(lock, a.write(lock, owner("a"), EXPIRY, null));
+        clock.advance(Duration.ofSeconds(5));
+        held = a.renew(lock, held, EXPIRY);
+        b.readHolder(lock);
+        clock.advance(Duration.ofSeconds(7));
+        b.readHolder(lock);
+        ConsistentKeyClaim renewed = a.renew(lock, held, Duration.ofSeconds(28));
+        clock.advance(Duration.ofSeconds(27));
+        assertRefusedWhileHeld(b, renewed);
+    }
+
+    private void assertRefusedWhileHeld(ConsistentKeyDriver b, ConsistentKeyClaim renewed) {
+        ConsistentKeyClaim claim = b.write(lock, owner("b"), EXPIRY, null);
+        ConsistentKeyClaim granted = null;
+        try {
+            granted = b.verify(lock, claim);
+        } catch (TemporaryLockingException refused) {
+            // A holds: the answer this test wants
+        }
+        assertTrue(clock.nanoTime() - renewed.deadlineNanos() < 0, "A's renewed claim ran out");
+        ConsistentKeyClaim grantedToB = granted;
+        assertNull(grantedToB, () -> "B was granted token " + grantedToB.fencingToken() + " while A holds token "
+                + renewed.fencingToken() + " within its renewed deadline");
+    }
+
+    private static LockOwner owner(String rid) {
+        return LockerConfig.builder().rid(rid).build().owner("t");
+    }
+}
