@@ -1,0 +1,204 @@
+package dev.locker.engine;
+
+import dev.locker.api.KeyColumn;
+import dev.locker.api.LockOwner;
+import dev.locker.api.LockerConfig;
+import dev.locker.api.TemporaryLockingException;
+import dev.locker.api.TimeSource;
+import dev.locker.testkit.VirtualClock;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Disabled;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** A forward step is taken off the claims written before it, whatever readings from before an earlier step entered. */
+class StepAfterAnOverlappingReadingTest {
+
+    private static final Duration LOCK_WAIT = Duration.ofMillis(100);
+    private static final Duration EXPIRY = Duration.ofSeconds(30);
+
+    private final VirtualClock clock = new VirtualClock();
+    private final InMemoryStore shared = new InMemoryStore("overlapping");
+    private final List<ConsistentKeyDriver> drivers = new ArrayList<>();
+    private final List<Thread> threads = new ArrayList<>();
+    private final CountDownLatch finish = new CountDownLatch(1);
+    private final KeyColumn lock = KeyColumn.of("vertex:42", "name");
+    private final KeyColumn other = KeyColumn.of("vertex:43", "name");
+
+    @AfterEach
+    void tearDown() throws InterruptedException {
+        finish.countDown();
+        for (Thread t : threads) {
+            t.join(5_000);
+        }
+        drivers.forEach(ConsistentKeyDriver::close);
+    }
+
+    private ConsistentKeyDriver driver(String rid, TimeSource time) {
+        LockerConfig config = LockerConfig.builder().rid(rid).expiry(EXPIRY).lockWait(LOCK_WAIT).timeSource(time)
+                .build();
+        ConsistentKeyDriver d = new ConsistentKeyDriver(config, shared, false, 16);
+        drivers.add(d);
+        return d;
+    }
+
+    /**
+     * A and B run on one host. NTP steps the clock an hour forward, and B sees it. A then takes the lock, and 5 s later
+     * NTP steps the clock a minute forward. A's claim has 25 s left, so B is refused.
+     */
+    @Test
+    void aSecondForwardStepIsTakenOffAClaimWrittenBetweenTheSteps() throws Exception {
+        assertRefusedAfterTwoForwardSteps(false);
+    }
+
+    /**
+     * The same, but a listing thread of B read the wall clock just before the first step and was preempted for 10 ms
+     * (within lockWait/4) before its second monotonic reading. Its reading enters the guard after the step was seen.
+     * A's claim has 25 s left, so B is refused.
+     */
+    @Test
+    @Disabled("an exact reading overlapping the one that saw a step lowers the baseline to before that step: the next "
+            + "step is marked an hour early, and is not taken off a claim written between the two")
+    void aSecondForwardStepIsTakenOffAClaimWrittenBetweenTheStepsAfterAReadingFromBeforeTheFirstEnteredLate()
+            throws Exception {
+        assertRefusedAfterTwoForwardSteps(true);
+    }
+
+    private void assertRefusedAfterTwoForwardSteps(boolean preemptedListing) throws Exception {
+        GatedClock bTime = new GatedClock(clock);
+        ConsistentKeyDriver a = driver("a", clock);
+        ConsistentKeyDriver b = driver("b", bTime);
+        Listing listing = preemptedListing ? listing(b, bTime) : null;
+        clock.advance(Duration.ofMillis(5));
+        clock.stepWallClock(Duration.ofHours(1));
+        b.readHolder(other); // B's main thread reads its clocks exactly: the step is seen
+        clock.advance(Duration.ofMillis(5));
+        if (preemptedListing) {
+            listing.enter();
+        }
+        ConsistentKeyClaim held = a.verify(lock, a.write(lock, owner("a"), EXPIRY, null));
+        clock.advance(Duration.ofSeconds(5));
+        clock.stepWallClock(Duration.ofMinutes(1));
+        ConsistentKeyClaim claim = b.write(lock, owner("b"), EXPIRY, null);
+        ConsistentKeyClaim granted = null;
+        try {
+            granted = b.verify(lock, claim);
+        } catch (TemporaryLockingException refused) {
+            // A holds: the answer this test wants
+        }
+        assertTrue(clock.nanoTime() - held.deadlineNanos() < 0, "A's claim ran out");
+        ConsistentKeyClaim grantedToB = granted;
+        assertNull(grantedToB, () -> "B was granted token " + grantedToB.fencingToken() + " while A holds token "
+                + held.fencingToken() + " within its deadline");
+    }
+
+    /** A listing thread of B, stopped after its first wall reading, then after its first reading entered the guard. */
+    private final class Listing {
+        final CountDownLatch wallTaken = new CountDownLatch(1);
+        final CountDownLatch resume = new CountDownLatch(1);
+        final CountDownLatch entered = new CountDownLatch(1);
+
+        /** Lets the listing take its monotonic reading, and waits until that reading entered the guard. */
+        void enter() {
+            resume.countDown();
+            await(entered);
+        }
+    }
+
+    private Listing listing(ConsistentKeyDriver b, GatedClock bTime) throws InterruptedException {
+        Listing l = new Listing();
+        Thread t = new Thread(() -> {
+            Hooks hooks = bTime.hooksOf(Thread.currentThread());
+            hooks.onWall = () -> {
+                l.wallTaken.countDown();
+                await(l.resume);
+            };
+            hooks.onNanos.put(3, () -> { // the second reading begins: the first one entered
+                l.entered.countDown();
+                await(finish);
+            });
+            b.readHolder(other);
+        });
+        threads.add(t);
+        t.start();
+        assertTrue(l.wallTaken.await(5, TimeUnit.SECONDS), "the listing did not read the wall clock");
+        return l;
+    }
+
+    private static void await(CountDownLatch latch) {
+        try {
+            if (!latch.await(5, TimeUnit.SECONDS)) {
+                throw new IllegalStateException("a gate of the test did not open");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static LockOwner owner(String rid) {
+        return LockerConfig.builder().rid(rid).build().owner("t");
+    }
+
+    /** What one thread does after its wall reading and after its n-th monotonic reading (counted from 1). */
+    private static final class Hooks {
+        volatile Runnable onWall;
+        final Map<Integer, Runnable> onNanos = new ConcurrentHashMap<>();
+        int nanoCalls;
+    }
+
+    /** A clock that runs a thread's hooks right after its readings, before the caller gets the value. */
+    private static final class GatedClock implements TimeSource {
+        private final VirtualClock clock;
+        private final Map<Thread, Hooks> hooks = new ConcurrentHashMap<>();
+
+        GatedClock(VirtualClock clock) {
+            this.clock = clock;
+        }
+
+        Hooks hooksOf(Thread t) {
+            return hooks.computeIfAbsent(t, x -> new Hooks());
+        }
+
+        @Override
+        public Instant now() {
+            Instant wall = clock.now();
+            Hooks h = hooks.get(Thread.currentThread());
+            if (h != null && h.onWall != null) {
+                Runnable r = h.onWall;
+                h.onWall = null;
+                r.run();
+            }
+            return wall;
+        }
+
+        @Override
+        public long nanoTime() {
+            long nanos = clock.nanoTime();
+            Hooks h = hooks.get(Thread.currentThread());
+            if (h != null) {
+                Runnable r = h.onNanos.remove(++h.nanoCalls);
+                if (r != null) {
+                    r.run();
+                }
+            }
+            return nanos;
+        }
+
+        @Override
+        public void sleep(Duration d) throws InterruptedException {
+            clock.sleep(d);
+        }
+    }
+}
