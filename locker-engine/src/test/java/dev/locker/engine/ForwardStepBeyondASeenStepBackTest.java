@@ -1,0 +1,94 @@
+package dev.locker.engine;
+
+import dev.locker.api.KeyColumn;
+import dev.locker.api.LockOwner;
+import dev.locker.api.LockerConfig;
+import dev.locker.api.TemporaryLockingException;
+import dev.locker.testkit.VirtualClock;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Disabled;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** A forward step beyond a step back the guard saw is taken off claims written before the step back. */
+class ForwardStepBeyondASeenStepBackTest {
+
+    private static final Duration LOCK_WAIT = Duration.ofMillis(100);
+    private static final Duration EXPIRY = Duration.ofSeconds(30);
+
+    private final VirtualClock clock = new VirtualClock();
+    private final InMemoryStore shared = new InMemoryStore("beyond");
+    private final List<ConsistentKeyDriver> drivers = new ArrayList<>();
+    private final KeyColumn lock = KeyColumn.of("vertex:42", "name");
+    private final KeyColumn other = KeyColumn.of("vertex:43", "name");
+
+    @AfterEach
+    void tearDown() {
+        drivers.forEach(ConsistentKeyDriver::close);
+    }
+
+    private ConsistentKeyDriver driver(String rid) {
+        LockerConfig config = LockerConfig.builder().rid(rid).expiry(EXPIRY).lockWait(LOCK_WAIT).timeSource(clock)
+                .build();
+        ConsistentKeyDriver d = new ConsistentKeyDriver(config, shared, false, 16);
+        drivers.add(d);
+        return d;
+    }
+
+    /** A and B run on one host. A takes the lock; 2 s later NTP steps the clock 60 s forward. B is refused. */
+    @Test
+    void aForwardStepIsTakenOffAClaimWrittenBeforeIt() {
+        ConsistentKeyDriver a = driver("a");
+        ConsistentKeyDriver b = driver("b");
+        ConsistentKeyClaim held = a.verify(lock, a.write(lock, owner("a"), EXPIRY, null));
+        clock.advance(Duration.ofSeconds(1));
+        b.readHolder(other);
+        clock.advance(Duration.ofSeconds(1));
+        clock.stepWallClock(Duration.ofSeconds(60));
+        assertRefusedWhileHeld(b, held);
+    }
+
+    /**
+     * The same 60 s net, in two steps B sees: 1 s after A takes the lock the clock is set back 10 s, and 1 s later
+     * forward 70 s. B first reads the lock row after both; A's claim has 28 s left, so B is refused.
+     */
+    @Test
+    @Disabled("a step is marked in the frame of the baseline: after a seen step back, claims written before it are "
+            + "later than the mark of a larger forward step, and it is not taken off them")
+    void aForwardStepBeyondASeenStepBackIsTakenOffAClaimWrittenBeforeTheStepBack() {
+        ConsistentKeyDriver a = driver("a");
+        ConsistentKeyDriver b = driver("b");
+        ConsistentKeyClaim held = a.verify(lock, a.write(lock, owner("a"), EXPIRY, null));
+        clock.advance(Duration.ofSeconds(1));
+        b.readHolder(other);
+        clock.stepWallClock(Duration.ofSeconds(-10));
+        b.readHolder(other); // B reads its clocks exactly: the step back is seen
+        clock.advance(Duration.ofSeconds(1));
+        clock.stepWallClock(Duration.ofSeconds(70));
+        assertRefusedWhileHeld(b, held);
+    }
+
+    private void assertRefusedWhileHeld(ConsistentKeyDriver b, ConsistentKeyClaim held) {
+        ConsistentKeyClaim claim = b.write(lock, owner("b"), EXPIRY, null);
+        ConsistentKeyClaim granted = null;
+        try {
+            granted = b.verify(lock, claim);
+        } catch (TemporaryLockingException refused) {
+            // A holds: the answer this test wants
+        }
+        assertTrue(clock.nanoTime() - held.deadlineNanos() < 0, "A's claim ran out");
+        ConsistentKeyClaim grantedToB = granted;
+        assertNull(grantedToB, () -> "B was granted token " + grantedToB.fencingToken() + " while A holds token "
+                + held.fencingToken() + " within its deadline");
+    }
+
+    private static LockOwner owner(String rid) {
+        return LockerConfig.builder().rid(rid).build().owner("t");
+    }
+}
