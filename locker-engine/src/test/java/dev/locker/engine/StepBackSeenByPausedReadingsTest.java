@@ -1,0 +1,121 @@
+package dev.locker.engine;
+
+import dev.locker.api.KeyColumn;
+import dev.locker.api.LockOwner;
+import dev.locker.api.LockerConfig;
+import dev.locker.api.TemporaryLockingException;
+import dev.locker.api.TimeSource;
+import dev.locker.testkit.VirtualClock;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Disabled;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** A step back far larger than a pause inside B's clock readings is followed, so its undoing is seen. */
+class StepBackSeenByPausedReadingsTest {
+
+    private static final Duration LOCK_WAIT = Duration.ofMillis(100);
+    private static final Duration EXPIRY = Duration.ofSeconds(30);
+    private static final Duration STEP = Duration.ofMinutes(1);
+
+    private final VirtualClock clock = new VirtualClock();
+    private final InMemoryStore shared = new InMemoryStore("paused");
+    private final List<ConsistentKeyDriver> drivers = new ArrayList<>();
+    private final KeyColumn lock = KeyColumn.of("vertex:42", "name");
+    private final KeyColumn other = KeyColumn.of("vertex:43", "name");
+
+    @AfterEach
+    void tearDown() {
+        drivers.forEach(ConsistentKeyDriver::close);
+    }
+
+    private ConsistentKeyDriver driver(String rid, TimeSource time) {
+        LockerConfig config = LockerConfig.builder().rid(rid).expiry(EXPIRY).lockWait(LOCK_WAIT).timeSource(time)
+                .build();
+        ConsistentKeyDriver d = new ConsistentKeyDriver(config, shared, false, 16);
+        drivers.add(d);
+        return d;
+    }
+
+    /** B's thread loses its core for 20 ms after each wall reading while the clock is set back: B is refused. */
+    @Test
+    void aClaimWrittenWhileTheClockWasSetBackIsLiveAfterReadingsPausedWithinAQuarterLockWaitSawTheStepBack() {
+        assertRefusedAfterAStepBackAndItsUndoing(Duration.ofMillis(20));
+    }
+
+    /**
+     * A and B run on one host. NTP sets the clock back a minute; B's thread loses its core for 30 ms (a GC) after each
+     * wall reading meanwhile. A takes the lock, and NTP sets the clock forward again. A's claim has 28 s left, so B is
+     * refused: each reading proves the clock a minute behind, whatever the 30 ms pause hides.
+     */
+    @Test
+    @Disabled("a reading wider than lockWait/4 never lowers the baseline, though its upper bound proves a step back "
+            + "of a minute: the step forward undoing it is missed")
+    void aClaimWrittenWhileTheClockWasSetBackIsLiveAfterReadingsPausedBeyondAQuarterLockWaitSawTheStepBack() {
+        assertRefusedAfterAStepBackAndItsUndoing(Duration.ofMillis(30));
+    }
+
+    private void assertRefusedAfterAStepBackAndItsUndoing(Duration pause) {
+        PausedClock bTime = new PausedClock(clock);
+        ConsistentKeyDriver a = driver("a", clock);
+        ConsistentKeyDriver b = driver("b", bTime);
+        clock.advance(Duration.ofSeconds(1));
+        clock.stepWallClock(STEP.negated());
+        bTime.pause = pause;
+        b.readHolder(other);
+        bTime.pause = Duration.ZERO;
+        clock.advance(Duration.ofSeconds(1));
+        ConsistentKeyClaim held = a.verify(lock, a.write(lock, owner("a"), EXPIRY, null));
+        clock.advance(Duration.ofSeconds(1));
+        clock.stepWallClock(STEP);
+        ConsistentKeyClaim claim = b.write(lock, owner("b"), EXPIRY, null);
+        ConsistentKeyClaim granted = null;
+        try {
+            granted = b.verify(lock, claim);
+        } catch (TemporaryLockingException refused) {
+            // A holds: the answer this test wants
+        }
+        assertTrue(clock.nanoTime() - held.deadlineNanos() < 0, "A's claim ran out");
+        ConsistentKeyClaim grantedToB = granted;
+        assertNull(grantedToB, () -> "B was granted token " + grantedToB.fencingToken() + " while A holds token "
+                + held.fencingToken() + " within its deadline");
+    }
+
+    private static LockOwner owner(String rid) {
+        return LockerConfig.builder().rid(rid).build().owner("t");
+    }
+
+    /** A clock whose thread loses its core for {@code pause} right after each wall reading. */
+    private static final class PausedClock implements TimeSource {
+        private final VirtualClock clock;
+        volatile Duration pause = Duration.ZERO;
+
+        PausedClock(VirtualClock clock) {
+            this.clock = clock;
+        }
+
+        @Override
+        public Instant now() {
+            Instant wall = clock.now();
+            clock.advance(pause);
+            return wall;
+        }
+
+        @Override
+        public long nanoTime() {
+            return clock.nanoTime();
+        }
+
+        @Override
+        public void sleep(Duration d) throws InterruptedException {
+            clock.sleep(d);
+        }
+    }
+}
