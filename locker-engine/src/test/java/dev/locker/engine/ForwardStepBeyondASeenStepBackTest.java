@@ -56,7 +56,7 @@ class ForwardStepBeyondASeenStepBackTest {
 
     /**
      * The same 60 s net, in two steps B sees: 1 s after A takes the lock the clock is set back 10 s, and 1 s later
-     * forward 70 s. B first reads the lock row after both; A's claim has 28 s left, so B is refused.
+     * forward 70 s. B first reads the lock row after both; A's claim has 27 s left, so B is refused.
      */
     @Test
     @Disabled("a step is marked in the frame of the baseline: after a seen step back, claims written before it are "
