@@ -11,8 +11,8 @@ import java.util.Map;
  * Judges other processes' claims by this host's monotonic clock from the moment this locker first saw them. At its
  * first sight a claim's time left is read off the wall clock (less the forward steps {@link WallStepGuard} saw since
  * it was written); from then on it runs down on the monotonic clock, so no later step of the wall clock, forward or
- * back, changes when this locker takes the claim for dead. A claim is one state of one column: a renewal writes a new
- * expiry, and is seen anew.
+ * back, changes when this locker takes the claim for dead. A claim is watched by its column, in the state last seen:
+ * a renewal writes a new expiry, and is seen anew (as is an older state read again, on a late read).
  *
  * <p>At most {@link #MOST} claims are watched, dead ones too (a step back would make them look alive again). Beyond that
  * the dead ones are dropped, then the oldest: a claim dropped is judged again at its next sight, as at a first sight.
@@ -21,8 +21,8 @@ final class ClaimWatch {
 
     static final int MOST = 4_096;
 
-    /** Per claim, the monotonic reading at which its time left runs out; in the order first seen. */
-    private final Map<Key, Long> deadlines = new LinkedHashMap<>();
+    /** Per claim column, the state last seen and the monotonic reading at which its time left runs out. */
+    private final Map<ByteBuffer, Watched> deadlines = new LinkedHashMap<>();
 
     /** The judge of the claims of rows read after {@code at} was taken. */
     Judge judge(WallStepGuard.JudgingTime at) {
@@ -33,12 +33,16 @@ final class ClaimWatch {
         return deadlines.size();
     }
 
-    /** The deadline of the first sight of {@code key}: {@code seen}, unless another judging saw it first. */
-    private synchronized long deadline(Key key, long seen, long nowNanos) {
-        Long first = deadlines.putIfAbsent(key, seen);
-        if (first != null) {
-            return first;
+    /**
+     * The deadline of the first sight of {@code expiry} in {@code column}: {@code seen}, unless another judging saw that
+     * state first. Another state of the column is replaced.
+     */
+    private synchronized long deadline(ByteBuffer column, Instant expiry, long seen, long nowNanos) {
+        Watched first = deadlines.get(column);
+        if (first != null && first.expiry.equals(expiry)) {
+            return first.deadline;
         }
+        deadlines.put(column, new Watched(expiry, seen));
         if (deadlines.size() > MOST) {
             forget(nowNanos);
         }
@@ -47,19 +51,16 @@ final class ClaimWatch {
 
     /** Drops the claims dead at {@code nanos}; if that leaves too many, the oldest live ones too. */
     private void forget(long nanos) {
-        deadlines.values().removeIf(d -> d - nanos <= 0);
-        Iterator<Long> oldest = deadlines.values().iterator();
+        deadlines.values().removeIf(w -> w.deadline - nanos <= 0);
+        Iterator<Watched> oldest = deadlines.values().iterator();
         while (deadlines.size() > MOST * 3 / 4 && oldest.hasNext()) {
             oldest.next();
             oldest.remove();
         }
     }
 
-    /** One claim state: its column (time written, rid, nonce) and its expiry. */
-    private record Key(ByteBuffer column, Instant expiry) {
-        Key(ClaimCodec.Claim c) {
-            this(ByteBuffer.wrap(c.column), c.expiry);
-        }
+    /** The state of a claim last seen: its expiry, and the monotonic reading at which its time left runs out. */
+    private record Watched(Instant expiry, long deadline) {
     }
 
     /** Judges claims at one judging time, taken before their row was read. */
@@ -80,18 +81,18 @@ final class ClaimWatch {
         }
 
         private long remainingNanos(ClaimCodec.Claim c) {
-            Key key = new Key(c);
-            Long watched;
+            ByteBuffer column = ByteBuffer.wrap(c.column);
+            Watched watched;
             synchronized (ClaimWatch.this) {
-                watched = deadlines.get(key);
+                watched = deadlines.get(column);
             }
-            if (watched != null) {
-                return watched - at.nanos();
+            if (watched != null && watched.expiry.equals(c.expiry)) {
+                return watched.deadline - at.nanos();
             }
             // a claim first seen by a judging taken before its row was read: it had at least this long left then; one
             // dead at its first sight is watched too, so that no later step back makes it live again
             long left = LockerEngine.saturatedNanos(Duration.between(at.forClaimWrittenAt(c.writtenAt), c.expiry));
-            return deadline(key, at.nanos() + left, at.nanos()) - at.nanos();
+            return deadline(column, c.expiry, at.nanos() + left, at.nanos()) - at.nanos();
         }
     }
 }

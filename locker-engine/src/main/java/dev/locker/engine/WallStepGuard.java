@@ -37,6 +37,15 @@ final class WallStepGuard {
      * and rises only at the slew rate or when a step is recorded.
      */
     private long offsetMicros;
+    /**
+     * The frames the clock left by a step back, oldest first: their offset, and the monotonic reading by which they
+     * ended. Claims stamped in them may still be read; a later forward step is taken off each by what it moved the
+     * clock above that frame, up to the frame's last time. At most {@link #KEPT}; the two oldest merge into the lower
+     * offset and the later end, which only takes more off their claims.
+     */
+    private final long[] frameOffset = new long[KEPT];
+    private final long[] frameEnd = new long[KEPT];
+    private int frames;
     /** The latest monotonic readings, before and after, of the readings the guard learnt from. */
     private long lastBefore;
     private long lastAfter;
@@ -51,6 +60,8 @@ final class WallStepGuard {
     private final long[] keptAfter = new long[KEPT];
     private final long[] keptOffset = new long[KEPT];
     private final Steps[] keptSteps = new Steps[KEPT];
+    /** The next slot of the kept states, and how many are kept. */
+    private int next;
     private int kept;
 
     WallStepGuard(LockerConfig config) {
@@ -72,20 +83,22 @@ final class WallStepGuard {
     }
 
     private void keep() {
-        int i = kept++ % KEPT;
-        keptAfter[i] = lastAfter;
-        keptOffset[i] = offsetMicros;
-        keptSteps[i] = steps;
+        keptAfter[next] = lastAfter;
+        keptOffset[next] = offsetMicros;
+        keptSteps[next] = steps;
+        next = (next + 1) % KEPT;
+        kept = Math.min(kept + 1, KEPT);
     }
 
     /**
      * The time claims are judged at, from a wall reading taken between two monotonic readings.
      *
      * <p>The guard learns only from a reading whose monotonic readings are close ({@link #exactNanos}) and which is
-     * surely later than every reading it learnt from (its first monotonic reading after their last ones). Any other
-     * reading (a pause inside it, or one overlapping or older than a reading that entered before it) changes nothing
-     * here: it could stand for a time before a step the guard already saw. Such a judging allows, for itself only,
-     * for the most its reading could mean: a forward step of all the offset it could show above the baseline.
+     * surely later than every reading it learnt from (its first monotonic reading after their last ones). A paused
+     * reading surely later than those may only lower the baseline, to the highest offset it can show. Any other reading
+     * (one overlapping or older than a reading that entered before it) changes nothing here: it could stand for a time
+     * before a step the guard already saw. Such a judging allows, for itself only, for the most its reading could
+     * mean: a forward step of all the offset it could show above the baseline it would have met.
      */
     synchronized JudgingTime judgingTime(long nanosBefore, Instant wall, long nanosAfter) {
         long width = nanosAfter - nanosBefore;
@@ -100,15 +113,18 @@ final class WallStepGuard {
         boolean exact = width >= 0 && width <= exactNanos;
         boolean later = nanosBefore - lastAfter >= 0;
         if (!exact || !later) {
-            if (exact && nanosAfter - lastBefore >= 0 && lowest < offsetMicros) {
-                offsetMicros = lowest; // overlapping a reading that entered: it may still follow the clock down
+            if (later && highest < offsetMicros) {
+                // a paused reading surely after the last one learnt from: the clock is at most this high, so the
+                // baseline may follow it down that far (it is lower than it was), never further
+                leaveFrame(offsetMicros - highest > threshold, nanosAfter);
+                offsetMicros = highest;
             }
             // judged against the latest state surely older than this reading (the current one if none is kept)
             long offset = offsetMicros;
             Steps known = steps;
             if (!later) {
-                for (int n = 0; n < Math.min(kept, KEPT); n++) {
-                    int i = Math.floorMod(kept - 1 - n, KEPT);
+                for (int n = 0; n < kept; n++) {
+                    int i = Math.floorMod(next - 1 - n, KEPT);
                     if (nanosBefore - keptAfter[i] >= 0) {
                         offset = keptOffset[i];
                         known = keptSteps[i];
@@ -121,10 +137,7 @@ final class WallStepGuard {
         }
         long jump = highest - offsetMicros;
         if (jump > threshold) {
-            // a claim written before the step carries at most the old frame's time now: the wall less the step, plus
-            // the slew the jump may hide, plus lockWait for a writer on another host whose clock is that far ahead
-            long mark = saturatedAdd(wallMicros, -jump);
-            steps = steps.with(saturatedAdd(mark, slewMicros + lockWaitMicros), jump);
+            stepForward(highest, lowest, nanosAfter, slewMicros);
             String message = "The wall clock of locker {} moved forward by {} more than its monotonic clock: claims "
                     + "written before that are judged that much earlier when first seen";
             Duration step = Duration.ofNanos(Math.min(jump, Long.MAX_VALUE / 1_000) * 1_000);
@@ -135,6 +148,7 @@ final class WallStepGuard {
             }
             offsetMicros = lowest; // claims written from now on are in the new frame
         } else if (lowest < offsetMicros) {
+            leaveFrame(offsetMicros - lowest > threshold, nanosAfter);
             offsetMicros = lowest; // a step back (or a slew): later claims are stamped in the lower frame
         } else {
             offsetMicros = saturatedAdd(offsetMicros, Math.min(lowest - offsetMicros, slewMicros));
@@ -143,6 +157,68 @@ final class WallStepGuard {
         lastAfter = nanosAfter;
         keep();
         return new JudgingTime(nanosBefore, wall, nanosAfter, steps, 0, null);
+    }
+
+    /** Keeps the frame the baseline leaves, when it falls by a step: its claims may still be read. */
+    private void leaveFrame(boolean step, long endNanos) {
+        if (!step) {
+            return;
+        }
+        if (frames == KEPT) {
+            frameOffset[1] = Math.min(frameOffset[0], frameOffset[1]);
+            frameEnd[1] = Math.max(frameEnd[0], frameEnd[1]);
+            System.arraycopy(frameOffset, 1, frameOffset, 0, KEPT - 1);
+            System.arraycopy(frameEnd, 1, frameEnd, 0, KEPT - 1);
+            frames--;
+        }
+        frameOffset[frames] = offsetMicros;
+        frameEnd[frames] = endNanos;
+        frames++;
+    }
+
+    /**
+     * Records a forward step to a frame of offset {@code highest} at most: a claim stamped in the frame the baseline
+     * stands for, or in a frame left earlier by a step back, is judged earlier by what the clock moved above that frame.
+     * Each frame's claims carry at most its time at its end; a claim that could be of several frames gets the most.
+     */
+    private void stepForward(long highest, long lowest, long nanosAfter, long slewMicros) {
+        int n = frames + 1;
+        long[] marks = new long[n];
+        long[] needs = new long[n];
+        for (int i = 0; i < n; i++) {
+            long offset = i < frames ? frameOffset[i] : offsetMicros;
+            long end = i < frames ? frameEnd[i] : nanosAfter;
+            // the frame's time at its end, plus the slew a jump may hide, plus lockWait for a writer on another host
+            // whose clock is that far ahead
+            marks[i] = saturatedAdd(saturatedAdd(offset, (end - originNanos) / 1_000), slewMicros + lockWaitMicros);
+            needs[i] = Math.max(0, highest - offset);
+        }
+        Integer[] order = new Integer[n];
+        for (int i = 0; i < n; i++) {
+            order[i] = i;
+        }
+        java.util.Arrays.sort(order, (a, b) -> Long.compare(marks[a], marks[b]));
+        // a claim written at w gets the most any frame ending at or after w needs: suffix maxima, kept as differences
+        long[] most = new long[n + 1];
+        for (int j = n - 1; j >= 0; j--) {
+            most[j] = Math.max(most[j + 1], needs[order[j]]);
+        }
+        for (int j = 0; j < n; j++) {
+            long size = most[j] - most[j + 1];
+            if (size > 0) {
+                steps = steps.with(marks[order[j]], size);
+            }
+        }
+        // frames below the new one are allowed for up to it: later steps count from the new frame for them
+        int left = 0;
+        for (int i = 0; i < frames; i++) {
+            if (frameOffset[i] >= lowest) {
+                frameOffset[left] = frameOffset[i];
+                frameEnd[left] = frameEnd[i];
+                left++;
+            }
+        }
+        frames = left;
     }
 
     private static long saturatedAdd(long a, long b) {

@@ -6,7 +6,6 @@ import dev.locker.api.LockerConfig;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -59,8 +58,6 @@ class ForwardStepBeyondASeenStepBackTest {
      * forward 70 s. B first reads the lock row after both; A's claim has 27 s left, so B is refused.
      */
     @Test
-    @Disabled("a step is marked in the frame of the baseline: after a seen step back, claims written before it are "
-            + "later than the mark of a larger forward step, and it is not taken off them")
     void aForwardStepBeyondASeenStepBackIsTakenOffAClaimWrittenBeforeTheStepBack() {
         ConsistentKeyDriver a = driver("a");
         ConsistentKeyDriver b = driver("b");

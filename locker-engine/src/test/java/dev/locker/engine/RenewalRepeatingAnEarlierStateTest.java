@@ -6,7 +6,6 @@ import dev.locker.api.LockerConfig;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -45,7 +44,6 @@ class RenewalRepeatingAnEarlierStateTest {
      * 15 s, and A's next renewal writes the first renewal's expiry again. 16 s later A still holds, so B is refused.
      */
     @Test
-    @Disabled("a renewal only avoids the stored expiry: one equal to an earlier state keeps the deadline watchers gave it")
     void aRenewalRepeatingTheExpiryOfAStateBeforeTheLastLivesItsTimeFromTheRenewal() {
         ConsistentKeyDriver a = driver("a");
         ConsistentKeyDriver b = driver("b");
@@ -68,7 +66,6 @@ class RenewalRepeatingAnEarlierStateTest {
      * only: the first renewal's expiry again. 24 s later A still holds, so B is refused.
      */
     @Test
-    @Disabled("a renewal only avoids the stored expiry: a shorter one equal to an earlier state keeps that state's deadline")
     void aShorterRenewalRepeatingTheExpiryOfAnEarlierStateLivesItsTimeFromTheRenewal() {
         ConsistentKeyDriver a = driver("a");
         ConsistentKeyDriver b = driver("b");

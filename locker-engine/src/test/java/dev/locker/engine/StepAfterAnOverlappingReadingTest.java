@@ -7,7 +7,6 @@ import dev.locker.api.TemporaryLockingException;
 import dev.locker.api.TimeSource;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -68,8 +67,6 @@ class StepAfterAnOverlappingReadingTest {
      * A's claim has 25 s left, so B is refused.
      */
     @Test
-    @Disabled("an exact reading overlapping the one that saw a step lowers the baseline to before that step: the next "
-            + "step is marked an hour early, and is not taken off a claim written between the two")
     void aSecondForwardStepIsTakenOffAClaimWrittenBetweenTheStepsAfterAReadingFromBeforeTheFirstEnteredLate()
             throws Exception {
         assertRefusedAfterTwoForwardSteps(true);

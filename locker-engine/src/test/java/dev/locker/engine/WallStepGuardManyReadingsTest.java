@@ -2,7 +2,6 @@ package dev.locker.engine;
 
 import dev.locker.api.LockerConfig;
 import dev.locker.testkit.VirtualClock;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.lang.reflect.Field;
@@ -23,8 +22,6 @@ class WallStepGuardManyReadingsTest {
      * of kept states is set just short of that, as a loop of 2^31 readings would take minutes.
      */
     @Test
-    @Disabled("the count of kept states is an int: past 2^31 learnt readings its remainder turns negative, and every "
-            + "judging but one in 16 throws ArrayIndexOutOfBoundsException")
     void theGuardKeepsJudgingAfterTwoToTheThirtyOneLearntReadings() throws Exception {
         Field kept = WallStepGuard.class.getDeclaredField("kept");
         kept.setAccessible(true);
