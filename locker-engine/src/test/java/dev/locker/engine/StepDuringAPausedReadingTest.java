@@ -1,0 +1,143 @@
+package dev.locker.engine;
+
+import dev.locker.api.KeyColumn;
+import dev.locker.api.LockOwner;
+import dev.locker.api.LockerConfig;
+import dev.locker.api.TemporaryLockingException;
+import dev.locker.api.TimeSource;
+import dev.locker.testkit.VirtualClock;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Disabled;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** A forward step undoing a step back seen by a paused reading is taken in full off claims of the lower frame. */
+class StepDuringAPausedReadingTest {
+
+    private static final Duration LOCK_WAIT = Duration.ofMillis(100);
+    private static final Duration EXPIRY = Duration.ofSeconds(30);
+
+    private final VirtualClock clock = new VirtualClock();
+    private final InMemoryStore shared = new InMemoryStore("paused-reading");
+    private final List<ConsistentKeyDriver> drivers = new ArrayList<>();
+    private final KeyColumn lock = KeyColumn.of("vertex:42", "name");
+    private final KeyColumn other = KeyColumn.of("vertex:43", "name");
+
+    @AfterEach
+    void tearDown() {
+        drivers.forEach(ConsistentKeyDriver::close);
+    }
+
+    private ConsistentKeyDriver driver(String rid, TimeSource time) {
+        LockerConfig config = LockerConfig.builder().rid(rid).expiry(EXPIRY).lockWait(LOCK_WAIT).timeSource(time)
+                .build();
+        ConsistentKeyDriver d = new ConsistentKeyDriver(config, shared, false, 16);
+        drivers.add(d);
+        return d;
+    }
+
+    /**
+     * A and B run on one host. B's read is preempted for a second after its first monotonic reading; meanwhile NTP sets
+     * the clock back a minute and A takes the lock. During B's read NTP sets the clock a minute forward again. 29.3 s
+     * after A's write, A holds, so B is refused.
+     */
+    @Disabled("a paused reading lowers the baseline only to its upper bound, a second above the clock; the minute "
+            + "forward is measured a second short, and B is granted token 2 while A holds token 1")
+    @Test
+    void aForwardStepDuringAReadIsTakenInFullOffAClaimWrittenAfterAStepBackAPausedReadingSaw() {
+        assertRefused(Duration.ofSeconds(1));
+    }
+
+    /**
+     * The same with B preempted for 10 ms: with A's write its reading spans 110 ms, so the baseline stands 110 ms above
+     * the clock, within the margin A keeps back, and B is refused.
+     */
+    @Test
+    void aForwardStepDuringAReadIsTakenOffAClaimWrittenAfterAStepBackAShortlyPausedReadingSaw() {
+        assertRefused(Duration.ofMillis(10));
+    }
+
+    private void assertRefused(Duration pause) {
+        GatedClock bTime = new GatedClock(clock);
+        ConsistentKeyDriver a = driver("a", clock);
+        ConsistentKeyDriver b = driver("b", bTime);
+        clock.advance(Duration.ofSeconds(1));
+        b.readHolder(other);
+        clock.advance(Duration.ofSeconds(1));
+        ConsistentKeyClaim[] held = new ConsistentKeyClaim[1];
+        long[] writeStarted = new long[1];
+        bTime.arm(1, () -> { // B's read is preempted after its first monotonic reading
+            clock.advance(pause);
+            clock.stepWallClock(Duration.ofMinutes(-1));
+            writeStarted[0] = clock.nanoTime();
+            held[0] = a.verify(lock, a.write(lock, owner("a"), EXPIRY, null));
+        });
+        bTime.arm(3, () -> clock.stepWallClock(Duration.ofMinutes(1))); // after the row read, before the wall reading
+        b.readHolder(other);
+        clock.advance(Duration.ofMillis(29_300).minusNanos(clock.nanoTime() - writeStarted[0]));
+        ConsistentKeyClaim claim = b.write(lock, owner("b"), EXPIRY, null);
+        ConsistentKeyClaim granted = null;
+        try {
+            granted = b.verify(lock, claim);
+        } catch (TemporaryLockingException refused) {
+            // A holds: the answer this test wants
+        }
+        assertTrue(clock.nanoTime() - held[0].deadlineNanos() < 0, "A's claim ran out");
+        ConsistentKeyClaim grantedToB = granted;
+        assertNull(grantedToB, () -> "B was granted token " + grantedToB.fencingToken() + " while A holds token "
+                + held[0].fencingToken() + " within its deadline");
+    }
+
+    private static LockOwner owner(String rid) {
+        return LockerConfig.builder().rid(rid).build().owner("t");
+    }
+
+    /** A clock that runs a hook right after the n-th monotonic reading of the test's thread since it was armed. */
+    private static final class GatedClock implements TimeSource {
+        private final VirtualClock clock;
+        private final Map<Integer, Runnable> hooks = new ConcurrentHashMap<>();
+        private Thread armed;
+        private int calls;
+
+        GatedClock(VirtualClock clock) {
+            this.clock = clock;
+        }
+
+        void arm(int n, Runnable r) {
+            armed = Thread.currentThread();
+            calls = 0;
+            hooks.put(n, r);
+        }
+
+        @Override
+        public Instant now() {
+            return clock.now();
+        }
+
+        @Override
+        public long nanoTime() {
+            long nanos = clock.nanoTime();
+            if (Thread.currentThread() == armed) {
+                Runnable r = hooks.remove(++calls);
+                if (r != null) {
+                    r.run();
+                }
+            }
+            return nanos;
+        }
+
+        @Override
+        public void sleep(Duration d) throws InterruptedException {
+            clock.sleep(d);
+        }
+    }
+}
