@@ -35,14 +35,20 @@ final class ClaimWatch {
 
     /**
      * The deadline of the first sight of {@code expiry} in {@code column}: {@code seen}, unless another judging saw that
-     * state first. Another state of the column is replaced.
+     * state first. Another state of the column is replaced only by a read begun after the read that saw it had ended
+     * ({@code readBegun}, {@code readEnded}): a late read of an older state must not bring that state back, since a
+     * renewal may write its expiry again.
      */
-    private synchronized long deadline(ByteBuffer column, Instant expiry, long seen, long nowNanos) {
+    private synchronized long deadline(ByteBuffer column, Instant expiry, long seen, long nowNanos, long readBegun,
+                                       long readEnded) {
         Watched first = deadlines.get(column);
         if (first != null && first.expiry.equals(expiry)) {
             return first.deadline;
         }
-        deadlines.put(column, new Watched(expiry, seen));
+        if (first != null && readBegun - first.readEnded < 0) {
+            return seen; // judged for this read alone
+        }
+        deadlines.put(column, new Watched(expiry, seen, readEnded));
         if (deadlines.size() > MOST) {
             forget(nowNanos);
         }
@@ -59,8 +65,11 @@ final class ClaimWatch {
         }
     }
 
-    /** The state of a claim last seen: its expiry, and the monotonic reading at which its time left runs out. */
-    private record Watched(Instant expiry, long deadline) {
+    /**
+     * The state of a claim last seen: its expiry, the monotonic reading at which its time left runs out, and one taken
+     * after the read that saw it.
+     */
+    private record Watched(Instant expiry, long deadline, long readEnded) {
     }
 
     /** Judges claims at one judging time, taken before their row was read. */
@@ -92,7 +101,9 @@ final class ClaimWatch {
             // a claim first seen by a judging taken before its row was read: it had at least this long left then; one
             // dead at its first sight is watched too, so that no later step back makes it live again
             long left = LockerEngine.saturatedNanos(Duration.between(at.forClaimWrittenAt(c.writtenAt), c.expiry));
-            return deadline(column, c.expiry, at.nanos() + left, at.nanos()) - at.nanos();
+            long readEnded = at.other() == null ? at.nanos() : at.other().nanos();
+            return deadline(column, c.expiry, at.nanos() + left, at.nanos(), at.nanosBefore(), readEnded)
+                    - at.nanos();
         }
     }
 }

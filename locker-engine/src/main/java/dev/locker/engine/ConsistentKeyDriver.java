@@ -288,7 +288,7 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
         Instant until = now.plus(expiry);
         if (ClaimCodec.micros(until) == ClaimCodec.micros(own.expiry)) {
             // the same expiry again (the clock was set back by the renewal's interval): others watch a claim by its
-            // expiry, so one unchanged would keep the deadline they gave the earlier one
+            // expiry, so one unchanged would keep the deadline they gave the earlier state
             until = until.plusNanos(1_000);
         }
         mutate(row, List.of(new Entry(claim.column, ClaimCodec.value(until, own.token, own.owner))), List.of());

@@ -38,13 +38,13 @@ final class WallStepGuard {
      */
     private long offsetMicros;
     /**
-     * The frames the clock left by a step back, oldest first: their offset, and the monotonic reading by which they
-     * ended. Claims stamped in them may still be read; a later forward step is taken off each by what it moved the
+     * The frames the clock left by a step back, oldest first: their offset, and their time (micros, in that frame) when
+     * they ended. Claims stamped in them may still be read; a later forward step is taken off each by what it moved the
      * clock above that frame, up to the frame's last time. At most {@link #KEPT}; the two oldest merge into the lower
-     * offset and the later end, which only takes more off their claims.
+     * offset and the later last time, which only takes more off their claims.
      */
     private final long[] frameOffset = new long[KEPT];
-    private final long[] frameEnd = new long[KEPT];
+    private final long[] frameLast = new long[KEPT];
     private int frames;
     /** The latest monotonic readings, before and after, of the readings the guard learnt from. */
     private long lastBefore;
@@ -113,11 +113,11 @@ final class WallStepGuard {
         boolean exact = width >= 0 && width <= exactNanos;
         boolean later = nanosBefore - lastAfter >= 0;
         if (!exact || !later) {
-            if (later && highest < offsetMicros) {
-                // a paused reading surely after the last one learnt from: the clock is at most this high, so the
-                // baseline may follow it down that far (it is lower than it was), never further
-                leaveFrame(offsetMicros - highest > threshold, nanosAfter);
-                offsetMicros = highest;
+            if (later && highest < offsetMicros - threshold) {
+                // a paused reading surely after the last one learnt from proves a step back: the baseline follows it
+                // down to the least it could show, so that no step forward after it is measured short
+                leaveFrame(true, nanosAfter);
+                offsetMicros = lowest;
             }
             // judged against the latest state surely older than this reading (the current one if none is kept)
             long offset = offsetMicros;
@@ -166,13 +166,13 @@ final class WallStepGuard {
         }
         if (frames == KEPT) {
             frameOffset[1] = Math.min(frameOffset[0], frameOffset[1]);
-            frameEnd[1] = Math.max(frameEnd[0], frameEnd[1]);
+            frameLast[1] = Math.max(frameLast[0], frameLast[1]);
             System.arraycopy(frameOffset, 1, frameOffset, 0, KEPT - 1);
-            System.arraycopy(frameEnd, 1, frameEnd, 0, KEPT - 1);
+            System.arraycopy(frameLast, 1, frameLast, 0, KEPT - 1);
             frames--;
         }
         frameOffset[frames] = offsetMicros;
-        frameEnd[frames] = endNanos;
+        frameLast[frames] = saturatedAdd(offsetMicros, (endNanos - originNanos) / 1_000);
         frames++;
     }
 
@@ -187,10 +187,10 @@ final class WallStepGuard {
         long[] needs = new long[n];
         for (int i = 0; i < n; i++) {
             long offset = i < frames ? frameOffset[i] : offsetMicros;
-            long end = i < frames ? frameEnd[i] : nanosAfter;
+            long last = i < frames ? frameLast[i] : saturatedAdd(offsetMicros, (nanosAfter - originNanos) / 1_000);
             // the frame's time at its end, plus the slew a jump may hide, plus lockWait for a writer on another host
             // whose clock is that far ahead
-            marks[i] = saturatedAdd(saturatedAdd(offset, (end - originNanos) / 1_000), slewMicros + lockWaitMicros);
+            marks[i] = saturatedAdd(last, slewMicros + lockWaitMicros);
             needs[i] = Math.max(0, highest - offset);
         }
         Integer[] order = new Integer[n];
@@ -214,7 +214,7 @@ final class WallStepGuard {
         for (int i = 0; i < frames; i++) {
             if (frameOffset[i] >= lowest) {
                 frameOffset[left] = frameOffset[i];
-                frameEnd[left] = frameEnd[i];
+                frameLast[left] = frameLast[i];
                 left++;
             }
         }

@@ -7,7 +7,6 @@ import dev.locker.api.TemporaryLockingException;
 import dev.locker.api.TimeSource;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -58,8 +57,6 @@ class LateReadOfAnEarlierStateTest {
      * NTP sets the clock back 15 s, and A's next renewal writes the first renewal's expiry again. 26 s later A still
      * holds, so B is refused.
      */
-    @Disabled("a late read puts an earlier state back in the watch; a renewal repeating its expiry keeps that state's "
-            + "deadline, and B is granted token 2 while A holds token 1")
     @Test
     void aRenewalRepeatingTheExpiryOfAStateALateReadBroughtBackLivesItsTimeFromTheRenewal() throws Exception {
         assertRefusedAfterRenewals(true);

@@ -6,7 +6,6 @@ import dev.locker.api.LockerConfig;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -67,8 +66,6 @@ class StepsAcrossSeveralFramesTest {
      * Eighteen steps back of 2 s, 200 ms apart, and one forward of 61 s: the guard keeps 16 frames, so the oldest merge.
      * The clock ends 25 s above A's frame, and B is refused.
      */
-    @Disabled("two merged frames keep the lower offset and the later end, whose sum (the merged frame's mark) is "
-            + "below the older frame's time at its end; A's claim is judged 25 s old too soon, and B is granted token 2")
     @Test
     void aClaimWrittenBeforeMoreStepsBackThanFramesKeptIsJudgedByTheNetStepAboveItsFrame() {
         assertRefused(stepsBack(18, 61));
