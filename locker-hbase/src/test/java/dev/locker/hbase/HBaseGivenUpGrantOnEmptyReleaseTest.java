@@ -5,6 +5,7 @@ import dev.locker.api.KeyColumn;
 import dev.locker.api.Locker;
 import org.apache.hadoop.hbase.TableName;
 import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.parallel.ResourceLock;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -18,7 +19,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * A grant its claimer gave up on leaves no claim behind for long, on a table whose releases leave the empty value:
  * either it can never land, or the claim it writes is given back, whenever it lands within that claim's lifetime.
  */
-@Order(1) // among the longest classes: started first
+@Order(2) // among the longest classes: started early
+// one given-up-grant class at a time: each holds region server handlers at its gates for seconds, and two at once
+// starve the real-time lease cases of the classes beside them
+@ResourceLock("given-up-grants")
 class HBaseGivenUpGrantOnEmptyReleaseTest extends GivenUpGrantCases {
 
     HBaseGivenUpGrantOnEmptyReleaseTest() {

@@ -1,6 +1,7 @@
 package dev.locker.hbase;
 
 import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.parallel.ResourceLock;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -8,7 +9,10 @@ import org.junit.jupiter.api.Test;
  * grant after a release checks that one cell): the claim it writes is given back, whenever it lands within its
  * lifetime. {@link HBaseGivenUpGrantOnEmptyReleaseTest} runs the cases of a table whose releases leave the empty value.
  */
-@Order(1) // among the longest classes: started first
+@Order(2) // among the longest classes: started early
+// one given-up-grant class at a time: each holds region server handlers at its gates for seconds, and two at once
+// starve the real-time lease cases of the classes beside them
+@ResourceLock("given-up-grants")
 class HBaseGivenUpGrantTest extends GivenUpGrantCases {
 
     HBaseGivenUpGrantTest() {
