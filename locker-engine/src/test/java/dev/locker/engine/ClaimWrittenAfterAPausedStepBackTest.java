@@ -1,0 +1,165 @@
+package dev.locker.engine;
+
+import dev.locker.api.KeyColumn;
+import dev.locker.api.LockOwner;
+import dev.locker.api.LockerConfig;
+import dev.locker.api.TemporaryLockingException;
+import dev.locker.api.TimeSource;
+import dev.locker.testkit.VirtualClock;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Disabled;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** A forward step is taken off a claim written late in a frame that a paused reading opened. */
+class ClaimWrittenAfterAPausedStepBackTest {
+
+    private static final Duration LOCK_WAIT = Duration.ofMillis(100);
+    private static final Duration EXPIRY = Duration.ofSeconds(30);
+    private static final Duration PAUSE = Duration.ofSeconds(1);
+
+    private final VirtualClock clock = new VirtualClock();
+    private final InMemoryStore shared = new InMemoryStore("paused-frame");
+    private final List<ConsistentKeyDriver> drivers = new ArrayList<>();
+    private final KeyColumn lock = KeyColumn.of("vertex:42", "name");
+    private final KeyColumn elsewhere = KeyColumn.of("vertex:7", "age");
+
+    @AfterEach
+    void tearDown() {
+        drivers.forEach(ConsistentKeyDriver::close);
+    }
+
+    private ConsistentKeyDriver driver(String rid, TimeSource time) {
+        LockerConfig config = LockerConfig.builder().rid(rid).expiry(EXPIRY).lockWait(LOCK_WAIT).timeSource(time)
+                .build();
+        ConsistentKeyDriver d = new ConsistentKeyDriver(config, shared, false, 16);
+        drivers.add(d);
+        return d;
+    }
+
+    /**
+     * A and B run on one host. NTP sets the clock back a minute; B's next read of another lock is paused between each
+     * wall reading and the monotonic reading after it. A then takes the lock; the clock is set back 30 s, which B sees
+     * on another read, and then forward 90 s, which B sees too. B first reads A's claim after that: A still holds, so
+     * B is refused.
+     */
+    @Test
+    @Disabled("a paused reading sets the baseline a pause below the clock: the frame's last time and mark are low")
+    void aForwardStepIsTakenOffAClaimWrittenLateInAFrameAPausedReadingOpened() throws Exception {
+        assertRefusedAfterSteps(true);
+    }
+
+    /** The same with B's first read unpaused: B is refused. */
+    @Test
+    void aForwardStepIsTakenOffAClaimWrittenLateInAFrameAnExactReadingOpened() throws Exception {
+        assertRefusedAfterSteps(false);
+    }
+
+    private void assertRefusedAfterSteps(boolean pausedRead) throws Exception {
+        PausingClock bTime = new PausingClock(clock);
+        ConsistentKeyDriver a = driver("a", clock);
+        ConsistentKeyDriver b = driver("b", bTime);
+        clock.advance(Duration.ofSeconds(1));
+        clock.stepWallClock(Duration.ofSeconds(-60));
+        bTime.paused = pausedRead;
+        b.readHolder(elsewhere); // both readings paused: the baseline falls to the least the first could show
+        bTime.paused = false;
+        clock.advance(Duration.ofSeconds(1));
+        ConsistentKeyClaim held = a.verify(lock, a.write(lock, owner("a"), EXPIRY, null));
+        clock.stepWallClock(Duration.ofSeconds(-30));
+        b.readHolder(elsewhere); // an exact reading: the frame A wrote in is left
+        clock.advance(Duration.ofSeconds(1));
+        clock.stepWallClock(Duration.ofSeconds(90));
+        b.readHolder(elsewhere); // an exact reading: the forward step is recorded
+        clock.advance(Duration.ofSeconds(1));
+        ConsistentKeyClaim claim = b.write(lock, owner("b"), EXPIRY, null);
+        ConsistentKeyClaim granted = null;
+        try {
+            granted = b.verify(lock, claim);
+        } catch (TemporaryLockingException refused) {
+            // A holds: the answer this test wants
+        }
+        assertTrue(clock.nanoTime() - held.deadlineNanos() < 0, "A's claim ran out");
+        ConsistentKeyClaim grantedToB = granted;
+        assertNull(grantedToB, () -> "B was granted token " + grantedToB.fencingToken() + " while A holds token "
+                + held.fencingToken() + " within its deadline");
+    }
+
+    /**
+     * A and B run on one host. NTP sets the clock back a minute; B's next read of another lock is paused between each
+     * wall reading and the monotonic reading after it. A then takes the lock, and half a second later NTP sets the
+     * clock forward a minute, which B sees on another read. B first reads A's claim after that: A still holds, so B is
+     * refused.
+     */
+    @Test
+    @Disabled("a paused reading sets the baseline a pause below the clock: the frame's mark at a step is low")
+    void aForwardStepIsTakenOffAClaimWrittenInTheFrameAPausedReadingOpened() throws Exception {
+        PausingClock bTime = new PausingClock(clock);
+        ConsistentKeyDriver a = driver("a", clock);
+        ConsistentKeyDriver b = driver("b", bTime);
+        clock.advance(Duration.ofSeconds(1));
+        clock.stepWallClock(Duration.ofSeconds(-60));
+        bTime.paused = true;
+        b.readHolder(elsewhere); // both readings paused: the baseline falls to the least the first could show
+        bTime.paused = false;
+        clock.advance(Duration.ofSeconds(1));
+        ConsistentKeyClaim held = a.verify(lock, a.write(lock, owner("a"), EXPIRY, null));
+        clock.advance(Duration.ofMillis(500));
+        clock.stepWallClock(Duration.ofSeconds(60));
+        b.readHolder(elsewhere); // an exact reading: the forward step is recorded
+        clock.advance(Duration.ofSeconds(1));
+        ConsistentKeyClaim claim = b.write(lock, owner("b"), EXPIRY, null);
+        ConsistentKeyClaim granted = null;
+        try {
+            granted = b.verify(lock, claim);
+        } catch (TemporaryLockingException refused) {
+            // A holds: the answer this test wants
+        }
+        assertTrue(clock.nanoTime() - held.deadlineNanos() < 0, "A's claim ran out");
+        ConsistentKeyClaim grantedToB = granted;
+        assertNull(grantedToB, () -> "B was granted token " + grantedToB.fencingToken() + " while A holds token "
+                + held.fencingToken() + " within its deadline");
+    }
+
+    private static LockOwner owner(String rid) {
+        return LockerConfig.builder().rid(rid).build().owner("t");
+    }
+
+    /** A clock that, while paused, lets a pause pass between each wall reading and the monotonic reading after it. */
+    private static final class PausingClock implements TimeSource {
+        private final VirtualClock clock;
+        volatile boolean paused;
+        private boolean wallRead;
+
+        PausingClock(VirtualClock clock) {
+            this.clock = clock;
+        }
+
+        @Override
+        public synchronized Instant now() {
+            wallRead = true;
+            return clock.now();
+        }
+
+        @Override
+        public synchronized long nanoTime() {
+            if (paused && wallRead) {
+                clock.advance(PAUSE);
+            }
+            wallRead = false;
+            return clock.nanoTime();
+        }
+
+        @Override
+        public void sleep(Duration d) throws InterruptedException {
+            clock.sleep(d);
+        }
+    }
+}

@@ -1,0 +1,193 @@
+package dev.locker.engine;
+
+import dev.locker.api.KeyColumn;
+import dev.locker.api.LockOwner;
+import dev.locker.api.LockerConfig;
+import dev.locker.api.TemporaryLockingException;
+import dev.locker.api.TimeSource;
+import dev.locker.testkit.VirtualClock;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Disabled;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** A late read of an earlier state, after a full watch dropped the newer one, does not bring the earlier one back. */
+class LateReadAfterAFullWatchTest {
+
+    private static final Duration LOCK_WAIT = Duration.ofMillis(100);
+    private static final Duration EXPIRY = Duration.ofSeconds(30);
+
+    private final VirtualClock clock = new VirtualClock();
+    private final InMemoryStore shared = new InMemoryStore("late-full-watch");
+    private final List<ConsistentKeyDriver> drivers = new ArrayList<>();
+    private final List<Thread> threads = new ArrayList<>();
+    private final CountDownLatch finish = new CountDownLatch(1);
+    private final KeyColumn lock = KeyColumn.of("vertex:42", "name");
+
+    @AfterEach
+    void tearDown() throws InterruptedException {
+        finish.countDown();
+        for (Thread t : threads) {
+            t.join(5_000);
+        }
+        drivers.forEach(ConsistentKeyDriver::close);
+    }
+
+    private ConsistentKeyDriver driver(String rid, TimeSource time) {
+        LockerConfig config = LockerConfig.builder().rid(rid).expiry(EXPIRY).lockWait(LOCK_WAIT).timeSource(time)
+                .build();
+        ConsistentKeyDriver d = new ConsistentKeyDriver(config, shared, false, 16);
+        drivers.add(d);
+        return d;
+    }
+
+    /**
+     * A and B run on one host. A renews every 10 s for 30 s. A thread of B reads the first renewal and is preempted
+     * after the read; meanwhile B's main thread sees the second renewal, then the claims of more locks than its watch
+     * keeps. The preempted thread then judges the first renewal. NTP sets the clock back 15 s, and A's next renewal
+     * writes the first renewal's expiry again. 26 s later A still holds, so B is refused.
+     */
+    @Test
+    @Disabled("a column the full watch dropped has no newer state, so a late read of an earlier one is watched again")
+    void aLateReadOfAnEarlierStateAfterAFullWatchDroppedTheNewerOneDoesNotBringItBack() throws Exception {
+        assertRefusedAfterRenewals(true);
+    }
+
+    /** The same without the preempted thread: the main thread alone reads, and B is refused. */
+    @Test
+    void aRenewalAfterAFullWatchDroppedItsColumnLivesItsTimeFromTheRenewal() throws Exception {
+        assertRefusedAfterRenewals(false);
+    }
+
+    private void assertRefusedAfterRenewals(boolean lateRead) throws Exception {
+        GatedClock bTime = new GatedClock(clock);
+        ConsistentKeyDriver a = driver("a", clock);
+        ConsistentKeyDriver b = driver("b", bTime);
+        ConsistentKeyClaim held = a.verify(lock, a.write(lock, owner("a"), EXPIRY, null));
+        clock.advance(Duration.ofSeconds(5));
+        held = a.renew(lock, held, EXPIRY);
+        Preempted late = lateRead ? preemptedRead(b, bTime) : null; // read the state that expires 35 s after the write
+        if (!lateRead) {
+            b.readHolder(lock);
+        }
+        clock.advance(Duration.ofSeconds(10));
+        held = a.renew(lock, held, EXPIRY);
+        b.readHolder(lock); // B's main thread watches the second renewal
+        ConsistentKeyDriver c = driver("c", clock);
+        for (int i = 0; i <= ClaimWatch.MOST; i++) {
+            // live claims of other locks, first seen after A's: a full watch drops the oldest
+            KeyColumn other = KeyColumn.of("vertex:" + i, "age");
+            c.write(other, owner("c"), EXPIRY, null);
+            b.readHolder(other);
+        }
+        if (lateRead) {
+            late.resume.countDown();
+            late.thread.join(5_000);
+            assertTrue(late.judged.getCount() == 0, "the preempted read did not judge its row");
+        }
+        clock.advance(Duration.ofSeconds(5));
+        clock.stepWallClock(Duration.ofSeconds(-15));
+        ConsistentKeyClaim renewed = a.renew(lock, held, EXPIRY);
+        clock.advance(Duration.ofSeconds(26));
+        ConsistentKeyClaim claim = b.write(lock, owner("b"), EXPIRY, null);
+        ConsistentKeyClaim granted = null;
+        try {
+            granted = b.verify(lock, claim);
+        } catch (TemporaryLockingException refused) {
+            // A holds: the answer this test wants
+        }
+        assertTrue(clock.nanoTime() - renewed.deadlineNanos() < 0, "A's renewed claim ran out");
+        ConsistentKeyClaim grantedToB = granted;
+        assertNull(grantedToB, () -> "B was granted token " + grantedToB.fencingToken() + " while A holds token "
+                + renewed.fencingToken() + " within its renewed deadline");
+    }
+
+    /** A reading thread of B, stopped after its row read until the test resumes it. */
+    private static final class Preempted {
+        final CountDownLatch read = new CountDownLatch(1);
+        final CountDownLatch resume = new CountDownLatch(1);
+        final CountDownLatch judged = new CountDownLatch(1);
+        Thread thread;
+    }
+
+    private Preempted preemptedRead(ConsistentKeyDriver b, GatedClock bTime) throws InterruptedException {
+        Preempted p = new Preempted();
+        p.thread = new Thread(() -> {
+            // the third monotonic reading comes right after the row read: the thread stops there
+            bTime.onNanos(Thread.currentThread(), 3, () -> {
+                p.read.countDown();
+                await(p.resume);
+            });
+            b.readHolder(lock);
+            p.judged.countDown();
+        });
+        threads.add(p.thread);
+        p.thread.start();
+        assertTrue(p.read.await(5, TimeUnit.SECONDS), "the preempted thread did not read the row");
+        return p;
+    }
+
+    private static void await(CountDownLatch latch) {
+        try {
+            if (!latch.await(5, TimeUnit.SECONDS)) {
+                throw new IllegalStateException("a gate of the test did not open");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static LockOwner owner(String rid) {
+        return LockerConfig.builder().rid(rid).build().owner("t");
+    }
+
+    /** A clock that runs a thread's hook right after its n-th monotonic reading, before the caller gets the value. */
+    private static final class GatedClock implements TimeSource {
+        private final VirtualClock clock;
+        private final Map<Thread, Map<Integer, Runnable>> hooks = new ConcurrentHashMap<>();
+        private final Map<Thread, Integer> calls = new ConcurrentHashMap<>();
+
+        GatedClock(VirtualClock clock) {
+            this.clock = clock;
+        }
+
+        void onNanos(Thread t, int n, Runnable r) {
+            hooks.computeIfAbsent(t, x -> new ConcurrentHashMap<>()).put(n, r);
+        }
+
+        @Override
+        public Instant now() {
+            return clock.now();
+        }
+
+        @Override
+        public long nanoTime() {
+            long nanos = clock.nanoTime();
+            Map<Integer, Runnable> h = hooks.get(Thread.currentThread());
+            if (h != null) {
+                Runnable r = h.remove(calls.merge(Thread.currentThread(), 1, Integer::sum));
+                if (r != null) {
+                    r.run();
+                }
+            }
+            return nanos;
+        }
+
+        @Override
+        public void sleep(Duration d) throws InterruptedException {
+            clock.sleep(d);
+        }
+    }
+}
