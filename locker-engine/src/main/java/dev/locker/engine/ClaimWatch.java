@@ -23,6 +23,12 @@ final class ClaimWatch {
 
     /** Per claim column, the state last seen and the monotonic reading at which its time left runs out. */
     private final Map<ByteBuffer, Watched> deadlines = new LinkedHashMap<>();
+    /**
+     * The latest after-read reading of a state the watch forgot: a read begun before it may be late, and must not put
+     * back an older state of a column whose newer one was forgotten.
+     */
+    private long forgottenReadEnded;
+    private boolean forgotAny;
 
     /** The judge of the claims of rows read after {@code at} was taken. */
     Judge judge(WallStepGuard.JudgingTime at) {
@@ -45,7 +51,7 @@ final class ClaimWatch {
         if (first != null && first.expiry.equals(expiry)) {
             return first.deadline;
         }
-        if (first != null && readBegun - first.readEnded < 0) {
+        if (first != null ? readBegun - first.readEnded < 0 : forgotAny && readBegun - forgottenReadEnded < 0) {
             return seen; // judged for this read alone
         }
         deadlines.put(column, new Watched(expiry, seen, readEnded));
@@ -57,11 +63,25 @@ final class ClaimWatch {
 
     /** Drops the claims dead at {@code nanos}; if that leaves too many, the oldest live ones too. */
     private void forget(long nanos) {
-        deadlines.values().removeIf(w -> w.deadline - nanos <= 0);
+        Iterator<Watched> all = deadlines.values().iterator();
+        while (all.hasNext()) {
+            Watched w = all.next();
+            if (w.deadline - nanos <= 0) {
+                forgotten(w);
+                all.remove();
+            }
+        }
         Iterator<Watched> oldest = deadlines.values().iterator();
         while (deadlines.size() > MOST * 3 / 4 && oldest.hasNext()) {
-            oldest.next();
+            forgotten(oldest.next());
             oldest.remove();
+        }
+    }
+
+    private void forgotten(Watched w) {
+        if (!forgotAny || w.readEnded - forgottenReadEnded > 0) {
+            forgottenReadEnded = w.readEnded;
+            forgotAny = true;
         }
     }
 

@@ -44,6 +44,11 @@ final class WallStepGuard {
      * offset and the later last time, which only takes more off their claims.
      */
     private final long[] frameOffset = new long[KEPT];
+    /**
+     * The most the current frame's offset can be, where a paused reading set the baseline below it (else the least
+     * long): a frame's last time is counted from it, so that no claim written late in the frame is past its mark.
+     */
+    private long topMicros = Long.MIN_VALUE;
     private final long[] frameLast = new long[KEPT];
     private int frames;
     /** The latest monotonic readings, before and after, of the readings the guard learnt from. */
@@ -118,6 +123,7 @@ final class WallStepGuard {
                 // down to the least it could show, so that no step forward after it is measured short
                 leaveFrame(true, nanosAfter);
                 offsetMicros = lowest;
+                topMicros = highest;
             }
             // judged against the latest state surely older than this reading (the current one if none is kept)
             long offset = offsetMicros;
@@ -147,9 +153,11 @@ final class WallStepGuard {
                 log.debug(message, config.rid(), step);
             }
             offsetMicros = lowest; // claims written from now on are in the new frame
+            topMicros = Long.MIN_VALUE;
         } else if (lowest < offsetMicros) {
             leaveFrame(offsetMicros - lowest > threshold, nanosAfter);
             offsetMicros = lowest; // a step back (or a slew): later claims are stamped in the lower frame
+            topMicros = Math.min(topMicros, highest);
         } else {
             offsetMicros = saturatedAdd(offsetMicros, Math.min(lowest - offsetMicros, slewMicros));
         }
@@ -172,8 +180,9 @@ final class WallStepGuard {
             frames--;
         }
         frameOffset[frames] = offsetMicros;
-        frameLast[frames] = saturatedAdd(offsetMicros, (endNanos - originNanos) / 1_000);
+        frameLast[frames] = saturatedAdd(Math.max(offsetMicros, topMicros), (endNanos - originNanos) / 1_000);
         frames++;
+        topMicros = Long.MIN_VALUE;
     }
 
     /**
@@ -187,7 +196,8 @@ final class WallStepGuard {
         long[] needs = new long[n];
         for (int i = 0; i < n; i++) {
             long offset = i < frames ? frameOffset[i] : offsetMicros;
-            long last = i < frames ? frameLast[i] : saturatedAdd(offsetMicros, (nanosAfter - originNanos) / 1_000);
+            long last = i < frames ? frameLast[i]
+                    : saturatedAdd(Math.max(offsetMicros, topMicros), (nanosAfter - originNanos) / 1_000);
             // the frame's time at its end, plus the slew a jump may hide, plus lockWait for a writer on another host
             // whose clock is that far ahead
             marks[i] = saturatedAdd(last, slewMicros + lockWaitMicros);

@@ -7,7 +7,6 @@ import dev.locker.api.TemporaryLockingException;
 import dev.locker.api.TimeSource;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -51,7 +50,6 @@ class ClaimWrittenAfterAPausedStepBackTest {
      * B is refused.
      */
     @Test
-    @Disabled("a paused reading sets the baseline a pause below the clock: the frame's last time and mark are low")
     void aForwardStepIsTakenOffAClaimWrittenLateInAFrameAPausedReadingOpened() throws Exception {
         assertRefusedAfterSteps(true);
     }
@@ -99,7 +97,6 @@ class ClaimWrittenAfterAPausedStepBackTest {
      * refused.
      */
     @Test
-    @Disabled("a paused reading sets the baseline a pause below the clock: the frame's mark at a step is low")
     void aForwardStepIsTakenOffAClaimWrittenInTheFrameAPausedReadingOpened() throws Exception {
         PausingClock bTime = new PausingClock(clock);
         ConsistentKeyDriver a = driver("a", clock);

@@ -7,7 +7,6 @@ import dev.locker.api.TemporaryLockingException;
 import dev.locker.api.TimeSource;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -59,7 +58,6 @@ class LateReadAfterAFullWatchTest {
      * writes the first renewal's expiry again. 26 s later A still holds, so B is refused.
      */
     @Test
-    @Disabled("a column the full watch dropped has no newer state, so a late read of an earlier one is watched again")
     void aLateReadOfAnEarlierStateAfterAFullWatchDroppedTheNewerOneDoesNotBringItBack() throws Exception {
         assertRefusedAfterRenewals(true);
     }
