@@ -54,8 +54,7 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
     private final ExpiredClaimCleaner cleaner;
     private final boolean ownsStore;
     private final AtomicLong nonces = new AtomicLong(System.nanoTime());
-    private final WallStepGuard stepGuard;
-    private final ClaimWatch watch = new ClaimWatch();
+    private final ClaimJudging judging;
     private final UndeletedClaims undeleted = new UndeletedClaims();
 
     /**
@@ -73,7 +72,7 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
         }
         checkExpiry(config.expiry());
         this.store = store;
-        this.stepGuard = new WallStepGuard(config);
+        this.judging = new ClaimJudging(config);
         this.ownsStore = closeStoreOnClose;
         this.cleaner = config.scrubExpired() ? new ExpiredClaimCleaner(store, cleanerQueue) : null;
     }
@@ -160,7 +159,7 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
             throw new TemporaryLockingException("interrupted while waiting lockWait before reading the lock row", lock, null, e);
         }
         // judged at an instant before the read: a claim read as dead was dead then, and its holder cannot renew it
-        Judged read = readJudged(() -> readRowRetrying(lock, row));
+        ClaimJudging.Judged read = judging.read(() -> readRowRetrying(lock, row));
         LockRow r = read.row();
         ClaimWatch.Judge judge = read.judge();
         Instant wall = time.now();
@@ -196,7 +195,7 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
         mutate(row, List.of(new Entry(claim.column, ClaimCodec.value(own.expiry, token, own.owner)),
                 new Entry(ClaimCodec.tokenColumn(token, claim.column), EMPTY)), deletions);
         ConsistentKeyClaim held = claim.held(token);
-        Judged confirming = readJudged(() -> readRowRetrying(lock, row));
+        ClaimJudging.Judged confirming = judging.read(() -> readRowRetrying(lock, row));
         String conflict = confirm(confirming.row(), confirming.judge(), lock, held);
         if (conflict != null) {
             deleteQuietly(lock, held.allColumns());
@@ -210,7 +209,7 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
     }
 
     private ConsistentKeyClaim verifyHeld(KeyColumn lock, ConsistentKeyClaim claim) {
-        Judged read = readJudged(() -> readRow(lock.encoded()));
+        ClaimJudging.Judged read = judging.read(() -> readRow(lock.encoded()));
         String conflict = confirm(read.row(), read.judge(), lock, claim);
         if (conflict != null) {
             throw new ExpiredLockException("our claim is no longer the holder: " + conflict, lock, null, null, reasonOf(conflict));
@@ -255,7 +254,7 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
     @Override
     public boolean writeRecord(KeyColumn lock, String name, byte[] value, ConsistentKeyClaim claim) {
         byte[] row = lock.encoded();
-        Judged read = readJudged(() -> readRow(row));
+        ClaimJudging.Judged read = judging.read(() -> readRow(row));
         if (confirm(read.row(), read.judge(), lock, claim) != null) {
             return false;
         }
@@ -279,7 +278,7 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
         byte[] row = lock.encoded();
         long started = time.nanoTime();
         Instant now = time.now();
-        Judged before = readJudged(() -> readRow(row));
+        ClaimJudging.Judged before = judging.read(() -> readRow(row));
         String conflict = confirm(before.row(), before.judge(), lock, claim);
         if (conflict != null) {
             throw new ExpiredLockException("cannot renew: our claim is " + conflict, lock, null, null, reasonOf(conflict));
@@ -293,7 +292,7 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
         }
         mutate(row, List.of(new Entry(claim.column, ClaimCodec.value(until, own.token, own.owner))), List.of());
         // the rewrite may have landed after our claim died and another holder came: confirm like a check does
-        Judged confirming = readJudged(() -> readRow(row));
+        ClaimJudging.Judged confirming = judging.read(() -> readRow(row));
         conflict = confirm(confirming.row(), confirming.judge(), lock, claim);
         if (conflict != null) {
             deleteQuietly(lock, claim.allColumns());
@@ -384,7 +383,7 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
         if (!lock.keyStartsWith(keyPrefix)) {
             return null;
         }
-        Judged read = readJudged(() -> readRow(row));
+        ClaimJudging.Judged read = judging.read(() -> readRow(row));
         ClaimCodec.Claim holder = read.row().holder(read.judge());
         return holder == null ? null : new LockInfo(lock, holder.owner, holder.token, holder.expiry);
     }
@@ -420,7 +419,7 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
 
     @Override
     public Optional<LockInfo> readHolder(KeyColumn lock) {
-        Judged read = readJudged(() -> readRow(lock.encoded()));
+        ClaimJudging.Judged read = judging.read(() -> readRow(lock.encoded()));
         ClaimCodec.Claim holder = read.row().holder(read.judge());
         return holder == null ? Optional.empty() : Optional.of(new LockInfo(lock, holder.owner, holder.token, holder.expiry));
     }
@@ -436,7 +435,7 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
      */
     private boolean removeWithToken(KeyColumn lock, long token, byte[] record) {
         byte[] row = lock.encoded();
-        Judged read = readJudged(() -> readRow(row));
+        ClaimJudging.Judged read = judging.read(() -> readRow(row));
         ClaimCodec.Claim holder = read.row().holder(read.judge());
         if (holder == null || holder.token != token) {
             return false;
@@ -512,26 +511,6 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
             return LossReason.EXPIRED;
         }
         return conflict.startsWith("gone") ? LossReason.GONE : LossReason.TAKEN_OVER;
-    }
-
-    /** A row as read, and the judge of the claims in it. */
-    private record Judged(LockRow row, ClaimWatch.Judge judge) {
-    }
-
-    /**
-     * Reads a row, and the judge of its claims from clock readings taken before and after the read. Claims are judged
-     * at the earlier of the time before the read and, should the clock have stepped back during it, that same instant
-     * on the clock as it reads after the read: a claim dead at an earlier instant was dead then, and its holder never
-     * renews past its own deadline, so neither a pause after the read nor a step back during it (a claim renewed on
-     * the clock set back) makes a live claim look dead.
-     */
-    private Judged readJudged(java.util.function.Supplier<LockRow> read) {
-        long before = time.nanoTime();
-        WallStepGuard.JudgingTime first = stepGuard.judgingTime(before, time.now(), time.nanoTime());
-        LockRow row = read.get();
-        before = time.nanoTime();
-        WallStepGuard.JudgingTime second = stepGuard.judgingTime(before, time.now(), time.nanoTime());
-        return new Judged(row, watch.judge(first.andAfter(second)));
     }
 
     /** Columns that are ours and never the holder: earlier attempts of this claim, and released claims not yet deleted. */

@@ -10,11 +10,8 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
@@ -69,7 +66,7 @@ class ReadingsEnteringOutOfOrderTest {
     }
 
     private void assertRefusedAfterAForwardStep(boolean pausedListings) throws Exception {
-        GatedClock bTime = new GatedClock(clock);
+        ThreadGatedClock bTime = new ThreadGatedClock(clock);
         ConsistentKeyDriver a = driver("a", clock);
         ConsistentKeyDriver b = driver("b", bTime);
         ConsistentKeyClaim held = a.verify(lock, a.write(lock, owner("a"), EXPIRY, null));
@@ -79,7 +76,7 @@ class ReadingsEnteringOutOfOrderTest {
         clock.stepWallClock(Duration.ofMinutes(1));
         ConsistentKeyClaim claim = b.write(lock, owner("b"), EXPIRY, null);
         if (pausedListings) {
-            Hooks main = bTime.hooksOf(Thread.currentThread());
+            ThreadGatedClock.Hooks main = bTime.hooksOf(Thread.currentThread());
             main.onNanos.put(3, first::enter);  // the read-back's first reading is taken; the first listing's enters
             main.onNanos.put(5, second::enter); // the read-back's second reading is taken; the second listing's enters
         }
@@ -109,10 +106,10 @@ class ReadingsEnteringOutOfOrderTest {
         }
     }
 
-    private Listing listing(ConsistentKeyDriver b, GatedClock bTime) throws InterruptedException {
+    private Listing listing(ConsistentKeyDriver b, ThreadGatedClock bTime) throws InterruptedException {
         Listing l = new Listing();
         Thread t = new Thread(() -> {
-            Hooks hooks = bTime.hooksOf(Thread.currentThread());
+            ThreadGatedClock.Hooks hooks = bTime.hooksOf(Thread.currentThread());
             hooks.onWall = () -> {
                 l.wallTaken.countDown();
                 await(l.resume);
@@ -142,56 +139,5 @@ class ReadingsEnteringOutOfOrderTest {
 
     private static LockOwner owner(String rid) {
         return LockerConfig.builder().rid(rid).build().owner("t");
-    }
-
-    /** What one thread does after its wall reading and after its n-th monotonic reading (counted from 1). */
-    private static final class Hooks {
-        volatile Runnable onWall;
-        final Map<Integer, Runnable> onNanos = new ConcurrentHashMap<>();
-        int nanoCalls;
-    }
-
-    /** A clock that runs a thread's hooks right after its readings, before the caller gets the value. */
-    private static final class GatedClock implements TimeSource {
-        private final VirtualClock clock;
-        private final Map<Thread, Hooks> hooks = new ConcurrentHashMap<>();
-
-        GatedClock(VirtualClock clock) {
-            this.clock = clock;
-        }
-
-        Hooks hooksOf(Thread t) {
-            return hooks.computeIfAbsent(t, x -> new Hooks());
-        }
-
-        @Override
-        public Instant now() {
-            Instant wall = clock.now();
-            Hooks h = hooks.get(Thread.currentThread());
-            if (h != null && h.onWall != null) {
-                Runnable r = h.onWall;
-                h.onWall = null;
-                r.run();
-            }
-            return wall;
-        }
-
-        @Override
-        public long nanoTime() {
-            long nanos = clock.nanoTime();
-            Hooks h = hooks.get(Thread.currentThread());
-            if (h != null) {
-                Runnable r = h.onNanos.remove(++h.nanoCalls);
-                if (r != null) {
-                    r.run();
-                }
-            }
-            return nanos;
-        }
-
-        @Override
-        public void sleep(Duration d) throws InterruptedException {
-            clock.sleep(d);
-        }
     }
 }

@@ -10,11 +10,8 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
@@ -73,7 +70,7 @@ class StepAfterAnOverlappingReadingTest {
     }
 
     private void assertRefusedAfterTwoForwardSteps(boolean preemptedListing) throws Exception {
-        GatedClock bTime = new GatedClock(clock);
+        ThreadGatedClock bTime = new ThreadGatedClock(clock);
         ConsistentKeyDriver a = driver("a", clock);
         ConsistentKeyDriver b = driver("b", bTime);
         Listing listing = preemptedListing ? listing(b, bTime) : null;
@@ -113,10 +110,10 @@ class StepAfterAnOverlappingReadingTest {
         }
     }
 
-    private Listing listing(ConsistentKeyDriver b, GatedClock bTime) throws InterruptedException {
+    private Listing listing(ConsistentKeyDriver b, ThreadGatedClock bTime) throws InterruptedException {
         Listing l = new Listing();
         Thread t = new Thread(() -> {
-            Hooks hooks = bTime.hooksOf(Thread.currentThread());
+            ThreadGatedClock.Hooks hooks = bTime.hooksOf(Thread.currentThread());
             hooks.onWall = () -> {
                 l.wallTaken.countDown();
                 await(l.resume);
@@ -146,56 +143,5 @@ class StepAfterAnOverlappingReadingTest {
 
     private static LockOwner owner(String rid) {
         return LockerConfig.builder().rid(rid).build().owner("t");
-    }
-
-    /** What one thread does after its wall reading and after its n-th monotonic reading (counted from 1). */
-    private static final class Hooks {
-        volatile Runnable onWall;
-        final Map<Integer, Runnable> onNanos = new ConcurrentHashMap<>();
-        int nanoCalls;
-    }
-
-    /** A clock that runs a thread's hooks right after its readings, before the caller gets the value. */
-    private static final class GatedClock implements TimeSource {
-        private final VirtualClock clock;
-        private final Map<Thread, Hooks> hooks = new ConcurrentHashMap<>();
-
-        GatedClock(VirtualClock clock) {
-            this.clock = clock;
-        }
-
-        Hooks hooksOf(Thread t) {
-            return hooks.computeIfAbsent(t, x -> new Hooks());
-        }
-
-        @Override
-        public Instant now() {
-            Instant wall = clock.now();
-            Hooks h = hooks.get(Thread.currentThread());
-            if (h != null && h.onWall != null) {
-                Runnable r = h.onWall;
-                h.onWall = null;
-                r.run();
-            }
-            return wall;
-        }
-
-        @Override
-        public long nanoTime() {
-            long nanos = clock.nanoTime();
-            Hooks h = hooks.get(Thread.currentThread());
-            if (h != null) {
-                Runnable r = h.onNanos.remove(++h.nanoCalls);
-                if (r != null) {
-                    r.run();
-                }
-            }
-            return nanos;
-        }
-
-        @Override
-        public void sleep(Duration d) throws InterruptedException {
-            clock.sleep(d);
-        }
     }
 }
