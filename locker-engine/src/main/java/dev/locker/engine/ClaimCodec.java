@@ -6,6 +6,7 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.Arrays;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The wait-and-read-back protocol's on-store format, published so that any tool can read a lock row.
@@ -17,7 +18,10 @@ import java.util.Arrays;
  *       nonce) order: ties go to the bytewise-smaller rid. The nonce makes every claim a column of its own, so two
  *       transactions of one locker (or an earlier attempt of the same claim) are never mistaken for each other.</li>
  *   <li>Claim value: version byte 1, expiry (epoch micros, 8 bytes), fencing token (8 bytes, 0 until the claim
- *       becomes the holder), then {@link LockOwner#toBytes()}.</li>
+ *       becomes the holder), {@link LockOwner#toBytes()}, then an 8-byte write number, a new one for every write of
+ *       the writing process (absent from claims of earlier builds; readers ignore what follows the owner). So no two
+ *       writes of a claim store the same value, and a reader that sees the value change knows it was written again,
+ *       whatever expiry it carries.</li>
  *   <li>Token column: the byte {@code 0xFF}, the 8-byte token, then the claim column of the holder it was issued to;
  *       empty value. One per issued token and never overwritten, so a late writer cannot lower the high-water mark:
  *       the next token is always above the greatest token column. A holder prunes the lower ones as it writes its own.
@@ -30,6 +34,8 @@ final class ClaimCodec {
     static final byte[] LEGACY_TOKEN_COLUMN = {0};
     private static final byte TOKEN_MARK = (byte) 0xFF;
     private static final byte VERSION = 1;
+    /** The last write number given out; columns differ between processes, so one count per process suffices. */
+    private static final AtomicLong WRITES = new AtomicLong();
 
     private ClaimCodec() {
     }
@@ -81,7 +87,8 @@ final class ClaimCodec {
 
     static byte[] value(Instant expiry, long token, LockOwner owner) {
         byte[] o = owner.toBytes();
-        return ByteBuffer.allocate(1 + 8 + 8 + o.length).put(VERSION).putLong(micros(expiry)).putLong(token).put(o).array();
+        return ByteBuffer.allocate(1 + 8 + 8 + o.length + 8).put(VERSION).putLong(micros(expiry)).putLong(token).put(o)
+                .putLong(WRITES.incrementAndGet()).array();
     }
 
     static Claim decode(byte[] column, byte[] value) {
@@ -92,7 +99,7 @@ final class ClaimCodec {
         Instant expiry = instant(buf.getLong());
         long token = buf.getLong();
         LockOwner owner = LockOwner.fromBytes(Arrays.copyOfRange(value, 17, value.length));
-        return new Claim(column, columnTime(column), columnRid(column), expiry, token, owner);
+        return new Claim(column, value, columnTime(column), columnRid(column), expiry, token, owner);
     }
 
     static long legacyTokenOf(byte[] value) {
@@ -102,14 +109,17 @@ final class ClaimCodec {
     /** One decoded claim of a lock row. */
     static final class Claim {
         final byte[] column;
+        /** The value as stored: one write of the claim, distinct from its other writes. */
+        final byte[] value;
         final Instant writtenAt;
         final String rid;
         final Instant expiry;
         final long token;
         final LockOwner owner;
 
-        Claim(byte[] column, Instant writtenAt, String rid, Instant expiry, long token, LockOwner owner) {
+        Claim(byte[] column, byte[] value, Instant writtenAt, String rid, Instant expiry, long token, LockOwner owner) {
             this.column = column;
+            this.value = value;
             this.writtenAt = writtenAt;
             this.rid = rid;
             this.expiry = expiry;

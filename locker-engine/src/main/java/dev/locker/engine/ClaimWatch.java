@@ -2,7 +2,7 @@ package dev.locker.engine;
 
 import java.nio.ByteBuffer;
 import java.time.Duration;
-import java.time.Instant;
+import java.util.Arrays;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -11,8 +11,9 @@ import java.util.Map;
  * Judges other processes' claims by this host's monotonic clock from the moment this locker first saw them. At its
  * first sight a claim's time left is read off the wall clock (less the forward steps {@link WallStepGuard} saw since
  * it was written); from then on it runs down on the monotonic clock, so no later step of the wall clock, forward or
- * back, changes when this locker takes the claim for dead. A claim is watched by its column, in the state last seen:
- * a renewal writes a new expiry, and is seen anew (as is an older state read again, on a late read).
+ * back, changes when this locker takes the claim for dead. A claim is watched by its column, in the state last seen
+ * (its stored value, which no two writes share): a renewal is seen anew, whatever expiry it writes (as is an older
+ * state read again, on a late read).
  *
  * <p>At most {@link #MOST} claims are watched, dead ones too (a step back would make them look alive again). Beyond that
  * the dead ones are dropped, then the oldest: a claim dropped is judged again at its next sight, as at a first sight.
@@ -40,21 +41,21 @@ final class ClaimWatch {
     }
 
     /**
-     * The deadline of the first sight of {@code expiry} in {@code column}: {@code seen}, unless another judging saw that
+     * The deadline of the first sight of {@code value} in {@code column}: {@code seen}, unless another judging saw that
      * state first. Another state of the column is replaced only by a read begun after the read that saw it had ended
      * ({@code readBegun}, {@code readEnded}): a late read of an older state must not bring that state back, since a
-     * renewal may write its expiry again.
+     * newer state may have been judged dead.
      */
-    private synchronized long deadline(ByteBuffer column, Instant expiry, long seen, long nowNanos, long readBegun,
+    private synchronized long deadline(ByteBuffer column, byte[] value, long seen, long nowNanos, long readBegun,
                                        long readEnded) {
         Watched first = deadlines.get(column);
-        if (first != null && first.expiry.equals(expiry)) {
+        if (first != null && Arrays.equals(first.value, value)) {
             return first.deadline;
         }
         if (first != null ? readBegun - first.readEnded < 0 : forgotAny && readBegun - forgottenReadEnded < 0) {
             return seen; // judged for this read alone
         }
-        deadlines.put(column, new Watched(expiry, seen, readEnded));
+        deadlines.put(column, new Watched(value, seen, readEnded));
         if (deadlines.size() > MOST) {
             forget(nowNanos);
         }
@@ -86,10 +87,10 @@ final class ClaimWatch {
     }
 
     /**
-     * The state of a claim last seen: its expiry, the monotonic reading at which its time left runs out, and one taken
-     * after the read that saw it.
+     * The state of a claim last seen: its stored value, the monotonic reading at which its time left runs out, and one
+     * taken after the read that saw it.
      */
-    private record Watched(Instant expiry, long deadline, long readEnded) {
+    private record Watched(byte[] value, long deadline, long readEnded) {
     }
 
     /** Judges claims at one judging time, taken before their row was read. */
@@ -115,14 +116,14 @@ final class ClaimWatch {
             synchronized (ClaimWatch.this) {
                 watched = deadlines.get(column);
             }
-            if (watched != null && watched.expiry.equals(c.expiry)) {
+            if (watched != null && Arrays.equals(watched.value, c.value)) {
                 return watched.deadline - at.nanos();
             }
             // a claim first seen by a judging taken before its row was read: it had at least this long left then; one
             // dead at its first sight is watched too, so that no later step back makes it live again
             long left = LockerEngine.saturatedNanos(Duration.between(at.forClaimWrittenAt(c.writtenAt), c.expiry));
             long readEnded = at.other() == null ? at.nanos() : at.other().nanos();
-            return deadline(column, c.expiry, at.nanos() + left, at.nanos(), at.nanosBefore(), readEnded)
+            return deadline(column, c.value, at.nanos() + left, at.nanos(), at.nanosBefore(), readEnded)
                     - at.nanos();
         }
     }

@@ -284,13 +284,8 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
             throw new ExpiredLockException("cannot renew: our claim is " + conflict, lock, null, null, reasonOf(conflict));
         }
         ClaimCodec.Claim own = before.row().find(claim.column);
-        Instant until = now.plus(expiry);
-        if (ClaimCodec.micros(until) == ClaimCodec.micros(own.expiry)) {
-            // the same expiry again (the clock was set back by the renewal's interval): others watch a claim by its
-            // expiry, so one unchanged would keep the deadline they gave the earlier state
-            until = until.plusNanos(1_000);
-        }
-        mutate(row, List.of(new Entry(claim.column, ClaimCodec.value(until, own.token, own.owner))), List.of());
+        // a new value even if the clock, set back, gives an expiry written before: others watch a claim by its value
+        mutate(row, List.of(new Entry(claim.column, ClaimCodec.value(now.plus(expiry), own.token, own.owner))), List.of());
         // the rewrite may have landed after our claim died and another holder came: confirm like a check does
         ClaimJudging.Judged confirming = judging.read(() -> readRow(row));
         conflict = confirm(confirming.row(), confirming.judge(), lock, claim);

@@ -1,5 +1,6 @@
 package dev.locker.engine;
 
+import dev.locker.api.LockOwner;
 import dev.locker.api.LockerConfig;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.Test;
@@ -81,8 +82,10 @@ class ClaimWatchDeadlinesTest {
         assertFalse(afterExpiry.isLive(claims.get(ClaimWatch.MOST)), "a watched claim outlived its expiry");
     }
 
+    private static final LockOwner OWNER = LockerConfig.builder().rid("w").build().owner("t");
+
     private static ClaimCodec.Claim claim(Instant writtenAt, long nonce, Duration expiry) {
-        return new ClaimCodec.Claim(ClaimCodec.column(writtenAt, "w", nonce), writtenAt, "w", writtenAt.plus(expiry),
-                0, null);
+        byte[] column = ClaimCodec.column(writtenAt, "w", nonce);
+        return ClaimCodec.decode(column, ClaimCodec.value(writtenAt.plus(expiry), 0, OWNER));
     }
 }

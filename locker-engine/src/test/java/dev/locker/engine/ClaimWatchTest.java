@@ -3,6 +3,7 @@ package dev.locker.engine;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.LeaseOptions;
+import dev.locker.api.LockOwner;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.TemporaryLockingException;
@@ -116,8 +117,10 @@ class ClaimWatchTest {
         assertFalse(later.isLive(claims.get(ClaimWatch.MOST)), "a watched claim outlived its time on the monotonic clock");
     }
 
+    private static final LockOwner OWNER = LockerConfig.builder().rid("w").build().owner("t");
+
     private static ClaimCodec.Claim claim(Instant writtenAt, long nonce, Duration expiry) {
-        return new ClaimCodec.Claim(ClaimCodec.column(writtenAt, "w", nonce), writtenAt, "w", writtenAt.plus(expiry),
-                0, null);
+        byte[] column = ClaimCodec.column(writtenAt, "w", nonce);
+        return ClaimCodec.decode(column, ClaimCodec.value(writtenAt.plus(expiry), 0, OWNER));
     }
 }

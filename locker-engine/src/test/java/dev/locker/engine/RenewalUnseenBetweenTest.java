@@ -6,7 +6,6 @@ import dev.locker.api.LockerConfig;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -47,7 +46,6 @@ class RenewalUnseenBetweenTest {
      * 26 s later A still holds, so B is refused.
      */
     @Test
-    @Disabled("a renewal avoids only the expiry it replaces, so it may repeat the state a reader still watches")
     void aRenewalRepeatingTheWatchedExpiryAfterAnUnseenRenewalLivesItsTimeFromTheRenewal() {
         assertRefused(false);
     }
