@@ -10,7 +10,6 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -61,14 +60,14 @@ class ClaimWrittenAfterAPausedStepBackTest {
     }
 
     private void assertRefusedAfterSteps(boolean pausedRead) throws Exception {
-        PausingClock bTime = new PausingClock(clock);
+        ThreadGatedClock bTime = new ThreadGatedClock(clock);
         ConsistentKeyDriver a = driver("a", clock);
         ConsistentKeyDriver b = driver("b", bTime);
         clock.advance(Duration.ofSeconds(1));
         clock.stepWallClock(Duration.ofSeconds(-60));
-        bTime.paused = pausedRead;
+        bTime.wallReturnedLate = pausedRead ? PAUSE : Duration.ZERO;
         b.readHolder(elsewhere); // both readings paused: the baseline falls to the least the first could show
-        bTime.paused = false;
+        bTime.wallReturnedLate = Duration.ZERO;
         clock.advance(Duration.ofSeconds(1));
         ConsistentKeyClaim held = a.verify(lock, a.write(lock, owner("a"), EXPIRY, null));
         clock.stepWallClock(Duration.ofSeconds(-30));
@@ -98,14 +97,14 @@ class ClaimWrittenAfterAPausedStepBackTest {
      */
     @Test
     void aForwardStepIsTakenOffAClaimWrittenInTheFrameAPausedReadingOpened() throws Exception {
-        PausingClock bTime = new PausingClock(clock);
+        ThreadGatedClock bTime = new ThreadGatedClock(clock);
         ConsistentKeyDriver a = driver("a", clock);
         ConsistentKeyDriver b = driver("b", bTime);
         clock.advance(Duration.ofSeconds(1));
         clock.stepWallClock(Duration.ofSeconds(-60));
-        bTime.paused = true;
+        bTime.wallReturnedLate = PAUSE;
         b.readHolder(elsewhere); // both readings paused: the baseline falls to the least the first could show
-        bTime.paused = false;
+        bTime.wallReturnedLate = Duration.ZERO;
         clock.advance(Duration.ofSeconds(1));
         ConsistentKeyClaim held = a.verify(lock, a.write(lock, owner("a"), EXPIRY, null));
         clock.advance(Duration.ofMillis(500));
@@ -127,36 +126,5 @@ class ClaimWrittenAfterAPausedStepBackTest {
 
     private static LockOwner owner(String rid) {
         return LockerConfig.builder().rid(rid).build().owner("t");
-    }
-
-    /** A clock that, while paused, lets a pause pass between each wall reading and the monotonic reading after it. */
-    private static final class PausingClock implements TimeSource {
-        private final VirtualClock clock;
-        volatile boolean paused;
-        private boolean wallRead;
-
-        PausingClock(VirtualClock clock) {
-            this.clock = clock;
-        }
-
-        @Override
-        public synchronized Instant now() {
-            wallRead = true;
-            return clock.now();
-        }
-
-        @Override
-        public synchronized long nanoTime() {
-            if (paused && wallRead) {
-                clock.advance(PAUSE);
-            }
-            wallRead = false;
-            return clock.nanoTime();
-        }
-
-        @Override
-        public void sleep(Duration d) throws InterruptedException {
-            clock.sleep(d);
-        }
     }
 }

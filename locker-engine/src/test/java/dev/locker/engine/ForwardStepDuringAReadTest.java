@@ -10,10 +10,10 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 
+import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 /** A forward step that a read's clock readings straddle is taken off a claim's first sight once, never twice. */
@@ -61,13 +61,14 @@ class ForwardStepDuringAReadTest {
      */
     @Test
     void aDeadClaimFirstSeenInAReadThatAForwardStepInterruptedIsNotKeptAliveForTheStep() {
-        PausingClock bTime = new PausingClock(clock);
+        ThreadGatedClock bTime = new ThreadGatedClock(clock);
         ConsistentKeyDriver a = driver("a", clock);
         ConsistentKeyDriver b = driver("b", bTime);
         a.verify(lock, a.write(lock, owner("a"), EXPIRY, null));
         clock.advance(Duration.ofSeconds(40));
-        bTime.afterMonotonicReadings(2, () -> clock.stepWallClock(STEP)); // after the first reading, before the read
+        bTime.afterNanos(2, () -> clock.stepWallClock(STEP)); // after the first reading, before the read
         b.readHolder(lock);
+        assertTrue(bTime.allHooksRan(), "the step did not come during the read");
         clock.advance(Duration.ofSeconds(1));
         assertGranted(b, "dead for 11 s");
     }
@@ -78,17 +79,18 @@ class ForwardStepDuringAReadTest {
      */
     @Test
     void aDeadClaimFirstSeenByAReadingThatEnteredAfterAForwardStepWasRecordedIsNotKeptAliveForTheStep() {
-        PausingClock bTime = new PausingClock(clock);
+        ThreadGatedClock bTime = new ThreadGatedClock(clock);
         ConsistentKeyDriver a = driver("a", clock);
         ConsistentKeyDriver b = driver("b", bTime);
         a.verify(lock, a.write(lock, owner("a"), EXPIRY, null));
         clock.advance(Duration.ofSeconds(40));
-        bTime.afterMonotonicReadings(2, () -> { // the listing's reading is taken; its thread is preempted
+        bTime.afterNanos(2, () -> { // the listing's reading is taken; its thread is preempted
             clock.advance(Duration.ofMillis(1));
             clock.stepWallClock(STEP);
             b.readHolder(other); // another thread of B: its reading enters first and records the step
         });
         b.readHolder(lock);
+        assertTrue(bTime.allHooksRan(), "the step did not come during the read");
         clock.advance(Duration.ofSeconds(1));
         assertGranted(b, "dead for 11 s");
     }
@@ -105,47 +107,5 @@ class ForwardStepDuringAReadTest {
 
     private static LockOwner owner(String rid) {
         return LockerConfig.builder().rid(rid).build().owner("t");
-    }
-
-    /** A clock that runs an action once, right after a chosen monotonic reading, before its caller goes on. */
-    private static final class PausingClock implements TimeSource {
-        private final VirtualClock clock;
-        private Runnable afterMonotonic;
-        private int monotonicLeft;
-
-        PausingClock(VirtualClock clock) {
-            this.clock = clock;
-        }
-
-        synchronized void afterMonotonicReadings(int readings, Runnable action) {
-            monotonicLeft = readings;
-            afterMonotonic = action;
-        }
-
-        @Override
-        public Instant now() {
-            return clock.now();
-        }
-
-        @Override
-        public long nanoTime() {
-            long nanos = clock.nanoTime();
-            Runnable action = null;
-            synchronized (this) {
-                if (afterMonotonic != null && --monotonicLeft == 0) {
-                    action = afterMonotonic;
-                    afterMonotonic = null;
-                }
-            }
-            if (action != null) {
-                action.run();
-            }
-            return nanos;
-        }
-
-        @Override
-        public void sleep(Duration d) throws InterruptedException {
-            clock.sleep(d);
-        }
     }
 }

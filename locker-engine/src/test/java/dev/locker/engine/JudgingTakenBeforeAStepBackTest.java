@@ -9,7 +9,6 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -46,13 +45,13 @@ class JudgingTakenBeforeAStepBackTest {
      */
     @Test
     void aClaimRenewedAfterAStepBackIsLiveToAReadBackWhoseClockWasReadBeforeIt() {
-        PausingClock cTime = new PausingClock(clock);
+        ThreadGatedClock cTime = new ThreadGatedClock(clock);
         ConsistentKeyDriver a = driver("a", clock);
         ConsistentKeyDriver c = driver("c", cTime);
         ConsistentKeyClaim[] held = {a.verify(lock, a.write(lock, owner("a"), EXPIRY, null))};
         clock.advance(Duration.ofSeconds(5));
         ConsistentKeyClaim claim = c.write(lock, owner("c"), EXPIRY, null);
-        cTime.afterNextWallReading(() -> {
+        cTime.afterWall(() -> {
             clock.stepWallClock(Duration.ofMinutes(-1));
             held[0] = a.renew(lock, held[0], EXPIRY);
         });
@@ -63,6 +62,7 @@ class JudgingTakenBeforeAStepBackTest {
             // A holds: the answer this test wants
         }
         assertTrue(clock.nanoTime() - held[0].deadlineNanos() < 0, "A's renewed claim ran out");
+        assertTrue(cTime.allHooksRan(), "the step did not come during the read-back");
         ConsistentKeyClaim grantedToC = granted;
         assertNull(grantedToC, () -> "C was granted token " + grantedToC.fencingToken() + " while A holds token "
                 + held[0].fencingToken() + " within its renewed deadline");
@@ -75,11 +75,11 @@ class JudgingTakenBeforeAStepBackTest {
      */
     @Test
     void aClaimWrittenWhileTheClockWasSetBackIsLiveToAReadBackAfterTheClockIsSetForward() {
-        PausingClock cTime = new PausingClock(clock);
+        ThreadGatedClock cTime = new ThreadGatedClock(clock);
         ConsistentKeyDriver a = driver("a", clock);
         ConsistentKeyDriver c = driver("c", cTime);
         clock.advance(Duration.ofSeconds(1));
-        cTime.afterMonotonicReadings(2, () -> { // the listing's reading is taken; its thread is preempted
+        cTime.afterNanos(2, () -> { // the listing's reading is taken; its thread is preempted
             clock.stepWallClock(Duration.ofMinutes(-1));
             c.readHolder(lock);
         });
@@ -96,6 +96,7 @@ class JudgingTakenBeforeAStepBackTest {
             // A holds: the answer this test wants
         }
         assertTrue(clock.nanoTime() - held.deadlineNanos() < 0, "A's claim ran out");
+        assertTrue(cTime.allHooksRan(), "the step did not come during the read-back");
         ConsistentKeyClaim grantedToC = granted;
         assertNull(grantedToC, () -> "C was granted token " + grantedToC.fencingToken() + " while A holds token "
                 + held.fencingToken() + " within its deadline");
@@ -103,61 +104,5 @@ class JudgingTakenBeforeAStepBackTest {
 
     private static dev.locker.api.LockOwner owner(String rid) {
         return LockerConfig.builder().rid(rid).build().owner("t");
-    }
-
-    /** A clock that runs an action once, right after a chosen reading, before its caller goes on. */
-    private static final class PausingClock implements TimeSource {
-        private final VirtualClock clock;
-        private Runnable afterWall;
-        private Runnable afterMonotonic;
-        private int monotonicLeft;
-
-        PausingClock(VirtualClock clock) {
-            this.clock = clock;
-        }
-
-        synchronized void afterNextWallReading(Runnable action) {
-            afterWall = action;
-        }
-
-        synchronized void afterMonotonicReadings(int readings, Runnable action) {
-            monotonicLeft = readings;
-            afterMonotonic = action;
-        }
-
-        @Override
-        public Instant now() {
-            Instant wall = clock.now();
-            Runnable action;
-            synchronized (this) {
-                action = afterWall;
-                afterWall = null;
-            }
-            if (action != null) {
-                action.run();
-            }
-            return wall;
-        }
-
-        @Override
-        public long nanoTime() {
-            long nanos = clock.nanoTime();
-            Runnable action = null;
-            synchronized (this) {
-                if (afterMonotonic != null && --monotonicLeft == 0) {
-                    action = afterMonotonic;
-                    afterMonotonic = null;
-                }
-            }
-            if (action != null) {
-                action.run();
-            }
-            return nanos;
-        }
-
-        @Override
-        public void sleep(Duration d) throws InterruptedException {
-            clock.sleep(d);
-        }
     }
 }

@@ -10,18 +10,18 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** A renewal repeating the expiry of a state a late read brought back lives its time from the renewal. */
+/**
+ * A late read of an earlier state brings that state back neither after a newer one was seen nor after a full watch
+ * dropped the newer one: a renewal repeating its expiry lives its time from the renewal.
+ */
 class LateReadOfAnEarlierStateTest {
 
     private static final Duration LOCK_WAIT = Duration.ofMillis(100);
@@ -59,17 +59,32 @@ class LateReadOfAnEarlierStateTest {
      */
     @Test
     void aRenewalRepeatingTheExpiryOfAStateALateReadBroughtBackLivesItsTimeFromTheRenewal() throws Exception {
-        assertRefusedAfterRenewals(true);
+        assertRefusedAfterRenewals(true, false);
+    }
+
+    /**
+     * The same, but B's main thread sees the claims of more locks than its watch keeps before the preempted thread
+     * judges the first renewal: B is refused.
+     */
+    @Test
+    void aLateReadOfAnEarlierStateAfterAFullWatchDroppedTheNewerOneDoesNotBringItBack() throws Exception {
+        assertRefusedAfterRenewals(true, true);
     }
 
     /** The same without the preempted thread: the main thread alone reads, and B is refused. */
     @Test
     void aRenewalRepeatingTheExpiryOfAStateBeforeTheLastLivesItsTimeFromTheRenewal() throws Exception {
-        assertRefusedAfterRenewals(false);
+        assertRefusedAfterRenewals(false, false);
     }
 
-    private void assertRefusedAfterRenewals(boolean lateRead) throws Exception {
-        GatedClock bTime = new GatedClock(clock);
+    /** The same with a full watch and no preempted thread: B is refused. */
+    @Test
+    void aRenewalAfterAFullWatchDroppedItsColumnLivesItsTimeFromTheRenewal() throws Exception {
+        assertRefusedAfterRenewals(false, true);
+    }
+
+    private void assertRefusedAfterRenewals(boolean lateRead, boolean fullWatch) throws Exception {
+        ThreadGatedClock bTime = new ThreadGatedClock(clock);
         ConsistentKeyDriver a = driver("a", clock);
         ConsistentKeyDriver b = driver("b", bTime);
         ConsistentKeyClaim held = a.verify(lock, a.write(lock, owner("a"), EXPIRY, null));
@@ -82,6 +97,15 @@ class LateReadOfAnEarlierStateTest {
         clock.advance(Duration.ofSeconds(10));
         held = a.renew(lock, held, EXPIRY);
         b.readHolder(lock); // B's main thread watches the second renewal
+        if (fullWatch) {
+            ConsistentKeyDriver c = driver("c", clock);
+            for (int i = 0; i <= ClaimWatch.MOST; i++) {
+                // live claims of other locks, first seen after A's: a full watch drops the oldest
+                KeyColumn other = KeyColumn.of("vertex:" + i, "age");
+                c.write(other, owner("c"), EXPIRY, null);
+                b.readHolder(other);
+            }
+        }
         if (lateRead) {
             late.resume.countDown();
             late.thread.join(5_000);
@@ -99,6 +123,7 @@ class LateReadOfAnEarlierStateTest {
             // A holds: the answer this test wants
         }
         assertTrue(clock.nanoTime() - renewed.deadlineNanos() < 0, "A's renewed claim ran out");
+        assertTrue(bTime.allHooksRan(), "a preempted reading never resumed");
         ConsistentKeyClaim grantedToB = granted;
         assertNull(grantedToB, () -> "B was granted token " + grantedToB.fencingToken() + " while A holds token "
                 + renewed.fencingToken() + " within its renewed deadline");
@@ -112,7 +137,7 @@ class LateReadOfAnEarlierStateTest {
         Thread thread;
     }
 
-    private Preempted preemptedRead(ConsistentKeyDriver b, GatedClock bTime) throws InterruptedException {
+    private Preempted preemptedRead(ConsistentKeyDriver b, ThreadGatedClock bTime) throws InterruptedException {
         Preempted p = new Preempted();
         p.thread = new Thread(() -> {
             // the third monotonic reading comes right after the row read: the thread stops there
@@ -142,43 +167,5 @@ class LateReadOfAnEarlierStateTest {
 
     private static LockOwner owner(String rid) {
         return LockerConfig.builder().rid(rid).build().owner("t");
-    }
-
-    /** A clock that runs a thread's hook right after its n-th monotonic reading, before the caller gets the value. */
-    private static final class GatedClock implements TimeSource {
-        private final VirtualClock clock;
-        private final Map<Thread, Map<Integer, Runnable>> hooks = new ConcurrentHashMap<>();
-        private final Map<Thread, Integer> calls = new ConcurrentHashMap<>();
-
-        GatedClock(VirtualClock clock) {
-            this.clock = clock;
-        }
-
-        void onNanos(Thread t, int n, Runnable r) {
-            hooks.computeIfAbsent(t, x -> new ConcurrentHashMap<>()).put(n, r);
-        }
-
-        @Override
-        public Instant now() {
-            return clock.now();
-        }
-
-        @Override
-        public long nanoTime() {
-            long nanos = clock.nanoTime();
-            Map<Integer, Runnable> h = hooks.get(Thread.currentThread());
-            if (h != null) {
-                Runnable r = h.remove(calls.merge(Thread.currentThread(), 1, Integer::sum));
-                if (r != null) {
-                    r.run();
-                }
-            }
-            return nanos;
-        }
-
-        @Override
-        public void sleep(Duration d) throws InterruptedException {
-            clock.sleep(d);
-        }
     }
 }

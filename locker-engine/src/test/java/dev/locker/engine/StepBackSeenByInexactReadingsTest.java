@@ -10,7 +10,6 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -62,14 +61,14 @@ class StepBackSeenByInexactReadingsTest {
     }
 
     private void assertRefusedAfterAStepBackAndItsUndoing(boolean preempted) {
-        PreemptedClock bTime = new PreemptedClock(clock);
+        ThreadGatedClock bTime = new ThreadGatedClock(clock);
         ConsistentKeyDriver a = driver("a", clock);
         ConsistentKeyDriver b = driver("b", bTime);
         clock.advance(Duration.ofSeconds(1));
         clock.stepWallClock(STEP.negated());
-        bTime.preempted = preempted;
+        bTime.wallTakenLate = preempted ? Duration.ofMillis(1) : Duration.ZERO;
         b.readHolder(other);
-        bTime.preempted = false;
+        bTime.wallTakenLate = Duration.ZERO;
         clock.advance(Duration.ofSeconds(1));
         ConsistentKeyClaim held = a.verify(lock, a.write(lock, owner("a"), EXPIRY, null));
         clock.advance(Duration.ofSeconds(1));
@@ -89,33 +88,5 @@ class StepBackSeenByInexactReadingsTest {
 
     private static LockOwner owner(String rid) {
         return LockerConfig.builder().rid(rid).build().owner("t");
-    }
-
-    /** A clock whose wall readings come 1 ms after the call while preempted, as when the thread loses its core. */
-    private static final class PreemptedClock implements TimeSource {
-        private final VirtualClock clock;
-        volatile boolean preempted;
-
-        PreemptedClock(VirtualClock clock) {
-            this.clock = clock;
-        }
-
-        @Override
-        public Instant now() {
-            if (preempted) {
-                clock.advance(Duration.ofMillis(1));
-            }
-            return clock.now();
-        }
-
-        @Override
-        public long nanoTime() {
-            return clock.nanoTime();
-        }
-
-        @Override
-        public void sleep(Duration d) throws InterruptedException {
-            clock.sleep(d);
-        }
     }
 }

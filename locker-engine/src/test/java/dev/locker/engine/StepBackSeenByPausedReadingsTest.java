@@ -10,7 +10,6 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -60,14 +59,14 @@ class StepBackSeenByPausedReadingsTest {
     }
 
     private void assertRefusedAfterAStepBackAndItsUndoing(Duration pause) {
-        PausedClock bTime = new PausedClock(clock);
+        ThreadGatedClock bTime = new ThreadGatedClock(clock);
         ConsistentKeyDriver a = driver("a", clock);
         ConsistentKeyDriver b = driver("b", bTime);
         clock.advance(Duration.ofSeconds(1));
         clock.stepWallClock(STEP.negated());
-        bTime.pause = pause;
+        bTime.wallReturnedLate = pause;
         b.readHolder(other);
-        bTime.pause = Duration.ZERO;
+        bTime.wallReturnedLate = Duration.ZERO;
         clock.advance(Duration.ofSeconds(1));
         ConsistentKeyClaim held = a.verify(lock, a.write(lock, owner("a"), EXPIRY, null));
         clock.advance(Duration.ofSeconds(1));
@@ -87,32 +86,5 @@ class StepBackSeenByPausedReadingsTest {
 
     private static LockOwner owner(String rid) {
         return LockerConfig.builder().rid(rid).build().owner("t");
-    }
-
-    /** A clock whose thread loses its core for {@code pause} right after each wall reading. */
-    private static final class PausedClock implements TimeSource {
-        private final VirtualClock clock;
-        volatile Duration pause = Duration.ZERO;
-
-        PausedClock(VirtualClock clock) {
-            this.clock = clock;
-        }
-
-        @Override
-        public Instant now() {
-            Instant wall = clock.now();
-            clock.advance(pause);
-            return wall;
-        }
-
-        @Override
-        public long nanoTime() {
-            return clock.nanoTime();
-        }
-
-        @Override
-        public void sleep(Duration d) throws InterruptedException {
-            clock.sleep(d);
-        }
     }
 }

@@ -10,11 +10,8 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -64,7 +61,7 @@ class StepDuringAPausedReadingTest {
     }
 
     private void assertRefused(Duration pause) {
-        GatedClock bTime = new GatedClock(clock);
+        ThreadGatedClock bTime = new ThreadGatedClock(clock);
         ConsistentKeyDriver a = driver("a", clock);
         ConsistentKeyDriver b = driver("b", bTime);
         clock.advance(Duration.ofSeconds(1));
@@ -72,14 +69,15 @@ class StepDuringAPausedReadingTest {
         clock.advance(Duration.ofSeconds(1));
         ConsistentKeyClaim[] held = new ConsistentKeyClaim[1];
         long[] writeStarted = new long[1];
-        bTime.arm(1, () -> { // B's read is preempted after its first monotonic reading
+        bTime.afterNanos(1, () -> { // B's read is preempted after its first monotonic reading
             clock.advance(pause);
             clock.stepWallClock(Duration.ofMinutes(-1));
             writeStarted[0] = clock.nanoTime();
             held[0] = a.verify(lock, a.write(lock, owner("a"), EXPIRY, null));
         });
-        bTime.arm(3, () -> clock.stepWallClock(Duration.ofMinutes(1))); // after the row read, before the wall reading
+        bTime.afterNanos(3, () -> clock.stepWallClock(Duration.ofMinutes(1))); // after the row read, before the wall reading
         b.readHolder(other);
+        assertTrue(bTime.allHooksRan(), "the steps did not come during the read");
         clock.advance(Duration.ofMillis(29_300).minusNanos(clock.nanoTime() - writeStarted[0]));
         ConsistentKeyClaim claim = b.write(lock, owner("b"), EXPIRY, null);
         ConsistentKeyClaim granted = null;
@@ -96,45 +94,5 @@ class StepDuringAPausedReadingTest {
 
     private static LockOwner owner(String rid) {
         return LockerConfig.builder().rid(rid).build().owner("t");
-    }
-
-    /** A clock that runs a hook right after the n-th monotonic reading of the test's thread since it was armed. */
-    private static final class GatedClock implements TimeSource {
-        private final VirtualClock clock;
-        private final Map<Integer, Runnable> hooks = new ConcurrentHashMap<>();
-        private Thread armed;
-        private int calls;
-
-        GatedClock(VirtualClock clock) {
-            this.clock = clock;
-        }
-
-        void arm(int n, Runnable r) {
-            armed = Thread.currentThread();
-            calls = 0;
-            hooks.put(n, r);
-        }
-
-        @Override
-        public Instant now() {
-            return clock.now();
-        }
-
-        @Override
-        public long nanoTime() {
-            long nanos = clock.nanoTime();
-            if (Thread.currentThread() == armed) {
-                Runnable r = hooks.remove(++calls);
-                if (r != null) {
-                    r.run();
-                }
-            }
-            return nanos;
-        }
-
-        @Override
-        public void sleep(Duration d) throws InterruptedException {
-            clock.sleep(d);
-        }
     }
 }
