@@ -3,41 +3,21 @@ package dev.locker.engine;
 import dev.locker.api.ExpiredLockException;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.LockerConfig;
-import dev.locker.testkit.VirtualClock;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayList;
-import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Claims are judged consistently across wall-clock steps, whichever reading or thread sees them first. */
-class ClaimJudgingAcrossClockStepsTest {
+class ClaimJudgingAcrossClockStepsTest extends JudgingScenario {
 
-    private static final Duration LOCK_WAIT = Duration.ofMillis(100);
-    private static final Duration EXPIRY = Duration.ofSeconds(30);
-
-    private final VirtualClock clock = new VirtualClock();
-    private final InMemoryStore shared = new InMemoryStore("steps");
-    private final List<ConsistentKeyDriver> drivers = new ArrayList<>();
-    private final KeyColumn lock = KeyColumn.of("vertex:42", "name");
-
-    @AfterEach
-    void tearDown() {
-        drivers.forEach(ConsistentKeyDriver::close);
-    }
-
-    private ConsistentKeyDriver driver(String rid) {
-        LockerConfig config = LockerConfig.builder().rid(rid).expiry(EXPIRY).lockWait(LOCK_WAIT).scrubExpired(false)
-                .timeSource(clock).build();
-        ConsistentKeyDriver d = new ConsistentKeyDriver(config, shared, false, 16);
-        drivers.add(d);
-        return d;
+    @Override
+    ConsistentKeyDriver driver(String rid) {
+        return driver(config(rid, clock).scrubExpired(false));
     }
 
     /**

@@ -1,46 +1,17 @@
 package dev.locker.engine;
 
-import dev.locker.api.KeyColumn;
-import dev.locker.api.LockOwner;
-import dev.locker.api.LockerConfig;
 import dev.locker.api.TemporaryLockingException;
-import dev.locker.api.TimeSource;
-import dev.locker.testkit.VirtualClock;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** A forward step is taken off a claim written late in a frame that a paused reading opened. */
-class ClaimWrittenAfterAPausedStepBackTest {
+class ClaimWrittenAfterAPausedStepBackTest extends JudgingScenario {
 
-    private static final Duration LOCK_WAIT = Duration.ofMillis(100);
-    private static final Duration EXPIRY = Duration.ofSeconds(30);
     private static final Duration PAUSE = Duration.ofSeconds(1);
-
-    private final VirtualClock clock = new VirtualClock();
-    private final InMemoryStore shared = new InMemoryStore("paused-frame");
-    private final List<ConsistentKeyDriver> drivers = new ArrayList<>();
-    private final KeyColumn lock = KeyColumn.of("vertex:42", "name");
-    private final KeyColumn elsewhere = KeyColumn.of("vertex:7", "age");
-
-    @AfterEach
-    void tearDown() {
-        drivers.forEach(ConsistentKeyDriver::close);
-    }
-
-    private ConsistentKeyDriver driver(String rid, TimeSource time) {
-        LockerConfig config = LockerConfig.builder().rid(rid).expiry(EXPIRY).lockWait(LOCK_WAIT).timeSource(time)
-                .build();
-        ConsistentKeyDriver d = new ConsistentKeyDriver(config, shared, false, 16);
-        drivers.add(d);
-        return d;
-    }
 
     /**
      * A and B run on one host. NTP sets the clock back a minute; B's next read of another lock is paused between each
@@ -66,15 +37,15 @@ class ClaimWrittenAfterAPausedStepBackTest {
         clock.advance(Duration.ofSeconds(1));
         clock.stepWallClock(Duration.ofSeconds(-60));
         bTime.wallReturnedLate = pausedRead ? PAUSE : Duration.ZERO;
-        b.readHolder(elsewhere); // both readings paused: the baseline falls to the least the first could show
+        b.readHolder(other); // both readings paused: the baseline falls to the least the first could show
         bTime.wallReturnedLate = Duration.ZERO;
         clock.advance(Duration.ofSeconds(1));
         ConsistentKeyClaim held = a.verify(lock, a.write(lock, owner("a"), EXPIRY, null));
         clock.stepWallClock(Duration.ofSeconds(-30));
-        b.readHolder(elsewhere); // an exact reading: the frame A wrote in is left
+        b.readHolder(other); // an exact reading: the frame A wrote in is left
         clock.advance(Duration.ofSeconds(1));
         clock.stepWallClock(Duration.ofSeconds(90));
-        b.readHolder(elsewhere); // an exact reading: the forward step is recorded
+        b.readHolder(other); // an exact reading: the forward step is recorded
         clock.advance(Duration.ofSeconds(1));
         ConsistentKeyClaim claim = b.write(lock, owner("b"), EXPIRY, null);
         ConsistentKeyClaim granted = null;
@@ -103,13 +74,13 @@ class ClaimWrittenAfterAPausedStepBackTest {
         clock.advance(Duration.ofSeconds(1));
         clock.stepWallClock(Duration.ofSeconds(-60));
         bTime.wallReturnedLate = PAUSE;
-        b.readHolder(elsewhere); // both readings paused: the baseline falls to the least the first could show
+        b.readHolder(other); // both readings paused: the baseline falls to the least the first could show
         bTime.wallReturnedLate = Duration.ZERO;
         clock.advance(Duration.ofSeconds(1));
         ConsistentKeyClaim held = a.verify(lock, a.write(lock, owner("a"), EXPIRY, null));
         clock.advance(Duration.ofMillis(500));
         clock.stepWallClock(Duration.ofSeconds(60));
-        b.readHolder(elsewhere); // an exact reading: the forward step is recorded
+        b.readHolder(other); // an exact reading: the forward step is recorded
         clock.advance(Duration.ofSeconds(1));
         ConsistentKeyClaim claim = b.write(lock, owner("b"), EXPIRY, null);
         ConsistentKeyClaim granted = null;
@@ -122,9 +93,5 @@ class ClaimWrittenAfterAPausedStepBackTest {
         ConsistentKeyClaim grantedToB = granted;
         assertNull(grantedToB, () -> "B was granted token " + grantedToB.fencingToken() + " while A holds token "
                 + held.fencingToken() + " within its deadline");
-    }
-
-    private static LockOwner owner(String rid) {
-        return LockerConfig.builder().rid(rid).build().owner("t");
     }
 }

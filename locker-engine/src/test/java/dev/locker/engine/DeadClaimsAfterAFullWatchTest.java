@@ -1,39 +1,17 @@
 package dev.locker.engine;
 
 import dev.locker.api.KeyColumn;
-import dev.locker.api.LockOwner;
-import dev.locker.api.LockerConfig;
-import dev.locker.testkit.VirtualClock;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 
 /** A claim judged dead stays dead after the clock is set back, however many claims the locker watched since. */
-class DeadClaimsAfterAFullWatchTest {
+class DeadClaimsAfterAFullWatchTest extends JudgingScenario {
 
-    private static final Duration LOCK_WAIT = Duration.ofMillis(100);
-    private static final Duration EXPIRY = Duration.ofSeconds(30);
-
-    private final VirtualClock clock = new VirtualClock();
-    private final InMemoryStore shared = new InMemoryStore("full-watch");
-    private final List<ConsistentKeyDriver> drivers = new ArrayList<>();
-    private final KeyColumn lock = KeyColumn.of("vertex:42", "name");
-
-    @AfterEach
-    void tearDown() {
-        drivers.forEach(ConsistentKeyDriver::close);
-    }
-
-    private ConsistentKeyDriver driver(String rid) {
-        LockerConfig config = LockerConfig.builder().rid(rid).expiry(EXPIRY).lockWait(LOCK_WAIT).scrubExpired(false)
-                .timeSource(clock).build();
-        ConsistentKeyDriver d = new ConsistentKeyDriver(config, shared, false, 16);
-        drivers.add(d);
-        return d;
+    @Override
+    ConsistentKeyDriver driver(String rid) {
+        return driver(config(rid, clock).scrubExpired(false));
     }
 
     /**
@@ -57,9 +35,5 @@ class DeadClaimsAfterAFullWatchTest {
         clock.stepWallClock(Duration.ofHours(-1));
         clock.advance(Duration.ofSeconds(1));
         c.verify(lock, held);
-    }
-
-    private static LockOwner owner(String rid) {
-        return LockerConfig.builder().rid(rid).build().owner("t");
     }
 }

@@ -1,11 +1,7 @@
 package dev.locker.engine;
 
 import dev.locker.api.KeyColumn;
-import dev.locker.api.LockOwner;
-import dev.locker.api.LockerConfig;
 import dev.locker.api.TemporaryLockingException;
-import dev.locker.api.TimeSource;
-import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -22,17 +18,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * A late read of an earlier state brings that state back neither after a newer one was seen nor after a full watch
  * dropped the newer one: a renewal repeating its expiry lives its time from the renewal.
  */
-class LateReadOfAnEarlierStateTest {
+class LateReadOfAnEarlierStateTest extends JudgingScenario {
 
-    private static final Duration LOCK_WAIT = Duration.ofMillis(100);
-    private static final Duration EXPIRY = Duration.ofSeconds(30);
-
-    private final VirtualClock clock = new VirtualClock();
-    private final InMemoryStore shared = new InMemoryStore("late-earlier");
-    private final List<ConsistentKeyDriver> drivers = new ArrayList<>();
     private final List<Thread> threads = new ArrayList<>();
     private final CountDownLatch finish = new CountDownLatch(1);
-    private final KeyColumn lock = KeyColumn.of("vertex:42", "name");
 
     @AfterEach
     void tearDown() throws InterruptedException {
@@ -40,15 +29,6 @@ class LateReadOfAnEarlierStateTest {
         for (Thread t : threads) {
             t.join(5_000);
         }
-        drivers.forEach(ConsistentKeyDriver::close);
-    }
-
-    private ConsistentKeyDriver driver(String rid, TimeSource time) {
-        LockerConfig config = LockerConfig.builder().rid(rid).expiry(EXPIRY).lockWait(LOCK_WAIT).timeSource(time)
-                .build();
-        ConsistentKeyDriver d = new ConsistentKeyDriver(config, shared, false, 16);
-        drivers.add(d);
-        return d;
     }
 
     /**
@@ -163,9 +143,5 @@ class LateReadOfAnEarlierStateTest {
             Thread.currentThread().interrupt();
             throw new IllegalStateException(e);
         }
-    }
-
-    private static LockOwner owner(String rid) {
-        return LockerConfig.builder().rid(rid).build().owner("t");
     }
 }

@@ -1,47 +1,27 @@
 package dev.locker.engine;
 
 import dev.locker.api.KeyColumn;
-import dev.locker.api.LockOwner;
-import dev.locker.api.LockerConfig;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.api.TimeSource;
 import dev.locker.testkit.VirtualClock;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayList;
-import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Claims are judged the same when the monotonic clock wraps past Long.MAX_VALUE during their life. */
-class MonotonicClockWrapTest {
+class MonotonicClockWrapTest extends JudgingScenario {
 
-    private static final Duration LOCK_WAIT = Duration.ofMillis(100);
-    private static final Duration EXPIRY = Duration.ofSeconds(30);
-
-    private final VirtualClock clock = new VirtualClock();
     /** nanoTime may start anywhere: this one passes Long.MAX_VALUE 10 s in. */
     private final TimeSource wrapping = new Wrapping(clock, Long.MAX_VALUE - Duration.ofSeconds(10).toNanos());
-    private final InMemoryStore shared = new InMemoryStore("wrap");
-    private final List<ConsistentKeyDriver> drivers = new ArrayList<>();
-    private final KeyColumn lock = KeyColumn.of("vertex:42", "name");
 
-    @AfterEach
-    void tearDown() {
-        drivers.forEach(ConsistentKeyDriver::close);
-    }
-
-    private ConsistentKeyDriver driver(String rid) {
-        LockerConfig config = LockerConfig.builder().rid(rid).expiry(EXPIRY).lockWait(LOCK_WAIT).timeSource(wrapping)
-                .build();
-        ConsistentKeyDriver d = new ConsistentKeyDriver(config, shared, false, 16);
-        drivers.add(d);
-        return d;
+    @Override
+    ConsistentKeyDriver driver(String rid) {
+        return driver(rid, wrapping);
     }
 
     /**
@@ -81,10 +61,6 @@ class MonotonicClockWrapTest {
         assertTrue(wrapping.nanoTime() - held.deadlineNanos() < 0, "A's claim ran out");
         ConsistentKeyClaim claim = b.write(lock, owner("b"), EXPIRY, null);
         assertThrows(TemporaryLockingException.class, () -> b.verify(lock, claim), "B was granted while A holds");
-    }
-
-    private static LockOwner owner(String rid) {
-        return LockerConfig.builder().rid(rid).build().owner("t");
     }
 
     /** The virtual clock with its monotonic readings moved by {@code base}, wrapping as nanoTime may. */

@@ -1,11 +1,6 @@
 package dev.locker.engine;
 
-import dev.locker.api.KeyColumn;
-import dev.locker.api.LockOwner;
-import dev.locker.api.LockerConfig;
 import dev.locker.api.TemporaryLockingException;
-import dev.locker.api.TimeSource;
-import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -19,18 +14,10 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** A forward step is taken off a read-back's judging however its locker's threads' readings enter the guard. */
-class ReadingsEnteringOutOfOrderTest {
+class ReadingsEnteringOutOfOrderTest extends JudgingScenario {
 
-    private static final Duration LOCK_WAIT = Duration.ofMillis(100);
-    private static final Duration EXPIRY = Duration.ofSeconds(30);
-
-    private final VirtualClock clock = new VirtualClock();
-    private final InMemoryStore shared = new InMemoryStore("out-of-order");
-    private final List<ConsistentKeyDriver> drivers = new ArrayList<>();
     private final List<Thread> threads = new ArrayList<>();
     private final CountDownLatch finish = new CountDownLatch(1);
-    private final KeyColumn lock = KeyColumn.of("vertex:42", "name");
-    private final KeyColumn other = KeyColumn.of("vertex:43", "name");
 
     @AfterEach
     void tearDown() throws InterruptedException {
@@ -38,15 +25,6 @@ class ReadingsEnteringOutOfOrderTest {
         for (Thread t : threads) {
             t.join(5_000);
         }
-        drivers.forEach(ConsistentKeyDriver::close);
-    }
-
-    private ConsistentKeyDriver driver(String rid, TimeSource time) {
-        LockerConfig config = LockerConfig.builder().rid(rid).expiry(EXPIRY).lockWait(LOCK_WAIT).timeSource(time)
-                .build();
-        ConsistentKeyDriver d = new ConsistentKeyDriver(config, shared, false, 16);
-        drivers.add(d);
-        return d;
     }
 
     /** A and B run on one host. NTP steps the clock a minute forward; A's claim has 25 s left, so B is refused. */
@@ -135,9 +113,5 @@ class ReadingsEnteringOutOfOrderTest {
             Thread.currentThread().interrupt();
             throw new IllegalStateException(e);
         }
-    }
-
-    private static LockOwner owner(String rid) {
-        return LockerConfig.builder().rid(rid).build().owner("t");
     }
 }

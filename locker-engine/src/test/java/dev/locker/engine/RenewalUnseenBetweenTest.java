@@ -1,44 +1,15 @@
 package dev.locker.engine;
 
-import dev.locker.api.KeyColumn;
-import dev.locker.api.LockOwner;
-import dev.locker.api.LockerConfig;
 import dev.locker.api.TemporaryLockingException;
-import dev.locker.testkit.VirtualClock;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** A renewal repeating the expiry of the state last watched, with a state between it never seen, lives its time. */
-class RenewalUnseenBetweenTest {
-
-    private static final Duration LOCK_WAIT = Duration.ofMillis(100);
-    private static final Duration EXPIRY = Duration.ofSeconds(30);
-
-    private final VirtualClock clock = new VirtualClock();
-    private final InMemoryStore shared = new InMemoryStore("unseen-between");
-    private final List<ConsistentKeyDriver> drivers = new ArrayList<>();
-    private final KeyColumn lock = KeyColumn.of("vertex:42", "name");
-    private final KeyColumn elsewhere = KeyColumn.of("vertex:7", "age");
-
-    @AfterEach
-    void tearDown() {
-        drivers.forEach(ConsistentKeyDriver::close);
-    }
-
-    private ConsistentKeyDriver driver(String rid) {
-        LockerConfig config = LockerConfig.builder().rid(rid).expiry(EXPIRY).lockWait(LOCK_WAIT).timeSource(clock)
-                .build();
-        ConsistentKeyDriver d = new ConsistentKeyDriver(config, shared, false, 16);
-        drivers.add(d);
-        return d;
-    }
+class RenewalUnseenBetweenTest extends JudgingScenario {
 
     /**
      * A and B run on one host. A renews every 10 s for 30 s, and B sees the first renewal but not the second. NTP sets
@@ -70,7 +41,7 @@ class RenewalUnseenBetweenTest {
         }
         clock.advance(Duration.ofSeconds(5));
         clock.stepWallClock(Duration.ofSeconds(-15));
-        b.readHolder(elsewhere); // B reads its clocks after the step back, exactly
+        b.readHolder(other); // B reads its clocks after the step back, exactly
         ConsistentKeyClaim renewed = a.renew(lock, held, EXPIRY);
         clock.advance(Duration.ofSeconds(26));
         ConsistentKeyClaim claim = b.write(lock, owner("b"), EXPIRY, null);
@@ -84,9 +55,5 @@ class RenewalUnseenBetweenTest {
         ConsistentKeyClaim grantedToB = granted;
         assertNull(grantedToB, () -> "B was granted token " + grantedToB.fencingToken() + " while A holds token "
                 + renewed.fencingToken() + " within its renewed deadline");
-    }
-
-    private static LockOwner owner(String rid) {
-        return LockerConfig.builder().rid(rid).build().owner("t");
     }
 }

@@ -1,48 +1,21 @@
 package dev.locker.engine;
 
-import dev.locker.api.KeyColumn;
-import dev.locker.api.LockOwner;
-import dev.locker.api.LockerConfig;
 import dev.locker.api.TemporaryLockingException;
-import dev.locker.testkit.VirtualClock;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.fail;
 
 /** A wall clock that NTP slews (500 ppm at most) is not taken for a stepped one: no claim lives on for it. */
-class SlewedWallClockTest {
+class SlewedWallClockTest extends JudgingScenario {
 
-    private static final Duration LOCK_WAIT = Duration.ofMillis(100);
-    private static final Duration EXPIRY = Duration.ofSeconds(30);
     private static final Duration INTERVAL = Duration.ofSeconds(10);
     /** What NTP's largest slew (500 ppm) adds to the wall clock in one interval. */
     private static final Duration SLEW = Duration.ofMillis(5);
     /** What a slew of 50 ppm adds to the wall clock in one interval. */
     private static final Duration SLOW_SLEW = Duration.ofNanos(500_000);
-
-    private final VirtualClock clock = new VirtualClock();
-    private final InMemoryStore shared = new InMemoryStore("slew");
-    private final List<ConsistentKeyDriver> drivers = new ArrayList<>();
-    private final KeyColumn lock = KeyColumn.of("vertex:42", "name");
-
-    @AfterEach
-    void tearDown() {
-        drivers.forEach(ConsistentKeyDriver::close);
-    }
-
-    private ConsistentKeyDriver driver(String rid) {
-        LockerConfig config = LockerConfig.builder().rid(rid).expiry(EXPIRY).lockWait(LOCK_WAIT).timeSource(clock)
-                .build();
-        ConsistentKeyDriver d = new ConsistentKeyDriver(config, shared, false, 16);
-        drivers.add(d);
-        return d;
-    }
 
     /**
      * A holds the lock for a day and renews it every 10 s; B looks at it as often. NTP slews the host's clock forward
@@ -80,9 +53,5 @@ class SlewedWallClockTest {
             fail("B was refused by A's claim, expired 1 s ago, judged to live " + refused.holderExpiresIn().orElse(null)
                     + " more: " + refused.getMessage());
         }
-    }
-
-    private static LockOwner owner(String rid) {
-        return LockerConfig.builder().rid(rid).build().owner("t");
     }
 }

@@ -1,46 +1,17 @@
 package dev.locker.engine;
 
-import dev.locker.api.KeyColumn;
-import dev.locker.api.LockOwner;
-import dev.locker.api.LockerConfig;
 import dev.locker.api.TemporaryLockingException;
-import dev.locker.api.TimeSource;
-import dev.locker.testkit.VirtualClock;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** A step back far larger than a pause inside B's clock readings is followed, so its undoing is seen. */
-class StepBackSeenByPausedReadingsTest {
+class StepBackSeenByPausedReadingsTest extends JudgingScenario {
 
-    private static final Duration LOCK_WAIT = Duration.ofMillis(100);
-    private static final Duration EXPIRY = Duration.ofSeconds(30);
     private static final Duration STEP = Duration.ofMinutes(1);
-
-    private final VirtualClock clock = new VirtualClock();
-    private final InMemoryStore shared = new InMemoryStore("paused");
-    private final List<ConsistentKeyDriver> drivers = new ArrayList<>();
-    private final KeyColumn lock = KeyColumn.of("vertex:42", "name");
-    private final KeyColumn other = KeyColumn.of("vertex:43", "name");
-
-    @AfterEach
-    void tearDown() {
-        drivers.forEach(ConsistentKeyDriver::close);
-    }
-
-    private ConsistentKeyDriver driver(String rid, TimeSource time) {
-        LockerConfig config = LockerConfig.builder().rid(rid).expiry(EXPIRY).lockWait(LOCK_WAIT).timeSource(time)
-                .build();
-        ConsistentKeyDriver d = new ConsistentKeyDriver(config, shared, false, 16);
-        drivers.add(d);
-        return d;
-    }
 
     /** B's thread loses its core for 20 ms after each wall reading while the clock is set back: B is refused. */
     @Test
@@ -82,9 +53,5 @@ class StepBackSeenByPausedReadingsTest {
         ConsistentKeyClaim grantedToB = granted;
         assertNull(grantedToB, () -> "B was granted token " + grantedToB.fencingToken() + " while A holds token "
                 + held.fencingToken() + " within its deadline");
-    }
-
-    private static LockOwner owner(String rid) {
-        return LockerConfig.builder().rid(rid).build().owner("t");
     }
 }
