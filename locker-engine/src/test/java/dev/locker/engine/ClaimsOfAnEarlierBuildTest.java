@@ -18,10 +18,11 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** Claims written by an earlier build, whose values carry no write number, are judged as safely as this build's. */
+/** Lockers of this build and of an earlier build, sharing a store, never judge a claim held by the other dead. */
 class ClaimsOfAnEarlierBuildTest {
 
     private static final Duration LOCK_WAIT = Duration.ofMillis(100);
@@ -61,6 +62,33 @@ class ClaimsOfAnEarlierBuildTest {
     @Test
     void aRenewalOfAnEarlierBuildLivesItsTimeFromTheRenewal() {
         assertRefusedAfterRenewals(Duration.ZERO);
+    }
+
+    /**
+     * Readers of earlier builds watch a claim's state by its expiry alone. A renews, NTP sets the clock back by the
+     * interval, and A renews again: the stored expiry must change, or such a reader keeps the earlier state's deadline.
+     */
+    @Test
+    @Disabled("a renewal may store the expiry it replaces, which readers of earlier builds take for the same state")
+    void aRenewalNeverStoresTheExpiryItReplacesSoThatReadersOfEarlierBuildsSeeItAnew() {
+        ConsistentKeyDriver a = driver("a");
+        ConsistentKeyClaim held = a.verify(lock, a.write(lock, owner("a"), EXPIRY, null));
+        clock.advance(Duration.ofSeconds(10));
+        held = a.renew(lock, held, EXPIRY);
+        Instant replaced = storedExpiry(held);
+        clock.stepWallClock(Duration.ofSeconds(-10));
+        clock.advance(Duration.ofSeconds(10));
+        held = a.renew(lock, held, EXPIRY);
+        assertNotEquals(replaced, storedExpiry(held), "the renewal stored the expiry it replaced");
+    }
+
+    private Instant storedExpiry(ConsistentKeyClaim claim) {
+        for (Entry e : shared.getSlice(lock.encoded(), new byte[0], new byte[0], shared.beginTransaction())) {
+            if (java.util.Arrays.equals(e.column(), claim.column)) {
+                return ClaimCodec.decode(e.column(), e.value()).expiry;
+            }
+        }
+        throw new AssertionError("the claim is not in the store");
     }
 
     private void assertRefusedAfterRenewals(Duration step) {
