@@ -117,8 +117,19 @@ public final class LockOwner {
      * @return the owner
      */
     public static LockOwner fromBytes(byte[] bytes) {
+        return read(ByteBuffer.wrap(bytes));
+    }
+
+    /**
+     * Reads an owner written by {@link #toBytes()} from {@code buf}'s position, and leaves the position right after
+     * it: for formats that store more after the owner. Throws IllegalArgumentException on bytes it did not write.
+     *
+     * @param buf bytes, from the owner's first
+     * @return the owner
+     */
+    public static LockOwner read(ByteBuffer buf) {
+        int length = buf.remaining();
         try {
-            ByteBuffer buf = ByteBuffer.wrap(bytes);
             String rid = readString(buf);
             String host = readString(buf);
             long pid = buf.getLong();
@@ -127,7 +138,7 @@ public final class LockOwner {
             long since = buf.getLong();
             return new LockOwner(rid, host, pid, thread, why, since == Long.MIN_VALUE ? null : Instant.ofEpochMilli(since));
         } catch (RuntimeException e) {
-            throw new IllegalArgumentException("not an encoded LockOwner (" + bytes.length + " bytes)", e);
+            throw new IllegalArgumentException("not an encoded LockOwner (" + length + " bytes)", e);
         }
     }
 

@@ -18,10 +18,12 @@ import java.util.concurrent.atomic.AtomicLong;
  *       nonce) order: ties go to the bytewise-smaller rid. The nonce makes every claim a column of its own, so two
  *       transactions of one locker (or an earlier attempt of the same claim) are never mistaken for each other.</li>
  *   <li>Claim value: version byte 1, expiry (epoch micros, 8 bytes), fencing token (8 bytes, 0 until the claim
- *       becomes the holder), {@link LockOwner#toBytes()}, then an 8-byte write number, a new one for every write of
- *       the writing process (absent from claims of earlier builds; readers ignore what follows the owner). So no two
- *       writes of a claim store the same value, and a reader that sees the value change knows it was written again,
- *       whatever expiry it carries.</li>
+ *       becomes the holder), {@link LockOwner#toBytes()}, then two fields that claims of earlier builds lack (readers
+ *       of those builds ignore what follows the owner): an 8-byte write number, a new one for every write of the
+ *       writing process, and the wall time (epoch micros, 8 bytes) the expiry was counted from. The number makes
+ *       every write of a claim a value of its own, so a reader that sees the value change knows the claim was
+ *       written again, whatever expiry it carries. The time says in which frame of a stepped wall clock the expiry
+ *       was written: a renewal's, not the column's.</li>
  *   <li>Token column: the byte {@code 0xFF}, the 8-byte token, then the claim column of the holder it was issued to;
  *       empty value. One per issued token and never overwritten, so a late writer cannot lower the high-water mark:
  *       the next token is always above the greatest token column. A holder prunes the lower ones as it writes its own.
@@ -85,10 +87,11 @@ final class ClaimCodec {
         return Arrays.copyOfRange(tokenColumn, 9, tokenColumn.length);
     }
 
-    static byte[] value(Instant expiry, long token, LockOwner owner) {
+    /** A claim's value: {@code expiry} counted from {@code from}, by the writer's wall clock. */
+    static byte[] value(Instant expiry, long token, LockOwner owner, Instant from) {
         byte[] o = owner.toBytes();
-        return ByteBuffer.allocate(1 + 8 + 8 + o.length + 8).put(VERSION).putLong(micros(expiry)).putLong(token).put(o)
-                .putLong(WRITES.incrementAndGet()).array();
+        return ByteBuffer.allocate(1 + 8 + 8 + o.length + 16).put(VERSION).putLong(micros(expiry)).putLong(token).put(o)
+                .putLong(WRITES.incrementAndGet()).putLong(micros(from)).array();
     }
 
     static Claim decode(byte[] column, byte[] value) {
@@ -98,8 +101,11 @@ final class ClaimCodec {
         }
         Instant expiry = instant(buf.getLong());
         long token = buf.getLong();
-        LockOwner owner = LockOwner.fromBytes(Arrays.copyOfRange(value, 17, value.length));
-        return new Claim(column, value, columnTime(column), columnRid(column), expiry, token, owner);
+        LockOwner owner = LockOwner.read(buf);
+        Instant writtenAt = columnTime(column);
+        boolean numbered = buf.remaining() >= 16;
+        Instant from = numbered ? instant(buf.getLong(buf.position() + 8)) : writtenAt;
+        return new Claim(column, value, numbered, writtenAt, from, columnRid(column), expiry, token, owner);
     }
 
     static long legacyTokenOf(byte[] value) {
@@ -109,17 +115,24 @@ final class ClaimCodec {
     /** One decoded claim of a lock row. */
     static final class Claim {
         final byte[] column;
-        /** The value as stored: one write of the claim, distinct from its other writes. */
+        /** The value as stored: one write of the claim. */
         final byte[] value;
+        /** Whether the value carries a write number, so that no other write of the claim stores the same bytes. */
+        final boolean numbered;
         final Instant writtenAt;
+        /** The wall time the expiry was counted from: the column's time, unless a renewal wrote the value. */
+        final Instant expiryFrom;
         final String rid;
         final Instant expiry;
         final long token;
         final LockOwner owner;
 
-        Claim(byte[] column, byte[] value, Instant writtenAt, String rid, Instant expiry, long token, LockOwner owner) {
+        Claim(byte[] column, byte[] value, boolean numbered, Instant writtenAt, Instant expiryFrom, String rid,
+              Instant expiry, long token, LockOwner owner) {
             this.column = column;
             this.value = value;
+            this.numbered = numbered;
+            this.expiryFrom = expiryFrom;
             this.writtenAt = writtenAt;
             this.rid = rid;
             this.expiry = expiry;

@@ -2,6 +2,7 @@ package dev.locker.engine;
 
 import java.nio.ByteBuffer;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.Arrays;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
@@ -110,19 +111,42 @@ final class ClaimWatch {
             return Duration.ofNanos(Math.max(0, remainingNanos(c)));
         }
 
+        /**
+         * How long {@code c} lives on from this judging's monotonic reading, as at a first sight. The judging was taken
+         * before its row was read: the claim had at least that long left then, counted in the frame its expiry was
+         * written in. A claim whose last write is later than that (written before a step back) lives at most its
+         * term from the end of the read that saw it, since it was written before then.
+         */
+        private long firstSight(ClaimCodec.Claim c, long readEnded) {
+            Instant judgedAt = at.forClaimWrittenAt(c.expiryFrom);
+            if (c.numbered && judgedAt.isBefore(c.expiryFrom)) {
+                // (a value of an earlier build keeps the column's time, which a renewal's expiry may be below)
+                long term = LockerEngine.saturatedNanos(Duration.between(c.expiryFrom, c.expiry));
+                long read = Math.max(0, readEnded - at.nanos());
+                long fromReadEnd = term > Long.MAX_VALUE - read ? Long.MAX_VALUE : term + read;
+                return Math.min(fromReadEnd, LockerEngine.saturatedNanos(Duration.between(judgedAt, c.expiry)));
+            }
+            return LockerEngine.saturatedNanos(Duration.between(judgedAt, c.expiry));
+        }
+
         private long remainingNanos(ClaimCodec.Claim c) {
             ByteBuffer column = ByteBuffer.wrap(c.column);
             Watched watched;
             synchronized (ClaimWatch.this) {
                 watched = deadlines.get(column);
             }
-            if (watched != null && Arrays.equals(watched.value, c.value)) {
+            boolean seen = watched != null && Arrays.equals(watched.value, c.value);
+            if (seen && c.numbered) {
                 return watched.deadline - at.nanos();
             }
-            // a claim first seen by a judging taken before its row was read: it had at least this long left then; one
-            // dead at its first sight is watched too, so that no later step back makes it live again
-            long left = LockerEngine.saturatedNanos(Duration.between(at.forClaimWrittenAt(c.writtenAt), c.expiry));
             long readEnded = at.other() == null ? at.nanos() : at.other().nanos();
+            long left = firstSight(c, readEnded);
+            if (seen) {
+                // a value without a write number (a writer of an earlier build) may be a renewal that repeats it to
+                // the byte: it lives at least as long as either judging says
+                return Math.max(watched.deadline - at.nanos(), left);
+            }
+            // one dead at its first sight is watched too, so that no later step back makes it live again
             return deadline(column, c.value, at.nanos() + left, at.nanos(), at.nanosBefore(), readEnded)
                     - at.nanos();
         }

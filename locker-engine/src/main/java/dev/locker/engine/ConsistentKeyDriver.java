@@ -103,7 +103,7 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
             long started = time.nanoTime();
             Instant ts = time.now();
             byte[] column = ClaimCodec.column(ts, config.rid(), nonces.incrementAndGet());
-            byte[] value = ClaimCodec.value(ts.plus(expiry), 0L, owner.withSince(ts));
+            byte[] value = ClaimCodec.value(ts.plus(expiry), 0L, owner.withSince(ts), ts);
             List<byte[]> deletions = undeleted.with(lock, attempts);
             try {
                 // every earlier attempt may have reached the store: each write deletes all of them, not just the last
@@ -192,7 +192,7 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
         if (config.scrubExpired()) {
             deletions.addAll(dead);
         }
-        mutate(row, List.of(new Entry(claim.column, ClaimCodec.value(own.expiry, token, own.owner)),
+        mutate(row, List.of(new Entry(claim.column, ClaimCodec.value(own.expiry, token, own.owner, own.expiryFrom)),
                 new Entry(ClaimCodec.tokenColumn(token, claim.column), EMPTY)), deletions);
         ConsistentKeyClaim held = claim.held(token);
         ClaimJudging.Judged confirming = judging.read(() -> readRowRetrying(lock, row));
@@ -284,8 +284,13 @@ final class ConsistentKeyDriver implements LockDriver<ConsistentKeyClaim>, LockR
             throw new ExpiredLockException("cannot renew: our claim is " + conflict, lock, null, null, reasonOf(conflict));
         }
         ClaimCodec.Claim own = before.row().find(claim.column);
-        // a new value even if the clock, set back, gives an expiry written before: others watch a claim by its value
-        mutate(row, List.of(new Entry(claim.column, ClaimCodec.value(now.plus(expiry), own.token, own.owner))), List.of());
+        Instant until = now.plus(expiry);
+        if (ClaimCodec.micros(until) == ClaimCodec.micros(own.expiry)) {
+            // the clock was set back by the renewal's interval: lockers of earlier builds watch a claim by its expiry
+            // alone, and would keep the deadline they gave the state it replaces (this build's watch its value)
+            until = until.plusNanos(1_000);
+        }
+        mutate(row, List.of(new Entry(claim.column, ClaimCodec.value(until, own.token, own.owner, now))), List.of());
         // the rewrite may have landed after our claim died and another holder came: confirm like a check does
         ClaimJudging.Judged confirming = judging.read(() -> readRow(row));
         conflict = confirm(confirming.row(), confirming.judge(), lock, claim);

@@ -100,7 +100,7 @@ final class WallStepGuard {
      *
      * <p>The guard learns only from a reading whose monotonic readings are close ({@link #exactNanos}) and which is
      * surely later than every reading it learnt from (its first monotonic reading after their last ones). A paused
-     * reading surely later than those may only lower the baseline, to the highest offset it can show. Any other reading
+     * reading surely later than those may only lower the baseline, to the least offset it could show. Any other reading
      * (one overlapping or older than a reading that entered before it) changes nothing here: it could stand for a time
      * before a step the guard already saw. Such a judging allows, for itself only, for the most its reading could
      * mean: a forward step of all the offset it could show above the baseline it would have met.
@@ -274,8 +274,7 @@ final class WallStepGuard {
 
         /**
          * The wall less the steps seen since the claim was written and what is pending. Not raised to the claim's own
-         * time when that is ahead: a renewal keeps the column's first time, so after a step back the expiry may be
-         * stamped on a lower clock than the column.
+         * time when that is ahead: {@link ClaimWatch} does, for a claim whose value says when its expiry was counted.
          */
         private Instant own(Instant writtenAt) {
             long micros = saturatedAdd(steps.after(ClaimCodec.micros(writtenAt)), pendingMicros);
@@ -285,7 +284,7 @@ final class WallStepGuard {
 
     /**
      * Forward steps, oldest first: each with its mark (the latest wall time, in micros, that a claim written before it
-     * can carry) and its size. At most {@link #MOST} are kept (a step is at least half a lockWait, so that is more
+     * can carry; one written up to the step's size later may have been written during it) and its size. At most {@link #MOST} are kept (a step is at least half a lockWait, so that is more
      * than 500 lockWaits of steps); beyond that the two oldest merge at the later mark, which only judges the claims
      * written between them later.
      */
@@ -321,11 +320,20 @@ final class WallStepGuard {
             return new Steps(m, z);
         }
 
-        /** The steps a claim written at {@code writtenMicros} saw, added up: those whose mark is at or after it. */
+        /**
+         * What the steps took off a claim written at {@code writtenMicros}, added up: all of each step whose mark is at
+         * or after it, and of each it may have been written during, what that step moved the clock above its time.
+         * Two steps the locker read as one (no reading between them) leave a claim written between them above the
+         * first's mark, yet at most the second step above it.
+         */
         long after(long writtenMicros) {
             long sum = 0;
-            for (int i = marks.length - 1; i >= 0 && marks[i] >= writtenMicros; i--) {
-                sum = saturatedAdd(sum, sizes[i]);
+            for (int i = 0; i < marks.length; i++) {
+                long reach = saturatedAdd(marks[i], sizes[i]); // a claim written at or past it came after the whole step
+                long above = reach - writtenMicros;
+                if (reach > writtenMicros) {
+                    sum = saturatedAdd(sum, above < 0 ? sizes[i] : Math.min(sizes[i], above)); // (negative: overflowed)
+                }
             }
             return sum;
         }

@@ -107,7 +107,8 @@ class ClaimJudgingAcrossClockStepsTest extends JudgingScenario {
      * step. When C first looks, 31 s after A wrote it, the claim is dead.
      */
     @Test
-    @Disabled("a step back the guard saw is not allowed for: a claim written before it and first seen after lives a year")
+    @Disabled("a step back the guard saw is not allowed for: a claim written before it and first seen after lives its "
+            + "whole term from there")
     void aClaimWrittenBeforeASeenStepBackIsFreeOnceItsTimeRanOut() {
         ConsistentKeyDriver a = driver("a");
         ConsistentKeyDriver c = driver("c");
@@ -119,6 +120,25 @@ class ClaimJudgingAcrossClockStepsTest extends JudgingScenario {
         c.readHolder(other);
         clock.advance(EXPIRY);
         assertTrue(c.readHolder(lock).isEmpty(), "A's claim, 31 s after A wrote it for 30 s, is judged live by C");
+    }
+
+    /**
+     * The same claim, first seen after NTP set the clock back a year: it lives at most its term (30 s) from that first
+     * sight, not a year.
+     */
+    @Test
+    void aClaimWrittenBeforeAStepBackAndFirstSeenAfterItLivesAtMostItsTermFromThere() {
+        ConsistentKeyDriver a = driver("a");
+        ConsistentKeyDriver c = driver("c");
+        a.verify(lock, a.write(lock, owner("a"), EXPIRY, null));
+        clock.advance(Duration.ofSeconds(1));
+        c.readHolder(other);
+        clock.stepWallClock(Duration.ofDays(-365));
+        c.readHolder(other);
+        clock.advance(EXPIRY);
+        assertTrue(c.readHolder(lock).isPresent(), "C's first sight of A's claim");
+        clock.advance(EXPIRY.plusSeconds(1));
+        assertTrue(c.readHolder(lock).isEmpty(), "A's claim, first seen 31 s ago with a term of 30 s, is judged live");
     }
 
     /**

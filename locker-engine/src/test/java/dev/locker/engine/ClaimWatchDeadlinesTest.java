@@ -86,6 +86,6 @@ class ClaimWatchDeadlinesTest {
 
     private static ClaimCodec.Claim claim(Instant writtenAt, long nonce, Duration expiry) {
         byte[] column = ClaimCodec.column(writtenAt, "w", nonce);
-        return ClaimCodec.decode(column, ClaimCodec.value(writtenAt.plus(expiry), 0, OWNER));
+        return ClaimCodec.decode(column, ClaimCodec.value(writtenAt.plus(expiry), 0, OWNER, writtenAt));
     }
 }

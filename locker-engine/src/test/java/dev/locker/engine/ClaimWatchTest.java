@@ -121,6 +121,6 @@ class ClaimWatchTest {
 
     private static ClaimCodec.Claim claim(Instant writtenAt, long nonce, Duration expiry) {
         byte[] column = ClaimCodec.column(writtenAt, "w", nonce);
-        return ClaimCodec.decode(column, ClaimCodec.value(writtenAt.plus(expiry), 0, OWNER));
+        return ClaimCodec.decode(column, ClaimCodec.value(writtenAt.plus(expiry), 0, OWNER, writtenAt));
     }
 }

@@ -6,7 +6,6 @@ import dev.locker.api.LockerConfig;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -47,7 +46,6 @@ class ClaimWrittenBetweenTwoForwardStepsTest {
      * A took it: A holds, so B is refused.
      */
     @Test
-    @Disabled("a claim written between two forward steps read as one gets no part of the second taken off")
     void aClaimWrittenBetweenTwoForwardStepsReadTogetherGetsTheSecondTakenOff() {
         assertRefusedAfterTwoSteps(false);
     }

@@ -9,7 +9,6 @@ import dev.locker.spi.Entry;
 import dev.locker.spi.StoreTransaction;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.nio.ByteBuffer;
@@ -53,7 +52,6 @@ class ClaimsOfAnEarlierBuildTest {
      * first renewal's expiry again: the same bytes, as A's build stores no write number. 26 s later A still holds.
      */
     @Test
-    @Disabled("an earlier build's renewal repeating a watched state's bytes keeps the deadline of that state")
     void aRenewalOfAnEarlierBuildRepeatingAStateSeenBeforeLivesItsTimeFromTheRenewal() {
         assertRefusedAfterRenewals(Duration.ofSeconds(-15));
     }
@@ -69,7 +67,6 @@ class ClaimsOfAnEarlierBuildTest {
      * interval, and A renews again: the stored expiry must change, or such a reader keeps the earlier state's deadline.
      */
     @Test
-    @Disabled("a renewal may store the expiry it replaces, which readers of earlier builds take for the same state")
     void aRenewalNeverStoresTheExpiryItReplacesSoThatReadersOfEarlierBuildsSeeItAnew() {
         ConsistentKeyDriver a = driver("a");
         ConsistentKeyClaim held = a.verify(lock, a.write(lock, owner("a"), EXPIRY, null));

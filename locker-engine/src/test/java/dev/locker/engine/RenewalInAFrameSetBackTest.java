@@ -6,7 +6,6 @@ import dev.locker.api.LockerConfig;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -47,7 +46,6 @@ class RenewalInAFrameSetBackTest {
      * renewed 22 s before, so B is refused.
      */
     @Test
-    @Disabled("a renewal stamped while the clock was set back gets no part of the step forward undoing it")
     void aRenewalWrittenWhileTheClockWasSetBackIsJudgedInThatFrameAfterTheClockStepsForwardAgain() {
         ConsistentKeyDriver a = driver("a");
         ConsistentKeyDriver b = driver("b");
