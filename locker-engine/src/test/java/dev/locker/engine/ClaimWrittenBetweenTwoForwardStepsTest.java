@@ -1,44 +1,15 @@
 package dev.locker.engine;
 
-import dev.locker.api.KeyColumn;
-import dev.locker.api.LockOwner;
-import dev.locker.api.LockerConfig;
 import dev.locker.api.TemporaryLockingException;
-import dev.locker.testkit.VirtualClock;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** A claim written between two forward steps gets the second one taken off, however the guard's readings fall. */
-class ClaimWrittenBetweenTwoForwardStepsTest {
-
-    private static final Duration LOCK_WAIT = Duration.ofMillis(100);
-    private static final Duration EXPIRY = Duration.ofSeconds(30);
-
-    private final VirtualClock clock = new VirtualClock();
-    private final InMemoryStore shared = new InMemoryStore("two-forward-steps");
-    private final List<ConsistentKeyDriver> drivers = new ArrayList<>();
-    private final KeyColumn lock = KeyColumn.of("vertex:42", "name");
-    private final KeyColumn other = KeyColumn.of("vertex:43", "name");
-
-    @AfterEach
-    void tearDown() {
-        drivers.forEach(ConsistentKeyDriver::close);
-    }
-
-    private ConsistentKeyDriver driver(String rid) {
-        LockerConfig config = LockerConfig.builder().rid(rid).expiry(EXPIRY).lockWait(LOCK_WAIT).timeSource(clock)
-                .build();
-        ConsistentKeyDriver d = new ConsistentKeyDriver(config, shared, false, 16);
-        drivers.add(d);
-        return d;
-    }
+class ClaimWrittenBetweenTwoForwardStepsTest extends JudgingScenario {
 
     /**
      * A and B run on one host. The clock steps 10 s forward, A takes the lock, and the clock steps 10 s forward again;
@@ -84,9 +55,5 @@ class ClaimWrittenBetweenTwoForwardStepsTest {
         ConsistentKeyClaim grantedToB = granted;
         assertNull(grantedToB, () -> "B was granted token " + grantedToB.fencingToken() + " while A holds token "
                 + held.fencingToken() + " within its deadline");
-    }
-
-    private static LockOwner owner(String rid) {
-        return LockerConfig.builder().rid(rid).build().owner("t");
     }
 }

@@ -1,20 +1,15 @@
 package dev.locker.engine;
 
-import dev.locker.api.KeyColumn;
 import dev.locker.api.LockOwner;
-import dev.locker.api.LockerConfig;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.spi.Deadlines;
 import dev.locker.spi.Entry;
 import dev.locker.spi.StoreTransaction;
-import dev.locker.testkit.VirtualClock;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -22,29 +17,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Lockers of this build and of an earlier build, sharing a store, never judge a claim held by the other dead. */
-class ClaimsOfAnEarlierBuildTest {
-
-    private static final Duration LOCK_WAIT = Duration.ofMillis(100);
-    private static final Duration EXPIRY = Duration.ofSeconds(30);
-
-    private final VirtualClock clock = new VirtualClock();
-    private final InMemoryStore shared = new InMemoryStore("earlier-build");
-    private final List<ConsistentKeyDriver> drivers = new ArrayList<>();
-    private final KeyColumn lock = KeyColumn.of("vertex:42", "name");
-    private final KeyColumn elsewhere = KeyColumn.of("vertex:7", "age");
-
-    @AfterEach
-    void tearDown() {
-        drivers.forEach(ConsistentKeyDriver::close);
-    }
-
-    private ConsistentKeyDriver driver(String rid) {
-        LockerConfig config = LockerConfig.builder().rid(rid).expiry(EXPIRY).lockWait(LOCK_WAIT).timeSource(clock)
-                .build();
-        ConsistentKeyDriver d = new ConsistentKeyDriver(config, shared, false, 16);
-        drivers.add(d);
-        return d;
-    }
+class ClaimsOfAnEarlierBuildTest extends JudgingScenario {
 
     /**
      * A runs an earlier build, B this one, on one host. A renews every 10 s for 30 s, and B sees the first renewal
@@ -99,7 +72,7 @@ class ClaimsOfAnEarlierBuildTest {
         a.renew();
         clock.advance(Duration.ofSeconds(5));
         clock.stepWallClock(step);
-        b.readHolder(elsewhere); // B reads its clocks after the step back, exactly
+        b.readHolder(other); // B reads its clocks after the step back, exactly
         a.renew();
         clock.advance(Duration.ofSeconds(26));
         ConsistentKeyClaim claim = b.write(lock, owner("b"), EXPIRY, null);
@@ -153,9 +126,5 @@ class ClaimsOfAnEarlierBuildTest {
             shared.mutate(lock.encoded(), additions, List.of(), tx);
             tx.commit();
         }
-    }
-
-    private static LockOwner owner(String rid) {
-        return LockerConfig.builder().rid(rid).build().owner("t");
     }
 }

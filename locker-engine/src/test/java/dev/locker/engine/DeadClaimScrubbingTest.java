@@ -1,18 +1,11 @@
 package dev.locker.engine;
 
-import dev.locker.api.KeyColumn;
-import dev.locker.api.LockOwner;
-import dev.locker.api.LockerConfig;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.spi.Entry;
-import dev.locker.testkit.VirtualClock;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -20,28 +13,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The dead claims a check meets are deleted, by the cleaner or by its token write, and live ones never are. */
-class DeadClaimScrubbingTest {
-
-    private static final Duration LOCK_WAIT = Duration.ofMillis(100);
-    private static final Duration EXPIRY = Duration.ofSeconds(30);
-
-    private final VirtualClock clock = new VirtualClock();
-    private final InMemoryStore shared = new InMemoryStore("scrubbing");
-    private final List<ConsistentKeyDriver> drivers = new ArrayList<>();
-    private final KeyColumn lock = KeyColumn.of("vertex:42", "name");
-
-    @AfterEach
-    void tearDown() {
-        drivers.forEach(ConsistentKeyDriver::close);
-    }
-
-    private ConsistentKeyDriver driver(String rid) {
-        LockerConfig config = LockerConfig.builder().rid(rid).expiry(EXPIRY).lockWait(LOCK_WAIT).timeSource(clock)
-                .build();
-        ConsistentKeyDriver d = new ConsistentKeyDriver(config, shared, false, 16);
-        drivers.add(d);
-        return d;
-    }
+class DeadClaimScrubbingTest extends JudgingScenario {
 
     /**
      * A holds and renews; C wrote a junior claim and crashed. B's check, after C's claim expired, is refused by A: the
@@ -104,9 +76,5 @@ class DeadClaimScrubbingTest {
             Thread.sleep(1);
         }
         return true;
-    }
-
-    private static LockOwner owner(String rid) {
-        return LockerConfig.builder().rid(rid).build().owner("t");
     }
 }

@@ -24,7 +24,7 @@ abstract class JudgingScenario {
     final KeyColumn lock = KeyColumn.of("vertex:42", "name");
     /** Another lock, whose reads only make a locker read its clocks. */
     final KeyColumn other = KeyColumn.of("vertex:43", "name");
-    private final InMemoryStore shared = new InMemoryStore(getClass().getSimpleName());
+    final InMemoryStore shared = new InMemoryStore(getClass().getSimpleName());
     private final List<ConsistentKeyDriver> drivers = new ArrayList<>();
 
     @AfterEach

@@ -1,17 +1,11 @@
 package dev.locker.engine;
 
 import dev.locker.api.ExpiredLockException;
-import dev.locker.api.KeyColumn;
 import dev.locker.api.LockInfo;
-import dev.locker.api.LockOwner;
-import dev.locker.api.LockerConfig;
-import dev.locker.testkit.VirtualClock;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.OptionalLong;
 
@@ -21,30 +15,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** A listing and a forced release by token judge claims like a check does, across steps of the wall clock. */
-class ListingAndForcedReleaseAcrossStepsTest {
+class ListingAndForcedReleaseAcrossStepsTest extends JudgingScenario {
 
-    private static final Duration LOCK_WAIT = Duration.ofMillis(100);
-    private static final Duration EXPIRY = Duration.ofSeconds(30);
     private static final byte[] RECORD = "operator".getBytes(StandardCharsets.UTF_8);
-
-    private final VirtualClock clock = new VirtualClock();
-    private final InMemoryStore shared = new InMemoryStore("listing-steps");
-    private final List<ConsistentKeyDriver> drivers = new ArrayList<>();
-    private final KeyColumn lock = KeyColumn.of("vertex:42", "name");
-    private final KeyColumn other = KeyColumn.of("vertex:43", "name");
-
-    @AfterEach
-    void tearDown() {
-        drivers.forEach(ConsistentKeyDriver::close);
-    }
-
-    private ConsistentKeyDriver driver(String rid) {
-        LockerConfig config = LockerConfig.builder().rid(rid).expiry(EXPIRY).lockWait(LOCK_WAIT).timeSource(clock)
-                .build();
-        ConsistentKeyDriver d = new ConsistentKeyDriver(config, shared, false, 16);
-        drivers.add(d);
-        return d;
-    }
 
     private List<LockInfo> listed(ConsistentKeyDriver d) {
         return d.list(new byte[0], 100, null).locks();
@@ -100,9 +73,5 @@ class ListingAndForcedReleaseAcrossStepsTest {
         assertTrue(listed(b).isEmpty(), "A's claim, judged dead, is listed again after the clock went back an hour");
         assertFalse(b.remove(lock, OptionalLong.of(held.fencingToken()), RECORD),
                 "A's dead claim was released as the holder after the clock went back an hour");
-    }
-
-    private static LockOwner owner(String rid) {
-        return LockerConfig.builder().rid(rid).build().owner("t");
     }
 }

@@ -1,44 +1,15 @@
 package dev.locker.engine;
 
-import dev.locker.api.KeyColumn;
-import dev.locker.api.LockOwner;
-import dev.locker.api.LockerConfig;
 import dev.locker.api.TemporaryLockingException;
-import dev.locker.testkit.VirtualClock;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** A renewal stamped while the clock was set back is judged in that frame once the clock steps forward again. */
-class RenewalInAFrameSetBackTest {
-
-    private static final Duration LOCK_WAIT = Duration.ofMillis(100);
-    private static final Duration EXPIRY = Duration.ofSeconds(30);
-
-    private final VirtualClock clock = new VirtualClock();
-    private final InMemoryStore shared = new InMemoryStore("renewal-set-back");
-    private final List<ConsistentKeyDriver> drivers = new ArrayList<>();
-    private final KeyColumn lock = KeyColumn.of("vertex:42", "name");
-    private final KeyColumn other = KeyColumn.of("vertex:43", "name");
-
-    @AfterEach
-    void tearDown() {
-        drivers.forEach(ConsistentKeyDriver::close);
-    }
-
-    private ConsistentKeyDriver driver(String rid) {
-        LockerConfig config = LockerConfig.builder().rid(rid).expiry(EXPIRY).lockWait(LOCK_WAIT).timeSource(clock)
-                .build();
-        ConsistentKeyDriver d = new ConsistentKeyDriver(config, shared, false, 16);
-        drivers.add(d);
-        return d;
-    }
+class RenewalInAFrameSetBackTest extends JudgingScenario {
 
     /**
      * A and B run on one host. A takes the lock; 1 s later NTP sets the clock back 10 s, and B sees it. A renews 1 s
@@ -88,9 +59,5 @@ class RenewalInAFrameSetBackTest {
         ConsistentKeyClaim grantedToB = granted;
         assertNull(grantedToB, () -> "B was granted token " + grantedToB.fencingToken() + " while A holds token "
                 + held.fencingToken() + " within its deadline");
-    }
-
-    private static LockOwner owner(String rid) {
-        return LockerConfig.builder().rid(rid).build().owner("t");
     }
 }
