@@ -3,6 +3,7 @@ package dev.locker.engine;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.LockOwner;
 import dev.locker.api.LockerConfig;
+import dev.locker.api.TemporaryLockingException;
 import dev.locker.api.TimeSource;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;
@@ -10,6 +11,9 @@ import org.junit.jupiter.api.AfterEach;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * What the tests of judging other lockers' claims share: lockers of one host (one virtual clock) on one store, with a
@@ -50,6 +54,23 @@ abstract class JudgingScenario {
 
     static LockerConfig.Builder config(String rid, TimeSource time) {
         return LockerConfig.builder().rid(rid).expiry(EXPIRY).lockWait(LOCK_WAIT).timeSource(time);
+    }
+
+    /**
+     * Asks {@code claimant} to verify its {@code claim} on the lock while {@code held} is another locker's claim: the
+     * claimant must be refused, and the holder's deadline must not have passed by the time it was answered.
+     */
+    void assertRefusedWhileHeld(ConsistentKeyDriver claimant, ConsistentKeyClaim claim, ConsistentKeyClaim held) {
+        ConsistentKeyClaim granted = null;
+        try {
+            granted = claimant.verify(lock, claim);
+        } catch (TemporaryLockingException refused) {
+            // the holder holds: the answer wanted
+        }
+        assertTrue(clock.nanoTime() - held.deadlineNanos() < 0, "the holder's claim ran out before the answer");
+        ConsistentKeyClaim grantedToClaimant = granted;
+        assertNull(grantedToClaimant, () -> "the claimant was granted token " + grantedToClaimant.fencingToken()
+                + " while the holder holds token " + held.fencingToken() + " within its deadline");
     }
 
     static LockOwner owner(String rid) {

@@ -1,6 +1,5 @@
 package dev.locker.engine;
 
-import dev.locker.api.TemporaryLockingException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -10,7 +9,6 @@ import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
-import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** A forward step is taken off a read-back's judging however its locker's threads' readings enter the guard. */
@@ -58,16 +56,7 @@ class ReadingsEnteringOutOfOrderTest extends JudgingScenario {
             main.onNanos.put(3, first::enter);  // the read-back's first reading is taken; the first listing's enters
             main.onNanos.put(5, second::enter); // the read-back's second reading is taken; the second listing's enters
         }
-        ConsistentKeyClaim granted = null;
-        try {
-            granted = b.verify(lock, claim);
-        } catch (TemporaryLockingException refused) {
-            // A holds: the answer this test wants
-        }
-        assertTrue(clock.nanoTime() - held.deadlineNanos() < 0, "A's claim ran out");
-        ConsistentKeyClaim grantedToB = granted;
-        assertNull(grantedToB, () -> "B was granted token " + grantedToB.fencingToken() + " while A holds token "
-                + held.fencingToken() + " within its deadline");
+        assertRefusedWhileHeld(b, claim, held);
     }
 
     /** A listing thread of B, stopped after its first wall reading, then after its first reading entered the guard. */

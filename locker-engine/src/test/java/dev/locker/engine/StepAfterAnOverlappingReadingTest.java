@@ -1,6 +1,5 @@
 package dev.locker.engine;
 
-import dev.locker.api.TemporaryLockingException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -10,7 +9,6 @@ import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
-import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** A forward step is taken off the claims written before it, whatever readings from before an earlier step entered. */
@@ -63,16 +61,7 @@ class StepAfterAnOverlappingReadingTest extends JudgingScenario {
         clock.advance(Duration.ofSeconds(5));
         clock.stepWallClock(Duration.ofMinutes(1));
         ConsistentKeyClaim claim = b.write(lock, owner("b"), EXPIRY, null);
-        ConsistentKeyClaim granted = null;
-        try {
-            granted = b.verify(lock, claim);
-        } catch (TemporaryLockingException refused) {
-            // A holds: the answer this test wants
-        }
-        assertTrue(clock.nanoTime() - held.deadlineNanos() < 0, "A's claim ran out");
-        ConsistentKeyClaim grantedToB = granted;
-        assertNull(grantedToB, () -> "B was granted token " + grantedToB.fencingToken() + " while A holds token "
-                + held.fencingToken() + " within its deadline");
+        assertRefusedWhileHeld(b, claim, held);
     }
 
     /** A listing thread of B, stopped after its first wall reading, then after its first reading entered the guard. */
