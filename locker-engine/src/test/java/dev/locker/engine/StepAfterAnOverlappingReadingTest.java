@@ -4,25 +4,15 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
-
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** A forward step is taken off the claims written before it, whatever readings from before an earlier step entered. */
 class StepAfterAnOverlappingReadingTest extends JudgingScenario {
 
-    private final List<Thread> threads = new ArrayList<>();
-    private final CountDownLatch finish = new CountDownLatch(1);
+    private final PausedListings listings = new PausedListings(clock);
 
     @AfterEach
-    void tearDown() throws InterruptedException {
-        finish.countDown();
-        for (Thread t : threads) {
-            t.join(5_000);
-        }
+    void endListings() throws InterruptedException {
+        listings.close();
     }
 
     /**
@@ -49,13 +39,13 @@ class StepAfterAnOverlappingReadingTest extends JudgingScenario {
         ThreadGatedClock bTime = new ThreadGatedClock(clock);
         ConsistentKeyDriver a = driver("a", clock);
         ConsistentKeyDriver b = driver("b", bTime);
-        Listing listing = preemptedListing ? listing(b, bTime) : null;
+        PausedListings.Listing listing = preemptedListing ? listings.start(b, bTime, other) : null;
         clock.advance(Duration.ofMillis(5));
         clock.stepWallClock(Duration.ofHours(1));
         b.readHolder(other); // B's main thread reads its clocks exactly: the step is seen
         clock.advance(Duration.ofMillis(5));
         if (preemptedListing) {
-            listing.enter();
+            listing.enter(Duration.ZERO);
         }
         ConsistentKeyClaim held = a.verify(lock, a.write(lock, owner("a"), EXPIRY, null));
         clock.advance(Duration.ofSeconds(5));
@@ -65,46 +55,4 @@ class StepAfterAnOverlappingReadingTest extends JudgingScenario {
     }
 
     /** A listing thread of B, stopped after its first wall reading, then after its first reading entered the guard. */
-    private final class Listing {
-        final CountDownLatch wallTaken = new CountDownLatch(1);
-        final CountDownLatch resume = new CountDownLatch(1);
-        final CountDownLatch entered = new CountDownLatch(1);
-
-        /** Lets the listing take its monotonic reading, and waits until that reading entered the guard. */
-        void enter() {
-            resume.countDown();
-            await(entered);
-        }
-    }
-
-    private Listing listing(ConsistentKeyDriver b, ThreadGatedClock bTime) throws InterruptedException {
-        Listing l = new Listing();
-        Thread t = new Thread(() -> {
-            ThreadGatedClock.Hooks hooks = bTime.hooksOf(Thread.currentThread());
-            hooks.onWall = () -> {
-                l.wallTaken.countDown();
-                await(l.resume);
-            };
-            hooks.onNanos.put(3, () -> { // the second reading begins: the first one entered
-                l.entered.countDown();
-                await(finish);
-            });
-            b.readHolder(other);
-        });
-        threads.add(t);
-        t.start();
-        assertTrue(l.wallTaken.await(5, TimeUnit.SECONDS), "the listing did not read the wall clock");
-        return l;
-    }
-
-    private static void await(CountDownLatch latch) {
-        try {
-            if (!latch.await(5, TimeUnit.SECONDS)) {
-                throw new IllegalStateException("a gate of the test did not open");
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException(e);
-        }
-    }
 }
