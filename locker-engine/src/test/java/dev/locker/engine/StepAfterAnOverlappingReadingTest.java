@@ -53,6 +53,4 @@ class StepAfterAnOverlappingReadingTest extends JudgingScenario {
         ConsistentKeyClaim claim = b.write(lock, owner("b"), EXPIRY, null);
         assertRefusedWhileHeld(b, claim, held);
     }
-
-    /** A listing thread of B, stopped after its first wall reading, then after its first reading entered the guard. */
 }
