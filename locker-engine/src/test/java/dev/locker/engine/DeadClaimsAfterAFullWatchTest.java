@@ -19,7 +19,8 @@ class DeadClaimsAfterAFullWatchTest extends JudgingScenario {
      * with a live claim. NTP sets the clock back an hour: C's next check still finds its own claim the holder.
      */
     @Test
-    @Disabled("a full watch drops the dead claims first: A's claim, seen anew after the step back, looks live again")
+    @Disabled("a full watch drops the dead claims first: A's claim, seen anew after the step back, looks live again "
+            + "for up to its term")
     void aHolderKeepsItsLockWhenTheClockIsSetBackAfterItsWatchFilledUp() {
         ConsistentKeyDriver a = driver("a");
         ConsistentKeyDriver c = driver("c");
