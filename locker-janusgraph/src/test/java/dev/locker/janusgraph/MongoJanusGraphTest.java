@@ -50,9 +50,10 @@ class MongoJanusGraphTest {
         return Integer.parseInt(hostPort.substring(hostPort.lastIndexOf(':') + 1));
     }
 
-    private String uri(int port) {
+    /** A URI whose calls give up after {@code socketTimeoutMs} without a reply. */
+    private String uri(int port, int socketTimeoutMs) {
         return "mongodb://127.0.0.1:" + port + "/?serverSelectionTimeoutMS=3000&connectTimeoutMS=3000"
-                + "&socketTimeoutMS=500&lockerCollection=" + share.replace('-', '_');
+                + "&socketTimeoutMS=" + socketTimeoutMs + "&lockerCollection=" + share.replace('-', '_');
     }
 
     private LockerStoreManager open(String instance, String uri) throws BackendException {
@@ -67,10 +68,11 @@ class MongoJanusGraphTest {
     void aTimedOutClaimIsWithdrawnAndDoesNotBlockTheLockForTheExpiry() throws Exception {
         StaticBuffer key = buffer("unique-value");
         StaticBuffer column = buffer("c");
-        LockerStoreManager b = open("b", uri(port(mongo.uri())));
+        // only A's calls are to time out (those the proxy holds); on a loaded host the rest may take seconds
+        LockerStoreManager b = open("b", uri(port(mongo.uri()), 30_000));
         KeyColumnValueStore storeB = b.openDatabase("graphindex");
         try (FaultProxy proxy = new FaultProxy("127.0.0.1", port(mongo.uri()))) {
-            LockerStoreManager a = open("a", uri(proxy.port()));
+            LockerStoreManager a = open("a", uri(proxy.port(), 2_000));
             KeyColumnValueStore storeA = a.openDatabase("graphindex");
             StoreTransaction warm = tx(a);
             lockAndWrite(storeA, buffer("warm-up"), column, "x", warm);
