@@ -11,7 +11,7 @@ import java.util.Map;
 /**
  * Judges other processes' claims by this host's monotonic clock from the moment this locker first saw them. At its
  * first sight a claim's time left is read off the wall clock (less the forward steps {@link WallStepGuard} saw since
- * it was written); from then on it runs down on the monotonic clock, so no later step of the wall clock, forward or
+ * its last write); from then on it runs down on the monotonic clock, so no later step of the wall clock, forward or
  * back, changes when this locker takes the claim for dead. A claim is watched by its column, in the state last seen
  * (its stored value, which no two writes share): a renewal is seen anew, whatever expiry it writes (as is an older
  * state read again, on a late read).
