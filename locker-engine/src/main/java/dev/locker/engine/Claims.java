@@ -332,8 +332,21 @@ final class Claims<S extends LockStatus> {
         Hold.State s = hold.state();
         S status = steps.requireLive(hold, s, "renewing");
         Duration expiry = newExpiry != null ? newExpiry : hold.expiry();
-        S renewed = steps.step(LockProbe.Step.RENEW, hold.lock, "renewing a claim",
-                () -> driver.renew(hold.lock, status, expiry), hold);
+        S renewed;
+        try {
+            renewed = steps.step(LockProbe.Step.RENEW, hold.lock, "renewing a claim",
+                    () -> driver.renew(hold.lock, status, expiry), hold);
+        } catch (RuntimeException e) {
+            if (e instanceof ExpiredLockException || expiry.compareTo(hold.expiry()) >= 0) {
+                throw e; // a longer or equal term that may have landed leaves our former deadline the earlier one
+            }
+            // a shorter term may have landed: the claim may die before our former deadline, so we hold no longer
+            String problem = "a renewal for a shorter term (" + expiry + ") failed, and may have been written";
+            hold.lose(LossReason.EXPIRED, problem);
+            steps.withdraw(hold.lock, status, problem);
+            throw new ExpiredLockException(problem + "; release the transaction's locks and start again", hold.lock,
+                    null, e, LossReason.EXPIRED);
+        }
         String problem = null;
         long now = time.nanoTime();
         if (now - hold.deadlineOf(s) >= 0) {

@@ -284,9 +284,10 @@ final class WallStepGuard {
 
     /**
      * Forward steps, oldest first: each with its mark (the latest wall time, in micros, that a claim written before it
-     * can carry; one written up to the step's size later may have been written during it) and its size. At most {@link #MOST} are kept (a step is at least half a lockWait, so that is more
-     * than 500 lockWaits of steps); beyond that the two oldest merge at the later mark, which only judges the claims
-     * written between them later.
+     * can carry; one written up to the step's size later may have been written during it) and its size. Marks are
+     * not in order: after a step back, a step's mark is below the last one's. At most {@link #MOST} are kept (a step
+     * is at least half a lockWait, so that is more than 500 lockWaits of steps); beyond that the two oldest merge at
+     * the later mark, which only judges the claims written between them later.
      */
     static final class Steps {
         static final Steps NONE = new Steps(new long[0], new long[0]);
@@ -304,13 +305,13 @@ final class WallStepGuard {
             int n = marks.length;
             long[] m = java.util.Arrays.copyOf(marks, n + 1);
             long[] z = java.util.Arrays.copyOf(sizes, n + 1);
-            // marks rise with the wall clock; one lower than the last (a step back came between) is kept at the last
-            m[n] = n == 0 ? mark : Math.max(mark, m[n - 1]);
+            // kept as computed: one lower than the last (a step back came between) stands for the lower frame only
+            m[n] = mark;
             z[n] = size;
             if (m.length > MOST) {
                 long[] mm = new long[MOST];
                 long[] zz = new long[MOST];
-                mm[0] = m[1];
+                mm[0] = Math.max(m[0], m[1]);
                 zz[0] = saturatedAdd(z[0], z[1]);
                 System.arraycopy(m, 2, mm, 1, MOST - 1);
                 System.arraycopy(z, 2, zz, 1, MOST - 1);

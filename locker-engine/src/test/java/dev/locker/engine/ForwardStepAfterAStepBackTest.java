@@ -1,6 +1,5 @@
 package dev.locker.engine;
 
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -15,7 +14,6 @@ class ForwardStepAfterAStepBackTest extends JudgingScenario {
      * step. A minute later A takes a 30 s claim and crashes. 41 s after A wrote it, the claim is free: only the first
      * step, from the frame an hour ahead whose times A's claim could carry, may be taken off it.
      */
-    @Disabled("a step's mark is raised to the last one's, an hour ahead: every claim of that hour gets its 20 s too")
     @Test
     void aClaimWrittenAMinuteAfterAForwardStepThatFollowedAStepBackIsFreeOnceItsTimeRanOut() {
         assertFreeAfterTheSteps(Duration.ofHours(-1), Duration.ofSeconds(41));

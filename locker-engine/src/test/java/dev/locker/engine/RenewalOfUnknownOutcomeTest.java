@@ -14,7 +14,6 @@ import dev.locker.spi.TemporaryStoreException;
 import dev.locker.testkit.Interleavings;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -52,7 +51,6 @@ class RenewalOfUnknownOutcomeTest {
      * A holds a 30 s lease and renews it for 5 s: the rewrite lands, then the read that confirms it fails. 6 s later
      * C tries the lock: either C is refused, or A no longer takes itself for the holder.
      */
-    @Disabled("a renewal for a shorter term that fails after its write keeps the former deadline: two holders")
     @Test
     void aShorterRenewalWhoseConfirmingReadFailedEndsTheHoldersBeliefWithTheShorterTerm() {
         assertOneHolderAfterAFailedRenewal(Duration.ofSeconds(5));
