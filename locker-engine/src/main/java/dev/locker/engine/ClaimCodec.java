@@ -23,7 +23,8 @@ import java.util.concurrent.atomic.AtomicLong;
  *       writing process, and the wall time (epoch micros, 8 bytes) the expiry was counted from. The number makes
  *       every write of a claim a value of its own, so a reader that sees the value change knows the claim was
  *       written again, whatever expiry it carries. The time says in which frame of a stepped wall clock the expiry
- *       was written: a renewal's, not the column's.</li>
+ *       was written: a renewal's, not the column's. A time before 1970 or after the expiry makes both fields count as
+ *       absent.</li>
  *   <li>Token column: the byte {@code 0xFF}, the 8-byte token, then the claim column of the holder it was issued to;
  *       empty value. One per issued token and never overwritten, so a late writer cannot lower the high-water mark:
  *       the next token is always above the greatest token column. A holder prunes the lower ones as it writes its own.
@@ -99,13 +100,16 @@ final class ClaimCodec {
         if (value.length < 17 || buf.get() != VERSION) {
             throw new IllegalArgumentException("unknown claim value format (" + value.length + " bytes)");
         }
-        Instant expiry = instant(buf.getLong());
+        long expiryMicros = buf.getLong();
         long token = buf.getLong();
         LockOwner owner = LockOwner.read(buf);
         Instant writtenAt = columnTime(column);
-        boolean numbered = buf.remaining() >= 16;
-        Instant from = numbered ? instant(buf.getLong(buf.position() + 8)) : writtenAt;
-        return new Claim(column, value, numbered, writtenAt, from, columnRid(column), expiry, token, owner);
+        long fromMicros = buf.remaining() >= 16 ? buf.getLong(buf.position() + 8) : -1;
+        // bytes another tool left there, not a time an expiry was counted from: judged as a claim of an earlier build
+        boolean numbered = fromMicros >= 0 && fromMicros <= expiryMicros;
+        Instant from = numbered ? instant(fromMicros) : writtenAt;
+        return new Claim(column, value, numbered, writtenAt, from, columnRid(column), instant(expiryMicros), token,
+                owner);
     }
 
     static long legacyTokenOf(byte[] value) {
