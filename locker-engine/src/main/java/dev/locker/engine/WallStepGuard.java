@@ -99,10 +99,11 @@ final class WallStepGuard {
      * The time claims are judged at, from a wall reading taken between two monotonic readings.
      *
      * <p>The guard learns only from a reading whose monotonic readings are close ({@link #exactNanos}) and which is
-     * surely later than every reading it learnt from (its first monotonic reading after their last ones). A paused
-     * reading surely later than those may only lower the baseline, to the least offset it could show. Any other reading
-     * (one overlapping or older than a reading that entered before it) changes nothing here: it could stand for a time
-     * before a step the guard already saw. Such a judging allows, for itself only, for the most its reading could
+     * surely later than every reading it learnt from (its first monotonic reading after their last ones). Any other
+     * reading (paused, or overlapping or older than a reading that entered before it) may only lower the baseline, to
+     * the least offset it could show, when it proves a step back from the baseline of its own time (the state kept
+     * after the latest reading surely older than it); nothing else, since it could stand for a time before a step
+     * the guard already saw. Such a judging allows, for itself only, for the most its reading could
      * mean: a forward step of all the offset it could show above the baseline it would have met.
      */
     synchronized JudgingTime judgingTime(long nanosBefore, Instant wall, long nanosAfter) {
@@ -118,25 +119,29 @@ final class WallStepGuard {
         boolean exact = width >= 0 && width <= exactNanos;
         boolean later = nanosBefore - lastAfter >= 0;
         if (!exact || !later) {
-            if (later && highest < offsetMicros - threshold) {
-                // a paused reading surely after the last one learnt from proves a step back: the baseline follows it
-                // down to the least it could show, so that no step forward after it is measured short
-                leaveFrame(true, nanosAfter);
-                offsetMicros = lowest;
-                topMicros = highest;
-            }
             // judged against the latest state surely older than this reading (the current one if none is kept)
             long offset = offsetMicros;
             Steps known = steps;
+            boolean older = later;
             if (!later) {
                 for (int n = 0; n < kept; n++) {
                     int i = Math.floorMod(next - 1 - n, KEPT);
                     if (nanosBefore - keptAfter[i] >= 0) {
                         offset = keptOffset[i];
                         known = keptSteps[i];
+                        older = true;
                         break;
                     }
                 }
+            }
+            if (older && highest < offset - threshold && lowest < offsetMicros) {
+                // a paused or late reading proves a step back from the baseline of its time: the baseline follows it
+                // down to the least it could show, so that no step forward after it is measured short. A late one
+                // may have seen a frame the clock has left again: the next reading then takes the way back up for a
+                // step, which costs liveness only
+                leaveFrame(offsetMicros - lowest > threshold, later ? nanosAfter : lastAfter);
+                offsetMicros = lowest;
+                topMicros = highest;
             }
             long pending = highest - offset;
             return new JudgingTime(nanosBefore, wall, nanosAfter, known, pending > threshold ? pending : 0, null);
