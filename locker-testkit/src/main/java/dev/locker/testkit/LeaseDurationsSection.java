@@ -3,8 +3,10 @@ package dev.locker.testkit;
 import dev.locker.api.KeyColumn;
 import dev.locker.api.Lease;
 import dev.locker.api.LeaseOptions;
+import dev.locker.api.LockProbe;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
+import dev.locker.api.LockingException;
 import dev.locker.api.TimeSource;
 import org.junit.jupiter.api.Test;
 
@@ -183,4 +185,31 @@ public interface LeaseDurationsSection extends ConformanceScenario {
             assertTrue(lease.isValid(), "a refused renewal leaves the lease as it was");
         }
     }
+
+    /**
+     * A lease renewed for a shorter term, whose answer was lost, may have its shorter term in the store: it is lost, so
+     * its holder never believes in it past that term.
+     */
+    @Test
+    default void aShorterRenewalWhoseAnswerWasLostEndsTheLease() {
+        StepPauses steps = new StepPauses();
+        Locker a = pausable("a", steps);
+        Lease lease = a.acquire(lock("x"), "job", LeaseOptions.expiry(expiry().multipliedBy(4)).keepAlive(false));
+        steps.loseAnswerOf(LockProbe.Step.RENEW);
+        assertThrows(LockingException.class, () -> lease.renewFor(expiry()));
+        assertFalse(lease.isValid(), "the holder still believes in a lease whose shorter term may be in the store");
+    }
+
+    /** The same with a longer term: the former deadline is the earlier one either way, so the lease stays. */
+    @Test
+    default void aLongerRenewalWhoseAnswerWasLostKeepsTheLease() {
+        StepPauses steps = new StepPauses();
+        Locker a = pausable("a", steps);
+        try (Lease lease = a.acquire(lock("x"), "job", LeaseOptions.expiry(expiry()).keepAlive(false))) {
+            steps.loseAnswerOf(LockProbe.Step.RENEW);
+            assertThrows(LockingException.class, () -> lease.renewFor(expiry().multipliedBy(4)));
+            assertTrue(lease.isValid(), "a lease was lost for a longer renewal's lost answer");
+        }
+    }
+
 }

@@ -2,6 +2,7 @@ package dev.locker.testkit;
 
 import dev.locker.api.KeyColumn;
 import dev.locker.api.LockProbe;
+import dev.locker.api.TemporaryLockingException;
 
 import java.util.Iterator;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -15,7 +16,8 @@ public final class StepPauses implements LockProbe {
 
     private final ConcurrentLinkedQueue<Point> points = new ConcurrentLinkedQueue<>();
 
-    private record Point(Step step, boolean afterBackend, Pause pause) {
+    /** Where the locker stops, or with {@code fail}, where its next step's answer is lost. */
+    private record Point(Step step, boolean afterBackend, Pause pause, boolean fail) {
     }
 
     /** Pauses the next {@code step} of this locker before the backend is asked. */
@@ -30,8 +32,16 @@ public final class StepPauses implements LockProbe {
 
     private Pause add(Step step, boolean afterBackend) {
         Pause p = new Pause((afterBackend ? "after " : "before ") + step);
-        points.add(new Point(step, afterBackend, p));
+        points.add(new Point(step, afterBackend, p, false));
         return p;
+    }
+
+    /**
+     * Loses the answer of this locker's next {@code step} that the backend carried out: the step fails as a lost reply
+     * would make it fail, with its effect in the store.
+     */
+    public void loseAnswerOf(Step step) {
+        points.add(new Point(step, true, null, true));
     }
 
     @Override
@@ -41,16 +51,22 @@ public final class StepPauses implements LockProbe {
 
     @Override
     public void after(Step step, KeyColumn lock, String rid, RuntimeException failure) {
-        park(step, true);
+        Point p = park(step, true);
+        if (p != null && p.fail && failure == null) {
+            throw new TemporaryLockingException("the answer to " + step + " was lost (a test's fault)", lock);
+        }
     }
 
-    private void park(Step step, boolean afterBackend) {
+    private Point park(Step step, boolean afterBackend) {
         for (Iterator<Point> it = points.iterator(); it.hasNext(); ) {
             Point p = it.next();
             if (p.step == step && p.afterBackend == afterBackend && points.remove(p)) {
-                p.pause.park();
-                return;
+                if (p.pause != null) {
+                    p.pause.park();
+                }
+                return p;
             }
         }
+        return null;
     }
 }
