@@ -31,7 +31,17 @@ class ForwardStepAfterALateReadOfAnUndoneStepBackTest extends JudgingScenario {
         assertRefusedAfterAForwardStep(false);
     }
 
+    /** The same, with a reading of B between the undoing and the forward step: the guard is back up, B is refused. */
+    @Test
+    void aForwardStepAfterAReadingInTheFrameRestoredIsTakenOffClaimsWrittenBefore() {
+        assertRefusedAfterAForwardStep(true, true);
+    }
+
     private void assertRefusedAfterAForwardStep(boolean otherReadingEnters) {
+        assertRefusedAfterAForwardStep(otherReadingEnters, false);
+    }
+
+    private void assertRefusedAfterAForwardStep(boolean otherReadingEnters, boolean readingBeforeTheStep) {
         ThreadGatedClock bTime = new ThreadGatedClock(clock);
         ConsistentKeyDriver a = driver("a", clock);
         ConsistentKeyDriver b = driver("b", bTime);
@@ -50,7 +60,11 @@ class ForwardStepAfterALateReadOfAnUndoneStepBackTest extends JudgingScenario {
         });
         b.readHolder(other);
         assertTrue(bTime.allHooksRan(), "B's reading was not made late as planned");
-        clock.advance(Duration.ofSeconds(4));
+        clock.advance(Duration.ofSeconds(2));
+        if (readingBeforeTheStep) {
+            b.readHolder(other); // the clock is back in its former frame: a step forward for the guard
+        }
+        clock.advance(Duration.ofSeconds(2));
         ConsistentKeyClaim held = a.verify(lock, a.write(lock, owner("a"), EXPIRY, null));
         clock.advance(Duration.ofMillis(500));
         clock.stepWallClock(FORWARD);
