@@ -93,11 +93,11 @@ class ShorterRenewalOfATransactionsClaimsTest {
             cHolds = false;
         }
         boolean aHolds = Interleavings.believesItHolds(a, lock, ta, clock);
-        assertTrue(!cHolds || !aHolds, () -> "TWO HOLDERS of " + lock + ": C took it while A believes it holds it, after"
-                + " A's renewal for " + SHORTER + " failed");
+        assertTrue(!cHolds || !aHolds, () -> "TWO HOLDERS of " + lock + ": C took it while A believes it holds it,"
+                + " after A's renewal for " + SHORTER + " failed");
     }
 
-    /** The store A writes through: after a chosen number of claim writes, the next lands and the read after it fails. */
+    /** The store A writes through: past a chosen number of claim writes, the next lands and the read after it fails. */
     private static final class LandsThenFails implements KeyColumnValueStore {
         private final KeyColumnValueStore real;
         private volatile int writesToPass = -1;
