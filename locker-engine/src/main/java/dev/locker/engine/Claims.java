@@ -300,16 +300,21 @@ final class Claims<S extends LockStatus> {
     /** renewLocks: to each hold's own expiry, or to {@code newExpiry} (validated) when it is not null. */
     void renew(Object tx, Duration newExpiry) {
         closing.ensureOpen();
-        for (Hold hold : transactions.holdsOf(tx)) {
-            hold.lockSteps();
-            try {
-                renewLocked(hold, newExpiry);
-            } finally {
-                hold.unlockSteps();
+        try {
+            for (Hold hold : transactions.holdsOf(tx)) {
+                hold.lockSteps();
+                try {
+                    renewLocked(hold, newExpiry);
+                } finally {
+                    hold.unlockSteps();
+                }
             }
-        }
-        if (newExpiry != null) {
-            background.expiryChanged(tx); // a shorter expiry must not wait for a tick timed on the old one
+        } finally {
+            if (newExpiry != null) {
+                // a shorter expiry must not wait for a tick timed on the old one, even for the holds renewed before
+                // one failed
+                background.expiryChanged(tx);
+            }
         }
     }
 
@@ -336,7 +341,7 @@ final class Claims<S extends LockStatus> {
         try {
             renewed = steps.step(LockProbe.Step.RENEW, hold.lock, "renewing a claim",
                     () -> driver.renew(hold.lock, status, expiry), hold);
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | Error e) {
             if (e instanceof ExpiredLockException || expiry.compareTo(hold.expiry()) >= 0) {
                 throw e; // a longer or equal term that may have landed leaves our former deadline the earlier one
             }
@@ -344,6 +349,9 @@ final class Claims<S extends LockStatus> {
             String problem = "a renewal for a shorter term (" + expiry + ") failed, and may have been written";
             hold.lose(LossReason.EXPIRED, problem);
             steps.withdraw(hold.lock, status, problem);
+            if (e instanceof Error error) {
+                throw error; // the hold is lost all the same
+            }
             throw new ExpiredLockException(problem + "; release the transaction's locks and start again", hold.lock,
                     null, e, LossReason.EXPIRED);
         }

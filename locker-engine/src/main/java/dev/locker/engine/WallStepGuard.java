@@ -38,18 +38,19 @@ final class WallStepGuard {
      */
     private long offsetMicros;
     /**
-     * The frames the clock left by a step back, oldest first: their offset, and their time (micros, in that frame) when
-     * they ended. Claims stamped in them may still be read; a later forward step is taken off each by what it moved the
-     * clock above that frame, up to the frame's last time. At most {@link #KEPT}; the two oldest merge into the lower
-     * offset and the later last time, which only takes more off their claims.
+     * The frames the clock left by a step back, oldest first: their offset, and the most it can be. Claims stamped in
+     * them may still be read; a later forward step is taken off each by what it moved the clock above that frame, up
+     * to the frame's time at that step. A frame counts as open until then, since the clock may have gone back to it
+     * with no reading to see it. At most {@link #KEPT}; the two oldest merge into the lower offset and the higher top,
+     * which only takes more off their claims.
      */
     private final long[] frameOffset = new long[KEPT];
     /**
      * The most the current frame's offset can be, where a paused reading set the baseline below it (else the least
-     * long): a frame's last time is counted from it, so that no claim written late in the frame is past its mark.
+     * long): a frame's time is counted from it, so that no claim written late in the frame is past its mark.
      */
     private long topMicros = Long.MIN_VALUE;
-    private final long[] frameLast = new long[KEPT];
+    private final long[] frameTop = new long[KEPT];
     private int frames;
     /** The latest monotonic readings, before and after, of the readings the guard learnt from. */
     private long lastBefore;
@@ -139,7 +140,7 @@ final class WallStepGuard {
                 // down to the least it could show, so that no step forward after it is measured short. A late one
                 // may have seen a frame the clock has left again: the next reading then takes the way back up for a
                 // step, which costs liveness only
-                leaveFrame(offsetMicros - lowest > threshold, later ? nanosAfter : lastAfter);
+                leaveFrame(offsetMicros - lowest > threshold);
                 offsetMicros = lowest;
                 topMicros = highest;
             }
@@ -160,7 +161,7 @@ final class WallStepGuard {
             offsetMicros = lowest; // claims written from now on are in the new frame
             topMicros = Long.MIN_VALUE;
         } else if (lowest < offsetMicros) {
-            leaveFrame(offsetMicros - lowest > threshold, nanosAfter);
+            leaveFrame(offsetMicros - lowest > threshold);
             offsetMicros = lowest; // a step back (or a slew): later claims are stamped in the lower frame
             topMicros = Math.min(topMicros, highest);
         } else {
@@ -173,19 +174,19 @@ final class WallStepGuard {
     }
 
     /** Keeps the frame the baseline leaves, when it falls by a step: its claims may still be read. */
-    private void leaveFrame(boolean step, long endNanos) {
+    private void leaveFrame(boolean step) {
         if (!step) {
             return;
         }
         if (frames == KEPT) {
             frameOffset[1] = Math.min(frameOffset[0], frameOffset[1]);
-            frameLast[1] = Math.max(frameLast[0], frameLast[1]);
+            frameTop[1] = Math.max(frameTop[0], frameTop[1]);
             System.arraycopy(frameOffset, 1, frameOffset, 0, KEPT - 1);
-            System.arraycopy(frameLast, 1, frameLast, 0, KEPT - 1);
+            System.arraycopy(frameTop, 1, frameTop, 0, KEPT - 1);
             frames--;
         }
         frameOffset[frames] = offsetMicros;
-        frameLast[frames] = saturatedAdd(Math.max(offsetMicros, topMicros), (endNanos - originNanos) / 1_000);
+        frameTop[frames] = Math.max(offsetMicros, topMicros);
         frames++;
         topMicros = Long.MIN_VALUE;
     }
@@ -193,7 +194,7 @@ final class WallStepGuard {
     /**
      * Records a forward step to a frame of offset {@code highest} at most: a claim stamped in the frame the baseline
      * stands for, or in a frame left earlier by a step back, is judged earlier by what the clock moved above that frame.
-     * Each frame's claims carry at most its time at its end; a claim that could be of several frames gets the most.
+     * Each frame's claims carry at most its time at this step; a claim that could be of several frames gets the most.
      */
     private void stepForward(long highest, long lowest, long nanosAfter, long slewMicros) {
         int n = frames + 1;
@@ -201,10 +202,11 @@ final class WallStepGuard {
         long[] needs = new long[n];
         for (int i = 0; i < n; i++) {
             long offset = i < frames ? frameOffset[i] : offsetMicros;
-            long last = i < frames ? frameLast[i]
-                    : saturatedAdd(Math.max(offsetMicros, topMicros), (nanosAfter - originNanos) / 1_000);
-            // the frame's time at its end, plus the slew a jump may hide, plus lockWait for a writer on another host
-            // whose clock is that far ahead
+            // the clock may have gone back to a frame it left, with no reading between: each is open until now
+            long last = saturatedAdd(i < frames ? frameTop[i] : Math.max(offsetMicros, topMicros),
+                    (nanosAfter - originNanos) / 1_000);
+            // the frame's time now, plus the slew a jump may hide, plus lockWait for a writer on another host whose
+            // clock is that far ahead
             marks[i] = saturatedAdd(last, slewMicros + lockWaitMicros);
             needs[i] = Math.max(0, highest - offset);
         }
@@ -229,7 +231,7 @@ final class WallStepGuard {
         for (int i = 0; i < frames; i++) {
             if (frameOffset[i] >= lowest) {
                 frameOffset[left] = frameOffset[i];
-                frameLast[left] = frameLast[i];
+                frameTop[left] = frameTop[i];
                 left++;
             }
         }

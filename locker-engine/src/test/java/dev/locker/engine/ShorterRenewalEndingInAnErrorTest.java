@@ -12,7 +12,6 @@ import dev.locker.spi.StoreTransaction;
 import dev.locker.testkit.Interleavings;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -51,7 +50,6 @@ class ShorterRenewalEndingInAnErrorTest {
      * on the answer's path). 6 s later C tries the lock: either C is refused, or A no longer takes itself for holder.
      */
     @Test
-    @Disabled("a shorter renewal failing with an Error after its rewrite landed keeps the hold at its former deadline")
     void aShorterRenewalThatLandedThenFailedWithAnErrorEndsTheHold() {
         LandsThenErrs store = new LandsThenErrs(shared);
         Locker a = locker("a", store);
