@@ -52,8 +52,7 @@ final class WallStepGuard {
     private long topMicros = Long.MIN_VALUE;
     private final long[] frameTop = new long[KEPT];
     private int frames;
-    /** The latest monotonic readings, before and after, of the readings the guard learnt from. */
-    private long lastBefore;
+    /** The latest monotonic reading after the readings the guard learnt from, or a paused one after them. */
     private long lastAfter;
     /** The forward steps seen: replaced, never changed, so a judging keeps the record it was taken with. */
     private Steps steps = Steps.NONE;
@@ -76,7 +75,6 @@ final class WallStepGuard {
         this.exactNanos = lockWaitMicros * 1_000 / 4;
         TimeSource time = config.timeSource();
         this.originNanos = time.nanoTime();
-        this.lastBefore = originNanos;
         this.lastAfter = originNanos;
         // a baseline from the locker's start: the best of three readings, as one may be paused between its clocks
         long best = Long.MIN_VALUE;
@@ -144,7 +142,12 @@ final class WallStepGuard {
                 offsetMicros = lowest;
                 topMicros = highest;
             }
-            long pending = highest - offset;
+            if (later) {
+                // no reading taken before this one ends may be learnt from after it: it could undo what this one saw
+                lastAfter = nanosAfter;
+            }
+            // judged against the baseline of its time, and against the current one where a reading lowered it since
+            long pending = highest - Math.min(offset, offsetMicros);
             return new JudgingTime(nanosBefore, wall, nanosAfter, known, pending > threshold ? pending : 0, null);
         }
         long jump = highest - offsetMicros;
@@ -167,7 +170,6 @@ final class WallStepGuard {
         } else {
             offsetMicros = saturatedAdd(offsetMicros, Math.min(lowest - offsetMicros, slewMicros));
         }
-        lastBefore = nanosBefore;
         lastAfter = nanosAfter;
         keep();
         return new JudgingTime(nanosBefore, wall, nanosAfter, steps, 0, null);

@@ -1,7 +1,6 @@
 package dev.locker.engine;
 
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -34,7 +33,6 @@ class ExactReadingEnteringAfterANewerOneTest extends JudgingScenario {
      * the first frame, and B reads once. 23.5 s after A's write, A holds, so B is refused.
      */
     @Test
-    @Disabled("an exact reading older than a paused one that saw a step back is learnt as a step up: 5 s of 12 taken")
     void aClaimWrittenAfterAStaleExactReadingEnteredIsAllowedTheWholeForwardStep() throws Exception {
         assertRefused(true, Duration.ZERO, Duration.ofSeconds(-7), Duration.ofSeconds(12), Duration.ofMillis(22_490));
     }
@@ -52,7 +50,6 @@ class ExactReadingEnteringAfterANewerOneTest extends JudgingScenario {
      * 26.5 s after A's write, A holds, so B is refused.
      */
     @Test
-    @Disabled("an exact reading older than a paused one entered before it is learnt as the latest: 16 s of 20 taken")
     void aClaimWrittenAfterAStaleExactReadingOfAFrameLeftSinceIsAllowedTheWholeForwardStep() throws Exception {
         assertRefused(true, Duration.ofSeconds(16), Duration.ofSeconds(-4), Duration.ofSeconds(20),
                 Duration.ofMillis(25_490));

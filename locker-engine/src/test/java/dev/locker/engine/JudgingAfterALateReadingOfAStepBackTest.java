@@ -1,7 +1,6 @@
 package dev.locker.engine;
 
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -29,7 +28,6 @@ class JudgingAfterALateReadingOfAStepBackTest extends JudgingScenario {
      * overlaps the other listing's. A's claim has 12 s left on A's clock, so B is refused.
      */
     @Test
-    @Disabled("a reading entering after a late one lowered the baseline is judged by a state kept before: 10 s of 23")
     void aClaimOfAFrameALateReadingShowedIsAllowedTheWholeForwardStepByAnOverlappingReadingEnteringAfterIt()
             throws Exception {
         assertRefused(true);
