@@ -1,20 +1,15 @@
 package dev.locker.engine;
 
-import dev.locker.api.KeyColumn;
 import dev.locker.api.LockOwner;
-import dev.locker.api.LockerConfig;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.spi.Deadlines;
 import dev.locker.spi.Entry;
 import dev.locker.spi.StoreTransaction;
-import dev.locker.testkit.VirtualClock;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 
@@ -23,28 +18,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** A claim whose bytes after the owner are not this build's two fields is judged by its expiry alone. */
-class ClaimValuesLeftByOtherToolsTest {
-
-    private static final Duration LOCK_WAIT = Duration.ofMillis(100);
-    private static final Duration EXPIRY = Duration.ofSeconds(30);
-
-    private final VirtualClock clock = new VirtualClock();
-    private final InMemoryStore shared = new InMemoryStore("other-tools");
-    private final List<ConsistentKeyDriver> drivers = new ArrayList<>();
-    private final KeyColumn lock = KeyColumn.of("vertex:42", "name");
-
-    @AfterEach
-    void tearDown() {
-        drivers.forEach(ConsistentKeyDriver::close);
-    }
-
-    private ConsistentKeyDriver driver(String rid) {
-        LockerConfig config = LockerConfig.builder().rid(rid).expiry(EXPIRY).lockWait(LOCK_WAIT).timeSource(clock)
-                .build();
-        ConsistentKeyDriver d = new ConsistentKeyDriver(config, shared, false, 16);
-        drivers.add(d);
-        return d;
-    }
+class ClaimValuesLeftByOtherToolsTest extends JudgingScenario {
 
     /**
      * A tool wrote a claim with Long.MIN_VALUE after the owner, as LockOwner marks an unknown time. Its expiry passed
@@ -110,9 +84,5 @@ class ClaimValuesLeftByOtherToolsTest {
         shared.mutate(lock.encoded(), List.of(new Entry(column, value),
                 new Entry(ClaimCodec.tokenColumn(1, column), new byte[0])), List.of(), tx);
         tx.commit();
-    }
-
-    private static LockOwner owner(String rid) {
-        return LockerConfig.builder().rid(rid).build().owner("t");
     }
 }

@@ -1,50 +1,23 @@
 package dev.locker.engine;
 
-import dev.locker.api.KeyColumn;
 import dev.locker.api.LockOwner;
-import dev.locker.api.LockerConfig;
 import dev.locker.api.TemporaryLockingException;
 import dev.locker.spi.Deadlines;
 import dev.locker.spi.Entry;
 import dev.locker.spi.StoreTransaction;
-import dev.locker.testkit.VirtualClock;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** A renewal of an earlier build, stamped while the clock was set back, is never judged dead within its validity. */
-class EarlierBuildRenewalInAFrameSetBackTest {
-
-    private static final Duration LOCK_WAIT = Duration.ofMillis(100);
-    private static final Duration EXPIRY = Duration.ofSeconds(30);
-
-    private final VirtualClock clock = new VirtualClock();
-    private final InMemoryStore shared = new InMemoryStore("earlier-build-set-back");
-    private final List<ConsistentKeyDriver> drivers = new ArrayList<>();
-    private final KeyColumn lock = KeyColumn.of("vertex:42", "name");
-    private final KeyColumn other = KeyColumn.of("vertex:43", "name");
-
-    @AfterEach
-    void tearDown() {
-        drivers.forEach(ConsistentKeyDriver::close);
-    }
-
-    private ConsistentKeyDriver driver(String rid) {
-        LockerConfig config = LockerConfig.builder().rid(rid).expiry(EXPIRY).lockWait(LOCK_WAIT).timeSource(clock)
-                .build();
-        ConsistentKeyDriver d = new ConsistentKeyDriver(config, shared, false, 16);
-        drivers.add(d);
-        return d;
-    }
+class EarlierBuildRenewalInAFrameSetBackTest extends JudgingScenario {
 
     /**
      * A runs an earlier build, B this one, on one host. A takes the lock; 1 s later NTP sets the clock back 10 s, and
@@ -145,9 +118,5 @@ class EarlierBuildRenewalInAFrameSetBackTest {
             shared.mutate(lock.encoded(), additions, List.of(), tx);
             tx.commit();
         }
-    }
-
-    private static LockOwner owner(String rid) {
-        return LockerConfig.builder().rid(rid).build().owner("t");
     }
 }
