@@ -41,7 +41,7 @@ class SecondReadingAcrossAStepUpFromAPausedFrameTest {
      * left on A's clock, so B judges it live.
      */
     @Test
-    @Disabled("a late reading is judged against the kept state before the step back; the paused reading's frame is lost")
+    @Disabled("a late reading is judged against the state kept before the step back: the lowered frame is lost")
     void aClaimOfAFrameAPausedReadingShowedStaysLiveForALateSecondReadingAcrossTheStepForward() {
         clock.advance(Duration.ofSeconds(1));
         enter(read(Duration.ZERO));
@@ -68,7 +68,7 @@ class SecondReadingAcrossAStepUpFromAPausedFrameTest {
         Instant judgedAt = firstJudging.andAfter(second).forClaimWrittenAt(written);
         Instant expiry = written.plus(EXPIRY);
         Duration leftOnA = EXPIRY.minusNanos(secondBefore - writtenNanos);
-        assertTrue(judgedAt.isBefore(expiry), () -> "A's claim, with " + leftOnA + " left on A's clock at the read, was "
-                + "judged at " + judgedAt + ", " + Duration.between(expiry, judgedAt) + " past its expiry " + expiry);
+        assertTrue(judgedAt.isBefore(expiry), () -> "A's claim, with " + leftOnA + " left on A's clock at the "
+                + "read, was judged at " + judgedAt + ", " + Duration.between(expiry, judgedAt) + " past its expiry " + expiry);
     }
 }
