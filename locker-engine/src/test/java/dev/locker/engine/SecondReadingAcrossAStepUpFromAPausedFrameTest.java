@@ -69,6 +69,7 @@ class SecondReadingAcrossAStepUpFromAPausedFrameTest {
         Instant expiry = written.plus(EXPIRY);
         Duration leftOnA = EXPIRY.minusNanos(secondBefore - writtenNanos);
         assertTrue(judgedAt.isBefore(expiry), () -> "A's claim, with " + leftOnA + " left on A's clock at the "
-                + "read, was judged at " + judgedAt + ", " + Duration.between(expiry, judgedAt) + " past its expiry " + expiry);
+                + "read, was judged at " + judgedAt + ", " + Duration.between(expiry, judgedAt) + " past its expiry "
+                + expiry);
     }
 }
