@@ -64,6 +64,8 @@ final class WallStepGuard {
     private static final int KEPT = 16;
     private final long[] keptAfter = new long[KEPT];
     private final long[] keptOffset = new long[KEPT];
+    /** The lowest baseline held since each kept state: a late reading may stand for any time from it to now. */
+    private final long[] keptLowest = new long[KEPT];
     private final Steps[] keptSteps = new Steps[KEPT];
     /** The next slot of the kept states, and how many are kept. */
     private int next;
@@ -89,6 +91,7 @@ final class WallStepGuard {
     private void keep() {
         keptAfter[next] = lastAfter;
         keptOffset[next] = offsetMicros;
+        keptLowest[next] = offsetMicros;
         keptSteps[next] = steps;
         next = (next + 1) % KEPT;
         kept = Math.min(kept + 1, KEPT);
@@ -122,12 +125,16 @@ final class WallStepGuard {
             long offset = offsetMicros;
             Steps known = steps;
             boolean older = later;
+            // the lowest baseline held since the state it is judged against: a late reading allows for the way up
+            long since = offsetMicros;
             if (!later) {
                 for (int n = 0; n < kept; n++) {
                     int i = Math.floorMod(next - 1 - n, KEPT);
+                    since = Math.min(since, keptLowest[i]); // (with no state surely older: all of them)
                     if (nanosBefore - keptAfter[i] >= 0) {
                         offset = keptOffset[i];
                         known = keptSteps[i];
+                        since = keptLowest[i];
                         older = true;
                         break;
                     }
@@ -139,15 +146,15 @@ final class WallStepGuard {
                 // may have seen a frame the clock has left again: the next reading then takes the way back up for a
                 // step, which costs liveness only
                 leaveFrame(offsetMicros - lowest > threshold);
-                offsetMicros = lowest;
+                lowerBaseline(lowest);
                 topMicros = highest;
             }
             if (later) {
                 // no reading taken before this one ends may be learnt from after it: it could undo what this one saw
                 lastAfter = nanosAfter;
             }
-            // judged against the baseline of its time, and against the current one where a reading lowered it since
-            long pending = highest - Math.min(offset, offsetMicros);
+            // judged against the baseline of its time, and against any lower one held since
+            long pending = highest - Math.min(since, offsetMicros);
             return new JudgingTime(nanosBefore, wall, nanosAfter, known, pending > threshold ? pending : 0, null);
         }
         long jump = highest - offsetMicros;
@@ -165,7 +172,7 @@ final class WallStepGuard {
             topMicros = Long.MIN_VALUE;
         } else if (lowest < offsetMicros) {
             leaveFrame(offsetMicros - lowest > threshold);
-            offsetMicros = lowest; // a step back (or a slew): later claims are stamped in the lower frame
+            lowerBaseline(lowest); // a step back (or a slew): later claims are stamped in the lower frame
             topMicros = Math.min(topMicros, highest);
         } else {
             offsetMicros = saturatedAdd(offsetMicros, Math.min(lowest - offsetMicros, slewMicros));
@@ -173,6 +180,14 @@ final class WallStepGuard {
         lastAfter = nanosAfter;
         keep();
         return new JudgingTime(nanosBefore, wall, nanosAfter, steps, 0, null);
+    }
+
+    /** Lowers the baseline to {@code to}, and the lowest held since each kept state with it. */
+    private void lowerBaseline(long to) {
+        offsetMicros = to;
+        for (int i = 0; i < kept; i++) {
+            keptLowest[i] = Math.min(keptLowest[i], to);
+        }
     }
 
     /** Keeps the frame the baseline leaves, when it falls by a step: its claims may still be read. */

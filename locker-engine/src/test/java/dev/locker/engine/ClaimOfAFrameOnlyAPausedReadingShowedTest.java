@@ -5,7 +5,6 @@ import dev.locker.spi.Entry;
 import dev.locker.spi.KeyColumnValueStore;
 import dev.locker.spi.StoreTransaction;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -42,7 +41,6 @@ class ClaimOfAFrameOnlyAPausedReadingShowedTest extends JudgingScenario {
      * clock, so B is refused.
      */
     @Test
-    @Disabled("a late second reading is judged against the state kept before the step back: the lowered frame is lost")
     void aClaimOfAFrameOnlyAPausedReadingShowedIsAllowedTheWholeWayUpByALateSecondReading() throws Exception {
         assertRefused(true);
     }

@@ -2,7 +2,6 @@ package dev.locker.engine;
 
 import dev.locker.api.LockerConfig;
 import dev.locker.testkit.VirtualClock;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -41,7 +40,6 @@ class SecondReadingAcrossAStepUpFromAPausedFrameTest {
      * left on A's clock, so B judges it live.
      */
     @Test
-    @Disabled("a late reading is judged against the state kept before the step back: the lowered frame is lost")
     void aClaimOfAFrameAPausedReadingShowedStaysLiveForALateSecondReadingAcrossTheStepForward() {
         clock.advance(Duration.ofSeconds(1));
         enter(read(Duration.ZERO));

@@ -5,7 +5,6 @@ import dev.locker.spi.Entry;
 import dev.locker.spi.KeyColumnValueStore;
 import dev.locker.spi.StoreTransaction;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -40,7 +39,6 @@ class StepBackLearntDuringALateSecondReadingTest extends JudgingScenario {
      * refused.
      */
     @Test
-    @Disabled("a late second reading is judged against the state kept before the step back, learnt while it ran")
     void aClaimOfAFrameSetBackIsAllowedTheWholeWayUpByASecondReadingSpanningTheStepsLearnt() throws Exception {
         assertRefused(true);
     }
