@@ -7,10 +7,7 @@ import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.LockingException;
 import dev.locker.api.TemporaryLockingException;
-import dev.locker.spi.Entry;
 import dev.locker.spi.KeyColumnValueStore;
-import dev.locker.spi.StoreTransaction;
-import dev.locker.spi.TemporaryStoreException;
 import dev.locker.testkit.Interleavings;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;
@@ -63,7 +60,7 @@ class RenewalOfUnknownOutcomeTest {
     }
 
     private void assertOneHolderAfterAFailedRenewal(Duration renewedFor) {
-        FailingAfterAWrite store = new FailingAfterAWrite(shared);
+        LandsThenFails store = new LandsThenFails(shared);
         Locker a = locker("a", store);
         Locker c = locker("c", shared);
         Lease lease = a.acquire(lock, "a", LeaseOptions.DEFAULTS.keepAlive(false));
@@ -81,57 +78,5 @@ class RenewalOfUnknownOutcomeTest {
         }
         assertTrue(!cHolds || !lease.isValid(), () -> "TWO HOLDERS: C took the lock while A's lease is valid for "
                 + lease.remaining() + " more, after A's renewal for " + renewedFor + " landed without its answer");
-    }
-
-    /** The store the lease reads through: the read right after a chosen write fails, as a timed-out call would. */
-    private static final class FailingAfterAWrite implements KeyColumnValueStore {
-        private final KeyColumnValueStore real;
-        private volatile boolean armed;
-        private volatile boolean failNextRead;
-
-        FailingAfterAWrite(KeyColumnValueStore real) {
-            this.real = real;
-        }
-
-        void failTheReadAfterTheNextWrite() {
-            armed = true;
-        }
-
-        @Override
-        public String name() {
-            return real.name();
-        }
-
-        @Override
-        public List<Entry> getSlice(byte[] key, byte[] start, byte[] end, StoreTransaction tx) {
-            if (failNextRead) {
-                failNextRead = false;
-                throw new TemporaryStoreException("read timed out", null);
-            }
-            return real.getSlice(key, start, end, tx);
-        }
-
-        @Override
-        public void mutate(byte[] key, List<Entry> additions, List<byte[]> deletions, StoreTransaction tx) {
-            real.mutate(key, additions, deletions, tx);
-            if (armed) {
-                armed = false;
-                failNextRead = true;
-            }
-        }
-
-        @Override
-        public List<byte[]> getKeys(byte[] keyPrefix, byte[] startAfter, int limit, StoreTransaction tx) {
-            return real.getKeys(keyPrefix, startAfter, limit, tx);
-        }
-
-        @Override
-        public StoreTransaction beginTransaction() {
-            return real.beginTransaction();
-        }
-
-        @Override
-        public void close() {
-        }
     }
 }

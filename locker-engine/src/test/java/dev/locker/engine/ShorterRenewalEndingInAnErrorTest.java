@@ -6,9 +6,7 @@ import dev.locker.api.LeaseOptions;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.TemporaryLockingException;
-import dev.locker.spi.Entry;
 import dev.locker.spi.KeyColumnValueStore;
-import dev.locker.spi.StoreTransaction;
 import dev.locker.testkit.Interleavings;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;
@@ -51,12 +49,12 @@ class ShorterRenewalEndingInAnErrorTest {
      */
     @Test
     void aShorterRenewalThatLandedThenFailedWithAnErrorEndsTheHold() {
-        LandsThenErrs store = new LandsThenErrs(shared);
+        LandsThenFails store = new LandsThenFails(shared);
         Locker a = locker("a", store);
         Locker c = locker("c", shared);
         Lease lease = a.acquire(lock, "a", LeaseOptions.DEFAULTS.keepAlive(false));
         clock.advance(Duration.ofSeconds(1));
-        store.failAfterTheNextWrite(new NoClassDefFoundError("a class of the store's client, loaded after the send"));
+        store.errAfterTheNextWrite(new NoClassDefFoundError("a class of the store's client, loaded after the send"));
         assertThrows(NoClassDefFoundError.class, () -> lease.renewFor(Duration.ofSeconds(5)));
         clock.advance(Duration.ofSeconds(6));
         Object tc = new Object();
@@ -69,53 +67,5 @@ class ShorterRenewalEndingInAnErrorTest {
         }
         assertTrue(!cHolds || !lease.isValid(), () -> "TWO HOLDERS: C took the lock while A's lease is valid for "
                 + lease.remaining() + " more, after A's 5 s renewal landed and then failed with an Error");
-    }
-
-    /** The store A writes through: the mutation after arming lands, then throws the chosen Error. */
-    private static final class LandsThenErrs implements KeyColumnValueStore {
-        private final KeyColumnValueStore real;
-        private volatile Error next;
-
-        LandsThenErrs(KeyColumnValueStore real) {
-            this.real = real;
-        }
-
-        void failAfterTheNextWrite(Error e) {
-            next = e;
-        }
-
-        @Override
-        public String name() {
-            return real.name();
-        }
-
-        @Override
-        public List<Entry> getSlice(byte[] key, byte[] start, byte[] end, StoreTransaction tx) {
-            return real.getSlice(key, start, end, tx);
-        }
-
-        @Override
-        public void mutate(byte[] key, List<Entry> additions, List<byte[]> deletions, StoreTransaction tx) {
-            real.mutate(key, additions, deletions, tx);
-            Error e = additions.isEmpty() ? null : next;
-            if (e != null) {
-                next = null;
-                throw e;
-            }
-        }
-
-        @Override
-        public List<byte[]> getKeys(byte[] keyPrefix, byte[] startAfter, int limit, StoreTransaction tx) {
-            return real.getKeys(keyPrefix, startAfter, limit, tx);
-        }
-
-        @Override
-        public StoreTransaction beginTransaction() {
-            return real.beginTransaction();
-        }
-
-        @Override
-        public void close() {
-        }
     }
 }

@@ -5,10 +5,7 @@ import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.LockingException;
 import dev.locker.api.TemporaryLockingException;
-import dev.locker.spi.Entry;
 import dev.locker.spi.KeyColumnValueStore;
-import dev.locker.spi.StoreTransaction;
-import dev.locker.spi.TemporaryStoreException;
 import dev.locker.testkit.Interleavings;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.AfterEach;
@@ -52,7 +49,7 @@ class ShorterRenewalOfATransactionsClaimsTest {
         Locker a = locker("a", store);
         Object ta = new Object();
         a.writeLock(x, ta);
-        store.failAfterTheNextWrite();
+        store.failTheReadAfterTheNextWrite();
         assertThrows(LockingException.class, () -> a.renewLocks(ta, SHORTER));
         try {
             a.checkLocks(ta);
@@ -75,7 +72,7 @@ class ShorterRenewalOfATransactionsClaimsTest {
         a.writeLock(y, ta);
         a.checkLocks(ta);
         clock.advance(Duration.ofSeconds(1));
-        store.failAfterWrites(1);
+        store.failTheReadAfterWrites(1);
         assertThrows(LockingException.class, () -> a.renewLocks(ta, SHORTER));
         clock.advance(SHORTER.plusSeconds(1));
         assertOneHolder(a, ta, x);
@@ -95,64 +92,5 @@ class ShorterRenewalOfATransactionsClaimsTest {
         boolean aHolds = Interleavings.believesItHolds(a, lock, ta, clock);
         assertTrue(!cHolds || !aHolds, () -> "TWO HOLDERS of " + lock + ": C took it while A believes it holds it,"
                 + " after A's renewal for " + SHORTER + " failed");
-    }
-
-    /** The store A writes through: past a chosen number of claim writes, the next lands and the read after it fails. */
-    private static final class LandsThenFails implements KeyColumnValueStore {
-        private final KeyColumnValueStore real;
-        private volatile int writesToPass = -1;
-        private volatile boolean failNextRead;
-
-        LandsThenFails(KeyColumnValueStore real) {
-            this.real = real;
-        }
-
-        void failAfterTheNextWrite() {
-            failAfterWrites(0);
-        }
-
-        void failAfterWrites(int pass) {
-            writesToPass = pass;
-        }
-
-        @Override
-        public String name() {
-            return real.name();
-        }
-
-        @Override
-        public List<Entry> getSlice(byte[] key, byte[] start, byte[] end, StoreTransaction tx) {
-            if (failNextRead) {
-                failNextRead = false;
-                throw new TemporaryStoreException("read timed out", null);
-            }
-            return real.getSlice(key, start, end, tx);
-        }
-
-        @Override
-        public void mutate(byte[] key, List<Entry> additions, List<byte[]> deletions, StoreTransaction tx) {
-            real.mutate(key, additions, deletions, tx);
-            if (additions.isEmpty() || writesToPass < 0) {
-                return;
-            }
-            if (writesToPass == 0) {
-                failNextRead = true;
-            }
-            writesToPass--;
-        }
-
-        @Override
-        public List<byte[]> getKeys(byte[] keyPrefix, byte[] startAfter, int limit, StoreTransaction tx) {
-            return real.getKeys(keyPrefix, startAfter, limit, tx);
-        }
-
-        @Override
-        public StoreTransaction beginTransaction() {
-            return real.beginTransaction();
-        }
-
-        @Override
-        public void close() {
-        }
     }
 }
