@@ -228,8 +228,9 @@ class RedisAcquireReplyTest {
     private static String granted(long token, Map<String, String> hash, String warning) {
         String claim = hash.get("c" + OWN);
         if (claim == null && hash.isEmpty()) {
-            // only with expiry 0 ms: PEXPIRE 1 ms, already past when the script ran longer than 1 ms, deletes the key
-            // at once (both builds; the holder's deadline, at most the expiry after its send, has passed too)
+            // only with expiry 0 or 1 ms: PEXPIRE 1 or 3 ms, already past when the script ran longer (a loaded host
+            // preempts redis-server mid-script), deletes the key at once (both builds; the holder's deadline, at most
+            // the expiry after its send, has passed too)
             return "granted, key lapsed";
         }
         assertNotNull(claim, "granted " + token + " but no claim of ours: " + hash);
@@ -450,7 +451,7 @@ class RedisAcquireReplyTest {
                                             || og.equals("granted, key lapsed")) {
                                         System.out.println("LAPSED " + what + ": " + on + " " + runs[0].pttl + " / "
                                                 + oo + " " + runs[1].pttl + " / " + og + " " + runs[2].pttl);
-                                        assertEquals("0", expiry, what);
+                                        assertTrue(Long.parseLong(expiry) <= 1, what);
                                         assertTrue(on.startsWith("granted") && oo.startsWith("granted")
                                                 && og.startsWith("granted"), what + ": " + on + " / " + oo + " / " + og);
                                         lapsed++;
@@ -511,7 +512,8 @@ class RedisAcquireReplyTest {
             }
         }
         System.out.println("RedisAcquireReplyTest differential: " + compared + " comparisons, " + fast
-                + " bare-token grants, " + lapsed + " with expiry 0 whose key lapsed in the script, outcomes " + outcomes);
+                + " bare-token grants, " + lapsed + " with expiry 0 or 1 ms whose key lapsed in the script, outcomes "
+                + outcomes);
         assertEquals(2 * 4 * 3 * 3 * 2 * MARKERS.size() * shapes.size(), compared);
         assertTrue(fast > 0);
     }
