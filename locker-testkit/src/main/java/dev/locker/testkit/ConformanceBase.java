@@ -169,11 +169,6 @@ public abstract class ConformanceBase implements ConformanceScenario {
     }
 
     @Override
-    public Locker realTimeProcess(String name) {
-        return open(config(name).timeSource(TimeSource.system()).expiry(LEASE_EXPIRY).build());
-    }
-
-    @Override
     public ExecutorService stepPool() {
         return stepPool;
     }

@@ -55,7 +55,14 @@ public interface ConformanceScenario {
     Locker pausable(String name, StepPauses pauses);
 
     /** A process on the system clock with {@link #LEASE_EXPIRY}: keep-alive runs on real background time. */
-    Locker realTimeProcess(String name);
+    default Locker realTimeProcess(String name) {
+        return realTimeProcess(name, LEASE_EXPIRY);
+    }
+
+    /** A process on the system clock with {@code expiry}: a real-time scenario run again stretched uses it. */
+    default Locker realTimeProcess(String name, Duration expiry) {
+        return open(config(name).timeSource(TimeSource.system()).expiry(expiry).build());
+    }
 
     /** Threads for processes a scenario pauses while others act. */
     ExecutorService stepPool();
