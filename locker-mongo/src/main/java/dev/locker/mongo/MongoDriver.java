@@ -89,9 +89,11 @@ final class MongoDriver implements LockDriver<ClaimStatus> {
                 serverClock, skew, takeBacks);
         ScheduledExecutorService checker = null;
         try {
-            ServerClock.Sample s = serverClock.measure();
-            logSkew(s);
+            serverClock.measure();
             ensureIndexes();
+            // The first round trip paid for the connection (TCP, TLS, authentication): one on the warm connection is
+            // sharper, and the sample kept now decides validity and takeovers until the periodic re-measure.
+            logSkew(serverClock.measureKeepingTheBetter());
             if (!options.clockCheckInterval().isZero()) {
                 checker = Executors.newSingleThreadScheduledExecutor(r -> {
                     Thread t = new Thread(r, "locker-mongo-clock-" + config.rid());

@@ -6,18 +6,25 @@ import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoClients;
 import com.mongodb.event.CommandListener;
 import com.mongodb.event.CommandStartedEvent;
+import dev.locker.api.KeyColumn;
+import dev.locker.api.Lease;
 import dev.locker.testkit.VirtualClock;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** The periodic re-measure keeps the sharper of two agreeing samples, and takes a new one that disagrees. */
+/**
+ * The periodic re-measure keeps the sharper of two agreeing samples, and takes a new one that disagrees; a locker
+ * opens with a sample taken on a warm connection.
+ */
 class MongoServerClockSampleTest extends MongoScenarios {
 
     private static final Duration SLOW = Duration.ofMillis(800);
@@ -59,6 +66,38 @@ class MongoServerClockSampleTest extends MongoScenarios {
             assertEquals(Duration.ofMillis(1), kept.uncertainty(), "a fast round trip replaces the blurred sample");
             assertSame(kept, sc.sample());
         });
+    }
+
+    /**
+     * A locker's first round trip opens its connection (TCP, TLS, authentication): the sample it keeps is one taken on
+     * the warm connection after it, so its leases are not cut short by the handshake's time for the next minute.
+     */
+    @Test
+    void aLockerWhoseFirstRoundTripOpenedItsConnectionCountsOnASharperSample() {
+        VirtualClock clock = new VirtualClock();
+        mongo.clock().follow(clock);
+        AtomicInteger hellos = new AtomicInteger();
+        CommandListener firstIsSlow = new CommandListener() {
+            @Override
+            public void commandStarted(CommandStartedEvent e) {
+                if ((e.getCommandName().equalsIgnoreCase("isMaster") || e.getCommandName().equals("hello"))
+                        && hellos.getAndIncrement() == 0) {
+                    clock.advance(SLOW);
+                }
+            }
+        };
+        MongoClient client = fixture.closeLast(MongoClients.create(MongoClientSettings.builder()
+                .applyConnectionString(new ConnectionString(mongo.uri())).addCommandListener(firstIsSlow).build()));
+        Duration expiry = Duration.ofSeconds(30);
+        MongoLocker locker = fixture.closeFirst(MongoLocker.builder().client(client).database("locker")
+                .collection(fixture.collection()).clockCheckInterval(Duration.ZERO)
+                .config(config("sharp", expiry, clock).build()).build());
+        Lease lease = locker.acquire(KeyColumn.named("sharp"), "after a slow first round trip").keepAlive(false);
+        assertTrue(hellos.get() >= 2, "measured again on the warm connection: " + hellos.get());
+        MongoLocker fast = open(config("fast", expiry, clock).build(), Duration.ZERO);
+        Lease control = fast.acquire(KeyColumn.named("fast"), "after a fast first round trip").keepAlive(false);
+        assertEquals(control.remaining(), lease.remaining(), "the lease is cut by as much as one of a locker whose "
+                + "first round trip was fast, not by half the slow one (" + SLOW.dividedBy(2) + ")");
     }
 
     @Test
