@@ -201,6 +201,16 @@ final class Holding {
         onReleased.accept(this);
     }
 
+    /**
+     * Gives the lease back when its last instant (lockAtMostUntil, or lockAtLeastUntil after an early unlock) has
+     * passed on ShedLock's clock: the next lock of its name must not wait for a release scheduled late on a busy host.
+     */
+    synchronized void releaseIfDue() {
+        if (!released && until != null && !ClockProvider.now().isBefore(until)) {
+            onTime();
+        }
+    }
+
     private synchronized void onTime() {
         if (released) {
             return;

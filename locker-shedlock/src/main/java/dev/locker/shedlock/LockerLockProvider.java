@@ -33,8 +33,9 @@ import java.util.concurrent.ScheduledThreadPoolExecutor;
  * before lockAtLeastUntil leaves the claim on the backend until then. An extension renews the lease to its new
  * lockAtMostFor, and an unlock after it keeps the claim until the new lockAtLeastUntil. So both durations hold after
  * this process died, with no renewal from it. The first lockAtLeastFor still holds after an extension with a shorter
- * one. A scheduled release also gives the lease back at lockAtMostUntil, freeing this process's record of it. A claim
- * lives at least two seconds on the backend, so that its grant can reach this process in time.
+ * one. A scheduled release also gives the lease back at lockAtMostUntil, freeing this process's record of it; a lock
+ * of the same name after that instant gives it back first, should the release run late. A claim lives at least two
+ * seconds on the backend, so that its grant can reach this process in time.
  *
  * <p>A backend that cannot keep a claim for lockAtMostFor (shorter than its clock allowance, or longer than a
  * Redis restart guard) refuses it before any I/O. The lease then has the locker's expiry, and this process keeps
@@ -129,6 +130,11 @@ public final class LockerLockProvider implements ExtensibleLockProvider, AutoClo
         KeyColumn lock = lockOf(name);
         if (releases.isShutdown()) {
             throw new IllegalStateException("the ShedLock provider is closed: cannot lock " + lock.legible());
+        }
+        for (Holding h : holdings) {
+            if (h.name().equals(name)) {
+                h.releaseIfDue();
+            }
         }
         LeaseOptions terms = LeaseOptions.expiry(Holding.claimFor(lockConfiguration.getLockAtMostFor()))
                 .keepAlive(false).holdAtLeast(lockConfiguration.getLockAtLeastFor());

@@ -10,6 +10,7 @@ import net.javacrumbs.shedlock.core.LockConfiguration;
 import net.javacrumbs.shedlock.core.SimpleLock;
 import org.junit.jupiter.api.Test;
 
+import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Optional;
@@ -20,7 +21,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** What ShedLock's suite leaves out: two owners of one backend, durations, the key prefix, close, bad names. */
+/**
+ * What ShedLock's suite leaves out: two owners of one backend, durations (also on ShedLock's clock when a scheduled
+ * release runs late), the key prefix, close, bad names.
+ */
 class LockerLockProviderTest {
 
     private static final String STORE = "mem:provider-" + UUID.randomUUID() + "?lockWait=5ms";
@@ -67,6 +71,22 @@ class LockerLockProviderTest {
             assertEquals(Optional.empty(), b.lock(config(name, Duration.ofMinutes(5), Duration.ZERO)));
             held.unlock();
             b.lock(config(name, Duration.ofMinutes(5), Duration.ZERO)).orElseThrow().unlock();
+        }
+    }
+
+    @Test
+    void aLockAfterLockAtMostUntilGivesTheGrantBackFirstWhenItsScheduledReleaseRunsLate() {
+        try (LockerLockProvider p = LockerLockProvider.open(STORE)) {
+            String name = "job-" + UUID.randomUUID();
+            p.lock(config(name, Duration.ofMinutes(5), Duration.ZERO)).orElseThrow(); // its task never unlocks
+            assertEquals(Optional.empty(), p.lock(config(name, Duration.ofMinutes(5), Duration.ZERO)));
+            // ShedLock's clock past lockAtMostUntil; the release scheduled for it is five real minutes away
+            ClockProvider.setClock(Clock.offset(Clock.systemUTC(), Duration.ofMinutes(6)));
+            try {
+                p.lock(config(name, Duration.ofMinutes(5), Duration.ZERO)).orElseThrow().unlock();
+            } finally {
+                ClockProvider.setClock(Clock.systemUTC());
+            }
         }
     }
 
