@@ -74,7 +74,7 @@ class MongoClockErrorTest {
     }
 
     /**
-     * B measured the offset through a slow request and a fast reply: it believes the server 1 s ahead of where it
+     * B measured the offset through slow requests and fast replies: it believes the server 1 s ahead of where it
      * is, and says so (uncertainty about 1 s). One second before A's claim expires on the server, B must still see A
      * as the holder: neither take the lock over nor scrub A's claim, which A rightly believes alive.
      */
@@ -87,12 +87,13 @@ class MongoClockErrorTest {
             public void commandStarted(CommandStartedEvent event) {
                 String name = event.getCommandName();
                 if (("hello".equalsIgnoreCase(name) || "isMaster".equalsIgnoreCase(name))
-                        && slowRequest.getAndSet(false)) {
+                        && slowRequest.get()) {
                     clock.advance(Duration.ofSeconds(2)); // the request travels 2 s, the reply 0 s
                 }
             }
         };
-        MongoLocker b = open("b", clock, Duration.ofSeconds(10), slow);
+        MongoLocker b = open("b", clock, Duration.ofSeconds(10), slow); // every measurement of its opening
+        slowRequest.set(false);
         assertTrue(b.clockOffset().compareTo(Duration.ofMillis(900)) > 0, "B's estimate is off: " + b.clockOffset());
 
         KeyColumn lock = lock("uncertain");
