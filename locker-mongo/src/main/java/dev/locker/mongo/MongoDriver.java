@@ -93,7 +93,7 @@ final class MongoDriver implements LockDriver<ClaimStatus> {
             ensureIndexes();
             // The first round trip paid for the connection (TCP, TLS, authentication): one on the warm connection is
             // sharper, and the sample kept now decides validity and takeovers until the periodic re-measure.
-            logSkew(serverClock.measureKeepingTheBetter());
+            logSkew(sharperSample());
             if (!options.clockCheckInterval().isZero()) {
                 checker = Executors.newSingleThreadScheduledExecutor(r -> {
                     Thread t = new Thread(r, "locker-mongo-clock-" + config.rid());
@@ -235,6 +235,17 @@ final class MongoDriver implements LockDriver<ClaimStatus> {
         return holder != null && LockDocument.isClaim(holder, status.claimId())
                 && LockDocument.token(doc) == status.fencingToken()
                 && LockDocument.isLive(holder, serverClock.read().serverDateFloor());
+    }
+
+    /** A second measurement, kept if sharper; should it fail, the first sample stands, as after a failed re-measure. */
+    private ServerClock.Sample sharperSample() {
+        try {
+            return serverClock.measureKeepingTheBetter();
+        } catch (RuntimeException e) {
+            log.debug("Could not measure the clock offset to {} again (keeping {}): {}", server, serverClock.sample(),
+                    e.toString());
+            return serverClock.sample();
+        }
     }
 
     /** How many times a blurred clock sample is measured again before a short lease is refused. */
