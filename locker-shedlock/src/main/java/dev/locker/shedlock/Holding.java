@@ -27,7 +27,8 @@ import java.util.function.Consumer;
  *
  * <p>Invariant: while not released, exactly one scheduled release is pending, at the instant ShedLock set last.
  * That instant is lockAtMostUntil while the task runs, and lockAtLeastUntil once it unlocked early.
- * Once released, the lease is closed or lost, and nothing schedules or renews it again.
+ * Once released, the lease is closed or lost, and nothing schedules or renews it again. A scheduled or late release
+ * gives the lease back outside this object's monitor: a backend that stalls on it holds up no other caller.
  */
 final class Holding {
 
@@ -39,6 +40,9 @@ final class Holding {
      */
     static final Duration SHORTEST_CLAIM = Duration.ofSeconds(2);
 
+    /** The longest a release is scheduled ahead: a century, within the monotonic clock's range. */
+    private static final Duration LONGEST_DELAY = Duration.ofDays(36_500);
+
     private final String name;
     private final KeyColumn lock;
     private final Lease lease;
@@ -48,9 +52,12 @@ final class Holding {
     private final Consumer<Holding> onReleased;
     private ScheduledFuture<?> release; // guarded by this
     private Instant until; // guarded by this
+    private long dueNanos; // guarded by this: when the scheduled release falls due, on the monotonic clock
     private boolean extended; // guarded by this: the lease's own hold-at-least no longer is lockAtLeastFor
-    private boolean unlocked; // guarded by this: the task called unlock
-    private boolean released; // guarded by this
+    private volatile boolean unlocked; // written under this: the task called unlock
+    private volatile boolean released; // written under this
+    /** Counts the scheduled releases (guarded by this): one that was moved since it was scheduled does nothing. */
+    private long scheduled;
     /** Set by the locker's notifier thread, which must not wait for this monitor. */
     private volatile boolean lost;
 
@@ -97,8 +104,11 @@ final class Holding {
                 return;
             }
         }
+        long delayNanos = delay.compareTo(LONGEST_DELAY) > 0 ? LONGEST_DELAY.toNanos() : delay.toNanos();
+        dueNanos = System.nanoTime() + delayNanos;
+        long which = ++scheduled;
         try {
-            release = releases.schedule(this::onTime, delay.toNanos(), TimeUnit.NANOSECONDS);
+            release = releases.schedule(() -> onTime(which), delayNanos, TimeUnit.NANOSECONDS);
         } catch (java.util.concurrent.RejectedExecutionException providerClosed) {
             releaseNow();
         }
@@ -176,20 +186,32 @@ final class Holding {
     }
 
     /** True once the task unlocked or the lease was given back: a thread's record of it may be dropped. */
-    synchronized boolean isDone() {
+    boolean isDone() {
         return unlocked || released;
     }
 
     /** Gives the lease back now; harmless when it already was. A claim inside its hold-at-least stays until then. */
-    synchronized void releaseNow() {
+    void releaseNow() {
+        if (markReleased()) {
+            giveBack();
+        }
+    }
+
+    /** Marks the grant released and cancels its scheduled release; false when it already was released. */
+    private synchronized boolean markReleased() {
         if (released) {
-            return;
+            return false;
         }
         released = true;
         if (release != null) {
             release.cancel(false);
             release = null;
         }
+        return true;
+    }
+
+    /** The backend part of a release, once {@link #markReleased} said this caller does it. */
+    private void giveBack() {
         try {
             // never throws for a backend failure: an undeleted claim expires on its own
             if (!lease.release()) {
@@ -202,24 +224,32 @@ final class Holding {
     }
 
     /**
-     * Gives the lease back when its last instant (lockAtMostUntil, or lockAtLeastUntil after an early unlock) has
-     * passed on ShedLock's clock: the next lock of its name must not wait for a release scheduled late on a busy host.
+     * Gives the lease back when its scheduled release is late: its last instant (lockAtMostUntil, or lockAtLeastUntil
+     * after an early unlock) has passed on ShedLock's clock, and its delay on the monotonic clock. The next lock of
+     * its name must not wait for a release thread held up on a busy host. A step of the wall clock alone ends nothing.
      */
-    synchronized void releaseIfDue() {
-        if (!released && until != null && !ClockProvider.now().isBefore(until)) {
-            onTime();
-        }
+    void releaseIfDue() {
+        onTime(0);
     }
 
-    private synchronized void onTime() {
-        if (released) {
-            return;
+    /** The scheduled release number {@code which} (while no later one was scheduled), or (0) a late one, if due. */
+    private void onTime(long which) {
+        boolean stillRunning;
+        synchronized (this) {
+            boolean due = which == 0
+                    ? until != null && !ClockProvider.now().isBefore(until) && System.nanoTime() - dueNanos >= 0
+                    : which == scheduled;
+            if (released || !due) {
+                return;
+            }
+            stillRunning = !unlocked;
+            markReleased();
         }
-        if (!unlocked) {
+        if (stillRunning) {
             log.warn("ShedLock lock {} reached its lockAtMostFor while its task still runs: released, "
                     + "another process may start the task now", lock.legible());
         }
-        releaseNow();
+        giveBack();
     }
 
     /**

@@ -34,8 +34,8 @@ import java.util.concurrent.ScheduledThreadPoolExecutor;
  * lockAtMostFor, and an unlock after it keeps the claim until the new lockAtLeastUntil. So both durations hold after
  * this process died, with no renewal from it. The first lockAtLeastFor still holds after an extension with a shorter
  * one. A scheduled release also gives the lease back at lockAtMostUntil, freeing this process's record of it; a lock
- * of the same name after that instant gives it back first, should the release run late. A claim lives at least two
- * seconds on the backend, so that its grant can reach this process in time.
+ * of the same name gives it back first when that release is late (due on ShedLock's clock and on the monotonic
+ * one). A claim lives at least two seconds on the backend, so that its grant can reach this process in time.
  *
  * <p>A backend that cannot keep a claim for lockAtMostFor (shorter than its clock allowance, or longer than a
  * Redis restart guard) refuses it before any I/O. The lease then has the locker's expiry, and this process keeps

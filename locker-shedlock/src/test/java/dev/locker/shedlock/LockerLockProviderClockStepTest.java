@@ -4,7 +4,6 @@ import net.javacrumbs.shedlock.core.ClockProvider;
 import net.javacrumbs.shedlock.core.LockConfiguration;
 import net.javacrumbs.shedlock.core.SimpleLock;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.parallel.Isolated;
 
@@ -40,8 +39,6 @@ class LockerLockProviderClockStepTest {
     }
 
     @Test
-    @Disabled("a lock of the same name releases a running task's grant as soon as ShedLock's wall clock steps past "
-            + "lockAtMostUntil, though its lockAtMostFor has not elapsed: a second run starts beside the first")
     void aRunningTaskKeepsItsLockWhenShedLocksClockStepsPastLockAtMostUntil() {
         try (LockerLockProvider p = LockerLockProvider.open(STORE)) {
             String name = "job-" + UUID.randomUUID();
@@ -54,8 +51,6 @@ class LockerLockProviderClockStepTest {
     }
 
     @Test
-    @Disabled("after an extended task unlocked early, a lock of the same name gives its claim back once ShedLock's "
-            + "wall clock steps past lockAtLeastUntil, though its lockAtLeastFor has not elapsed")
     void aLockOfTheSameNameAfterAnEarlyUnlockKeepsLockAtLeastForWhenShedLocksClockStepsForward() {
         try (LockerLockProvider p = LockerLockProvider.open(STORE)) {
             String name = "job-" + UUID.randomUUID();

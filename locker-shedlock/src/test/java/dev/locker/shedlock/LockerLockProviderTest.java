@@ -2,6 +2,7 @@ package dev.locker.shedlock;
 
 import dev.locker.api.KeyColumn;
 import dev.locker.api.LockInfo;
+import dev.locker.api.LockProbe;
 import dev.locker.api.Locker;
 import dev.locker.api.LockerConfig;
 import dev.locker.api.Lockers;
@@ -10,11 +11,12 @@ import net.javacrumbs.shedlock.core.LockConfiguration;
 import net.javacrumbs.shedlock.core.SimpleLock;
 import org.junit.jupiter.api.Test;
 
-import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Optional;
 import java.util.UUID;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -22,8 +24,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * What ShedLock's suite leaves out: two owners of one backend, durations (also on ShedLock's clock when a scheduled
- * release runs late), the key prefix, close, bad names.
+ * What ShedLock's suite leaves out: two owners of one backend, durations (also when a scheduled release runs late),
+ * the key prefix, close, bad names.
  */
 class LockerLockProviderTest {
 
@@ -74,18 +76,45 @@ class LockerLockProviderTest {
         }
     }
 
+    /**
+     * The release thread is held up (a busy host; here, another grant's release stalls on its backend): a lock of a
+     * name whose lockAtMostFor has elapsed gives that grant back first, on the caller's thread, and is granted. The
+     * stalled release holds up no lock of the thread that took its grant (that release gives back off the grant's
+     * monitor, which the thread's record of its grants asks).
+     */
     @Test
-    void aLockAfterLockAtMostUntilGivesTheGrantBackFirstWhenItsScheduledReleaseRunsLate() {
-        try (LockerLockProvider p = LockerLockProvider.open(STORE)) {
-            String name = "job-" + UUID.randomUUID();
-            p.lock(config(name, Duration.ofMinutes(5), Duration.ZERO)).orElseThrow(); // its task never unlocks
-            assertEquals(Optional.empty(), p.lock(config(name, Duration.ofMinutes(5), Duration.ZERO)));
-            // ShedLock's clock past lockAtMostUntil; the release scheduled for it is five real minutes away
-            ClockProvider.setClock(Clock.offset(Clock.systemUTC(), Duration.ofMinutes(6)));
+    void aLockAfterLockAtMostUntilGivesTheGrantBackFirstWhenItsScheduledReleaseRunsLate() throws Exception {
+        String stalling = "stalling-" + UUID.randomUUID();
+        CountDownLatch releaseThreadHeld = new CountDownLatch(1);
+        CountDownLatch letGo = new CountDownLatch(1);
+        LockProbe stallTheReleaseThread = new LockProbe() {
+            @Override
+            public void before(Step step, KeyColumn lock, String rid) {
+                if (step == Step.RELEASE && lock.legible().equals(stalling)
+                        && Thread.currentThread().getName().equals("locker-shedlock-release")) {
+                    releaseThreadHeld.countDown();
+                    try {
+                        letGo.await(30, TimeUnit.SECONDS);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
+            }
+        };
+        try (Locker locker = Lockers.open(STORE, LockerConfig.builder().probe(stallTheReleaseThread).build());
+             LockerLockProvider p = new LockerLockProvider(locker)) {
             try {
-                p.lock(config(name, Duration.ofMinutes(5), Duration.ZERO)).orElseThrow().unlock();
+                p.lock(config(stalling, Duration.ofSeconds(1), Duration.ZERO)).orElseThrow(); // the thread releases it
+                assertTrue(releaseThreadHeld.await(30, TimeUnit.SECONDS), "the release thread took its release");
+                String name = "job-" + UUID.randomUUID();
+                p.lock(config(name, Duration.ofMillis(500), Duration.ZERO)).orElseThrow(); // its task never unlocks
+                assertEquals(Optional.empty(), p.lock(config(name, Duration.ofMinutes(5), Duration.ZERO)));
+                Thread.sleep(700); // its lockAtMostFor elapses; its scheduled release waits behind the stalled one
+                p.lock(config(name, Duration.ofMinutes(5), Duration.ZERO)).orElseThrow(() -> new AssertionError(
+                        "the grant past its lockAtMostFor was not given back while the release thread was held up"))
+                        .unlock();
             } finally {
-                ClockProvider.setClock(Clock.systemUTC());
+                letGo.countDown();
             }
         }
     }
