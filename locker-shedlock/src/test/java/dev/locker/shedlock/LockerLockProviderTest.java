@@ -12,6 +12,9 @@ import net.javacrumbs.shedlock.core.SimpleLock;
 import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadInfo;
+import java.lang.management.ThreadMXBean;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Optional;
@@ -23,6 +26,8 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Collectors;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -217,6 +222,71 @@ class LockerLockProviderTest {
                 letGo.countDown();
             }
         }
+    }
+
+    /**
+     * The task extends its grant, and the renewal is slow: the grant's scheduled release falls due meanwhile and
+     * waits for the grant (the release thread blocked on it, owned by the extending task). Once the extension moved
+     * the release, the one that fell due does nothing: the grant stays held, and the moved release gives it back.
+     */
+    @Test
+    void aScheduledReleaseThatFellDueDuringAnExtensionDoesNothingAndTheMovedOneGivesTheGrantBack() throws Exception {
+        String name = "job-" + UUID.randomUUID();
+        AtomicBoolean overtaken = new AtomicBoolean();
+        CountDownLatch givenBack = new CountDownLatch(1);
+        LockProbe slowRenewal = new LockProbe() {
+            @Override
+            public void before(Step step, KeyColumn lock, String rid) {
+                if (!lock.legible().equals(name)) {
+                    return;
+                }
+                if (step == Step.RELEASE && Thread.currentThread().getName().equals("locker-shedlock-release")) {
+                    givenBack.countDown();
+                }
+                if (step == Step.RENEW && Thread.currentThread().getName().equals("extending-task")) {
+                    overtaken.set(releaseThreadBlockedOnAGrantOf(Thread.currentThread(), Duration.ofSeconds(10)));
+                }
+            }
+        };
+        try (Locker locker = Lockers.open(STORE, LockerConfig.builder().probe(slowRenewal).build());
+             LockerLockProvider p = new LockerLockProvider(locker);
+             LockerLockProvider elsewhere = LockerLockProvider.open(STORE)) {
+            AtomicReference<Optional<SimpleLock>> extended = new AtomicReference<>();
+            Thread task = new Thread(() -> {
+                SimpleLock held = p.lock(config(name, Duration.ofMillis(500), Duration.ZERO)).orElseThrow();
+                extended.set(held.extend(Duration.ofSeconds(3), Duration.ZERO));
+            }, "extending-task");
+            task.start();
+            task.join(30_000);
+            assertTrue(overtaken.get(), "the scheduled release fell due while the extension renewed the claim");
+            assertTrue(extended.get() != null && extended.get().isPresent(), "extended: " + extended.get());
+            assertEquals(Optional.empty(), elsewhere.lock(config(name, Duration.ofMinutes(5), Duration.ZERO)),
+                    "the release that fell due during the extension gave the extended grant back");
+            assertTrue(givenBack.await(30, TimeUnit.SECONDS), "the moved release never gave the grant back");
+            elsewhere.lock(config(name, Duration.ofMinutes(5), Duration.ZERO)).orElseThrow().unlock();
+        }
+    }
+
+    /** Waits up to {@code bound} for a provider's release thread to block on a grant's monitor that {@code owner} holds. */
+    private static boolean releaseThreadBlockedOnAGrantOf(Thread owner, Duration bound) {
+        ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+        long deadline = System.nanoTime() + bound.toNanos();
+        while (System.nanoTime() - deadline < 0) {
+            for (ThreadInfo t : threads.dumpAllThreads(false, false)) {
+                if (t.getThreadName().equals("locker-shedlock-release") && t.getThreadState() == Thread.State.BLOCKED
+                        && t.getLockOwnerId() == owner.getId() && t.getLockName() != null
+                        && t.getLockName().startsWith(Holding.class.getName())) {
+                    return true;
+                }
+            }
+            try {
+                Thread.sleep(10);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return false;
+            }
+        }
+        return false;
     }
 
     /**
