@@ -12,6 +12,7 @@ import java.util.function.UnaryOperator;
  * ("told before the validity ends") holds only while the locker's own threads run: a run in which the signal came
  * late because this JVM stalled between its due time and the signal is no evidence either way, and
  * {@link #rerunWhileStalled} runs it again with a longer expiry. A signal later than the stalls explain fails at once.
+ * The watch's own thread stands for the locker's: a stall that starves them both is what it sees.
  */
 final class Punctuality implements AutoCloseable {
 
@@ -25,11 +26,15 @@ final class Punctuality implements AutoCloseable {
     private final Queue<long[]> stalls = new ConcurrentLinkedQueue<>();
     private final Thread watcher;
     private volatile boolean stopped;
+    /** When the watch began its current wait: a stall it has not woken from yet counts from then. */
+    private volatile long waitingSince;
 
     private Punctuality() {
+        waitingSince = System.nanoTime();
         watcher = new Thread(() -> {
             while (!stopped) {
                 long before = System.nanoTime();
+                waitingSince = before;
                 LockSupport.parkNanos(TICK);
                 long after = System.nanoTime();
                 if (after - before - TICK > NOTED) {
@@ -46,15 +51,27 @@ final class Punctuality implements AutoCloseable {
         return new Punctuality();
     }
 
-    /** The longest stall that overlapped {@code [from, to]} (System.nanoTime). */
-    Duration worstStallBetween(long from, long to) {
-        long worst = 0;
+    /**
+     * How long this JVM was stalled within {@code [from, to]} (System.nanoTime): every stall clipped to it, added up,
+     * the one the watch has not woken from yet included.
+     */
+    Duration stalledBetween(long from, long to) {
+        long total = 0;
         for (long[] s : stalls) {
-            if (s[1] - from >= 0 && to - s[0] >= 0) {
-                worst = Math.max(worst, s[1] - s[0]);
-            }
+            total += overlap(s[0], s[1], from, to);
         }
-        return Duration.ofNanos(worst);
+        long now = System.nanoTime();
+        long since = waitingSince;
+        if (now - since - TICK > NOTED) {
+            total += overlap(since + TICK, now, from, to);
+        }
+        return Duration.ofNanos(total);
+    }
+
+    private static long overlap(long a, long b, long from, long to) {
+        long start = a - from > 0 ? a : from;
+        long end = b - to < 0 ? b : to;
+        return Math.max(0, end - start);
     }
 
     @Override
@@ -78,10 +95,10 @@ final class Punctuality implements AutoCloseable {
     }
 
     /**
-     * Runs {@code run} with {@code expiry}. A signal that came late is excused only when this JVM stalled, between the
-     * signal's due time (the validity's end less {@code marginOf.apply(expiry)}) and the signal, for at least half of
-     * how far behind its due time the signal came (a stall may hit both hops: the watchdog's wake-up, the notifier);
-     * the run then goes again with the expiry doubled. Any other late signal fails at once, as does the last run.
+     * Runs {@code run} with {@code expiry}. A signal that came late is excused only when this JVM's stalls between the
+     * signal's due time (the validity's end less {@code marginOf.apply(expiry)}) and the signal add up to how far
+     * behind its due time the signal came, less half the margin (the locker's own work on a running JVM); the run then
+     * goes again with the expiry doubled. Any other late signal fails at once, as does the last run.
      *
      * @param what     the promise, for the failure message
      * @param expiry   the first run's lease expiry
@@ -95,20 +112,21 @@ final class Punctuality implements AutoCloseable {
         for (int i = 1; ; i++) {
             Promise p;
             long behind;
-            Duration stall;
+            long margin = marginOf.apply(e).toNanos();
+            Duration stalled;
             try (Punctuality watch = watch()) {
                 p = run.run(e);
                 if (p.lateNanos() < 0) {
                     return;
                 }
-                long due = p.validUntil() - marginOf.apply(e).toNanos();
+                long due = p.validUntil() - margin;
                 behind = p.toldAt() - due;
-                stall = watch.worstStallBetween(due, p.toldAt());
+                stalled = watch.stalledBetween(due, p.toldAt());
             }
             String said = "told " + p.lateNanos() / 1_000_000 + " ms after the validity ended, with expiry "
-                    + e.toMillis() + " ms: " + behind / 1_000_000 + " ms behind its due time, while this JVM stalled "
-                    + "at most " + stall.toMillis() + " ms in between";
-            if (stall.toNanos() * 2 < behind || i == RUNS) {
+                    + e.toMillis() + " ms: " + behind / 1_000_000 + " ms behind its due time, of which this JVM was "
+                    + "stalled " + stalled.toMillis() + " ms";
+            if (stalled.toNanos() + margin / 2 < behind || i == RUNS) {
                 throw new AssertionError(what + ": " + said
                         + (earlier.length() == 0 ? "" : "; earlier runs, each late by what stalls explain:" + earlier));
             }
