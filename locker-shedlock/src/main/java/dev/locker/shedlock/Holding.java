@@ -10,6 +10,8 @@ import org.slf4j.LoggerFactory;
 
 import java.time.Duration;
 import java.time.Instant;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
@@ -25,10 +27,17 @@ import java.util.function.Consumer;
  * When the backend cannot keep a claim for lockAtMostFor, the lease has the locker's expiry instead. This process
  * then keeps both durations, renewing the lease while it must outlive its claim.
  *
+ * <h2>Which clock ends a grant</h2>
+ * ShedLock's instants (lockAtMostUntil, lockAtLeastUntil) are on its wall clock, which can step. This process ends a
+ * grant only once an instant has passed on that clock and, counted from the grant, on the monotonic clock: a step of
+ * the wall clock forward ends nothing early. The task's own view ({@link #fencingToken}, {@link #remaining}) ends at
+ * the first of the two, the safe side for a writer.
+ *
  * <p>Invariant: while not released, exactly one scheduled release is pending, at the instant ShedLock set last.
  * That instant is lockAtMostUntil while the task runs, and lockAtLeastUntil once it unlocked early.
- * Once released, the lease is closed or lost, and nothing schedules or renews it again. A scheduled or late release
- * gives the lease back outside this object's monitor: a backend that stalls on it holds up no other caller.
+ * Once released, the lease is closed or lost, and nothing schedules or renews it again. The release thread never
+ * waits on the backend (a scheduled release gives the lease back on another thread) nor on a grant whose task is
+ * extending or unlocking it (it looks again shortly): a stalled backend call holds up no other grant's release.
  */
 final class Holding {
 
@@ -41,7 +50,9 @@ final class Holding {
     static final Duration SHORTEST_CLAIM = Duration.ofSeconds(2);
 
     /** The longest a release is scheduled ahead: a century, within the monotonic clock's range. */
-    private static final Duration LONGEST_DELAY = Duration.ofDays(36_500);
+    private static final long LONGEST_NANOS = Duration.ofDays(36_500).toNanos();
+    /** How soon the release thread looks again at a grant whose task is extending or unlocking it. */
+    private static final long LOOK_AGAIN_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
 
     private final String name;
     private final KeyColumn lock;
@@ -49,26 +60,35 @@ final class Holding {
     /** True when the lease carries lockAtMostFor as its expiry and lockAtLeastFor as its hold-at-least. */
     private final boolean onBackend;
     private final ScheduledExecutorService releases;
+    /** Where a scheduled release gives the lease back: never on the release thread. */
+    private final Executor giveBacks;
     private final Consumer<Holding> onReleased;
+    /** ShedLock's clock and the monotonic clock at the grant: an instant on the one falls due on the other. */
+    private final Instant grantedAt;
+    private final long grantedNanos;
     private ScheduledFuture<?> release; // guarded by this
     private Instant until; // guarded by this
-    private long dueNanos; // guarded by this: when the scheduled release falls due, on the monotonic clock
     private boolean extended; // guarded by this: the lease's own hold-at-least no longer is lockAtLeastFor
-    private volatile boolean unlocked; // written under this: the task called unlock
-    private volatile boolean released; // written under this
     /** Counts the scheduled releases (guarded by this): one that was moved since it was scheduled does nothing. */
     private long scheduled;
+    private volatile boolean unlocked; // written under this: the task called unlock
+    private volatile boolean released; // written under this
+    /** True while the task extends or unlocks on the backend, under this monitor: others do not wait for it. */
+    private volatile boolean busy;
     /** Set by the locker's notifier thread, which must not wait for this monitor. */
     private volatile boolean lost;
 
     Holding(String name, KeyColumn lock, Lease lease, boolean onBackend, ScheduledExecutorService releases,
-            Consumer<Holding> onReleased) {
+            Executor giveBacks, Consumer<Holding> onReleased) {
         this.name = name;
         this.lock = lock;
         this.lease = lease;
         this.onBackend = onBackend;
         this.releases = releases;
+        this.giveBacks = giveBacks;
         this.onReleased = onReleased;
+        this.grantedNanos = System.nanoTime();
+        this.grantedAt = ClockProvider.now();
         lease.onLost(loss -> {
             lost = true;
             log.warn("ShedLock lock {} was lost before it was given back: {}", lock.legible(), loss);
@@ -80,6 +100,29 @@ final class Holding {
         return name;
     }
 
+    /** Nanoseconds until ShedLock's instant {@code t} has passed on its clock and on the monotonic clock. */
+    private long untilBoth(Instant t) {
+        return Math.max(nanos(Duration.between(ClockProvider.now(), t)), monotonicUntil(t));
+    }
+
+    /** Nanoseconds until ShedLock's instant {@code t} has passed on its clock or on the monotonic clock. */
+    private long untilEither(Instant t) {
+        return Math.min(nanos(Duration.between(ClockProvider.now(), t)), monotonicUntil(t));
+    }
+
+    /** Nanoseconds until {@code t} falls due on the monotonic clock, counted from the grant. */
+    private long monotonicUntil(Instant t) {
+        return nanos(Duration.between(grantedAt, t)) - (System.nanoTime() - grantedNanos);
+    }
+
+    /** {@code d} in nanoseconds, within a century either way. */
+    private static long nanos(Duration d) {
+        if (d.compareTo(Duration.ofNanos(LONGEST_NANOS)) > 0) {
+            return LONGEST_NANOS;
+        }
+        return d.compareTo(Duration.ofNanos(-LONGEST_NANOS)) < 0 ? -LONGEST_NANOS : d.toNanos();
+    }
+
     /** Gives the lease back at {@code when}, instead of at any instant set before; at once if it has passed. */
     synchronized void releaseAt(Instant when) {
         if (released) {
@@ -89,8 +132,8 @@ final class Holding {
         if (release != null) {
             release.cancel(false);
         }
-        Duration delay = Duration.between(ClockProvider.now(), when);
-        if (delay.isNegative() || delay.isZero()) {
+        long delay = untilBoth(when);
+        if (delay <= 0) {
             releaseNow();
             return;
         }
@@ -98,18 +141,16 @@ final class Holding {
             try {
                 // the claim lives one locker expiry after its last renewal: keep it alive if it must outlive most of it
                 Duration left = lease.remaining();
-                lease.keepAlive(delay.compareTo(left.minus(left.dividedBy(10))) >= 0);
+                lease.keepAlive(Duration.ofNanos(delay).compareTo(left.minus(left.dividedBy(10))) >= 0);
             } catch (IllegalStateException lostOrClosed) {
                 releaseNow();
                 return;
             }
         }
-        long delayNanos = delay.compareTo(LONGEST_DELAY) > 0 ? LONGEST_DELAY.toNanos() : delay.toNanos();
-        dueNanos = System.nanoTime() + delayNanos;
         long which = ++scheduled;
         try {
-            release = releases.schedule(() -> onTime(which), delayNanos, TimeUnit.NANOSECONDS);
-        } catch (java.util.concurrent.RejectedExecutionException providerClosed) {
+            release = releases.schedule(() -> onTime(which), delay, TimeUnit.NANOSECONDS);
+        } catch (RejectedExecutionException providerClosed) {
             releaseNow();
         }
     }
@@ -124,13 +165,14 @@ final class Holding {
         if (released) {
             return false;
         }
-        if (lost || !ClockProvider.now().isBefore(until) || !lease.isValid()) {
+        if (lost || untilBoth(until) <= 0 || !lease.isValid()) {
             releaseNow();
             return false;
         }
+        busy = true;
         try {
             if (onBackend) {
-                lease.renewFor(claimFor(Duration.between(ClockProvider.now(), newUntil)));
+                lease.renewFor(claimFor(Duration.ofNanos(untilBoth(newUntil))));
             } else {
                 lease.renew();
             }
@@ -144,6 +186,8 @@ final class Holding {
         } catch (IllegalStateException closed) {
             releaseNow();
             return false;
+        } finally {
+            busy = false;
         }
         extended = true;
         releaseAt(newUntil);
@@ -161,21 +205,26 @@ final class Holding {
             releaseAt(atLeastUntil);
             return;
         }
-        Duration left = Duration.between(ClockProvider.now(), atLeastUntil);
-        if (!extended || released || left.isNegative() || left.isZero()) {
-            // the lease's own hold-at-least (the first lockAtLeastFor) still applies to a claim released now
-            releaseNow();
-            return;
-        }
+        long left = untilBoth(atLeastUntil);
+        busy = true;
         try {
-            // a backend whose renewal never shortens a claim keeps it until the last lockAtMostUntil
-            lease.renewFor(claimFor(left));
-        } catch (ExpiredLockException | IllegalStateException goneOrClosed) {
-            releaseNow();
-            return;
-        } catch (LockingException | IllegalArgumentException unknownOrRefused) {
-            log.warn("could not keep ShedLock lock {} for its lockAtLeastFor after the process ends: {}",
-                    lock.legible(), unknownOrRefused.toString());
+            if (!extended || released || left <= 0) {
+                // the lease's own hold-at-least (the first lockAtLeastFor) still applies to a claim released now
+                releaseNow();
+                return;
+            }
+            try {
+                // a backend whose renewal never shortens a claim keeps it until the last lockAtMostUntil
+                lease.renewFor(claimFor(Duration.ofNanos(left)));
+            } catch (ExpiredLockException | IllegalStateException goneOrClosed) {
+                releaseNow();
+                return;
+            } catch (LockingException | IllegalArgumentException unknownOrRefused) {
+                log.warn("could not keep ShedLock lock {} for its lockAtLeastFor after the process ends: {}",
+                        lock.legible(), unknownOrRefused.toString());
+            }
+        } finally {
+            busy = false;
         }
         releaseAt(atLeastUntil);
     }
@@ -190,7 +239,7 @@ final class Holding {
         return unlocked || released;
     }
 
-    /** Gives the lease back now; harmless when it already was. A claim inside its hold-at-least stays until then. */
+    /** Gives the lease back now, on this thread; harmless when it already was. A hold-at-least keeps the claim. */
     void releaseNow() {
         if (markReleased()) {
             giveBack();
@@ -223,24 +272,43 @@ final class Holding {
         onReleased.accept(this);
     }
 
-    /**
-     * Gives the lease back when its scheduled release is late: its last instant (lockAtMostUntil, or lockAtLeastUntil
-     * after an early unlock) has passed on ShedLock's clock, and its delay on the monotonic clock. The next lock of
-     * its name must not wait for a release thread held up on a busy host. A step of the wall clock alone ends nothing.
-     */
-    void releaseIfDue() {
-        onTime(0);
+    /** The release thread's turn for release number {@code which}: a moved one does nothing. */
+    private void onTime(long which) {
+        if (busy) { // the task is on the backend under this monitor: the release thread does not wait for it
+            try {
+                releases.schedule(() -> onTime(which), LOOK_AGAIN_NANOS, TimeUnit.NANOSECONDS);
+                return;
+            } catch (RejectedExecutionException providerClosed) {
+                // closing: the provider gives every grant back itself
+                return;
+            }
+        }
+        if (!takeForRelease(which)) {
+            return;
+        }
+        // keep-alive stops now; the backend call goes elsewhere, so that a stalled one holds up no other release
+        try {
+            lease.keepAlive(false);
+        } catch (IllegalStateException lostOrClosed) {
+            // nothing to stop
+        }
+        try {
+            giveBacks.execute(this::giveBack);
+        } catch (RejectedExecutionException providerClosed) {
+            giveBack();
+        }
     }
 
-    /** The scheduled release number {@code which} (while no later one was scheduled), or (0) a late one, if due. */
-    private void onTime(long which) {
+    /**
+     * Marks the grant released for release number {@code which}, unless a later one was scheduled since.
+     *
+     * @return true when this caller must give the lease back
+     */
+    private boolean takeForRelease(long which) {
         boolean stillRunning;
         synchronized (this) {
-            boolean due = which == 0
-                    ? until != null && !ClockProvider.now().isBefore(until) && System.nanoTime() - dueNanos >= 0
-                    : which == scheduled;
-            if (released || !due) {
-                return;
+            if (released || which != scheduled) {
+                return false;
             }
             stillRunning = !unlocked;
             markReleased();
@@ -249,7 +317,7 @@ final class Holding {
             log.warn("ShedLock lock {} reached its lockAtMostFor while its task still runs: released, "
                     + "another process may start the task now", lock.legible());
         }
-        giveBack();
+        return true;
     }
 
     /**
@@ -259,26 +327,30 @@ final class Holding {
      */
     long fencingToken() {
         synchronized (this) {
-            if (released || !ClockProvider.now().isBefore(until)) {
+            if (released || untilEither(until) <= 0) {
                 throw new IllegalStateException("ShedLock lock " + lock.legible()
                         + " was given back (its lockAtMostFor passed or it was unlocked): stop writing under it");
             }
         }
-        return lease.fencingToken();
+        try {
+            return lease.fencingToken();
+        } catch (ExpiredLockException lost) {
+            throw new IllegalStateException("ShedLock lock " + lock.legible() + " was lost: stop writing under it",
+                    lost);
+        }
     }
 
     /** How long this process may still act under the grant: zero once given back, lost or past lockAtMostUntil. */
     Duration remaining() {
-        Instant end;
+        long left;
         synchronized (this) {
             if (released || unlocked) {
                 return Duration.ZERO;
             }
-            end = until;
+            left = untilEither(until);
         }
-        Duration left = Duration.between(ClockProvider.now(), end);
         Duration leaseLeft = lease.remaining();
-        Duration least = left.compareTo(leaseLeft) < 0 ? left : leaseLeft;
+        Duration least = Duration.ofNanos(left).compareTo(leaseLeft) < 0 ? Duration.ofNanos(left) : leaseLeft;
         return least.isNegative() ? Duration.ZERO : least;
     }
 

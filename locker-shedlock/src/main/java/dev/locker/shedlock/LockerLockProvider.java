@@ -18,6 +18,8 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 
 /**
@@ -33,9 +35,10 @@ import java.util.concurrent.ScheduledThreadPoolExecutor;
  * before lockAtLeastUntil leaves the claim on the backend until then. An extension renews the lease to its new
  * lockAtMostFor, and an unlock after it keeps the claim until the new lockAtLeastUntil. So both durations hold after
  * this process died, with no renewal from it. The first lockAtLeastFor still holds after an extension with a shorter
- * one. A scheduled release also gives the lease back at lockAtMostUntil, freeing this process's record of it; a lock
- * of the same name gives it back first when that release is late (due on ShedLock's clock and on the monotonic
- * one). A claim lives at least two seconds on the backend, so that its grant can reach this process in time.
+ * one. A scheduled release also gives the lease back at lockAtMostUntil, freeing this process's record of it. An
+ * instant counts as passed once it has on ShedLock's clock and, from the grant, on the monotonic clock: a step of the
+ * wall clock ends no grant early. A claim lives at least two seconds on the backend, so that its grant can reach
+ * this process in time.
  *
  * <p>A backend that cannot keep a claim for lockAtMostFor (shorter than its clock allowance, or longer than a
  * Redis restart guard) refuses it before any I/O. The lease then has the locker's expiry, and this process keeps
@@ -56,6 +59,8 @@ public final class LockerLockProvider implements ExtensibleLockProvider, AutoClo
     private final boolean ownsLocker;
     private final String keyPrefix;
     private final ScheduledThreadPoolExecutor releases;
+    /** Gives back what the release thread released: a backend that stalls on one holds up no other release. */
+    private final ExecutorService giveBacks;
     private final Set<Holding> holdings = ConcurrentHashMap.newKeySet();
 
     /**
@@ -90,6 +95,11 @@ public final class LockerLockProvider implements ExtensibleLockProvider, AutoClo
         });
         // a release moved by extend or unlock cancels the old one: drop it at once, not at its old time
         releases.setRemoveOnCancelPolicy(true);
+        this.giveBacks = Executors.newCachedThreadPool(r -> {
+            Thread t = new Thread(r, "locker-shedlock-give-back");
+            t.setDaemon(true);
+            return t;
+        });
     }
 
     /**
@@ -131,11 +141,6 @@ public final class LockerLockProvider implements ExtensibleLockProvider, AutoClo
         if (releases.isShutdown()) {
             throw new IllegalStateException("the ShedLock provider is closed: cannot lock " + lock.legible());
         }
-        for (Holding h : holdings) {
-            if (h.name().equals(name)) {
-                h.releaseIfDue();
-            }
-        }
         LeaseOptions terms = LeaseOptions.expiry(Holding.claimFor(lockConfiguration.getLockAtMostFor()))
                 .keepAlive(false).holdAtLeast(lockConfiguration.getLockAtLeastFor());
         boolean onBackend = true;
@@ -153,9 +158,14 @@ public final class LockerLockProvider implements ExtensibleLockProvider, AutoClo
         switch (acquisition.outcome()) {
             case ACQUIRED:
                 Lease lease = acquisition.lease().orElseThrow();
-                Holding holding = new Holding(name, lock, lease, onBackend, releases, holdings::remove);
+                Holding holding = new Holding(name, lock, lease, onBackend, releases, giveBacks, holdings::remove);
                 holdings.add(holding);
                 holding.releaseAt(lockConfiguration.getLockAtMostUntil());
+                if (releases.isShutdown()) {
+                    // closed meanwhile: close gave back what it saw, and the release it refused gave back this one
+                    holding.releaseNow();
+                    throw new IllegalStateException("the ShedLock provider closed while it locked " + lock.legible());
+                }
                 LockedTask.entered(holding);
                 return Optional.of(new LockerSimpleLock(lockConfiguration, holding));
             case BUSY:
@@ -176,6 +186,7 @@ public final class LockerLockProvider implements ExtensibleLockProvider, AutoClo
         for (Holding h : holdings) {
             h.releaseNow();
         }
+        giveBacks.shutdown(); // the give-backs under way finish
         if (ownsLocker) {
             locker.close();
         }

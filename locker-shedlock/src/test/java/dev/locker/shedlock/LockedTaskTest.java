@@ -8,7 +8,6 @@ import net.javacrumbs.shedlock.core.LockExtender;
 import net.javacrumbs.shedlock.core.LockingTaskExecutor;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -133,8 +132,6 @@ class LockedTaskTest {
      * is 12 s away and the claim lives 2 s): the lease is lost. A task is refused its token with the
      * IllegalStateException that {@link LockedTask#fencingToken()} documents for a lost lock.
      */
-    @Disabled("a task whose lease was lost is refused its token with the lease's ExpiredLockException, not the "
-            + "documented IllegalStateException")
     @Test
     void aTaskWhoseLeaseWasLostIsRefusedItsTokenWithAnIllegalStateException() {
         String name = "report-" + UUID.randomUUID();

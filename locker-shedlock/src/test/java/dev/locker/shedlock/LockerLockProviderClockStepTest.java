@@ -4,7 +4,6 @@ import net.javacrumbs.shedlock.core.ClockProvider;
 import net.javacrumbs.shedlock.core.LockConfiguration;
 import net.javacrumbs.shedlock.core.SimpleLock;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.parallel.Isolated;
 
@@ -68,7 +67,6 @@ class LockerLockProviderClockStepTest {
      * The task asks for more time after the step: whatever extend answers, the grant it holds has run moments of its
      * five minutes, and must not be given back (extend ends it when the stepped clock shows lockAtMostUntil passed).
      */
-    @Disabled("an extension after a forward step of ShedLock's clock gives the running task's grant back at once")
     @Test
     void aRunningTaskKeepsItsLockWhenItExtendsAfterShedLocksClockSteppedPastLockAtMostUntil() {
         try (LockerLockProvider p = LockerLockProvider.open(STORE)) {
@@ -85,8 +83,6 @@ class LockerLockProviderClockStepTest {
      * The step comes before the early unlock of an extended grant: lockAtLeastUntil (five minutes from the extension)
      * has passed on the stepped clock only, and the grant must still keep other runs out.
      */
-    @Disabled("an early unlock after a forward step of ShedLock's clock gives an extended grant back before its "
-            + "lockAtLeastFor elapsed")
     @Test
     void anEarlyUnlockAfterShedLocksClockSteppedForwardKeepsLockAtLeastFor() {
         try (LockerLockProvider p = LockerLockProvider.open(STORE)) {
