@@ -31,8 +31,10 @@ import java.util.concurrent.locks.Lock;
  * The owner may lock it again: its hold count rises, and the backend lease is taken once.
  * Only the owner may unlock; any other thread gets an {@link IllegalStateException}.
  * The last unlock releases the lease; a lease found expired or taken throws {@link ConcurrentModificationException}.
- * Conditions are not supported. Failures to reach the backend while locking throw Spring's
- * {@link org.springframework.dao.CannotAcquireLockException}, with the cause.
+ * The owner re-enters only while its lease is valid; a lost lease refuses it with an {@link IllegalStateException}.
+ * Conditions are not supported. A backend that cannot be reached when locking starts (or when a bounded wait ends)
+ * throws Spring's {@link org.springframework.dao.CannotAcquireLockException}, with the cause; a wait without bound
+ * already under way rides an outage out.
  *
  * <h2>Waiting</h2>
  * Threads of this process wait for each other inside the JVM; one at a time waits on the backend.
@@ -43,6 +45,8 @@ import java.util.concurrent.locks.Lock;
  * With keep-alive on (the default), Locker renews it in the background until the unlock.
  * With keep-alive off, it ends at its expiry unless {@link #renewLock} extends it, as in Spring's Redis registry.
  * A process that dies leaves its claim until the expiry: choose it as the longest pause others should wait out.
+ * A thread that ends without unlocking keeps its lock, as with a {@link java.util.concurrent.locks.ReentrantLock}:
+ * with keep-alive on, its lease is renewed until the registry (or its locker) closes. Unlock in a finally block.
  *
  * <h2>Fencing</h2>
  * {@link #fencingToken(Object)} gives the held lock's token, to pass with every write to the guarded resource.
@@ -147,11 +151,12 @@ public final class LockerLockRegistry implements ExpirableLockRegistry, Renewabl
     public Lock obtain(Object lockKey) {
         String key = key(lockKey);
         RegistryLock existing = locks.get(key);
-        if (existing != null) {
-            return existing;
+        if (existing == null) {
+            KeyColumn lock = lockOf(key); // validated here, before the lock is kept or any I/O
+            existing = locks.computeIfAbsent(key, k -> new RegistryLock(k, lock, locker, why, options, this::rejoin));
         }
-        KeyColumn lock = lockOf(key); // validated here, before the lock is kept or any I/O
-        return locks.computeIfAbsent(key, k -> new RegistryLock(lock, locker, why, options));
+        existing.touch(); // a use: expireUnusedOlderThan keeps it
+        return existing;
     }
 
     /**
@@ -167,7 +172,14 @@ public final class LockerLockRegistry implements ExpirableLockRegistry, Renewabl
             throw new IllegalArgumentException("age must be zero or positive, was " + age);
         }
         long cutoff = locker.config().timeSource().nanoTime() - TimeUnit.MILLISECONDS.toNanos(age);
-        locks.values().removeIf(lock -> lock.unusedSince(cutoff));
+        for (String key : locks.keySet()) {
+            locks.computeIfPresent(key, (k, lock) -> lock.retireIfUnused(cutoff) ? null : lock);
+        }
+    }
+
+    /** Puts a forgotten lock back as its key's lock, unless the key has a newer one; answers the key's lock. */
+    private RegistryLock rejoin(RegistryLock lock) {
+        return locks.compute(lock.key(), (k, current) -> current == null ? lock : current);
     }
 
     /**

@@ -17,6 +17,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.Lock;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.UnaryOperator;
 
 /**
  * One key's lock from a {@link LockerLockRegistry}: a thread-owned, reentrant {@link Lock} over one Locker lease.
@@ -30,25 +31,40 @@ import java.util.concurrent.locks.ReentrantLock;
  * Every wait on the backend is Locker's own ({@link Locker#acquireWithin}): a release wakes a Redis waiter at once.
  * An interrupt ends that wait early, and the acquisition then reports the lock busy with the flag set.
  * A backend client that clears an interrupt during its call hides it: HBase's does, and the wait goes on.
+ * A backend that cannot be reached when locking starts, or when a bounded wait ends, throws
+ * {@link CannotAcquireLockException}; a wait without bound that is already under way rides an outage out.
+ *
+ * <h2>Re-entry and the registry</h2>
+ * The owner re-enters only while its lease is valid: a lost lease (expired, taken, its locker closed) refuses the
+ * re-entry with an {@link IllegalStateException}, never a second holder. A lock the registry forgot
+ * ({@link LockerLockRegistry#expireUnusedOlderThan}) rejoins it when locked, unless the key has a new lock by then.
  */
 final class RegistryLock implements Lock {
 
     /** A century: Locker reads a wait this long as "until granted", and a loop renews it after an interrupt. */
     private static final Duration UNTIL_GRANTED = Duration.ofDays(36_500);
 
+    private final String key;
     private final KeyColumn lock;
     private final Locker locker;
     private final String why;
     private final LeaseOptions options;
     private final TimeSource time;
     private final ReentrantLock local = new ReentrantLock();
+    /** Puts this lock back as its key's lock in the registry; answers the key's lock then (this one, or a newer). */
+    private final UnaryOperator<RegistryLock> rejoin;
 
     /** Set by the owning thread when it takes the lease, cleared by it when it releases the lease. */
     private volatile Lease lease;
     /** When this lock was obtained or last taken, on the locker's monotonic clock. */
     private volatile long lastUsedNanos;
+    /** Set while the registry has forgotten this lock: written under {@link #local}. */
+    private volatile boolean retired;
 
-    RegistryLock(KeyColumn lock, Locker locker, String why, LeaseOptions options) {
+    RegistryLock(String key, KeyColumn lock, Locker locker, String why, LeaseOptions options,
+                 UnaryOperator<RegistryLock> rejoin) {
+        this.key = key;
+        this.rejoin = rejoin;
         this.lock = lock;
         this.locker = locker;
         this.why = why;
@@ -66,8 +82,9 @@ final class RegistryLock implements Lock {
         boolean acquired = false;
         boolean interrupted = false;
         try {
+            interrupted = Thread.interrupted(); // lock() ignores interrupts; a pending one would end the wait at once
+            acquired = tookWithin(Duration.ZERO); // an outage now throws; a wait under way rides one out
             while (!acquired) {
-                // lock() ignores interrupts; a pending one would end Locker's wait at once, so it is kept aside
                 interrupted |= Thread.interrupted();
                 acquired = took(locker.acquireWithin(lock, why, UNTIL_GRANTED, options));
             }
@@ -89,6 +106,10 @@ final class RegistryLock implements Lock {
         }
         boolean acquired = false;
         try {
+            if (Thread.interrupted()) {
+                throw new InterruptedException("interrupted while waiting for " + lock.legible());
+            }
+            acquired = tookWithin(Duration.ZERO); // an outage now throws; a wait under way rides one out
             while (!acquired) {
                 if (Thread.interrupted()) {
                     throw new InterruptedException("interrupted while waiting for " + lock.legible());
@@ -147,24 +168,76 @@ final class RegistryLock implements Lock {
 
     /** One bounded wait on the backend; an outage is thrown, so that it never looks like a busy lock. */
     private boolean tookWithin(Duration maxWait) {
-        Acquisition a = locker.acquireWithin(lock, why, maxWait, options);
-        if (took(a)) {
+        return took(locker.acquireWithin(lock, why, maxWait, options));
+    }
+
+    /**
+     * True when the current thread held this lock already, with a lease still valid: the hold count rose, and no lease
+     * is needed. On a first hold, a lock the registry forgot rejoins it first.
+     *
+     * @throws IllegalStateException (the hold undone) when the lease was lost, or the registry has a newer lock
+     */
+    private boolean reentered() {
+        if (local.getHoldCount() == 1) {
+            if (retired) {
+                rejoinOrRefuse();
+            }
+            return false;
+        }
+        Lease l = lease;
+        if (l != null && l.isValid()) {
             return true;
         }
-        // an interrupt ends the wait early with the flag set: the caller reports that instead
-        if (a.outcome() == Acquisition.Outcome.UNREACHABLE && !Thread.currentThread().isInterrupted()) {
-            throw new CannotAcquireLockException("could not reach the backend to lock " + lock.legible(),
-                    a.failure().orElse(null));
+        local.unlock();
+        throw new IllegalStateException("the lock " + lock.legible() + ", which the current thread holds, lost its "
+                + "lease (it expired, was taken or its locker closed): unlock it; the data it guards may have changed");
+    }
+
+    private void rejoinOrRefuse() {
+        if (rejoin.apply(this) == this) {
+            retired = false;
+            return;
         }
-        return false;
+        local.unlock();
+        throw new IllegalStateException("the lock " + lock.legible() + " was forgotten by expireUnusedOlderThan and "
+                + "its key obtained anew: obtain it again");
     }
 
-    /** True when the current thread held this lock already: the hold count rose, and no lease is needed. */
-    private boolean reentered() {
-        return local.getHoldCount() > 1;
+    /** The registry key of this lock. */
+    String key() {
+        return key;
     }
 
-    /** Keeps the lease of a granted wait; a refusal for good is thrown, and any other end is "not yet". */
+    /** Counts as a use for {@link #retireIfUnused}: the lock was obtained. */
+    void touch() {
+        lastUsedNanos = time.nanoTime();
+    }
+
+    /**
+     * Marks this lock forgotten when no thread of this process holds or waits for it, and it was last used before
+     * {@code cutoffNanos}. A thread that locks it afterwards puts it back ({@link #reentered}).
+     *
+     * @return true when the registry may forget it
+     */
+    boolean retireIfUnused(long cutoffNanos) {
+        if (!local.tryLock()) {
+            return false;
+        }
+        try {
+            if (local.getHoldCount() > 1 || local.hasQueuedThreads() || lastUsedNanos - cutoffNanos >= 0) {
+                return false;
+            }
+            retired = true;
+            return true;
+        } finally {
+            local.unlock();
+        }
+    }
+
+    /**
+     * Keeps the lease of a granted wait; a refusal for good, or a backend that cannot be reached (unless an interrupt
+     * ended the wait: the caller reports that), is thrown, and any other end is "not yet".
+     */
     private boolean took(Acquisition a) {
         if (a.acquired()) {
             lease = a.lease().orElseThrow();
@@ -173,6 +246,10 @@ final class RegistryLock implements Lock {
         }
         if (a.outcome() == Acquisition.Outcome.REFUSED) {
             throw new CannotAcquireLockException("the backend refused to lock " + lock.legible(),
+                    a.failure().orElse(null));
+        }
+        if (a.outcome() == Acquisition.Outcome.UNREACHABLE && !Thread.currentThread().isInterrupted()) {
+            throw new CannotAcquireLockException("could not reach the backend to lock " + lock.legible(),
                     a.failure().orElse(null));
         }
         return false;
@@ -245,11 +322,6 @@ final class RegistryLock implements Lock {
             throw new IllegalStateException("the current thread does not hold the lock " + lock.legible());
         }
         return lease.fencingToken();
-    }
-
-    /** Whether no thread of this process holds or waits for this lock, and it was last used before {@code cutoff}. */
-    boolean unusedSince(long cutoffNanos) {
-        return !local.isLocked() && !local.hasQueuedThreads() && lastUsedNanos - cutoffNanos < 0;
     }
 
     @Override

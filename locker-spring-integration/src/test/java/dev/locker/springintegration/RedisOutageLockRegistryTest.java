@@ -1,7 +1,6 @@
 package dev.locker.springintegration;
 
 import dev.locker.testkit.RedisServer;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.springframework.dao.CannotAcquireLockException;
 
@@ -16,8 +15,6 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 class RedisOutageLockRegistryTest {
 
     @Test
-    @Disabled("lock() waits on through an outage, for as long as it lasts, though the registry says a failure to "
-            + "reach the backend while locking throws CannotAcquireLockException (tryLock does)")
     void lockThrowsCannotAcquireLockWhenTheBackendIsDown() throws Exception {
         try (RedisServer redis = RedisServer.start();
              LockerLockRegistry registry = LockerLockRegistry.open(redis.uri())) {

@@ -4,7 +4,6 @@ import dev.locker.api.Locker;
 import dev.locker.api.Lockers;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
 import org.junit.jupiter.api.TestInstance;
@@ -56,8 +55,6 @@ class RegistryExpireUnusedTest {
     }
 
     @Test
-    @Disabled("obtain does not count as a use, though expireUnusedOlderThan says it does: a lock obtained again just "
-            + "now is forgotten, and its holder can then neither renew it nor re-enter it by its key")
     void aLockObtainedWithinTheAgeIsKeptSoItsHolderCanRenewAndReenterIt(TestInfo test) throws Exception {
         LockerLockRegistry registry = registry(test);
         Lock first = registry.obtain("k");
@@ -71,8 +68,6 @@ class RegistryExpireUnusedTest {
     }
 
     @Test
-    @Disabled("expireUnusedOlderThan between a thread's obtain and its lock() forgets the lock that thread then "
-            + "holds: its renewLock is refused and re-entering by key waits on itself")
     void aLockTakenWhileExpireUnusedRanStaysTheRegistrysLockForItsKey(TestInfo test) throws Exception {
         LockerLockRegistry registry = registry(test);
         CountDownLatch obtained = new CountDownLatch(1);

@@ -66,8 +66,6 @@ class RegistryLockLeaseLossTest {
     }
 
     @Test
-    @Disabled("the owner re-enters a lock whose lease expired and was taken by another process: tryLock says true "
-            + "without asking the lease, so two holders act at once")
     void theOwnerCannotReenterALockWhoseLeaseExpiredAndWasTaken(TestInfo test) throws Exception {
         LockerLockRegistry a = LockerLockRegistry.builder(lockerA).keyPrefix(prefix(test))
                 .keepAlive(false).expireAfter(Duration.ofMillis(300)).build();
@@ -90,8 +88,6 @@ class RegistryLockLeaseLossTest {
     }
 
     @Test
-    @Disabled("after its registry closed (its lease released and the lock taken by another process), the owner's "
-            + "lock() re-enters and returns as if it held the lock")
     void theOwnerCannotReenterALockAfterItsRegistryClosed(TestInfo test) throws Exception {
         String uri = "mem:spring-integration-lease-loss-closed?lockWait=5ms";
         LockerLockRegistry a = LockerLockRegistry.builder(uri).keyPrefix(prefix(test)).build();
@@ -116,8 +112,8 @@ class RegistryLockLeaseLossTest {
     }
 
     @Test
-    @Disabled("a lock whose owning thread ended without unlocking is kept alive for as long as the process lives: "
-            + "no other process ever gets it, though no thread can use or unlock it")
+    @Disabled("not done, a stated limit (LockerLockRegistry, 'Expiry and renewal'): as with a ReentrantLock, a lock "
+            + "whose owning thread ended without unlocking stays held, its lease kept alive until the registry closes")
     void aLockWhoseOwningThreadEndedIsFreedAtItsExpiry(TestInfo test) throws Exception {
         LockerLockRegistry a = LockerLockRegistry.builder(lockerA).keyPrefix(prefix(test))
                 .expireAfter(Duration.ofMillis(600)).build();
