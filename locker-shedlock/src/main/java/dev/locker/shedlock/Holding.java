@@ -10,7 +10,7 @@ import org.slf4j.LoggerFactory;
 
 import java.time.Duration;
 import java.time.Instant;
-import java.util.concurrent.Executor;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
@@ -35,9 +35,9 @@ import java.util.function.Consumer;
  *
  * <p>Invariant: while not released, exactly one scheduled release is pending, at the instant ShedLock set last.
  * That instant is lockAtMostUntil while the task runs, and lockAtLeastUntil once it unlocked early.
- * Once released, the lease is closed or lost, and nothing schedules or renews it again. The release thread never
- * waits on the backend (a scheduled release gives the lease back on another thread) nor on a grant whose task is
- * extending or unlocking it (it looks again shortly): a stalled backend call holds up no other grant's release.
+ * Once released, the lease is closed or lost, and nothing schedules or renews it again. Releases run on a few
+ * threads, so that one stalled on its backend holds up no other grant's release; a release thread never waits on a
+ * grant whose task is extending or unlocking it (it looks again shortly).
  */
 final class Holding {
 
@@ -60,8 +60,6 @@ final class Holding {
     /** True when the lease carries lockAtMostFor as its expiry and lockAtLeastFor as its hold-at-least. */
     private final boolean onBackend;
     private final ScheduledExecutorService releases;
-    /** Where a scheduled release gives the lease back: never on the release thread. */
-    private final Executor giveBacks;
     private final Consumer<Holding> onReleased;
     /** ShedLock's clock and the monotonic clock at the grant: an instant on the one falls due on the other. */
     private final Instant grantedAt;
@@ -77,15 +75,16 @@ final class Holding {
     private volatile boolean busy;
     /** Set by the locker's notifier thread, which must not wait for this monitor. */
     private volatile boolean lost;
+    /** Opens once the released lease was given back on the backend (by whichever thread released it). */
+    private final CountDownLatch givenBack = new CountDownLatch(1);
 
     Holding(String name, KeyColumn lock, Lease lease, boolean onBackend, ScheduledExecutorService releases,
-            Executor giveBacks, Consumer<Holding> onReleased) {
+            Consumer<Holding> onReleased) {
         this.name = name;
         this.lock = lock;
         this.lease = lease;
         this.onBackend = onBackend;
         this.releases = releases;
-        this.giveBacks = giveBacks;
         this.onReleased = onReleased;
         this.grantedNanos = System.nanoTime();
         this.grantedAt = ClockProvider.now();
@@ -161,7 +160,16 @@ final class Holding {
      *
      * @return false when the grant has ended, its lockAtMostFor has passed, or the backend says the claim is gone
      */
-    synchronized boolean extend(Instant newUntil) {
+    boolean extend(Instant newUntil) {
+        boolean extendedNow;
+        synchronized (this) {
+            extendedNow = extendHeld(newUntil);
+        }
+        awaitGiveBackIfReleased();
+        return extendedNow;
+    }
+
+    private boolean extendHeld(Instant newUntil) {
         if (released) {
             return false;
         }
@@ -197,9 +205,17 @@ final class Holding {
     /**
      * The task is done: the grant ends at {@code atLeastUntil}, or at once when that has passed. On the backend an
      * unextended lease is released at once, and the backend keeps its claim for lockAtLeastFor. An extended lease
-     * is renewed to end at {@code atLeastUntil} instead, and given back then.
+     * is renewed to end at {@code atLeastUntil} instead, and given back then. Returns once a grant released by
+     * then is given back on the backend.
      */
-    synchronized void unlock(Instant atLeastUntil) {
+    void unlock(Instant atLeastUntil) {
+        synchronized (this) {
+            unlockHeld(atLeastUntil);
+        }
+        awaitGiveBackIfReleased();
+    }
+
+    private void unlockHeld(Instant atLeastUntil) {
         unlocked = true;
         if (!onBackend) {
             releaseAt(atLeastUntil);
@@ -227,6 +243,21 @@ final class Holding {
             busy = false;
         }
         releaseAt(atLeastUntil);
+    }
+
+    /**
+     * The task's extend or unlock answers after its grant's give-back, should a release thread be giving it back:
+     * a grant the task was told has ended is off the backend. An interrupt ends the wait.
+     */
+    private void awaitGiveBackIfReleased() {
+        if (!released) {
+            return;
+        }
+        try {
+            givenBack.await();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     /** The expiry a claim gets on the backend for {@code d}: at least {@link #SHORTEST_CLAIM}. */
@@ -262,6 +293,14 @@ final class Holding {
     /** The backend part of a release, once {@link #markReleased} said this caller does it. */
     private void giveBack() {
         try {
+            giveBackOnBackend();
+        } finally {
+            givenBack.countDown();
+        }
+    }
+
+    private void giveBackOnBackend() {
+        try {
             // never throws for a backend failure: an undeleted claim expires on its own
             if (!lease.release()) {
                 log.debug("ShedLock lock {} had already expired or been taken over when given back", lock.legible());
@@ -286,17 +325,12 @@ final class Holding {
         if (!takeForRelease(which)) {
             return;
         }
-        // keep-alive stops now; the backend call goes elsewhere, so that a stalled one holds up no other release
         try {
-            lease.keepAlive(false);
+            lease.keepAlive(false); // at once, should the backend stall on the release
         } catch (IllegalStateException lostOrClosed) {
             // nothing to stop
         }
-        try {
-            giveBacks.execute(this::giveBack);
-        } catch (RejectedExecutionException providerClosed) {
-            giveBack();
-        }
+        giveBack();
     }
 
     /**

@@ -18,8 +18,6 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 
 /**
@@ -55,12 +53,14 @@ public final class LockerLockProvider implements ExtensibleLockProvider, AutoClo
     /** Recorded with every claim this provider writes: operators see who took the lock. */
     static final String WHY = "ShedLock";
 
+    /** Release threads per provider: as many releases may stall on the backend before the others wait. */
+    private static final int RELEASE_THREADS = 4;
+
     private final Locker locker;
     private final boolean ownsLocker;
     private final String keyPrefix;
+    /** Releases at their instants, on a few threads: one that stalls on its backend holds up no other. */
     private final ScheduledThreadPoolExecutor releases;
-    /** Gives back what the release thread released: a backend that stalls on one holds up no other release. */
-    private final ExecutorService giveBacks;
     private final Set<Holding> holdings = ConcurrentHashMap.newKeySet();
 
     /**
@@ -88,18 +88,13 @@ public final class LockerLockProvider implements ExtensibleLockProvider, AutoClo
         this.locker = Objects.requireNonNull(locker, "locker");
         this.keyPrefix = Objects.requireNonNull(keyPrefix, "keyPrefix");
         this.ownsLocker = ownsLocker;
-        this.releases = new ScheduledThreadPoolExecutor(1, r -> {
+        this.releases = new ScheduledThreadPoolExecutor(RELEASE_THREADS, r -> {
             Thread t = new Thread(r, "locker-shedlock-release");
             t.setDaemon(true);
             return t;
         });
         // a release moved by extend or unlock cancels the old one: drop it at once, not at its old time
         releases.setRemoveOnCancelPolicy(true);
-        this.giveBacks = Executors.newCachedThreadPool(r -> {
-            Thread t = new Thread(r, "locker-shedlock-give-back");
-            t.setDaemon(true);
-            return t;
-        });
     }
 
     /**
@@ -158,7 +153,7 @@ public final class LockerLockProvider implements ExtensibleLockProvider, AutoClo
         switch (acquisition.outcome()) {
             case ACQUIRED:
                 Lease lease = acquisition.lease().orElseThrow();
-                Holding holding = new Holding(name, lock, lease, onBackend, releases, giveBacks, holdings::remove);
+                Holding holding = new Holding(name, lock, lease, onBackend, releases, holdings::remove);
                 holdings.add(holding);
                 holding.releaseAt(lockConfiguration.getLockAtMostUntil());
                 if (releases.isShutdown()) {
@@ -186,7 +181,6 @@ public final class LockerLockProvider implements ExtensibleLockProvider, AutoClo
         for (Holding h : holdings) {
             h.releaseNow();
         }
-        giveBacks.shutdown(); // the give-backs under way finish
         if (ownsLocker) {
             locker.close();
         }

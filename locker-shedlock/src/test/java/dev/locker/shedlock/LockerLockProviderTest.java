@@ -97,7 +97,7 @@ class LockerLockProviderTest {
             @Override
             public void before(Step step, KeyColumn lock, String rid) {
                 if (step == Step.RELEASE && lock.legible().equals(stalling)
-                        && Thread.currentThread().getName().equals("locker-shedlock-give-back")) {
+                        && Thread.currentThread().getName().equals("locker-shedlock-release")) {
                     releaseThreadHeld.countDown();
                     try {
                         letGo.await(30, TimeUnit.SECONDS);
@@ -187,7 +187,7 @@ class LockerLockProviderTest {
             @Override
             public void before(Step step, KeyColumn lock, String rid) {
                 if (step == Step.RELEASE && lock.legible().equals(stalling)
-                        && Thread.currentThread().getName().equals("locker-shedlock-give-back")) {
+                        && Thread.currentThread().getName().equals("locker-shedlock-release")) {
                     releaseThreadHeld.countDown();
                     awaitQuietly(letGo);
                 }
@@ -245,7 +245,7 @@ class LockerLockProviderTest {
             @Override
             public void after(Step step, KeyColumn lock, String rid, RuntimeException failure) {
                 if (step == Step.RELEASE && lock.legible().equals(name)
-                        && Thread.currentThread().getName().equals("locker-shedlock-give-back")) {
+                        && Thread.currentThread().getName().equals("locker-shedlock-release")) {
                     givenBack.countDown();
                 }
             }
