@@ -73,6 +73,8 @@ final class Holding {
     private volatile boolean released; // written under this
     /** True while the task extends or unlocks on the backend, under this monitor: others do not wait for it. */
     private volatile boolean busy;
+    /** Set when the provider closes: a task busy on the backend then gives the lease back as that call returns. */
+    private volatile boolean closing;
     /** Set by the locker's notifier thread, which must not wait for this monitor. */
     private volatile boolean lost;
     /** Opens once the released lease was given back on the backend (by whichever thread released it). */
@@ -165,8 +167,11 @@ final class Holding {
         synchronized (this) {
             extendedNow = extendHeld(newUntil);
         }
+        if (closing) {
+            releaseNow();
+        }
         awaitGiveBackIfReleased();
-        return extendedNow;
+        return extendedNow && !released;
     }
 
     private boolean extendHeld(Instant newUntil) {
@@ -211,6 +216,9 @@ final class Holding {
     void unlock(Instant atLeastUntil) {
         synchronized (this) {
             unlockHeld(atLeastUntil);
+        }
+        if (closing) {
+            releaseNow();
         }
         awaitGiveBackIfReleased();
     }
@@ -268,6 +276,17 @@ final class Holding {
     /** True once the task unlocked or the lease was given back: a thread's record of it may be dropped. */
     boolean isDone() {
         return unlocked || released;
+    }
+
+    /**
+     * The provider closes: gives the lease back now, or, while its task is on the backend under this monitor, as that
+     * call returns (on the task's thread), so that close waits for no backend call of a task.
+     */
+    void closeNow() {
+        closing = true;
+        if (!busy) {
+            releaseNow();
+        }
     }
 
     /** Gives the lease back now, on this thread; harmless when it already was. A hold-at-least keeps the claim. */

@@ -179,7 +179,7 @@ public final class LockerLockProvider implements ExtensibleLockProvider, AutoClo
     public void close() {
         releases.shutdownNow();
         for (Holding h : holdings) {
-            h.releaseNow();
+            h.closeNow();
         }
         if (ownsLocker) {
             locker.close();

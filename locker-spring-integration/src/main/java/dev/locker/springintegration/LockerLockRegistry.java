@@ -32,9 +32,9 @@ import java.util.concurrent.locks.Lock;
  * Only the owner may unlock; any other thread gets an {@link IllegalStateException}.
  * The last unlock releases the lease; a lease found expired or taken throws {@link ConcurrentModificationException}.
  * The owner re-enters only while its lease is valid; a lost lease refuses it with an {@link IllegalStateException}.
- * Conditions are not supported. A backend that cannot be reached when locking starts (or when a bounded wait ends)
- * throws Spring's {@link org.springframework.dao.CannotAcquireLockException}, with the cause; a wait without bound
- * already under way rides an outage out.
+ * Conditions are not supported. {@code lock()} waits out an outage as it waits out a holder; a {@code tryLock} that
+ * ends on a backend it could not reach throws Spring's {@link org.springframework.dao.CannotAcquireLockException},
+ * with the cause.
  *
  * <h2>Waiting</h2>
  * Threads of this process wait for each other inside the JVM; one at a time waits on the backend.

@@ -31,8 +31,9 @@ import java.util.function.UnaryOperator;
  * Every wait on the backend is Locker's own ({@link Locker#acquireWithin}): a release wakes a Redis waiter at once.
  * An interrupt ends that wait early, and the acquisition then reports the lock busy with the flag set.
  * A backend client that clears an interrupt during its call hides it: HBase's does, and the wait goes on.
- * A backend that cannot be reached when locking starts, or when a bounded wait ends, throws
- * {@link CannotAcquireLockException}; a wait without bound that is already under way rides an outage out.
+ * {@code lock()} and {@code lockInterruptibly()} wait out an outage as they wait out a holder: Locker's wait treats
+ * a temporary failure as "not yet" (a contended grant fails temporarily too). A bounded wait ({@code tryLock}) that
+ * ends on a backend it could not reach throws {@link CannotAcquireLockException}, never a plain false.
  *
  * <h2>Re-entry and the registry</h2>
  * The owner re-enters only while its lease is valid: a lost lease (expired, taken, its locker closed) refuses the
@@ -82,9 +83,8 @@ final class RegistryLock implements Lock {
         boolean acquired = false;
         boolean interrupted = false;
         try {
-            interrupted = Thread.interrupted(); // lock() ignores interrupts; a pending one would end the wait at once
-            acquired = tookWithin(Duration.ZERO); // an outage now throws; a wait under way rides one out
             while (!acquired) {
+                // lock() ignores interrupts; a pending one would end Locker's wait at once, so it is kept aside
                 interrupted |= Thread.interrupted();
                 acquired = took(locker.acquireWithin(lock, why, UNTIL_GRANTED, options));
             }
@@ -106,10 +106,6 @@ final class RegistryLock implements Lock {
         }
         boolean acquired = false;
         try {
-            if (Thread.interrupted()) {
-                throw new InterruptedException("interrupted while waiting for " + lock.legible());
-            }
-            acquired = tookWithin(Duration.ZERO); // an outage now throws; a wait under way rides one out
             while (!acquired) {
                 if (Thread.interrupted()) {
                     throw new InterruptedException("interrupted while waiting for " + lock.legible());
@@ -266,7 +262,7 @@ final class RegistryLock implements Lock {
         if (!local.isHeldByCurrentThread()) {
             throw new IllegalStateException("the current thread does not hold the lock " + lock.legible());
         }
-        if (reentered()) {
+        if (local.getHoldCount() > 1) { // an inner hold: the last unlock reports a lost lease
             local.unlock();
             return;
         }

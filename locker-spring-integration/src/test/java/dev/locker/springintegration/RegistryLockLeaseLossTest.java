@@ -144,8 +144,6 @@ class RegistryLockLeaseLossTest {
      * hold quietly, and the last unlock reports the loss as documented (ConcurrentModificationException).
      */
     @Test
-    @Disabled("unlock() runs the re-entry check, so an inner unlock after the lease expired throws "
-            + "IllegalStateException (\"unlock it\") though it did give up its hold, not the documented exception")
     void anInnerUnlockAfterTheLeaseExpiredGivesUpOneHoldAndTheLastUnlockReportsTheLoss(TestInfo test)
             throws Exception {
         LockerLockRegistry a = LockerLockRegistry.builder(lockerA).keyPrefix(prefix(test))
