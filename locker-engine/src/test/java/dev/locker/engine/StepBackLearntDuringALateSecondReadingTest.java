@@ -1,15 +1,10 @@
 package dev.locker.engine;
 
 import dev.locker.api.TemporaryLockingException;
-import dev.locker.spi.Entry;
-import dev.locker.spi.KeyColumnValueStore;
-import dev.locker.spi.StoreTransaction;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
-import java.util.List;
-import java.util.concurrent.atomic.AtomicReference;
 
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -109,50 +104,6 @@ class StepBackLearntDuringALateSecondReadingTest extends JudgingScenario {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException(e);
-        }
-    }
-
-    /** The shared store, whose next read stays in flight while a chosen action runs (a slow network). */
-    private static final class SlowReadStore implements KeyColumnValueStore {
-        final AtomicReference<Runnable> beforeNextRead = new AtomicReference<>();
-        private final KeyColumnValueStore real;
-
-        SlowReadStore(KeyColumnValueStore real) {
-            this.real = real;
-        }
-
-        @Override
-        public String name() {
-            return real.name();
-        }
-
-        @Override
-        public List<Entry> getSlice(byte[] key, byte[] start, byte[] end, StoreTransaction tx) {
-            Runnable r = beforeNextRead.getAndSet(null);
-            if (r != null) {
-                r.run();
-            }
-            return real.getSlice(key, start, end, tx);
-        }
-
-        @Override
-        public void mutate(byte[] key, List<Entry> additions, List<byte[]> deletions, StoreTransaction tx) {
-            real.mutate(key, additions, deletions, tx);
-        }
-
-        @Override
-        public List<byte[]> getKeys(byte[] keyPrefix, byte[] startAfter, int limit, StoreTransaction tx) {
-            return real.getKeys(keyPrefix, startAfter, limit, tx);
-        }
-
-        @Override
-        public StoreTransaction beginTransaction() {
-            return real.beginTransaction();
-        }
-
-        @Override
-        public void close() {
-            // the shared store outlives this view of it
         }
     }
 }
