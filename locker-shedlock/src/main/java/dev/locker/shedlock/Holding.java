@@ -49,7 +49,7 @@ final class Holding {
      */
     static final Duration SHORTEST_CLAIM = Duration.ofSeconds(2);
 
-    /** The longest a release is scheduled ahead: a century, within the monotonic clock's range. */
+    /** Times are counted within a century either way: the monotonic clock holds them, and no release is later. */
     private static final long LONGEST_NANOS = Duration.ofDays(36_500).toNanos();
     /** How soon the release thread looks again at a grant whose task is extending or unlocking it. */
     private static final long LOOK_AGAIN_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
